@@ -1,0 +1,15 @@
+/* STUB: replaced by the module's owner. */
+#include <stdio.h>
+#include "kg_cli.h"
+int
+kg_ckpt_cli_main(int argc, char **argv)
+{
+  fprintf(stderr, "kguard: %s is not implemented yet\n", argv[0]);
+  return KG_EXIT_SYSTEM;
+}
+int
+kg_ckpt_keygen_main(int argc, char **argv)
+{
+  fprintf(stderr, "kguard: %s is not implemented yet\n", argv[0]);
+  return KG_EXIT_SYSTEM;
+}

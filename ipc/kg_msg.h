@@ -1,0 +1,118 @@
+/*  kg_msg: one Jupyter wire message.
+
+    Wire layout: identities..., "<IDS|MSG>", signature, header, parent_header,
+    metadata, content, buffers... The four dict frames are kept as received,
+    byte for byte, so relaying a message only re-signs it; they are parsed as
+    JSON lazily and only after the signature was checked.
+
+    Frames are held as zmq messages: resending a large frame (a binary buffer,
+    a big stream) does not copy its bytes.
+*/
+#ifndef KG_MSG_H
+#define KG_MSG_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kg_signer.h"
+
+typedef enum {
+  KG_PART_HEADER = 0,
+  KG_PART_PARENT,
+  KG_PART_METADATA,
+  KG_PART_CONTENT
+} kg_part_t;
+
+/*  Upper bound on one whole message; larger ones are drained and rejected. */
+#define KG_MSG_MAX_BYTES (512u * 1024u * 1024u)
+/*  Upper bound on the number of frames of one message. */
+#define KG_MSG_MAX_FRAMES 4096u
+
+typedef struct kg_msg_t kg_msg_t;
+
+/*  Receive every frame of one multipart message from socket. flags as for
+    zmq_msg_recv (0 or ZMQ_DONTWAIT). On success *msg_p is a new message owned
+    by the caller. Returns 0; -EAGAIN if ZMQ_DONTWAIT and nothing is there;
+    KG_ETOOBIG if it exceeds the limits above (the rest of it is drained);
+    -errno on socket errors. The message is not yet parsed. */
+int kg_msg_recv(void *socket, int flags, kg_msg_t **msg_p);
+
+/*  Split a received message: find the delimiter, check there are at least
+    five frames after it, and check the signature with signer (before any JSON
+    is parsed). Returns 0, KG_ENODELIM, KG_ESHORTMSG, KG_ENOSIG, KG_EBADSIG or
+    KG_EREPLAY. Call once, before any accessor below. For a raw frame
+    sequence with no delimiter (heartbeat) do not call it. */
+int kg_msg_parse(kg_msg_t *self, kg_signer_t *signer);
+
+/*  Create a new message to send. The header is made here: a fresh uuid4
+    msg_id, msg_type, session, username "kguard", date (ISO 8601, UTC) and
+    version "5.3". parent_header is copied (NULL means {}); the content is
+    taken (*content_p is set to NULL; NULL means {}). No identities.
+    Returns NULL on allocation failure. */
+kg_msg_t *kg_msg_new(const char *msg_type, const char *session,
+                     const cJSON *parent_header, cJSON **content_p);
+
+/*  Free self and set *self_p to NULL. Safe on NULL. */
+void kg_msg_destroy(kg_msg_t **self_p);
+
+/*  Identity (routing) frames, before the delimiter. For iopub, the topic. */
+size_t kg_msg_ident_count(const kg_msg_t *self);
+kg_frame_t kg_msg_ident(const kg_msg_t *self, size_t index);
+
+/*  Replace all identity frames with copies of idents[0..count). Returns 0 or
+    KG_ENOMEM. */
+int kg_msg_set_idents(kg_msg_t *self, const kg_frame_t *idents, size_t count);
+
+/*  Copy the identity frames of other onto self (for replies). */
+int kg_msg_copy_idents(kg_msg_t *self, const kg_msg_t *other);
+
+/*  The raw bytes of one dict frame (borrowed, valid until the message is
+    changed or destroyed). */
+kg_frame_t kg_msg_part(const kg_msg_t *self, kg_part_t part);
+
+/*  Binary buffers after the content frame. */
+size_t kg_msg_buffer_count(const kg_msg_t *self);
+kg_frame_t kg_msg_buffer(const kg_msg_t *self, size_t index);
+
+/*  The dict frame parsed as JSON, on first use (borrowed; owned by the
+    message). NULL if the frame is not a JSON object. */
+cJSON *kg_msg_json(kg_msg_t *self, kg_part_t part);
+
+/*  Replace one dict frame with the serialisation of json (borrowed, not
+    kept). Invalidates the parsed copy of that frame. Returns 0 or
+    KG_ENOMEM. */
+int kg_msg_set_json(kg_msg_t *self, kg_part_t part, const cJSON *json);
+
+/*  Header fields, borrowed from the parsed header; NULL if absent or not a
+    string. kg_msg_parent_id is parent_header.msg_id. */
+const char *kg_msg_type(kg_msg_t *self);
+const char *kg_msg_id(kg_msg_t *self);
+const char *kg_msg_session(kg_msg_t *self);
+const char *kg_msg_parent_id(kg_msg_t *self);
+
+/*  Check that the header is a JSON object with string msg_id, msg_type and
+    session. Returns 0, KG_EBADJSON or KG_EBADHEADER. */
+int kg_msg_check_header(kg_msg_t *self);
+
+/*  Send self on socket: identities, delimiter, a fresh signature made with
+    signer over the four dict frames, the frames, the buffers. The message
+    stays owned by the caller and can be sent again (frames are shared, not
+    copied). flags as for zmq_msg_send (0 or ZMQ_DONTWAIT). Returns 0 or
+    -errno. */
+int kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags);
+
+/*  Total number of frames, for heartbeat echo and raw relays. */
+size_t kg_msg_frame_count(const kg_msg_t *self);
+
+/*  Send every frame exactly as received (no parsing, no signing): for the
+    heartbeat echo. Returns 0 or -errno. */
+int kg_msg_send_raw(kg_msg_t *self, void *socket, int flags);
+
+/*  Write a new uuid4 string (36 characters and a NUL) into out. */
+void kg_uuid4(char out[37]);
+
+/*  Write the current UTC time as "2026-12-02T17:03:04.123456Z" into out. */
+void kg_iso_now(char out[32]);
+
+#endif

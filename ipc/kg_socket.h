@@ -1,0 +1,30 @@
+/*  kg_socket: creating the channel sockets of each side.
+
+    The frontend side (kguard as a kernel): shell, control and stdin are
+    ROUTER, iopub is PUB, heartbeat is ROUTER (echo). The kernel side (kguard
+    as a client of the inner kernel): shell, control and stdin are DEALER with
+    one shared routing id (stdin must carry the same identity as shell), iopub
+    is SUB subscribed to everything, heartbeat is unused.
+
+    Every socket gets ZMQ_LINGER 0 so zmq_ctx_term never blocks on shutdown.
+*/
+#ifndef KG_SOCKET_H
+#define KG_SOCKET_H
+
+#include "kg_conninfo.h"
+
+/*  Create and bind the frontend socket of channel, at the endpoint named by
+    info. Returns the socket, or NULL with *err set to a negative code; a
+    message naming the endpoint is logged. */
+void *kg_socket_bind(void *ctx, const kg_conninfo_t *info, kg_channel_t channel, int *err);
+
+/*  Create the kernel-side socket of channel and connect it to the endpoint
+    named by info. routing_id (NUL-terminated, may be NULL) is set on DEALER
+    sockets. Returns the socket or NULL with *err set. */
+void *kg_socket_connect(void *ctx, const kg_conninfo_t *info, kg_channel_t channel,
+                        const char *routing_id, int *err);
+
+/*  Close socket (if not NULL) and set *socket_p to NULL. */
+void kg_socket_close(void **socket_p);
+
+#endif
