@@ -1,0 +1,36 @@
+# shellcheck shell=bash
+# Sourced by scripts/demo.sh and scripts/test.sh: installs the Debian 12
+# packages kguard needs, and nothing else. As root it runs apt-get; otherwise
+# it prints the exact command to run and stops.
+
+KG_PKGS_BUILD="build-essential cmake pkg-config libzmq3-dev libsodium-dev libcjson-dev libarchive-dev libzstd-dev"
+# Real peers: Debian's ipykernel, jupyter_client, jupyter-console, nbclient,
+# nbconvert and torch (CPU). Tests and the demo use /usr/bin/python3, which
+# is the interpreter these packages belong to.
+KG_PKGS_PY="python3 python3-ipykernel python3-jupyter-client jupyter-console python3-nbclient python3-nbformat python3-nbconvert python3-torch python3-psutil"
+KG_PKGS_TEST="python3-pytest jupyter-notebook chromium procps"
+
+# kg_need_packages PKG... : install whichever of PKG are missing.
+kg_need_packages() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "kguard: missing Debian packages. Run as root, then run this command again:" >&2
+    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "kguard: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# The browser test drives Chromium with playwright-core from npm. Node.js may
+# come from Debian (then npm is a separate package) or from elsewhere.
+kg_need_node() {
+  command -v npm >/dev/null 2>&1 && return 0
+  kg_need_packages nodejs npm
+}
