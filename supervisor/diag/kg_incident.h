@@ -1,0 +1,102 @@
+/*  kg_incident: the incident record, one JSON file per incident.
+
+    Layout of <incidents_dir>/<id>.json (keys absent until set):
+    {
+      "kguard_incident": 1,
+      "id": "20261202T170304Z-3f9a1c",
+      "created": "2026-12-02T17:03:04.512Z",
+      "T": {"iso": "2026-12-02T17:03:04.123Z", "ms": 1796230984123},
+      "family", "title", "sticky", "rule", "note", "backend", "error_code",
+      "first_error": {...}, "following": [...], "following_dropped",
+      "assertion_line", "raw_stderr_tail": [...], "matched": {...},
+      "parent_msg_id"                       (all from kg_diagnosis_to_json),
+      "cell": {"code": "...", "msg_id": "...", "execution_count": n},
+      "last_step": n | null,
+      "exit": {"code": n|null, "signal": n|null, "signal_name": "SIGABRT"},
+      "versions": {...probe.py output...},
+      "diagnostic_env": {"CUDA_LAUNCH_BLOCKING": "1", "PYTORCH_...": ...},
+      "restart_count": n,
+      "policy": {"decision": "restart"|"give-up", "reason": "...", "delay_ms": n},
+      "checkpoint": {...filled by the supervisor after the restore...} | null
+    }
+    Any other key may be added through kg_incident_json. A record can be
+    written again after an update: the same file is replaced atomically.
+*/
+#ifndef KG_INCIDENT_H
+#define KG_INCIDENT_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "kg_diagnosis.h"
+
+#define KG_INCIDENT_ID_MAX 40
+
+typedef struct kg_incident_t kg_incident_t;
+
+/*  Write a new id "YYYYMMDDTHHMMSSZ-xxxxxx" (UTC of now_ms + 24 random bits)
+    into buf (KG_INCIDENT_ID_MAX). */
+void kg_incident_make_id(int64_t now_ms, char *buf, size_t size);
+
+/*  Format ms since the epoch as "2026-12-02T17:03:04.123Z" into buf (>= 32). */
+void kg_incident_iso_time(int64_t ms, char *buf, size_t size);
+
+/*  New record created at now_ms, with a fresh id. NULL on allocation failure. */
+kg_incident_t *kg_incident_new(int64_t now_ms);
+
+/*  Free self and set *self_p to NULL. Safe on NULL. */
+void kg_incident_destroy(kg_incident_t **self_p);
+
+/*  The record's id (borrowed). */
+const char *kg_incident_id(const kg_incident_t *self);
+
+/*  The record itself (borrowed, owned by self): add or change keys freely. */
+cJSON *kg_incident_json(kg_incident_t *self);
+
+/*  Copy every key of kg_diagnosis_to_json(diag) into the record and set T
+    from its fault time. Returns 0 or KG_ENOMEM. */
+int kg_incident_set_diagnosis(kg_incident_t *self, const kg_diagnosis_t *diag);
+
+/*  Set "T" from ms (iso + ms). */
+void kg_incident_set_fault_time(kg_incident_t *self, int64_t fault_ms);
+
+/*  The failing cell: code (may be NULL), msg_id (may be NULL), execution
+    count (< 0 = unknown → null). */
+void kg_incident_set_cell(kg_incident_t *self, const char *code, const char *msg_id,
+                          int execution_count);
+
+/*  Last completed step (< 0 = unknown → null). */
+void kg_incident_set_last_step(kg_incident_t *self, int64_t step);
+
+/*  Exit status: exit_code >= 0, or -1 with signo. Both < 0 = still alive
+    (killed by kguard later) → "exit": null. */
+void kg_incident_set_exit(kg_incident_t *self, int exit_code, int signo);
+
+/*  Kernel versions from probe.py (taken: *versions_p is set to NULL; NULL or
+    a non-object records {"error": "probe unavailable"}). */
+void kg_incident_take_versions(kg_incident_t *self, cJSON **versions_p);
+
+/*  Record the diagnostic variables in force from envp (NULL-terminated
+    "NAME=value" array, e.g. the inner kernel's environment): 
+    CUDA_LAUNCH_BLOCKING, AMD_SERIALIZE_KERNEL, HIP_LAUNCH_BLOCKING,
+    KGUARD_DIAGNOSTIC, KGUARD_EMULATE, TORCH_USE_CUDA_DSA and every PYTORCH_*. */
+void kg_incident_set_env(kg_incident_t *self, char *const *envp);
+
+/*  Restart count and the policy decision ("restart" / "give-up"). */
+void kg_incident_set_restarts(kg_incident_t *self, int restart_count);
+void kg_incident_set_policy(kg_incident_t *self, const char *decision, const char *reason,
+                            int64_t delay_ms);
+
+/*  The checkpoint restored for this incident (taken; NULL records null, i.e.
+    none was found and training starts over). Suggested keys: "step",
+    "archive", "sealed" (iso), "digest", "restored_dir". */
+void kg_incident_take_checkpoint(kg_incident_t *self, cJSON **checkpoint_p);
+
+/*  Write the record atomically as <incidents_dir>/<id>.json, mode 0600:
+    temp file in the same directory, fsync, rename, fsync of the directory.
+    The directory must exist. A second call replaces the file. If path_out is
+    not NULL, *path_out is a new malloc'd string with the path (caller frees).
+    Returns 0 or -errno / KG_ENOMEM. */
+int kg_incident_write(kg_incident_t *self, const char *incidents_dir, char **path_out);
+
+#endif
