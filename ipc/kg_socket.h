@@ -4,7 +4,8 @@
     ROUTER, iopub is PUB, heartbeat is ROUTER (echo). The kernel side (kguard
     as a client of the inner kernel): shell, control and stdin are DEALER with
     one shared routing id (stdin must carry the same identity as shell), iopub
-    is SUB subscribed to everything, heartbeat is unused.
+    is SUB subscribed to everything, heartbeat is REQ (optional: for pinging
+    the inner kernel; jupyter_client's HBChannel is a REQ too).
 
     Every socket gets ZMQ_LINGER 0 so zmq_ctx_term never blocks on shutdown.
 */
