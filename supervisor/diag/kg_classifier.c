@@ -1,0 +1,624 @@
+/*  kg_classifier: rule table loading, validation and matching. */
+#include "kg_classifier.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kg_error.h"
+
+#define MAX_RULES_FILE (4u * 1024u * 1024u)
+#define MAX_FIELD      8192u
+
+typedef struct {
+  char *id;
+  size_t family;     /* index into families                       */
+  kg_backend_t backend;
+  unsigned sources;  /* KG_SRC_* bits                             */
+  char **any;        /* NULL-terminated, or NULL                  */
+  char **all;        /* NULL-terminated, or NULL                  */
+  bool has_regex;
+  regex_t regex;
+  bool ignore_case;
+  int error_code;
+  char *note;
+} s_rule_t;
+
+struct kg_classifier_t {
+  kg_family_t *families;
+  size_t nfamilies;
+  s_rule_t *rules;
+  size_t nrules;
+};
+
+static const struct {
+  const char *name;
+  unsigned bit;
+} s_source_names[] = {
+  {"iopub_error", KG_SRC_IOPUB_ERROR}, {"execute_reply", KG_SRC_EXECUTE_REPLY},
+  {"stream", KG_SRC_STREAM},           {"raw_stdout", KG_SRC_RAW_STDOUT},
+  {"raw_stderr", KG_SRC_RAW_STDERR},   {"exit", KG_SRC_EXIT},
+};
+
+static void
+s_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void
+s_err(char *err, size_t errlen, const char *fmt, ...)
+{
+  if (!err || errlen == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+static void
+s_free_strv(char **v)
+{
+  if (!v)
+    return;
+  for (char **p = v; *p; p++)
+    free(*p);
+  free(v);
+}
+
+void
+kg_classifier_destroy(kg_classifier_t **self_p)
+{
+  if (!self_p || !*self_p)
+    return;
+  kg_classifier_t *self = *self_p;
+  for (size_t i = 0; i < self->nfamilies; i++) {
+    kg_family_t *f = &self->families[i];
+    free((char *) f->id);
+    free((char *) f->title);
+    free((char *) f->first_check);
+    free((char *) f->avoid);
+    free((char *) f->hint_cuda);
+    free((char *) f->hint_rocm);
+    free((char *) f->hint_any);
+  }
+  free(self->families);
+  for (size_t i = 0; i < self->nrules; i++) {
+    s_rule_t *r = &self->rules[i];
+    free(r->id);
+    free(r->note);
+    s_free_strv(r->any);
+    s_free_strv(r->all);
+    if (r->has_regex)
+      regfree(&r->regex);
+  }
+  free(self->rules);
+  free(self);
+  *self_p = NULL;
+}
+
+/*  A required or optional non-empty string field. Returns 0, KG_ERULES (with a
+    message naming where/field) or KG_ENOMEM. */
+static int
+s_string(const cJSON *obj, const char *field, bool required, const char *where, char **out,
+         char *err, size_t errlen)
+{
+  *out = NULL;
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, field);
+  if (!item) {
+    if (!required)
+      return 0;
+    s_err(err, errlen, "%s: missing field \"%s\"", where, field);
+    return KG_ERULES;
+  }
+  if (!cJSON_IsString(item) || !item->valuestring || !item->valuestring[0]) {
+    s_err(err, errlen, "%s: field \"%s\" must be a non-empty string", where, field);
+    return KG_ERULES;
+  }
+  if (strlen(item->valuestring) > MAX_FIELD) {
+    s_err(err, errlen, "%s: field \"%s\" is longer than %u bytes", where, field, MAX_FIELD);
+    return KG_ERULES;
+  }
+  *out = strdup(item->valuestring);
+  return *out ? 0 : KG_ENOMEM;
+}
+
+static int
+s_load_family(const cJSON *obj, size_t index, kg_family_t *f, char *err, size_t errlen)
+{
+  char where[64];
+  snprintf(where, sizeof where, "families[%zu]", index);
+  if (!cJSON_IsObject(obj)) {
+    s_err(err, errlen, "%s: must be an object", where);
+    return KG_ERULES;
+  }
+  int rc;
+  if ((rc = s_string(obj, "id", true, where, (char **) &f->id, err, errlen)) ||
+      (rc = s_string(obj, "title", true, where, (char **) &f->title, err, errlen)) ||
+      (rc = s_string(obj, "first_check", true, where, (char **) &f->first_check, err, errlen)) ||
+      (rc = s_string(obj, "avoid", true, where, (char **) &f->avoid, err, errlen)))
+    return rc;
+  const cJSON *sticky = cJSON_GetObjectItemCaseSensitive(obj, "sticky");
+  if (!cJSON_IsBool(sticky)) {
+    s_err(err, errlen, "%s (\"%s\"): field \"sticky\" must be true or false", where, f->id);
+    return KG_ERULES;
+  }
+  f->sticky = cJSON_IsTrue(sticky);
+  const cJSON *hints = cJSON_GetObjectItemCaseSensitive(obj, "hints");
+  if (hints) {
+    if (!cJSON_IsObject(hints)) {
+      s_err(err, errlen, "%s (\"%s\"): field \"hints\" must be an object", where, f->id);
+      return KG_ERULES;
+    }
+    snprintf(where, sizeof where, "families[%zu].hints", index);
+    if ((rc = s_string(hints, "cuda", false, where, (char **) &f->hint_cuda, err, errlen)) ||
+        (rc = s_string(hints, "rocm", false, where, (char **) &f->hint_rocm, err, errlen)) ||
+        (rc = s_string(hints, "any", false, where, (char **) &f->hint_any, err, errlen)))
+      return rc;
+    /* The seed is explicit: do not carry NVIDIA's variable over to ROCm. */
+    if (f->hint_rocm && strstr(f->hint_rocm, "CUDA_LAUNCH_BLOCKING")) {
+      s_err(err, errlen,
+            "%s: field \"rocm\" names CUDA_LAUNCH_BLOCKING, an NVIDIA variable; use "
+            "AMD_SERIALIZE_KERNEL / HIP_LAUNCH_BLOCKING on ROCm",
+            where);
+      return KG_ERULES;
+    }
+  }
+  return 0;
+}
+
+/*  An array of non-empty strings → NULL-terminated vector. */
+static int
+s_strv(const cJSON *arr, const char *where, const char *field, char ***out, char *err,
+       size_t errlen)
+{
+  *out = NULL;
+  if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
+    s_err(err, errlen, "%s: field \"match.%s\" must be a non-empty array of strings", where,
+          field);
+    return KG_ERULES;
+  }
+  size_t n = (size_t) cJSON_GetArraySize(arr);
+  char **v = calloc(n + 1, sizeof *v);
+  if (!v)
+    return KG_ENOMEM;
+  size_t i = 0;
+  const cJSON *s;
+  cJSON_ArrayForEach(s, arr) {
+    if (!cJSON_IsString(s) || !s->valuestring[0] || strlen(s->valuestring) > MAX_FIELD) {
+      s_err(err, errlen, "%s: field \"match.%s\"[%zu] must be a non-empty string", where,
+            field, i);
+      s_free_strv(v);
+      return KG_ERULES;
+    }
+    if (!(v[i++] = strdup(s->valuestring))) {
+      s_free_strv(v);
+      return KG_ENOMEM;
+    }
+  }
+  *out = v;
+  return 0;
+}
+
+static int
+s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, char *err,
+            size_t errlen)
+{
+  char where[160];
+  snprintf(where, sizeof where, "rules[%zu]", index);
+  if (!cJSON_IsObject(obj)) {
+    s_err(err, errlen, "%s: must be an object", where);
+    return KG_ERULES;
+  }
+  int rc = s_string(obj, "id", true, where, &r->id, err, errlen);
+  if (rc)
+    return rc;
+  snprintf(where, sizeof where, "rules[%zu] (\"%.100s\")", index, r->id);
+  for (size_t i = 0; i < index; i++)
+    if (strcmp(self->rules[i].id, r->id) == 0) {
+      s_err(err, errlen, "%s: field \"id\" repeats rules[%zu]", where, i);
+      return KG_ERULES;
+    }
+
+  char *family = NULL;
+  if ((rc = s_string(obj, "family", true, where, &family, err, errlen)))
+    return rc;
+  size_t fi = 0;
+  while (fi < self->nfamilies && strcmp(self->families[fi].id, family) != 0)
+    fi++;
+  if (fi == self->nfamilies) {
+    s_err(err, errlen, "%s: field \"family\": no family with id \"%.100s\"", where, family);
+    free(family);
+    return KG_ERULES;
+  }
+  free(family);
+  r->family = fi;
+
+  const cJSON *backend = cJSON_GetObjectItemCaseSensitive(obj, "backend");
+  const char *b = cJSON_IsString(backend) ? backend->valuestring : NULL;
+  if (!backend || (b && strcmp(b, "any") == 0))
+    r->backend = KG_BACKEND_UNKNOWN;
+  else if (b && strcmp(b, "cuda") == 0)
+    r->backend = KG_BACKEND_CUDA;
+  else if (b && strcmp(b, "rocm") == 0)
+    r->backend = KG_BACKEND_ROCM;
+  else {
+    s_err(err, errlen, "%s: field \"backend\" must be \"cuda\", \"rocm\" or \"any\"", where);
+    return KG_ERULES;
+  }
+
+  const cJSON *sources = cJSON_GetObjectItemCaseSensitive(obj, "sources");
+  if (!sources || (cJSON_IsString(sources) && strcmp(sources->valuestring, "any") == 0))
+    r->sources = KG_SRC_ALL;
+  else if (cJSON_IsArray(sources) && cJSON_GetArraySize(sources) > 0) {
+    const cJSON *s;
+    size_t i = 0;
+    cJSON_ArrayForEach(s, sources) {
+      size_t k = 0, n = sizeof s_source_names / sizeof s_source_names[0];
+      while (k < n && !(cJSON_IsString(s) && strcmp(s->valuestring, s_source_names[k].name) == 0))
+        k++;
+      if (k == n) {
+        s_err(err, errlen,
+              "%s: field \"sources\"[%zu] must be one of iopub_error, execute_reply, stream, "
+              "raw_stdout, raw_stderr, exit",
+              where, i);
+        return KG_ERULES;
+      }
+      r->sources |= s_source_names[k].bit;
+      i++;
+    }
+  } else {
+    s_err(err, errlen, "%s: field \"sources\" must be \"any\" or a non-empty array", where);
+    return KG_ERULES;
+  }
+
+  const cJSON *match = cJSON_GetObjectItemCaseSensitive(obj, "match");
+  if (!cJSON_IsObject(match)) {
+    s_err(err, errlen, "%s: field \"match\" must be an object", where);
+    return KG_ERULES;
+  }
+  const cJSON *ic = cJSON_GetObjectItemCaseSensitive(match, "ignore_case");
+  if (ic && !cJSON_IsBool(ic)) {
+    s_err(err, errlen, "%s: field \"match.ignore_case\" must be true or false", where);
+    return KG_ERULES;
+  }
+  r->ignore_case = cJSON_IsTrue(ic);
+  const cJSON *any = cJSON_GetObjectItemCaseSensitive(match, "any");
+  const cJSON *all = cJSON_GetObjectItemCaseSensitive(match, "all");
+  const cJSON *regex = cJSON_GetObjectItemCaseSensitive(match, "regex");
+  if (!any && !all && !regex) {
+    s_err(err, errlen, "%s: field \"match\" needs \"any\", \"all\" or \"regex\"", where);
+    return KG_ERULES;
+  }
+  if (any && (rc = s_strv(any, where, "any", &r->any, err, errlen)))
+    return rc;
+  if (all && (rc = s_strv(all, where, "all", &r->all, err, errlen)))
+    return rc;
+  if (regex) {
+    if (!cJSON_IsString(regex) || !regex->valuestring[0]) {
+      s_err(err, errlen, "%s: field \"match.regex\" must be a non-empty string", where);
+      return KG_ERULES;
+    }
+    int flags = REG_EXTENDED | REG_NOSUB | REG_NEWLINE | (r->ignore_case ? REG_ICASE : 0);
+    int rrc = regcomp(&r->regex, regex->valuestring, flags);
+    if (rrc != 0) {
+      char msg[128];
+      regerror(rrc, &r->regex, msg, sizeof msg);
+      s_err(err, errlen, "%s: field \"match.regex\" is not a valid POSIX extended regex: %s",
+            where, msg);
+      return KG_ERULES;
+    }
+    r->has_regex = true;
+  }
+
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "error_code");
+  if (code) {
+    if (!cJSON_IsNumber(code) || code->valuedouble < 0 || code->valuedouble > 100000 ||
+        code->valuedouble != (double) (int) code->valuedouble) {
+      s_err(err, errlen, "%s: field \"error_code\" must be a non-negative integer", where);
+      return KG_ERULES;
+    }
+    r->error_code = code->valueint;
+  }
+  return s_string(obj, "note", false, where, &r->note, err, errlen);
+}
+
+int
+kg_classifier_load_string(const char *json, size_t len, kg_classifier_t **self_p, char *err,
+                          size_t errlen)
+{
+  s_err(err, errlen, "%s", "");
+  *self_p = NULL;
+  cJSON *root = cJSON_ParseWithLength(json, len);
+  if (!root) {
+    const char *at = cJSON_GetErrorPtr();
+    s_err(err, errlen, "not valid JSON (near byte %ld)", at ? (long) (at - json) : -1L);
+    return KG_ERULES;
+  }
+  int rc = KG_ERULES;
+  kg_classifier_t *self = calloc(1, sizeof *self);
+  if (!self) {
+    cJSON_Delete(root);
+    return KG_ENOMEM;
+  }
+  const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "version");
+  const cJSON *families = cJSON_GetObjectItemCaseSensitive(root, "families");
+  const cJSON *rules = cJSON_GetObjectItemCaseSensitive(root, "rules");
+  if (!cJSON_IsObject(root)) {
+    s_err(err, errlen, "top level must be an object");
+    goto done;
+  }
+  if (!cJSON_IsNumber(version) || version->valueint != 1) {
+    s_err(err, errlen, "field \"version\" must be 1");
+    goto done;
+  }
+  if (!cJSON_IsArray(families) || cJSON_GetArraySize(families) == 0) {
+    s_err(err, errlen, "field \"families\" must be a non-empty array");
+    goto done;
+  }
+  if (!cJSON_IsArray(rules) || cJSON_GetArraySize(rules) == 0) {
+    s_err(err, errlen, "field \"rules\" must be a non-empty array");
+    goto done;
+  }
+  size_t nf = (size_t) cJSON_GetArraySize(families), nr = (size_t) cJSON_GetArraySize(rules);
+  self->families = calloc(nf, sizeof *self->families);
+  self->rules = calloc(nr, sizeof *self->rules);
+  if (!self->families || !self->rules) {
+    rc = KG_ENOMEM;
+    goto done;
+  }
+  const cJSON *item;
+  cJSON_ArrayForEach(item, families) {
+    size_t i = self->nfamilies++;
+    if ((rc = s_load_family(item, i, &self->families[i], err, errlen)))
+      goto done;
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(self->families[j].id, self->families[i].id) == 0) {
+        s_err(err, errlen, "families[%zu]: field \"id\" repeats families[%zu] (\"%.100s\")", i,
+              j, self->families[i].id);
+        rc = KG_ERULES;
+        goto done;
+      }
+  }
+  cJSON_ArrayForEach(item, rules) {
+    size_t i = self->nrules++;
+    if ((rc = s_load_rule(self, item, i, &self->rules[i], err, errlen)))
+      goto done;
+  }
+  rc = 0;
+done:
+  cJSON_Delete(root);
+  if (rc)
+    kg_classifier_destroy(&self);
+  *self_p = self;
+  return rc;
+}
+
+int
+kg_classifier_load_file(const char *path, kg_classifier_t **self_p, char *err, size_t errlen)
+{
+  *self_p = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    int e = errno;
+    s_err(err, errlen, "%s: %s", path, strerror(e));
+    return -e;
+  }
+  char *buf = malloc(MAX_RULES_FILE + 1);
+  if (!buf) {
+    fclose(f);
+    return KG_ENOMEM;
+  }
+  size_t n = fread(buf, 1, MAX_RULES_FILE + 1, f);
+  int rerr = ferror(f) ? errno : 0;
+  fclose(f);
+  if (rerr) {
+    free(buf);
+    s_err(err, errlen, "%s: %s", path, strerror(rerr));
+    return -rerr;
+  }
+  if (n > MAX_RULES_FILE) {
+    free(buf);
+    s_err(err, errlen, "%s: larger than %u bytes", path, MAX_RULES_FILE);
+    return KG_ETOOBIG;
+  }
+  char inner[512];
+  int rc = kg_classifier_load_string(buf, n, self_p, inner, sizeof inner);
+  free(buf);
+  if (rc)
+    s_err(err, errlen, "%s: %s", path, inner);
+  return rc;
+}
+
+static bool
+s_exists(const char *path)
+{
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int
+kg_classifier_default_path(char *buf, size_t size)
+{
+  const char *datadir = getenv("KGUARD_DATADIR");
+  if (datadir && datadir[0]) {
+    snprintf(buf, size, "%s/rules/gpu-errors.json", datadir);
+    if (s_exists(buf))
+      return 0;
+  }
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = '\0';
+      snprintf(buf, size, "%s/../share/kguard/rules/gpu-errors.json", exe);
+      if (s_exists(buf))
+        return 0;
+    }
+  }
+#ifdef KGUARD_DATADIR
+  snprintf(buf, size, "%s/rules/gpu-errors.json", KGUARD_DATADIR);
+  if (s_exists(buf))
+    return 0;
+#endif
+#ifdef KGUARD_SOURCE_DIR
+  snprintf(buf, size, "%s/supervisor/rules/gpu-errors.json", KGUARD_SOURCE_DIR);
+  if (s_exists(buf))
+    return 0;
+#endif
+  return KG_ENOTFOUND;
+}
+
+static bool
+s_contains(const char *line, const char *needle, bool icase)
+{
+  return icase ? strcasestr(line, needle) != NULL : strstr(line, needle) != NULL;
+}
+
+static bool
+s_rule_matches(const s_rule_t *r, const char *line)
+{
+  if (r->any) {
+    bool hit = false;
+    for (char **p = r->any; *p && !hit; p++)
+      hit = s_contains(line, *p, r->ignore_case);
+    if (!hit)
+      return false;
+  }
+  if (r->all)
+    for (char **p = r->all; *p; p++)
+      if (!s_contains(line, *p, r->ignore_case))
+        return false;
+  if (r->has_regex && regexec(&r->regex, line, 0, NULL, 0) != 0)
+    return false;
+  return true;
+}
+
+bool
+kg_classifier_match(const kg_classifier_t *self, kg_source_t source, const char *text,
+                    size_t len, kg_match_t *match)
+{
+  memset(match, 0, sizeof *match);
+  if (!self || !text || len == 0)
+    return false;
+  /* One NUL-terminated copy split into lines in place: regexec and strstr
+     need terminated strings, and a NUL inside output must not hide the rest. */
+  char *copy = malloc(len + 1);
+  if (!copy)
+    return false;
+  memcpy(copy, text, len);
+  copy[len] = '\0';
+  for (size_t i = 0; i < len; i++)
+    if (copy[i] == '\n' || copy[i] == '\0')
+      copy[i] = '\0';
+  bool found = false;
+  for (size_t ri = 0; ri < self->nrules && !found; ri++) {
+    const s_rule_t *r = &self->rules[ri];
+    if (!(r->sources & (unsigned) source))
+      continue;
+    for (size_t off = 0; off < len && !found; off += strlen(copy + off) + 1) {
+      char *line = copy + off;
+      size_t ll = strlen(line);
+      if (ll && line[ll - 1] == '\r')
+        line[--ll] = '\0';
+      if (ll == 0 || !s_rule_matches(r, line))
+        continue;
+      found = true;
+      match->family = &self->families[r->family];
+      match->rule_id = r->id;
+      match->note = r->note;
+      match->error_code = r->error_code;
+      match->source = source;
+      match->backend = r->backend != KG_BACKEND_UNKNOWN ? r->backend : kg_backend_detect(text, len);
+      snprintf(match->line, sizeof match->line, "%s", line);
+    }
+  }
+  free(copy);
+  return found;
+}
+
+const kg_family_t *
+kg_classifier_family(const kg_classifier_t *self, const char *id)
+{
+  for (size_t i = 0; self && id && i < self->nfamilies; i++)
+    if (strcmp(self->families[i].id, id) == 0)
+      return &self->families[i];
+  return NULL;
+}
+
+size_t
+kg_classifier_family_count(const kg_classifier_t *self)
+{
+  return self ? self->nfamilies : 0;
+}
+
+size_t
+kg_classifier_rule_count(const kg_classifier_t *self)
+{
+  return self ? self->nrules : 0;
+}
+
+/*  memmem over text for a literal. */
+static bool
+s_has(const char *text, size_t len, const char *needle)
+{
+  return memmem(text, len, needle, strlen(needle)) != NULL;
+}
+
+kg_backend_t
+kg_backend_detect(const char *text, size_t len)
+{
+  static const char *rocm[] = {"HIP error:", "HIP out of memory", "HIP warning:",
+                               "AMD_SERIALIZE_KERNEL", "hipError", "HSA_STATUS_",
+                               "Memory access fault by GPU node", "TORCH_USE_HIP_DSA",
+                               "PYTORCH_HIP_ALLOC_CONF", "HIP_LAUNCH_BLOCKING",
+                               "rocm.docs.amd.com", "Device-side assertion `"};
+  static const char *cuda[] = {"CUDA error:", "CUDA out of memory", "CUDA_LAUNCH_BLOCKING",
+                               "cudaError", "TORCH_USE_CUDA_DSA", "cuda runtime error (",
+                               "docs.nvidia.com/cuda"};
+  if (!text)
+    return KG_BACKEND_UNKNOWN;
+  /* ROCm first: hipified builds sometimes keep CUDA words (PYTORCH_CUDA_ALLOC_CONF,
+     'CUDA' dispatch keys), never the other way round. */
+  for (size_t i = 0; i < sizeof rocm / sizeof rocm[0]; i++)
+    if (s_has(text, len, rocm[i]))
+      return KG_BACKEND_ROCM;
+  for (size_t i = 0; i < sizeof cuda / sizeof cuda[0]; i++)
+    if (s_has(text, len, cuda[i]))
+      return KG_BACKEND_CUDA;
+  return KG_BACKEND_UNKNOWN;
+}
+
+const char *
+kg_backend_name(kg_backend_t backend)
+{
+  switch (backend) {
+  case KG_BACKEND_CUDA: return "cuda";
+  case KG_BACKEND_ROCM: return "rocm";
+  default: return "unknown";
+  }
+}
+
+const char *
+kg_family_hint(const kg_family_t *family, kg_backend_t backend)
+{
+  if (!family)
+    return NULL;
+  if (backend == KG_BACKEND_CUDA && family->hint_cuda)
+    return family->hint_cuda;
+  if (backend == KG_BACKEND_ROCM && family->hint_rocm)
+    return family->hint_rocm;
+  if (backend == KG_BACKEND_ROCM)
+    /* A generic hint may name both stacks' variables; on ROCm say nothing
+       rather than risk an NVIDIA variable. */
+    return family->hint_any && !strstr(family->hint_any, "CUDA_LAUNCH_BLOCKING")
+             ? family->hint_any : NULL;
+  return family->hint_any;
+}
