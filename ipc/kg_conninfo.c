@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <math.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -186,8 +185,9 @@ s_get_port(const cJSON *root, const char *name, int *port, char *err, size_t err
     s_err(err, errlen, "%s: missing", name);
     return KG_ECONNFILE;
   }
-  double v = cJSON_IsNumber(item) ? item->valuedouble : NAN;
-  if (!cJSON_IsNumber(item) || !(v >= 1 && v <= 65535) || v != floor(v)) {
+  double v = cJSON_IsNumber(item) ? item->valuedouble : 0;
+  /*  The range check comes first so the int conversion is defined. */
+  if (!cJSON_IsNumber(item) || !(v >= 1 && v <= 65535) || v != (double) (int) v) {
     s_err(err, errlen, "%s: expected an integer in 1..65535", name);
     return KG_ECONNFILE;
   }
