@@ -1,0 +1,832 @@
+/*  kg_diagnosis: per-kernel fault state built from every evidence source. */
+#include "kg_diagnosis.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_error.h"
+#include "kg_linebuf.h"
+#include "kg_log.h"
+
+#define MAX_STREAMS   8      /* iopub stream linebufs (parent × name) kept    */
+#define MAX_PENDING   16     /* non-sticky signs remembered before a fault    */
+#define MAX_TEXT      65536  /* cap on one error text / following entry       */
+#define RAW_SIGN_TTL  60000  /* raw signs older than this do not move T       */
+
+/*  The family a cuBLAS/cuDNN status error belongs to until a sticky fault
+    claims it. Named here because the rule is about evidence order, not text. */
+#define BLAS_FAMILY "cublas-cudnn"
+
+typedef struct {
+  char *parent;        /* parent msg_id of the stream messages            */
+  char name[8];        /* "stdout" / "stderr"                              */
+  kg_linebuf_t *lb;
+  uint64_t used;       /* LRU tick                                         */
+} s_stream_t;
+
+typedef struct {
+  int64_t t;
+  char *parent;        /* NULL for raw evidence                            */
+} s_pending_t;
+
+struct kg_diagnosis_t {
+  const kg_classifier_t *rules;
+  kg_linebuf_t *raw_out, *raw_err;
+  s_stream_t streams[MAX_STREAMS];
+  uint64_t tick;
+  /* context of the current feed, for the line callback */
+  kg_source_t cur_source;
+  const char *cur_parent;
+  kg_diag_event_t cur_event;
+
+  bool sticky;
+  bool has_match;
+  kg_match_t match;          /* established family (sticky, else last advice) */
+  int64_t fault_ms;          /* T; -1 none                                    */
+  char *parent;              /* failing request                               */
+  char *last_parent;         /* last parent seen on any evidence              */
+  kg_backend_t backend;      /* from text                                     */
+  kg_backend_t backend_hint; /* from set_backend                              */
+  char *assertion;
+  int64_t last_step;
+  s_pending_t pending[MAX_PENDING];
+  size_t npending;
+  char *advice_parent;
+  const kg_family_t *advised[MAX_PENDING];
+  size_t nadvised;
+  bool advice_parent_set;
+  cJSON *first_error;
+  cJSON *following;
+  size_t following_dropped;
+  char *tail[KG_DIAG_STDERR_TAIL];
+  size_t tail_start, tail_n;
+  bool exited;
+  int exit_code, signo;
+};
+
+static char *
+s_dup(const char *s)
+{
+  return s ? strdup(s) : NULL;
+}
+
+static bool
+s_same(const char *a, const char *b)
+{
+  return a && b && strcmp(a, b) == 0;
+}
+
+kg_diagnosis_t *
+kg_diagnosis_new(const kg_classifier_t *rules)
+{
+  kg_diagnosis_t *self = calloc(1, sizeof *self);
+  if (!self)
+    return NULL;
+  self->rules = rules;
+  self->raw_out = kg_linebuf_new(KG_DIAG_MAX_LINE);
+  self->raw_err = kg_linebuf_new(KG_DIAG_MAX_LINE);
+  self->following = cJSON_CreateArray();
+  if (!self->raw_out || !self->raw_err || !self->following) {
+    kg_diagnosis_destroy(&self);
+    return NULL;
+  }
+  self->fault_ms = -1;
+  self->last_step = -1;
+  return self;
+}
+
+static void
+s_clear(kg_diagnosis_t *self)
+{
+  for (size_t i = 0; i < MAX_STREAMS; i++) {
+    free(self->streams[i].parent);
+    kg_linebuf_destroy(&self->streams[i].lb);
+    memset(&self->streams[i], 0, sizeof self->streams[i]);
+  }
+  for (size_t i = 0; i < self->npending; i++)
+    free(self->pending[i].parent);
+  self->npending = 0;
+  for (size_t i = 0; i < KG_DIAG_STDERR_TAIL; i++) {
+    free(self->tail[i]);
+    self->tail[i] = NULL;
+  }
+  self->tail_start = self->tail_n = 0;
+  free(self->parent);
+  free(self->last_parent);
+  free(self->assertion);
+  free(self->advice_parent);
+  self->parent = self->last_parent = self->assertion = self->advice_parent = NULL;
+  self->advice_parent_set = false;
+  self->nadvised = 0;
+  cJSON_Delete(self->first_error);
+  self->first_error = NULL;
+  cJSON_Delete(self->following);
+  self->following = NULL;
+  self->following_dropped = 0;
+  self->sticky = self->has_match = false;
+  memset(&self->match, 0, sizeof self->match);
+  self->fault_ms = -1;
+  self->last_step = -1;
+  self->backend = KG_BACKEND_UNKNOWN;
+  self->exited = false;
+  self->exit_code = self->signo = 0;
+}
+
+void
+kg_diagnosis_destroy(kg_diagnosis_t **self_p)
+{
+  if (!self_p || !*self_p)
+    return;
+  kg_diagnosis_t *self = *self_p;
+  s_clear(self);
+  kg_linebuf_destroy(&self->raw_out);
+  kg_linebuf_destroy(&self->raw_err);
+  free(self);
+  *self_p = NULL;
+}
+
+void
+kg_diagnosis_reset(kg_diagnosis_t *self)
+{
+  kg_backend_t hint = self->backend_hint;
+  kg_linebuf_flush(self->raw_out, NULL, NULL);
+  kg_linebuf_flush(self->raw_err, NULL, NULL);
+  s_clear(self);
+  self->following = cJSON_CreateArray();
+  self->backend_hint = hint;
+}
+
+/* ------------------------------------------------------------------------ */
+/*  Text helpers                                                             */
+
+/*  Remove ANSI CSI sequences (ESC [ ... final byte) and other ESC pairs in
+    place: IPython colours its tracebacks. */
+static void
+s_strip_ansi(char *s)
+{
+  char *w = s;
+  for (char *r = s; *r;) {
+    if (*r == '\x1b') {
+      r++;
+      if (*r == '[') {
+        r++;
+        while (*r && !(*r >= '@' && *r <= '~'))
+          r++;
+        if (*r)
+          r++;
+      } else if (*r) {
+        r++;
+      }
+      continue;
+    }
+    *w++ = *r++;
+  }
+  *w = '\0';
+}
+
+static bool
+s_is_assertion_line(const char *line)
+{
+  return (strstr(line, "Assertion `") && strstr(line, "failed")) ||
+         strstr(line, "Device-side assertion `");
+}
+
+void
+kg_diagnosis_normalise(const char *line, char *buf, size_t size)
+{
+  if (size == 0)
+    return;
+  size_t w = 0;
+  bool space = false;
+  for (const char *r = line ? line : ""; *r && w + 1 < size;) {
+    if (strncmp(r, "block: [", 8) == 0 || strncmp(r, "thread: [", 9) == 0) {
+      const char *close = strchr(r, ']');
+      if (close) {
+        /* keep the word, drop the coordinates */
+        size_t k = (size_t) (strchr(r, '[') - r);
+        for (size_t i = 0; i < k && w + 1 < size; i++)
+          buf[w++] = r[i];
+        if (w + 2 < size) {
+          buf[w++] = '[';
+          buf[w++] = ']';
+        }
+        r = close + 1;
+        space = false;
+        continue;
+      }
+    }
+    if (r[0] == '0' && (r[1] == 'x' || r[1] == 'X') && isxdigit((unsigned char) r[2])) {
+      r += 2;
+      while (isxdigit((unsigned char) *r))
+        r++;
+      if (w + 3 < size) {
+        buf[w++] = '0';
+        buf[w++] = 'x';
+        buf[w++] = '?';
+      }
+      space = false;
+      continue;
+    }
+    if (isspace((unsigned char) *r)) {
+      if (!space && w > 0)
+        buf[w++] = ' ';
+      space = true;
+      r++;
+      continue;
+    }
+    space = false;
+    buf[w++] = *r++;
+  }
+  while (w > 0 && buf[w - 1] == ' ')
+    w--;
+  buf[w] = '\0';
+}
+
+/* ------------------------------------------------------------------------ */
+/*  Evidence bookkeeping                                                     */
+
+static void
+s_tail_add(kg_diagnosis_t *self, const char *line)
+{
+  char *copy = strdup(line);
+  if (!copy)
+    return;
+  if (self->tail_n < KG_DIAG_STDERR_TAIL) {
+    self->tail[(self->tail_start + self->tail_n++) % KG_DIAG_STDERR_TAIL] = copy;
+  } else {
+    free(self->tail[self->tail_start]);
+    self->tail[self->tail_start] = copy;
+    self->tail_start = (self->tail_start + 1) % KG_DIAG_STDERR_TAIL;
+  }
+}
+
+static const char *
+s_source_name(kg_source_t source)
+{
+  switch (source) {
+  case KG_SRC_IOPUB_ERROR: return "iopub_error";
+  case KG_SRC_EXECUTE_REPLY: return "execute_reply";
+  case KG_SRC_STREAM: return "stream";
+  case KG_SRC_RAW_STDOUT: return "raw_stdout";
+  case KG_SRC_RAW_STDERR: return "raw_stderr";
+  case KG_SRC_EXIT: return "exit";
+  }
+  return "unknown";
+}
+
+/*  Append to "following", bounded. item is taken. */
+static void
+s_follow(kg_diagnosis_t *self, cJSON *item)
+{
+  if (!item)
+    return;
+  if (!self->following || cJSON_GetArraySize(self->following) >= KG_DIAG_MAX_FOLLOWING) {
+    self->following_dropped++;
+    cJSON_Delete(item);
+    return;
+  }
+  cJSON_AddItemToArray(self->following, item);
+}
+
+static void
+s_follow_line(kg_diagnosis_t *self, kg_source_t source, const char *line, int64_t t)
+{
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return;
+  cJSON_AddStringToObject(o, "source", s_source_name(source));
+  cJSON_AddNumberToObject(o, "time_ms", (double) t);
+  cJSON_AddStringToObject(o, "text", line);
+  s_follow(self, o);
+}
+
+static void
+s_pending_prune(kg_diagnosis_t *self, const char *parent, int64_t now)
+{
+  size_t w = 0;
+  for (size_t i = 0; i < self->npending; i++) {
+    s_pending_t *p = &self->pending[i];
+    bool stale = p->parent ? (parent && strcmp(p->parent, parent) != 0)
+                           : (now - p->t > RAW_SIGN_TTL);
+    if (stale)
+      free(p->parent);
+    else
+      self->pending[w++] = *p;
+  }
+  self->npending = w;
+}
+
+static void
+s_pending_add(kg_diagnosis_t *self, const char *parent, int64_t t)
+{
+  if (self->npending == MAX_PENDING) {
+    free(self->pending[0].parent);
+    memmove(self->pending, self->pending + 1, (MAX_PENDING - 1) * sizeof self->pending[0]);
+    self->npending--;
+  }
+  self->pending[self->npending].t = t;
+  self->pending[self->npending].parent = s_dup(parent);
+  self->npending++;
+}
+
+static void
+s_set_str(char **dst, const char *src)
+{
+  char *copy = s_dup(src);
+  free(*dst);
+  *dst = copy;
+}
+
+/*  One GPU sign: a match from any source at time t. Returns the event. */
+static kg_diag_event_t
+s_sign(kg_diagnosis_t *self, const kg_match_t *m, const char *parent, int64_t t)
+{
+  if (m->backend != KG_BACKEND_UNKNOWN && self->backend == KG_BACKEND_UNKNOWN)
+    self->backend = m->backend;
+  if (parent)
+    s_set_str(&self->last_parent, parent);
+  if (s_is_assertion_line(m->line) && m->family->sticky && !self->assertion)
+    self->assertion = strdup(m->line);
+
+  if (self->sticky) {
+    /* Already established: everything after belongs to that fault (a cuBLAS
+       error after an assert belongs to the assert). */
+    if (t < self->fault_ms)
+      self->fault_ms = t;
+    return KG_DIAG_NONE;
+  }
+
+  s_pending_prune(self, parent, t);
+  if (m->family->sticky) {
+    self->sticky = true;
+    self->has_match = true;
+    self->match = *m;
+    if (!self->parent)
+      s_set_str(&self->parent, parent ? parent : self->last_parent);
+    self->fault_ms = t;
+    /* T is the earliest sign: a cuBLAS error or an OOM of the same request
+       that was reported before the assert is the fault surfacing early. */
+    for (size_t i = 0; i < self->npending; i++) {
+      const s_pending_t *p = &self->pending[i];
+      if ((!p->parent || !self->parent || strcmp(p->parent, self->parent) == 0) &&
+          p->t < self->fault_ms)
+        self->fault_ms = p->t;
+    }
+    /* A first error recorded for another request is not this fault's. */
+    if (self->first_error && self->parent) {
+      const cJSON *fp = cJSON_GetObjectItemCaseSensitive(self->first_error, "parent_msg_id");
+      if (cJSON_IsString(fp) && strcmp(fp->valuestring, self->parent) != 0) {
+        cJSON_Delete(self->first_error);
+        self->first_error = NULL;
+      }
+    }
+    return KG_DIAG_STICKY;
+  }
+
+  s_pending_add(self, parent, t);
+  if (!self->advice_parent_set || !(parent ? s_same(parent, self->advice_parent)
+                                            : self->advice_parent == NULL)) {
+    s_set_str(&self->advice_parent, parent);
+    self->advice_parent_set = true;
+    self->nadvised = 0;
+  }
+  for (size_t i = 0; i < self->nadvised; i++)
+    if (self->advised[i] == m->family)
+      return KG_DIAG_NONE;
+  if (self->nadvised < MAX_PENDING)
+    self->advised[self->nadvised++] = m->family;
+  self->has_match = true;
+  self->match = *m;
+  return KG_DIAG_ADVICE;
+}
+
+static kg_diag_event_t
+s_max(kg_diag_event_t a, kg_diag_event_t b)
+{
+  return a > b ? a : b;
+}
+
+static void
+s_step_marker(kg_diagnosis_t *self, const char *line)
+{
+  const char *p = strstr(line, "kguard: completed step ");
+  if (!p)
+    return;
+  p += strlen("kguard: completed step ");
+  char *end;
+  long long n = strtoll(p, &end, 10);
+  if (end != p && n >= 0)
+    self->last_step = n;
+}
+
+/*  One complete line from a stream or raw pipe. */
+static kg_diag_event_t
+s_line(kg_diagnosis_t *self, kg_source_t source, const char *parent, const char *line,
+       bool truncated, int64_t t)
+{
+  if (source == KG_SRC_RAW_STDERR)
+    s_tail_add(self, line);
+  s_step_marker(self, line);
+  kg_match_t m;
+  if (!kg_classifier_match(self->rules, source, line, strlen(line), &m)) {
+    if (truncated)
+      kg_debug("diagnosis: a %s line longer than %d bytes was cut", s_source_name(source),
+               KG_DIAG_MAX_LINE);
+    return KG_DIAG_NONE;
+  }
+  bool was_sticky = self->sticky;
+  kg_diag_event_t ev = s_sign(self, &m, parent, t);
+  if (was_sticky) /* the sign that established the fault is "matched" */
+    s_follow_line(self, source, line, t);
+  return ev;
+}
+
+static void
+s_on_line(void *arg, const char *line, size_t len, bool truncated, int64_t first_ms)
+{
+  kg_diagnosis_t *self = arg;
+  (void) len;
+  kg_diag_event_t ev = s_line(self, self->cur_source, self->cur_parent, line, truncated, first_ms);
+  self->cur_event = s_max(self->cur_event, ev);
+}
+
+static s_stream_t *
+s_stream(kg_diagnosis_t *self, const char *name, const char *parent)
+{
+  s_stream_t *free_slot = NULL, *lru = NULL;
+  for (size_t i = 0; i < MAX_STREAMS; i++) {
+    s_stream_t *s = &self->streams[i];
+    if (!s->lb) {
+      if (!free_slot)
+        free_slot = s;
+      continue;
+    }
+    if (strcmp(s->name, name) == 0 &&
+        (parent ? s_same(s->parent, parent) : s->parent == NULL)) {
+      s->used = ++self->tick;
+      return s;
+    }
+    if (!lru || s->used < lru->used)
+      lru = s;
+  }
+  s_stream_t *s = free_slot;
+  if (!s) {
+    /* Evict the least recently used request's buffer, classifying its tail. */
+    s = lru;
+    self->cur_source = KG_SRC_STREAM;
+    self->cur_parent = s->parent;
+    kg_linebuf_flush(s->lb, s_on_line, self);
+    free(s->parent);
+    s->parent = NULL;
+  } else {
+    s->lb = kg_linebuf_new(KG_DIAG_MAX_LINE);
+    if (!s->lb)
+      return NULL;
+  }
+  snprintf(s->name, sizeof s->name, "%s", name);
+  s->parent = s_dup(parent);
+  s->used = ++self->tick;
+  return s;
+}
+
+kg_diag_event_t
+kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_name,
+                  const char *parent_msg_id, const char *text, size_t len, int64_t now_ms)
+{
+  if (!text || len == 0)
+    return KG_DIAG_NONE;
+  self->cur_event = KG_DIAG_NONE;
+  kg_linebuf_t *lb = NULL;
+  if (source == KG_SRC_RAW_STDOUT)
+    lb = self->raw_out;
+  else if (source == KG_SRC_RAW_STDERR)
+    lb = self->raw_err;
+  else if (source == KG_SRC_STREAM) {
+    s_stream_t *s = s_stream(self, stream_name && strcmp(stream_name, "stderr") == 0
+                                     ? "stderr" : "stdout", parent_msg_id);
+    lb = s ? s->lb : NULL;
+  }
+  if (!lb)
+    return self->cur_event;
+  self->cur_source = source;
+  self->cur_parent = source == KG_SRC_STREAM ? parent_msg_id : NULL;
+  kg_linebuf_feed(lb, text, len, now_ms, s_on_line, self);
+  return self->cur_event;
+}
+
+/* ------------------------------------------------------------------------ */
+/*  Errors                                                                   */
+
+static cJSON *
+s_error_record(kg_source_t source, const char *ename, const char *evalue, const cJSON *tb,
+               const char *parent, int64_t t)
+{
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return NULL;
+  cJSON_AddStringToObject(o, "source", s_source_name(source));
+  cJSON_AddStringToObject(o, "ename", ename);
+  cJSON_AddStringToObject(o, "evalue", evalue);
+  cJSON *arr = cJSON_AddArrayToObject(o, "traceback");
+  const cJSON *line;
+  if (arr && cJSON_IsArray(tb))
+    cJSON_ArrayForEach(line, tb) {
+      if (!cJSON_IsString(line))
+        continue;
+      char *copy = strdup(line->valuestring);
+      if (!copy)
+        break;
+      s_strip_ansi(copy);
+      cJSON_AddItemToArray(arr, cJSON_CreateString(copy));
+      free(copy);
+    }
+  cJSON_AddNumberToObject(o, "time_ms", (double) t);
+  if (parent)
+    cJSON_AddStringToObject(o, "parent_msg_id", parent);
+  else
+    cJSON_AddNullToObject(o, "parent_msg_id");
+  return o;
+}
+
+static const char *
+s_str(const cJSON *obj, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+kg_diag_event_t
+kg_diagnosis_feed_error(kg_diagnosis_t *self, kg_source_t source, const cJSON *content,
+                        const char *parent_msg_id, int64_t now_ms)
+{
+  if (!cJSON_IsObject(content))
+    return KG_DIAG_NONE;
+  if (source == KG_SRC_EXECUTE_REPLY && strcmp(s_str(content, "status"), "error") != 0)
+    return KG_DIAG_NONE;
+  const char *ename = s_str(content, "ename"), *evalue = s_str(content, "evalue");
+  const cJSON *tb = cJSON_GetObjectItemCaseSensitive(content, "traceback");
+
+  /* The execute_reply repeats the iopub error of the same request. */
+  if (self->first_error && source == KG_SRC_EXECUTE_REPLY) {
+    const cJSON *fe = self->first_error;
+    if (strcmp(s_str(fe, "source"), "iopub_error") == 0 &&
+        strcmp(s_str(fe, "ename"), ename) == 0 && strcmp(s_str(fe, "evalue"), evalue) == 0 &&
+        (!parent_msg_id || strcmp(s_str(fe, "parent_msg_id"), parent_msg_id) == 0))
+      return KG_DIAG_NONE;
+  }
+
+  /* Text to classify: "ename: evalue" then the traceback, ANSI removed. */
+  size_t cap = strlen(ename) + strlen(evalue) + 4;
+  const cJSON *line;
+  if (cJSON_IsArray(tb))
+    cJSON_ArrayForEach(line, tb) if (cJSON_IsString(line)) cap += strlen(line->valuestring) + 1;
+  if (cap > MAX_TEXT)
+    cap = MAX_TEXT;
+  char *text = malloc(cap + 1);
+  if (!text)
+    return KG_DIAG_NONE;
+  int n = snprintf(text, cap + 1, "%s: %s\n", ename, evalue);
+  size_t used = n < 0 ? 0 : ((size_t) n > cap ? cap : (size_t) n);
+  if (cJSON_IsArray(tb))
+    cJSON_ArrayForEach(line, tb) {
+      if (!cJSON_IsString(line) || used >= cap)
+        continue;
+      n = snprintf(text + used, cap + 1 - used, "%s\n", line->valuestring);
+      used += n < 0 ? 0 : ((size_t) n > cap - used ? cap - used : (size_t) n);
+    }
+  text[used] = '\0';
+  s_strip_ansi(text);
+
+  kg_match_t m;
+  bool gpu = kg_classifier_match(self->rules, source, text, strlen(text), &m);
+  free(text);
+  if (parent_msg_id)
+    s_set_str(&self->last_parent, parent_msg_id);
+  if (!gpu && !self->sticky)
+    return KG_DIAG_NONE; /* a plain Python error: not our business */
+
+  bool was_sticky = self->sticky;
+  kg_diag_event_t ev = gpu ? s_sign(self, &m, parent_msg_id, now_ms) : KG_DIAG_NONE;
+  if (!self->sticky && ev == KG_DIAG_ADVICE && self->first_error) {
+    /* A new request's advice replaces the last request's first error. */
+    const char *fp = s_str(self->first_error, "parent_msg_id");
+    if (!parent_msg_id || strcmp(fp, parent_msg_id) != 0) {
+      cJSON_Delete(self->first_error);
+      self->first_error = NULL;
+    }
+  }
+  cJSON *rec = s_error_record(source, ename, evalue, tb, parent_msg_id, now_ms);
+  if (!self->first_error) {
+    self->first_error = rec;
+    if (self->sticky && !self->parent && parent_msg_id)
+      s_set_str(&self->parent, parent_msg_id);
+  } else if (was_sticky || ev != KG_DIAG_NONE || self->sticky) {
+    s_follow(self, rec);
+  } else {
+    cJSON_Delete(rec);
+  }
+  return ev;
+}
+
+/* ------------------------------------------------------------------------ */
+/*  Exit                                                                     */
+
+kg_diag_event_t
+kg_diagnosis_feed_exit(kg_diagnosis_t *self, int exit_code, int signo, int64_t now_ms)
+{
+  kg_diag_event_t ev = KG_DIAG_NONE;
+  /* Partial last lines: an aborting process may not end its line. */
+  self->cur_event = KG_DIAG_NONE;
+  self->cur_source = KG_SRC_RAW_STDOUT;
+  self->cur_parent = NULL;
+  kg_linebuf_flush(self->raw_out, s_on_line, self);
+  self->cur_source = KG_SRC_RAW_STDERR;
+  kg_linebuf_flush(self->raw_err, s_on_line, self);
+  for (size_t i = 0; i < MAX_STREAMS; i++)
+    if (self->streams[i].lb) {
+      self->cur_source = KG_SRC_STREAM;
+      self->cur_parent = self->streams[i].parent;
+      kg_linebuf_flush(self->streams[i].lb, s_on_line, self);
+    }
+  ev = self->cur_event;
+  self->exited = true;
+  self->exit_code = exit_code;
+  self->signo = exit_code >= 0 ? 0 : signo;
+
+  /* Let the rules see the death too (source "exit"), e.g. a user rule for an
+     exit code; the shipped rules have none. */
+  char text[64];
+  if (exit_code >= 0)
+    snprintf(text, sizeof text, "exit code %d", exit_code);
+  else
+    snprintf(text, sizeof text, "killed by signal %d (%s)", signo, sigabbrev_np(signo) ?
+             sigabbrev_np(signo) : "?");
+  kg_match_t m;
+  if (kg_classifier_match(self->rules, KG_SRC_EXIT, text, strlen(text), &m))
+    ev = s_max(ev, s_sign(self, &m, NULL, now_ms));
+  if (self->sticky)
+    s_follow_line(self, KG_SRC_EXIT, text, now_ms);
+  return ev;
+}
+
+/* ------------------------------------------------------------------------ */
+/*  Accessors                                                                */
+
+void
+kg_diagnosis_set_backend(kg_diagnosis_t *self, kg_backend_t backend)
+{
+  self->backend_hint = backend;
+}
+
+void
+kg_diagnosis_set_last_step(kg_diagnosis_t *self, int64_t step)
+{
+  self->last_step = step;
+}
+
+bool
+kg_diagnosis_sticky(const kg_diagnosis_t *self)
+{
+  return self->sticky;
+}
+
+const kg_match_t *
+kg_diagnosis_match(const kg_diagnosis_t *self)
+{
+  return self->has_match ? &self->match : NULL;
+}
+
+int64_t
+kg_diagnosis_fault_time(const kg_diagnosis_t *self)
+{
+  return self->fault_ms;
+}
+
+const char *
+kg_diagnosis_parent(const kg_diagnosis_t *self)
+{
+  return self->parent;
+}
+
+kg_backend_t
+kg_diagnosis_backend(const kg_diagnosis_t *self)
+{
+  return self->backend != KG_BACKEND_UNKNOWN ? self->backend : self->backend_hint;
+}
+
+const char *
+kg_diagnosis_assertion(const kg_diagnosis_t *self)
+{
+  return self->assertion;
+}
+
+int64_t
+kg_diagnosis_last_step(const kg_diagnosis_t *self)
+{
+  return self->last_step;
+}
+
+static void
+s_hash16(const char *text, char out[17])
+{
+  unsigned char h[8];
+  crypto_generichash(h, sizeof h, (const unsigned char *) text, strlen(text), NULL, 0);
+  sodium_bin2hex(out, 17, h, sizeof h);
+}
+
+int
+kg_diagnosis_signature(const kg_diagnosis_t *self, const char *cell_code, char *buf,
+                       size_t size)
+{
+  if (size)
+    buf[0] = '\0';
+  if (!self->has_match)
+    return KG_ENOTFOUND;
+  char norm[KG_MATCH_LINE_MAX];
+  kg_diagnosis_normalise(self->assertion ? self->assertion : self->match.line, norm,
+                         sizeof norm);
+  char h1[17], h2[17];
+  s_hash16(norm, h1);
+  s_hash16(cell_code ? cell_code : "", h2);
+  snprintf(buf, size, "%s:%s:%s", self->match.family->id, h1, h2);
+  return 0;
+}
+
+static void
+s_add_str_or_null(cJSON *o, const char *key, const char *value)
+{
+  if (value)
+    cJSON_AddStringToObject(o, key, value);
+  else
+    cJSON_AddNullToObject(o, key);
+}
+
+cJSON *
+kg_diagnosis_to_json(const kg_diagnosis_t *self)
+{
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return NULL;
+  const kg_match_t *m = kg_diagnosis_match(self);
+  s_add_str_or_null(o, "family", m ? m->family->id : NULL);
+  s_add_str_or_null(o, "title", m ? m->family->title : NULL);
+  cJSON_AddBoolToObject(o, "sticky", self->sticky);
+  s_add_str_or_null(o, "rule", m ? m->rule_id : NULL);
+  s_add_str_or_null(o, "note", m ? m->note : NULL);
+  cJSON_AddStringToObject(o, "backend", kg_backend_name(kg_diagnosis_backend(self)));
+  if (m && m->error_code)
+    cJSON_AddNumberToObject(o, "error_code", m->error_code);
+  else
+    cJSON_AddNullToObject(o, "error_code");
+  if (self->fault_ms >= 0)
+    cJSON_AddNumberToObject(o, "fault_time_ms", (double) self->fault_ms);
+  else
+    cJSON_AddNullToObject(o, "fault_time_ms");
+  s_add_str_or_null(o, "parent_msg_id", self->parent);
+  if (m) {
+    cJSON *mm = cJSON_AddObjectToObject(o, "matched");
+    if (mm) {
+      cJSON_AddStringToObject(mm, "source", s_source_name(m->source));
+      cJSON_AddStringToObject(mm, "line", m->line);
+    }
+  } else {
+    cJSON_AddNullToObject(o, "matched");
+  }
+  s_add_str_or_null(o, "assertion_line", self->assertion);
+  if (self->first_error)
+    cJSON_AddItemToObject(o, "first_error", cJSON_Duplicate(self->first_error, true));
+  else
+    cJSON_AddNullToObject(o, "first_error");
+  cJSON_AddItemToObject(o, "following", self->following ? cJSON_Duplicate(self->following, true)
+                                                       : cJSON_CreateArray());
+  cJSON_AddNumberToObject(o, "following_dropped", (double) self->following_dropped);
+  cJSON *tail = cJSON_AddArrayToObject(o, "raw_stderr_tail");
+  for (size_t i = 0; tail && i < self->tail_n; i++)
+    cJSON_AddItemToArray(tail, cJSON_CreateString(
+                                 self->tail[(self->tail_start + i) % KG_DIAG_STDERR_TAIL]));
+  if (self->exited) {
+    cJSON *e = cJSON_AddObjectToObject(o, "exit");
+    if (e) {
+      if (self->exit_code >= 0)
+        cJSON_AddNumberToObject(e, "code", self->exit_code);
+      else
+        cJSON_AddNullToObject(e, "code");
+      if (self->exit_code < 0)
+        cJSON_AddNumberToObject(e, "signal", self->signo);
+      else
+        cJSON_AddNullToObject(e, "signal");
+    }
+  } else {
+    cJSON_AddNullToObject(o, "exit");
+  }
+  if (self->last_step >= 0)
+    cJSON_AddNumberToObject(o, "last_step", (double) self->last_step);
+  else
+    cJSON_AddNullToObject(o, "last_step");
+  return o;
+}
