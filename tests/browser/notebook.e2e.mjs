@@ -376,6 +376,12 @@ async function scenario(page, server, nbName, scratch) {
   const notice = t.markdown.join('\n');
   if (!/kguard/i.test(notice) || !/restart/i.test(notice))
     fail(`no kguard restart notice under the failing cell; its output: ${t.output}`);
+  const rs = notice.match(/restored\s+step\s+(\d+)/i);
+  if (!rs) fail(`the kguard notice does not say which checkpoint step it restored: ${notice}`);
+  const restoredStep = Number(rs[1]);
+  if (!(restoredStep < EMULATE_STEP))
+    fail(`kguard restored step ${restoredStep}, not one before the fault at step ${EMULATE_STEP}`);
+  log(`kguard notice shown: restarted, restored step ${restoredStep}`);
   for (const i of queued) {
     const c = cells[i];
     if (!c.errors.some((e) => /KernelRestarted/.test(e)))
@@ -423,6 +429,8 @@ async function scenario(page, server, nbName, scratch) {
   if (!m) fail(`the re-run training cell does not mention resuming from a step: ${rOut}`);
   if (!/RESULT/.test(rOut)) fail(`the re-run training cell printed no RESULT line: ${rOut}`);
   const resumed = Number(m[1]);
+  if (resumed !== restoredStep)
+    fail(`training resumed from step ${resumed}, but kguard's notice says it restored ${restoredStep}`);
   log(`training resumed from step ${resumed} and finished`);
   return { train, queued, resumed };
 }
