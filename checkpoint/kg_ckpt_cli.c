@@ -1,15 +1,597 @@
-/* STUB: replaced by the module's owner. */
+/*  kg_ckpt_cli: `kguard ckpt ...` and `kguard keygen`.
+
+    Every subcommand parses its own options, prints one line per problem on
+    stderr, and returns an exit code: 0 ok, 100 usage, 111 system, and for
+    verify/restore the archive verdicts 1..5 (kg_ckpt_status_t).
+*/
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_ckpt_list.h"
+#include "kg_ckpt_quarantine.h"
+#include "kg_ckpt_restore.h"
+#include "kg_ckpt_resume.h"
+#include "kg_ckpt_seal.h"
+#include "kg_ckpt_util.h"
+#include "kg_ckpt_verify.h"
 #include "kg_cli.h"
+#include "kg_error.h"
+#include "kg_keys.h"
+#include "kg_log.h"
+
+#ifndef KGUARD_VERSION
+#define KGUARD_VERSION "0.1.0"
+#endif
+
+#define VERDICT_CODES                                                           \
+  "verdict exit codes (verify, restore):\n"                                    \
+  "  0 valid       signed by your key, complete, every digest matches\n"       \
+  "  1 unsigned    no signature, an unknown key, or a plain zip (torch.save)\n" \
+  "                that is complete but not authenticated\n"                   \
+  "  2 corrupt     a member or the manifest does not match (names which)\n"    \
+  "  3 incomplete  truncated, empty, or a listed member missing\n"             \
+  "  4 malformed   not an archive, no manifest, invalid manifest\n"            \
+  "  5 unsafe      links, devices, fifos, '..' or absolute or non-UTF-8\n"     \
+  "                names, unlisted or duplicate members, oversize members\n"   \
+  "  100 usage, 111 system failure\n"
+
+static const char s_help_main[] =
+  "usage: kguard ckpt COMMAND [ARGS...]\n"
+  "\n"
+  "Signed, verifiable checkpoint archives (see checkpoint/FORMAT.md).\n"
+  "\n"
+  "commands:\n"
+  "  seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
+  "  verify FILE...\n"
+  "  list CKPT_DIR [--json]\n"
+  "  latest CKPT_DIR [--before TIME]\n"
+  "  restore FILE DEST\n"
+  "  quarantine CKPT_DIR --incident ID --from TIME\n"
+  "  resume-prepare --dir CKPT_DIR --before T_MS --incident ID --into DEST --json\n"
+  "\n"
+  "TIME is ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds since the epoch.\n"
+  "Keys: $KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard\n"
+  "(see `kguard keygen --help`).\n"
+  "`kguard ckpt COMMAND --help` describes each command.\n\n" VERDICT_CODES;
+
+static const char s_help_seal[] =
+  "usage: kguard ckpt seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
+  "\n"
+  "Seal the regular files under DIR into one signed archive, written atomically\n"
+  "(temporary name, fsync, rename, directory fsync). With --into the name is\n"
+  "step-<N>-<UTC time>.kgckpt.tar[.zst] inside CKPT_DIR (created if missing).\n"
+  "Creates the signing key pair on first use. Prints the archive's path.\n"
+  "--run defaults to $KGUARD_RUN_ID, else \"default\".\n"
+  "exit: 0 sealed, 100 usage (also: DIR holds links or special files), 111 system.\n";
+
+static const char s_help_verify[] =
+  "usage: kguard ckpt verify FILE...\n"
+  "\n"
+  "Check each archive in one streaming pass: manifest signature first, then\n"
+  "every member's type, name, size and BLAKE2b-256 digest. Prints one line per\n"
+  "file: 'FILE: VERDICT: reason'. A plain torch.save file (zip) has every\n"
+  "member read so its CRC is checked, without unpickling anything.\n"
+  "The exit code is the highest verdict code among the files.\n\n" VERDICT_CODES;
+
+static const char s_help_list[] =
+  "usage: kguard ckpt list CKPT_DIR [--json]\n"
+  "\n"
+  "Verify every checkpoint in CKPT_DIR and print a table, newest first: step,\n"
+  "seal time, size, status, file. Leftovers of interrupted seals are shown as\n"
+  "'leftover'. --json prints an array of objects instead.\n"
+  "exit: 0, 100 usage, 111 system (CKPT_DIR unreadable).\n";
+
+static const char s_help_latest[] =
+  "usage: kguard ckpt latest CKPT_DIR [--before TIME]\n"
+  "\n"
+  "Print the last consistent checkpoint: the newest one sealed strictly before\n"
+  "TIME (default: now and later) that verifies completely. Each newer file that\n"
+  "was passed over is reported on stderr with the reason.\n"
+  "exit: 0 found, 1 none, 100 usage, 111 system.\n";
+
+static const char s_help_restore[] =
+  "usage: kguard ckpt restore FILE DEST\n"
+  "\n"
+  "Verify FILE while extracting it into a private temporary directory beside\n"
+  "DEST; rename it to DEST only if everything verified. DEST must not exist.\n"
+  "Only regular files named in the signed manifest are written, with exactly\n"
+  "its sizes; nothing is ever written outside DEST.\n\n" VERDICT_CODES;
+
+static const char s_help_quarantine[] =
+  "usage: kguard ckpt quarantine CKPT_DIR --incident ID --from TIME\n"
+  "\n"
+  "Move every checkpoint sealed at or after TIME (the signed seal time; the\n"
+  "file's mtime when it does not authenticate) into CKPT_DIR/quarantine/ID/.\n"
+  "Nothing is deleted; quarantined checkpoints are never chosen again.\n"
+  "exit: 0, 100 usage, 111 system.\n";
+
+static const char s_help_resume[] =
+  "usage: kguard ckpt resume-prepare --dir CKPT_DIR --before T_MS --incident ID\n"
+  "                                  --into DEST --json\n"
+  "\n"
+  "For the supervisor after a sticky failure at T_MS: quarantine checkpoints\n"
+  "sealed at or after T_MS, restore the newest one sealed strictly before it\n"
+  "that verifies into DEST (a new directory), and print one JSON object:\n"
+  "  {\"status\": \"restored\"|\"none\", \"archive\", \"step\", \"run\", \"sealed_at\",\n"
+  "   \"sealed_at_ms\", \"digest\": \"blake2b-256:<hex of the manifest>\",\n"
+  "   \"digest_of\": \"manifest\", \"dir\", \"before_ms\", \"incident\",\n"
+  "   \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
+  "   \"skipped\": [{\"archive\", \"reason\"}]}\n"
+  "On failure it prints {\"status\": \"error\", \"error\": \"...\"}.\n"
+  "exit: 0 restored or none, 100 usage, 111 system.\n";
+
+static const char s_help_keygen[] =
+  "usage: kguard keygen [--force]\n"
+  "\n"
+  "Create the Ed25519 key pair that signs checkpoints, in $KGUARD_KEY_DIR, else\n"
+  "$XDG_CONFIG_HOME/kguard, else ~/.config/kguard (directory 0700):\n"
+  "ckpt-ed25519.secret (mode 0600) and ckpt-ed25519.public. Refuses to replace an\n"
+  "existing key unless --force (archives signed by the old key then read as\n"
+  "'unsigned'). Prints the directory and key id.\n"
+  "exit: 0, 100 usage (key exists), 111 system.\n";
+
+static bool
+s_is_help(const char *arg)
+{
+  return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+static int
+s_usage(const char *msg, const char *arg)
+{
+  fprintf(stderr, "kguard ckpt: %s%s%s (see --help)\n", msg, arg ? ": " : "", arg ? arg : "");
+  return KG_EXIT_USAGE;
+}
+
+static int
+s_exit_of(int rc)
+{
+  if (rc == 0)
+    return KG_EXIT_OK;
+  int s = kg_ckpt_status_of(rc);
+  if (s > 0)
+    return s;
+  return rc == KG_EUSAGE || rc == KG_EEXISTS ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
+}
+
+/*  Load the public key; absent is fine (everything then reads unsigned). */
+static const unsigned char *
+s_public_key(unsigned char pk[KG_KEYS_PUBLIC_BYTES])
+{
+  int rc = kg_keys_load_public(NULL, pk);
+  if (rc < 0) {
+    if (rc != KG_ECKPT_NOKEY)
+      kg_warning("cannot load the public key: %s", kg_strerror(rc));
+    return NULL;
+  }
+  return pk;
+}
+
+static bool
+s_parse_i64(const char *s, int64_t *out)
+{
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < 0)
+    return false;
+  *out = v;
+  return true;
+}
+
+/* ---- seal ----------------------------------------------------------------- */
+
+static int
+s_seal(int argc, char **argv)
+{
+  kg_ckpt_seal_opts_t o = {.step = -1, .producer = "kguard " KGUARD_VERSION};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool more = i + 1 < argc;
+    if (s_is_help(a)) {
+      fputs(s_help_seal, stdout);
+      return KG_EXIT_OK;
+    } else if (strcmp(a, "--step") == 0 && more) {
+      if (!s_parse_i64(argv[++i], &o.step))
+        return s_usage("--step needs a non-negative integer", argv[i]);
+    } else if (strcmp(a, "--run") == 0 && more) {
+      o.run = argv[++i];
+    } else if (strcmp(a, "--into") == 0 && more) {
+      o.into = argv[++i];
+    } else if (strcmp(a, "-o") == 0 && more) {
+      o.output = argv[++i];
+    } else if (strcmp(a, "--zstd") == 0) {
+      o.zstd = true;
+    } else if (a[0] == '-' || o.dir) {
+      return s_usage("unexpected argument", a);
+    } else {
+      o.dir = a;
+    }
+  }
+  if (!o.dir || o.step < 0 || !o.into == !o.output)
+    return s_usage("seal needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
+  if (!o.run)
+    o.run = getenv("KGUARD_RUN_ID");
+  unsigned char sk[KG_KEYS_SECRET_BYTES];
+  int rc = kg_keys_load_secret(NULL, true, sk);
+  if (rc < 0) {
+    fprintf(stderr, "kguard ckpt seal: no usable signing key: %s\n", kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
+  }
+  o.sk = sk;
+  char out[PATH_MAX], why[512];
+  rc = kg_ckpt_seal(&o, out, sizeof out, why, sizeof why);
+  memset(sk, 0, sizeof sk);
+  if (rc < 0) {
+    fprintf(stderr, "kguard ckpt seal: %s\n", why);
+    return rc == KG_EUSAGE || rc == KG_EEXISTS ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
+  }
+  printf("%s\n", out);
+  return KG_EXIT_OK;
+}
+
+/* ---- verify ----------------------------------------------------------------- */
+
+static int
+s_verify(int argc, char **argv)
+{
+  int worst = 0, files = 0;
+  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  const unsigned char *pk = NULL;
+  for (int i = 1; i < argc; i++)
+    if (s_is_help(argv[i])) {
+      fputs(s_help_verify, stdout);
+      return KG_EXIT_OK;
+    }
+  pk = s_public_key(pkbuf);
+  for (int i = 1; i < argc; i++) {
+    kg_ckpt_report_t r;
+    int rc = kg_ckpt_verify(argv[i], pk, 0, NULL, &r);
+    files++;
+    if (rc == 0)
+      printf("%s: valid: step %" PRId64 ", run %s, sealed %s, key %s, manifest blake2b-256:%.16s\n",
+             argv[i], r.manifest->step, r.manifest->run, r.manifest->sealed_at,
+             r.manifest->key_id, r.manifest_digest);
+    else
+      printf("%s: %s: %s\n", argv[i], kg_ckpt_status_name(rc), r.reason);
+    int code = s_exit_of(rc);
+    if (code > worst)
+      worst = code;
+    kg_ckpt_report_clear(&r);
+  }
+  if (files == 0)
+    return s_usage("verify needs at least one FILE", NULL);
+  return worst;
+}
+
+/* ---- list / latest -------------------------------------------------------- */
+
+static const char *
+s_entry_status(const kg_ckpt_entry_t *e)
+{
+  return e->leftover ? "leftover" : kg_ckpt_status_name(e->rc);
+}
+
+static int
+s_list(int argc, char **argv)
+{
+  const char *dir = NULL;
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    if (s_is_help(argv[i])) {
+      fputs(s_help_list, stdout);
+      return KG_EXIT_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (argv[i][0] == '-' || dir) {
+      return s_usage("unexpected argument", argv[i]);
+    } else {
+      dir = argv[i];
+    }
+  }
+  if (!dir)
+    return s_usage("list needs CKPT_DIR", NULL);
+  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  int rc;
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, s_public_key(pkbuf), true, &rc);
+  if (!list) {
+    fprintf(stderr, "kguard ckpt list: %s: %s\n", dir, kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
+  }
+  char when[32];
+  if (json) {
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < list->count; i++) {
+      const kg_ckpt_entry_t *e = &list->entries[i];
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "archive", e->path);
+      cJSON_AddStringToObject(o, "status", s_entry_status(e));
+      cJSON_AddStringToObject(o, "reason", e->reason);
+      if (e->authenticated) {
+        cJSON_AddNumberToObject(o, "step", (double) e->step);
+        cJSON_AddStringToObject(o, "run", e->run);
+        cJSON_AddStringToObject(o, "sealed_at",
+                                kg_ckpt_format_time(e->sealed_at_ms, when, sizeof when));
+        cJSON_AddNumberToObject(o, "sealed_at_ms", (double) e->sealed_at_ms);
+      } else {
+        cJSON_AddNullToObject(o, "step");
+        cJSON_AddNullToObject(o, "sealed_at");
+      }
+      cJSON_AddNumberToObject(o, "size", (double) e->size);
+      cJSON_AddItemToArray(arr, o);
+    }
+    char *text = cJSON_Print(arr);
+    printf("%s\n", text ? text : "[]");
+    free(text);
+    cJSON_Delete(arr);
+  } else {
+    printf("%-10s  %-24s  %12s  %-10s  %s\n", "STEP", "SEALED (UTC)", "SIZE", "STATUS", "FILE");
+    for (size_t i = 0; i < list->count; i++) {
+      const kg_ckpt_entry_t *e = &list->entries[i];
+      char step[24] = "-";
+      if (e->authenticated)
+        snprintf(step, sizeof step, "%" PRId64, e->step);
+      printf("%-10s  %-24s  %12" PRIu64 "  %-10s  %s\n", step,
+             e->authenticated ? kg_ckpt_format_time(e->sealed_at_ms, when, sizeof when) : "-",
+             e->size, s_entry_status(e), e->name);
+    }
+  }
+  kg_ckpt_list_destroy(&list);
+  return KG_EXIT_OK;
+}
+
+static int
+s_latest(int argc, char **argv)
+{
+  const char *dir = NULL;
+  int64_t before = INT64_MAX;
+  for (int i = 1; i < argc; i++) {
+    if (s_is_help(argv[i])) {
+      fputs(s_help_latest, stdout);
+      return KG_EXIT_OK;
+    } else if (strcmp(argv[i], "--before") == 0 && i + 1 < argc) {
+      if (kg_ckpt_parse_time(argv[++i], &before) < 0)
+        return s_usage("--before needs ISO 8601 or ms since the epoch", argv[i]);
+    } else if (argv[i][0] == '-' || dir) {
+      return s_usage("unexpected argument", argv[i]);
+    } else {
+      dir = argv[i];
+    }
+  }
+  if (!dir)
+    return s_usage("latest needs CKPT_DIR", NULL);
+  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  const unsigned char *pk = s_public_key(pkbuf);
+  int rc;
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, pk, false, &rc);
+  if (!list) {
+    fprintf(stderr, "kguard ckpt latest: %s: %s\n", dir, kg_strerror(rc));
+    return rc == -ENOENT ? 1 : KG_EXIT_SYSTEM;
+  }
+  size_t chosen = 0;
+  rc = kg_ckpt_list_latest(list, pk, before, &chosen);
+  size_t upto = rc == 0 ? chosen : list->count;
+  char buf[700];
+  for (size_t i = 0; i < upto; i++) {
+    const char *why = kg_ckpt_list_skip_reason(list, i, before, buf, sizeof buf);
+    fprintf(stderr, "skipped %s: %s\n", list->entries[i].name, why ? why : "not chosen");
+  }
+  int code = 1;
+  if (rc == 0) {
+    const kg_ckpt_entry_t *e = &list->entries[chosen];
+    char when[32];
+    printf("%s\n", e->path);
+    fprintf(stderr, "chosen %s: step %" PRId64 ", sealed %s, valid\n", e->name, e->step,
+            kg_ckpt_format_time(e->sealed_at_ms, when, sizeof when));
+    code = 0;
+  } else {
+    fprintf(stderr, "kguard ckpt latest: no consistent checkpoint in %s\n", dir);
+  }
+  kg_ckpt_list_destroy(&list);
+  return code;
+}
+
+/* ---- restore / quarantine / resume-prepare ---------------------------------- */
+
+static int
+s_restore(int argc, char **argv)
+{
+  const char *pos[2] = {NULL, NULL};
+  int npos = 0;
+  for (int i = 1; i < argc; i++) {
+    if (s_is_help(argv[i])) {
+      fputs(s_help_restore, stdout);
+      return KG_EXIT_OK;
+    }
+    if (argv[i][0] == '-' || npos == 2)
+      return s_usage("unexpected argument", argv[i]);
+    pos[npos++] = argv[i];
+  }
+  if (npos != 2)
+    return s_usage("restore needs FILE and DEST", NULL);
+  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  kg_ckpt_report_t r;
+  int rc = kg_ckpt_restore(pos[0], pos[1], s_public_key(pkbuf), &r);
+  if (rc == 0)
+    printf("%s: restored step %" PRId64 " into %s\n", pos[0], r.manifest->step, pos[1]);
+  else if (kg_ckpt_status_of(rc) > 0)
+    fprintf(stderr, "kguard ckpt restore: %s: %s: %s\n", pos[0], kg_ckpt_status_name(rc),
+            r.reason);
+  else
+    fprintf(stderr, "kguard ckpt restore: %s\n", r.reason);
+  kg_ckpt_report_clear(&r);
+  return s_exit_of(rc);
+}
+
+static int
+s_quarantine(int argc, char **argv)
+{
+  const char *dir = NULL, *incident = NULL;
+  int64_t from = -1;
+  for (int i = 1; i < argc; i++) {
+    if (s_is_help(argv[i])) {
+      fputs(s_help_quarantine, stdout);
+      return KG_EXIT_OK;
+    } else if (strcmp(argv[i], "--incident") == 0 && i + 1 < argc) {
+      incident = argv[++i];
+    } else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
+      if (kg_ckpt_parse_time(argv[++i], &from) < 0)
+        return s_usage("--from needs ISO 8601 or ms since the epoch", argv[i]);
+    } else if (argv[i][0] == '-' || dir) {
+      return s_usage("unexpected argument", argv[i]);
+    } else {
+      dir = argv[i];
+    }
+  }
+  if (!dir || !incident || from < 0)
+    return s_usage("quarantine needs CKPT_DIR, --incident ID and --from TIME", NULL);
+  if (!kg_ckpt_quarantine_id_ok(incident))
+    return s_usage("incident id must be 1-128 of [A-Za-z0-9._:-], not starting with '.'",
+                   incident);
+  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  int rc;
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, s_public_key(pkbuf), false, &rc);
+  if (!list) {
+    fprintf(stderr, "kguard ckpt quarantine: %s: %s\n", dir, kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
+  }
+  rc = kg_ckpt_quarantine(list, incident, from);
+  for (size_t i = 0; i < list->count; i++)
+    if (list->entries[i].moved_to)
+      printf("%s -> %s\n", list->entries[i].path, list->entries[i].moved_to);
+  if (rc < 0)
+    fprintf(stderr, "kguard ckpt quarantine: %s\n", kg_strerror(rc));
+  kg_ckpt_list_destroy(&list);
+  return rc < 0 ? KG_EXIT_SYSTEM : KG_EXIT_OK;
+}
+
+static int
+s_json_error(int code, const char *msg)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "status", "error");
+  cJSON_AddStringToObject(o, "error", msg);
+  char *text = cJSON_PrintUnformatted(o);
+  printf("%s\n", text ? text : "{\"status\":\"error\"}");
+  free(text);
+  cJSON_Delete(o);
+  fprintf(stderr, "kguard ckpt resume-prepare: %s\n", msg);
+  return code;
+}
+
+static int
+s_resume(int argc, char **argv)
+{
+  const char *dir = NULL, *incident = NULL, *dest = NULL;
+  int64_t before = -1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool more = i + 1 < argc;
+    if (s_is_help(a)) {
+      fputs(s_help_resume, stdout);
+      return KG_EXIT_OK;
+    } else if (strcmp(a, "--dir") == 0 && more) {
+      dir = argv[++i];
+    } else if (strcmp(a, "--before") == 0 && more) {
+      if (kg_ckpt_parse_time(argv[++i], &before) < 0)
+        return s_json_error(KG_EXIT_USAGE, "--before needs ms since the epoch or ISO 8601");
+    } else if (strcmp(a, "--incident") == 0 && more) {
+      incident = argv[++i];
+    } else if (strcmp(a, "--into") == 0 && more) {
+      dest = argv[++i];
+    } else if (strcmp(a, "--json") == 0) {
+      /* JSON is the only output; the flag documents the contract. */
+    } else {
+      return s_json_error(KG_EXIT_USAGE, "unexpected argument");
+    }
+  }
+  if (!dir || !incident || !dest || before < 0)
+    return s_json_error(KG_EXIT_USAGE, "needs --dir, --before, --incident and --into");
+  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  cJSON *out = NULL;
+  char why[600] = "";
+  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, s_public_key(pkbuf), &out, why,
+                                  sizeof why);
+  if (rc < 0)
+    return s_json_error(rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM, why);
+  char *text = cJSON_PrintUnformatted(out);
+  printf("%s\n", text);
+  free(text);
+  cJSON_Delete(out);
+  return KG_EXIT_OK;
+}
+
 int
 kg_ckpt_cli_main(int argc, char **argv)
 {
-  fprintf(stderr, "kguard: %s is not implemented yet\n", argv[0]);
-  return KG_EXIT_SYSTEM;
+  if (argc < 2) {
+    fputs(s_help_main, stderr);
+    return KG_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  argc--;
+  argv++;
+  if (s_is_help(cmd) || strcmp(cmd, "help") == 0) {
+    fputs(s_help_main, stdout);
+    return KG_EXIT_OK;
+  }
+  if (strcmp(cmd, "seal") == 0)
+    return s_seal(argc, argv);
+  if (strcmp(cmd, "verify") == 0)
+    return s_verify(argc, argv);
+  if (strcmp(cmd, "list") == 0)
+    return s_list(argc, argv);
+  if (strcmp(cmd, "latest") == 0)
+    return s_latest(argc, argv);
+  if (strcmp(cmd, "restore") == 0)
+    return s_restore(argc, argv);
+  if (strcmp(cmd, "quarantine") == 0)
+    return s_quarantine(argc, argv);
+  if (strcmp(cmd, "resume-prepare") == 0)
+    return s_resume(argc, argv);
+  return s_usage("unknown ckpt command", cmd);
 }
+
 int
 kg_ckpt_keygen_main(int argc, char **argv)
 {
-  fprintf(stderr, "kguard: %s is not implemented yet\n", argv[0]);
-  return KG_EXIT_SYSTEM;
+  bool force = false;
+  for (int i = 1; i < argc; i++) {
+    if (s_is_help(argv[i])) {
+      fputs(s_help_keygen, stdout);
+      return KG_EXIT_OK;
+    } else if (strcmp(argv[i], "--force") == 0) {
+      force = true;
+    } else {
+      fprintf(stderr, "kguard keygen: unexpected argument: %s (see --help)\n", argv[i]);
+      return KG_EXIT_USAGE;
+    }
+  }
+  char dir[PATH_MAX];
+  int rc = kg_keys_dir(dir, sizeof dir);
+  if (rc == 0)
+    rc = kg_keys_generate(dir, force);
+  if (rc == KG_EEXISTS) {
+    fprintf(stderr, "kguard keygen: a key already exists in %s (use --force to replace it)\n",
+            dir);
+    return KG_EXIT_USAGE;
+  }
+  if (rc < 0) {
+    fprintf(stderr, "kguard keygen: %s\n", kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
+  }
+  unsigned char pk[KG_KEYS_PUBLIC_BYTES];
+  char id[KG_KEYS_ID_LEN];
+  if (kg_keys_load_public(dir, pk) == 0) {
+    kg_keys_id(pk, id);
+    printf("key %s in %s\n", id, dir);
+  }
+  return KG_EXIT_OK;
 }

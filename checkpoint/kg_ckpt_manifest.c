@@ -1,0 +1,242 @@
+/*  kg_ckpt_manifest: build, encode, decode and check checkpoint manifests. */
+#include "kg_ckpt_manifest.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_ckpt_util.h"
+#include "kg_error.h"
+
+/* JSON numbers are doubles: integers above 2^53 would lose digits. */
+#define JSON_INT_MAX 9007199254740992.0
+
+kg_ckpt_manifest_t *
+kg_ckpt_manifest_new(void)
+{
+  kg_ckpt_manifest_t *self = calloc(1, sizeof *self);
+  if (self)
+    self->version = KG_CKPT_FORMAT_VERSION;
+  return self;
+}
+
+void
+kg_ckpt_manifest_destroy(kg_ckpt_manifest_t **p)
+{
+  if (!p || !*p)
+    return;
+  kg_ckpt_manifest_t *self = *p;
+  for (size_t i = 0; i < self->count; i++)
+    free(self->members[i].path);
+  free(self->members);
+  free(self);
+  *p = NULL;
+}
+
+int
+kg_ckpt_manifest_add(kg_ckpt_manifest_t *self, const char *path, uint64_t size)
+{
+  if (self->count >= KG_CKPT_MEMBERS_MAX)
+    return KG_ETOOBIG;
+  if (self->count == self->alloc) {
+    size_t n = self->alloc ? self->alloc * 2 : 16;
+    kg_ckpt_member_t *v = realloc(self->members, n * sizeof *v);
+    if (!v)
+      return KG_ENOMEM;
+    self->members = v;
+    self->alloc = n;
+  }
+  kg_ckpt_member_t *m = &self->members[self->count];
+  memset(m, 0, sizeof *m);
+  if (!(m->path = strdup(path)))
+    return KG_ENOMEM;
+  m->size = size;
+  self->total_size += size;
+  return (int) self->count++;
+}
+
+static int
+s_cmp(const void *a, const void *b)
+{
+  return strcmp(((const kg_ckpt_member_t *) a)->path, ((const kg_ckpt_member_t *) b)->path);
+}
+
+int
+kg_ckpt_manifest_sort(kg_ckpt_manifest_t *self)
+{
+  if (self->count > 1)
+    qsort(self->members, self->count, sizeof *self->members, s_cmp);
+  for (size_t i = 1; i < self->count; i++)
+    if (strcmp(self->members[i - 1].path, self->members[i].path) == 0)
+      return KG_EEXISTS;
+  return 0;
+}
+
+kg_ckpt_member_t *
+kg_ckpt_manifest_find(kg_ckpt_manifest_t *self, const char *path)
+{
+  kg_ckpt_member_t key = {.path = (char *) path};
+  return bsearch(&key, self->members, self->count, sizeof key, s_cmp);
+}
+
+char *
+kg_ckpt_manifest_encode(const kg_ckpt_manifest_t *self)
+{
+  cJSON *root = cJSON_CreateObject();
+  if (!root)
+    return NULL;
+  cJSON_AddStringToObject(root, "format", "kguard-checkpoint");
+  cJSON_AddNumberToObject(root, "version", self->version);
+  cJSON_AddStringToObject(root, "run", self->run);
+  cJSON_AddNumberToObject(root, "step", (double) self->step);
+  cJSON_AddStringToObject(root, "sealed_at", self->sealed_at);
+  cJSON_AddNumberToObject(root, "sealed_at_ms", (double) self->sealed_at_ms);
+  cJSON_AddStringToObject(root, "producer", self->producer);
+  cJSON_AddStringToObject(root, "key_id", self->key_id);
+  cJSON_AddStringToObject(root, "digest", "blake2b-256");
+  cJSON_AddStringToObject(root, "compression", self->zstd ? "zstd" : "none");
+  cJSON_AddNumberToObject(root, "total_size", (double) self->total_size);
+  cJSON *arr = cJSON_AddArrayToObject(root, "members");
+  for (size_t i = 0; arr && i < self->count; i++) {
+    const kg_ckpt_member_t *m = &self->members[i];
+    char hex[2 * KG_CKPT_DIGEST_BYTES + 1];
+    kg_ckpt_hex(m->digest, sizeof m->digest, hex);
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(arr, o)) {
+      cJSON_Delete(o);
+      arr = NULL;
+      break;
+    }
+    cJSON_AddStringToObject(o, "path", m->path);
+    cJSON_AddNumberToObject(o, "size", (double) m->size);
+    cJSON_AddStringToObject(o, "blake2b", hex);
+  }
+  char *text = arr ? cJSON_Print(root) : NULL;
+  cJSON_Delete(root);
+  return text;
+}
+
+/* ---- decoding ---------------------------------------------------------- */
+
+static const char *
+s_str(const cJSON *o, const char *key, size_t max)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsString(v) || !v->valuestring || strlen(v->valuestring) > max)
+    return NULL;
+  return v->valuestring;
+}
+
+static bool
+s_int(const cJSON *o, const char *key, int64_t *out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsNumber(v))
+    return false;
+  double d = v->valuedouble;
+  if (!(d >= 0 && d <= JSON_INT_MAX) || (double) (int64_t) d != d)
+    return false;
+  *out = (int64_t) d;
+  return true;
+}
+
+static bool
+s_unhex(const char *hex, unsigned char *out, size_t n)
+{
+  if (strlen(hex) != 2 * n)
+    return false;
+  for (size_t i = 0; i < 2 * n; i++) {
+    char c = hex[i];
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0)
+      return false;
+    if (i % 2 == 0)
+      out[i / 2] = (unsigned char) (v << 4);
+    else
+      out[i / 2] |= (unsigned char) v;
+  }
+  return true;
+}
+
+#define FAIL(code, ...)                       \
+  do {                                        \
+    snprintf(why, whysize, __VA_ARGS__);      \
+    rc = (code);                              \
+    goto done;                                \
+  } while (0)
+
+int
+kg_ckpt_manifest_decode(const char *json, size_t len, kg_ckpt_manifest_t **out,
+                        char *why, size_t whysize)
+{
+  int rc = 0;
+  kg_ckpt_manifest_t *self = NULL;
+  cJSON *root = cJSON_ParseWithLength(json, len);
+  const char *s;
+  int64_t n;
+  if (!cJSON_IsObject(root))
+    FAIL(KG_ECKPT_MALFORMED, "manifest is not a JSON object");
+  if (!(s = s_str(root, "format", 64)) || strcmp(s, "kguard-checkpoint") != 0)
+    FAIL(KG_ECKPT_MALFORMED, "manifest format is not kguard-checkpoint");
+  if (!s_int(root, "version", &n) || n != KG_CKPT_FORMAT_VERSION)
+    FAIL(KG_ECKPT_MALFORMED, "unsupported manifest version");
+  if (!(self = kg_ckpt_manifest_new()))
+    FAIL(KG_ENOMEM, "out of memory");
+  if (!(s = s_str(root, "run", KG_CKPT_RUN_MAX)))
+    FAIL(KG_ECKPT_MALFORMED, "manifest run id missing or too long");
+  snprintf(self->run, sizeof self->run, "%s", s);
+  if (!s_int(root, "step", &self->step))
+    FAIL(KG_ECKPT_MALFORMED, "manifest step missing or not a non-negative integer");
+  if (!s_int(root, "sealed_at_ms", &self->sealed_at_ms))
+    FAIL(KG_ECKPT_MALFORMED, "manifest sealed_at_ms missing");
+  kg_ckpt_format_time(self->sealed_at_ms, self->sealed_at, sizeof self->sealed_at);
+  s = s_str(root, "producer", sizeof self->producer - 1);
+  snprintf(self->producer, sizeof self->producer, "%s", s ? s : "");
+  if (!(s = s_str(root, "key_id", KG_KEYS_ID_LEN - 1)))
+    FAIL(KG_ECKPT_MALFORMED, "manifest key_id missing");
+  snprintf(self->key_id, sizeof self->key_id, "%s", s);
+  if (!(s = s_str(root, "digest", 32)) || strcmp(s, "blake2b-256") != 0)
+    FAIL(KG_ECKPT_MALFORMED, "manifest digest algorithm is not blake2b-256");
+  if (!(s = s_str(root, "compression", 16))
+      || (strcmp(s, "none") != 0 && strcmp(s, "zstd") != 0))
+    FAIL(KG_ECKPT_MALFORMED, "manifest compression is not none or zstd");
+  self->zstd = strcmp(s, "zstd") == 0;
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "members");
+  if (!cJSON_IsArray(arr))
+    FAIL(KG_ECKPT_MALFORMED, "manifest has no members array");
+  if (cJSON_GetArraySize(arr) > KG_CKPT_MEMBERS_MAX)
+    FAIL(KG_ECKPT_MALFORMED, "manifest lists more than %d members", KG_CKPT_MEMBERS_MAX);
+  const cJSON *o;
+  cJSON_ArrayForEach(o, arr)
+  {
+    int64_t size;
+    const char *path = s_str(o, "path", KG_CKPT_PATH_MAX);
+    const char *hex = s_str(o, "blake2b", 64);
+    if (!path)
+      FAIL(KG_ECKPT_MALFORMED, "manifest member without a path");
+    const char *problem = kg_ckpt_path_problem(path);
+    if (problem)
+      FAIL(KG_ECKPT_UNSAFE, "manifest member '%.200s': %s", path, problem);
+    if (strcmp(path, KG_CKPT_MANIFEST_NAME) == 0 || strcmp(path, KG_CKPT_SIG_NAME) == 0)
+      FAIL(KG_ECKPT_MALFORMED, "manifest lists its own reserved name %s", path);
+    if (!s_int(o, "size", &size))
+      FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has no valid size", path);
+    int idx = kg_ckpt_manifest_add(self, path, (uint64_t) size);
+    if (idx < 0)
+      FAIL(idx, "manifest member '%.200s': %s", path, kg_strerror(idx));
+    if (!hex || !s_unhex(hex, self->members[idx].digest, KG_CKPT_DIGEST_BYTES))
+      FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has no valid blake2b digest", path);
+  }
+  int64_t total;
+  if (!s_int(root, "total_size", &total) || (uint64_t) total != self->total_size)
+    FAIL(KG_ECKPT_MALFORMED, "manifest total_size does not match its members");
+  if (kg_ckpt_manifest_sort(self) == KG_EEXISTS)
+    FAIL(KG_ECKPT_UNSAFE, "manifest lists a member name twice");
+done:
+  cJSON_Delete(root);
+  if (rc < 0)
+    kg_ckpt_manifest_destroy(&self);
+  *out = self;
+  return rc;
+}

@@ -1,0 +1,79 @@
+/*  kg_ckpt_manifest: the signed table of contents of a checkpoint archive.
+
+    JSON (cJSON), member KGUARD-MANIFEST.json, first in the archive:
+      {"format": "kguard-checkpoint", "version": 1, "run": "...", "step": 42,
+       "sealed_at": "2026-01-02T03:04:05.678Z", "sealed_at_ms": 1767323045678,
+       "producer": "kguard 0.1.0", "key_id": "b2:...", "digest": "blake2b-256",
+       "compression": "none"|"zstd", "total_size": N,
+       "members": [{"path": "state.pt", "size": N, "blake2b": "<64 hex>"}]}
+    See checkpoint/FORMAT.md. Members are kept sorted by path (byte order)
+    so lookups are a binary search.
+*/
+#ifndef KG_CKPT_MANIFEST_H
+#define KG_CKPT_MANIFEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kg_ckpt_util.h"
+#include "kg_keys.h"
+
+#define KG_CKPT_MANIFEST_NAME "KGUARD-MANIFEST.json"
+#define KG_CKPT_SIG_NAME "KGUARD-MANIFEST.sig"
+#define KG_CKPT_FORMAT_VERSION 1
+#define KG_CKPT_MANIFEST_MAX (4 << 20) /* bytes */
+#define KG_CKPT_MEMBERS_MAX 20000
+#define KG_CKPT_RUN_MAX 128
+#define KG_CKPT_DIGEST_BYTES 32
+
+typedef struct {
+  char *path;                                  /* relative, checked name */
+  uint64_t size;                               /* exact byte count */
+  unsigned char digest[KG_CKPT_DIGEST_BYTES];  /* BLAKE2b-256 of the bytes */
+  bool seen;                                   /* set by readers */
+} kg_ckpt_member_t;
+
+typedef struct {
+  int version;                        /* KG_CKPT_FORMAT_VERSION */
+  char run[KG_CKPT_RUN_MAX + 1];      /* run id */
+  int64_t step;                       /* training step, >= 0 */
+  int64_t sealed_at_ms;               /* ms since the epoch, UTC */
+  char sealed_at[32];                 /* same time, ISO 8601 */
+  char producer[64];                  /* "kguard VERSION" */
+  char key_id[KG_KEYS_ID_LEN];        /* signer's key id */
+  bool zstd;                          /* archive is zstd-compressed */
+  uint64_t total_size;                /* sum of member sizes */
+  kg_ckpt_member_t *members;          /* sorted by path */
+  size_t count;                       /* number of members */
+  size_t alloc;                       /* capacity of members */
+} kg_ckpt_manifest_t;
+
+/*  New empty manifest (version set, everything else zero). NULL on ENOMEM. */
+kg_ckpt_manifest_t *kg_ckpt_manifest_new(void);
+
+/*  Free the manifest and NULL *p. Safe on NULL. */
+void kg_ckpt_manifest_destroy(kg_ckpt_manifest_t **p);
+
+/*  Append a member (path copied; digest filled later). Does not sort.
+    Returns its index, KG_ETOOBIG past KG_CKPT_MEMBERS_MAX, KG_ENOMEM. */
+int kg_ckpt_manifest_add(kg_ckpt_manifest_t *self, const char *path, uint64_t size);
+
+/*  Sort members by path. Returns 0, or KG_EEXISTS if two share a path. */
+int kg_ckpt_manifest_sort(kg_ckpt_manifest_t *self);
+
+/*  Member named path or NULL (needs sorted members). */
+kg_ckpt_member_t *kg_ckpt_manifest_find(kg_ckpt_manifest_t *self, const char *path);
+
+/*  Encode as JSON text. Returns a malloc'd NUL-terminated string the caller
+    frees, or NULL on ENOMEM. */
+char *kg_ckpt_manifest_encode(const kg_ckpt_manifest_t *self);
+
+/*  Decode and check JSON text (len bytes, not NUL-terminated). On success
+    returns 0 and a new manifest in *out (caller destroys). Otherwise
+    KG_ECKPT_MALFORMED (bad structure) or KG_ECKPT_UNSAFE (a member name that
+    could escape or is not UTF-8, or a duplicate), with a phrase in why. */
+int kg_ckpt_manifest_decode(const char *json, size_t len, kg_ckpt_manifest_t **out,
+                            char *why, size_t whysize);
+
+#endif

@@ -1,0 +1,27 @@
+/*  kg_ckpt_quarantine: set aside checkpoints sealed at or after a failure.
+
+    Archives are moved (rename, never copied, never deleted) into
+    <dir>/quarantine/<incident>/, which kg_ckpt_list never looks into, so a
+    quarantined checkpoint is never chosen again. A name already taken there
+    gets a ".N" suffix rather than replacing anything.
+*/
+#ifndef KG_CKPT_QUARANTINE_H
+#define KG_CKPT_QUARANTINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kg_ckpt_list.h"
+
+/*  True if incident is usable as one directory name: 1-128 bytes of
+    [A-Za-z0-9._:-], not starting with '.'. */
+bool kg_ckpt_quarantine_id_ok(const char *incident);
+
+/*  Move every archive of list (not leftovers) whose time (signed seal time,
+    else mtime) is at or after from_ms into the incident's quarantine
+    directory, setting each entry's moved_to. Returns the number moved, or a
+    negative code (KG_EUSAGE for a bad incident id, -errno) after which
+    entries moved so far keep their moved_to. */
+int kg_ckpt_quarantine(kg_ckpt_list_t *list, const char *incident, int64_t from_ms);
+
+#endif

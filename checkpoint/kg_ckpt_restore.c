@@ -1,0 +1,173 @@
+/*  kg_ckpt_restore: verify-while-extracting into a temporary directory. */
+#include "kg_ckpt_restore.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kg_ckpt_util.h"
+#include "kg_error.h"
+
+typedef struct {
+  int rootfd;  /* the temporary directory */
+  int fd;      /* member being written, or -1 */
+} s_sink_t;
+
+/*  Open (creating) each directory of path's parent under rootfd without
+    following links; returns the parent's fd and sets *leaf. */
+static int
+s_open_parent(int rootfd, const char *path, const char **leaf)
+{
+  int fd = dup(rootfd);
+  if (fd < 0)
+    return -errno;
+  const char *comp = path;
+  const char *slash;
+  while ((slash = strchr(comp, '/'))) {
+    char name[256];
+    size_t n = (size_t) (slash - comp);
+    if (n >= sizeof name) {
+      close(fd);
+      return -ENAMETOOLONG;
+    }
+    memcpy(name, comp, n);
+    name[n] = '\0';
+    if (mkdirat(fd, name, 0755) < 0 && errno != EEXIST) {
+      int e = -errno;
+      close(fd);
+      return e;
+    }
+    int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = -errno;
+    close(fd);
+    if (sub < 0)
+      return e;
+    fd = sub;
+    comp = slash + 1;
+  }
+  *leaf = comp;
+  return fd;
+}
+
+static int
+s_begin(void *arg, const kg_ckpt_member_t *m)
+{
+  s_sink_t *s = arg;
+  const char *leaf;
+  int dirfd = s_open_parent(s->rootfd, m->path, &leaf);
+  if (dirfd < 0)
+    return dirfd;
+  s->fd = openat(dirfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int e = -errno;
+  close(dirfd);
+  return s->fd < 0 ? e : 0;
+}
+
+static int
+s_data(void *arg, const void *buf, size_t len)
+{
+  s_sink_t *s = arg;
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t n = write(s->fd, p, len);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    p += n;
+    len -= (size_t) n;
+  }
+  return 0;
+}
+
+static int
+s_end(void *arg, const kg_ckpt_member_t *m)
+{
+  s_sink_t *s = arg;
+  int rc = close(s->fd) < 0 ? -errno : 0;
+  s->fd = -1;
+  return rc;
+}
+
+int
+kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
+                kg_ckpt_report_t *report)
+{
+  memset(report, 0, sizeof *report);
+  char parent[PATH_MAX], tmp[PATH_MAX + 64], dbuf[PATH_MAX];
+  struct stat st;
+  /* "out/" and "out" name the same directory. */
+  size_t dl = strlen(dest);
+  while (dl > 1 && dest[dl - 1] == '/')
+    dl--;
+  if (dl == 0 || dl >= sizeof dbuf) {
+    snprintf(report->reason, sizeof report->reason, "bad destination path");
+    return report->rc = KG_EUSAGE;
+  }
+  memcpy(dbuf, dest, dl);
+  dbuf[dl] = '\0';
+  dest = dbuf;
+  if (lstat(dest, &st) == 0) {
+    snprintf(report->reason, sizeof report->reason, "destination '%.300s' already exists", dest);
+    return report->rc = KG_EEXISTS;
+  }
+  if (kg_ckpt_dirname(dest, parent, sizeof parent) < 0) {
+    snprintf(report->reason, sizeof report->reason, "destination path too long");
+    return report->rc = KG_ETOOBIG;
+  }
+  /* Create missing parents (private: restored state may be sensitive). */
+  for (char *p = parent + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    mkdir(parent, 0700);
+    *p = '/';
+  }
+  mkdir(parent, 0700);
+  size_t dlen = strlen(dest);
+  while (dlen > 1 && dest[dlen - 1] == '/')
+    dlen--;
+  const char *base = dest + dlen;
+  while (base > dest && base[-1] != '/')
+    base--;
+  snprintf(tmp, sizeof tmp, "%s/.%.*s.restore-XXXXXX", parent, (int) (dest + dlen - base), base);
+  if (!mkdtemp(tmp)) {
+    int e = -errno;
+    snprintf(report->reason, sizeof report->reason, "creating a temporary directory in '%.300s': %s",
+             parent, strerror(errno));
+    return report->rc = e;
+  }
+  s_sink_t s = {.rootfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), .fd = -1};
+  int rc;
+  if (s.rootfd < 0) {
+    rc = report->rc = -errno;
+    snprintf(report->reason, sizeof report->reason, "opening '%.300s': %s", tmp, strerror(errno));
+  } else {
+    kg_ckpt_sink_t sink = {.arg = &s, .begin = s_begin, .data = s_data, .end = s_end};
+    rc = kg_ckpt_verify(archive, pk, 0, &sink, report);
+    if (s.fd >= 0)
+      close(s.fd);
+    if (rc == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) < 0) {
+      rc = report->rc = errno == EEXIST ? KG_EEXISTS : -errno;
+      snprintf(report->reason, sizeof report->reason, "renaming into '%.300s': %s", dest,
+               kg_strerror(rc));
+    }
+    close(s.rootfd);
+  }
+  if (rc < 0) {
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd >= 0) {
+      kg_ckpt_remove_tree_at(pfd, strrchr(tmp, '/') + 1);
+      close(pfd);
+    }
+    return rc;
+  }
+  kg_ckpt_fsync_dir(parent);
+  return 0;
+}

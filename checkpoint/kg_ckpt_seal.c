@@ -1,0 +1,483 @@
+/*  kg_ckpt_seal: hash, sign and write a checkpoint archive atomically. */
+#include "kg_ckpt_seal.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kg_ckpt_manifest.h"
+#include "kg_ckpt_util.h"
+#include "kg_error.h"
+
+#define IO_BLOCK (1 << 20)
+#define HASH_THREADS_MAX 4
+
+typedef struct {
+  kg_ckpt_manifest_t *m;
+  struct timespec *mtimes;  /* per member, from the walk */
+  int rootfd;
+  atomic_size_t next;
+  atomic_int rc;
+  char why[256];
+  pthread_mutex_t lock;
+} s_hash_job_t;
+
+/*  Fill why from fmt, which takes two strings: arg and rc's message.
+    Callers pass only literals, so the nonliteral format is harmless. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static int
+s_fail(char *why, size_t size, int rc, const char *fmt, const char *arg)
+{
+  snprintf(why, size, fmt, arg, kg_strerror(rc));
+  return rc;
+}
+#pragma GCC diagnostic pop
+
+/* ---- walking the directory -------------------------------------------- */
+
+static int
+s_walk(int dfd, const char *prefix, kg_ckpt_manifest_t *m, char *why, size_t whysize)
+{
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    int e = -errno;
+    close(dfd);
+    return s_fail(why, whysize, e, "reading directory '%s': %s", *prefix ? prefix : ".");
+  }
+  int rc = 0;
+  struct dirent *de;
+  while (rc == 0 && (de = readdir(d))) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    char rel[KG_CKPT_PATH_MAX + 2];
+    if (snprintf(rel, sizeof rel, "%s%s%s", prefix, *prefix ? "/" : "", de->d_name)
+        >= (int) sizeof rel)
+      return closedir(d), s_fail(why, whysize, KG_ETOOBIG, "name too long: '%s' (%s)", de->d_name);
+    struct stat st;
+    if (fstatat((dirfd)(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      rc = s_fail(why, whysize, -errno, "stat '%s': %s", rel);
+      break;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      int sub = openat((dirfd)(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0) {
+        rc = s_fail(why, whysize, -errno, "opening '%s': %s", rel);
+        break;
+      }
+      rc = s_walk(sub, rel, m, why, whysize);
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      snprintf(why, whysize, "'%s' is not a regular file or directory; only those are sealed", rel);
+      rc = KG_EUSAGE;
+      break;
+    }
+    const char *problem = kg_ckpt_path_problem(rel);
+    if (problem) {
+      snprintf(why, whysize, "'%.300s': %s", rel, problem);
+      rc = KG_EUSAGE;
+      break;
+    }
+    if (strcmp(rel, KG_CKPT_MANIFEST_NAME) == 0 || strcmp(rel, KG_CKPT_SIG_NAME) == 0) {
+      snprintf(why, whysize, "'%s' is a reserved name", rel);
+      rc = KG_EUSAGE;
+      break;
+    }
+    int idx = kg_ckpt_manifest_add(m, rel, (uint64_t) st.st_size);
+    if (idx < 0) {
+      rc = s_fail(why, whysize, idx, "adding '%s': %s", rel);
+      break;
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
+/* ---- hashing, in parallel across files --------------------------------- */
+
+static int
+s_hash_one(s_hash_job_t *job, size_t i, unsigned char *buf)
+{
+  kg_ckpt_member_t *mem = &job->m->members[i];
+  int fd = openat(job->rootfd, mem->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  struct stat st;
+  if (fstat(fd, &st) < 0) {
+    close(fd);
+    return -errno;
+  }
+  job->mtimes[i] = st.st_mtim;
+  posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  crypto_generichash_state hs;
+  crypto_generichash_init(&hs, NULL, 0, KG_CKPT_DIGEST_BYTES);
+  uint64_t total = 0;
+  ssize_t n;
+  while ((n = read(fd, buf, IO_BLOCK)) > 0) {
+    crypto_generichash_update(&hs, buf, (size_t) n);
+    total += (uint64_t) n;
+  }
+  int rc = n < 0 ? -errno : 0;
+  close(fd);
+  if (rc == 0 && total != (uint64_t) st.st_size)
+    rc = -EAGAIN; /* changed while we read it */
+  mem->size = total;
+  crypto_generichash_final(&hs, mem->digest, KG_CKPT_DIGEST_BYTES);
+  return rc;
+}
+
+static void *
+s_hash_worker(void *arg)
+{
+  s_hash_job_t *job = arg;
+  unsigned char *buf = malloc(IO_BLOCK);
+  if (!buf) {
+    atomic_store(&job->rc, KG_ENOMEM);
+    return NULL;
+  }
+  size_t i;
+  while (atomic_load(&job->rc) == 0 && (i = atomic_fetch_add(&job->next, 1)) < job->m->count) {
+    int rc = s_hash_one(job, i, buf);
+    if (rc < 0) {
+      pthread_mutex_lock(&job->lock);
+      if (atomic_load(&job->rc) == 0) {
+        snprintf(job->why, sizeof job->why, "hashing '%.200s': %s", job->m->members[i].path,
+                 rc == -EAGAIN ? "file changed while sealing" : kg_strerror(rc));
+        atomic_store(&job->rc, rc);
+      }
+      pthread_mutex_unlock(&job->lock);
+    }
+  }
+  free(buf);
+  return NULL;
+}
+
+static int
+s_hash_all(s_hash_job_t *job)
+{
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t n = cpus > 0 ? (size_t) cpus : 1;
+  if (n > HASH_THREADS_MAX)
+    n = HASH_THREADS_MAX;
+  if (n > job->m->count)
+    n = job->m->count;
+  pthread_t tids[HASH_THREADS_MAX];
+  size_t started = 0;
+  for (size_t i = 1; i < n; i++)
+    if (pthread_create(&tids[started], NULL, s_hash_worker, job) == 0)
+      started++;
+  s_hash_worker(job); /* this thread works too */
+  for (size_t i = 0; i < started; i++)
+    pthread_join(tids[i], NULL);
+  return atomic_load(&job->rc);
+}
+
+/* ---- writing the archive ---------------------------------------------- */
+
+static int
+s_archive_errno(struct archive *a)
+{
+  int e = archive_errno(a);
+  return e > 0 ? -e : -EIO;
+}
+
+static int
+s_write_entry_header(struct archive *a, struct archive_entry *e, const char *path,
+                     uint64_t size, time_t mtime)
+{
+  archive_entry_clear(e);
+  archive_entry_set_pathname(e, path);
+  archive_entry_set_filetype(e, AE_IFREG);
+  archive_entry_set_perm(e, 0644);
+  archive_entry_set_size(e, (la_int64_t) size);
+  archive_entry_set_mtime(e, mtime, 0);
+  return archive_write_header(a, e) < ARCHIVE_WARN ? s_archive_errno(a) : 0;
+}
+
+static int
+s_write_bytes(struct archive *a, const void *buf, size_t len)
+{
+  la_ssize_t n = archive_write_data(a, buf, len);
+  return n < 0 || (size_t) n != len ? s_archive_errno(a) : 0;
+}
+
+static int
+s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, size_t i,
+               unsigned char *buf, time_t mtime, char *why, size_t whysize)
+{
+  kg_ckpt_member_t *mem = &job->m->members[i];
+  int fd = openat(job->rootfd, mem->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return s_fail(why, whysize, -errno, "opening '%s': %s", mem->path);
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) < 0) {
+    rc = s_fail(why, whysize, -errno, "stat '%s': %s", mem->path);
+    goto out;
+  }
+  if ((uint64_t) st.st_size != mem->size || st.st_mtim.tv_sec != job->mtimes[i].tv_sec
+      || st.st_mtim.tv_nsec != job->mtimes[i].tv_nsec) {
+    snprintf(why, whysize, "'%s' changed while sealing", mem->path);
+    rc = -EAGAIN;
+    goto out;
+  }
+  posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  if ((rc = s_write_entry_header(a, e, mem->path, mem->size, mtime)) < 0) {
+    s_fail(why, whysize, rc, "writing header of '%s': %s", mem->path);
+    goto out;
+  }
+  uint64_t left = mem->size;
+  while (left > 0) {
+    ssize_t n = read(fd, buf, left < IO_BLOCK ? (size_t) left : IO_BLOCK);
+    if (n <= 0) {
+      rc = n < 0 ? -errno : -EAGAIN;
+      s_fail(why, whysize, rc, "reading '%s': %s", mem->path);
+      goto out;
+    }
+    if ((rc = s_write_bytes(a, buf, (size_t) n)) < 0) {
+      s_fail(why, whysize, rc, "writing the archive: %s%s", "");
+      goto out;
+    }
+    left -= (uint64_t) n;
+  }
+out:
+  close(fd);
+  return rc;
+}
+
+static int
+s_write_archive(int outfd, s_hash_job_t *job, const char *json, size_t jlen,
+                const unsigned char *sig, bool zstd, time_t mtime, char *why, size_t whysize)
+{
+  struct archive *a = archive_write_new();
+  struct archive_entry *e = archive_entry_new();
+  unsigned char *buf = malloc(IO_BLOCK);
+  int rc = 0;
+  if (!a || !e || !buf) {
+    rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+    goto out;
+  }
+  archive_write_set_format_pax_restricted(a);
+  if (zstd && archive_write_add_filter_zstd(a) != ARCHIVE_OK) {
+    snprintf(why, whysize, "zstd: %s", archive_error_string(a));
+    rc = KG_EINTERNAL;
+    goto out;
+  }
+  archive_write_set_bytes_per_block(a, 64 * 1024);
+  archive_write_set_bytes_in_last_block(a, 1);
+  if (archive_write_open_fd(a, outfd) != ARCHIVE_OK) {
+    rc = s_fail(why, whysize, s_archive_errno(a), "opening the archive: %s%s", "");
+    goto out;
+  }
+  if ((rc = s_write_entry_header(a, e, KG_CKPT_MANIFEST_NAME, jlen, mtime)) < 0
+      || (rc = s_write_bytes(a, json, jlen)) < 0
+      || (rc = s_write_entry_header(a, e, KG_CKPT_SIG_NAME, crypto_sign_BYTES, mtime)) < 0
+      || (rc = s_write_bytes(a, sig, crypto_sign_BYTES)) < 0) {
+    s_fail(why, whysize, rc, "writing the manifest: %s%s", "");
+    goto out;
+  }
+  for (size_t i = 0; i < job->m->count && rc == 0; i++)
+    rc = s_write_member(a, e, job, i, buf, mtime, why, whysize);
+  if (rc == 0 && archive_write_close(a) != ARCHIVE_OK)
+    rc = s_fail(why, whysize, s_archive_errno(a), "finishing the archive: %s%s", "");
+out:
+  if (a)
+    archive_write_free(a);
+  archive_entry_free(e);
+  free(buf);
+  return rc;
+}
+
+/* ---- names and the atomic commit --------------------------------------- */
+
+bool
+kg_ckpt_seal_is_archive_name(const char *name)
+{
+  size_t n = strlen(name);
+  if (n == 0 || name[0] == '.')
+    return false;
+  size_t a = strlen(KG_CKPT_SUFFIX), b = strlen(KG_CKPT_SUFFIX_ZSTD);
+  return (n > a && strcmp(name + n - a, KG_CKPT_SUFFIX) == 0)
+         || (n > b && strcmp(name + n - b, KG_CKPT_SUFFIX_ZSTD) == 0);
+}
+
+bool
+kg_ckpt_seal_is_leftover_name(const char *name)
+{
+  return name[0] == '.' && strstr(name, KG_CKPT_TMP_MARK) != NULL;
+}
+
+static int
+s_mkdirs(const char *path)
+{
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int) sizeof tmp)
+    return KG_ETOOBIG;
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+      return -errno;
+    *p = '/';
+  }
+  return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+static int
+s_rename_noreplace(const char *from, const char *to)
+{
+  if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+    return 0;
+  if (errno != EINVAL && errno != ENOSYS)
+    return errno == EEXIST ? KG_EEXISTS : -errno;
+  /* Filesystems without RENAME_NOREPLACE: link refuses to replace too. */
+  if (link(from, to) < 0)
+    return errno == EEXIST ? KG_EEXISTS : -errno;
+  unlink(from);
+  return 0;
+}
+
+int
+kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, size_t whysize)
+{
+  char final[PATH_MAX], tmp[PATH_MAX + 64], dir[PATH_MAX];
+  why[0] = '\0';
+  if (!o->dir || (!o->into == !o->output) || !o->sk || o->step < 0)
+    return s_fail(why, whysize, KG_EUSAGE, "bad seal options%s%s", "");
+  int64_t now = o->now_ms ? o->now_ms : kg_ckpt_now_ms();
+  const char *run = o->run ? o->run : "default";
+  if (strlen(run) > KG_CKPT_RUN_MAX || !kg_ckpt_utf8_valid(run, strlen(run)))
+    return s_fail(why, whysize, KG_EUSAGE, "run id must be UTF-8, at most 128 bytes%s%s", "");
+  kg_ckpt_manifest_t *m = kg_ckpt_manifest_new();
+  if (!m)
+    return s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+  s_hash_job_t job = {.m = m, .rootfd = -1};
+  pthread_mutex_init(&job.lock, NULL);
+  char *json = NULL;
+  int outfd = -1, rc;
+  bool have_tmp = false;
+
+  job.rootfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (job.rootfd < 0) {
+    rc = s_fail(why, whysize, -errno, "opening '%s': %s", o->dir);
+    goto out;
+  }
+  int walkfd = dup(job.rootfd);
+  if (walkfd < 0 || (rc = s_walk(walkfd, "", m, why, whysize)) < 0) {
+    if (walkfd < 0)
+      rc = s_fail(why, whysize, -errno, "dup: %s%s", "");
+    goto out;
+  }
+  kg_ckpt_manifest_sort(m);
+  if (!(job.mtimes = calloc(m->count ? m->count : 1, sizeof *job.mtimes))) {
+    rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+    goto out;
+  }
+  if ((rc = s_hash_all(&job)) < 0) {
+    snprintf(why, whysize, "%s", job.why);
+    goto out;
+  }
+  m->total_size = 0;
+  for (size_t i = 0; i < m->count; i++)
+    m->total_size += m->members[i].size;
+
+  /* The manifest and its signature. */
+  snprintf(m->run, sizeof m->run, "%s", run);
+  m->step = o->step;
+  m->sealed_at_ms = now;
+  kg_ckpt_format_time(now, m->sealed_at, sizeof m->sealed_at);
+  snprintf(m->producer, sizeof m->producer, "%s", o->producer ? o->producer : "kguard");
+  kg_keys_id(o->sk + 32, m->key_id);
+  m->zstd = o->zstd;
+  if (!(json = kg_ckpt_manifest_encode(m))) {
+    rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+    goto out;
+  }
+  size_t jlen = strlen(json);
+  unsigned char sig[crypto_sign_BYTES];
+  crypto_sign_detached(sig, NULL, (unsigned char *) json, jlen, o->sk);
+
+  /* Names: final and a dot-named temporary beside it. */
+  if (o->into) {
+    if ((rc = s_mkdirs(o->into)) < 0) {
+      s_fail(why, whysize, rc, "creating '%s': %s", o->into);
+      goto out;
+    }
+    char stamp[32];
+    kg_ckpt_format_time(now, stamp, sizeof stamp);
+    char compact[32];
+    size_t k = 0;
+    for (const char *p = stamp; *p && k + 1 < sizeof compact; p++)
+      if (*p != '-' && *p != ':' && *p != '.')
+        compact[k++] = *p;
+    compact[k] = '\0';
+    if (snprintf(final, sizeof final, "%s/step-%010lld-%s%s", o->into, (long long) o->step,
+                 compact, o->zstd ? KG_CKPT_SUFFIX_ZSTD : KG_CKPT_SUFFIX) >= (int) sizeof final) {
+      rc = s_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->into);
+      goto out;
+    }
+  } else if (snprintf(final, sizeof final, "%s", o->output) >= (int) sizeof final) {
+    rc = s_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->output);
+    goto out;
+  }
+  kg_ckpt_dirname(final, dir, sizeof dir);
+  const char *base = strrchr(final, '/') ? strrchr(final, '/') + 1 : final;
+  if (snprintf(tmp, sizeof tmp, "%s/.%s" KG_CKPT_TMP_MARK "XXXXXX", dir, base)
+      >= (int) sizeof tmp) {
+    rc = s_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", final);
+    goto out;
+  }
+  if ((outfd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+    rc = s_fail(why, whysize, -errno, "creating a temporary file in '%s': %s", dir);
+    goto out;
+  }
+  have_tmp = true;
+  fchmod(outfd, 0644);
+  if ((rc = s_write_archive(outfd, &job, json, jlen, sig, o->zstd, (time_t) (now / 1000), why,
+                            whysize)) < 0)
+    goto out;
+  /* Any fsync or close error makes the archive untrustworthy: never retry. */
+  if (fsync(outfd) < 0 || close(outfd) < 0) {
+    outfd = -1;
+    rc = s_fail(why, whysize, -errno, "syncing the archive: %s%s", "");
+    goto out;
+  }
+  outfd = -1;
+  if ((rc = s_rename_noreplace(tmp, final)) < 0) {
+    s_fail(why, whysize, rc, "renaming into place '%s': %s", final);
+    goto out;
+  }
+  have_tmp = false;
+  if ((rc = kg_ckpt_fsync_dir(dir)) < 0) {
+    /* The name may not survive a crash: take it back rather than trust it. */
+    unlink(final);
+    s_fail(why, whysize, rc, "syncing directory '%s': %s", dir);
+    goto out;
+  }
+  snprintf(out, size, "%s", final);
+out:
+  if (outfd >= 0)
+    close(outfd);
+  if (have_tmp)
+    unlink(tmp);
+  if (job.rootfd >= 0)
+    close(job.rootfd);
+  free(job.mtimes);
+  free(json);
+  pthread_mutex_destroy(&job.lock);
+  kg_ckpt_manifest_destroy(&m);
+  return rc;
+}

@@ -1,0 +1,237 @@
+/*  kg_ckpt_util: time, name checks and filesystem helpers for checkpoints. */
+#include "kg_ckpt_util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kg_error.h"
+
+int64_t
+kg_ckpt_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+char *
+kg_ckpt_format_time(int64_t ms, char *buf, size_t size)
+{
+  time_t sec = (time_t) (ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+  int milli = (int) (ms - (int64_t) sec * 1000);
+  struct tm tm;
+  gmtime_r(&sec, &tm);
+  size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, size - n, ".%03dZ", milli);
+  return buf;
+}
+
+int
+kg_ckpt_parse_time(const char *text, int64_t *ms)
+{
+  if (!text || !*text)
+    return KG_EUSAGE;
+  /* All digits: milliseconds since the epoch. */
+  const char *p = text;
+  while (isdigit((unsigned char) *p))
+    p++;
+  if (*p == '\0') {
+    if (p - text > 15)
+      return KG_EUSAGE;
+    *ms = strtoll(text, NULL, 10);
+    return 0;
+  }
+  int Y, M, D, h, m, s, used = 0;
+  char sep;
+  if (sscanf(text, "%4d-%2d-%2d%c%2d:%2d:%2d%n", &Y, &M, &D, &sep, &h, &m, &s, &used) != 7
+      || (sep != 'T' && sep != ' ' && sep != 't'))
+    return KG_EUSAGE;
+  if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || s > 60)
+    return KG_EUSAGE;
+  p = text + used;
+  int frac = 0;
+  if (*p == '.' || *p == ',') {
+    p++;
+    int digits = 0;
+    while (isdigit((unsigned char) *p)) {
+      if (digits < 3)
+        frac = frac * 10 + (*p - '0');
+      digits++;
+      p++;
+    }
+    if (digits == 0)
+      return KG_EUSAGE;
+    for (; digits < 3; digits++)
+      frac *= 10;
+  }
+  long offset = 0;
+  if (*p == 'Z' || *p == 'z') {
+    p++;
+  } else if (*p == '+' || *p == '-') {
+    int oh, om;
+    if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2 || oh > 23 || om > 59)
+      return KG_EUSAGE;
+    offset = (oh * 60L + om) * 60L * (*p == '-' ? -1 : 1);
+    p += 6;
+  }
+  if (*p != '\0')
+    return KG_EUSAGE;
+  struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D,
+                  .tm_hour = h, .tm_min = m, .tm_sec = s};
+  time_t t = timegm(&tm);
+  *ms = ((int64_t) t - offset) * 1000 + frac;
+  return 0;
+}
+
+bool
+kg_ckpt_utf8_valid(const char *str, size_t len)
+{
+  const unsigned char *s = (const unsigned char *) str;
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t n;
+    unsigned cp;
+    if (c >= 0xc2 && c <= 0xdf) {
+      n = 1;
+      cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      n = 2;
+      cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n >= len)
+      return false;
+    for (size_t k = 1; k <= n; k++) {
+      if ((s[i + k] & 0xc0) != 0x80)
+        return false;
+      cp = (cp << 6) | (s[i + k] & 0x3f);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff
+        || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+const char *
+kg_ckpt_path_problem(const char *path)
+{
+  size_t len = strlen(path);
+  if (len == 0)
+    return "empty name";
+  if (len > KG_CKPT_PATH_MAX)
+    return "name too long";
+  if (!kg_ckpt_utf8_valid(path, len))
+    return "name is not valid UTF-8";
+  if (path[0] == '/')
+    return "absolute name";
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char) path[i];
+    if (c < 0x20 || c == 0x7f)
+      return "control character in name";
+    if (c == '\\')
+      return "backslash in name";
+  }
+  const char *comp = path;
+  while (1) {
+    const char *end = strchr(comp, '/');
+    size_t n = end ? (size_t) (end - comp) : strlen(comp);
+    if (n == 0)
+      return "empty path component";
+    if (n == 1 && comp[0] == '.')
+      return "'.' path component";
+    if (n == 2 && comp[0] == '.' && comp[1] == '.')
+      return "'..' path component";
+    if (n > 255)
+      return "path component too long";
+    if (!end)
+      break;
+    comp = end + 1;
+  }
+  return NULL;
+}
+
+int
+kg_ckpt_fsync_dir(const char *path)
+{
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  int rc = fsync(fd) < 0 ? -errno : 0;
+  close(fd);
+  return rc;
+}
+
+int
+kg_ckpt_dirname(const char *path, char *buf, size_t size)
+{
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    return snprintf(buf, size, ".") < (int) size ? 0 : KG_ETOOBIG;
+  size_t n = slash == path ? 1 : (size_t) (slash - path);
+  if (n + 1 > size)
+    return KG_ETOOBIG;
+  memcpy(buf, path, n);
+  buf[n] = '\0';
+  return 0;
+}
+
+int
+kg_ckpt_remove_tree_at(int dfd, const char *name)
+{
+  if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+    return 0;
+  if (errno != EISDIR && errno != EPERM)
+    return -errno;
+  int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    int e = -errno;
+    close(fd);
+    return e;
+  }
+  int rc = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    int r = kg_ckpt_remove_tree_at((dirfd)(d), de->d_name);
+    if (r < 0 && rc == 0)
+      rc = r;
+  }
+  closedir(d);
+  if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && rc == 0)
+    rc = -errno;
+  return rc;
+}
+
+void
+kg_ckpt_hex(const unsigned char *bin, size_t len, char *out)
+{
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < len; i++) {
+    out[2 * i] = digits[bin[i] >> 4];
+    out[2 * i + 1] = digits[bin[i] & 15];
+  }
+  out[2 * len] = '\0';
+}

@@ -1,0 +1,52 @@
+/*  kg_ckpt_util: small helpers the checkpoint classes share: time stamps,
+    member-name checks, directory fsync and careful tree removal.
+
+    Nothing here allocates on behalf of the caller unless it says so.
+*/
+#ifndef KG_CKPT_UTIL_H
+#define KG_CKPT_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*  Longest member path accepted anywhere (bytes, without the NUL). */
+#define KG_CKPT_PATH_MAX 1024
+
+/*  Milliseconds since the Unix epoch, from CLOCK_REALTIME. */
+int64_t kg_ckpt_now_ms(void);
+
+/*  Format ms (since the epoch) as UTC ISO 8601 with milliseconds,
+    "2026-01-02T03:04:05.678Z", into buf (at least 32 bytes). Returns buf. */
+char *kg_ckpt_format_time(int64_t ms, char *buf, size_t size);
+
+/*  Parse text as either an integer count of ms since the epoch or an ISO 8601
+    time "YYYY-MM-DDTHH:MM:SS[.fff][Z|+HH:MM|-HH:MM]" (a space may replace the
+    T; no zone means UTC). Returns 0 and sets *ms, or KG_EUSAGE. */
+int kg_ckpt_parse_time(const char *text, int64_t *ms);
+
+/*  True if the len bytes at s are well-formed UTF-8 (no overlongs, no
+    surrogates, nothing above U+10FFFF). */
+bool kg_ckpt_utf8_valid(const char *s, size_t len);
+
+/*  Check that path is a safe relative member name: non-empty, at most
+    KG_CKPT_PATH_MAX bytes, UTF-8, no control characters or backslash, not
+    absolute, no empty, "." or ".." component, each component at most 255
+    bytes. Returns NULL if safe, else a static phrase saying what is wrong. */
+const char *kg_ckpt_path_problem(const char *path);
+
+/*  fsync the directory at path. Returns 0 or -errno. */
+int kg_ckpt_fsync_dir(const char *path);
+
+/*  Directory part of path into buf ("." when path has no slash).
+    Returns 0, or KG_ETOOBIG if it does not fit. */
+int kg_ckpt_dirname(const char *path, char *buf, size_t size);
+
+/*  Remove name (a file or a whole tree) under dirfd without following any
+    symbolic link. Returns 0 or -errno (ENOENT counts as success). */
+int kg_ckpt_remove_tree_at(int dirfd, const char *name);
+
+/*  Lower-case hex of len bytes into out (at least 2*len+1 bytes). */
+void kg_ckpt_hex(const unsigned char *bin, size_t len, char *out);
+
+#endif

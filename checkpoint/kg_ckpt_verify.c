@@ -1,0 +1,417 @@
+/*  kg_ckpt_verify: one streaming pass over a checkpoint archive. */
+#include "kg_ckpt_verify.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kg_ckpt_util.h"
+#include "kg_error.h"
+#include "kg_keys.h"
+
+#define READ_BLOCK (1 << 20)
+#define ZIP_TOTAL_MAX (64ULL << 30) /* bytes a plain zip may inflate to */
+#define ZIP_MEMBERS_MAX 1000000
+
+static int
+s_set(kg_ckpt_report_t *r, int rc, const char *member, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+
+static int
+s_set(kg_ckpt_report_t *r, int rc, const char *member, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->reason, sizeof r->reason, fmt, ap);
+  va_end(ap);
+  snprintf(r->member, sizeof r->member, "%s", member ? member : "");
+  r->rc = rc;
+  return rc;
+}
+
+/*  Turn a libarchive failure into a verdict. Truncation is reported in a
+    few wordings depending on the layer (tar, zstd, zip). */
+static int
+s_archive_fail(kg_ckpt_report_t *r, struct archive *a, const char *member, const char *what)
+{
+  const char *msg = archive_error_string(a);
+  int err = archive_errno(a);
+  if (!msg)
+    msg = "unknown libarchive error";
+  if (err == EIO || err == ENOMEM || err == EBADF)
+    return s_set(r, -err, member, "%s: %s", what, msg);
+  int rc = KG_ECKPT_MALFORMED;
+  if (strstr(msg, "runcat") || strstr(msg, "remature") || strstr(msg, "nexpected end")
+      || strstr(msg, "EOF"))
+    rc = KG_ECKPT_TRUNC;
+  else if (strstr(msg, "amaged") || strstr(msg, "hecksum") || strstr(msg, "CRC"))
+    rc = KG_ECKPT_CORRUPT;
+  const char *label = rc == KG_ECKPT_TRUNC ? "incomplete" : rc == KG_ECKPT_CORRUPT ? "corrupt" : "malformed";
+  if (member && *member)
+    return s_set(r, rc, member, "%s: %s in member '%s': %s", label, what, member, msg);
+  return s_set(r, rc, member, "%s: %s: %s", label, what, msg);
+}
+
+/*  Name of entry as UTF-8 bytes, or NULL when it is not UTF-8. */
+static const char *
+s_entry_name(struct archive_entry *e)
+{
+  const char *name = archive_entry_pathname(e);
+  if (!name)
+    name = archive_entry_pathname_utf8(e);
+  if (!name || !kg_ckpt_utf8_valid(name, strlen(name)))
+    return NULL;
+  return name;
+}
+
+/*  Read the whole current entry (size bytes, small) into buf. */
+static int
+s_read_small(struct archive *a, kg_ckpt_report_t *r, const char *member, void *buf, size_t size)
+{
+  size_t got = 0;
+  while (got < size) {
+    la_ssize_t n = archive_read_data(a, (char *) buf + got, size - got);
+    if (n < 0)
+      return s_archive_fail(r, a, member, "reading");
+    if (n == 0)
+      return s_set(r, KG_ECKPT_TRUNC, member, "incomplete: member '%s' ends early", member);
+    got += (size_t) n;
+  }
+  return 0;
+}
+
+/*  Check an entry's type before anything of it is read. */
+static int
+s_check_type(kg_ckpt_report_t *r, struct archive_entry *e, const char *name)
+{
+  if (archive_entry_hardlink(e))
+    return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' is a hard link to '%.200s'",
+                 name, archive_entry_hardlink(e));
+  if (archive_entry_symlink(e) || archive_entry_filetype(e) == AE_IFLNK)
+    return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' is a symbolic link", name);
+  mode_t t = archive_entry_filetype(e);
+  if (t != AE_IFREG) {
+    const char *kind = t == AE_IFDIR ? "a directory" : t == AE_IFIFO ? "a fifo"
+                       : t == AE_IFCHR ? "a character device" : t == AE_IFBLK ? "a block device"
+                       : t == AE_IFSOCK ? "a socket" : "not a regular file";
+    return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' is %s", name, kind);
+  }
+  if (archive_entry_sparse_count(e) > 0)
+    return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' is sparse", name);
+  if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
+    return s_set(r, KG_ECKPT_MALFORMED, name, "malformed: member '%s' has no size", name);
+  return 0;
+}
+
+/* ---- plain zip files (torch.save) ------------------------------------- */
+
+static int
+s_verify_zip(int fd, kg_ckpt_report_t *r)
+{
+  struct archive *a = archive_read_new();
+  if (!a)
+    return s_set(r, KG_ENOMEM, NULL, "out of memory");
+  archive_read_support_format_zip_seekable(a);
+  int rc = 0;
+  if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
+    /* A zip whose central directory is gone was cut short. */
+    rc = s_set(r, KG_ECKPT_TRUNC, NULL,
+               "incomplete: zip archive without a readable central directory (%s)",
+               archive_error_string(a) ? archive_error_string(a) : "?");
+    archive_read_free(a);
+    return rc;
+  }
+  struct archive_entry *e;
+  unsigned long count = 0;
+  uint64_t total = 0;
+  int h;
+  while ((h = archive_read_next_header(a, &e)) == ARCHIVE_OK || h == ARCHIVE_WARN) {
+    const char *name = archive_entry_pathname(e);
+    if (!name)
+      name = "?";
+    if (++count > ZIP_MEMBERS_MAX) {
+      rc = s_set(r, KG_ECKPT_UNSAFE, NULL, "unsafe: zip has more than %d members", ZIP_MEMBERS_MAX);
+      goto done;
+    }
+    const void *buf;
+    size_t len;
+    la_int64_t off;
+    int d;
+    /* Reading each member to its end makes libarchive check its CRC-32. */
+    while ((d = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
+      total += len;
+      if (total > ZIP_TOTAL_MAX) {
+        rc = s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: zip inflates past %llu bytes",
+                   (unsigned long long) ZIP_TOTAL_MAX);
+        goto done;
+      }
+    }
+    if (d != ARCHIVE_EOF) {
+      rc = s_archive_fail(r, a, name, "zip member");
+      goto done;
+    }
+  }
+  if (h != ARCHIVE_EOF) {
+    rc = s_archive_fail(r, a, NULL, "zip header");
+    goto done;
+  }
+  r->zip = true;
+  rc = s_set(r, KG_ECKPT_UNSIGNED, NULL,
+             "unsigned: plain zip (torch.save file): complete, %lu members, every CRC "
+             "matches, but not authenticated",
+             count);
+done:
+  archive_read_free(a);
+  return rc;
+}
+
+/* ---- kguard archives --------------------------------------------------- */
+
+static int
+s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink)
+{
+  kg_ckpt_manifest_t *m = r->manifest;
+  struct archive_entry *e;
+  int h;
+  while ((h = archive_read_next_header(a, &e)) == ARCHIVE_OK || h == ARCHIVE_WARN) {
+    const char *name = s_entry_name(e);
+    if (!name)
+      return s_set(r, KG_ECKPT_UNSAFE, NULL, "unsafe: a member name is not valid UTF-8");
+    int rc = s_check_type(r, e, name);
+    if (rc < 0)
+      return rc;
+    const char *problem = kg_ckpt_path_problem(name);
+    if (problem)
+      return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%.300s': %s", name, problem);
+    kg_ckpt_member_t *mem = kg_ckpt_manifest_find(m, name);
+    if (!mem)
+      return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' is not listed in the manifest",
+                   name);
+    if (mem->seen)
+      return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' appears twice", name);
+    mem->seen = true;
+    uint64_t hsize = (uint64_t) archive_entry_size(e);
+    if (hsize > mem->size)
+      return s_set(r, KG_ECKPT_UNSAFE, name,
+                   "unsafe: member '%s' claims %llu bytes, more than the manifest's %llu", name,
+                   (unsigned long long) hsize, (unsigned long long) mem->size);
+    if (hsize < mem->size)
+      return s_set(r, KG_ECKPT_CORRUPT, name,
+                   "corrupt: member '%s' has %llu bytes, the manifest says %llu", name,
+                   (unsigned long long) hsize, (unsigned long long) mem->size);
+    if (sink && sink->begin && (rc = sink->begin(sink->arg, mem)) < 0)
+      return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, KG_CKPT_DIGEST_BYTES);
+    uint64_t got = 0;
+    const void *buf;
+    size_t len;
+    la_int64_t off;
+    int d;
+    while ((d = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
+      if (off < 0 || (uint64_t) off != got)
+        return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' has holes", name);
+      if (len > mem->size - got)
+        return s_set(r, KG_ECKPT_UNSAFE, name,
+                     "unsafe: member '%s' holds more than its manifest size", name);
+      got += len;
+      crypto_generichash_update(&st, buf, len);
+      if (sink && sink->data && (rc = sink->data(sink->arg, buf, len)) < 0)
+        return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+    }
+    if (d != ARCHIVE_EOF)
+      return s_archive_fail(r, a, name, "reading");
+    if (got != mem->size)
+      return s_set(r, KG_ECKPT_TRUNC, name, "incomplete: member '%s' ends after %llu of %llu bytes",
+                   name, (unsigned long long) got, (unsigned long long) mem->size);
+    unsigned char digest[KG_CKPT_DIGEST_BYTES];
+    crypto_generichash_final(&st, digest, sizeof digest);
+    if (sodium_memcmp(digest, mem->digest, sizeof digest) != 0)
+      return s_set(r, KG_ECKPT_CORRUPT, name, "corrupt: member '%s' does not match its digest",
+                   name);
+    if (sink && sink->end && (rc = sink->end(sink->arg, mem)) < 0)
+      return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+  }
+  if (h != ARCHIVE_EOF)
+    return s_archive_fail(r, a, NULL, "reading a member header");
+  for (size_t i = 0; i < m->count; i++)
+    if (!m->members[i].seen)
+      return s_set(r, KG_ECKPT_TRUNC, m->members[i].path,
+                   "incomplete: listed member '%s' is missing", m->members[i].path);
+  return s_set(r, 0, NULL, "valid");
+}
+
+/*  Read the manifest and signature members and authenticate. */
+static int
+s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const unsigned char *pk)
+{
+  struct archive_entry *e;
+  int h = archive_read_next_header(a, &e);
+  if (h == ARCHIVE_EOF)
+    return s_set(r, KG_ECKPT_MALFORMED, NULL, "malformed: archive has no members (no manifest)");
+  if (h < ARCHIVE_WARN)
+    return s_archive_fail(r, a, NULL, "reading the first header");
+  const char *name = s_entry_name(e);
+  if (!name || strcmp(name, KG_CKPT_MANIFEST_NAME) != 0)
+    return s_set(r, KG_ECKPT_MALFORMED, NULL,
+                 "malformed: no manifest (first member is '%.200s', not " KG_CKPT_MANIFEST_NAME ")",
+                 name ? name : "(not UTF-8)");
+  int rc = s_check_type(r, e, name);
+  if (rc < 0)
+    return rc;
+  la_int64_t msize = archive_entry_size(e);
+  if (msize <= 0 || msize > KG_CKPT_MANIFEST_MAX)
+    return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: manifest size %lld outside 1..%d bytes",
+                 (long long) msize, KG_CKPT_MANIFEST_MAX);
+  char *json = malloc((size_t) msize);
+  if (!json)
+    return s_set(r, KG_ENOMEM, name, "out of memory");
+  unsigned char sig[crypto_sign_BYTES];
+  if ((rc = s_read_small(a, r, name, json, (size_t) msize)) < 0)
+    goto done;
+  unsigned char md[KG_CKPT_DIGEST_BYTES];
+  crypto_generichash(md, sizeof md, (unsigned char *) json, (unsigned long long) msize, NULL, 0);
+  kg_ckpt_hex(md, sizeof md, r->manifest_digest);
+
+  h = archive_read_next_header(a, &e);
+  if (h == ARCHIVE_EOF) {
+    rc = s_set(r, KG_ECKPT_TRUNC, NULL, "incomplete: archive ends after the manifest");
+    goto done;
+  }
+  if (h < ARCHIVE_WARN) {
+    rc = s_archive_fail(r, a, NULL, "reading the signature header");
+    goto done;
+  }
+  name = s_entry_name(e);
+  if (!name || strcmp(name, KG_CKPT_SIG_NAME) != 0) {
+    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "unsigned: no " KG_CKPT_SIG_NAME " after the manifest");
+    goto done;
+  }
+  if ((rc = s_check_type(r, e, name)) < 0)
+    goto done;
+  if (archive_entry_size(e) != crypto_sign_BYTES) {
+    rc = s_set(r, KG_ECKPT_MALFORMED, name, "malformed: signature is not %d bytes",
+               crypto_sign_BYTES);
+    goto done;
+  }
+  if ((rc = s_read_small(a, r, name, sig, sizeof sig)) < 0)
+    goto done;
+
+  char why[256] = "";
+  kg_ckpt_manifest_t *m = NULL;
+  if (pk && crypto_sign_verify_detached(sig, (unsigned char *) json,
+                                        (unsigned long long) msize, pk) == 0) {
+    r->authenticated = true;
+    rc = kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why);
+    if (rc < 0) {
+      s_set(r, rc, KG_CKPT_MANIFEST_NAME, "%s: %s", kg_ckpt_status_name(rc), why);
+      goto done;
+    }
+    r->manifest = m;
+    rc = 0;
+    goto done;
+  }
+  /* Not verified: say whether it names another key or was altered. */
+  char ours[KG_KEYS_ID_LEN] = "";
+  if (pk)
+    kg_keys_id(pk, ours);
+  if (kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why) == 0
+      && strcmp(m->key_id, ours) != 0)
+    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "unsigned: signed by unknown key %s (%s%s)",
+               m->key_id, pk ? "ours is " : "no public key known; run kguard keygen",
+               pk ? ours : "");
+  else if (!pk)
+    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "unsigned: no public key known; run kguard keygen");
+  else
+    rc = s_set(r, KG_ECKPT_CORRUPT, KG_CKPT_MANIFEST_NAME,
+               "corrupt: manifest signature does not match (manifest or signature altered)");
+  kg_ckpt_manifest_destroy(&m);
+done:
+  free(json);
+  return rc;
+}
+
+int
+kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
+               const kg_ckpt_sink_t *sink, kg_ckpt_report_t *r)
+{
+  memset(r, 0, sizeof *r);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return s_set(r, -errno, NULL, "cannot open: %s", strerror(errno));
+  struct stat st;
+  int rc;
+  if (fstat(fd, &st) < 0) {
+    rc = s_set(r, -errno, NULL, "cannot stat: %s", strerror(errno));
+    goto out;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    rc = s_set(r, KG_ECKPT_MALFORMED, NULL, "malformed: not a regular file");
+    goto out;
+  }
+  r->archive_size = (uint64_t) st.st_size;
+  if (st.st_size == 0) {
+    rc = s_set(r, KG_ECKPT_TRUNC, NULL, "incomplete: empty file");
+    goto out;
+  }
+  posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  unsigned char magic[4] = {0};
+  if (pread(fd, magic, sizeof magic, 0) == (ssize_t) sizeof magic && magic[0] == 'P'
+      && magic[1] == 'K' && (magic[2] == 3 || magic[2] == 5) && magic[3] == magic[2] + 1) {
+    rc = s_verify_zip(fd, r);
+    goto out;
+  }
+  struct archive *a = archive_read_new();
+  if (!a) {
+    rc = s_set(r, KG_ENOMEM, NULL, "out of memory");
+    goto out;
+  }
+  archive_read_support_filter_zstd(a);
+  archive_read_support_format_tar(a);
+  if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK)
+    rc = s_archive_fail(r, a, NULL, "opening");
+  else if ((rc = s_verify_manifest(a, r, pk)) == 0)
+    rc = (flags & KG_CKPT_VERIFY_MANIFEST_ONLY) ? s_set(r, 0, NULL, "manifest authenticated")
+                                                : s_verify_payload(a, r, sink);
+  archive_read_free(a);
+out:
+  close(fd);
+  return rc;
+}
+
+void
+kg_ckpt_report_clear(kg_ckpt_report_t *r)
+{
+  kg_ckpt_manifest_destroy(&r->manifest);
+  memset(r, 0, sizeof *r);
+}
+
+int
+kg_ckpt_status_of(int rc)
+{
+  switch (rc) {
+  case 0: return KG_CKPT_VALID;
+  case KG_ECKPT_UNSIGNED: return KG_CKPT_UNSIGNED;
+  case KG_ECKPT_CORRUPT: return KG_CKPT_CORRUPT;
+  case KG_ECKPT_TRUNC: return KG_CKPT_INCOMPLETE;
+  case KG_ECKPT_MALFORMED: return KG_CKPT_MALFORMED;
+  case KG_ECKPT_UNSAFE: return KG_CKPT_UNSAFE;
+  default: return -1;
+  }
+}
+
+const char *
+kg_ckpt_status_name(int rc)
+{
+  static const char *names[] = {"valid", "unsigned", "corrupt", "incomplete", "malformed", "unsafe"};
+  int s = kg_ckpt_status_of(rc);
+  return s < 0 ? "error" : names[s];
+}

@@ -1,0 +1,80 @@
+/*  kg_ckpt_verify: check a checkpoint archive in one streaming pass.
+
+    Order of checks (see FORMAT.md): the first member must be the manifest
+    (capped at KG_CKPT_MANIFEST_MAX bytes), the second its detached Ed25519
+    signature; the signature is checked against the given public key before
+    any payload byte is read. Then every payload header is checked (regular
+    file, safe UTF-8 name, listed in the manifest, not seen before, header
+    size equal to the manifest size) before its data is read, and the data is
+    hashed (BLAKE2b-256) as it streams past; the manifest's sizes cap what is
+    ever decompressed. Memory use is bounded by the manifest cap plus the
+    reader's 1 MiB block, whatever the archive size.
+
+    A sink, when given, receives each member's bytes as they are verified
+    (restore uses it); it must not treat anything as final until verify
+    returns 0.
+*/
+#ifndef KG_CKPT_VERIFY_H
+#define KG_CKPT_VERIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kg_ckpt_manifest.h"
+
+/* Verdicts, which are also `kguard ckpt verify`'s exit codes. */
+typedef enum {
+  KG_CKPT_VALID = 0,      /* signed by our key, complete, every digest matches */
+  KG_CKPT_UNSIGNED = 1,   /* no signature, unknown key, or a plain zip */
+  KG_CKPT_CORRUPT = 2,    /* a member or the manifest does not match */
+  KG_CKPT_INCOMPLETE = 3, /* truncated, empty, or a listed member missing */
+  KG_CKPT_MALFORMED = 4,  /* not an archive, no manifest, bad manifest */
+  KG_CKPT_UNSAFE = 5,     /* links, devices, bad names, unlisted/duplicate
+                             members, sizes above the manifest's */
+} kg_ckpt_status_t;
+
+/* Stop after authenticating the manifest: no payload byte is read. */
+#define KG_CKPT_VERIFY_MANIFEST_ONLY 1u
+
+typedef struct {
+  void *arg;
+  /* Called before a listed member's data; return 0 or a negative code. */
+  int (*begin)(void *arg, const kg_ckpt_member_t *member);
+  /* Called with each block of that member's data, in order. */
+  int (*data)(void *arg, const void *buf, size_t len);
+  /* Called once the member's digest matched. */
+  int (*end)(void *arg, const kg_ckpt_member_t *member);
+} kg_ckpt_sink_t;
+
+typedef struct {
+  int rc;                          /* 0, a KG_ECKPT_* code, or -errno */
+  bool authenticated;              /* manifest signature verified */
+  bool zip;                        /* input was a zip (torch.save file) */
+  char reason[512];                /* one line: why not valid (or "valid") */
+  char member[KG_CKPT_PATH_MAX + 1]; /* member concerned, or "" */
+  kg_ckpt_manifest_t *manifest;    /* owned; set once authenticated */
+  char manifest_digest[65];        /* hex BLAKE2b-256 of the manifest bytes */
+  uint64_t archive_size;           /* bytes of the archive file */
+} kg_ckpt_report_t;
+
+/*  Verify the archive at path against public key pk (NULL: no key known, so
+    at best UNSIGNED). flags: KG_CKPT_VERIFY_MANIFEST_ONLY. sink may be NULL.
+    Fills *report (clear it with kg_ckpt_report_clear) and returns report->rc:
+    0 when valid, KG_ECKPT_UNSIGNED/CORRUPT/TRUNC/MALFORMED/UNSAFE for a bad
+    archive, -errno when the file could not be read, or the sink's error. */
+int kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
+                   const kg_ckpt_sink_t *sink, kg_ckpt_report_t *report);
+
+/*  Free what the report owns and zero it. */
+void kg_ckpt_report_clear(kg_ckpt_report_t *report);
+
+/*  Verdict (kg_ckpt_status_t, 0..5) of a return code, or -1 for a system
+    or sink error that says nothing about the archive. */
+int kg_ckpt_status_of(int rc);
+
+/*  "valid", "unsigned", "corrupt", "incomplete", "malformed", "unsafe", or
+    "error" for rc. */
+const char *kg_ckpt_status_name(int rc);
+
+#endif
