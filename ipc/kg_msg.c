@@ -124,16 +124,6 @@ s_recv_part(zmq_msg_t *frame, void *socket, int flags)
   }
 }
 
-static bool
-s_more(void *socket)
-{
-  int more = 0;
-  size_t len = sizeof more;
-  if (zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &len) != 0)
-    return false;
-  return more != 0;
-}
-
 int
 kg_msg_recv(void *socket, int flags, kg_msg_t **msg_p)
 {
@@ -158,7 +148,7 @@ kg_msg_recv(void *socket, int flags, kg_msg_t **msg_p)
     }
     self->nframes++;
     total += zmq_msg_size(frame);
-    more = s_more(socket);
+    more = zmq_msg_more(frame) != 0;   /*  cheaper than ZMQ_RCVMORE */
     if (total > KG_MSG_MAX_BYTES || self->nframes > KG_MSG_MAX_FRAMES) {
       rc = KG_ETOOBIG;
       break;
@@ -173,10 +163,8 @@ kg_msg_recv(void *socket, int flags, kg_msg_t **msg_p)
       zmq_msg_t scratch;
       zmq_msg_init(&scratch);
       int r = s_recv_part(&scratch, socket, 0);
+      more = r == 0 && zmq_msg_more(&scratch);
       zmq_msg_close(&scratch);
-      if (r != 0)
-        break;
-      more = s_more(socket);
     }
   }
   if (rc != 0) {
@@ -409,7 +397,7 @@ int
 kg_msg_copy_idents(kg_msg_t *self, const kg_msg_t *other)
 {
   size_t n = kg_msg_ident_count(other);
-  kg_frame_t views[16];
+  kg_frame_t views[16] = {{NULL, 0}};
   kg_frame_t *v = n <= 16 ? views : malloc(n * sizeof *v);
   if (!v)
     return KG_ENOMEM;

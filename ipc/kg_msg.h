@@ -41,7 +41,9 @@ int kg_msg_recv(void *socket, int flags, kg_msg_t **msg_p);
 /*  Split a received message: find the delimiter, check there are at least
     five frames after it, and check the signature with signer (before any JSON
     is parsed). Returns 0, KG_ENODELIM, KG_ESHORTMSG, KG_ENOSIG, KG_EBADSIG or
-    KG_EREPLAY. Call once, before any accessor below. For a raw frame
+    KG_EREPLAY. Call once, before any accessor below (a second call, or a
+    call on a message from kg_msg_new, returns KG_EUSAGE). Until it succeeded
+    the accessors below see no identities, parts or buffers. For a raw frame
     sequence with no delimiter (heartbeat) do not call it. */
 int kg_msg_parse(kg_msg_t *self, kg_signer_t *signer);
 
@@ -80,8 +82,9 @@ kg_frame_t kg_msg_buffer(const kg_msg_t *self, size_t index);
 cJSON *kg_msg_json(kg_msg_t *self, kg_part_t part);
 
 /*  Replace one dict frame with the serialisation of json (borrowed, not
-    kept). Invalidates the parsed copy of that frame. Returns 0 or
-    KG_ENOMEM. */
+    kept). Invalidates the parsed copy of that frame, unless json IS that
+    parsed copy (edit kg_msg_json's object in place, then pass it back).
+    Returns 0, KG_ENOMEM, or KG_EUSAGE on an unparsed message. */
 int kg_msg_set_json(kg_msg_t *self, kg_part_t part, const cJSON *json);
 
 /*  Header fields, borrowed from the parsed header; NULL if absent or not a
@@ -99,7 +102,7 @@ int kg_msg_check_header(kg_msg_t *self);
     signer over the four dict frames, the frames, the buffers. The message
     stays owned by the caller and can be sent again (frames are shared, not
     copied). flags as for zmq_msg_send (0 or ZMQ_DONTWAIT). Returns 0 or
-    -errno. */
+    -errno (-EINVAL for a message that was never parsed). */
 int kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags);
 
 /*  Total number of frames, for heartbeat echo and raw relays. */
