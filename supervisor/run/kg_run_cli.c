@@ -1,9 +1,346 @@
-/* STUB: replaced by the module's owner. */
+/*  kguard run: argument parsing, --help, and the setup around kg_runner
+    (state directory, kernelspec, signals).
+*/
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "kg_cli.h"
+#include "kg_error.h"
+#include "kg_log.h"
+#include "kg_notebook.h"
+#include "kg_progress.h"
+#include "kg_runner.h"
+#include "kg_runspec.h"
+
+static void
+s_usage(FILE *out)
+{
+  fputs(
+    "usage: kguard run NOTEBOOK.ipynb [-o OUT] [--kernel NAME] [--timeout SECONDS]\n"
+    "                  [--checkpoints DIR] [--state-dir DIR] [--max-restarts N] [--quiet]\n"
+    "\n"
+    "Execute a notebook's code cells in order, unattended, through a `kguard kernel`\n"
+    "that guards the real kernel (the same path as the installed kernelspec). When a\n"
+    "sticky GPU error (CUDA/ROCm device-side assert, illegal address ...) poisons the\n"
+    "kernel, kguard restarts it and restores the last checkpoint sealed before the\n"
+    "fault; `run` then executes the notebook again from its first cell through the\n"
+    "failed one in the fresh kernel (training resumes through kguard.resume()), and\n"
+    "goes on. Other errors stop the run as nbconvert does, except in cells tagged\n"
+    "`raises-exception`.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output OUT      executed notebook (default: NOTEBOOK.kguard.ipynb beside\n"
+    "                        the input; written via a temporary file and a rename)\n"
+    "  -k, --kernel NAME     kernelspec to guard (default: the notebook's\n"
+    "                        metadata.kernelspec.name, else python3); a kernelspec that\n"
+    "                        is itself a kguard wrapper is used as it is\n"
+    "  -t, --timeout SEC     per-cell limit: interrupt the cell and stop (default: none)\n"
+    "  --checkpoints DIR     checkpoint directory for the kernel (KGUARD_CKPT_DIR;\n"
+    "                        default: kguard-checkpoints in the notebook's directory)\n"
+    "  --state-dir DIR       incidents and logs (default: $KGUARD_STATE_DIR, else\n"
+    "                        $XDG_STATE_HOME/kguard, else ~/.local/state/kguard)\n"
+    "  --max-restarts N      kernel restarts to follow before giving up (default 3;\n"
+    "                        kguard's own budget and repeated-failure rule apply too)\n"
+    "  --startup-timeout SEC time for the kernel to become ready (default 120)\n"
+    "  -q, --quiet           print only problems and the final summary\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "The kernel runs in the notebook's directory; its output goes to a log file in\n"
+    "the state directory (logs/). The written notebook holds the outputs of each\n"
+    "cell's final execution; metadata.kguard.incidents lists every kguard event\n"
+    "(family, incident record, restored checkpoint step) and metadata.kguard.run the\n"
+    "result. Progress goes to stderr: a live line on a terminal, plain lines\n"
+    "otherwise.\n"
+    "\n"
+    "exit codes:\n"
+    "  0    every code cell ran (after restarts, if any)\n"
+    "  1    a cell raised an error (not tagged raises-exception); notebook written\n"
+    "  2    gave up: kguard stopped restarting (same failure twice, or its restart\n"
+    "       budget spent), or more than --max-restarts restarts; notebook written\n"
+    "  3    bad notebook (not JSON, not nbformat 4, no cells) or unknown kernel;\n"
+    "       nothing written\n"
+    "  4    a cell ran past --timeout; notebook written\n"
+    "  100  wrong usage\n"
+    "  111  system failure (e.g. the kernel could not start)\n"
+    "  130  interrupted by Ctrl-C (143: SIGTERM); notebook written\n",
+    out);
+}
+
+/*  mkdir -p with mode 0700 for each created level. */
+static int
+s_mkdirs(const char *path)
+{
+  char buf[PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int) sizeof buf)
+    return -ENAMETOOLONG;
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+      return -errno;
+    *p = '/';
+  }
+  if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+    return -errno;
+  return 0;
+}
+
+static char *
+s_absolute(const char *path)
+{
+  if (path[0] == '/')
+    return strdup(path);
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd))
+    return NULL;
+  size_t n = strlen(cwd) + strlen(path) + 2;
+  char *out = malloc(n);
+  if (out)
+    snprintf(out, n, "%s/%s", cwd, path);
+  return out;
+}
+
+/*  The shared state directory convention. New string. */
+static char *
+s_state_dir(const char *arg)
+{
+  if (arg)
+    return s_absolute(arg);
+  const char *env = getenv("KGUARD_STATE_DIR");
+  if (env && *env)
+    return s_absolute(env);
+  char buf[PATH_MAX];
+  const char *xdg = getenv("XDG_STATE_HOME");
+  const char *home = getenv("HOME");
+  if (xdg && *xdg)
+    snprintf(buf, sizeof buf, "%s/kguard", xdg);
+  else
+    snprintf(buf, sizeof buf, "%s/.local/state/kguard", home && *home ? home : "/tmp");
+  return s_absolute(buf);
+}
+
+/*  NOTEBOOK.ipynb -> NOTEBOOK.kguard.ipynb in the same directory. */
+static char *
+s_default_output(const char *input)
+{
+  size_t n = strlen(input);
+  const char *slash = strrchr(input, '/');
+  size_t stem = n;
+  if (n > 6 && strcmp(input + n - 6, ".ipynb") == 0 && (!slash || slash < input + n - 6))
+    stem = n - 6;
+  char *out = malloc(stem + 16);
+  if (out)
+    snprintf(out, stem + 16, "%.*s.kguard.ipynb", (int) stem, input);
+  return out;
+}
+
+static char *
+s_dirname(const char *path)
+{
+  char *abs = s_absolute(path);
+  if (!abs)
+    return NULL;
+  char *slash = strrchr(abs, '/');
+  if (slash == abs)
+    slash[1] = '\0';
+  else if (slash)
+    *slash = '\0';
+  return abs;
+}
+
+static bool
+s_parse_seconds(const char *text, double *out)
+{
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno || !end || *end || end == text || !(v >= 0) || v > 1e9)
+    return false;
+  *out = v;
+  return true;
+}
+
 int
 kg_run_main(int argc, char **argv)
 {
-  fprintf(stderr, "kguard: %s is not implemented yet\n", argv[0]);
-  return KG_EXIT_SYSTEM;
+  static const struct option opts[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"kernel", required_argument, NULL, 'k'},
+    {"timeout", required_argument, NULL, 't'},
+    {"checkpoints", required_argument, NULL, 'c'},
+    {"state-dir", required_argument, NULL, 's'},
+    {"max-restarts", required_argument, NULL, 'm'},
+    {"startup-timeout", required_argument, NULL, 'S'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}
+  };
+  const char *output = NULL, *kernel = NULL, *checkpoints = NULL, *state_arg = NULL;
+  double timeout = 0, startup = 120;
+  int max_restarts = 3;
+  bool quiet = false;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "+o:k:t:qh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'o': output = optarg; break;
+    case 'k': kernel = optarg; break;
+    case 'c': checkpoints = optarg; break;
+    case 's': state_arg = optarg; break;
+    case 'q': quiet = true; break;
+    case 'h': s_usage(stdout); return KG_EXIT_OK;
+    case 't':
+      if (!s_parse_seconds(optarg, &timeout)) {
+        fprintf(stderr, "kguard run: --timeout: expected seconds, got '%s'\n", optarg);
+        return KG_EXIT_USAGE;
+      }
+      break;
+    case 'S':
+      if (!s_parse_seconds(optarg, &startup) || startup <= 0) {
+        fprintf(stderr, "kguard run: --startup-timeout: expected seconds, got '%s'\n",
+                optarg);
+        return KG_EXIT_USAGE;
+      }
+      break;
+    case 'm': {
+      char *end = NULL;
+      long v = strtol(optarg, &end, 10);
+      if (!end || *end || end == optarg || v < 0 || v > 1000) {
+        fprintf(stderr, "kguard run: --max-restarts: expected 0..1000, got '%s'\n", optarg);
+        return KG_EXIT_USAGE;
+      }
+      max_restarts = (int) v;
+      break;
+    }
+    default:
+      if (optopt)
+        fprintf(stderr, "kguard run: option -%c: unknown or missing its value\n", optopt);
+      else
+        fprintf(stderr, "kguard run: unknown option '%s'\n", argv[optind - 1]);
+      fputs("usage: kguard run NOTEBOOK.ipynb [options] (see kguard run --help)\n", stderr);
+      return KG_EXIT_USAGE;
+    }
+  }
+  if (optind != argc - 1) {
+    fprintf(stderr, "kguard run: %s\nusage: kguard run NOTEBOOK.ipynb [options] "
+            "(see kguard run --help)\n", optind >= argc ? "no notebook given"
+            : "exactly one notebook, please");
+    return KG_EXIT_USAGE;
+  }
+  const char *input = argv[optind];
+
+  /*  The notebook first: a bad one is reported before anything starts. */
+  char err[2048];
+  kg_notebook_t *nb = NULL;
+  int rc = kg_notebook_load(input, &nb, err, sizeof err);
+  if (rc != 0) {
+    fprintf(stderr, "kguard run: %s: %s\n", input, err);
+    return KG_RUN_EXIT_BAD_NOTEBOOK;
+  }
+  const char *kname = kernel ? kernel : kg_notebook_kernel_name(nb);
+  if (!kname)
+    kname = "python3";
+  kg_runspec_t *spec = NULL;
+  rc = kg_runspec_find(kname, &spec, err, sizeof err);
+  if (rc != 0) {
+    fprintf(stderr, "kguard run: %s: %s\n", input, err);
+    kg_notebook_destroy(&nb);
+    return rc == KG_ENOMEM ? KG_EXIT_SYSTEM : KG_RUN_EXIT_BAD_NOTEBOOK;
+  }
+
+  int code = KG_EXIT_SYSTEM;
+  char *out_path = output ? strdup(output) : s_default_output(input);
+  char *nb_dir = s_dirname(input);
+  char *state_dir = s_state_dir(state_arg);
+  char *ckpt = checkpoints ? s_absolute(checkpoints) : NULL;
+  char *state_abs = state_arg ? s_absolute(state_arg) : NULL;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  char log_path[PATH_MAX + 64];
+  bool have_log = false;
+  kg_progress_t *pr = kg_progress_new(stderr, quiet);
+  int sigfd = -1;
+  if (!out_path || !nb_dir || !state_dir || (checkpoints && !ckpt) || (state_arg && !state_abs)
+      || !pr || n <= 0) {
+    fprintf(stderr, "kguard run: unable to set up: %s\n",
+            n <= 0 ? "cannot read /proc/self/exe" : "out of memory");
+    goto done;
+  }
+  exe[n] = '\0';
+
+  /*  The kernel's output goes to a log, so the terminal shows the story. */
+  snprintf(log_path, sizeof log_path, "%s/logs", state_dir);
+  if (s_mkdirs(log_path) == 0) {
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", gmtime_r(&now, &tm));
+    snprintf(log_path, sizeof log_path, "%s/logs/run-%s-%d.log", state_dir, stamp,
+             (int) getpid());
+    have_log = true;
+  }
+  else
+    kg_warning("unable to create %s/logs; the kernel's output stays on stderr", state_dir);
+
+  /*  Signals become events of the poll loop. Blocked before the zmq context
+      exists, so its I/O threads inherit the mask and never take them. */
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGHUP);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sigfd < 0)
+    kg_warning("unable to create a signalfd: %s; Ctrl-C ends the run at once",
+               strerror(errno));
+  if (sigfd < 0)
+    sigprocmask(SIG_UNBLOCK, &mask, NULL);
+
+  kg_runner_config_t cfg = {
+    .output_path = out_path,
+    .timeout_s = timeout,
+    .max_restarts = max_restarts,
+    .startup_timeout_s = startup,
+    .state_dir = state_dir,
+    .log_path = have_log ? log_path : NULL,
+    .client = {
+      .exe = exe,
+      .spec = spec,
+      .checkpoints = ckpt,
+      .state_dir_arg = state_abs,
+      .state_dir = state_dir,
+      .cwd = nb_dir,
+      .log_path = have_log ? log_path : NULL,
+      .signal_fd = sigfd,
+    },
+  };
+  if (spec->is_kguard)
+    kg_progress_event(pr, false, "kernelspec \"%s\" is already a kguard wrapper: used as "
+                      "it is", spec->name);
+  code = kg_runner_run(nb, &cfg, pr);
+
+done:
+  if (sigfd >= 0)
+    close(sigfd);
+  kg_progress_destroy(&pr);
+  free(out_path);
+  free(nb_dir);
+  free(state_dir);
+  free(state_abs);
+  free(ckpt);
+  kg_runspec_destroy(&spec);
+  kg_notebook_destroy(&nb);
+  return code;
 }

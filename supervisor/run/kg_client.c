@@ -1,0 +1,593 @@
+/*  kg_client: spawning and talking to the `kguard kernel` child of
+    `kguard run`. See kg_client.h for the contract.
+*/
+#include "kg_client.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "kg_error.h"
+#include "kg_log.h"
+#include "kg_signer.h"
+#include "kg_socket.h"
+
+extern char **environ;
+
+struct kg_client_t {
+  char dir[128];                /*  private runtime dir (0700)             */
+  char conn_path[160];          /*  connection file inside dir             */
+  kg_conninfo_t *info;          /*  what the child binds                   */
+  kg_signer_t *signer;          /*  the connection file's key              */
+  char session[37];             /*  our session id                         */
+  void *ctx;                    /*  zmq context                            */
+  void *sockets[KG_CH_COUNT];   /*  shell, iopub, stdin, control (no hb)   */
+  pid_t pid;                    /*  the child, its own process group       */
+  int pidfd;                    /*  readable when the child exits, or -1   */
+  bool exited;                  /*  reaped                                 */
+  int status;                   /*  its waitpid status                     */
+  int signal_fd;                /*  the caller's signalfd, or -1           */
+};
+
+static void s_err(char *err, size_t errlen, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+
+static void
+s_err(char *err, size_t errlen, const char *fmt, ...)
+{
+  if (!err || errlen == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+int64_t
+kg_client_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*  ------------------------------------------------------------------------
+    Spawning. */
+
+/*  The child's argv: either the wrapper kernelspec's own argv with the
+    connection file put in, or `exe kernel -f CONN ... -- inner argv`. The
+    inner argv keeps its {connection_file}: the kguard kernel fills it with
+    the connection file it writes for the inner kernel. */
+static char **
+s_child_argv(const kg_client_t *self, const kg_client_config_t *cfg)
+{
+  const kg_runspec_t *spec = cfg->spec;
+  size_t max = spec->argc + 12;
+  char **argv = calloc(max, sizeof(char *));
+  if (!argv)
+    return NULL;
+  size_t n = 0;
+  if (spec->is_kguard) {
+    argv[n++] = spec->argv[0];
+    argv[n++] = spec->argv[1];
+  }
+  else {
+    argv[n++] = (char *) cfg->exe;
+    argv[n++] = "kernel";
+    argv[n++] = "-f";
+    argv[n++] = (char *) self->conn_path;
+  }
+  if (cfg->checkpoints) {
+    argv[n++] = "--checkpoints";
+    argv[n++] = (char *) cfg->checkpoints;
+  }
+  if (cfg->state_dir_arg) {
+    argv[n++] = "--state-dir";
+    argv[n++] = (char *) cfg->state_dir_arg;
+  }
+  if (spec->is_kguard) {
+    for (size_t i = 2; i < spec->argc; i++)
+      argv[n++] = strcmp(spec->argv[i], "{connection_file}") == 0
+                  ? (char *) self->conn_path : spec->argv[i];
+  }
+  else {
+    argv[n++] = "--";
+    for (size_t i = 0; i < spec->argc; i++)
+      argv[n++] = spec->argv[i];
+  }
+  argv[n] = NULL;
+  return argv;
+}
+
+/*  In the child, between fork and exec: only async-signal-safe calls. */
+static void
+s_child(const kg_client_config_t *cfg, char **argv, int errpipe, int logfd)
+{
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  /*  Its own process group: the terminal's Ctrl-C reaches `run` only, which
+      turns it into an interrupt_request; and the group can be killed whole. */
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (logfd >= 0) {
+    dup2(logfd, 1);
+    dup2(logfd, 2);
+  }
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0)
+    dup2(devnull, 0);
+  if (cfg->cwd && chdir(cfg->cwd) != 0) {
+    int e = errno;
+    (void) !write(errpipe, &e, sizeof e);
+    _exit(127);
+  }
+  execvp(argv[0], argv);
+  int e = errno;
+  (void) !write(errpipe, &e, sizeof e);
+  _exit(127);
+}
+
+/*  Environment for the child: ours, the kernelspec's env, JPY_PARENT_PID
+    (ipykernel's parent poller) and KGUARD_STATE_DIR. Set in our own
+    environment before fork, which is safe: `run` is still single-threaded
+    (the zmq context and its threads are created after the spawn), and
+    `run` itself reads none of these afterwards. */
+static void
+s_child_env(const kg_client_config_t *cfg)
+{
+  const cJSON *item;
+  cJSON_ArrayForEach(item, cfg->spec->env)
+    setenv(item->string, item->valuestring, 1);
+  char pid[32];
+  snprintf(pid, sizeof pid, "%d", (int) getpid());
+  setenv("JPY_PARENT_PID", pid, 1);
+  if (cfg->state_dir)
+    setenv("KGUARD_STATE_DIR", cfg->state_dir, 1);
+}
+
+static int
+s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errlen)
+{
+  char **argv = s_child_argv(self, cfg);
+  if (!argv)
+    return KG_ENOMEM;
+  int logfd = -1;
+  if (cfg->log_path) {
+    logfd = open(cfg->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (logfd < 0) {
+      int rc = -errno;
+      s_err(err, errlen, "unable to open the kernel log %s: %s", cfg->log_path,
+            strerror(errno));
+      free(argv);
+      return rc;
+    }
+  }
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) {
+    int rc = -errno;
+    s_err(err, errlen, "unable to create a pipe: %s", strerror(errno));
+    free(argv);
+    if (logfd >= 0)
+      close(logfd);
+    return rc;
+  }
+  s_child_env(cfg);
+  pid_t pid = fork();
+  if (pid == 0)
+    s_child(cfg, argv, pipefd[1], logfd);
+  int fork_errno = errno;
+  close(pipefd[1]);
+  if (logfd >= 0)
+    close(logfd);
+  free(argv);
+  if (pid < 0) {
+    close(pipefd[0]);
+    s_err(err, errlen, "unable to fork: %s", strerror(fork_errno));
+    return -fork_errno;
+  }
+  /*  Also from the parent, so the group exists before we might signal it. */
+  setpgid(pid, pid);
+  self->pid = pid;
+
+  /*  EOF on the CLOEXEC pipe means exec succeeded; an int means it failed. */
+  int child_errno = 0;
+  ssize_t n;
+  do
+    n = read(pipefd[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  close(pipefd[0]);
+  if (n == (ssize_t) sizeof child_errno) {
+    waitpid(pid, &self->status, 0);
+    self->exited = true;
+    s_err(err, errlen, "unable to start %s: %s",
+          cfg->spec->is_kguard ? cfg->spec->argv[0] : cfg->exe, strerror(child_errno));
+    return KG_ESPAWN;
+  }
+  self->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+  return 0;
+}
+
+/*  ------------------------------------------------------------------------
+    Setup and teardown. */
+
+static int
+s_make_dir(kg_client_t *self, char *err, size_t errlen)
+{
+  const char *base = getenv("XDG_RUNTIME_DIR");
+  if (!base || !*base || access(base, W_OK | X_OK) != 0)
+    base = "/tmp";
+  /*  ipc socket paths must fit sun_path (107 bytes): keep ours short. */
+  if (strlen(base) > 64)
+    base = "/tmp";
+  int n = snprintf(self->dir, sizeof self->dir, "%s/kguard-XXXXXX", base);
+  if (n < 0 || (size_t) n >= sizeof self->dir) {
+    base = "/tmp";
+    snprintf(self->dir, sizeof self->dir, "%s/kguard-XXXXXX", base);
+  }
+  if (!mkdtemp(self->dir)) {
+    int rc = -errno;
+    s_err(err, errlen, "unable to create a runtime directory under %s: %s", base,
+          strerror(errno));
+    self->dir[0] = '\0';
+    return rc;
+  }
+  snprintf(self->conn_path, sizeof self->conn_path, "%s/connection.json", self->dir);
+  return 0;
+}
+
+static void
+s_remove_dir(kg_client_t *self)
+{
+  if (!self->dir[0])
+    return;
+  DIR *d = opendir(self->dir);
+  if (d) {
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+      if (strcmp(ent->d_name, ".") != 0 && strcmp(ent->d_name, "..") != 0)
+        unlinkat(dirfd(d), ent->d_name, 0);
+    }
+    closedir(d);
+  }
+  rmdir(self->dir);
+  self->dir[0] = '\0';
+}
+
+int
+kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
+                size_t errlen)
+{
+  *self_p = NULL;
+  kg_client_t *self = calloc(1, sizeof *self);
+  if (!self) {
+    s_err(err, errlen, "out of memory");
+    return KG_ENOMEM;
+  }
+  self->pidfd = -1;
+  self->signal_fd = cfg->signal_fd;
+  kg_uuid4(self->session);
+  int rc = s_make_dir(self, err, errlen);
+
+  if (rc == 0) {
+    self->info = kg_conninfo_new();
+    rc = self->info ? kg_conninfo_set_random_key(self->info) : KG_ENOMEM;
+    if (rc != 0)
+      s_err(err, errlen, "out of memory");
+  }
+  if (rc == 0) {
+    strcpy(self->info->transport, "ipc");
+    snprintf(self->info->ip, sizeof self->info->ip, "%s/k", self->dir);
+    for (int ch = 0; ch < KG_CH_COUNT; ch++)
+      self->info->ports[ch] = ch + 1;
+    snprintf(self->info->kernel_name, sizeof self->info->kernel_name, "%s",
+             cfg->spec->name);
+    rc = kg_conninfo_save(self->info, self->conn_path);
+    if (rc != 0)
+      s_err(err, errlen, "unable to write %s: %s", self->conn_path, kg_strerror(rc));
+  }
+  if (rc == 0) {
+    self->signer = kg_signer_new(self->info->key, self->info->key_len, 0);
+    if (!self->signer) {
+      rc = KG_ENOMEM;
+      s_err(err, errlen, "out of memory");
+    }
+  }
+  if (rc == 0)
+    rc = s_spawn(self, cfg, err, errlen);
+
+  /*  The zmq context after the fork: its I/O threads are never duplicated,
+      and inherit the signal mask the caller set up. ipc connects succeed
+      before the child binds; zmq reconnects until it does. */
+  if (rc == 0) {
+    self->ctx = zmq_ctx_new();
+    if (!self->ctx) {
+      rc = -errno;
+      s_err(err, errlen, "unable to create a zmq context: %s", zmq_strerror(errno));
+    }
+  }
+  static const kg_channel_t channels[] = {KG_CH_SHELL, KG_CH_IOPUB, KG_CH_STDIN,
+                                          KG_CH_CONTROL};
+  for (size_t i = 0; rc == 0 && i < sizeof channels / sizeof channels[0]; i++) {
+    kg_channel_t ch = channels[i];
+    self->sockets[ch] = kg_socket_connect(self->ctx, self->info, ch, self->session, &rc);
+    if (!self->sockets[ch])
+      s_err(err, errlen, "unable to connect the %s channel: %s", kg_channel_name(ch),
+            kg_strerror(rc));
+    else
+      rc = 0;
+  }
+  if (rc != 0) {
+    kg_client_destroy(&self);
+    return rc;
+  }
+  *self_p = self;
+  return 0;
+}
+
+pid_t
+kg_client_pid(const kg_client_t *self)
+{
+  return self->pid;
+}
+
+bool
+kg_client_exited(const kg_client_t *self, int *status)
+{
+  if (status)
+    *status = self->status;
+  return self->exited;
+}
+
+/*  Reap the child if it has exited. True if it has (now or before). */
+static bool
+s_reap(kg_client_t *self)
+{
+  if (self->exited || self->pid <= 0)
+    return self->exited;
+  int status;
+  pid_t r = waitpid(self->pid, &status, WNOHANG);
+  if (r == self->pid || (r < 0 && errno == ECHILD)) {
+    self->exited = true;
+    self->status = r == self->pid ? status : 0;
+    if (self->pidfd >= 0) {
+      close(self->pidfd);
+      self->pidfd = -1;
+    }
+  }
+  return self->exited;
+}
+
+void
+kg_client_destroy(kg_client_t **self_p)
+{
+  if (!self_p || !*self_p)
+    return;
+  kg_client_t *self = *self_p;
+  if (self->pid > 0 && !s_reap(self)) {
+    kill(-self->pid, SIGKILL);
+    kill(self->pid, SIGKILL);
+    waitpid(self->pid, &self->status, 0);
+    self->exited = true;
+  }
+  if (self->pidfd >= 0)
+    close(self->pidfd);
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+    kg_socket_close(&self->sockets[ch]);
+  if (self->ctx)
+    zmq_ctx_term(self->ctx);
+  kg_signer_destroy(&self->signer);
+  kg_conninfo_destroy(&self->info);
+  s_remove_dir(self);
+  free(self);
+  *self_p = NULL;
+}
+
+/*  ------------------------------------------------------------------------
+    Messages and events. */
+
+int
+kg_client_send(kg_client_t *self, kg_channel_t channel, const char *msg_type,
+               cJSON **content_p, char msg_id[37])
+{
+  kg_msg_t *msg = kg_msg_new(msg_type, self->session, NULL, content_p);
+  if (!msg)
+    return KG_ENOMEM;
+  const char *id = kg_msg_id(msg);
+  snprintf(msg_id, 37, "%s", id ? id : "");
+  int rc = kg_msg_send(msg, self->sockets[channel], self->signer, 0);
+  kg_msg_destroy(&msg);
+  return rc;
+}
+
+/*  Take one message from socket if there is one. 1: *msg_p set; 0: nothing
+    (or a message that was dropped); < 0: socket error. */
+static int
+s_take(kg_client_t *self, kg_channel_t ch, kg_msg_t **msg_p)
+{
+  kg_msg_t *msg = NULL;
+  int rc = kg_msg_recv(self->sockets[ch], ZMQ_DONTWAIT, &msg);
+  if (rc == -EAGAIN)
+    return 0;
+  if (rc != 0) {
+    if (rc == KG_ETOOBIG)
+      kg_warning("dropped an oversized message on %s", kg_channel_name(ch));
+    return rc == KG_ETOOBIG ? 0 : rc;
+  }
+  rc = kg_msg_parse(msg, self->signer);
+  if (rc == 0)
+    rc = kg_msg_check_header(msg);
+  if (rc != 0) {
+    kg_warning("dropped a message on %s: %s", kg_channel_name(ch), kg_strerror(rc));
+    kg_msg_destroy(&msg);
+    return 0;
+  }
+  *msg_p = msg;
+  return 1;
+}
+
+int
+kg_client_next(kg_client_t *self, int64_t deadline_ms, kg_client_event_t *ev)
+{
+  memset(ev, 0, sizeof *ev);
+  /*  Control, then iopub before shell: outputs published before a reply
+      are usually handed out before it (the runner waits for both the reply
+      and iopub idle anyway, so this only keeps the order natural). */
+  static const kg_channel_t order[] = {KG_CH_CONTROL, KG_CH_IOPUB, KG_CH_SHELL,
+                                       KG_CH_STDIN};
+  for (;;) {
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+      kg_msg_t *msg = NULL;
+      int rc = s_take(self, order[i], &msg);
+      if (rc < 0)
+        return rc;
+      if (rc == 1) {
+        ev->kind = KG_CLIENT_MESSAGE;
+        ev->channel = order[i];
+        ev->msg = msg;
+        return 0;
+      }
+    }
+    if (!self->exited && s_reap(self)) {
+      ev->kind = KG_CLIENT_EXITED;
+      ev->status = self->status;
+      return 0;
+    }
+    zmq_pollitem_t items[8];
+    int n = 0;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+      items[n++] = (zmq_pollitem_t) {self->sockets[order[i]], 0, ZMQ_POLLIN, 0};
+    int sig_at = -1, pid_at = -1;
+    if (self->signal_fd >= 0) {
+      sig_at = n;
+      items[n++] = (zmq_pollitem_t) {NULL, self->signal_fd, ZMQ_POLLIN, 0};
+    }
+    if (self->pidfd >= 0) {
+      pid_at = n;
+      items[n++] = (zmq_pollitem_t) {NULL, self->pidfd, ZMQ_POLLIN, 0};
+    }
+    int64_t now = kg_client_now();
+    long timeout = -1;
+    if (deadline_ms >= 0)
+      timeout = deadline_ms > now ? (long) (deadline_ms - now) : 0;
+    /*  Without a pidfd, look at the child at least every 200 ms. */
+    if (self->pidfd < 0 && !self->exited && (timeout < 0 || timeout > 200))
+      timeout = 200;
+    int rc = zmq_poll(items, n, timeout);
+    if (rc < 0 && errno != EINTR)
+      return -errno;
+    if (sig_at >= 0 && (items[sig_at].revents & ZMQ_POLLIN)) {
+      struct {
+        uint32_t signo;
+        uint8_t pad[124];
+      } info;
+      ssize_t got = read(self->signal_fd, &info, sizeof info);
+      if (got == (ssize_t) sizeof info) {
+        ev->kind = KG_CLIENT_SIGNAL;
+        ev->signo = (int) info.signo;
+        return 0;
+      }
+    }
+    (void) pid_at;
+    if (deadline_ms >= 0 && kg_client_now() >= deadline_ms && rc == 0) {
+      ev->kind = KG_CLIENT_TIMEOUT;
+      return 0;
+    }
+  }
+}
+
+int
+kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, int *signo)
+{
+  char ids[128][37];
+  size_t nids = 0;
+  bool replied = false, iopub = false;
+  int64_t next_send = 0;
+  while (!(replied && iopub)) {
+    int64_t now = kg_client_now();
+    if (now >= deadline_ms)
+      return KG_ETIMEOUT;
+    if (now >= next_send && nids < 128) {
+      int rc = kg_client_send(self, KG_CH_SHELL, "kernel_info_request", NULL, ids[nids]);
+      if (rc != 0)
+        return rc;
+      nids++;
+      next_send = now + 1000;
+    }
+    kg_client_event_t ev;
+    int64_t until = next_send < deadline_ms ? next_send : deadline_ms;
+    int rc = kg_client_next(self, until, &ev);
+    if (rc != 0)
+      return rc;
+    if (ev.kind == KG_CLIENT_EXITED)
+      return KG_ESPAWN;
+    if (ev.kind == KG_CLIENT_SIGNAL) {
+      *signo = ev.signo;
+      return -EINTR;
+    }
+    if (ev.kind != KG_CLIENT_MESSAGE)
+      continue;
+    const char *parent = kg_msg_parent_id(ev.msg);
+    bool ours = false;
+    for (size_t i = 0; parent && i < nids; i++)
+      ours = ours || strcmp(parent, ids[i]) == 0;
+    if (ours && ev.channel == KG_CH_IOPUB)
+      iopub = true;
+    const char *type = kg_msg_type(ev.msg);
+    if (ours && ev.channel == KG_CH_SHELL && type
+        && strcmp(type, "kernel_info_reply") == 0)
+      replied = true;
+    kg_msg_destroy(&ev.msg);
+  }
+  return 0;
+}
+
+int
+kg_client_shutdown(kg_client_t *self, int64_t grace_ms)
+{
+  if (s_reap(self))
+    return 0;
+  cJSON *content = cJSON_CreateObject();
+  cJSON_AddBoolToObject(content, "restart", false);
+  char id[37];
+  kg_client_send(self, KG_CH_CONTROL, "shutdown_request", &content, id);
+  cJSON_Delete(content);
+
+  int64_t deadline = kg_client_now() + grace_ms;
+  int stage = 0;                /*  0 asked, 1 SIGTERM sent, 2 SIGKILL sent */
+  int save_fd = self->signal_fd;
+  self->signal_fd = -1;         /*  a second Ctrl-C is not lost: it stays
+                                    queued in the signalfd for the caller */
+  while (!self->exited) {
+    kg_client_event_t ev;
+    if (kg_client_next(self, deadline, &ev) != 0)
+      break;
+    if (ev.kind == KG_CLIENT_MESSAGE)
+      kg_msg_destroy(&ev.msg);
+    if (ev.kind == KG_CLIENT_TIMEOUT) {
+      if (stage == 2)
+        break;
+      stage++;
+      kill(-self->pid, stage == 1 ? SIGTERM : SIGKILL);
+      kill(self->pid, stage == 1 ? SIGTERM : SIGKILL);
+      deadline = kg_client_now() + 2000;
+    }
+  }
+  self->signal_fd = save_fd;
+  return stage == 0 ? 0 : 1;
+}

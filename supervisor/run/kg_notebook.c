@@ -1,0 +1,550 @@
+/*  kg_notebook: reading, editing and writing an nbformat 4 notebook with
+    cJSON. See kg_notebook.h for the contract.
+*/
+#include "kg_notebook.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kg_error.h"
+
+/*  A notebook holding trained-model plots can be large, but not this. */
+#define KG_NOTEBOOK_MAX (256u * 1024u * 1024u)
+
+struct kg_notebook_t {
+  cJSON *root;                  /*  the whole document                     */
+  cJSON *cells;                 /*  borrowed: root.cells                   */
+};
+
+static void s_err(char *err, size_t errlen, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+
+static void
+s_err(char *err, size_t errlen, const char *fmt, ...)
+{
+  if (!err || errlen == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+/*  A source (or stream text) is a string or a list of strings. */
+static bool
+s_is_text(const cJSON *item)
+{
+  if (cJSON_IsString(item))
+    return true;
+  if (!cJSON_IsArray(item))
+    return false;
+  const cJSON *line;
+  cJSON_ArrayForEach(line, item) {
+    if (!cJSON_IsString(line))
+      return false;
+  }
+  return true;
+}
+
+static int
+s_validate(cJSON *root, char *err, size_t errlen)
+{
+  if (!cJSON_IsObject(root)) {
+    s_err(err, errlen, "not a notebook: the top level is not a JSON object");
+    return KG_ENOTEBOOK;
+  }
+  const cJSON *major = cJSON_GetObjectItemCaseSensitive(root, "nbformat");
+  if (!major) {
+    s_err(err, errlen, "not a notebook: no \"nbformat\" field");
+    return KG_ENOTEBOOK;
+  }
+  if (!cJSON_IsNumber(major) || major->valuedouble != 4) {
+    if (cJSON_IsNumber(major))
+      s_err(err, errlen, "nbformat %g is not supported: kguard run needs nbformat 4 "
+            "(convert with: jupyter nbconvert --to notebook --nbformat 4 FILE)",
+            major->valuedouble);
+    else
+      s_err(err, errlen, "\"nbformat\" is not a number");
+    return KG_ENOTEBOOK;
+  }
+  const cJSON *cells = cJSON_GetObjectItemCaseSensitive(root, "cells");
+  if (!cells) {
+    s_err(err, errlen, "not a notebook: no \"cells\" list");
+    return KG_ENOTEBOOK;
+  }
+  if (!cJSON_IsArray(cells)) {
+    s_err(err, errlen, "\"cells\" is not a list");
+    return KG_ENOTEBOOK;
+  }
+  const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
+  if (meta && !cJSON_IsObject(meta)) {
+    s_err(err, errlen, "\"metadata\" is not an object");
+    return KG_ENOTEBOOK;
+  }
+  int index = 0;
+  const cJSON *cell;
+  cJSON_ArrayForEach(cell, cells) {
+    index++;
+    if (!cJSON_IsObject(cell)) {
+      s_err(err, errlen, "cell %d is not an object", index);
+      return KG_ENOTEBOOK;
+    }
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(cell, "cell_type");
+    if (!cJSON_IsString(type)) {
+      s_err(err, errlen, "cell %d has no \"cell_type\" string", index);
+      return KG_ENOTEBOOK;
+    }
+    if (!s_is_text(cJSON_GetObjectItemCaseSensitive(cell, "source"))) {
+      s_err(err, errlen, "cell %d: \"source\" is missing or not a string or list of "
+            "strings", index);
+      return KG_ENOTEBOOK;
+    }
+    const cJSON *cmeta = cJSON_GetObjectItemCaseSensitive(cell, "metadata");
+    if (cmeta && !cJSON_IsObject(cmeta)) {
+      s_err(err, errlen, "cell %d: \"metadata\" is not an object", index);
+      return KG_ENOTEBOOK;
+    }
+  }
+  return 0;
+}
+
+int
+kg_notebook_parse(const char *text, size_t len, kg_notebook_t **self_p, char *err,
+                  size_t errlen)
+{
+  if (err && errlen)
+    err[0] = '\0';
+  *self_p = NULL;
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+  if (!root) {
+    /*  Name where the parser stopped: line and column, as editors count. */
+    size_t off = end && end >= text ? (size_t) (end - text) : 0;
+    if (off > len)
+      off = len;
+    int line = 1, col = 1;
+    for (size_t i = 0; i < off; i++) {
+      if (text[i] == '\n') {
+        line++;
+        col = 1;
+      }
+      else
+        col++;
+    }
+    s_err(err, errlen, "not JSON: syntax error near line %d, column %d", line, col);
+    return KG_ENOTEBOOK;
+  }
+  int rc = s_validate(root, err, errlen);
+  if (rc != 0) {
+    cJSON_Delete(root);
+    return rc;
+  }
+  kg_notebook_t *self = calloc(1, sizeof *self);
+  if (!self) {
+    cJSON_Delete(root);
+    s_err(err, errlen, "out of memory");
+    return KG_ENOMEM;
+  }
+  self->root = root;
+  self->cells = cJSON_GetObjectItemCaseSensitive(root, "cells");
+  *self_p = self;
+  return 0;
+}
+
+int
+kg_notebook_load(const char *path, kg_notebook_t **self_p, char *err, size_t errlen)
+{
+  *self_p = NULL;
+  FILE *f = fopen(path, "rbe");
+  if (!f) {
+    int rc = -errno;
+    s_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+    return rc;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(f);
+    s_err(err, errlen, "%s is a directory, not a notebook", path);
+    return KG_ENOTEBOOK;
+  }
+  size_t cap = 64 * 1024, len = 0;
+  char *text = malloc(cap);
+  int rc = text ? 0 : KG_ENOMEM;
+  while (rc == 0) {
+    if (len == cap) {
+      if (cap >= KG_NOTEBOOK_MAX) {
+        s_err(err, errlen, "%s is larger than %u MiB", path, KG_NOTEBOOK_MAX >> 20);
+        rc = KG_ENOTEBOOK;
+        break;
+      }
+      char *bigger = realloc(text, cap * 2);
+      if (!bigger) {
+        rc = KG_ENOMEM;
+        break;
+      }
+      text = bigger;
+      cap *= 2;
+    }
+    size_t n = fread(text + len, 1, cap - len, f);
+    len += n;
+    if (n == 0) {
+      if (ferror(f)) {
+        rc = -EIO;
+        s_err(err, errlen, "cannot read %s: read error", path);
+      }
+      break;
+    }
+  }
+  fclose(f);
+  if (rc == KG_ENOMEM)
+    s_err(err, errlen, "out of memory");
+  if (rc == 0)
+    rc = kg_notebook_parse(text, len, self_p, err, errlen);
+  free(text);
+  return rc;
+}
+
+void
+kg_notebook_destroy(kg_notebook_t **self_p)
+{
+  if (!self_p || !*self_p)
+    return;
+  cJSON_Delete((*self_p)->root);
+  free(*self_p);
+  *self_p = NULL;
+}
+
+size_t
+kg_notebook_cell_count(const kg_notebook_t *self)
+{
+  return (size_t) cJSON_GetArraySize(self->cells);
+}
+
+static cJSON *
+s_cell(const kg_notebook_t *self, size_t index)
+{
+  return cJSON_GetArrayItem(self->cells, (int) index);
+}
+
+bool
+kg_notebook_is_code(const kg_notebook_t *self, size_t index)
+{
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(s_cell(self, index), "cell_type");
+  return cJSON_IsString(type) && strcmp(type->valuestring, "code") == 0;
+}
+
+/*  Join a string or list of strings into one new string. */
+static char *
+s_join(const cJSON *text)
+{
+  if (cJSON_IsString(text))
+    return strdup(text->valuestring);
+  size_t len = 0;
+  const cJSON *line;
+  cJSON_ArrayForEach(line, text)
+    len += strlen(line->valuestring);
+  char *out = malloc(len + 1);
+  if (!out)
+    return NULL;
+  size_t at = 0;
+  cJSON_ArrayForEach(line, text) {
+    size_t n = strlen(line->valuestring);
+    memcpy(out + at, line->valuestring, n);
+    at += n;
+  }
+  out[at] = '\0';
+  return out;
+}
+
+char *
+kg_notebook_source(const kg_notebook_t *self, size_t index)
+{
+  return s_join(cJSON_GetObjectItemCaseSensitive(s_cell(self, index), "source"));
+}
+
+bool
+kg_notebook_has_tag(const kg_notebook_t *self, size_t index, const char *tag)
+{
+  const cJSON *meta = cJSON_GetObjectItemCaseSensitive(s_cell(self, index), "metadata");
+  const cJSON *tags = cJSON_GetObjectItemCaseSensitive(meta, "tags");
+  const cJSON *item;
+  cJSON_ArrayForEach(item, tags) {
+    if (cJSON_IsString(item) && strcmp(item->valuestring, tag) == 0)
+      return true;
+  }
+  return false;
+}
+
+const char *
+kg_notebook_kernel_name(const kg_notebook_t *self)
+{
+  const cJSON *meta = cJSON_GetObjectItemCaseSensitive(self->root, "metadata");
+  const cJSON *spec = cJSON_GetObjectItemCaseSensitive(meta, "kernelspec");
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(spec, "name");
+  return cJSON_IsString(name) && name->valuestring[0] ? name->valuestring : NULL;
+}
+
+/*  Set (or replace) key of object to item, taking item. */
+static bool
+s_set(cJSON *object, const char *key, cJSON *item)
+{
+  if (!item)
+    return false;
+  if (cJSON_GetObjectItemCaseSensitive(object, key))
+    return cJSON_ReplaceItemInObjectCaseSensitive(object, key, item);
+  return cJSON_AddItemToObject(object, key, item);
+}
+
+cJSON *
+kg_notebook_reset_cell(kg_notebook_t *self, size_t index)
+{
+  cJSON *cell = s_cell(self, index);
+  if (!kg_notebook_is_code(self, index))
+    return NULL;
+  cJSON *outputs = cJSON_CreateArray();
+  if (!s_set(cell, "outputs", outputs))
+    return NULL;
+  s_set(cell, "execution_count", cJSON_CreateNull());
+  return outputs;
+}
+
+cJSON *
+kg_notebook_outputs(kg_notebook_t *self, size_t index)
+{
+  if (!kg_notebook_is_code(self, index))
+    return NULL;
+  cJSON *cell = s_cell(self, index);
+  cJSON *outputs = cJSON_GetObjectItemCaseSensitive(cell, "outputs");
+  if (!cJSON_IsArray(outputs))
+    outputs = kg_notebook_reset_cell(self, index);
+  return outputs;
+}
+
+void
+kg_notebook_set_count(kg_notebook_t *self, size_t index, int count)
+{
+  if (!kg_notebook_is_code(self, index))
+    return;
+  s_set(s_cell(self, index), "execution_count",
+        count > 0 ? cJSON_CreateNumber(count) : cJSON_CreateNull());
+}
+
+void
+kg_notebook_reset_all(kg_notebook_t *self)
+{
+  size_t n = kg_notebook_cell_count(self);
+  for (size_t i = 0; i < n; i++) {
+    if (kg_notebook_is_code(self, i))
+      kg_notebook_reset_cell(self, i);
+  }
+}
+
+cJSON *
+kg_notebook_kguard_metadata(kg_notebook_t *self)
+{
+  cJSON *meta = cJSON_GetObjectItemCaseSensitive(self->root, "metadata");
+  if (!meta) {
+    meta = cJSON_AddObjectToObject(self->root, "metadata");
+    if (!meta)
+      return NULL;
+  }
+  cJSON *kguard = cJSON_GetObjectItemCaseSensitive(meta, "kguard");
+  if (!cJSON_IsObject(kguard)) {
+    kguard = cJSON_CreateObject();
+    if (!s_set(meta, "kguard", kguard))
+      return NULL;
+  }
+  return kguard;
+}
+
+cJSON *
+kg_notebook_json(kg_notebook_t *self)
+{
+  return self->root;
+}
+
+/*  ------------------------------------------------------------------------
+    Writing. nbformat stores multi-line strings as lists of lines (each line
+    keeping its '\n'), which keeps diffs of notebooks readable. */
+
+/*  Replace the string under key of object by its list of lines. */
+static void
+s_split_key(cJSON *object, const char *key)
+{
+  cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
+  if (!cJSON_IsString(item))
+    return;
+  cJSON *lines = cJSON_CreateArray();
+  if (!lines)
+    return;
+  const char *s = item->valuestring;
+  while (*s) {
+    const char *nl = strchr(s, '\n');
+    size_t n = nl ? (size_t) (nl - s) + 1 : strlen(s);
+    char *line = strndup(s, n);
+    if (!line || !cJSON_AddItemToArray(lines, cJSON_CreateString(line))) {
+      free(line);
+      cJSON_Delete(lines);
+      return;
+    }
+    free(line);
+    s += n;
+  }
+  cJSON_ReplaceItemInObjectCaseSensitive(object, key, lines);
+}
+
+static bool
+s_is_json_mime(const char *mime)
+{
+  size_t n = strlen(mime);
+  return strcmp(mime, "application/json") == 0
+         || (n >= 5 && strcmp(mime + n - 5, "+json") == 0);
+}
+
+static void
+s_split_mimebundle(cJSON *bundle)
+{
+  /*  s_split_key replaces the item: take its successor first. */
+  cJSON *next;
+  for (cJSON *item = bundle ? bundle->child : NULL; item; item = next) {
+    next = item->next;
+    if (item->string && !s_is_json_mime(item->string))
+      s_split_key(bundle, item->string);
+  }
+}
+
+static void
+s_split_lines(cJSON *root)
+{
+  cJSON *cells = cJSON_GetObjectItemCaseSensitive(root, "cells");
+  cJSON *cell;
+  cJSON_ArrayForEach(cell, cells) {
+    s_split_key(cell, "source");
+    cJSON *attachments = cJSON_GetObjectItemCaseSensitive(cell, "attachments");
+    cJSON *att;
+    cJSON_ArrayForEach(att, attachments)
+      s_split_mimebundle(att);
+    cJSON *outputs = cJSON_GetObjectItemCaseSensitive(cell, "outputs");
+    cJSON *out;
+    cJSON_ArrayForEach(out, outputs) {
+      const cJSON *type = cJSON_GetObjectItemCaseSensitive(out, "output_type");
+      if (!cJSON_IsString(type))
+        continue;
+      if (strcmp(type->valuestring, "stream") == 0)
+        s_split_key(out, "text");
+      else if (strcmp(type->valuestring, "display_data") == 0
+               || strcmp(type->valuestring, "execute_result") == 0)
+        s_split_mimebundle(cJSON_GetObjectItemCaseSensitive(out, "data"));
+    }
+  }
+}
+
+/*  cJSON_Print indents with tabs and puts a tab after each key's colon.
+    Strings never contain a raw tab (cJSON escapes control characters), so
+    every tab in its output is layout: leading ones become one space each (the
+    1-space indent nbformat uses), the one after a colon a single space. An
+    empty object prints as "{\n<indent>}", collapsed here to "{}". */
+static char *
+s_relayout(const char *in)
+{
+  size_t n = strlen(in);
+  char *out = malloc(n + 2);
+  if (!out)
+    return NULL;
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = in[i];
+    if (c == '{' && in[i + 1] == '\n') {
+      size_t j = i + 2;
+      while (in[j] == '\t')
+        j++;
+      if (in[j] == '}') {
+        out[o++] = '{';
+        out[o++] = '}';
+        i = j;
+        continue;
+      }
+    }
+    out[o++] = c == '\t' ? ' ' : c;
+  }
+  out[o++] = '\n';
+  out[o] = '\0';
+  return out;
+}
+
+char *
+kg_notebook_format(const kg_notebook_t *self)
+{
+  cJSON *copy = cJSON_Duplicate(self->root, true);
+  if (!copy)
+    return NULL;
+  s_split_lines(copy);
+  char *printed = cJSON_Print(copy);
+  cJSON_Delete(copy);
+  if (!printed)
+    return NULL;
+  char *out = s_relayout(printed);
+  cJSON_free(printed);
+  return out;
+}
+
+static int
+s_write_all(int fd, const char *data, size_t size)
+{
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -errno;
+    data += n;
+    size -= (size_t) n;
+  }
+  return 0;
+}
+
+int
+kg_notebook_save(const kg_notebook_t *self, const char *path)
+{
+  char *text = kg_notebook_format(self);
+  if (!text)
+    return -ENOMEM;
+  size_t plen = strlen(path);
+  char *tmp = malloc(plen + 16);
+  if (!tmp) {
+    free(text);
+    return -ENOMEM;
+  }
+  snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
+  int rc = 0;
+  int fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0)
+    rc = -errno;
+  if (rc == 0) {
+    /*  mkostemp makes the file 0600; a notebook is an ordinary document. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0)
+      rc = -errno;
+  }
+  if (rc == 0)
+    rc = s_write_all(fd, text, strlen(text));
+  if (rc == 0 && fsync(fd) != 0)
+    rc = -errno;
+  if (fd >= 0 && close(fd) != 0 && rc == 0)
+    rc = -errno;
+  if (rc == 0 && rename(tmp, path) != 0)
+    rc = -errno;
+  if (rc != 0 && fd >= 0)
+    unlink(tmp);
+  free(tmp);
+  free(text);
+  return rc;
+}

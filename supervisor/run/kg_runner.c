@@ -1,0 +1,650 @@
+/*  kg_runner: the execution policy of `kguard run`. See kg_runner.h.
+
+    One request is outstanding at a time. That is what nbclient does, and it
+    matters here: a request that reaches kguard while it restarts the kernel
+    is held and delivered to the *fresh* kernel, which would run a cell
+    without the state of the cells before it. Sending one cell at a time
+    leaves nothing queued when a fault is detected.
+*/
+#include "kg_runner.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "kg_cli.h"
+#include "kg_error.h"
+#include "kg_outputs.h"
+
+/*  How long to wait for a cell's iopub idle once its reply has arrived
+    (nbclient waits 4 s; kguard relays through one more hop). */
+#define KG_IDLE_GRACE_MS 10000
+/*  How long an interrupted cell (timeout) gets to answer. */
+#define KG_INTERRUPT_GRACE_MS 10000
+/*  The live line is refreshed this often. */
+#define KG_TICK_MS 500
+
+typedef struct {
+  kg_notebook_t *nb;
+  const kg_runner_config_t *cfg;
+  kg_progress_t *pr;
+  kg_client_t *client;
+  kg_outputs_t *outputs;
+  size_t *code;                 /*  indices of the non-empty code cells    */
+  size_t ncode;
+  int restarts;                 /*  restarts followed so far               */
+  int executions;               /*  execute_requests sent                  */
+  int64_t restored_step;        /*  last restored checkpoint step, or -1   */
+  cJSON *incidents;             /*  borrowed: metadata.kguard.incidents    */
+  cJSON *paths;                 /*  incident file paths seen (array)       */
+  int sigints;                  /*  SIGINTs received                       */
+  int stop_signal;              /*  a signal that ends the run now, or 0   */
+} s_run_t;
+
+/*  What happened to one execute_request. */
+typedef struct {
+  char msg_id[37];
+  bool replied, idle;
+  cJSON *reply;                 /*  execute_reply content (owned)          */
+  cJSON *events;                /*  kguard metadata seen meanwhile (array) */
+  bool timed_out;               /*  --timeout expired, interrupt sent      */
+  bool user_interrupt;          /*  Ctrl-C, interrupt sent                 */
+  bool child_exited;
+  int child_status;
+} s_cell_t;
+
+static const char *
+s_string(const cJSON *object, const char *key)
+{
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
+  return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+static bool
+s_is(const char *a, const char *b)
+{
+  return a && b && strcmp(a, b) == 0;
+}
+
+static bool
+s_blank(const char *code)
+{
+  for (; code && *code; code++) {
+    if (!isspace((unsigned char) *code))
+      return false;
+  }
+  return true;
+}
+
+/*  ------------------------------------------------------------------------
+    kguard events: the notice metadata {"event": ..., "family": ...,
+    "incident": ..., "restored_step": ..., "restored_archive": ...}. */
+
+static const char *
+s_incident_path(s_run_t *run, const cJSON *kg, char *buf, size_t len)
+{
+  const char *path = s_string(kg, "incident_path");
+  if (path)
+    return path;
+  const char *id = s_string(kg, "incident");
+  if (!id || !run->cfg->state_dir)
+    return NULL;
+  snprintf(buf, len, "%s/incidents/%s.json", run->cfg->state_dir, id);
+  return buf;
+}
+
+/*  Remember an event seen during the cell (once per event and incident). */
+static void
+s_note_event(s_cell_t *cell, const cJSON *kg, const char *text)
+{
+  const char *event = s_string(kg, "event");
+  if (!event)
+    return;
+  const char *incident = s_string(kg, "incident");
+  const cJSON *seen;
+  cJSON_ArrayForEach(seen, cell->events) {
+    if (s_is(s_string(seen, "event"), event)
+        && (s_is(s_string(seen, "incident"), incident)
+            || (!incident && !s_string(seen, "incident")))) {
+      if (text && !cJSON_GetObjectItemCaseSensitive(seen, "notice"))
+        cJSON_AddStringToObject((cJSON *) seen, "notice", text);
+      return;
+    }
+  }
+  cJSON *copy = cJSON_Duplicate(kg, true);
+  if (!copy)
+    return;
+  if (text)
+    cJSON_AddStringToObject(copy, "notice", text);
+  cJSON_AddItemToArray(cell->events, copy);
+}
+
+/*  The strongest event of the cell: down > restart > the rest. */
+static const char *
+s_cell_event(const s_cell_t *cell)
+{
+  const char *best = NULL;
+  const cJSON *ev;
+  cJSON_ArrayForEach(ev, cell->events) {
+    const char *e = s_string(ev, "event");
+    if (s_is(e, "down"))
+      return "down";
+    if (s_is(e, "sticky-restart") || s_is(e, "kernel-died"))
+      best = e;
+    else if (!best)
+      best = e;
+  }
+  const char *ename = s_string(cell->reply, "ename");
+  if (s_is(ename, "KernelDown"))
+    return "down";
+  if (!best && s_is(ename, "KernelRestarted"))
+    return "sticky-restart";
+  return best;
+}
+
+/*  ------------------------------------------------------------------------
+    One cell. */
+
+static void
+s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
+{
+  const char *type = kg_msg_type(msg);
+  const char *parent = kg_msg_parent_id(msg);
+  cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
+  cJSON *meta = kg_msg_json(msg, KG_PART_METADATA);
+  const cJSON *kg = cJSON_GetObjectItemCaseSensitive(meta, "kguard");
+  bool mine = s_is(parent, cell->msg_id);
+
+  /*  A kguard notice, for this request or (detected late) an earlier one. */
+  if (cJSON_IsObject(kg) && s_is(type, "display_data")) {
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(content, "data");
+    const char *text = s_string(data, "text/plain");
+    kg_progress_block(run->pr, true, "  kguard | ", text);
+    s_note_event(cell, kg, text);
+  }
+  if (!mine)
+    return;
+  if (s_is(type, "status")) {
+    if (s_is(s_string(content, "execution_state"), "idle"))
+      cell->idle = true;
+    return;
+  }
+  if (kg_outputs_add(run->outputs, type, content) < 0)
+    kg_progress_event(run->pr, true, "out of memory while recording outputs");
+}
+
+static void
+s_on_shell(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
+{
+  (void) run;
+  if (!s_is(kg_msg_parent_id(msg), cell->msg_id)
+      || !s_is(kg_msg_type(msg), "execute_reply"))
+    return;
+  cell->replied = true;
+  cJSON_Delete(cell->reply);
+  cell->reply = cJSON_Duplicate(kg_msg_json(msg, KG_PART_CONTENT), true);
+  if (!cell->reply)
+    cell->reply = cJSON_CreateObject();
+  const cJSON *kg = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_METADATA),
+                                                     "kguard");
+  if (cJSON_IsObject(kg))
+    s_note_event(cell, kg, NULL);
+}
+
+static void
+s_interrupt(s_run_t *run)
+{
+  char id[37];
+  kg_client_send(run->client, KG_CH_CONTROL, "interrupt_request", NULL, id);
+}
+
+/*  Execute code cell index and wait for its reply and idle. Returns 0 when
+    the cell finished (in whatever status) or a stop condition is recorded in
+    cell / run (child exit, signal, timeout without answer). */
+static int
+s_execute(s_run_t *run, size_t index, s_cell_t *cell, const char *code)
+{
+  cJSON *outputs = kg_notebook_reset_cell(run->nb, index);
+  if (!outputs)
+    return KG_ENOMEM;
+  kg_outputs_begin(run->outputs, index, outputs);
+
+  cJSON *content = cJSON_CreateObject();
+  if (!content || !cJSON_AddStringToObject(content, "code", code)
+      || !cJSON_AddBoolToObject(content, "silent", false)
+      || !cJSON_AddBoolToObject(content, "store_history", true)
+      || !cJSON_AddObjectToObject(content, "user_expressions")
+      || !cJSON_AddBoolToObject(content, "allow_stdin", false)
+      || !cJSON_AddBoolToObject(content, "stop_on_error", true)) {
+    cJSON_Delete(content);
+    return KG_ENOMEM;
+  }
+  int rc = kg_client_send(run->client, KG_CH_SHELL, "execute_request", &content,
+                          cell->msg_id);
+  cJSON_Delete(content);
+  if (rc != 0)
+    return rc;
+  run->executions++;
+
+  int64_t start = kg_client_now();
+  int64_t limit = run->cfg->timeout_s > 0
+                  ? start + (int64_t) (run->cfg->timeout_s * 1000) : -1;
+  int64_t idle_limit = -1;
+  while (!(cell->replied && cell->idle)) {
+    int64_t now = kg_client_now();
+    if (cell->replied && idle_limit < 0)
+      idle_limit = now + KG_IDLE_GRACE_MS;
+    if (idle_limit >= 0 && now >= idle_limit) {
+      kg_progress_event(run->pr, false, "no idle status after the reply of cell %zu; "
+                        "going on", index + 1);
+      break;
+    }
+    if (limit >= 0 && now >= limit) {
+      if (cell->timed_out) {
+        kg_progress_event(run->pr, true, "cell %zu did not answer the interrupt",
+                          index + 1);
+        break;
+      }
+      cell->timed_out = true;
+      kg_progress_event(run->pr, true, "cell %zu ran past --timeout %gs: interrupting it",
+                        index + 1, run->cfg->timeout_s);
+      s_interrupt(run);
+      limit = now + KG_INTERRUPT_GRACE_MS;
+    }
+    int64_t until = now + KG_TICK_MS;
+    if (limit >= 0 && limit < until)
+      until = limit;
+    if (idle_limit >= 0 && idle_limit < until)
+      until = idle_limit;
+
+    kg_client_event_t ev;
+    rc = kg_client_next(run->client, until, &ev);
+    if (rc != 0)
+      return rc;
+    switch (ev.kind) {
+    case KG_CLIENT_TIMEOUT:
+      kg_progress_tick(run->pr);
+      break;
+    case KG_CLIENT_MESSAGE:
+      if (ev.channel == KG_CH_IOPUB)
+        s_on_iopub(run, cell, ev.msg);
+      else if (ev.channel == KG_CH_SHELL)
+        s_on_shell(run, cell, ev.msg);
+      kg_msg_destroy(&ev.msg);
+      break;
+    case KG_CLIENT_SIGNAL:
+      if (ev.signo == SIGINT && run->sigints++ == 0) {
+        kg_progress_event(run->pr, true, "interrupted: interrupting cell %zu "
+                          "(Ctrl-C again to stop at once)", index + 1);
+        cell->user_interrupt = true;
+        s_interrupt(run);
+      }
+      else {
+        run->stop_signal = ev.signo;
+        return 0;
+      }
+      break;
+    case KG_CLIENT_EXITED:
+      cell->child_exited = true;
+      cell->child_status = ev.status;
+      return 0;
+    }
+  }
+  kg_outputs_end(run->outputs);
+  const cJSON *count = cJSON_GetObjectItemCaseSensitive(cell->reply, "execution_count");
+  if (cJSON_IsNumber(count))
+    kg_notebook_set_count(run->nb, index, count->valueint);
+  return 0;
+}
+
+/*  ------------------------------------------------------------------------
+    The run. */
+
+static void
+s_record_incidents(s_run_t *run, size_t index, const s_cell_t *cell)
+{
+  const cJSON *ev;
+  cJSON_ArrayForEach(ev, cell->events) {
+    cJSON *rec = cJSON_Duplicate(ev, true);
+    if (!rec)
+      continue;
+    cJSON_AddNumberToObject(rec, "cell", (double) index + 1);
+    cJSON_AddNumberToObject(rec, "execution", run->executions);
+    const char *ename = s_string(cell->reply, "ename");
+    if (ename && !cJSON_GetObjectItemCaseSensitive(rec, "ename")) {
+      cJSON_AddStringToObject(rec, "ename", ename);
+      const char *evalue = s_string(cell->reply, "evalue");
+      cJSON_AddStringToObject(rec, "evalue", evalue ? evalue : "");
+    }
+    char buf[4096];
+    const char *path = s_incident_path(run, ev, buf, sizeof buf);
+    if (path) {
+      if (!cJSON_GetObjectItemCaseSensitive(rec, "incident_path"))
+        cJSON_AddStringToObject(rec, "incident_path", path);
+      bool known = false;
+      const cJSON *p;
+      cJSON_ArrayForEach(p, run->paths)
+        known = known || s_is(p->valuestring, path);
+      if (!known)
+        cJSON_AddItemToArray(run->paths, cJSON_CreateString(path));
+    }
+    cJSON_AddItemToArray(run->incidents, rec);
+  }
+}
+
+/*  The terminal story of a restart. */
+static void
+s_tell_restart(s_run_t *run, size_t pos, const s_cell_t *cell)
+{
+  const cJSON *kg = NULL, *ev;
+  cJSON_ArrayForEach(ev, cell->events) {
+    const char *e = s_string(ev, "event");
+    if (s_is(e, "sticky-restart") || s_is(e, "kernel-died"))
+      kg = ev;
+  }
+  size_t index = run->code[pos];
+  const char *family = s_string(kg, "family");
+  const char *ename = s_string(cell->reply, "ename");
+  if (s_is(s_string(kg, "event"), "kernel-died"))
+    kg_progress_event(run->pr, true, "cell %zu: the kernel died; kguard started a fresh "
+                      "one", index + 1);
+  else
+    kg_progress_event(run->pr, true, "cell %zu: sticky device error%s%s%s (%s): kguard "
+                      "stopped the poisoned kernel and started a fresh one", index + 1,
+                      family ? " [" : "", family ? family : "", family ? "]" : "",
+                      ename ? ename : "detected by kguard");
+  if (pos + 1 < run->ncode)
+    kg_progress_event(run->pr, true, "cells %zu..%zu were held back: none of them ran in "
+                      "the poisoned kernel", run->code[pos + 1] + 1,
+                      run->code[run->ncode - 1] + 1);
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(kg, "restored_step");
+  const char *archive = s_string(kg, "restored_archive");
+  if (cJSON_IsNumber(step)) {
+    run->restored_step = (int64_t) step->valuedouble;
+    kg_progress_event(run->pr, true, "checkpoint of step %lld verified and restored%s%s%s",
+                      (long long) run->restored_step, archive ? " (" : "",
+                      archive ? archive : "", archive ? ")" : "");
+  }
+  else
+    kg_progress_event(run->pr, true, "no verified checkpoint sealed before the fault: "
+                      "the notebook starts over without one");
+  char buf[4096];
+  const char *path = kg ? s_incident_path(run, kg, buf, sizeof buf) : NULL;
+  if (path)
+    kg_progress_event(run->pr, true, "incident record: %s", path);
+  kg_progress_event(run->pr, true, "restart %d (of at most %d): re-running cells 1..%zu "
+                    "in the fresh kernel, then the rest", run->restarts,
+                    run->cfg->max_restarts, index + 1);
+}
+
+static void
+s_tell_down(s_run_t *run, size_t index, const s_cell_t *cell)
+{
+  const char *evalue = s_string(cell->reply, "evalue");
+  kg_progress_event(run->pr, true, "cell %zu: kguard stopped restarting the kernel (down)%s%s",
+                    index + 1, evalue ? ": " : "", evalue ? evalue : "");
+  kg_progress_event(run->pr, true, "gave up: the same failure came back, or the restart "
+                    "budget is spent; a restart does not fix a wrong label or a bug");
+}
+
+static void
+s_tell_error(s_run_t *run, size_t index, const s_cell_t *cell)
+{
+  const char *ename = s_string(cell->reply, "ename");
+  const char *evalue = s_string(cell->reply, "evalue");
+  kg_progress_event(run->pr, true, "cell %zu raised %s%s%s", index + 1,
+                    ename ? ename : "an error", evalue && *evalue ? ": " : "",
+                    evalue ? evalue : "");
+}
+
+static void
+s_summary(s_run_t *run, int code, size_t cells_done)
+{
+  const char *what = code == 0 ? "finished" : "stopped";
+  if (run->restored_step >= 0)
+    kg_progress_event(run->pr, true, "%s: %zu of %zu code cells done, %d execution%s, "
+                      "%d restart%s, checkpoint step %lld restored", what, cells_done,
+                      run->ncode, run->executions, run->executions == 1 ? "" : "s",
+                      run->restarts, run->restarts == 1 ? "" : "s",
+                      (long long) run->restored_step);
+  else
+    kg_progress_event(run->pr, true, "%s: %zu of %zu code cells done, %d execution%s, "
+                      "%d restart%s", what, cells_done, run->ncode, run->executions,
+                      run->executions == 1 ? "" : "s", run->restarts,
+                      run->restarts == 1 ? "" : "s");
+  const cJSON *p;
+  cJSON_ArrayForEach(p, run->paths)
+    kg_progress_event(run->pr, true, "  incident record:   %s", p->valuestring);
+  if (run->cfg->log_path)
+    kg_progress_event(run->pr, true, "  kernel log:        %s", run->cfg->log_path);
+}
+
+static void
+s_metadata(s_run_t *run, const char *result, size_t cells_done)
+{
+  cJSON *kguard = kg_notebook_kguard_metadata(run->nb);
+  if (!kguard)
+    return;
+  cJSON_DeleteItemFromObjectCaseSensitive(kguard, "run");
+  cJSON *info = cJSON_AddObjectToObject(kguard, "run");
+  if (!info)
+    return;
+  cJSON_AddStringToObject(info, "result", result);
+  cJSON_AddStringToObject(info, "kernel", run->cfg->client.spec->name);
+  cJSON_AddNumberToObject(info, "code_cells", (double) run->ncode);
+  cJSON_AddNumberToObject(info, "cells_done", (double) cells_done);
+  cJSON_AddNumberToObject(info, "executions", run->executions);
+  cJSON_AddNumberToObject(info, "restarts", run->restarts);
+  if (run->restored_step >= 0)
+    cJSON_AddNumberToObject(info, "restored_step", (double) run->restored_step);
+  else
+    cJSON_AddNullToObject(info, "restored_step");
+}
+
+static void
+s_log_tail(s_run_t *run)
+{
+  const char *path = run->cfg->log_path;
+  FILE *f = path ? fopen(path, "re") : NULL;
+  if (!f)
+    return;
+  char buf[8192];
+  if (fseek(f, -(long) (sizeof buf - 1), SEEK_END) != 0)
+    rewind(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *start = n == sizeof buf - 1 ? strchr(buf, '\n') : NULL;
+  kg_progress_event(run->pr, true, "the kernel's log (%s) ends with:", path);
+  kg_progress_block(run->pr, true, "  | ", start ? start + 1 : buf);
+}
+
+/*  Execute the cells; returns the exit code and how many cells were done. */
+static int
+s_loop(s_run_t *run, size_t *done)
+{
+  size_t pos = 0;
+  size_t rerun_until = 0;       /*  positions < this are re-runs           */
+  *done = 0;
+  while (pos < run->ncode) {
+    size_t index = run->code[pos];
+    char *code = kg_notebook_source(run->nb, index);
+    if (!code)
+      return KG_EXIT_SYSTEM;
+    s_cell_t cell = {0};
+    cell.events = cJSON_CreateArray();
+    kg_progress_cell_start(run->pr, pos + 1, run->ncode, index, pos < rerun_until, code);
+    int rc = cell.events ? s_execute(run, index, &cell, code) : KG_ENOMEM;
+    free(code);
+    int exit_code = -1;
+    const char *event = s_cell_event(&cell);
+    const char *status = s_string(cell.reply, "status");
+    if (rc != 0) {
+      kg_progress_cell_end(run->pr, "failed");
+      kg_progress_event(run->pr, true, "unable to execute cell %zu: %s", index + 1,
+                        kg_strerror(rc));
+      exit_code = KG_EXIT_SYSTEM;
+    }
+    else if (run->stop_signal) {
+      kg_progress_cell_end(run->pr, "interrupted");
+      exit_code = 128 + run->stop_signal;
+    }
+    else if (cell.child_exited) {
+      kg_progress_cell_end(run->pr, "kernel gone");
+      int st = cell.child_status;
+      kg_progress_event(run->pr, true, "the kguard kernel exited unexpectedly (%s %d)",
+                        WIFSIGNALED(st) ? "signal" : "status",
+                        WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+      s_log_tail(run);
+      exit_code = KG_EXIT_SYSTEM;
+    }
+    else if (s_is(event, "down")) {
+      kg_progress_cell_end(run->pr, "down");
+      s_record_incidents(run, index, &cell);
+      s_tell_down(run, index, &cell);
+      exit_code = KG_RUN_EXIT_GAVE_UP;
+    }
+    else if (s_is(event, "sticky-restart") || s_is(event, "kernel-died")) {
+      kg_progress_cell_end(run->pr, "kernel restarted");
+      s_record_incidents(run, index, &cell);
+      run->restarts++;
+      if (run->restarts > run->cfg->max_restarts) {
+        kg_progress_event(run->pr, true, "gave up: more than %d restart%s (--max-restarts)",
+                          run->cfg->max_restarts, run->cfg->max_restarts == 1 ? "" : "s");
+        exit_code = KG_RUN_EXIT_GAVE_UP;
+      }
+      else {
+        s_tell_restart(run, pos, &cell);
+        if (pos + 1 > rerun_until)
+          rerun_until = pos + 1;
+        pos = 0;
+      }
+    }
+    else if (cell.timed_out) {
+      kg_progress_cell_end(run->pr, "timed out");
+      s_record_incidents(run, index, &cell);
+      exit_code = KG_RUN_EXIT_TIMEOUT;
+    }
+    else if (cell.user_interrupt) {
+      kg_progress_cell_end(run->pr, "interrupted");
+      exit_code = KG_RUN_EXIT_INTERRUPTED;
+    }
+    else if (!s_is(status, "ok") && !kg_notebook_has_tag(run->nb, index, "raises-exception")) {
+      kg_progress_cell_end(run->pr, status ? status : "error");
+      s_record_incidents(run, index, &cell);
+      s_tell_error(run, index, &cell);
+      exit_code = KG_RUN_EXIT_CELL_ERROR;
+    }
+    else {
+      kg_progress_cell_end(run->pr, s_is(status, "ok") ? "ok" : "error (raises-exception)");
+      s_record_incidents(run, index, &cell);
+      pos++;
+      if (pos > *done)
+        *done = pos;
+    }
+    cJSON_Delete(cell.reply);
+    cJSON_Delete(cell.events);
+    if (exit_code >= 0)
+      return exit_code;
+  }
+  return 0;
+}
+
+static const char *
+s_result_name(int code)
+{
+  switch (code) {
+  case 0: return "ok";
+  case KG_RUN_EXIT_CELL_ERROR: return "cell-error";
+  case KG_RUN_EXIT_GAVE_UP: return "gave-up";
+  case KG_RUN_EXIT_TIMEOUT: return "timeout";
+  case KG_EXIT_SYSTEM: return "system-failure";
+  default: return "interrupted";
+  }
+}
+
+int
+kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *pr)
+{
+  s_run_t run = {.nb = nb, .cfg = cfg, .pr = pr, .restored_step = -1};
+  int code = KG_EXIT_SYSTEM;
+  size_t done = 0;
+  size_t ncells = kg_notebook_cell_count(nb);
+  run.code = calloc(ncells + 1, sizeof *run.code);
+  run.outputs = kg_outputs_new();
+  run.paths = cJSON_CreateArray();
+  cJSON *kguard = kg_notebook_kguard_metadata(nb);
+  if (kguard) {
+    cJSON_DeleteItemFromObjectCaseSensitive(kguard, "incidents");
+    run.incidents = cJSON_AddArrayToObject(kguard, "incidents");
+  }
+  if (!run.code || !run.outputs || !run.paths || !run.incidents) {
+    kg_progress_event(pr, true, "out of memory");
+    goto done;
+  }
+  kg_notebook_reset_all(nb);
+  for (size_t i = 0; i < ncells; i++) {
+    if (!kg_notebook_is_code(nb, i))
+      continue;
+    char *src = kg_notebook_source(nb, i);
+    if (src && !s_blank(src))
+      run.code[run.ncode++] = i;
+    free(src);
+  }
+
+  char err[1024];
+  int rc = kg_client_start(&cfg->client, &run.client, err, sizeof err);
+  if (rc != 0) {
+    kg_progress_event(pr, true, "unable to start the kernel: %s", err);
+    s_log_tail(&run);
+    goto done;
+  }
+  kg_progress_event(pr, false, "kernel \"%s\" starting under kguard (pid %d)",
+                    cfg->client.spec->name, (int) kg_client_pid(run.client));
+  int signo = 0;
+  int64_t deadline = kg_client_now() + (int64_t) (cfg->startup_timeout_s * 1000);
+  rc = kg_client_wait_ready(run.client, deadline, &signo);
+  if (rc == -EINTR) {
+    kg_progress_event(pr, true, "interrupted while the kernel was starting");
+    code = 128 + signo;
+    goto done;
+  }
+  if (rc != 0) {
+    kg_progress_event(pr, true, "the kernel did not become ready: %s",
+                      rc == KG_ESPAWN ? "it exited" : kg_strerror(rc));
+    s_log_tail(&run);
+    goto done;
+  }
+  kg_progress_event(pr, false, "kernel ready; %zu code cell%s to run", run.ncode,
+                    run.ncode == 1 ? "" : "s");
+
+  code = s_loop(&run, &done);
+  s_metadata(&run, s_result_name(code), done);
+  rc = kg_notebook_save(nb, cfg->output_path);
+  if (rc != 0) {
+    kg_progress_event(pr, true, "unable to write %s: %s", cfg->output_path,
+                      kg_strerror(rc));
+    code = KG_EXIT_SYSTEM;
+  }
+  s_summary(&run, code, done);
+  if (rc == 0)
+    kg_progress_event(pr, true, "  executed notebook: %s", cfg->output_path);
+
+done:
+  if (run.client) {
+    /*  After a second Ctrl-C, do not linger: a short grace, then signals. */
+    int64_t grace = run.stop_signal ? 1000 : 5000;
+    if (kg_client_shutdown(run.client, grace) != 0)
+      kg_progress_event(pr, false, "the kernel did not exit on request; it was signalled");
+  }
+  kg_client_destroy(&run.client);
+  kg_outputs_destroy(&run.outputs);
+  cJSON_Delete(run.paths);
+  free(run.code);
+  return code;
+}
