@@ -1,0 +1,14 @@
+"""kguard's helper for guarded notebooks: sealed checkpoints and input checks.
+
+    import kguard
+    r = kguard.resume()              # after a restart: what kguard restored
+    if r: state = r.load()           # torch.load of r.dir/state.pt
+    kguard.check_targets(y, classes) # before y moves to the device
+    kguard.save(state, step)         # torch.save + device sync + kguard seal
+
+Standard library plus torch only; kguard puts this package on the guarded
+kernel's PYTHONPATH, so nothing needs installing.
+"""
+from .checkpoint import Resume, check_targets, resume, save
+
+__all__ = ["save", "resume", "check_targets", "Resume"]

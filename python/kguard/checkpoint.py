@@ -1,0 +1,150 @@
+"""Checkpoints that kguard can verify, and the seed's target check.
+
+save() writes with torch.save into a private temporary directory, then
+synchronises the device: a checkpoint written after a sticky device fault
+would hold garbage copied from a poisoned context, and the sync is what
+reveals the fault. Only if the sync succeeds is the directory sealed into a
+signed archive by `kguard ckpt seal`. resume() reads what kguard restored
+after a forced restart (environment variables set by the supervisor).
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+
+__all__ = ["save", "resume", "check_targets", "Resume"]
+
+
+def _bin():
+    return os.environ.get("KGUARD_BIN") or "kguard"
+
+
+def _ckpt_dir():
+    return os.environ.get("KGUARD_CKPT_DIR") or "kguard-checkpoints"
+
+
+def _synchronize(torch):
+    """Wait for every queued device operation; raise if the device failed."""
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_available() and cuda.is_initialized():
+        cuda.synchronize()
+    try:
+        from . import emulate  # written by the emulation module's owner
+    except ImportError:
+        emulate = None
+    if emulate is not None and (emulate.active() or emulate.poisoned()):
+        emulate.synchronize()
+
+
+def save(state, step, name="state.pt"):
+    """Save state for step and seal it; return the archive's path.
+
+    state is anything torch.save accepts. The archive goes to
+    $KGUARD_CKPT_DIR (default ./kguard-checkpoints), sealed by $KGUARD_BIN
+    (default `kguard` on PATH), run id $KGUARD_RUN_ID (default "default").
+    If the device synchronisation raises, nothing is sealed and the error is
+    re-raised; if sealing fails, RuntimeError says why.
+    """
+    import torch
+
+    step = int(step)
+    if step < 0:
+        raise ValueError(f"step must be a non-negative integer, got {step}")
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"name must be a plain file name, got {name!r}")
+    ckpt_dir = _ckpt_dir()
+    os.makedirs(ckpt_dir, exist_ok=True)
+    # Beside the archives (same filesystem, no surprise tmpfs limits); the
+    # dot name is never taken for a checkpoint by `kguard ckpt list/latest`.
+    tmp = tempfile.mkdtemp(prefix=".kguard-save-", dir=ckpt_dir)
+    try:
+        torch.save(state, os.path.join(tmp, name))
+        _synchronize(torch)  # raises on a faulted device: never seal then
+        cmd = [_bin(), "ckpt", "seal", tmp, "--step", str(step),
+               "--run", os.environ.get("KGUARD_RUN_ID") or "default",
+               "--into", ckpt_dir]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(
+                f"kguard ckpt seal failed (exit {proc.returncode}): "
+                f"{proc.stderr.strip() or proc.stdout.strip()}")
+        return proc.stdout.strip().splitlines()[-1]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Resume:
+    """What kguard restored before starting this kernel."""
+
+    def __init__(self, dir, step, archive):
+        self.dir = dir
+        self.step = step
+        self.archive = archive
+
+    def load(self, name="state.pt", map_location=None, **kwargs):
+        """torch.load the named file of the restored directory."""
+        import torch
+
+        return torch.load(os.path.join(self.dir, name), map_location=map_location, **kwargs)
+
+    def __repr__(self):
+        return f"Resume(dir={self.dir!r}, step={self.step!r}, archive={self.archive!r})"
+
+
+def resume():
+    """Return Resume(dir, step, archive) if kguard restored a checkpoint for
+    this kernel (KGUARD_RESUME_DIR and friends), else None."""
+    d = os.environ.get("KGUARD_RESUME_DIR")
+    if not d or not os.path.isdir(d):
+        return None
+    step = os.environ.get("KGUARD_RESUME_STEP")
+    try:
+        step = int(step) if step not in (None, "") else None
+    except ValueError:
+        step = None
+    return Resume(d, step, os.environ.get("KGUARD_RESUME_ARCHIVE") or None)
+
+
+def check_targets(target, classes, ignore_index=-100):
+    """Check class-index targets before they reach a loss on the device.
+
+    A target outside [0, classes) makes the CUDA loss kernel fail with a
+    device-side assert that poisons the whole process, reported later and
+    elsewhere; here it is a plain ValueError naming the offending values.
+    Requires a 1-D torch.long tensor with at least one entry that is not
+    ignore_index. Returns target unchanged.
+    """
+    import torch
+
+    if not isinstance(target, torch.Tensor):
+        raise ValueError(f"target must be a torch.Tensor of class indices, "
+                         f"got {type(target).__name__}")
+    if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
+        raise ValueError(f"classes must be a positive integer, got {classes!r}")
+    if target.dim() != 1:
+        raise ValueError(
+            f"target must be 1-D (one class index per sample), got shape "
+            f"{list(target.shape)}; for one-hot or probability targets use "
+            f"argmax(dim=1) or a loss that takes probabilities")
+    if target.dtype != torch.long:
+        raise ValueError(
+            f"target must have dtype torch.long (int64 class indices), got "
+            f"{target.dtype}; convert with target.long() only if the values "
+            f"really are class indices")
+    t = target.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    keep = t != ignore_index
+    if t.numel() == 0 or not bool(keep.any()):
+        raise ValueError(
+            f"target has no entries other than ignore_index={ignore_index} "
+            f"({t.numel()} entries); the mean loss would be NaN")
+    bad = keep & ((t < 0) | (t >= classes))
+    if bool(bad.any()):
+        idx = bad.nonzero().flatten().tolist()
+        shown = ", ".join(f"target {int(t[i])} out of range [0, {classes}) at index {i}"
+                          for i in idx[:5])
+        more = f" (and {len(idx) - 5} more)" if len(idx) > 5 else ""
+        raise ValueError(shown + more)
+    return target
