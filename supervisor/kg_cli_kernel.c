@@ -1,9 +1,110 @@
-/* STUB: replaced by the module's owner. */
+/*  kguard kernel: run as a Jupyter kernel that supervises another one. */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "kg_cli.h"
+#include "kg_log.h"
+#include "kg_supervisor.h"
+
+static void
+s_usage(FILE *out)
+{
+  fputs(
+    "usage: kguard kernel -f CONNECTION_FILE [options] -- INNER_KERNEL_ARGV...\n"
+    "\n"
+    "Run as a Jupyter kernel (a kernelspec's argv, see `kguard install`): bind the\n"
+    "frontend's five channels from CONNECTION_FILE, start INNER_KERNEL_ARGV (where\n"
+    "{connection_file} is replaced by the inner kernel's own private connection\n"
+    "file), relay every message, and restart the inner kernel cleanly after a\n"
+    "sticky GPU error, restoring the last checkpoint sealed before it.\n"
+    "\n"
+    "options:\n"
+    "  -f, --connection-file FILE   the frontend's connection file (required)\n"
+    "  --interrupt-mode signal|message\n"
+    "                               how the INNER kernel takes interrupts\n"
+    "                               (default signal; kguard itself takes both)\n"
+    "  --checkpoints DIR            checkpoint directory given to the kernel as\n"
+    "                               KGUARD_CKPT_DIR (default ./kguard-checkpoints)\n"
+    "  --name NAME                  kernelspec name, for the logs\n"
+    "  --state-dir DIR              state directory (default $KGUARD_STATE_DIR,\n"
+    "                               $XDG_STATE_HOME/kguard, ~/.local/state/kguard)\n"
+    "  --rules FILE                 classification rules (default the shipped ones,\n"
+    "                               or $KGUARD_RULES)\n"
+    "  -h, --help                   this text\n"
+    "\n"
+    "In a notebook cell: `%kguard status`, `%kguard restart`, `%kguard restart\n"
+    "--diagnostic` are answered by kguard and never reach the kernel.\n"
+    "exit codes: 0 after a shutdown request or SIGTERM, 100 usage or invalid\n"
+    "connection file or rules, 111 system failure.\n",
+    out);
+}
+
 int
 kg_cli_kernel_main(int argc, char **argv)
 {
-  fprintf(stderr, "kguard: %s is not implemented yet\n", argv[0]);
-  return KG_EXIT_SYSTEM;
+  enum { O_IMODE = 1000, O_CKPT, O_NAME, O_STATE, O_RULES };
+  static const struct option opts[] = {
+    {"connection-file", required_argument, NULL, 'f'},
+    {"interrupt-mode", required_argument, NULL, O_IMODE},
+    {"checkpoints", required_argument, NULL, O_CKPT},
+    {"name", required_argument, NULL, O_NAME},
+    {"state-dir", required_argument, NULL, O_STATE},
+    {"rules", required_argument, NULL, O_RULES},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+  kg_supervisor_config_t cfg = {.interrupt_mode = "signal"};
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "+f:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'f':
+      cfg.connection_file = optarg;
+      break;
+    case O_IMODE:
+      if (strcmp(optarg, "signal") != 0 && strcmp(optarg, "message") != 0) {
+        fprintf(stderr, "kguard kernel: --interrupt-mode must be signal or message, not '%s'\n",
+                optarg);
+        return KG_EXIT_USAGE;
+      }
+      cfg.interrupt_mode = optarg;
+      break;
+    case O_CKPT:
+      cfg.checkpoints = optarg;
+      break;
+    case O_NAME:
+      cfg.name = optarg;
+      break;
+    case O_STATE:
+      setenv("KGUARD_STATE_DIR", optarg, 1);
+      break;
+    case O_RULES:
+      cfg.rules_file = optarg;
+      break;
+    case 'h':
+      s_usage(stdout);
+      return KG_EXIT_OK;
+    default:
+      s_usage(stderr);
+      return KG_EXIT_USAGE;
+    }
+  }
+  if (!cfg.connection_file) {
+    fprintf(stderr, "kguard kernel: missing -f CONNECTION_FILE (see kguard kernel --help)\n");
+    return KG_EXIT_USAGE;
+  }
+  if (optind >= argc) {
+    fprintf(stderr, "kguard kernel: missing the inner kernel's argv after `--` "
+                    "(see kguard kernel --help)\n");
+    return KG_EXIT_USAGE;
+  }
+  cfg.inner_argv = argv + optind;
+  int code = 0;
+  kg_supervisor_t *sup = kg_supervisor_new(&cfg, &code);
+  if (!sup)
+    return code ? code : KG_EXIT_SYSTEM;
+  code = kg_supervisor_run(sup);
+  kg_supervisor_destroy(&sup);
+  return code;
 }

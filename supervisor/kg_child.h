@@ -1,0 +1,72 @@
+/*  kg_child: one child process in its own session and process group.
+
+    Spawning uses a close-on-exec error pipe (as libuv does): if any step in
+    the child fails, including exec, the child writes its errno there and
+    exits 127, so kg_child_spawn reports the failure synchronously. In the
+    child: the signal mask and handlers are reset, setsid() gives it its own
+    process group, PR_SET_PDEATHSIG(SIGKILL) makes it die with kguard (and
+    getppid() is checked afterwards, in case kguard died in between), stdin is
+    /dev/null and stdout/stderr go to pipes when capture is asked. No zmq call
+    happens between fork and exec.
+*/
+#ifndef KG_CHILD_H
+#define KG_CHILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct kg_child_t kg_child_t;
+
+typedef struct {
+  char *const *argv;            /*  NULL-terminated; argv[0] searched in PATH */
+  char *const *envp;            /*  NULL-terminated; NULL = inherit environ   */
+  const char *cwd;              /*  NULL = inherit                            */
+  bool capture;                 /*  stdout/stderr to pipes (else inherited)   */
+} kg_child_opts_t;
+
+/*  Start a child as described by opts. On success *child_p is a new child
+    owned by the caller and 0 is returned. If the child could not be started
+    (fork, pipe, or any step in the child up to and including exec), returns
+    -errno of the failing step and *child_p is NULL (the failed child is
+    already reaped). */
+int kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p);
+
+/*  Destroy: close the pipes; if the child was not reaped yet, SIGKILL its
+    process group and reap it (blocking, it cannot outlive SIGKILL). Sets
+    *self_p to NULL. Safe on NULL. */
+void kg_child_destroy(kg_child_t **self_p);
+
+pid_t kg_child_pid(const kg_child_t *self);
+
+/*  Read ends of the stdout/stderr pipes (non-blocking, close-on-exec), or -1
+    if not captured or already at EOF and closed. */
+int kg_child_stdout_fd(const kg_child_t *self);
+int kg_child_stderr_fd(const kg_child_t *self);
+
+/*  Read what is available from one pipe (which = 1 stdout, 2 stderr) into
+    buf. Returns the byte count, 0 at EOF (the fd is then closed and becomes
+    -1), -EAGAIN if nothing is there, or -errno. */
+ssize_t kg_child_read(kg_child_t *self, int which, void *buf, size_t len);
+
+/*  Send sig to the child's whole process group (its pid, it is a session
+    leader). Returns 0, or -errno (-ESRCH when nobody is left). */
+int kg_child_kill_group(kg_child_t *self, int sig);
+
+/*  Send sig to the child process only. Returns 0 or -errno. */
+int kg_child_kill(kg_child_t *self, int sig);
+
+/*  waitpid(WNOHANG). Returns 1 if the child has ended now or before (status
+    in kg_child_status), 0 if it still runs, -errno on failure. */
+int kg_child_reap(kg_child_t *self);
+
+/*  True once reaped. */
+bool kg_child_exited(const kg_child_t *self);
+
+/*  The wait status (valid once reaped). */
+int kg_child_status(const kg_child_t *self);
+
+/*  Describe a wait status: "exit code 1" or "signal 9 (SIGKILL)". */
+void kg_child_describe(int status, char *buf, size_t len);
+
+#endif

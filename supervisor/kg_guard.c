@@ -1,0 +1,951 @@
+/*  kg_guard: what kguard does with what the kernel says.
+
+    Every evidence source goes to kg_diagnosis: iopub `error` and `stream`,
+    error execute_replies, the raw stdout/stderr pipes and the process's
+    death. ADVICE → a notice, a record, no restart. STICKY → the gate closes
+    (CLOSING), every other outstanding request is doomed (answered
+    KernelRestarted), an incident record is written (a probe child adds the
+    versions, never the poisoned process), the group is stopped, kg_policy
+    decides, a checkpoint child restores the last consistent checkpoint sealed
+    before T, and the fresh kernel gets the KGUARD_RESUME_* variables. Also
+    the in-band `%kguard` commands and the kernel's environment.
+*/
+#include "kg_sup_priv.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kg_error.h"
+#include "kg_log.h"
+#include "kg_notice.h"
+
+extern char **environ;
+
+#define S_HELPER_OUT_MAX (1024u * 1024u)
+
+/* ------------------------------------------------------------------------
+   Environment of the inner kernel. */
+
+static int
+s_env_push(char ***env, size_t *n, size_t *alloc, const char *name, const char *value)
+{
+  if (*n + 2 > *alloc) {
+    size_t a = *alloc ? *alloc * 2 : 64;
+    char **g = realloc(*env, a * sizeof *g);
+    if (!g)
+      return -1;
+    *env = g;
+    *alloc = a;
+  }
+  size_t len = strlen(name) + strlen(value) + 2;
+  char *s = malloc(len);
+  if (!s)
+    return -1;
+  snprintf(s, len, "%s=%s", name, value);
+  (*env)[(*n)++] = s;
+  (*env)[*n] = NULL;
+  return 0;
+}
+
+static bool
+s_env_overridden(const char *entry)
+{
+  static const char *names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
+                                "KGUARD_CKPT_DIR", "JPY_PARENT_PID", "KGUARD_RESUME_DIR",
+                                "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE",
+                                "KGUARD_INCIDENT", "KGUARD_DIAGNOSTIC", NULL};
+  for (int i = 0; names[i]; i++) {
+    size_t n = strlen(names[i]);
+    if (strncmp(entry, names[i], n) == 0 && entry[n] == '=')
+      return true;
+  }
+  return false;
+}
+
+void
+kg__guard_env(kg_sup_t *S, char ***envp_p)
+{
+  char **env = NULL;
+  size_t n = 0, alloc = 0;
+  int rc = 0;
+  for (char **e = environ; *e && rc == 0; e++) {
+    if (s_env_overridden(*e))
+      continue;
+    char *eq = strchr(*e, '=');
+    if (!eq)
+      continue;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int) (eq - *e), *e);
+    /* A diagnostic run adds these; other runs keep only what the user set. */
+    rc = s_env_push(&env, &n, &alloc, name, eq + 1);
+  }
+  const char *pp = getenv("PYTHONPATH");
+  char buf[PATH_MAX * 2];
+  if (S->python_dir[0]) {
+    snprintf(buf, sizeof buf, "%s%s%s", S->python_dir, pp && *pp ? ":" : "", pp ? pp : "");
+    rc |= s_env_push(&env, &n, &alloc, "PYTHONPATH", buf);
+  } else if (pp)
+    rc |= s_env_push(&env, &n, &alloc, "PYTHONPATH", pp);
+  rc |= s_env_push(&env, &n, &alloc, "KGUARD_BIN", S->exe);
+  rc |= s_env_push(&env, &n, &alloc, "KGUARD_STATE_DIR", S->state_dir);
+  rc |= s_env_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", S->ckpt_dir);
+  snprintf(buf, sizeof buf, "%ld", (long) getpid());
+  rc |= s_env_push(&env, &n, &alloc, "JPY_PARENT_PID", buf);
+  if (S->diagnostic) {
+    rc |= s_env_push(&env, &n, &alloc, "KGUARD_DIAGNOSTIC", "1");
+    if (S->backend != KG_BACKEND_ROCM && !getenv("CUDA_LAUNCH_BLOCKING"))
+      rc |= s_env_push(&env, &n, &alloc, "CUDA_LAUNCH_BLOCKING", "1");
+    if (S->backend != KG_BACKEND_CUDA) {
+      if (!getenv("AMD_SERIALIZE_KERNEL"))
+        rc |= s_env_push(&env, &n, &alloc, "AMD_SERIALIZE_KERNEL", "3");
+      if (S->backend == KG_BACKEND_ROCM && !getenv("HIP_LAUNCH_BLOCKING"))
+        rc |= s_env_push(&env, &n, &alloc, "HIP_LAUNCH_BLOCKING", "1");
+    }
+  }
+  if (S->resume_pending) {
+    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", S->resume_dir);
+    snprintf(buf, sizeof buf, "%lld", S->resume_step);
+    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
+    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
+  }
+  if (S->resume_pending && S->incident)
+    rc |= s_env_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(S->incident));
+  if (rc) {
+    for (size_t i = 0; i < n; i++)
+      free(env[i]);
+    free(env);
+    env = NULL;
+  }
+  *envp_p = env;
+}
+
+/* ------------------------------------------------------------------------
+   Notices. */
+
+static const char *
+s_diag_label(kg_sup_t *S)
+{
+  if (!S->diagnostic)
+    return "";
+  if (S->backend == KG_BACKEND_CUDA)
+    return "diagnostic, not for timing: CUDA_LAUNCH_BLOCKING=1";
+  if (S->backend == KG_BACKEND_ROCM)
+    return "diagnostic, not for timing: AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1";
+  return "diagnostic, not for timing: backend unknown, so both CUDA_LAUNCH_BLOCKING=1 and "
+         "AMD_SERIALIZE_KERNEL=3 are set";
+}
+
+static void
+s_fill_info(kg_sup_t *S, kg_notice_info_t *info)
+{
+  memset(info, 0, sizeof *info);
+  const kg_match_t *m = kg_diagnosis_match(S->diag);
+  if (m) {
+    info->family = m->family;
+    info->rule_id = m->rule_id;
+    info->note = m->note;
+    info->matched_line = m->line;
+  }
+  info->backend = S->backend != KG_BACKEND_UNKNOWN ? S->backend : kg_diagnosis_backend(S->diag);
+  info->assertion_line = kg_diagnosis_assertion(S->diag);
+  info->execution_count = -1;
+  info->cell_code = S->failing_code;
+  if (S->incident) {
+    info->incident_id = kg_incident_id(S->incident);
+    info->incident_path = S->incident_path;
+  }
+  info->diagnostic = S->diagnostic;
+  info->restart_count = kg_policy_restart_count(S->policy);
+  info->exit_code = -1;
+  info->restored_step = -1;
+  if (S->restore_result) {
+    const cJSON *r = S->restore_result;
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(r, "status");
+    if (cJSON_IsString(status) && strcmp(status->valuestring, "restored") == 0) {
+      info->checkpoint_restored = true;
+      const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "step");
+      info->restored_step = cJSON_IsNumber(v) ? (int64_t) v->valuedouble : -1;
+      v = cJSON_GetObjectItemCaseSensitive(r, "archive");
+      info->restored_archive = cJSON_IsString(v) ? v->valuestring : NULL;
+      v = cJSON_GetObjectItemCaseSensitive(r, "sealed_at");
+      info->restored_sealed = cJSON_IsString(v) ? v->valuestring : NULL;
+      v = cJSON_GetObjectItemCaseSensitive(r, "digest");
+      info->restored_digest = cJSON_IsString(v) ? v->valuestring : NULL;
+    }
+  }
+}
+
+/*  Publish a display_data notice with parent (may be NULL). extra (may be
+    NULL) is appended to the plain and markdown texts. */
+static void
+s_publish_notice(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *info,
+                 const cJSON *parent, const char *extra)
+{
+  cJSON *data = NULL, *meta = NULL;
+  if (kg_notice_build(kind, info, &data, &meta) != 0)
+    return;
+  if (extra && *extra) {
+    const char *keys[] = {"text/plain", "text/markdown"};
+    for (int i = 0; i < 2; i++) {
+      cJSON *t = cJSON_GetObjectItemCaseSensitive(data, keys[i]);
+      if (!cJSON_IsString(t))
+        continue;
+      size_t len = strlen(t->valuestring) + strlen(extra) + 4;
+      char *s = malloc(len);
+      if (!s)
+        continue;
+      snprintf(s, len, "%s\n\n%s", t->valuestring, extra);
+      cJSON_SetValuestring(t, s);
+      free(s);
+    }
+  }
+  cJSON *content = cJSON_CreateObject();
+  cJSON_AddItemToObject(content, "data", data);
+  cJSON_AddItemToObject(content, "metadata", meta ? meta : cJSON_CreateObject());
+  cJSON_AddItemToObject(content, "transient", cJSON_CreateObject());
+  kg__publish(S, "display_data", parent, &content, NULL);
+  kg_notice("notice to the notebook: %s", kg_notice_event(kind));
+}
+
+/* ------------------------------------------------------------------------
+   Incidents. */
+
+static void
+s_write_incident(kg_sup_t *S)
+{
+  if (!S->incident)
+    return;
+  char dir[PATH_MAX + 16];
+  snprintf(dir, sizeof dir, "%s/incidents", S->state_dir);
+  char *path = NULL;
+  int rc = kg_incident_write(S->incident, dir, &path);
+  if (rc) {
+    kg_error("unable to write incident %s: %s", kg_incident_id(S->incident), kg_strerror(rc));
+    return;
+  }
+  free(S->incident_path);
+  S->incident_path = path;
+}
+
+static const char *
+s_interpreter(kg_sup_t *S)
+{
+  const char *a0 = S->inner_argv[0];
+  const char *base = strrchr(a0, '/');
+  base = base ? base + 1 : a0;
+  return strncmp(base, "python", 6) == 0 ? a0 : NULL;
+}
+
+static void
+s_start_helper(kg_sup_t *S, kg__helper_t *h, char *const *argv, const char *what)
+{
+  kg_child_destroy(&h->child);
+  free(h->out);
+  h->out = NULL;
+  h->out_len = 0;
+  kg_child_opts_t opts = {.argv = argv, .envp = S->kernel_envp, .capture = true};
+  int rc = kg_child_spawn(&opts, &h->child);
+  if (rc)
+    kg_warning("unable to start the %s (%s): %s", what, argv[0], kg_strerror(rc));
+  h->deadline_ms = kg__now_ms() + KG__HELPER_TIMEOUT_MS;
+}
+
+/*  Versions (Python, torch, CUDA/HIP, device) from a separate process:
+    never from the poisoned one. */
+static void
+s_start_probe(kg_sup_t *S)
+{
+  const char *py = s_interpreter(S);
+  if (!py || !S->python_dir[0])
+    return;
+  char *argv[] = {(char *) py, "-m", "kguard.probe", NULL};
+  s_start_helper(S, &S->probe, argv, "version probe");
+}
+
+static void
+s_open_incident(kg_sup_t *S, bool sticky)
+{
+  kg_incident_destroy(&S->incident);
+  free(S->incident_path);
+  S->incident_path = NULL;
+  S->incident = kg_incident_new(kg__wall_ms());
+  if (!S->incident)
+    return;
+  kg_incident_set_diagnosis(S->incident, S->diag);
+  kg_incident_set_cell(S->incident, S->failing_code, S->failing_msg_id, S->execution_count + 1);
+  kg_incident_set_last_step(S->incident, kg_diagnosis_last_step(S->diag));
+  kg_incident_set_env(S->incident, S->kernel_envp);
+  kg_incident_set_restarts(S->incident, kg_policy_restart_count(S->policy));
+  cJSON *j = kg_incident_json(S->incident);
+  cJSON *pend = cJSON_AddArrayToObject(j, "pending_requests");
+  for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
+    kg_pending_entry_t *e = kg_pending_at(S->pending, i);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "msg_id", e->msg_id);
+    cJSON_AddStringToObject(o, "msg_type", e->msg_type);
+    cJSON_AddItemToArray(pend, o);
+  }
+  cJSON_AddStringToObject(j, "kernel_log", S->kernel_log_path);
+  cJSON_AddNumberToObject(j, "kernel_pid", S->child ? kg_child_pid(S->child) : -1);
+  s_write_incident(S);
+  kg_notice("incident %s (%s): %s", kg_incident_id(S->incident), sticky ? "sticky" : "advice",
+            S->incident_path ? S->incident_path : "(not written)");
+  if (sticky)
+    s_start_probe(S);
+}
+
+/* ------------------------------------------------------------------------
+   Evidence. */
+
+static void
+s_set_failing(kg_sup_t *S, const char *parent)
+{
+  kg_pending_entry_t *e = parent ? kg_pending_find(S->pending, parent) : NULL;
+  if (!e)
+    e = kg_pending_running(S->pending);
+  free(S->failing_msg_id);
+  free(S->failing_code);
+  cJSON_Delete(S->failing_header);
+  S->failing_msg_id = NULL;
+  S->failing_code = NULL;
+  S->failing_header = NULL;
+  S->failing_replied = false;
+  if (e) {
+    S->failing_msg_id = strdup(e->msg_id);
+    S->failing_code = e->code ? strdup(e->code) : NULL;
+    S->failing_header = cJSON_Duplicate(e->header, 1);
+  } else if (parent)
+    S->failing_msg_id = strdup(parent);
+}
+
+static void
+s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
+{
+  if (ev == KG_DIAG_NONE)
+    return;
+  const kg_match_t *m = kg_diagnosis_match(S->diag);
+  if (kg_diagnosis_backend(S->diag) != KG_BACKEND_UNKNOWN)
+    S->backend = kg_diagnosis_backend(S->diag);
+  if (ev == KG_DIAG_ADVICE) {
+    kg_pending_entry_t *e = parent ? kg_pending_find(S->pending, parent) : NULL;
+    if (!e)
+      e = kg_pending_running(S->pending);
+    kg_warning("non-sticky GPU error (%s): advice, no restart",
+               m && m->family ? m->family->id : "?");
+    /* A record of the advice, then the notice (the record's path is in it). */
+    char *saved_code = S->failing_code;
+    char *saved_id = S->failing_msg_id;
+    S->failing_code = e && e->code ? e->code : NULL;
+    S->failing_msg_id = e ? e->msg_id : NULL;
+    kg_incident_t *keep = S->incident;
+    char *keep_path = S->incident_path;
+    S->incident = NULL;
+    S->incident_path = NULL;
+    s_open_incident(S, false);
+    kg_notice_info_t info;
+    s_fill_info(S, &info);
+    info.restored_step = -1;
+    info.checkpoint_restored = false;
+    s_publish_notice(S, KG_NOTICE_ADVICE, &info, e ? e->header : NULL, NULL);
+    kg_incident_destroy(&S->incident);
+    free(S->incident_path);
+    S->incident = keep;
+    S->incident_path = keep_path;
+    S->failing_code = saved_code;
+    S->failing_msg_id = saved_id;
+    return;
+  }
+  /* STICKY */
+  if (S->state != KG_ST_READY && S->state != KG_ST_STARTING)
+    return;
+  kg_error("sticky GPU error (%s, rule %s): closing the gate",
+           m && m->family ? m->family->id : "?", m && m->rule_id ? m->rule_id : "?");
+  s_set_failing(S, parent ? parent : kg_diagnosis_parent(S->diag));
+  S->stop_reason = KG__STOP_STICKY;
+  kg__fire(S, KG_EV_STICKY);
+}
+
+void
+kg__guard_kernel_started(kg_sup_t *S)
+{
+  kg_diagnosis_reset(S->diag);
+  if (S->backend != KG_BACKEND_UNKNOWN)
+    kg_diagnosis_set_backend(S->diag, S->backend);
+  free(S->failing_msg_id);
+  S->failing_msg_id = NULL;
+  S->failing_replied = false;
+}
+
+void
+kg__guard_iopub(kg_sup_t *S, kg_msg_t *msg)
+{
+  const char *type = kg_msg_type(msg);
+  bool is_error = strcmp(type, "error") == 0;
+  if (!is_error && strcmp(type, "stream") != 0)
+    return;
+  cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
+  if (!content)
+    return;
+  const char *parent = kg_msg_parent_id(msg);
+  kg_diag_event_t ev;
+  if (is_error)
+    ev = kg_diagnosis_feed_error(S->diag, KG_SRC_IOPUB_ERROR, content, parent, kg__wall_ms());
+  else {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(content, "name");
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(content, "text");
+    if (!cJSON_IsString(text))
+      return;
+    ev = kg_diagnosis_feed(S->diag, KG_SRC_STREAM, cJSON_IsString(name) ? name->valuestring
+                                                                        : "stdout",
+                           parent, text->valuestring, strlen(text->valuestring),
+                           kg__wall_ms());
+  }
+  s_on_event(S, ev, parent);
+}
+
+void
+kg__guard_reply(kg_sup_t *S, kg_msg_t *msg)
+{
+  if (strcmp(kg_msg_type(msg), "execute_reply") != 0)
+    return;
+  cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(content, "status");
+  const char *parent = kg_msg_parent_id(msg);
+  if (cJSON_IsString(status) && strcmp(status->valuestring, "error") == 0)
+    s_on_event(S, kg_diagnosis_feed_error(S->diag, KG_SRC_EXECUTE_REPLY, content, parent,
+                                          kg__wall_ms()),
+               parent);
+  /* The failing cell's real reply carries kguard's notice metadata. */
+  if (S->failing_msg_id && parent && strcmp(parent, S->failing_msg_id) == 0
+      && kg_diagnosis_sticky(S->diag)) {
+    cJSON *meta = cJSON_Duplicate(kg_msg_json(msg, KG_PART_METADATA), 1);
+    if (!meta)
+      meta = cJSON_CreateObject();
+    kg_notice_info_t info;
+    s_fill_info(S, &info);
+    info.restarted = true;
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "kguard");
+    cJSON_AddItemToObject(meta, "kguard", kg_notice_metadata(KG_NOTICE_STICKY_RESTART, &info));
+    kg_msg_set_json(msg, KG_PART_METADATA, meta);
+    cJSON_Delete(meta);
+  }
+}
+
+void
+kg__guard_raw(kg_sup_t *S, int which, const char *data, size_t len)
+{
+  kg_diag_event_t ev = kg_diagnosis_feed(S->diag, which == 1 ? KG_SRC_RAW_STDOUT
+                                                             : KG_SRC_RAW_STDERR,
+                                         NULL, NULL, data, len, kg__wall_ms());
+  s_on_event(S, ev, NULL);
+}
+
+bool
+kg__guard_child_exit(kg_sup_t *S)
+{
+  int st = kg_child_status(S->child);
+  int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  kg_diag_event_t ev = kg_diagnosis_feed_exit(S->diag, code, sig, kg__wall_ms());
+  if (ev != KG_DIAG_STICKY && !kg_diagnosis_sticky(S->diag))
+    return false;
+  if (kg_diagnosis_backend(S->diag) != KG_BACKEND_UNKNOWN)
+    S->backend = kg_diagnosis_backend(S->diag);
+  s_set_failing(S, kg_diagnosis_parent(S->diag));
+  s_open_incident(S, true);
+  return true;
+}
+
+void
+kg__guard_enter_closing(kg_sup_t *S)
+{
+  size_t doomed = 0;
+  for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
+    kg_pending_entry_t *e = kg_pending_at(S->pending, i);
+    if (S->failing_msg_id && strcmp(e->msg_id, S->failing_msg_id) == 0)
+      continue;
+    e->doomed = true;
+    doomed++;
+  }
+  kg_notice("gate closed: %zu outstanding request(s) will be answered with KernelRestarted",
+            doomed);
+  s_open_incident(S, true);
+  if (!S->failing_msg_id || !kg_pending_find(S->pending, S->failing_msg_id))
+    S->state_deadline_ms = kg__now_ms();   /* no reply to wait for */
+}
+
+/* ------------------------------------------------------------------------
+   After the kernel's group is gone: answer, decide, go on. */
+
+static void
+s_down_reason(kg_sup_t *S, const char *reason)
+{
+  free(S->down_reason);
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s Run `%%kguard restart` in a cell (or `kguard restart -f "
+           "CONNECTION_FILE`) to start a fresh kernel.", reason ? reason : "");
+  S->down_reason = strdup(buf);
+}
+
+static void
+s_after_sticky(kg_sup_t *S)
+{
+  const kg_match_t *m = kg_diagnosis_match(S->diag);
+  const char *title = m && m->family ? m->family->title : "sticky GPU error";
+  char evalue[1024];
+  snprintf(evalue, sizeof evalue,
+           "this request did not run: kguard restarted the kernel after a %s "
+           "(incident %s). See the notice in the failing cell.",
+           title, S->incident ? kg_incident_id(S->incident) : "?");
+  /* The failing cell's reply never came: answer it with the real error. */
+  kg_pending_entry_t *f = S->failing_msg_id ? kg_pending_find(S->pending, S->failing_msg_id)
+                                            : NULL;
+  if (f && !S->failing_replied) {
+    char fv[1024];
+    snprintf(fv, sizeof fv, "%.800s (the kernel was stopped before it replied; incident %s)",
+             m ? m->line : title, S->incident ? kg_incident_id(S->incident) : "?");
+    kg__answer_error(S, f, "KernelRestarted", fv);
+  }
+  kg__answer_all(S, false, "KernelRestarted", evalue);
+
+  char sig[KG_DIAG_SIGNATURE_MAX] = "";
+  kg_diagnosis_signature(S->diag, S->failing_code, sig, sizeof sig);
+  int64_t delay = 0;
+  const char *reason = NULL;
+  kg_policy_action_t act = kg_policy_decide(S->policy, kg__now_ms(), sig, &delay, &reason);
+  if (S->incident) {
+    kg_incident_set_diagnosis(S->incident, S->diag);
+    kg_incident_set_restarts(S->incident, kg_policy_restart_count(S->policy));
+    kg_incident_set_policy(S->incident, act == KG_POLICY_RESTART ? "restart" : "give-up",
+                           reason, delay);
+    cJSON_AddStringToObject(kg_incident_json(S->incident), "failure_signature", sig);
+    s_write_incident(S);
+  }
+  S->diagnostic = false;   /* an automatic restart is a normal one */
+  if (act == KG_POLICY_GIVE_UP) {
+    kg_error("automatic restarts stopped: %s", reason ? reason : "");
+    s_down_reason(S, reason);
+    kg__fire(S, KG_EV_STOPPED_GIVE_UP);
+    return;
+  }
+  S->backoff_ms = delay;
+  cJSON_Delete(S->after_ready_notice);
+  S->after_ready_notice = cJSON_CreateObject();
+  cJSON_AddStringToObject(S->after_ready_notice, "kind", "sticky");
+  kg__fire(S, KG_EV_STOPPED_RESTORE);
+}
+
+void
+kg__guard_after_stop(kg_sup_t *S)
+{
+  int st = S->child ? kg_child_status(S->child) : 0;
+  bool exited = S->child && kg_child_exited(S->child);
+  if (S->child) {
+    kg_child_kill_group(S->child, SIGKILL);   /* leftovers of its group */
+    kg_child_destroy(&S->child);
+  }
+  if (S->incident && exited && S->stop_reason == KG__STOP_STICKY) {
+    kg_incident_set_exit(S->incident, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                         WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  }
+  char how[64];
+  kg_child_describe(st, how, sizeof how);
+  int64_t delay = 0;
+  const char *reason = NULL;
+  switch (S->stop_reason) {
+  case KG__STOP_STICKY:
+    s_after_sticky(S);
+    return;
+  case KG__STOP_USER:
+    kg__answer_all(S, false, "KernelRestarted",
+                   "this request did not finish: the kernel was restarted on request "
+                   "(%kguard restart)");
+    kg_policy_reset(S->policy);
+    S->diagnostic = S->want_diagnostic;
+    S->backoff_ms = 0;
+    kg__fire(S, KG_EV_STOPPED_RESTART);
+    return;
+  case KG__STOP_DIED:
+  case KG__STOP_TIMEOUT:
+  case KG__STOP_NONE: {
+    char evalue[512];
+    if (S->stop_reason == KG__STOP_TIMEOUT)
+      snprintf(evalue, sizeof evalue, "the kernel did not become ready in time");
+    else
+      snprintf(evalue, sizeof evalue,
+               "the kernel process died (%s) while this request was outstanding; "
+               "kguard starts a fresh kernel", how);
+    kg_pending_entry_t *run = kg_pending_running(S->pending);
+    cJSON *parent = run ? cJSON_Duplicate(run->header, 1) : NULL;
+    kg__answer_all(S, false, "KernelDied", evalue);
+    kg_policy_action_t act = kg_policy_decide(S->policy, kg__now_ms(), NULL, &delay, &reason);
+    kg_notice_info_t info;
+    s_fill_info(S, &info);
+    info.family = NULL;
+    info.checkpoint_restored = false;
+    info.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    info.signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    info.restarted = act == KG_POLICY_RESTART;
+    info.reason = reason;
+    s_publish_notice(S, act == KG_POLICY_RESTART ? KG_NOTICE_KERNEL_DIED : KG_NOTICE_DOWN,
+                     &info, parent, NULL);
+    cJSON_Delete(parent);
+    S->diagnostic = false;
+    if (act == KG_POLICY_GIVE_UP) {
+      char r[512];
+      snprintf(r, sizeof r, "The kernel died (%s) and %s", how, reason ? reason : "");
+      s_down_reason(S, r);
+      kg__fire(S, KG_EV_STOPPED_GIVE_UP);
+      return;
+    }
+    S->backoff_ms = delay;
+    kg__fire(S, KG_EV_STOPPED_RESTART);
+    return;
+  }
+  }
+}
+
+/* ------------------------------------------------------------------------
+   Checkpoint restore (RESTORING) and the helpers' output. */
+
+static void
+s_restore_done(kg_sup_t *S)
+{
+  S->resume_pending = false;
+  const cJSON *r = S->restore_result;
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(r, "status");
+  if (cJSON_IsString(status) && strcmp(status->valuestring, "restored") == 0) {
+    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(r, "dir");
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(r, "archive");
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(r, "step");
+    snprintf(S->resume_dir, sizeof S->resume_dir, "%s", cJSON_IsString(dir) ? dir->valuestring
+                                                                           : "");
+    snprintf(S->resume_archive, sizeof S->resume_archive, "%s",
+             cJSON_IsString(arch) ? arch->valuestring : "");
+    S->resume_step = cJSON_IsNumber(step) ? (long long) step->valuedouble : -1;
+    S->resume_pending = S->resume_dir[0] != '\0';
+    kg_notice("checkpoint restored: step %lld from %s into %s", S->resume_step,
+              S->resume_archive, S->resume_dir);
+  } else
+    kg_notice("no checkpoint restored%s%s", S->restore_error ? ": " : "",
+              S->restore_error ? S->restore_error : "");
+  if (S->incident) {
+    cJSON *c = r ? cJSON_Duplicate(r, 1) : NULL;
+    if (!c && S->restore_error) {
+      c = cJSON_CreateObject();
+      cJSON_AddStringToObject(c, "status", "failed");
+      cJSON_AddStringToObject(c, "error", S->restore_error);
+    }
+    kg_incident_take_checkpoint(S->incident, &c);
+    cJSON_Delete(c);
+    s_write_incident(S);
+  }
+  kg__fire(S, KG_EV_RESTORED);
+}
+
+void
+kg__guard_start_restore(kg_sup_t *S)
+{
+  cJSON_Delete(S->restore_result);
+  S->restore_result = NULL;
+  free(S->restore_error);
+  S->restore_error = NULL;
+  struct stat st;
+  if (!S->incident || stat(S->ckpt_dir, &st) != 0 || !S->ckpt_dir[0]) {
+    char buf[PATH_MAX + 64];
+    snprintf(buf, sizeof buf, "no checkpoint directory %s", S->ckpt_dir);
+    S->restore_error = strdup(buf);
+    s_restore_done(S);
+    return;
+  }
+  int64_t t = kg_diagnosis_fault_time(S->diag);
+  if (t < 0)
+    t = kg__wall_ms();
+  char before[32], into[PATH_MAX + 64];
+  snprintf(before, sizeof before, "%lld", (long long) t);
+  snprintf(into, sizeof into, "%s/restored/%s", S->state_dir, kg_incident_id(S->incident));
+  char *argv[] = {S->exe, "ckpt", "resume-prepare", "--dir", S->ckpt_dir, "--before", before,
+                  "--incident", (char *) kg_incident_id(S->incident), "--into", into, "--json",
+                  NULL};
+  kg_notice("restoring the last checkpoint sealed before T=%s from %s", before, S->ckpt_dir);
+  s_start_helper(S, &S->ckpt, argv, "checkpoint restore");
+  if (!S->ckpt.child) {
+    S->restore_error = strdup("unable to start `kguard ckpt resume-prepare`");
+    s_restore_done(S);
+  }
+}
+
+static void
+s_helper_read(kg__helper_t *h)
+{
+  char buf[8192];
+  for (;;) {
+    ssize_t n = kg_child_read(h->child, 1, buf, sizeof buf);
+    if (n <= 0)
+      break;
+    if (h->out_len + (size_t) n > S_HELPER_OUT_MAX)
+      continue;
+    char *g = realloc(h->out, h->out_len + (size_t) n + 1);
+    if (!g)
+      continue;
+    h->out = g;
+    memcpy(h->out + h->out_len, buf, (size_t) n);
+    h->out_len += (size_t) n;
+    h->out[h->out_len] = '\0';
+  }
+  for (;;) {   /* stderr goes to the log only */
+    ssize_t n = kg_child_read(h->child, 2, buf, sizeof buf - 1);
+    if (n <= 0)
+      break;
+    buf[n] = '\0';
+    kg_info("helper: %s", buf);
+  }
+}
+
+static void
+s_ckpt_finished(kg_sup_t *S)
+{
+  kg__helper_t *h = &S->ckpt;
+  int st = kg_child_status(h->child);
+  cJSON *j = h->out ? cJSON_Parse(h->out) : NULL;
+  if (cJSON_IsObject(j))
+    S->restore_result = j;
+  else
+    cJSON_Delete(j);
+  if (!S->restore_result) {
+    char how[64], buf[512];
+    kg_child_describe(st, how, sizeof how);
+    snprintf(buf, sizeof buf, "`kguard ckpt resume-prepare` failed (%s)", how);
+    S->restore_error = strdup(buf);
+  }
+  kg_child_destroy(&h->child);
+  free(h->out);
+  h->out = NULL;
+  h->out_len = 0;
+  if (S->state == KG_ST_RESTORING)
+    s_restore_done(S);
+}
+
+static void
+s_probe_finished(kg_sup_t *S)
+{
+  kg__helper_t *h = &S->probe;
+  cJSON *j = h->out ? cJSON_Parse(h->out) : NULL;
+  if (cJSON_IsObject(j)) {
+    const cJSON *hip = cJSON_GetObjectItemCaseSensitive(j, "hip");
+    const cJSON *torch_hip = cJSON_GetObjectItemCaseSensitive(j, "torch_hip");
+    const cJSON *backend = cJSON_GetObjectItemCaseSensitive(j, "backend");
+    if (S->backend == KG_BACKEND_UNKNOWN) {
+      if ((cJSON_IsString(hip) && *hip->valuestring)
+          || (cJSON_IsString(torch_hip) && *torch_hip->valuestring)
+          || (cJSON_IsString(backend) && strcmp(backend->valuestring, "rocm") == 0))
+        S->backend = KG_BACKEND_ROCM;
+      else if (cJSON_IsString(backend) && strcmp(backend->valuestring, "cuda") == 0)
+        S->backend = KG_BACKEND_CUDA;
+    }
+  }
+  if (S->incident) {
+    kg_incident_take_versions(S->incident, &j);
+    s_write_incident(S);
+  }
+  cJSON_Delete(j);
+  kg_child_destroy(&h->child);
+  free(h->out);
+  h->out = NULL;
+  h->out_len = 0;
+}
+
+void
+kg__guard_helpers_poll(kg_sup_t *S, int fd)
+{
+  kg__helper_t *hs[2] = {&S->ckpt, &S->probe};
+  for (int i = 0; i < 2; i++) {
+    kg__helper_t *h = hs[i];
+    if (!h->child)
+      continue;
+    if (fd >= 0 && kg_child_stdout_fd(h->child) != fd)
+      continue;
+    s_helper_read(h);
+    if (kg_child_reap(h->child) == 1) {
+      s_helper_read(h);
+      if (i == 0)
+        s_ckpt_finished(S);
+      else
+        s_probe_finished(S);
+    }
+  }
+}
+
+void
+kg__guard_helpers_timers(kg_sup_t *S, int64_t now)
+{
+  kg__helper_t *hs[2] = {&S->ckpt, &S->probe};
+  for (int i = 0; i < 2; i++) {
+    if (hs[i]->child && now >= hs[i]->deadline_ms) {
+      kg_warning("%s timed out: killed", i == 0 ? "checkpoint restore" : "version probe");
+      kg_child_kill_group(hs[i]->child, SIGKILL);
+      hs[i]->deadline_ms = now + 5000;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------
+   READY and DOWN. */
+
+void
+kg__guard_on_ready(kg_sup_t *S)
+{
+  if (S->after_ready_notice) {
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(S->after_ready_notice, "kind");
+    const cJSON *parent = cJSON_GetObjectItemCaseSensitive(S->after_ready_notice, "parent");
+    kg_notice_info_t info;
+    s_fill_info(S, &info);
+    info.restarted = true;
+    char extra[512] = "";
+    if (S->restore_error && !info.checkpoint_restored)
+      snprintf(extra, sizeof extra, "No checkpoint was restored: %s.", S->restore_error);
+    if (S->diagnostic) {
+      size_t n = strlen(extra);
+      snprintf(extra + n, sizeof extra - n, "%sThis kernel runs in %s.", n ? " " : "",
+               s_diag_label(S));
+    }
+    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "sticky") == 0)
+      s_publish_notice(S, KG_NOTICE_STICKY_RESTART, &info, S->failing_header, extra);
+    else if (cJSON_IsString(kind) && strcmp(kind->valuestring, "diagnostic") == 0) {
+      info.family = NULL;
+      info.checkpoint_restored = false;
+      s_publish_notice(S, KG_NOTICE_DIAGNOSTIC, &info, cJSON_IsObject(parent) ? parent : NULL,
+                       extra);
+    }
+    cJSON_Delete(S->after_ready_notice);
+    S->after_ready_notice = NULL;
+  }
+  S->resume_pending = false;
+}
+
+void
+kg__guard_enter_down(kg_sup_t *S)
+{
+  kg_error("kguard is DOWN: %s", S->down_reason ? S->down_reason : "");
+  if (S->stop_reason == KG__STOP_STICKY) {
+    kg_notice_info_t info;
+    s_fill_info(S, &info);
+    info.checkpoint_restored = false;
+    info.reason = S->down_reason;
+    s_publish_notice(S, KG_NOTICE_DOWN, &info, S->failing_header, NULL);
+  }
+  cJSON_Delete(S->after_ready_notice);
+  S->after_ready_notice = NULL;
+  kg_channel_t ch;
+  kg_msg_t *msg;
+  while ((msg = kg_pending_unhold(S->pending, &ch))) {
+    kg__dispatch_front(S, ch, &msg);   /* DOWN: answered with KernelDown */
+    kg_msg_destroy(&msg);
+  }
+  size_t i = 0;
+  while (i < kg_pending_count(S->pending)) {
+    kg_pending_entry_t *e = kg_pending_at(S->pending, i);
+    if (S->shutdown_msg_id && strcmp(e->msg_id, S->shutdown_msg_id) == 0) {
+      i++;
+      continue;
+    }
+    if (strcmp(e->msg_type, "kernel_info_request") == 0)
+      kg__answer_kernel_info(S, e);
+    else
+      kg__answer_error(S, e, "KernelDown", S->down_reason ? S->down_reason : "kernel is down");
+  }
+}
+
+/* ------------------------------------------------------------------------
+   In-band commands: `%kguard restart [--diagnostic]`, `%kguard status`. */
+
+static void
+s_status_text(kg_sup_t *S, char *buf, size_t len)
+{
+  int n = snprintf(buf, len,
+                   "kguard: state %s, kernel #%d%s, pid %ld\n"
+                   "restarts: %d (policy window: %d)\n"
+                   "diagnostic mode: %s\n"
+                   "state dir: %s\ncheckpoints: %s\nkernel log: %s\n",
+                   kg_state_name(S->state), S->generation,
+                   S->diagnostic ? " (diagnostic, not for timing)" : "",
+                   S->child ? (long) kg_child_pid(S->child) : -1L,
+                   kg_policy_restart_count(S->policy),
+                   kg_policy_restarts_in_window(S->policy, kg__now_ms()),
+                   S->diagnostic ? s_diag_label(S) : "off", S->state_dir, S->ckpt_dir,
+                   S->kernel_log_path);
+  if (n > 0 && (size_t) n < len && S->incident)
+    n += snprintf(buf + n, len - (size_t) n, "last incident: %s (%s)\n",
+                  kg_incident_id(S->incident), S->incident_path ? S->incident_path : "");
+  if (n > 0 && (size_t) n < len && S->state == KG_ST_DOWN)
+    snprintf(buf + n, len - (size_t) n, "down: %s\n", S->down_reason ? S->down_reason : "");
+}
+
+bool
+kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
+{
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
+                                                       "code");
+  if (!cJSON_IsString(code))
+    return false;
+  const char *p = code->valuestring;
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+    p++;
+  if (strncmp(p, "%kguard", 7) != 0 || (p[7] && !isspace((unsigned char) p[7])))
+    return false;
+  char line[256];
+  size_t n = strcspn(p, "\n");
+  snprintf(line, sizeof line, "%.*s", (int) (n < 255 ? n : 255), p);
+  char *save = NULL;
+  strtok_r(line, " \t\r", &save);
+  const char *cmd = strtok_r(NULL, " \t\r", &save);
+  const char *opt = cmd ? strtok_r(NULL, " \t\r", &save) : NULL;
+  kg_pending_entry_t *e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+  if (!e)
+    return true;
+  if (cmd && strcmp(cmd, "status") == 0 && !opt) {
+    char text[4096];
+    s_status_text(S, text, sizeof text);
+    kg__answer_stream(S, e, text, true);
+    return true;
+  }
+  bool diagnostic = opt && strcmp(opt, "--diagnostic") == 0;
+  if (!cmd || strcmp(cmd, "restart") != 0 || (opt && !diagnostic)) {
+    kg__answer_stream(S, e, "usage: %kguard restart [--diagnostic] | %kguard status\n", false);
+    return true;
+  }
+  if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_RESTORING
+      || S->state == KG_ST_EXITING) {
+    kg__answer_stream(S, e, "kguard: a restart is already in progress\n", true);
+    return true;
+  }
+  S->want_diagnostic = diagnostic;
+  char text[512];
+  snprintf(text, sizeof text, "kguard: restarting the kernel%s\n",
+           diagnostic ? " in diagnostic mode (diagnostic, not for timing)" : "");
+  cJSON_Delete(S->after_ready_notice);
+  S->after_ready_notice = NULL;
+  if (diagnostic) {
+    S->after_ready_notice = cJSON_CreateObject();
+    cJSON_AddStringToObject(S->after_ready_notice, "kind", "diagnostic");
+    cJSON_AddItemToObject(S->after_ready_notice, "parent", cJSON_Duplicate(e->header, 1));
+  }
+  kg__answer_stream(S, e, text, true);
+  kg_notice("restart requested in-band%s", diagnostic ? " (diagnostic)" : "");
+  S->stop_reason = KG__STOP_USER;
+  if (S->state == KG_ST_DOWN || S->state == KG_ST_BACKOFF) {
+    kg_policy_reset(S->policy);
+    free(S->down_reason);
+    S->down_reason = NULL;
+    S->diagnostic = diagnostic;
+  }
+  kg__fire(S, KG_EV_USER_RESTART);
+  return true;
+}

@@ -1,0 +1,47 @@
+/*  kg_paths: where kguard keeps things (the shared conventions of the brief).
+
+    State dir: $KGUARD_STATE_DIR, else $XDG_STATE_HOME/kguard, else
+    ~/.local/state/kguard; created 0700 with logs/, incidents/, restored/.
+    Data dir: $KGUARD_DATADIR, else <dir of /proc/self/exe>/../share/kguard if
+    it exists, else the source tree. Runtime dir: mkdtemp kguard-XXXXXX under
+    $XDG_RUNTIME_DIR or /tmp, mode 0700.
+*/
+#ifndef KG_PATHS_H
+#define KG_PATHS_H
+
+#include <stddef.h>
+
+/*  Absolute path of the running kguard binary (from /proc/self/exe) into buf.
+    Returns 0 or -errno. */
+int kg_paths_exe(char *buf, size_t len);
+
+/*  Resolve the state dir into buf and create it (0700) with its
+    subdirectories logs/, incidents/ and restored/. Returns 0 or -errno. */
+int kg_paths_state_dir(char *buf, size_t len);
+
+/*  Resolve the data dir into buf (not created). Returns 0, or KG_ENOTFOUND
+    if none of the candidates exists (buf then holds the source tree). */
+int kg_paths_data_dir(char *buf, size_t len);
+
+/*  The Python package dir (the one containing kguard/) into buf: "<data>/python".
+    Returns 0 or KG_ENOTFOUND. */
+int kg_paths_python_dir(char *buf, size_t len);
+
+/*  The rules file: <data>/rules/gpu-errors.json (installed) or
+    <data>/supervisor/rules/gpu-errors.json (source tree). Returns 0 or
+    KG_ENOTFOUND. */
+int kg_paths_rules_file(char *buf, size_t len);
+
+/*  Create a private 0700 runtime dir "kguard-XXXXXX" under $XDG_RUNTIME_DIR
+    (if set and usable) or /tmp. Returns 0 or -errno. The caller removes it
+    (kg_paths_remove_tree). */
+int kg_paths_runtime_dir(char *buf, size_t len);
+
+/*  Remove dir and the files directly inside it (runtime dirs only hold
+    sockets and the connection file). Returns 0 or -errno. */
+int kg_paths_remove_tree(const char *dir);
+
+/*  mkdir -p with mode for each created component. Returns 0 or -errno. */
+int kg_paths_mkdirs(const char *path, unsigned mode);
+
+#endif

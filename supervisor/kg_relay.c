@@ -1,0 +1,384 @@
+/*  kg_relay: message routing between the frontend and the inner kernel, and
+    the gate.
+
+    Requests from the frontend are verified with the frontend's key (forged,
+    unsigned, replayed or malformed ones are dropped, counted and logged, never
+    relayed), remembered by msg_id with their routing identities, and forwarded
+    on the matching kernel socket re-signed with the kernel's key. Replies are
+    routed back by parent msg_id. Only headers are parsed on the fast path;
+    contents only where kguard needs them (errors, streams, kernel_info).
+    While the gate is closed, requests are held and answered or delivered
+    later (kg_guard.c, kg_synth.c).
+*/
+#include "kg_sup_priv.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "kg_error.h"
+#include "kg_log.h"
+
+#define S_BATCH 256   /* messages taken from one socket per wake-up */
+
+static bool
+s_ends_with(const char *s, const char *suffix)
+{
+  size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static bool
+s_is_nudge(kg_sup_t *S, const char *parent)
+{
+  if (!parent || !*parent)
+    return false;
+  for (int i = 0; i < KG__NUDGE_MAX; i++)
+    if (strcmp(S->nudge_ids[i], parent) == 0)
+      return true;
+  return false;
+}
+
+static void
+s_check_ready(kg_sup_t *S)
+{
+  if (S->state == KG_ST_STARTING && S->got_info_reply && S->got_iopub)
+    kg__fire(S, KG_EV_KERNEL_READY);
+}
+
+/*  Receive one message; 1 if one was taken, 0 if none, -1 on a socket
+    error. Oversized messages are counted and skipped. */
+static int
+s_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_msg_t **msg_p)
+{
+  for (;;) {
+    int rc = kg_msg_recv(socket, ZMQ_DONTWAIT, msg_p);
+    if (rc == 0)
+      return 1;
+    if (rc == -EAGAIN || rc == -EINTR)
+      return 0;
+    if (rc == KG_ETOOBIG) {
+      S->n_oversized++;
+      kg_warning("dropped an oversized message on the %s %s channel", side,
+                 kg_channel_name(ch));
+      continue;
+    }
+    if (rc != -ETERM)
+      kg_error("unable to receive on the %s %s channel: %s", side, kg_channel_name(ch),
+               kg_strerror(rc));
+    return -1;
+  }
+}
+
+/*  Parse and check a received message; on failure count, log, return false. */
+static bool
+s_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side, kg_channel_t ch)
+{
+  int rc = kg_msg_parse(msg, signer);
+  if (rc == 0)
+    rc = kg_msg_check_header(msg);
+  if (rc == 0)
+    return true;
+  if (rc == KG_ENOSIG || rc == KG_EBADSIG || rc == KG_EREPLAY)
+    S->n_forged++;
+  else
+    S->n_malformed++;
+  kg_warning("dropped a message on the %s %s channel: %s (%lu forged, %lu malformed so far)",
+             side, kg_channel_name(ch), kg_strerror(rc), S->n_forged, S->n_malformed);
+  return false;
+}
+
+static void
+s_forward(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
+{
+  if (kg_msg_set_idents(msg, NULL, 0) != 0)
+    return;
+  int rc = kg_msg_send(msg, S->kern[ch], S->inner_signer, 0);
+  if (rc) {
+    kg_error("unable to forward %s to the kernel: %s", kg_msg_type(msg), kg_strerror(rc));
+    return;
+  }
+  if (e)
+    e->forwarded = true;
+  S->n_relayed++;
+}
+
+void
+kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
+{
+  kg_msg_t *msg = *msg_p;
+  const char *type = kg_msg_type(msg);
+  if (S->state == KG_ST_EXITING) {
+    kg_debug("%s ignored: shutting down", type);
+    return;
+  }
+  if (ch == KG_CH_STDIN) {
+    if (kg_state_gate_open(S->state))
+      s_forward(S, ch, msg, NULL);
+    else
+      kg_info("%s dropped: the kernel that asked for input is gone", type);
+    return;
+  }
+  bool is_request = s_ends_with(type, "_request");
+  kg_pending_entry_t *e = NULL;
+
+  if (ch == KG_CH_CONTROL && strcmp(type, "shutdown_request") == 0) {
+    e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+    free(S->shutdown_msg_id);
+    S->shutdown_msg_id = e ? strdup(e->msg_id) : NULL;
+    const cJSON *restart = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
+                                                            "restart");
+    kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
+    if (kg_state_gate_open(S->state) && S->child && !kg_child_exited(S->child)) {
+      s_forward(S, ch, msg, e);
+      kg__begin_exit(S, true);
+    } else {
+      if (e) {
+        cJSON *content = cJSON_CreateObject();
+        cJSON_AddStringToObject(content, "status", "ok");
+        cJSON_AddBoolToObject(content, "restart", cJSON_IsTrue(restart));
+        kg__reply(S, e, "shutdown_reply", &content);
+        kg_pending_remove(S->pending, S->shutdown_msg_id);
+      }
+      kg__begin_exit(S, false);
+    }
+    return;
+  }
+  if (ch == KG_CH_CONTROL && strcmp(type, "interrupt_request") == 0
+      && !S->inner_message_interrupts) {
+    /* The inner kernel takes interrupts as signals (ipykernel's default). */
+    e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+    if (S->child && !kg_child_exited(S->child) && kg_state_gate_open(S->state)) {
+      kg_info("interrupt_request: SIGINT to the kernel's process group");
+      kg_child_kill_group(S->child, SIGINT);
+    }
+    if (e) {
+      cJSON *content = cJSON_CreateObject();
+      cJSON_AddStringToObject(content, "status", "ok");
+      kg__reply(S, e, "interrupt_reply", &content);
+      kg_pending_remove(S->pending, e->msg_id);
+    }
+    return;
+  }
+  if (strcmp(type, "kernel_info_request") == 0 && !kg_state_gate_open(S->state)
+      && (S->info_cache || S->state == KG_ST_DOWN)) {
+    e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+    if (e)
+      kg__answer_kernel_info(S, e);
+    return;
+  }
+  if (ch == KG_CH_SHELL && strcmp(type, "execute_request") == 0
+      && kg__guard_inband(S, msg, ch))
+    return;
+  if (S->state == KG_ST_DOWN) {
+    if (is_request && (e = kg_pending_add(S->pending, msg, ch, kg__now_ms())))
+      kg__answer_error(S, e, "KernelDown", S->down_reason ? S->down_reason
+                                                         : "the kernel is down");
+    return;
+  }
+  if (is_request) {
+    e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+    if (!e) {
+      S->n_malformed++;
+      kg_warning("dropped a %s: unable to record it", type);
+      return;
+    }
+  }
+  if (kg_state_gate_open(S->state)) {
+    s_forward(S, ch, msg, e);
+    return;
+  }
+  if (kg_pending_hold(S->pending, msg_p, ch) != 0) {
+    kg_warning("held queue full: %s answered with an error", type);
+    if (e)
+      kg__answer_error(S, e, "KernelBusy",
+                       "kguard is restarting the kernel and its queue of held requests is full");
+  }
+}
+
+void
+kg__on_front(kg_sup_t *S, kg_channel_t ch)
+{
+  for (int i = 0; i < S_BATCH && S->running; i++) {
+    kg_msg_t *msg = NULL;
+    if (s_recv(S, S->front[ch], "frontend", ch, &msg) <= 0)
+      return;
+    if (s_accept(S, msg, S->front_signer, "frontend", ch))
+      kg__dispatch_front(S, ch, &msg);
+    kg_msg_destroy(&msg);
+  }
+}
+
+void
+kg__on_hb(kg_sup_t *S)
+{
+  for (int i = 0; i < S_BATCH; i++) {
+    kg_msg_t *msg = NULL;
+    if (s_recv(S, S->front[KG_CH_HB], "frontend", KG_CH_HB, &msg) <= 0)
+      return;
+    kg_msg_send_raw(msg, S->front[KG_CH_HB], ZMQ_DONTWAIT);
+    kg_msg_destroy(&msg);
+  }
+}
+
+void
+kg__flush_held(kg_sup_t *S)
+{
+  kg_channel_t ch;
+  kg_msg_t *msg;
+  while (kg_state_gate_open(S->state) && (msg = kg_pending_unhold(S->pending, &ch))) {
+    kg__dispatch_front(S, ch, &msg);
+    kg_msg_destroy(&msg);
+  }
+}
+
+void
+kg__send_nudge(kg_sup_t *S)
+{
+  cJSON *content = cJSON_CreateObject();
+  kg_msg_t *m = kg_msg_new("kernel_info_request", S->session, NULL, &content);
+  if (!m)
+    return;
+  snprintf(S->nudge_ids[S->nudge_next], sizeof S->nudge_ids[0], "%s", kg_msg_id(m));
+  S->nudge_next = (S->nudge_next + 1) % KG__NUDGE_MAX;
+  if (kg_msg_send(m, S->kern[KG_CH_SHELL], S->inner_signer, ZMQ_DONTWAIT) != 0)
+    kg_debug("nudge not sent (kernel not connected yet)");
+  kg_msg_destroy(&m);
+}
+
+/* ------------------------------------------------------------------------
+   From the kernel. */
+
+static void
+s_route_back(kg_sup_t *S, kg_msg_t *msg, kg_pending_entry_t *e, kg_channel_t ch)
+{
+  if (kg_msg_set_idents(msg, e->idents, e->ident_count) != 0)
+    return;
+  int rc = kg_msg_send(msg, S->front[ch], S->front_signer, 0);
+  if (rc)
+    kg_warning("unable to send %s to the frontend: %s", kg_msg_type(msg), kg_strerror(rc));
+  else
+    S->n_relayed++;
+}
+
+static void
+s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
+{
+  S->got_iopub = true;
+  const char *parent = kg_msg_parent_id(msg);
+  if (s_is_nudge(S, parent)) {
+    s_check_ready(S);
+    return;
+  }
+  kg__guard_iopub(S, msg);
+  switch (S->state) {
+  case KG_ST_READY:
+  case KG_ST_EXITING:
+    break;
+  case KG_ST_CLOSING:
+  case KG_ST_STOPPING:
+    /* Only the failing request's outputs: the user sees the real traceback;
+       the queued requests are answered by kguard. */
+    if (!parent || !S->failing_msg_id || strcmp(parent, S->failing_msg_id) != 0)
+      return;
+    break;
+  default:
+    if (!parent || !*parent)
+      return;   /* the new kernel's own `starting`: kguard sent one already */
+    break;
+  }
+  int rc = kg_msg_send(msg, S->front[KG_CH_IOPUB], S->front_signer, 0);
+  if (rc == 0)
+    S->n_relayed++;
+  s_check_ready(S);
+}
+
+static void
+s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
+{
+  const char *parent = kg_msg_parent_id(msg);
+  const char *type = kg_msg_type(msg);
+  bool is_info = strcmp(type, "kernel_info_reply") == 0;
+  if (is_info) {
+    cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
+    if (content) {
+      cJSON_Delete(S->info_cache);
+      S->info_cache = cJSON_Duplicate(content, 1);
+    }
+  }
+  if (s_is_nudge(S, parent)) {
+    if (is_info) {
+      S->got_info_reply = true;
+      s_check_ready(S);
+    }
+    return;
+  }
+  if (strcmp(type, "execute_reply") == 0) {
+    const cJSON *count = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
+                                                          "execution_count");
+    if (cJSON_IsNumber(count))
+      S->execution_count = count->valueint;
+  }
+  kg__guard_reply(S, msg);
+  kg_pending_entry_t *e = kg_pending_find(S->pending, parent);
+  if (!e) {
+    S->n_unrouted++;
+    kg_debug("%s for an unknown request dropped", type);
+    return;
+  }
+  if (e->doomed)
+    return;   /* kguard answers it (KernelRestarted) */
+  s_route_back(S, msg, e, e->channel);
+  bool failing = S->failing_msg_id && parent && strcmp(parent, S->failing_msg_id) == 0;
+  if (s_ends_with(type, "_reply")) {
+    kg_pending_remove(S->pending, parent);
+    if (failing && strcmp(type, "execute_reply") == 0) {
+      S->failing_replied = true;
+      if (S->state == KG_ST_CLOSING)
+        kg__fire(S, KG_EV_EVIDENCE_DONE);
+    }
+    if (S->state == KG_ST_EXITING && strcmp(type, "shutdown_reply") == 0
+        && S->exit_phase == KG__EXIT_WAIT_REPLY) {
+      S->exit_phase = KG__EXIT_WAIT_CHILD;
+      S->exit_deadline_ms = kg__now_ms() + 300;
+    }
+  }
+  (void) ch;
+}
+
+static void
+s_kernel_stdin(kg_sup_t *S, kg_msg_t *msg)
+{
+  kg_pending_entry_t *e = kg_pending_find(S->pending, kg_msg_parent_id(msg));
+  if (!e || e->doomed || !kg_state_gate_open(S->state)) {
+    S->n_unrouted++;
+    kg_info("%s with no waiting request dropped", kg_msg_type(msg));
+    return;
+  }
+  s_route_back(S, msg, e, KG_CH_STDIN);
+}
+
+void
+kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
+{
+  void *socket = S->kern[ch];
+  for (int i = 0; i < S_BATCH && S->kern[ch] == socket; i++) {
+    kg_msg_t *msg = NULL;
+    if (s_recv(S, socket, "kernel", ch, &msg) <= 0)
+      return;
+    if (s_accept(S, msg, S->inner_signer, "kernel", ch)) {
+      const char *session = kg_msg_session(msg);
+      if (session && *session && strcmp(session, S->session) != 0)
+        snprintf(S->session, sizeof S->session, "%s", session);
+      if (ch == KG_CH_IOPUB)
+        s_kernel_iopub(S, msg);
+      else if (ch == KG_CH_STDIN)
+        s_kernel_stdin(S, msg);
+      else
+        s_kernel_reply(S, ch, msg);
+    }
+    kg_msg_destroy(&msg);
+  }
+}

@@ -1,0 +1,112 @@
+/*  kg_ring: bounded byte ring plus an append-only log. */
+#include "kg_ring.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct kg_ring_t {
+  char *buf;                    /*  capacity bytes                          */
+  size_t capacity;              /*  fixed size                              */
+  size_t start;                 /*  index of the oldest byte                */
+  size_t size;                  /*  bytes held                              */
+  unsigned long long total;     /*  bytes ever appended                     */
+  int log_fd;                   /*  borrowed, -1 for none                   */
+};
+
+kg_ring_t *
+kg_ring_new(size_t capacity, int log_fd)
+{
+  assert(capacity > 0);
+  kg_ring_t *self = calloc(1, sizeof *self);
+  if (!self)
+    return NULL;
+  self->buf = malloc(capacity);
+  if (!self->buf) {
+    free(self);
+    return NULL;
+  }
+  self->capacity = capacity;
+  self->log_fd = log_fd;
+  return self;
+}
+
+void
+kg_ring_destroy(kg_ring_t **self_p)
+{
+  if (!self_p || !*self_p)
+    return;
+  free((*self_p)->buf);
+  free(*self_p);
+  *self_p = NULL;
+}
+
+void
+kg_ring_append(kg_ring_t *self, const void *data, size_t len)
+{
+  const char *p = data;
+  self->total += len;
+  if (self->log_fd >= 0) {
+    size_t off = 0;
+    while (off < len) {
+      ssize_t w = write(self->log_fd, p + off, len - off);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w <= 0)
+        break;   /* a full disk must not stop the relay */
+      off += (size_t) w;
+    }
+  }
+  if (len >= self->capacity) {
+    memcpy(self->buf, p + len - self->capacity, self->capacity);
+    self->start = 0;
+    self->size = self->capacity;
+    return;
+  }
+  /* Copy in at most two runs (the write position may wrap once). */
+  size_t end = (self->start + self->size) % self->capacity;
+  size_t first = self->capacity - end < len ? self->capacity - end : len;
+  memcpy(self->buf + end, p, first);
+  memcpy(self->buf, p + first, len - first);
+  size_t size = self->size + len;
+  if (size > self->capacity) {
+    self->start = (self->start + size - self->capacity) % self->capacity;
+    size = self->capacity;
+  }
+  self->size = size;
+}
+
+size_t
+kg_ring_size(const kg_ring_t *self)
+{
+  return self->size;
+}
+
+unsigned long long
+kg_ring_total(const kg_ring_t *self)
+{
+  return self->total;
+}
+
+char *
+kg_ring_tail(const kg_ring_t *self, size_t max)
+{
+  size_t n = self->size < max ? self->size : max;
+  char *out = malloc(n + 1);
+  if (!out)
+    return NULL;
+  size_t first = (self->start + self->size - n) % self->capacity;
+  for (size_t i = 0; i < n; i++)
+    out[i] = self->buf[(first + i) % self->capacity];
+  out[n] = '\0';
+  return out;
+}
+
+void
+kg_ring_clear(kg_ring_t *self)
+{
+  self->start = 0;
+  self->size = 0;
+}

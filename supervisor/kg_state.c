@@ -1,0 +1,58 @@
+/*  kg_state: the transition table. */
+#include "kg_state.h"
+
+#define N KG_ST_NONE
+#define STA KG_ST_STARTING
+#define RDY KG_ST_READY
+#define CLO KG_ST_CLOSING
+#define STO KG_ST_STOPPING
+#define RES KG_ST_RESTORING
+#define BAK KG_ST_BACKOFF
+#define DWN KG_ST_DOWN
+#define EXI KG_ST_EXITING
+
+/*  s_table[state][event]. Rows follow kg_state_t, columns kg_event_t:
+    READY SPAWNFAIL STARTTO STICKY EVDONE CHILDEXIT RESTART RESTORE GIVEUP
+    RESTORED TIMER USERRESTART SHUTDOWN */
+static const kg_state_t s_table[KG_ST_COUNT][KG_EV_COUNT] = {
+  /* STARTING  */ {RDY, DWN, STO, STO, N,   STO, N,   N,   N,   N,   N,   STO, EXI},
+  /* READY     */ {N,   N,   N,   CLO, N,   STO, N,   N,   N,   N,   N,   STO, EXI},
+  /* CLOSING   */ {N,   N,   N,   N,   STO, STO, N,   N,   N,   N,   N,   N,   EXI},
+  /* STOPPING  */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   N,   N,   EXI},
+  /* RESTORING */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   BAK, N,   N,   EXI},
+  /* BACKOFF   */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, STA, EXI},
+  /* DOWN      */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, EXI},
+  /* EXITING   */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N},
+};
+
+kg_state_t
+kg_state_next(kg_state_t state, kg_event_t event)
+{
+  if (state < 0 || state >= KG_ST_COUNT || event < 0 || event >= KG_EV_COUNT)
+    return KG_ST_NONE;
+  return s_table[state][event];
+}
+
+const char *
+kg_state_name(kg_state_t state)
+{
+  static const char *names[KG_ST_COUNT] = {"STARTING", "READY", "CLOSING", "STOPPING",
+                                           "RESTORING", "BACKOFF", "DOWN", "EXITING"};
+  return state >= 0 && state < KG_ST_COUNT ? names[state] : "NONE";
+}
+
+const char *
+kg_event_name(kg_event_t event)
+{
+  static const char *names[KG_EV_COUNT] = {
+    "KERNEL_READY", "SPAWN_FAILED", "START_TIMEOUT", "STICKY", "EVIDENCE_DONE",
+    "CHILD_EXIT", "STOPPED_RESTART", "STOPPED_RESTORE", "STOPPED_GIVE_UP",
+    "RESTORED", "TIMER", "USER_RESTART", "SHUTDOWN"};
+  return event >= 0 && event < KG_EV_COUNT ? names[event] : "?";
+}
+
+int
+kg_state_gate_open(kg_state_t state)
+{
+  return state == KG_ST_READY;
+}

@@ -1,0 +1,62 @@
+/*  kg_state: the inner kernel's life cycle as an explicit state machine
+    (s6-supervise style: an enum of states, an enum of events, one table).
+
+    The table is pure: kg_state_next says where an event leads; the
+    supervisor runs the entry action of the new state (spawn, kill, restore,
+    deliver held requests...). An event a state does not expect leaves it
+    unchanged (KG_ST_NONE).
+
+      STARTING  spawned; nudging kernel_info until a reply AND an iopub message
+      READY     relaying; the gate is open
+      CLOSING   gate closed after a sticky sign; collecting the failing cell's
+                evidence until its reply arrives or a deadline
+      STOPPING  SIGTERM to the group, grace, SIGKILL, reap
+      RESTORING checkpoint child (kguard ckpt resume-prepare) running
+      BACKOFF   waiting the restart delay the policy asked for
+      DOWN      no kernel (spawn failed or policy gave up); requests get errors
+      EXITING   shutdown: reply, kill the group, close sockets, exit
+*/
+#ifndef KG_STATE_H
+#define KG_STATE_H
+
+typedef enum {
+  KG_ST_NONE = -1,
+  KG_ST_STARTING = 0,
+  KG_ST_READY,
+  KG_ST_CLOSING,
+  KG_ST_STOPPING,
+  KG_ST_RESTORING,
+  KG_ST_BACKOFF,
+  KG_ST_DOWN,
+  KG_ST_EXITING,
+  KG_ST_COUNT
+} kg_state_t;
+
+typedef enum {
+  KG_EV_KERNEL_READY = 0,       /*  nudge answered and iopub seen            */
+  KG_EV_SPAWN_FAILED,           /*  exec failed (error pipe)                 */
+  KG_EV_START_TIMEOUT,          /*  not ready in time                        */
+  KG_EV_STICKY,                 /*  a sticky GPU error was detected          */
+  KG_EV_EVIDENCE_DONE,          /*  failing reply arrived, or its deadline   */
+  KG_EV_CHILD_EXIT,             /*  the kernel process ended                 */
+  KG_EV_STOPPED_RESTART,        /*  group gone; policy: restart, no restore  */
+  KG_EV_STOPPED_RESTORE,        /*  group gone; policy: restart with restore */
+  KG_EV_STOPPED_GIVE_UP,        /*  group gone; policy: give up              */
+  KG_EV_RESTORED,               /*  checkpoint child finished (either way)   */
+  KG_EV_TIMER,                  /*  backoff elapsed                          */
+  KG_EV_USER_RESTART,           /*  %kguard restart or kguard restart        */
+  KG_EV_SHUTDOWN,               /*  shutdown_request, SIGTERM, SIGHUP        */
+  KG_EV_COUNT
+} kg_event_t;
+
+/*  The state event leads to from state, or KG_ST_NONE if state ignores it. */
+kg_state_t kg_state_next(kg_state_t state, kg_event_t event);
+
+/*  "STARTING", "READY"... and "KERNEL_READY"... Static storage. */
+const char *kg_state_name(kg_state_t state);
+const char *kg_event_name(kg_event_t event);
+
+/*  True in the states where the gate is open (requests reach the kernel). */
+int kg_state_gate_open(kg_state_t state);
+
+#endif

@@ -1,0 +1,198 @@
+/*  kg_sup_priv: the supervisor's state, shared by the files that implement
+    it (kg_supervisor.c: loop and life cycle; kg_relay.c: routing and the
+    gate; kg_synth.c: messages kguard writes itself; kg_guard.c: evidence,
+    sticky errors, incidents, checkpoints, in-band commands). Not a public
+    header: names shared across those files carry the kg__ prefix.
+*/
+#ifndef KG_SUP_PRIV_H
+#define KG_SUP_PRIV_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kg_child.h"
+#include "kg_classifier.h"
+#include "kg_conninfo.h"
+#include "kg_diagnosis.h"
+#include "kg_incident.h"
+#include "kg_msg.h"
+#include "kg_pending.h"
+#include "kg_policy.h"
+#include "kg_ring.h"
+#include "kg_sigsrc.h"
+#include "kg_signer.h"
+#include "kg_state.h"
+#include "kg_supervisor.h"
+
+#define KG__NUDGE_MAX 16          /* own kernel_info ids remembered        */
+#define KG__HELD_MAX 1024         /* held requests while no kernel         */
+#define KG__RING_BYTES (256u * 1024u)
+#define KG__START_TIMEOUT_MS 60000
+#define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
+#define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
+#define KG__SHUTDOWN_REPLY_MS 1000
+#define KG__HELPER_TIMEOUT_MS 30000
+
+/*  Why the current kernel is being stopped. */
+typedef enum {
+  KG__STOP_NONE = 0,
+  KG__STOP_DIED,                /*  it died on its own                       */
+  KG__STOP_STICKY,              /*  sticky GPU error                         */
+  KG__STOP_USER,                /*  %kguard restart / kguard restart          */
+  KG__STOP_TIMEOUT              /*  never became ready                       */
+} kg__stop_t;
+
+/*  Shutdown sub-phases of EXITING. */
+typedef enum {
+  KG__EXIT_WAIT_REPLY = 0,      /*  shutdown_request forwarded, reply awaited */
+  KG__EXIT_WAIT_CHILD,          /*  the kernel exits on its own              */
+  KG__EXIT_TERM,                /*  SIGTERM sent                              */
+  KG__EXIT_KILL,                /*  SIGKILL sent                              */
+  KG__EXIT_DONE
+} kg__exit_phase_t;
+
+/*  A helper child whose stdout kguard reads (checkpoint, probe). */
+typedef struct {
+  kg_child_t *child;
+  char *out;                    /*  collected stdout (bounded)               */
+  size_t out_len;
+  int64_t deadline_ms;
+} kg__helper_t;
+
+struct kg_supervisor_t {
+  /* configuration */
+  char conn_path[PATH_MAX];
+  char **inner_argv;            /*  owned copy, {connection_file} kept       */
+  size_t inner_argc;
+  bool inner_message_interrupts;/*  inner kernel's interrupt_mode = message  */
+  char ckpt_dir[PATH_MAX];
+  char name[128];
+  char exe[PATH_MAX];
+  char state_dir[PATH_MAX];
+  char python_dir[PATH_MAX];
+  char runtime_dir[PATH_MAX];
+  char inner_conn_path[PATH_MAX];
+  char kernel_log_path[PATH_MAX];
+  char guess_language[32];
+
+  /* transport */
+  kg_sigsrc_t *sig;
+  void *ctx;
+  kg_conninfo_t *front_info;
+  kg_conninfo_t *inner_info;
+  kg_signer_t *front_signer;
+  kg_signer_t *inner_signer;
+  void *front[KG_CH_COUNT];     /*  bound: ROUTER x3 + hb ROUTER, PUB iopub  */
+  void *kern[KG_CH_COUNT];      /*  DEALER x3 (one routing id), SUB iopub    */
+  char routing_id[40];
+
+  /* the kernel */
+  kg_state_t state;
+  kg_child_t *child;
+  int generation;               /*  kernels started                          */
+  int log_fd;                   /*  logs/kernel-<id>.log                     */
+  FILE *own_log;                /*  logs/kguard-<id>.log                     */
+  kg_ring_t *out_ring;
+  kg_ring_t *err_ring;
+  kg_pending_t *pending;
+  cJSON *info_cache;            /*  last kernel_info_reply content           */
+  char session[64];             /*  inner kernel's session as last seen      */
+  int execution_count;          /*  last seen                                */
+
+  /* STARTING */
+  bool got_info_reply;
+  bool got_iopub;
+  char nudge_ids[KG__NUDGE_MAX][37];
+  int nudge_next;
+  int64_t next_nudge_ms;
+  int nudge_interval_ms;
+
+  /* deadlines */
+  int64_t state_deadline_ms;    /*  start timeout, evidence, grace, backoff  */
+  bool kill_sent;               /*  STOPPING: SIGKILL already sent           */
+  kg__stop_t stop_reason;
+  int64_t backoff_ms;           /*  delay chosen by the policy               */
+
+  /* EXITING */
+  kg__exit_phase_t exit_phase;
+  int64_t exit_deadline_ms;
+  char *shutdown_msg_id;        /*  the frontend's shutdown_request          */
+  bool running;
+  int exit_code;
+
+  /* diagnosis (phase 2) */
+  kg_classifier_t *rules;
+  kg_diagnosis_t *diag;
+  kg_policy_t *policy;
+  kg_incident_t *incident;      /*  the current incident, if any             */
+  char *incident_path;
+  cJSON *failing_header;        /*  header of the failing request            */
+  char *failing_msg_id;
+  char *failing_code;
+  bool failing_replied;         /*  its real execute_reply was relayed       */
+  kg_backend_t backend;         /*  known backend (diagnosis or probe)       */
+  bool diagnostic;              /*  the kernel being started is diagnostic   */
+  bool want_diagnostic;         /*  the requested restart is diagnostic      */
+  cJSON *restore_result;        /*  resume-prepare's JSON, or NULL           */
+  char *restore_error;          /*  why no checkpoint was restored           */
+  char resume_dir[PATH_MAX];
+  char resume_archive[PATH_MAX];
+  long long resume_step;        /*  -1 when nothing was restored             */
+  bool resume_pending;          /*  give KGUARD_RESUME_* to the next kernel  */
+  cJSON *after_ready_notice;    /*  {"kind":..., "parent": header} or NULL   */
+  char *down_reason;
+  kg__helper_t ckpt;
+  kg__helper_t probe;
+  char **kernel_envp;           /*  environment of the running kernel        */
+
+  /* counters */
+  unsigned long n_forged, n_malformed, n_oversized, n_unrouted, n_relayed;
+};
+
+typedef struct kg_supervisor_t kg_sup_t;
+
+/* kg_supervisor.c */
+int64_t kg__now_ms(void);       /*  monotonic                                */
+int64_t kg__wall_ms(void);      /*  epoch ms, for fault times                */
+void kg__fire(kg_sup_t *S, kg_event_t event);
+void kg__begin_exit(kg_sup_t *S, bool wait_for_reply);
+
+/* kg_relay.c */
+void kg__on_front(kg_sup_t *S, kg_channel_t ch);
+void kg__on_kernel(kg_sup_t *S, kg_channel_t ch);
+void kg__on_hb(kg_sup_t *S);
+void kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p);
+void kg__flush_held(kg_sup_t *S);
+void kg__send_nudge(kg_sup_t *S);
+
+/* kg_synth.c */
+void kg__publish(kg_sup_t *S, const char *type, const cJSON *parent, cJSON **content_p,
+                 cJSON **metadata_p);
+void kg__publish_status(kg_sup_t *S, const cJSON *parent, const char *state);
+void kg__reply(kg_sup_t *S, kg_pending_entry_t *e, const char *type, cJSON **content_p);
+void kg__answer_error(kg_sup_t *S, kg_pending_entry_t *e, const char *ename,
+                      const char *evalue);
+void kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e);
+void kg__answer_all(kg_sup_t *S, bool doomed_only, const char *ename, const char *evalue);
+void kg__answer_stream(kg_sup_t *S, kg_pending_entry_t *e, const char *text, bool ok);
+cJSON *kg__error_content(const char *ename, const char *evalue);
+
+/* kg_guard.c */
+void kg__guard_kernel_started(kg_sup_t *S);
+void kg__guard_iopub(kg_sup_t *S, kg_msg_t *msg);
+void kg__guard_reply(kg_sup_t *S, kg_msg_t *msg);
+void kg__guard_raw(kg_sup_t *S, int which, const char *data, size_t len);
+bool kg__guard_child_exit(kg_sup_t *S);
+void kg__guard_enter_closing(kg_sup_t *S);
+void kg__guard_after_stop(kg_sup_t *S);
+void kg__guard_start_restore(kg_sup_t *S);
+void kg__guard_on_ready(kg_sup_t *S);
+void kg__guard_enter_down(kg_sup_t *S);
+bool kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch);
+void kg__guard_helpers_poll(kg_sup_t *S, int fd);
+void kg__guard_helpers_timers(kg_sup_t *S, int64_t now);
+void kg__guard_env(kg_sup_t *S, char ***envp_p);
+
+#endif

@@ -1,0 +1,788 @@
+/*  kg_supervisor: set-up, the event loop, the kernel's life cycle.
+
+    Routing lives in kg_relay.c, messages kguard writes itself in kg_synth.c,
+    the sticky-error machinery in kg_guard.c; this file owns the loop, the
+    child process and the entry actions of the state machine (kg_state).
+*/
+#include "kg_sup_priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "kg_cli.h"
+#include "kg_error.h"
+#include "kg_log.h"
+#include "kg_paths.h"
+#include "kg_socket.h"
+
+int64_t
+kg__now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+kg__wall_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------------
+   Set-up and teardown. */
+
+static int
+s_open_logs(kg_sup_t *S)
+{
+  char stamp[32];
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/logs/kguard-%s-%ld.log", S->state_dir, stamp, (long) getpid());
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    S->own_log = fdopen(fd, "a");
+    if (S->own_log)
+      kg_log_set_file(S->own_log);
+    else
+      close(fd);
+  } else
+    kg_warning("unable to open %s: %s", path, strerror(errno));
+  snprintf(S->kernel_log_path, sizeof S->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
+           S->state_dir, stamp, (long) getpid());
+  S->log_fd = open(S->kernel_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (S->log_fd < 0)
+    kg_warning("unable to open %s: %s", S->kernel_log_path, strerror(errno));
+  return 0;
+}
+
+static int
+s_copy_argv(kg_sup_t *S, char *const *argv)
+{
+  size_t n = 0;
+  while (argv[n])
+    n++;
+  S->inner_argv = calloc(n + 1, sizeof *S->inner_argv);
+  if (!S->inner_argv)
+    return KG_ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    if (!(S->inner_argv[i] = strdup(argv[i])))
+      return KG_ENOMEM;
+  S->inner_argc = n;
+  const char *base = strrchr(argv[0], '/');
+  base = base ? base + 1 : argv[0];
+  snprintf(S->guess_language, sizeof S->guess_language, "%s",
+           strstr(base, "python") ? "python" : "unknown");
+  return 0;
+}
+
+kg_supervisor_t *
+kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
+{
+  *exit_code = KG_EXIT_SYSTEM;
+  kg_sup_t *S = calloc(1, sizeof *S);
+  if (!S)
+    return NULL;
+  S->log_fd = -1;
+  S->resume_step = -1;
+  S->execution_count = 0;
+  S->state = KG_ST_STARTING;
+  snprintf(S->conn_path, sizeof S->conn_path, "%s", config->connection_file);
+  snprintf(S->name, sizeof S->name, "%s", config->name ? config->name : "");
+  S->inner_message_interrupts = config->interrupt_mode
+                                && strcmp(config->interrupt_mode, "message") == 0;
+  if (s_copy_argv(S, config->inner_argv) != 0)
+    goto fail;
+
+  /* Signals first: libzmq's threads must inherit the blocked mask. */
+  S->sig = kg_sigsrc_new();
+  if (!S->sig) {
+    kg_error("unable to set up the signal fd: %s", strerror(errno));
+    goto fail;
+  }
+  int rc = kg_paths_state_dir(S->state_dir, sizeof S->state_dir);
+  if (rc) {
+    kg_error("unable to create the state directory %s: %s", S->state_dir, kg_strerror(rc));
+    goto fail;
+  }
+  s_open_logs(S);
+  if (kg_paths_exe(S->exe, sizeof S->exe) != 0)
+    snprintf(S->exe, sizeof S->exe, "kguard");
+  if (kg_paths_python_dir(S->python_dir, sizeof S->python_dir) != 0)
+    kg_warning("kguard's Python package was not found (%s); the kernel will not "
+               "have kguard.save", S->python_dir);
+  if (config->checkpoints && *config->checkpoints) {
+    if (config->checkpoints[0] == '/')
+      snprintf(S->ckpt_dir, sizeof S->ckpt_dir, "%s", config->checkpoints);
+    else {
+      char cwd[PATH_MAX];
+      if (!getcwd(cwd, sizeof cwd))
+        snprintf(cwd, sizeof cwd, ".");
+      snprintf(S->ckpt_dir, sizeof S->ckpt_dir, "%.2000s/%.2000s", cwd, config->checkpoints);
+    }
+  } else {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+      snprintf(cwd, sizeof cwd, ".");
+    snprintf(S->ckpt_dir, sizeof S->ckpt_dir, "%.3000s/kguard-checkpoints", cwd);
+  }
+
+  /* The frontend's connection file. */
+  S->front_info = kg_conninfo_new();
+  S->inner_info = kg_conninfo_new();
+  if (!S->front_info || !S->inner_info)
+    goto fail;
+  char err[256] = "";
+  rc = kg_conninfo_load(S->front_info, S->conn_path, err, sizeof err);
+  if (rc) {
+    if (rc == KG_ECONNFILE || rc == KG_ESCHEME) {
+      kg_error("invalid connection file %s: %s", S->conn_path,
+               *err ? err : kg_strerror(rc));
+      *exit_code = KG_EXIT_USAGE;
+    } else {
+      kg_error("unable to read connection file %s: %s", S->conn_path,
+               *err ? err : kg_strerror(rc));
+      *exit_code = rc == -ENOENT || rc == -EACCES || rc == -EISDIR ? KG_EXIT_USAGE
+                                                                    : KG_EXIT_SYSTEM;
+    }
+    goto fail;
+  }
+  S->front_signer = kg_signer_new(S->front_info->key, S->front_info->key_len, 65536);
+  if (!S->front_signer)
+    goto fail;
+
+  /* Diagnosis: the rules are data; bad rules are a configuration error. */
+  char rules_path[PATH_MAX];
+  if (config->rules_file)
+    snprintf(rules_path, sizeof rules_path, "%s", config->rules_file);
+  else if (getenv("KGUARD_RULES") && *getenv("KGUARD_RULES"))
+    snprintf(rules_path, sizeof rules_path, "%s", getenv("KGUARD_RULES"));
+  else
+    kg_classifier_default_path(rules_path, sizeof rules_path);
+  rc = kg_classifier_load_file(rules_path, &S->rules, err, sizeof err);
+  if (rc) {
+    kg_error("unable to load the rules %s: %s", rules_path, *err ? err : kg_strerror(rc));
+    *exit_code = KG_EXIT_USAGE;
+    goto fail;
+  }
+  S->diag = kg_diagnosis_new(S->rules);
+  S->policy = kg_policy_new(NULL);
+  S->pending = kg_pending_new(KG__HELD_MAX);
+  S->out_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
+  S->err_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
+  if (!S->diag || !S->policy || !S->pending || !S->out_ring || !S->err_ring)
+    goto fail;
+
+  rc = kg_paths_runtime_dir(S->runtime_dir, sizeof S->runtime_dir);
+  if (rc) {
+    kg_error("unable to create a runtime directory: %s", kg_strerror(rc));
+    S->runtime_dir[0] = '\0';
+    goto fail;
+  }
+  snprintf(S->inner_conn_path, sizeof S->inner_conn_path, "%.4000s/kernel.json", S->runtime_dir);
+
+  S->ctx = zmq_ctx_new();
+  if (!S->ctx) {
+    kg_error("unable to create the zmq context: %s", zmq_strerror(errno));
+    goto fail;
+  }
+  for (int ch = 0; ch < KG_CH_COUNT; ch++) {
+    S->front[ch] = kg_socket_bind(S->ctx, S->front_info, (kg_channel_t) ch, &rc);
+    if (!S->front[ch]) {
+      kg_error("unable to bind the %s channel: %s", kg_channel_name((kg_channel_t) ch),
+               kg_strerror(rc));
+      goto fail;
+    }
+  }
+  kg_uuid4(S->session);   /* until the kernel's own session is seen */
+  S->running = true;
+  kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", S->name, S->inner_argv[0],
+            (long) getpid(), S->state_dir);
+  *exit_code = 0;
+  return S;
+
+fail:
+  kg_supervisor_destroy(&S);
+  return NULL;
+}
+
+static void
+s_helper_free(kg__helper_t *h)
+{
+  kg_child_destroy(&h->child);
+  free(h->out);
+  h->out = NULL;
+  h->out_len = 0;
+}
+
+static void
+s_free_envp(char ***envp_p)
+{
+  if (!*envp_p)
+    return;
+  for (char **e = *envp_p; *e; e++)
+    free(*e);
+  free(*envp_p);
+  *envp_p = NULL;
+}
+
+void
+kg_supervisor_destroy(kg_supervisor_t **self_p)
+{
+  if (!self_p || !*self_p)
+    return;
+  kg_sup_t *S = *self_p;
+  kg_child_destroy(&S->child);
+  s_helper_free(&S->ckpt);
+  s_helper_free(&S->probe);
+  for (int ch = 0; ch < KG_CH_COUNT; ch++) {
+    kg_socket_close(&S->front[ch]);
+    kg_socket_close(&S->kern[ch]);
+  }
+  if (S->ctx)
+    zmq_ctx_term(S->ctx);
+  if (S->runtime_dir[0])
+    kg_paths_remove_tree(S->runtime_dir);
+  kg_conninfo_destroy(&S->front_info);
+  kg_conninfo_destroy(&S->inner_info);
+  kg_signer_destroy(&S->front_signer);
+  kg_signer_destroy(&S->inner_signer);
+  kg_pending_destroy(&S->pending);
+  kg_ring_destroy(&S->out_ring);
+  kg_ring_destroy(&S->err_ring);
+  kg_diagnosis_destroy(&S->diag);
+  kg_policy_destroy(&S->policy);
+  kg_classifier_destroy(&S->rules);
+  kg_incident_destroy(&S->incident);
+  free(S->incident_path);
+  cJSON_Delete(S->info_cache);
+  cJSON_Delete(S->failing_header);
+  cJSON_Delete(S->restore_result);
+  cJSON_Delete(S->after_ready_notice);
+  free(S->failing_msg_id);
+  free(S->failing_code);
+  free(S->restore_error);
+  free(S->down_reason);
+  free(S->shutdown_msg_id);
+  s_free_envp(&S->kernel_envp);
+  if (S->inner_argv)
+    for (size_t i = 0; i < S->inner_argc; i++)
+      free(S->inner_argv[i]);
+  free(S->inner_argv);
+  if (S->log_fd >= 0)
+    close(S->log_fd);
+  kg_sigsrc_destroy(&S->sig);
+  if (S->own_log) {
+    kg_log_set_file(NULL);
+    fclose(S->own_log);
+  }
+  free(S);
+  *self_p = NULL;
+}
+
+/* ------------------------------------------------------------------------
+   Starting a kernel. */
+
+static int
+s_connect_kernel(kg_sup_t *S)
+{
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+    kg_socket_close(&S->kern[ch]);
+  snprintf(S->routing_id, sizeof S->routing_id, "kguard-%ld-%d", (long) getpid(), S->generation);
+  static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_IOPUB, KG_CH_STDIN, KG_CH_CONTROL};
+  for (size_t i = 0; i < 4; i++) {
+    int rc = 0;
+    S->kern[chans[i]] = kg_socket_connect(S->ctx, S->inner_info, chans[i], S->routing_id, &rc);
+    if (!S->kern[chans[i]]) {
+      kg_error("unable to connect to the kernel's %s channel: %s", kg_channel_name(chans[i]),
+               kg_strerror(rc));
+      return rc ? rc : KG_EINTERNAL;
+    }
+  }
+  return 0;
+}
+
+static char **
+s_expand_argv(kg_sup_t *S)
+{
+  char **argv = calloc(S->inner_argc + 1, sizeof *argv);
+  if (!argv)
+    return NULL;
+  for (size_t i = 0; i < S->inner_argc; i++) {
+    const char *a = S->inner_argv[i];
+    const char *hit = strstr(a, "{connection_file}");
+    if (hit) {
+      size_t n = strlen(a) - strlen("{connection_file}") + strlen(S->inner_conn_path) + 1;
+      argv[i] = malloc(n);
+      if (argv[i])
+        snprintf(argv[i], n, "%.*s%s%s", (int) (hit - a), a, S->inner_conn_path,
+                 hit + strlen("{connection_file}"));
+    } else
+      argv[i] = strdup(a);
+    if (!argv[i]) {
+      s_free_envp(&argv);
+      return NULL;
+    }
+  }
+  return argv;
+}
+
+/*  Entry action of STARTING: a fresh connection file, key and sockets, then
+    the process. */
+static void
+s_start_kernel(kg_sup_t *S)
+{
+  S->generation++;
+  S->got_info_reply = false;
+  S->got_iopub = false;
+  S->nudge_interval_ms = 50;
+  S->next_nudge_ms = kg__now_ms();
+  S->state_deadline_ms = kg__now_ms() + KG__START_TIMEOUT_MS;
+  S->stop_reason = KG__STOP_NONE;
+  S->kill_sent = false;
+
+  snprintf(S->inner_info->transport, sizeof S->inner_info->transport, "ipc");
+  snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->runtime_dir);
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+    S->inner_info->ports[ch] = 1 + ch + 5 * (S->generation % 10000);
+  int rc = kg_conninfo_set_random_key(S->inner_info);
+  if (rc == 0) {
+    kg_signer_destroy(&S->inner_signer);
+    S->inner_signer = kg_signer_new(S->inner_info->key, S->inner_info->key_len, 0);
+    if (!S->inner_signer)
+      rc = KG_ENOMEM;
+  }
+  if (rc == 0 && (rc = kg_conninfo_save(S->inner_info, S->inner_conn_path)) != 0)
+    kg_error("unable to write %s: %s", S->inner_conn_path, kg_strerror(rc));
+  if (rc == 0)
+    rc = s_connect_kernel(S);
+
+  char **argv = rc == 0 ? s_expand_argv(S) : NULL;
+  s_free_envp(&S->kernel_envp);
+  if (argv)
+    kg__guard_env(S, &S->kernel_envp);
+  if (!argv || !S->kernel_envp) {
+    if (rc == 0)
+      rc = KG_ENOMEM;
+  }
+  if (rc == 0) {
+    kg_ring_clear(S->out_ring);
+    kg_ring_clear(S->err_ring);
+    if (S->log_fd >= 0)
+      dprintf(S->log_fd, "\n--- kguard: kernel #%d starting: %s%s ---\n", S->generation,
+              argv[0], S->diagnostic ? " (diagnostic)" : "");
+    kg_child_opts_t opts = {.argv = argv, .envp = S->kernel_envp, .capture = true};
+    rc = kg_child_spawn(&opts, &S->child);
+    if (rc) {
+      free(S->down_reason);
+      char buf[PATH_MAX + 200];
+      snprintf(buf, sizeof buf, "unable to start the kernel `%s`: %s", argv[0],
+               kg_strerror(rc));
+      S->down_reason = strdup(buf);
+      kg_error("%s; kguard stays up and answers requests with KernelDown "
+               "(fix the kernelspec, then `%%kguard restart`)", buf);
+    }
+  }
+  s_free_envp(&argv);
+  if (rc) {
+    if (!S->down_reason)
+      S->down_reason = strdup("unable to prepare the kernel's connection");
+    kg__fire(S, KG_EV_SPAWN_FAILED);
+    return;
+  }
+  kg__guard_kernel_started(S);
+  kg_notice("kernel #%d started: pid %ld%s", S->generation, (long) kg_child_pid(S->child),
+            S->diagnostic ? " (diagnostic, not for timing)" : "");
+}
+
+/* ------------------------------------------------------------------------
+   The state machine's entry actions. */
+
+static void
+s_enter(kg_sup_t *S, kg_state_t st)
+{
+  switch (st) {
+  case KG_ST_STARTING:
+    s_start_kernel(S);
+    break;
+  case KG_ST_READY:
+    S->state_deadline_ms = 0;
+    kg_notice("kernel #%d ready (pid %ld)", S->generation, (long) kg_child_pid(S->child));
+    kg__guard_on_ready(S);
+    kg__flush_held(S);
+    break;
+  case KG_ST_CLOSING:
+    S->state_deadline_ms = kg__now_ms() + KG__EVIDENCE_MS;
+    kg__guard_enter_closing(S);
+    break;
+  case KG_ST_STOPPING:
+    S->kill_sent = false;
+    if (S->child && !kg_child_exited(S->child)) {
+      kg_child_kill_group(S->child, SIGTERM);
+      S->state_deadline_ms = kg__now_ms() + KG__TERM_GRACE_MS;
+    } else
+      kg__guard_after_stop(S);
+    break;
+  case KG_ST_RESTORING:
+    kg__guard_start_restore(S);
+    break;
+  case KG_ST_BACKOFF:
+    S->state_deadline_ms = kg__now_ms() + S->backoff_ms;
+    if (S->backoff_ms <= 0)
+      kg__fire(S, KG_EV_TIMER);
+    else
+      kg_notice("next kernel in %lld ms", (long long) S->backoff_ms);
+    break;
+  case KG_ST_DOWN:
+    S->state_deadline_ms = 0;
+    kg__guard_enter_down(S);
+    break;
+  case KG_ST_EXITING:
+  case KG_ST_NONE:
+  case KG_ST_COUNT:
+    break;
+  }
+}
+
+void
+kg__fire(kg_sup_t *S, kg_event_t event)
+{
+  kg_state_t next = kg_state_next(S->state, event);
+  if (next == KG_ST_NONE) {
+    kg_debug("event %s ignored in state %s", kg_event_name(event), kg_state_name(S->state));
+    return;
+  }
+  kg_info("state %s --%s--> %s", kg_state_name(S->state), kg_event_name(event),
+          kg_state_name(next));
+  S->state = next;
+  if (next == KG_ST_EXITING) {
+    kg__begin_exit(S, false);
+    return;
+  }
+  s_enter(S, next);
+}
+
+/*  Shutdown. With wait_for_reply the frontend's shutdown_request was
+    forwarded and its reply is awaited briefly; otherwise the group is
+    terminated at once. Everything ends within jupyter_client's 2.5 s. */
+void
+kg__begin_exit(kg_sup_t *S, bool wait_for_reply)
+{
+  S->state = KG_ST_EXITING;
+  int64_t now = kg__now_ms();
+  if (!S->child || kg_child_exited(S->child)) {
+    S->exit_phase = KG__EXIT_DONE;
+    return;
+  }
+  if (wait_for_reply) {
+    S->exit_phase = KG__EXIT_WAIT_REPLY;
+    S->exit_deadline_ms = now + KG__SHUTDOWN_REPLY_MS;
+  } else {
+    kg_child_kill_group(S->child, SIGTERM);
+    S->exit_phase = KG__EXIT_TERM;
+    S->exit_deadline_ms = now + 500;
+  }
+}
+
+/* ------------------------------------------------------------------------
+   Signals, children, timers. */
+
+static void
+s_drain_pipes(kg_sup_t *S)
+{
+  if (!S->child)
+    return;
+  char buf[65536];
+  for (int which = 1; which <= 2; which++) {
+    for (int i = 0; i < 64; i++) {
+      ssize_t n = kg_child_read(S->child, which, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      kg_ring_append(which == 1 ? S->out_ring : S->err_ring, buf, (size_t) n);
+      /* Pass through, as if the kernel wrote to the terminal itself. */
+      ssize_t w = write(which, buf, (size_t) n);
+      (void) w;
+      kg__guard_raw(S, which, buf, (size_t) n);
+    }
+  }
+}
+
+static void
+s_on_child_exit(kg_sup_t *S)
+{
+  s_drain_pipes(S);
+  char how[64];
+  kg_child_describe(kg_child_status(S->child), how, sizeof how);
+  if (S->state == KG_ST_EXITING) {
+    kg_info("kernel exited (%s)", how);
+    S->exit_phase = KG__EXIT_DONE;
+    return;
+  }
+  if (S->state == KG_ST_STOPPING) {
+    kg_info("kernel #%d stopped (%s)", S->generation, how);
+    kg__guard_after_stop(S);
+    return;
+  }
+  kg_warning("kernel #%d (pid %ld) died on its own: %s", S->generation,
+             (long) kg_child_pid(S->child), how);
+  if (S->state != KG_ST_CLOSING)
+    S->stop_reason = kg__guard_child_exit(S) ? KG__STOP_STICKY : KG__STOP_DIED;
+  kg__fire(S, KG_EV_CHILD_EXIT);
+}
+
+static void
+s_on_signal(kg_sup_t *S)
+{
+  int sig;
+  while ((sig = kg_sigsrc_read(S->sig)) > 0) {
+    switch (sig) {
+    case SIGCHLD:
+      if (S->child && !kg_child_exited(S->child) && kg_child_reap(S->child) == 1)
+        s_on_child_exit(S);
+      kg__guard_helpers_poll(S, -1);
+      break;
+    case SIGINT:
+      /* jupyter_client's signal-mode interrupt: forward to the kernel's group. */
+      if (S->child && !kg_child_exited(S->child)
+          && (S->state == KG_ST_READY || S->state == KG_ST_STARTING)) {
+        kg_info("interrupt: SIGINT to the kernel's process group");
+        kg_child_kill_group(S->child, SIGINT);
+      }
+      break;
+    default:
+      kg_notice("received SIG%s: shutting down", sigabbrev_np(sig));
+      if (S->state != KG_ST_EXITING)
+        kg__fire(S, KG_EV_SHUTDOWN);
+      break;
+    }
+  }
+}
+
+static void
+s_exit_timers(kg_sup_t *S, int64_t now)
+{
+  if (S->exit_phase == KG__EXIT_DONE || now < S->exit_deadline_ms)
+    return;
+  switch (S->exit_phase) {
+  case KG__EXIT_WAIT_REPLY: {
+    /* The kernel did not answer in time: answer for it. */
+    kg_pending_entry_t *e = kg_pending_find(S->pending, S->shutdown_msg_id);
+    if (e) {
+      const cJSON *restart = cJSON_GetObjectItemCaseSensitive(e->header, "restart");
+      (void) restart;
+      cJSON *content = cJSON_CreateObject();
+      cJSON_AddStringToObject(content, "status", "ok");
+      cJSON_AddBoolToObject(content, "restart", false);
+      kg__reply(S, e, "shutdown_reply", &content);
+      kg_pending_remove(S->pending, S->shutdown_msg_id);
+    }
+    S->exit_phase = KG__EXIT_WAIT_CHILD;
+    S->exit_deadline_ms = now + 300;
+    break;
+  }
+  case KG__EXIT_WAIT_CHILD:
+    kg_child_kill_group(S->child, SIGTERM);
+    S->exit_phase = KG__EXIT_TERM;
+    S->exit_deadline_ms = now + 500;
+    break;
+  case KG__EXIT_TERM:
+    kg_child_kill_group(S->child, SIGKILL);
+    S->exit_phase = KG__EXIT_KILL;
+    S->exit_deadline_ms = now + 500;
+    break;
+  case KG__EXIT_KILL:
+    kg_warning("the kernel did not go away after SIGKILL; exiting anyway");
+    S->exit_phase = KG__EXIT_DONE;
+    break;
+  case KG__EXIT_DONE:
+    break;
+  }
+}
+
+static void
+s_timers(kg_sup_t *S)
+{
+  int64_t now = kg__now_ms();
+  kg__guard_helpers_timers(S, now);
+  switch (S->state) {
+  case KG_ST_STARTING:
+    if (now >= S->next_nudge_ms && !(S->got_info_reply && S->got_iopub)) {
+      kg__send_nudge(S);
+      S->next_nudge_ms = now + S->nudge_interval_ms;
+      if (S->nudge_interval_ms < 1000)
+        S->nudge_interval_ms *= 2;
+    }
+    if (S->state == KG_ST_STARTING && now >= S->state_deadline_ms) {
+      kg_error("kernel #%d did not become ready within %d s", S->generation,
+               KG__START_TIMEOUT_MS / 1000);
+      S->stop_reason = KG__STOP_TIMEOUT;
+      kg__fire(S, KG_EV_START_TIMEOUT);
+    }
+    break;
+  case KG_ST_CLOSING:
+    if (now >= S->state_deadline_ms)
+      kg__fire(S, KG_EV_EVIDENCE_DONE);
+    break;
+  case KG_ST_STOPPING:
+    if (now >= S->state_deadline_ms && S->child && !kg_child_exited(S->child)) {
+      if (!S->kill_sent) {
+        kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", S->generation);
+        kg_child_kill_group(S->child, SIGKILL);
+        S->kill_sent = true;
+      } else
+        kg_warning("kernel #%d still not reaped after SIGKILL", S->generation);
+      S->state_deadline_ms = now + 2000;
+    }
+    break;
+  case KG_ST_BACKOFF:
+    if (now >= S->state_deadline_ms)
+      kg__fire(S, KG_EV_TIMER);
+    break;
+  case KG_ST_EXITING:
+    s_exit_timers(S, now);
+    break;
+  default:
+    break;
+  }
+}
+
+static long
+s_timeout(kg_sup_t *S)
+{
+  int64_t now = kg__now_ms();
+  int64_t next = now + 60000;
+  int64_t cands[4] = {0, 0, 0, 0};
+  switch (S->state) {
+  case KG_ST_STARTING:
+    cands[0] = S->state_deadline_ms;
+    if (!(S->got_info_reply && S->got_iopub))
+      cands[1] = S->next_nudge_ms;
+    break;
+  case KG_ST_CLOSING:
+  case KG_ST_STOPPING:
+  case KG_ST_BACKOFF:
+    cands[0] = S->state_deadline_ms;
+    break;
+  case KG_ST_EXITING:
+    cands[0] = S->exit_deadline_ms;
+    break;
+  default:
+    break;
+  }
+  if (S->ckpt.child)
+    cands[2] = S->ckpt.deadline_ms;
+  if (S->probe.child)
+    cands[3] = S->probe.deadline_ms;
+  for (int i = 0; i < 4; i++)
+    if (cands[i] > 0 && cands[i] < next)
+      next = cands[i];
+  return next <= now ? 0 : (long) (next - now);
+}
+
+/* ------------------------------------------------------------------------
+   The loop. */
+
+enum { S_FRONT, S_KERN, S_SIG, S_PIPE, S_HELPER };
+
+int
+kg_supervisor_run(kg_supervisor_t *S)
+{
+  /* M2: `starting` once, at process start. */
+  kg__publish_status(S, NULL, "starting");
+  s_enter(S, S->state);
+
+  zmq_pollitem_t items[24];
+  int kinds[24], args[24];
+  while (S->running) {
+    if (S->state == KG_ST_EXITING && S->exit_phase == KG__EXIT_DONE)
+      break;
+    int n = 0;
+    static const kg_channel_t fch[] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN, KG_CH_HB};
+    for (size_t i = 0; i < 4; i++) {
+      items[n] = (zmq_pollitem_t){.socket = S->front[fch[i]], .events = ZMQ_POLLIN};
+      kinds[n] = S_FRONT;
+      args[n++] = fch[i];
+    }
+    static const kg_channel_t kch[] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN, KG_CH_IOPUB};
+    for (size_t i = 0; i < 4; i++) {
+      if (!S->kern[kch[i]])
+        continue;
+      items[n] = (zmq_pollitem_t){.socket = S->kern[kch[i]], .events = ZMQ_POLLIN};
+      kinds[n] = S_KERN;
+      args[n++] = kch[i];
+    }
+    items[n] = (zmq_pollitem_t){.fd = kg_sigsrc_fd(S->sig), .events = ZMQ_POLLIN};
+    kinds[n++] = S_SIG;
+    if (S->child) {
+      for (int which = 1; which <= 2; which++) {
+        int fd = which == 1 ? kg_child_stdout_fd(S->child) : kg_child_stderr_fd(S->child);
+        if (fd < 0)
+          continue;
+        items[n] = (zmq_pollitem_t){.fd = fd, .events = ZMQ_POLLIN};
+        kinds[n] = S_PIPE;
+        args[n++] = which;
+      }
+    }
+    kg__helper_t *helpers[2] = {&S->ckpt, &S->probe};
+    for (int i = 0; i < 2; i++) {
+      if (!helpers[i]->child || kg_child_stdout_fd(helpers[i]->child) < 0)
+        continue;
+      items[n] = (zmq_pollitem_t){.fd = kg_child_stdout_fd(helpers[i]->child),
+                                  .events = ZMQ_POLLIN};
+      kinds[n] = S_HELPER;
+      args[n++] = kg_child_stdout_fd(helpers[i]->child);
+    }
+
+    int rc = zmq_poll(items, n, s_timeout(S));
+    if (rc < 0) {
+      if (errno == EINTR)
+        continue;
+      kg_error("zmq_poll failed: %s", zmq_strerror(errno));
+      S->exit_code = KG_EXIT_SYSTEM;
+      break;
+    }
+    /* Signals first: a dead child must be known before its last messages
+       are judged. Then the kernel side, then the frontend. */
+    for (int i = 0; i < n; i++)
+      if (kinds[i] == S_SIG && (items[i].revents & ZMQ_POLLIN))
+        s_on_signal(S);
+    for (int i = 0; i < n; i++) {
+      if (!(items[i].revents & ZMQ_POLLIN))
+        continue;
+      if (kinds[i] == S_PIPE)
+        s_drain_pipes(S);
+      else if (kinds[i] == S_HELPER)
+        kg__guard_helpers_poll(S, args[i]);
+    }
+    for (int i = 0; i < n; i++)
+      if (kinds[i] == S_KERN && (items[i].revents & ZMQ_POLLIN)
+          && S->kern[args[i]] == items[i].socket)
+        kg__on_kernel(S, (kg_channel_t) args[i]);
+    for (int i = 0; i < n; i++) {
+      if (kinds[i] != S_FRONT || !(items[i].revents & ZMQ_POLLIN))
+        continue;
+      if (args[i] == KG_CH_HB)
+        kg__on_hb(S);
+      else
+        kg__on_front(S, (kg_channel_t) args[i]);
+    }
+    s_timers(S);
+  }
+  kg_notice("kguard exiting: %lu relayed, %lu forged or unsigned, %lu malformed, "
+            "%lu oversized, %lu unroutable messages dropped",
+            S->n_relayed, S->n_forged, S->n_malformed, S->n_oversized, S->n_unrouted);
+  return S->exit_code;
+}
