@@ -1,0 +1,342 @@
+/*  Diagnosis: fault time, line reassembly, family rules across evidence, the
+    failure signature. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_diagnosis.h"
+#include "kg_error.h"
+#include "kg_linebuf.h"
+#include "kg_test.h"
+
+#define ASSERT_LINE(thread)                                                                  \
+  "../aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: "      \
+  "block: [0,0,0], thread: [" thread ",0,0] Assertion `t >= 0 && t < n_classes` failed."
+
+#define CUDA_710                                                                             \
+  "CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously "    \
+  "reported at some other API call, so the stacktrace below might be incorrect.\nFor "       \
+  "debugging consider passing CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to " \
+  "enable device-side assertions.\n"
+
+static kg_classifier_t *rules;
+
+static kg_diagnosis_t *
+s_new(void)
+{
+  if (!rules) {
+    char err[512];
+    if (kg_classifier_load_file(KG_RULES_PATH, &rules, err, sizeof err) != 0) {
+      fprintf(stderr, "%s\n", err);
+      exit(1);
+    }
+  }
+  return kg_diagnosis_new(rules);
+}
+
+/*  An iopub error content as ipykernel sends it (coloured traceback). */
+static cJSON *
+s_error(const char *ename, const char *evalue)
+{
+  cJSON *c = cJSON_CreateObject();
+  cJSON_AddStringToObject(c, "ename", ename);
+  cJSON_AddStringToObject(c, "evalue", evalue);
+  cJSON *tb = cJSON_AddArrayToObject(c, "traceback");
+  cJSON_AddItemToArray(tb, cJSON_CreateString("\x1b[0;31m--------------------\x1b[0m"));
+  cJSON_AddItemToArray(tb, cJSON_CreateString("\x1b[0;32mCell In[2], line 3\x1b[0m"));
+  char last[2048];
+  snprintf(last, sizeof last, "\x1b[0;31m%s\x1b[0m: %s", ename, evalue);
+  cJSON_AddItemToArray(tb, cJSON_CreateString(last));
+  return c;
+}
+
+static void
+s_feed_str(kg_diagnosis_t *d, kg_source_t src, const char *name, const char *parent,
+           const char *text, int64_t t, kg_diag_event_t expect)
+{
+  KG_CHECK_INT(kg_diagnosis_feed(d, src, name, parent, text, strlen(text), t), expect);
+}
+
+KG_TEST(fault_time_is_earliest_sign)
+{
+  kg_diagnosis_t *d = s_new();
+  /* unrelated output first: no sign */
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, "loading data\n", 900, KG_DIAG_NONE);
+  KG_CHECK_INT(kg_diagnosis_fault_time(d), -1);
+  /* the device printf arrives on raw stderr before the traceback */
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("3") "\n", 1000, KG_DIAG_STICKY);
+  cJSON *e = s_error("AcceleratorError", CUDA_710);
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "req-2", 1500), KG_DIAG_NONE);
+  /* the execute_reply repeats it: not counted twice */
+  cJSON_AddStringToObject(e, "status", "error");
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_EXECUTE_REPLY, e, "req-2", 1600), KG_DIAG_NONE);
+  cJSON_Delete(e);
+  KG_CHECK_INT(kg_diagnosis_fault_time(d), 1000);
+  KG_CHECK(kg_diagnosis_sticky(d));
+  KG_CHECK_STR(kg_diagnosis_match(d)->family->id, "device-assert");
+  KG_CHECK_STR(kg_diagnosis_assertion(d), ASSERT_LINE("3"));
+  KG_CHECK_STR(kg_diagnosis_parent(d), "req-2");
+  KG_CHECK_STR(kg_backend_name(kg_diagnosis_backend(d)), "cuda");
+
+  cJSON *j = kg_diagnosis_to_json(d);
+  cJSON *fe = cJSON_GetObjectItem(j, "first_error");
+  KG_CHECK_STR(cJSON_GetObjectItem(fe, "ename")->valuestring, "AcceleratorError");
+  KG_CHECK_STR(cJSON_GetObjectItem(fe, "evalue")->valuestring, CUDA_710);
+  cJSON *tb = cJSON_GetObjectItem(fe, "traceback");
+  KG_CHECK_INT(cJSON_GetArraySize(tb), 3);
+  KG_CHECK(strchr(cJSON_GetArrayItem(tb, 2)->valuestring, '\x1b') == NULL);
+  KG_CHECK(!strncmp(cJSON_GetArrayItem(tb, 2)->valuestring, "AcceleratorError: CUDA error", 28));
+  KG_CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "following")), 0);
+  KG_CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "raw_stderr_tail")), 2);
+  KG_CHECK_INT(cJSON_GetObjectItem(j, "fault_time_ms")->valuedouble, 1000);
+  cJSON_Delete(j);
+
+  /* a later error is a following message, and STICKY is not repeated */
+  e = s_error("AcceleratorError", CUDA_710);
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "req-3", 2000), KG_DIAG_NONE);
+  cJSON_Delete(e);
+  j = kg_diagnosis_to_json(d);
+  KG_CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "following")), 1);
+  cJSON_Delete(j);
+  kg_diagnosis_destroy(&d);
+  KG_CHECK(d == NULL);
+}
+
+KG_TEST(assertion_split_across_raw_reads)
+{
+  kg_diagnosis_t *d = s_new();
+  const char *line = ASSERT_LINE("7") "\n";
+  size_t cut = 60;
+  KG_CHECK_INT(kg_diagnosis_feed(d, KG_SRC_RAW_STDERR, NULL, NULL, line, cut, 500), KG_DIAG_NONE);
+  KG_CHECK_INT(kg_diagnosis_feed(d, KG_SRC_RAW_STDERR, NULL, NULL, line + cut,
+                                 strlen(line) - cut, 700),
+               KG_DIAG_STICKY);
+  KG_CHECK_STR(kg_diagnosis_assertion(d), ASSERT_LINE("7"));
+  /* T is when the line's first byte arrived */
+  KG_CHECK_INT(kg_diagnosis_fault_time(d), 500);
+  kg_diagnosis_destroy(&d);
+}
+
+KG_TEST(line_split_across_stream_messages)
+{
+  kg_diagnosis_t *d = s_new();
+  s_feed_str(d, KG_SRC_STREAM, "stderr", "req-1", "epoch 1\n../aten/src/ATen/native/cuda/Loss.cu:250: "
+             "nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thr", 100, KG_DIAG_NONE);
+  /* another request's stream does not mix into this line */
+  s_feed_str(d, KG_SRC_STREAM, "stderr", "req-9", "ead: [1,0,0] noise\n", 150, KG_DIAG_NONE);
+  s_feed_str(d, KG_SRC_STREAM, "stdout", "req-1", "ead: [1,0,0] noise\n", 160, KG_DIAG_NONE);
+  s_feed_str(d, KG_SRC_STREAM, "stderr", "req-1", "ead: [2,0,0] Assertion `t >= 0 && t < n_classes` failed.\n",
+             200, KG_DIAG_STICKY);
+  KG_CHECK_STR(kg_diagnosis_assertion(d), ASSERT_LINE("2"));
+  KG_CHECK_STR(kg_diagnosis_parent(d), "req-1");
+  KG_CHECK_INT(kg_diagnosis_fault_time(d), 100);
+  kg_diagnosis_destroy(&d);
+}
+
+KG_TEST(cublas_after_assert_belongs_to_assert)
+{
+  kg_diagnosis_t *d = s_new();
+  s_feed_str(d, KG_SRC_RAW_STDOUT, NULL, NULL, ASSERT_LINE("0") "\n", 10, KG_DIAG_STICKY);
+  cJSON *e = s_error("RuntimeError", "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling "
+                                     "`cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, "
+                                     "b, ldb, &beta, c, ldc)`");
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "req-1", 20), KG_DIAG_NONE);
+  cJSON_Delete(e);
+  KG_CHECK_STR(kg_diagnosis_match(d)->family->id, "device-assert");
+  kg_diagnosis_destroy(&d);
+
+  /* the other order: cuBLAS first (advice), the assert line later → sticky,
+     T at the cuBLAS error */
+  d = s_new();
+  e = s_error("RuntimeError", "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm`");
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "req-1", 20), KG_DIAG_ADVICE);
+  cJSON_Delete(e);
+  KG_CHECK_STR(kg_diagnosis_match(d)->family->id, "cublas-cudnn");
+  KG_CHECK(!kg_diagnosis_sticky(d));
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("0") "\n", 30, KG_DIAG_STICKY);
+  KG_CHECK_STR(kg_diagnosis_match(d)->family->id, "device-assert");
+  KG_CHECK_INT(kg_diagnosis_fault_time(d), 20);
+  KG_CHECK_STR(kg_diagnosis_parent(d), "req-1");
+  cJSON *j = kg_diagnosis_to_json(d);
+  KG_CHECK_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "first_error"), "ename")->valuestring,
+               "RuntimeError");
+  cJSON_Delete(j);
+  kg_diagnosis_destroy(&d);
+}
+
+KG_TEST(rocm_719_launch_failure_likely_assert)
+{
+  kg_diagnosis_t *d = s_new();
+  cJSON *e = s_error("RuntimeError", "HIP error: unspecified launch failure\nHIP kernel errors "
+                     "might be asynchronously reported at some other API call, so the stacktrace "
+                     "below might be incorrect.\nFor debugging consider passing "
+                     "AMD_SERIALIZE_KERNEL=3\nCompile with `TORCH_USE_HIP_DSA` to enable "
+                     "device-side assertions.\n");
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "r", 5), KG_DIAG_STICKY);
+  cJSON_Delete(e);
+  const kg_match_t *m = kg_diagnosis_match(d);
+  KG_CHECK_STR(m->family->id, "launch-failure");
+  KG_CHECK(m->note && strstr(m->note, "ROCm form of a device-side assert likely"));
+  KG_CHECK_INT(kg_diagnosis_backend(d), KG_BACKEND_ROCM);
+  KG_CHECK(kg_diagnosis_assertion(d) == NULL);
+  kg_diagnosis_destroy(&d);
+}
+
+KG_TEST(oom_is_advice)
+{
+  kg_diagnosis_t *d = s_new();
+  cJSON *e = s_error("OutOfMemoryError", "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
+                     "has a total capacity of 79.15 GiB of which 1.02 GiB is free.");
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "r1", 5), KG_DIAG_ADVICE);
+  /* the same request's execute_reply: already advised */
+  cJSON_AddStringToObject(e, "status", "error");
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_EXECUTE_REPLY, e, "r1", 6), KG_DIAG_NONE);
+  KG_CHECK(!kg_diagnosis_sticky(d));
+  KG_CHECK_STR(kg_diagnosis_match(d)->family->id, "out-of-memory");
+  /* the same OOM in a later cell is advised again */
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "r2", 50), KG_DIAG_ADVICE);
+  cJSON_Delete(e);
+  /* a plain Python error is nobody's business */
+  e = s_error("KeyError", "'cuda'");
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "r3", 60), KG_DIAG_NONE);
+  cJSON_Delete(e);
+  KG_CHECK(!kg_diagnosis_sticky(d));
+  /* a sticky fault in a later cell: T is not moved back to the old OOM */
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("1") "\n", 90000, KG_DIAG_STICKY);
+  KG_CHECK_INT(kg_diagnosis_fault_time(d), 90000);
+  kg_diagnosis_destroy(&d);
+}
+
+KG_TEST(sigabrt_with_hsa_line_is_sticky)
+{
+  kg_diagnosis_t *d = s_new();
+  /* HIP prints the abort line and dies before ending it */
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL,
+             "/tmp/h.hip:9: void k(const int *): Device-side assertion `labels[i] < 4' failed.",
+             100, KG_DIAG_NONE);
+  KG_CHECK_INT(kg_diagnosis_feed_exit(d, -1, SIGABRT, 300), KG_DIAG_STICKY);
+  KG_CHECK_INT(kg_diagnosis_fault_time(d), 100);
+  KG_CHECK_STR(kg_diagnosis_match(d)->family->id, "device-assert");
+  kg_diagnosis_destroy(&d);
+
+  d = s_new();
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL,
+             ":0:rocdevice.cpp            :2614: 2817263451 us: 4242 : [tid:0x7f1c2a7fc640] "
+             "Device::callbackQueue aborting with error : HSA_STATUS_ERROR_EXCEPTION: An HSAIL "
+             "operation resulted in a hardware exception. code: 0x1016",
+             100, KG_DIAG_NONE);
+  KG_CHECK_INT(kg_diagnosis_feed_exit(d, -1, SIGABRT, 300), KG_DIAG_STICKY);
+  KG_CHECK_INT(kg_diagnosis_backend(d), KG_BACKEND_ROCM);
+  cJSON *j = kg_diagnosis_to_json(d);
+  KG_CHECK_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "exit"), "signal")->valueint, SIGABRT);
+  cJSON_Delete(j);
+  kg_diagnosis_destroy(&d);
+
+  /* SIGABRT without any GPU sign: recorded, not sticky (the kernel died) */
+  d = s_new();
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, "Fatal Python error: Aborted\n", 100, KG_DIAG_NONE);
+  KG_CHECK_INT(kg_diagnosis_feed_exit(d, -1, SIGABRT, 300), KG_DIAG_NONE);
+  KG_CHECK(!kg_diagnosis_sticky(d));
+  kg_diagnosis_destroy(&d);
+}
+
+KG_TEST(signature_normalised)
+{
+  char a[KG_DIAG_SIGNATURE_MAX], b[KG_DIAG_SIGNATURE_MAX], c[KG_DIAG_SIGNATURE_MAX];
+  kg_diagnosis_t *d = s_new();
+  KG_CHECK_INT(kg_diagnosis_signature(d, "x", a, sizeof a), KG_ENOTFOUND);
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL,
+             "../aten/src/ATen/native/cuda/Loss.cu:250: k: block: [0,0,0], thread: [3,0,0] "
+             "Assertion `t >= 0 && t < n_classes` failed.\n", 1, KG_DIAG_STICKY);
+  KG_CHECK_INT(kg_diagnosis_signature(d, "loss = crit(out, y)", a, sizeof a), 0);
+  kg_diagnosis_reset(d);
+  KG_CHECK(!kg_diagnosis_sticky(d));
+  KG_CHECK_INT(kg_diagnosis_fault_time(d), -1);
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL,
+             "../aten/src/ATen/native/cuda/Loss.cu:250: k: block: [5,0,0], thread: [91,0,0] "
+             "Assertion `t >= 0 && t < n_classes` failed.\n", 1, KG_DIAG_STICKY);
+  KG_CHECK_INT(kg_diagnosis_signature(d, "loss = crit(out, y)", b, sizeof b), 0);
+  KG_CHECK_STR(a, b);
+  KG_CHECK(!strncmp(a, "device-assert:", 14));
+  /* another cell: another signature */
+  KG_CHECK_INT(kg_diagnosis_signature(d, "other cell", c, sizeof c), 0);
+  KG_CHECK(strcmp(a, c) != 0);
+  kg_diagnosis_destroy(&d);
+
+  char n[256];
+  kg_diagnosis_normalise("Memory access fault by GPU node-2 (Agent handle: 0x55d8a1e3c2f0) on "
+                         "address 0x7f3a2c000000.  Reason:  x", n, sizeof n);
+  KG_CHECK_STR(n, "Memory access fault by GPU node-2 (Agent handle: 0x?) on address 0x?. Reason: x");
+}
+
+KG_TEST(step_marker_and_following_bounded)
+{
+  kg_diagnosis_t *d = s_new();
+  s_feed_str(d, KG_SRC_STREAM, "stdout", "r", "kguard: completed step 29\n", 1, KG_DIAG_NONE);
+  KG_CHECK_INT(kg_diagnosis_last_step(d), 29);
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("0") "\n", 2, KG_DIAG_STICKY);
+  for (int i = 0; i < KG_DIAG_MAX_FOLLOWING + 10; i++)
+    s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("1") "\n", 3 + i, KG_DIAG_NONE);
+  cJSON *j = kg_diagnosis_to_json(d);
+  KG_CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "following")), KG_DIAG_MAX_FOLLOWING);
+  KG_CHECK_INT(cJSON_GetObjectItem(j, "following_dropped")->valueint, 10);
+  KG_CHECK_INT(cJSON_GetObjectItem(j, "last_step")->valueint, 29);
+  cJSON_Delete(j);
+  kg_diagnosis_destroy(&d);
+}
+
+/* ---- kg_linebuf ---- */
+
+typedef struct {
+  char lines[8][64];
+  bool cut[8];
+  int64_t t[8];
+  int n;
+} s_lines_t;
+
+static void
+s_collect(void *arg, const char *line, size_t len, bool truncated, int64_t first_ms)
+{
+  s_lines_t *l = arg;
+  if (l->n < 8) {
+    snprintf(l->lines[l->n], sizeof l->lines[0], "%.*s", (int) len, line);
+    l->cut[l->n] = truncated;
+    l->t[l->n] = first_ms;
+    l->n++;
+  }
+}
+
+KG_TEST(linebuf)
+{
+  kg_linebuf_t *lb = kg_linebuf_new(10);
+  s_lines_t l = {0};
+  kg_linebuf_feed(lb, "ab", 2, 1, s_collect, &l);
+  kg_linebuf_feed(lb, "c\r\nde", 5, 2, s_collect, &l);
+  KG_CHECK_INT(l.n, 1);
+  KG_CHECK_STR(l.lines[0], "abc");
+  KG_CHECK_INT(l.t[0], 1);
+  size_t plen;
+  kg_linebuf_pending(lb, &plen);
+  KG_CHECK_INT(plen, 2);
+  kg_linebuf_feed(lb, "0123456789XYZ\nok\n", 17, 3, s_collect, &l);
+  KG_CHECK_INT(l.n, 3);
+  KG_CHECK_STR(l.lines[1], "de01234567");
+  KG_CHECK(l.cut[1]);
+  KG_CHECK_INT(l.t[1], 2);
+  KG_CHECK_STR(l.lines[2], "ok");
+  KG_CHECK(!l.cut[2]);
+  kg_linebuf_feed(lb, "tail", 4, 4, s_collect, &l);
+  kg_linebuf_flush(lb, s_collect, &l);
+  KG_CHECK_INT(l.n, 4);
+  KG_CHECK_STR(l.lines[3], "tail");
+  kg_linebuf_destroy(&lb);
+  KG_CHECK(lb == NULL);
+}
+
+KG_TEST_MAIN(KG_CASE(fault_time_is_earliest_sign), KG_CASE(assertion_split_across_raw_reads),
+             KG_CASE(line_split_across_stream_messages),
+             KG_CASE(cublas_after_assert_belongs_to_assert),
+             KG_CASE(rocm_719_launch_failure_likely_assert), KG_CASE(oom_is_advice),
+             KG_CASE(sigabrt_with_hsa_line_is_sticky), KG_CASE(signature_normalised),
+             KG_CASE(step_marker_and_following_bounded), KG_CASE(linebuf))
