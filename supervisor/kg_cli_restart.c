@@ -1,9 +1,181 @@
-/* STUB: replaced by the module's owner. */
+/*  kguard restart: ask a running kguard kernel for a (diagnostic) restart.
+
+    A tiny Jupyter client: an execute_request with code `%kguard restart
+    [--diagnostic]` signed with the connection file's key; kguard answers it
+    itself (it never reaches the inner kernel). Prints kguard's answer.
+*/
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
 #include "kg_cli.h"
+#include "kg_conninfo.h"
+#include "kg_error.h"
+#include "kg_msg.h"
+#include "kg_signer.h"
+#include "kg_socket.h"
+
+static void
+s_usage(FILE *out)
+{
+  fputs(
+    "usage: kguard restart [--diagnostic] [--timeout S] -f CONNECTION_FILE\n"
+    "\n"
+    "Ask the kguard kernel behind CONNECTION_FILE (e.g. from %connect_info or\n"
+    "jupyter --runtime-dir) to restart its inner kernel. --diagnostic starts it\n"
+    "with CUDA_LAUNCH_BLOCKING=1 (CUDA) or AMD_SERIALIZE_KERNEL=3 and\n"
+    "HIP_LAUNCH_BLOCKING=1 (ROCm): for locating a fault, not for timing. The next\n"
+    "normal restart removes them. Leaves the DOWN state too.\n"
+    "exit codes: 0 restarted, 1 kguard refused, 100 usage or bad connection file,\n"
+    "111 I/O error or no answer within the timeout (default 30 s).\n",
+    out);
+}
+
+static int64_t
+s_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int
 kg_cli_restart_main(int argc, char **argv)
 {
-  fprintf(stderr, "kguard: %s is not implemented yet\n", argv[0]);
-  return KG_EXIT_SYSTEM;
+  static const struct option opts[] = {
+    {"diagnostic", no_argument, NULL, 'd'},
+    {"connection-file", required_argument, NULL, 'f'},
+    {"timeout", required_argument, NULL, 't'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+  const char *conn = NULL;
+  bool diagnostic = false;
+  double timeout_s = 30;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "df:t:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'd': diagnostic = true; break;
+    case 'f': conn = optarg; break;
+    case 't': timeout_s = atof(optarg); break;
+    case 'h': s_usage(stdout); return KG_EXIT_OK;
+    default: s_usage(stderr); return KG_EXIT_USAGE;
+    }
+  }
+  if (!conn || optind < argc || timeout_s <= 0) {
+    fprintf(stderr, "kguard restart: %s (see kguard restart --help)\n",
+            !conn ? "missing -f CONNECTION_FILE" : "invalid arguments");
+    return KG_EXIT_USAGE;
+  }
+  kg_conninfo_t *info = kg_conninfo_new();
+  char err[256] = "";
+  int rc = info ? kg_conninfo_load(info, conn, err, sizeof err) : KG_ENOMEM;
+  if (rc) {
+    fprintf(stderr, "kguard restart: %s: %s\n", conn, *err ? err : kg_strerror(rc));
+    kg_conninfo_destroy(&info);
+    return rc == KG_ECONNFILE || rc == KG_ESCHEME || rc == -ENOENT ? KG_EXIT_USAGE
+                                                                   : KG_EXIT_SYSTEM;
+  }
+  int code = KG_EXIT_SYSTEM;
+  kg_signer_t *signer = kg_signer_new(info->key, info->key_len, 0);
+  void *ctx = zmq_ctx_new();
+  char rid[64], session[37];
+  kg_uuid4(session);
+  snprintf(rid, sizeof rid, "kguard-restart-%.36s", session);
+  void *shell = kg_socket_connect(ctx, info, KG_CH_SHELL, rid, &rc);
+  void *iopub = kg_socket_connect(ctx, info, KG_CH_IOPUB, NULL, &rc);
+  kg_msg_t *req = NULL;
+  char *text = NULL;
+  size_t text_len = 0;
+  if (!signer || !shell || !iopub) {
+    fprintf(stderr, "kguard restart: unable to connect: %s\n", kg_strerror(rc));
+    goto done;
+  }
+  cJSON *content = cJSON_CreateObject();
+  cJSON_AddStringToObject(content, "code", diagnostic ? "%kguard restart --diagnostic"
+                                                      : "%kguard restart");
+  cJSON_AddBoolToObject(content, "silent", false);
+  cJSON_AddBoolToObject(content, "store_history", false);
+  cJSON_AddItemToObject(content, "user_expressions", cJSON_CreateObject());
+  cJSON_AddBoolToObject(content, "allow_stdin", false);
+  cJSON_AddBoolToObject(content, "stop_on_error", true);
+  req = kg_msg_new("execute_request", session, NULL, &content);
+  if (!req || kg_msg_send(req, shell, signer, 0) != 0) {
+    fprintf(stderr, "kguard restart: unable to send the request\n");
+    goto done;
+  }
+  char req_id[64];
+  snprintf(req_id, sizeof req_id, "%s", kg_msg_id(req));
+  int64_t deadline = s_now_ms() + (int64_t) (timeout_s * 1000);
+  for (;;) {
+    int64_t left = deadline - s_now_ms();
+    if (left <= 0) {
+      fprintf(stderr, "kguard restart: no answer within %.0f s (is %s a kguard kernel?)\n",
+              timeout_s, conn);
+      goto done;
+    }
+    zmq_pollitem_t items[2] = {{.socket = shell, .events = ZMQ_POLLIN},
+                               {.socket = iopub, .events = ZMQ_POLLIN}};
+    if (zmq_poll(items, 2, (long) left) < 0) {
+      if (errno == EINTR)
+        continue;
+      goto done;
+    }
+    for (int i = 0; i < 2; i++) {
+      if (!(items[i].revents & ZMQ_POLLIN))
+        continue;
+      kg_msg_t *m = NULL;
+      if (kg_msg_recv(items[i].socket, ZMQ_DONTWAIT, &m) != 0)
+        continue;
+      const char *parent = NULL;
+      if (kg_msg_parse(m, signer) == 0 && kg_msg_check_header(m) == 0)
+        parent = kg_msg_parent_id(m);
+      if (!parent || strcmp(parent, req_id) != 0) {
+        kg_msg_destroy(&m);
+        continue;
+      }
+      cJSON *mc = kg_msg_json(m, KG_PART_CONTENT);
+      if (i == 1 && strcmp(kg_msg_type(m), "stream") == 0) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(mc, "text");
+        if (cJSON_IsString(t)) {
+          size_t n = strlen(t->valuestring);
+          char *g = realloc(text, text_len + n + 1);
+          if (g) {
+            text = g;
+            memcpy(text + text_len, t->valuestring, n + 1);
+            text_len += n;
+          }
+        }
+      } else if (i == 0 && strcmp(kg_msg_type(m), "execute_reply") == 0) {
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(mc, "status");
+        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(mc, "evalue");
+        bool ok = cJSON_IsString(st) && strcmp(st->valuestring, "ok") == 0;
+        if (text)
+          fputs(text, ok ? stdout : stderr);
+        else if (ok)
+          puts("kguard: restart requested");
+        if (!ok)
+          fprintf(stderr, "kguard restart: refused: %s\n",
+                  cJSON_IsString(ev) ? ev->valuestring : "(no reason given)");
+        code = ok ? KG_EXIT_OK : 1;
+        kg_msg_destroy(&m);
+        goto done;
+      }
+      kg_msg_destroy(&m);
+    }
+  }
+done:
+  free(text);
+  kg_msg_destroy(&req);
+  kg_socket_close(&shell);
+  kg_socket_close(&iopub);
+  if (ctx)
+    zmq_ctx_term(ctx);
+  kg_signer_destroy(&signer);
+  kg_conninfo_destroy(&info);
+  return code;
 }

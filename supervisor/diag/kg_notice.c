@@ -100,7 +100,8 @@ s_code(s_out_t *o, const char *label, const char *code)
   if (!code || !code[0])
     return;
   /* A fence longer than any backtick run inside keeps the block intact. */
-  s_add(&o->md, "\n%s:\n\n````text\n%s\n````\n\n", label, code);
+  bool blank = o->md.len >= 2 && o->md.s[o->md.len - 1] == '\n' && o->md.s[o->md.len - 2] == '\n';
+  s_add(&o->md, "%s%s:\n\n````text\n%s\n````\n\n", blank ? "" : "\n", label, code);
   s_add(&o->txt, "  %s: %s\n", label, code);
 }
 

@@ -1,0 +1,177 @@
+/*  kg_kernelspec: search path and kernel.json parsing. */
+#include "kg_kernelspec.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_error.h"
+
+void
+kg_kernelspec_destroy(kg_kernelspec_t **spec_p)
+{
+  if (!spec_p || !*spec_p)
+    return;
+  free((*spec_p)->name);
+  free((*spec_p)->dir);
+  cJSON_Delete((*spec_p)->json);
+  free(*spec_p);
+  *spec_p = NULL;
+}
+
+int
+kg_kernelspec_parse(const char *name, const char *text, size_t len, kg_kernelspec_t **spec_p,
+                    char *err, size_t errlen)
+{
+  *spec_p = NULL;
+  cJSON *j = cJSON_ParseWithLength(text, len);
+  if (!cJSON_IsObject(j)) {
+    snprintf(err, errlen, "kernel.json of '%s' is not a JSON object", name);
+    cJSON_Delete(j);
+    return KG_EKERNELSPEC;
+  }
+  const cJSON *argv = cJSON_GetObjectItemCaseSensitive(j, "argv");
+  const cJSON *dn = cJSON_GetObjectItemCaseSensitive(j, "display_name");
+  const cJSON *lang = cJSON_GetObjectItemCaseSensitive(j, "language");
+  const cJSON *im = cJSON_GetObjectItemCaseSensitive(j, "interrupt_mode");
+  const cJSON *env = cJSON_GetObjectItemCaseSensitive(j, "env");
+  const cJSON *md = cJSON_GetObjectItemCaseSensitive(j, "metadata");
+  const char *bad = NULL;
+  if (!cJSON_IsArray(argv) || cJSON_GetArraySize(argv) == 0)
+    bad = "argv: expected a non-empty array of strings";
+  else {
+    const cJSON *a;
+    cJSON_ArrayForEach(a, argv) if (!cJSON_IsString(a)) bad = "argv: expected strings only";
+  }
+  if (!bad && !cJSON_IsString(dn))
+    bad = "display_name: expected a string";
+  if (!bad && lang && !cJSON_IsString(lang))
+    bad = "language: expected a string";
+  if (!bad && im && (!cJSON_IsString(im) || (strcmp(im->valuestring, "signal") != 0
+                                              && strcmp(im->valuestring, "message") != 0)))
+    bad = "interrupt_mode: expected \"signal\" or \"message\"";
+  if (!bad && env) {
+    if (!cJSON_IsObject(env))
+      bad = "env: expected an object";
+    else {
+      const cJSON *v;
+      cJSON_ArrayForEach(v, env) if (!cJSON_IsString(v)) bad = "env: values must be strings";
+    }
+  }
+  if (!bad && md && !cJSON_IsObject(md))
+    bad = "metadata: expected an object";
+  if (bad) {
+    snprintf(err, errlen, "kernelspec '%s': %s", name, bad);
+    cJSON_Delete(j);
+    return KG_EKERNELSPEC;
+  }
+  kg_kernelspec_t *s = calloc(1, sizeof *s);
+  if (!s || !(s->name = strdup(name))) {
+    free(s);
+    cJSON_Delete(j);
+    return KG_ENOMEM;
+  }
+  s->json = j;
+  s->argv = argv;
+  s->display_name = dn->valuestring;
+  s->language = lang ? lang->valuestring : "";
+  s->interrupt_mode = im ? im->valuestring : "signal";
+  s->env = env;
+  s->metadata = md;
+  *spec_p = s;
+  return 0;
+}
+
+int
+kg_kernelspec_user_dir(char *buf, size_t len)
+{
+  const char *dd = getenv("JUPYTER_DATA_DIR");
+  const char *home = getenv("HOME");
+  int n;
+  if (dd && *dd)
+    n = snprintf(buf, len, "%s/kernels", dd);
+  else
+    n = snprintf(buf, len, "%s/.local/share/jupyter/kernels", home ? home : "");
+  return n < 0 || (size_t) n >= len ? KG_ETOOBIG : 0;
+}
+
+static int
+s_try(const char *kernels_dir, const char *name, kg_kernelspec_t **spec_p, char *err,
+      size_t errlen)
+{
+  char path[PATH_MAX];
+  int n = snprintf(path, sizeof path, "%s/%s/kernel.json", kernels_dir, name);
+  if (n < 0 || (size_t) n >= sizeof path)
+    return KG_ENOKERNEL;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return errno == ENOENT || errno == ENOTDIR ? KG_ENOKERNEL : -errno;
+  char *text = NULL;
+  size_t size = 0;
+  int rc = 0;
+  char buf[8192];
+  size_t r;
+  while ((r = fread(buf, 1, sizeof buf, f)) > 0) {
+    if (size + r > 1024 * 1024) {
+      rc = KG_ETOOBIG;
+      break;
+    }
+    char *g = realloc(text, size + r);
+    if (!g) {
+      rc = KG_ENOMEM;
+      break;
+    }
+    text = g;
+    memcpy(text + size, buf, r);
+    size += r;
+  }
+  fclose(f);
+  if (rc == 0)
+    rc = kg_kernelspec_parse(name, text ? text : "", size, spec_p, err, errlen);
+  else
+    snprintf(err, errlen, "%s: %s", path, kg_strerror(rc));
+  free(text);
+  if (rc == 0) {
+    snprintf(path, sizeof path, "%s/%s", kernels_dir, name);
+    (*spec_p)->dir = strdup(path);
+  }
+  return rc;
+}
+
+int
+kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **spec_p,
+                   char *err, size_t errlen)
+{
+  *spec_p = NULL;
+  if (!name || !*name || strchr(name, '/')) {
+    snprintf(err, errlen, "invalid kernel name '%s'", name ? name : "");
+    return KG_EUSAGE;
+  }
+  char dirs[16][PATH_MAX];
+  int nd = 0;
+  const char *jp = getenv("JUPYTER_PATH");
+  if (jp && *jp) {
+    char *copy = strdup(jp), *save = NULL;
+    for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p && nd < 10;
+         p = strtok_r(NULL, ":", &save))
+      if (*p)
+        snprintf(dirs[nd++], PATH_MAX, "%.4000s/kernels", p);
+    free(copy);
+  }
+  kg_kernelspec_user_dir(dirs[nd++], PATH_MAX);
+  if (sys_prefix && *sys_prefix)
+    snprintf(dirs[nd++], PATH_MAX, "%.4000s/share/jupyter/kernels", sys_prefix);
+  snprintf(dirs[nd++], PATH_MAX, "/usr/local/share/jupyter/kernels");
+  snprintf(dirs[nd++], PATH_MAX, "/usr/share/jupyter/kernels");
+  for (int i = 0; i < nd; i++) {
+    int rc = s_try(dirs[i], name, spec_p, err, errlen);
+    if (rc != KG_ENOKERNEL)
+      return rc;
+  }
+  size_t off = (size_t) snprintf(err, errlen, "no kernelspec named '%s' in", name);
+  for (int i = 0; i < nd && off < errlen; i++)
+    off += (size_t) snprintf(err + off, errlen - off, "%s %s", i ? "," : "", dirs[i]);
+  return KG_ENOKERNEL;
+}

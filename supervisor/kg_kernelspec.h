@@ -1,0 +1,48 @@
+/*  kg_kernelspec: finding and reading Jupyter kernelspecs (kernel.json).
+
+    Search order, as jupyter_client: each entry of $JUPYTER_PATH, then the
+    user data dir ($JUPYTER_DATA_DIR, else ~/.local/share/jupyter), then the
+    sys-prefix given (--sys-prefix/--prefix: PREFIX/share/jupyter), then
+    /usr/local/share/jupyter and /usr/share/jupyter; a spec is
+    <dir>/kernels/<name>/kernel.json.
+*/
+#ifndef KG_KERNELSPEC_H
+#define KG_KERNELSPEC_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+typedef struct {
+  char *name;                   /*  directory name                          */
+  char *dir;                    /*  the spec's directory (NULL if parsed)    */
+  cJSON *json;                  /*  the whole kernel.json (owned)           */
+  const char *display_name;     /*  borrowed from json                      */
+  const char *language;         /*  borrowed, "" if absent                  */
+  const char *interrupt_mode;   /*  borrowed, "signal" if absent            */
+  const cJSON *argv;            /*  borrowed: array of strings, non-empty   */
+  const cJSON *env;             /*  borrowed object or NULL                 */
+  const cJSON *metadata;        /*  borrowed object or NULL                 */
+} kg_kernelspec_t;
+
+/*  Parse kernel.json text (len bytes) of kernelspec name. On success *spec_p
+    is new and owned by the caller, 0 returned. KG_EKERNELSPEC with a message
+    naming the field in err if argv is missing/empty/not strings,
+    display_name is not a string, env is not an object of strings, or
+    interrupt_mode is not signal|message. */
+int kg_kernelspec_parse(const char *name, const char *text, size_t len,
+                        kg_kernelspec_t **spec_p, char *err, size_t errlen);
+
+/*  Find and load kernelspec name (see the search order). sys_prefix may be
+    NULL. Returns 0, KG_ENOKERNEL (err lists the places searched),
+    KG_EKERNELSPEC, or -errno. */
+int kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **spec_p,
+                       char *err, size_t errlen);
+
+/*  The user data dir's kernels directory: $JUPYTER_DATA_DIR/kernels or
+    ~/.local/share/jupyter/kernels, into buf. Returns 0 or KG_ETOOBIG. */
+int kg_kernelspec_user_dir(char *buf, size_t len);
+
+/*  Free and NULL. Safe on NULL. */
+void kg_kernelspec_destroy(kg_kernelspec_t **spec_p);
+
+#endif
