@@ -70,18 +70,29 @@ kg_client_now(void)
     connection file put in, or `exe kernel -f CONN ... -- inner argv`. The
     inner argv keeps its {connection_file}: the kguard kernel fills it with
     the connection file it writes for the inner kernel. */
+bool
+kg_client_spec_is_kguard(const kg_kernelspec_t *spec)
+{
+  const cJSON *a1 = cJSON_GetArrayItem(spec->argv, 1);
+  return cJSON_IsString(a1) && strcmp(a1->valuestring, "kernel") == 0;
+}
+
 static char **
 s_child_argv(const kg_client_t *self, const kg_client_config_t *cfg)
 {
-  const kg_runspec_t *spec = cfg->spec;
-  size_t max = spec->argc + 12;
-  char **argv = calloc(max, sizeof(char *));
+  const kg_kernelspec_t *spec = cfg->spec;
+  size_t argc = (size_t) cJSON_GetArraySize(spec->argv);
+  bool wrapper = kg_client_spec_is_kguard(spec);
+  char **argv = calloc(argc + 12, sizeof(char *));
   if (!argv)
     return NULL;
   size_t n = 0;
-  if (spec->is_kguard) {
-    argv[n++] = spec->argv[0];
-    argv[n++] = spec->argv[1];
+  const cJSON *a = spec->argv->child;
+  if (wrapper) {
+    argv[n++] = a->valuestring;
+    a = a->next;
+    argv[n++] = a->valuestring;
+    a = a->next;
   }
   else {
     argv[n++] = (char *) cfg->exe;
@@ -97,15 +108,17 @@ s_child_argv(const kg_client_t *self, const kg_client_config_t *cfg)
     argv[n++] = "--state-dir";
     argv[n++] = (char *) cfg->state_dir_arg;
   }
-  if (spec->is_kguard) {
-    for (size_t i = 2; i < spec->argc; i++)
-      argv[n++] = strcmp(spec->argv[i], "{connection_file}") == 0
-                  ? (char *) self->conn_path : spec->argv[i];
+  if (wrapper) {
+    /*  As jupyter_client does: every {connection_file} is the one we wrote;
+        the kguard kernel recognises its own path in the inner argv. */
+    for (; a; a = a->next)
+      argv[n++] = strcmp(a->valuestring, "{connection_file}") == 0
+                  ? (char *) self->conn_path : a->valuestring;
   }
   else {
     argv[n++] = "--";
-    for (size_t i = 0; i < spec->argc; i++)
-      argv[n++] = spec->argv[i];
+    for (; a; a = a->next)
+      argv[n++] = a->valuestring;
   }
   argv[n] = NULL;
   return argv;
@@ -192,6 +205,8 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
   if (pid == 0)
     s_child(cfg, argv, pipefd[1], logfd);
   int fork_errno = errno;
+  char argv0[256];
+  snprintf(argv0, sizeof argv0, "%s", argv[0]);
   close(pipefd[1]);
   if (logfd >= 0)
     close(logfd);
@@ -215,8 +230,7 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
   if (n == (ssize_t) sizeof child_errno) {
     waitpid(pid, &self->status, 0);
     self->exited = true;
-    s_err(err, errlen, "unable to start %s: %s",
-          cfg->spec->is_kguard ? cfg->spec->argv[0] : cfg->exe, strerror(child_errno));
+    s_err(err, errlen, "unable to start %s: %s", argv0, strerror(child_errno));
     return KG_ESPAWN;
   }
   self->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
@@ -296,7 +310,7 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
     for (int ch = 0; ch < KG_CH_COUNT; ch++)
       self->info->ports[ch] = ch + 1;
     snprintf(self->info->kernel_name, sizeof self->info->kernel_name, "%s",
-             cfg->spec->name);
+             cfg->spec->name ? cfg->spec->name : "");
     rc = kg_conninfo_save(self->info, self->conn_path);
     if (rc != 0)
       s_err(err, errlen, "unable to write %s: %s", self->conn_path, kg_strerror(rc));

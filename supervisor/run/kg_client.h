@@ -24,11 +24,11 @@
 
 #include "kg_conninfo.h"
 #include "kg_msg.h"
-#include "kg_runspec.h"
+#include "kg_kernelspec.h"
 
 typedef struct {
   const char *exe;              /*  the kguard binary to run "kernel" with */
-  const kg_runspec_t *spec;     /*  the kernel to guard (borrowed)         */
+  const kg_kernelspec_t *spec;  /*  the kernel to guard (borrowed)         */
   const char *checkpoints;      /*  --checkpoints (absolute) or NULL       */
   const char *state_dir_arg;    /*  --state-dir as given, or NULL          */
   const char *state_dir;        /*  resolved state dir, set in the env     */
@@ -53,6 +53,10 @@ typedef struct {
 } kg_client_event_t;
 
 typedef struct kg_client_t kg_client_t;
+
+/*  True if spec is itself a kguard wrapper (argv[1] is "kernel"): it is
+    launched as it is, not wrapped twice. */
+bool kg_client_spec_is_kguard(const kg_kernelspec_t *spec);
 
 /*  Monotonic clock in milliseconds. */
 int64_t kg_client_now(void);

@@ -19,7 +19,8 @@
 #include "kg_notebook.h"
 #include "kg_progress.h"
 #include "kg_runner.h"
-#include "kg_runspec.h"
+#include "kg_kernelspec.h"
+#include "kg_client.h"
 
 static void
 s_usage(FILE *out)
@@ -251,8 +252,8 @@ kg_run_main(int argc, char **argv)
   const char *kname = kernel ? kernel : kg_notebook_kernel_name(nb);
   if (!kname)
     kname = "python3";
-  kg_runspec_t *spec = NULL;
-  rc = kg_runspec_find(kname, &spec, err, sizeof err);
+  kg_kernelspec_t *spec = NULL;
+  rc = kg_kernelspec_find(kname, NULL, &spec, err, sizeof err);
   if (rc != 0) {
     fprintf(stderr, "kguard run: %s: %s\n", input, err);
     kg_notebook_destroy(&nb);
@@ -326,7 +327,7 @@ kg_run_main(int argc, char **argv)
       .signal_fd = sigfd,
     },
   };
-  if (spec->is_kguard)
+  if (kg_client_spec_is_kguard(spec))
     kg_progress_event(pr, false, "kernelspec \"%s\" is already a kguard wrapper: used as "
                       "it is", spec->name);
   code = kg_runner_run(nb, &cfg, pr);
@@ -340,7 +341,7 @@ done:
   free(state_dir);
   free(state_abs);
   free(ckpt);
-  kg_runspec_destroy(&spec);
+  kg_kernelspec_destroy(&spec);
   kg_notebook_destroy(&nb);
   return code;
 }

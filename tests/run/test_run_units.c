@@ -1,5 +1,5 @@
 /*  Unit tests of `kguard run`'s classes that need no kernel: the notebook
-    reader/writer, the iopub-to-outputs collector, the kernelspec lookup. */
+    reader/writer, and the iopub-to-outputs collector. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,6 @@
 #include "kg_error.h"
 #include "kg_notebook.h"
 #include "kg_outputs.h"
-#include "kg_runspec.h"
 #include "kg_test.h"
 
 static const char *s_nb =
@@ -240,76 +239,6 @@ KG_TEST(outputs_clear)
   kg_outputs_destroy(&o);
 }
 
-static void
-s_write(const char *path, const char *text)
-{
-  FILE *f = fopen(path, "w");
-  KG_CHECK(f != NULL);
-  if (f) {
-    fputs(text, f);
-    fclose(f);
-  }
-}
-
-KG_TEST(runspec_find)
-{
-  char dir[] = "/tmp/kg-run-spec-XXXXXX";
-  KG_CHECK(mkdtemp(dir) != NULL);
-  char path[512];
-  snprintf(path, sizeof path, "%s/kernels", dir);
-  mkdir(path, 0700);
-  snprintf(path, sizeof path, "%s/kernels/MyKernel", dir);
-  mkdir(path, 0700);
-  snprintf(path, sizeof path, "%s/kernels/MyKernel/kernel.json", dir);
-  s_write(path, "{\"argv\": [\"/usr/bin/python3\", \"-m\", \"ipykernel_launcher\", \"-f\","
-          " \"{connection_file}\"], \"display_name\": \"Mine\", \"env\": {\"A\": \"1\"}}");
-  char wrap[512];
-  snprintf(wrap, sizeof wrap, "%s/kernels/guarded", dir);
-  mkdir(wrap, 0700);
-  snprintf(wrap, sizeof wrap, "%s/kernels/guarded/kernel.json", dir);
-  s_write(wrap, "{\"argv\": [\"/opt/kguard\", \"kernel\", \"-f\", \"{connection_file}\", \"--\","
-          " \"python3\"], \"display_name\": \"G\"}");
-  char bad[512];
-  snprintf(bad, sizeof bad, "%s/kernels/bad", dir);
-  mkdir(bad, 0700);
-  snprintf(bad, sizeof bad, "%s/kernels/bad/kernel.json", dir);
-  s_write(bad, "{\"argv\": \"python3\"}");
-  setenv("JUPYTER_PATH", dir, 1);
-
-  kg_runspec_t *spec = NULL;
-  char err[1024];
-  KG_CHECK_INT(kg_runspec_find("mykernel", &spec, err, sizeof err), 0);
-  if (spec) {
-    KG_CHECK_STR(spec->name, "MyKernel");
-    KG_CHECK_INT(spec->argc, 5);
-    KG_CHECK_STR(spec->argv[4], "{connection_file}");
-    KG_CHECK(spec->argv[5] == NULL);
-    KG_CHECK_STR(cJSON_GetObjectItem(spec->env, "A")->valuestring, "1");
-    KG_CHECK(!spec->is_kguard);
-  }
-  kg_runspec_destroy(&spec);
-  KG_CHECK_INT(kg_runspec_find("guarded", &spec, err, sizeof err), 0);
-  KG_CHECK(spec && spec->is_kguard);
-  kg_runspec_destroy(&spec);
-  KG_CHECK_INT(kg_runspec_find("bad", &spec, err, sizeof err), KG_EKERNELSPEC);
-  KG_CHECK(strstr(err, "argv") != NULL);
-  unsetenv("JUPYTER_PATH");
-  unlink(path);
-  unlink(wrap);
-  unlink(bad);
-}
-
-KG_TEST(runspec_missing)
-{
-  kg_runspec_t *spec = NULL;
-  char err[2048];
-  KG_CHECK_INT(kg_runspec_find("no-such-kernel-xyz", &spec, err, sizeof err), KG_ENOKERNEL);
-  KG_CHECK(spec == NULL);
-  KG_CHECK(strstr(err, "no-such-kernel-xyz") != NULL);
-  KG_CHECK(strstr(err, "/usr/share/jupyter/kernels") != NULL);
-  KG_CHECK_INT(kg_runspec_find("../etc", &spec, err, sizeof err), KG_ENOKERNEL);
-}
-
 KG_TEST_MAIN(KG_CASE(notebook_parse), KG_CASE(notebook_reject), KG_CASE(notebook_format),
              KG_CASE(notebook_save), KG_CASE(outputs_stream), KG_CASE(outputs_display),
-             KG_CASE(outputs_clear), KG_CASE(runspec_find), KG_CASE(runspec_missing))
+             KG_CASE(outputs_clear))
