@@ -54,10 +54,9 @@ s_archive_fail(kg_ckpt_report_t *r, struct archive *a, const char *member, const
     rc = KG_ECKPT_TRUNC;
   else if (strstr(msg, "amaged") || strstr(msg, "hecksum") || strstr(msg, "CRC"))
     rc = KG_ECKPT_CORRUPT;
-  const char *label = rc == KG_ECKPT_TRUNC ? "incomplete" : rc == KG_ECKPT_CORRUPT ? "corrupt" : "malformed";
   if (member && *member)
-    return s_set(r, rc, member, "%s: %s in member '%s': %s", label, what, member, msg);
-  return s_set(r, rc, member, "%s: %s: %s", label, what, msg);
+    return s_set(r, rc, member, "%s member '%s': %s", what, member, msg);
+  return s_set(r, rc, member, "%s: %s", what, msg);
 }
 
 /*  Name of entry as UTF-8 bytes, or NULL when it is not UTF-8. */
@@ -82,7 +81,7 @@ s_read_small(struct archive *a, kg_ckpt_report_t *r, const char *member, void *b
     if (n < 0)
       return s_archive_fail(r, a, member, "reading");
     if (n == 0)
-      return s_set(r, KG_ECKPT_TRUNC, member, "incomplete: member '%s' ends early", member);
+      return s_set(r, KG_ECKPT_TRUNC, member, "member '%s' ends early", member);
     got += (size_t) n;
   }
   return 0;
@@ -93,21 +92,21 @@ static int
 s_check_type(kg_ckpt_report_t *r, struct archive_entry *e, const char *name)
 {
   if (archive_entry_hardlink(e))
-    return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' is a hard link to '%.200s'",
+    return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is a hard link to '%.200s'",
                  name, archive_entry_hardlink(e));
   if (archive_entry_symlink(e) || archive_entry_filetype(e) == AE_IFLNK)
-    return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' is a symbolic link", name);
+    return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is a symbolic link", name);
   mode_t t = archive_entry_filetype(e);
   if (t != AE_IFREG) {
     const char *kind = t == AE_IFDIR ? "a directory" : t == AE_IFIFO ? "a fifo"
                        : t == AE_IFCHR ? "a character device" : t == AE_IFBLK ? "a block device"
                        : t == AE_IFSOCK ? "a socket" : "not a regular file";
-    return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' is %s", name, kind);
+    return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is %s", name, kind);
   }
   if (archive_entry_sparse_count(e) > 0)
-    return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' is sparse", name);
+    return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is sparse", name);
   if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
-    return s_set(r, KG_ECKPT_MALFORMED, name, "malformed: member '%s' has no size", name);
+    return s_set(r, KG_ECKPT_MALFORMED, name, "member '%s' has no size", name);
   return 0;
 }
 
@@ -124,7 +123,7 @@ s_verify_zip(int fd, kg_ckpt_report_t *r)
   if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
     /* A zip whose central directory is gone was cut short. */
     rc = s_set(r, KG_ECKPT_TRUNC, NULL,
-               "incomplete: zip archive without a readable central directory (%s)",
+               "zip archive without a readable central directory (%s)",
                archive_error_string(a) ? archive_error_string(a) : "?");
     archive_read_free(a);
     return rc;
@@ -138,7 +137,7 @@ s_verify_zip(int fd, kg_ckpt_report_t *r)
     if (!name)
       name = "?";
     if (++count > ZIP_MEMBERS_MAX) {
-      rc = s_set(r, KG_ECKPT_UNSAFE, NULL, "unsafe: zip has more than %d members", ZIP_MEMBERS_MAX);
+      rc = s_set(r, KG_ECKPT_UNSAFE, NULL, "zip has more than %d members", ZIP_MEMBERS_MAX);
       goto done;
     }
     const void *buf;
@@ -149,7 +148,7 @@ s_verify_zip(int fd, kg_ckpt_report_t *r)
     while ((d = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
       total += len;
       if (total > ZIP_TOTAL_MAX) {
-        rc = s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: zip inflates past %llu bytes",
+        rc = s_set(r, KG_ECKPT_UNSAFE, name, "zip inflates past %llu bytes",
                    (unsigned long long) ZIP_TOTAL_MAX);
         goto done;
       }
@@ -165,7 +164,7 @@ s_verify_zip(int fd, kg_ckpt_report_t *r)
   }
   r->zip = true;
   rc = s_set(r, KG_ECKPT_UNSIGNED, NULL,
-             "unsigned: plain zip (torch.save file): complete, %lu members, every CRC "
+             "plain zip (torch.save file): complete, %lu members, every CRC "
              "matches, but not authenticated",
              count);
 done:
@@ -184,28 +183,28 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
   while ((h = archive_read_next_header(a, &e)) == ARCHIVE_OK || h == ARCHIVE_WARN) {
     const char *name = s_entry_name(e);
     if (!name)
-      return s_set(r, KG_ECKPT_UNSAFE, NULL, "unsafe: a member name is not valid UTF-8");
+      return s_set(r, KG_ECKPT_UNSAFE, NULL, "a member name is not valid UTF-8");
     int rc = s_check_type(r, e, name);
     if (rc < 0)
       return rc;
     const char *problem = kg_ckpt_path_problem(name);
     if (problem)
-      return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%.300s': %s", name, problem);
+      return s_set(r, KG_ECKPT_UNSAFE, name, "member '%.300s': %s", name, problem);
     kg_ckpt_member_t *mem = kg_ckpt_manifest_find(m, name);
     if (!mem)
-      return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' is not listed in the manifest",
+      return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is not listed in the manifest",
                    name);
     if (mem->seen)
-      return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' appears twice", name);
+      return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' appears twice", name);
     mem->seen = true;
     uint64_t hsize = (uint64_t) archive_entry_size(e);
     if (hsize > mem->size)
       return s_set(r, KG_ECKPT_UNSAFE, name,
-                   "unsafe: member '%s' claims %llu bytes, more than the manifest's %llu", name,
+                   "member '%s' claims %llu bytes, more than the manifest's %llu", name,
                    (unsigned long long) hsize, (unsigned long long) mem->size);
     if (hsize < mem->size)
       return s_set(r, KG_ECKPT_CORRUPT, name,
-                   "corrupt: member '%s' has %llu bytes, the manifest says %llu", name,
+                   "member '%s' has %llu bytes, the manifest says %llu", name,
                    (unsigned long long) hsize, (unsigned long long) mem->size);
     if (sink && sink->begin && (rc = sink->begin(sink->arg, mem)) < 0)
       return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
@@ -218,10 +217,10 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
     int d;
     while ((d = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
       if (off < 0 || (uint64_t) off != got)
-        return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: member '%s' has holes", name);
+        return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' has holes", name);
       if (len > mem->size - got)
         return s_set(r, KG_ECKPT_UNSAFE, name,
-                     "unsafe: member '%s' holds more than its manifest size", name);
+                     "member '%s' holds more than its manifest size", name);
       got += len;
       crypto_generichash_update(&st, buf, len);
       if (sink && sink->data && (rc = sink->data(sink->arg, buf, len)) < 0)
@@ -230,12 +229,12 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
     if (d != ARCHIVE_EOF)
       return s_archive_fail(r, a, name, "reading");
     if (got != mem->size)
-      return s_set(r, KG_ECKPT_TRUNC, name, "incomplete: member '%s' ends after %llu of %llu bytes",
+      return s_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after %llu of %llu bytes",
                    name, (unsigned long long) got, (unsigned long long) mem->size);
     unsigned char digest[KG_CKPT_DIGEST_BYTES];
     crypto_generichash_final(&st, digest, sizeof digest);
     if (sodium_memcmp(digest, mem->digest, sizeof digest) != 0)
-      return s_set(r, KG_ECKPT_CORRUPT, name, "corrupt: member '%s' does not match its digest",
+      return s_set(r, KG_ECKPT_CORRUPT, name, "member '%s' does not match its digest",
                    name);
     if (sink && sink->end && (rc = sink->end(sink->arg, mem)) < 0)
       return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
@@ -245,7 +244,7 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
   for (size_t i = 0; i < m->count; i++)
     if (!m->members[i].seen)
       return s_set(r, KG_ECKPT_TRUNC, m->members[i].path,
-                   "incomplete: listed member '%s' is missing", m->members[i].path);
+                   "listed member '%s' is missing", m->members[i].path);
   return s_set(r, 0, NULL, "valid");
 }
 
@@ -256,20 +255,20 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const unsigned char *p
   struct archive_entry *e;
   int h = archive_read_next_header(a, &e);
   if (h == ARCHIVE_EOF)
-    return s_set(r, KG_ECKPT_MALFORMED, NULL, "malformed: archive has no members (no manifest)");
+    return s_set(r, KG_ECKPT_MALFORMED, NULL, "archive has no members (no manifest)");
   if (h < ARCHIVE_WARN)
     return s_archive_fail(r, a, NULL, "reading the first header");
   const char *name = s_entry_name(e);
   if (!name || strcmp(name, KG_CKPT_MANIFEST_NAME) != 0)
     return s_set(r, KG_ECKPT_MALFORMED, NULL,
-                 "malformed: no manifest (first member is '%.200s', not " KG_CKPT_MANIFEST_NAME ")",
+                 "no manifest (first member is '%.200s', not " KG_CKPT_MANIFEST_NAME ")",
                  name ? name : "(not UTF-8)");
   int rc = s_check_type(r, e, name);
   if (rc < 0)
     return rc;
   la_int64_t msize = archive_entry_size(e);
   if (msize <= 0 || msize > KG_CKPT_MANIFEST_MAX)
-    return s_set(r, KG_ECKPT_UNSAFE, name, "unsafe: manifest size %lld outside 1..%d bytes",
+    return s_set(r, KG_ECKPT_UNSAFE, name, "manifest size %lld outside 1..%d bytes",
                  (long long) msize, KG_CKPT_MANIFEST_MAX);
   char *json = malloc((size_t) msize);
   if (!json)
@@ -283,7 +282,7 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const unsigned char *p
 
   h = archive_read_next_header(a, &e);
   if (h == ARCHIVE_EOF) {
-    rc = s_set(r, KG_ECKPT_TRUNC, NULL, "incomplete: archive ends after the manifest");
+    rc = s_set(r, KG_ECKPT_TRUNC, NULL, "archive ends after the manifest");
     goto done;
   }
   if (h < ARCHIVE_WARN) {
@@ -292,13 +291,13 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const unsigned char *p
   }
   name = s_entry_name(e);
   if (!name || strcmp(name, KG_CKPT_SIG_NAME) != 0) {
-    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "unsigned: no " KG_CKPT_SIG_NAME " after the manifest");
+    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "no " KG_CKPT_SIG_NAME " after the manifest");
     goto done;
   }
   if ((rc = s_check_type(r, e, name)) < 0)
     goto done;
   if (archive_entry_size(e) != crypto_sign_BYTES) {
-    rc = s_set(r, KG_ECKPT_MALFORMED, name, "malformed: signature is not %d bytes",
+    rc = s_set(r, KG_ECKPT_MALFORMED, name, "signature is not %d bytes",
                crypto_sign_BYTES);
     goto done;
   }
@@ -325,14 +324,14 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const unsigned char *p
     kg_keys_id(pk, ours);
   if (kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why) == 0
       && strcmp(m->key_id, ours) != 0)
-    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "unsigned: signed by unknown key %s (%s%s)",
+    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "signed by unknown key %s (%s%s)",
                m->key_id, pk ? "ours is " : "no public key known; run kguard keygen",
                pk ? ours : "");
   else if (!pk)
-    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "unsigned: no public key known; run kguard keygen");
+    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "no public key known; run kguard keygen");
   else
     rc = s_set(r, KG_ECKPT_CORRUPT, KG_CKPT_MANIFEST_NAME,
-               "corrupt: manifest signature does not match (manifest or signature altered)");
+               "manifest signature does not match (manifest or signature altered)");
   kg_ckpt_manifest_destroy(&m);
 done:
   free(json);
@@ -354,12 +353,12 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
     goto out;
   }
   if (!S_ISREG(st.st_mode)) {
-    rc = s_set(r, KG_ECKPT_MALFORMED, NULL, "malformed: not a regular file");
+    rc = s_set(r, KG_ECKPT_MALFORMED, NULL, "not a regular file");
     goto out;
   }
   r->archive_size = (uint64_t) st.st_size;
   if (st.st_size == 0) {
-    rc = s_set(r, KG_ECKPT_TRUNC, NULL, "incomplete: empty file");
+    rc = s_set(r, KG_ECKPT_TRUNC, NULL, "empty file");
     goto out;
   }
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -376,8 +375,20 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
   }
   archive_read_support_filter_zstd(a);
   archive_read_support_format_tar(a);
-  if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK)
-    rc = s_archive_fail(r, a, NULL, "opening");
+  if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
+    /* Our archives start with the manifest's header (or zstd's magic): one
+       that cannot even be opened was cut inside its first header. */
+    static const unsigned char zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+    char head[sizeof KG_CKPT_MANIFEST_NAME] = "";
+    ssize_t got = pread(fd, head, sizeof head, 0);
+    if ((st.st_size < 1024 && got > 0
+         && strncmp(head, KG_CKPT_MANIFEST_NAME, (size_t) got) == 0)
+        || memcmp(magic, zmagic, sizeof zmagic) == 0)
+      rc = s_set(r, KG_ECKPT_TRUNC, NULL, "archive ends inside its first header (%s)",
+                 archive_error_string(a) ? archive_error_string(a) : "?");
+    else
+      rc = s_archive_fail(r, a, NULL, "opening");
+  }
   else if ((rc = s_verify_manifest(a, r, pk)) == 0)
     rc = (flags & KG_CKPT_VERIFY_MANIFEST_ONLY) ? s_set(r, 0, NULL, "manifest authenticated")
                                                 : s_verify_payload(a, r, sink);

@@ -1,0 +1,205 @@
+"""CLI behaviour: list ordering, latest --before, quarantine, resume-prepare
+JSON, --help, and a SIGKILL in the middle of sealing."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from conftest import BIN, run
+
+
+def seal(src, ckdir, step, *extra):
+    p = run("ckpt", "seal", str(src), "--step", str(step), "--run", "r1", "--into", str(ckdir),
+            *extra, check=True)
+    return p.stdout.strip()
+
+
+def listing(ckdir):
+    p = run("ckpt", "list", str(ckdir), "--json", check=True)
+    return json.loads(p.stdout)
+
+
+def test_help_texts():
+    p = run("ckpt", "--help")
+    assert p.returncode == 0 and "resume-prepare" in p.stdout
+    for sub in ("seal", "verify", "list", "latest", "restore", "quarantine", "resume-prepare"):
+        p = run("ckpt", sub, "--help")
+        assert p.returncode == 0 and p.stdout.startswith("usage: kguard ckpt " + sub), sub
+    v = run("ckpt", "verify", "--help").stdout
+    for line in ("1 unsigned", "2 corrupt", "3 incomplete", "4 malformed", "5 unsafe"):
+        assert line in v
+    assert run("keygen", "--help").returncode == 0
+    assert run("ckpt", "bogus").returncode == 100
+    assert run("ckpt", "seal", "x").returncode == 100
+
+
+def test_keygen_refuses_to_replace(keyenv):
+    assert run("keygen").returncode == 0
+    assert (keyenv / "ckpt-ed25519.secret").stat().st_mode & 0o777 == 0o600
+    assert keyenv.stat().st_mode & 0o777 == 0o700
+    assert run("keygen").returncode == 100
+    assert run("keygen", "--force").returncode == 0
+
+
+def test_list_newest_first_and_latest_before(tmp_path, keyenv, payload):
+    ck = tmp_path / "ck"
+    paths = [seal(payload, ck, s) for s in (10, 20, 30)]
+    rows = listing(ck)
+    assert [r["step"] for r in rows] == [30, 20, 10]
+    assert all(r["status"] == "valid" for r in rows)
+    times = [r["sealed_at_ms"] for r in rows]
+    assert times == sorted(times, reverse=True)
+
+    p = run("ckpt", "latest", str(ck))
+    assert p.returncode == 0 and p.stdout.strip() == paths[2]
+
+    # Strictly before the step-30 seal time: step 20, and 30 is explained.
+    p = run("ckpt", "latest", str(ck), "--before", str(times[0]))
+    assert p.returncode == 0 and p.stdout.strip() == paths[1]
+    assert "skipped " + os.path.basename(paths[2]) in p.stderr
+    assert "not before" in p.stderr
+
+    # ISO 8601 works as well as ms.
+    iso = rows[1]["sealed_at"]
+    p = run("ckpt", "latest", str(ck), "--before", iso)
+    assert p.stdout.strip() == paths[0]
+
+    # Corrupt the newest: latest falls back and says why.
+    with open(paths[2], "r+b") as f:
+        f.seek(os.path.getsize(paths[2]) - 5000)
+        f.write(b"\xff" * 16)
+    p = run("ckpt", "latest", str(ck))
+    assert p.stdout.strip() == paths[1]
+    assert "corrupt" in p.stderr
+    assert listing(ck)[0]["status"] == "corrupt"
+
+    p = run("ckpt", "latest", str(ck), "--before", "1970-01-01T00:00:01Z")
+    assert p.returncode == 1 and p.stdout == ""
+
+
+def test_quarantine_moves_never_deletes(tmp_path, keyenv, payload):
+    ck = tmp_path / "ck"
+    paths = [seal(payload, ck, s) for s in (1, 2, 3)]
+    t2 = listing(ck)[1]["sealed_at_ms"]
+    sizes = {os.path.basename(p): os.path.getsize(p) for p in paths}
+    p = run("ckpt", "quarantine", str(ck), "--incident", "inc-1", "--from", str(t2))
+    assert p.returncode == 0, p.stderr
+    q = ck / "quarantine" / "inc-1"
+    assert sorted(os.listdir(q)) == sorted(os.path.basename(x) for x in paths[1:])
+    for name in os.listdir(q):
+        assert os.path.getsize(q / name) == sizes[name]
+    assert [r["step"] for r in listing(ck)] == [1]
+    assert run("ckpt", "latest", str(ck)).stdout.strip() == paths[0]
+    assert run("ckpt", "quarantine", str(ck), "--incident", "../x", "--from", "0").returncode == 100
+
+
+def test_resume_prepare(tmp_path, keyenv, payload):
+    ck = tmp_path / "ck"
+    paths = [seal(payload, ck, s) for s in (100, 200, 300)]
+    rows = listing(ck)
+    t_fault = rows[0]["sealed_at_ms"]  # the step-300 seal is at/after T
+    # Corrupt step 200 (sealed before T): skipped, not quarantined.
+    with open(paths[1], "r+b") as f:
+        f.seek(os.path.getsize(paths[1]) - 4000)
+        f.write(b"\x00\x01" * 8)
+    dest = tmp_path / "state" / "restored" / "inc-9"
+    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
+            "--incident", "inc-9", "--into", str(dest), "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["status"] == "restored"
+    assert out["step"] == 100 and out["run"] == "r1"
+    assert out["archive"] == paths[0]
+    assert out["sealed_at_ms"] == rows[2]["sealed_at_ms"] < t_fault
+    assert out["digest"].startswith("blake2b-256:") and out["digest_of"] == "manifest"
+    assert out["dir"] == str(dest)
+    assert [q["archive"] for q in out["quarantined"]] == [paths[2]]
+    assert out["quarantined"][0]["to"].startswith(str(ck / "quarantine" / "inc-9"))
+    assert [s["archive"] for s in out["skipped"]] == [paths[1]]
+    assert "corrupt" in out["skipped"][0]["reason"]
+    assert os.path.exists(paths[1])  # corrupt but older than T: left in place
+    assert (dest / "state.pt").read_bytes() == (payload / "state.pt").read_bytes()
+    assert (dest / "sub" / "notes.txt").read_bytes() == (payload / "sub" / "notes.txt").read_bytes()
+
+    # Nothing before T left: status none, exit 0, DEST not created.
+    dest2 = tmp_path / "state" / "restored" / "inc-10"
+    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", "1000",
+            "--incident", "inc-10", "--into", str(dest2), "--json")
+    assert p.returncode == 0
+    out = json.loads(p.stdout)
+    assert out["status"] == "none" and out["archive"] is None
+    assert not dest2.exists()
+
+    # A missing directory is simply "none"; bad usage is an error object.
+    p = run("ckpt", "resume-prepare", "--dir", str(tmp_path / "nope"), "--before", "5",
+            "--incident", "i", "--into", str(tmp_path / "d3"), "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["status"] == "none"
+    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--json")
+    assert p.returncode == 100 and json.loads(p.stdout)["status"] == "error"
+
+
+def test_restore_refuses_existing_dest(sealed, tmp_path):
+    dest = tmp_path / "exists"
+    dest.mkdir()
+    (dest / "keep").write_text("mine")
+    assert run("ckpt", "restore", str(sealed), str(dest)).returncode == 100
+    assert os.listdir(dest) == ["keep"]
+
+
+def test_zstd_round_trip(tmp_path, keyenv, payload):
+    ck = tmp_path / "ck"
+    path = seal(payload, ck, 5, "--zstd")
+    assert path.endswith(".kgckpt.tar.zst")
+    assert run("ckpt", "verify", path).returncode == 0
+    dest = tmp_path / "out"
+    assert run("ckpt", "restore", path, str(dest)).returncode == 0
+    assert (dest / "state.pt").read_bytes() == (payload / "state.pt").read_bytes()
+
+
+def wait_for(cond, deadline_s, what):
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.001)  # polling interval, not synchronisation
+    raise AssertionError("timed out waiting for " + what)
+
+
+def test_sigkill_mid_seal_leaves_no_final_file(tmp_path, keyenv, payload):
+    ck = tmp_path / "ck"
+    good = seal(payload, ck, 1)
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(4):
+        with open(big / f"part{i}.bin", "wb") as f:
+            block = os.urandom(1 << 20)
+            for _ in range(96):
+                f.write(block)
+    proc = subprocess.Popen([BIN, "ckpt", "seal", str(big), "--step", "2", "--into", str(ck)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def temp_grown():
+        for name in os.listdir(ck):
+            if name.startswith(".") and ".tmp-" in name:
+                try:
+                    if os.path.getsize(ck / name) > (8 << 20):
+                        return name
+                except FileNotFoundError:
+                    pass
+        assert proc.poll() is None, "seal finished before it could be interrupted"
+        return None
+
+    tmpname = wait_for(temp_grown, 60, "the temporary archive to grow")
+    proc.kill()
+    proc.wait()
+    names = os.listdir(ck)
+    assert tmpname in names
+    finals = [n for n in names if not n.startswith(".")]
+    assert finals == [os.path.basename(good)]
+    p = run("ckpt", "latest", str(ck))
+    assert p.returncode == 0 and p.stdout.strip() == good
+    rows = listing(ck)
+    assert [r["status"] for r in rows].count("leftover") == 1
+    assert [r["step"] for r in rows if r["status"] == "valid"] == [1]

@@ -1,0 +1,97 @@
+"""kguard.save / kguard.resume through the real binary, and check_targets."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.environ.get("KGUARD_SOURCE_DIR", "../.."), "python"))
+import torch  # noqa: E402
+
+import kguard  # noqa: E402
+from kguard import checkpoint as kc  # noqa: E402
+from conftest import run  # noqa: E402
+
+
+@pytest.fixture
+def ckenv(tmp_path, monkeypatch, keyenv):
+    monkeypatch.setenv("KGUARD_CKPT_DIR", str(tmp_path / "ck"))
+    monkeypatch.setenv("KGUARD_RUN_ID", "run-py")
+    for k in ("KGUARD_RESUME_DIR", "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE", "KGUARD_EMULATE"):
+        monkeypatch.delenv(k, raising=False)
+    return tmp_path
+
+
+def test_save_then_resume_round_trip(ckenv, monkeypatch):
+    state = {"w": torch.arange(12.0).reshape(3, 4), "step": 41}
+    path = kguard.save(state, 41)
+    assert os.path.isfile(path) and path.endswith(".kgckpt.tar")
+    assert run("ckpt", "verify", path).returncode == 0
+    # No temporary directory left behind next to the archive.
+    assert os.listdir(ckenv / "ck") == [os.path.basename(path)]
+    assert kguard.resume() is None
+
+    dest = ckenv / "restored"
+    p = run("ckpt", "resume-prepare", "--dir", str(ckenv / "ck"), "--before", "99999999999999",
+            "--incident", "t1", "--into", str(dest), "--json")
+    assert p.returncode == 0, p.stderr
+    monkeypatch.setenv("KGUARD_RESUME_DIR", str(dest))
+    monkeypatch.setenv("KGUARD_RESUME_STEP", "41")
+    monkeypatch.setenv("KGUARD_RESUME_ARCHIVE", path)
+    r = kguard.resume()
+    assert r.dir == str(dest) and r.step == 41 and r.archive == path
+    loaded = r.load()
+    assert loaded["step"] == 41 and torch.equal(loaded["w"], state["w"])
+
+
+def test_failed_device_sync_is_never_sealed(ckenv, monkeypatch):
+    def boom(torch_mod):
+        raise RuntimeError("CUDA error: device-side assert triggered")
+    monkeypatch.setattr(kc, "_synchronize", boom)
+    with pytest.raises(RuntimeError, match="device-side assert"):
+        kguard.save({"x": 1}, 3)
+    assert os.listdir(ckenv / "ck") == []
+
+
+def test_seal_failure_is_reported(ckenv, monkeypatch):
+    monkeypatch.setenv("KGUARD_BIN", "/bin/false")
+    with pytest.raises(RuntimeError, match="seal failed"):
+        kguard.save({"x": 1}, 3)
+    assert os.listdir(ckenv / "ck") == []
+
+
+def test_check_targets_seed_example():
+    with pytest.raises(ValueError, match=r"target 4 out of range \[0, 4\) at index 2"):
+        kguard.check_targets(torch.tensor([0, 2, 4]), 4)
+    with pytest.raises(ValueError, match="target -1 out of range"):
+        kguard.check_targets(torch.tensor([-1, 0]), 4)
+
+
+def test_check_targets_valid_pass():
+    t = torch.tensor([0, 1, 2, 3])
+    assert kguard.check_targets(t, 4) is t
+    kguard.check_targets(torch.tensor([0, -100, 3]), 4)
+    kguard.check_targets(torch.tensor([0, 255, 3]), 4, ignore_index=255)
+
+
+def test_check_targets_rejects_shape_dtype_and_all_ignored():
+    with pytest.raises(ValueError, match="1-D"):
+        kguard.check_targets(torch.zeros(2, 4, dtype=torch.long), 4)
+    with pytest.raises(ValueError, match="torch.long"):
+        kguard.check_targets(torch.tensor([0.0, 1.0]), 4)
+    with pytest.raises(ValueError, match="no entries other than ignore_index=-100"):
+        kguard.check_targets(torch.tensor([-100, -100]), 4)
+    with pytest.raises(ValueError, match="no entries"):
+        kguard.check_targets(torch.tensor([], dtype=torch.long), 4)
+    with pytest.raises(ValueError, match="classes"):
+        kguard.check_targets(torch.tensor([0]), 0)
+
+
+def test_import_needs_nothing_but_stdlib():
+    code = ("import sys; sys.modules['torch'] = None; sys.path.insert(0, %r); "
+            "import kguard; print(kguard.resume())") % os.path.join(
+                os.environ.get("KGUARD_SOURCE_DIR", "../.."), "python")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("KGUARD_RESUME")})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "None"
