@@ -315,6 +315,33 @@ s_connect_kernel(kg_sup_t *S)
   return 0;
 }
 
+/*  Replace every occurrence of pattern in a with repl (new string). */
+static char *
+s_replace(const char *a, const char *pattern, const char *repl)
+{
+  size_t pl = strlen(pattern), rl = strlen(repl), count = 0;
+  for (const char *h = a; pl && (h = strstr(h, pattern)); h += pl)
+    count++;
+  char *out = malloc(strlen(a) + count * rl + 1);
+  if (!out)
+    return NULL;
+  char *o = out;
+  const char *h;
+  while (pl && (h = strstr(a, pattern))) {
+    memcpy(o, a, (size_t) (h - a));
+    o += h - a;
+    memcpy(o, repl, rl);
+    o += rl;
+    a = h + pl;
+  }
+  strcpy(o, a);
+  return out;
+}
+
+/*  The inner argv with its connection file placeholder pointing at the inner
+    kernel's own file. jupyter_client formats the WHOLE kernelspec argv, so
+    the inner part arrives with the frontend's path already in place of
+    {connection_file}: both forms are replaced. */
 static char **
 s_expand_argv(kg_sup_t *S)
 {
@@ -322,16 +349,9 @@ s_expand_argv(kg_sup_t *S)
   if (!argv)
     return NULL;
   for (size_t i = 0; i < S->inner_argc; i++) {
-    const char *a = S->inner_argv[i];
-    const char *hit = strstr(a, "{connection_file}");
-    if (hit) {
-      size_t n = strlen(a) - strlen("{connection_file}") + strlen(S->inner_conn_path) + 1;
-      argv[i] = malloc(n);
-      if (argv[i])
-        snprintf(argv[i], n, "%.*s%s%s", (int) (hit - a), a, S->inner_conn_path,
-                 hit + strlen("{connection_file}"));
-    } else
-      argv[i] = strdup(a);
+    char *a = s_replace(S->inner_argv[i], "{connection_file}", S->inner_conn_path);
+    argv[i] = a ? s_replace(a, S->conn_path, S->inner_conn_path) : NULL;
+    free(a);
     if (!argv[i]) {
       s_free_envp(&argv);
       return NULL;
