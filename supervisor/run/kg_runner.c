@@ -42,6 +42,8 @@ typedef struct {
   int64_t restored_step;        /*  last restored checkpoint step, or -1   */
   cJSON *incidents;             /*  borrowed: metadata.kguard.incidents    */
   cJSON *paths;                 /*  incident file paths seen (array)       */
+  cJSON *handled;               /*  incident ids and msg_ids of failures
+                                    already acted on (array of strings)    */
   int sigints;                  /*  SIGINTs received                       */
   int stop_signal;              /*  a signal that ends the run now, or 0   */
 } s_run_t;
@@ -106,13 +108,22 @@ s_note_event(s_cell_t *cell, const cJSON *kg, const char *text)
   if (!event)
     return;
   const char *incident = s_string(kg, "incident");
-  const cJSON *seen;
+  cJSON *seen;
   cJSON_ArrayForEach(seen, cell->events) {
     if (s_is(s_string(seen, "event"), event)
         && (s_is(s_string(seen, "incident"), incident)
             || (!incident && !s_string(seen, "incident")))) {
+      /*  The reply and the notice tell of the same incident; the later
+          one may know more (the restored checkpoint). */
+      const cJSON *item;
+      cJSON_ArrayForEach(item, kg) {
+        if (cJSON_IsNull(item) || !item->string)
+          continue;
+        cJSON_DeleteItemFromObjectCaseSensitive(seen, item->string);
+        cJSON_AddItemToObject(seen, item->string, cJSON_Duplicate(item, true));
+      }
       if (text && !cJSON_GetObjectItemCaseSensitive(seen, "notice"))
-        cJSON_AddStringToObject((cJSON *) seen, "notice", text);
+        cJSON_AddStringToObject(seen, "notice", text);
       return;
     }
   }
@@ -150,22 +161,88 @@ s_cell_event(const s_cell_t *cell)
 /*  ------------------------------------------------------------------------
     One cell. */
 
+static bool
+s_is_handled(const s_run_t *run, const char *incident, const char *parent)
+{
+  const cJSON *h;
+  cJSON_ArrayForEach(h, run->handled) {
+    if (s_is(h->valuestring, incident) || s_is(h->valuestring, parent))
+      return true;
+  }
+  return false;
+}
+
+static void
+s_handle(s_run_t *run, const char *id)
+{
+  if (id && !s_is_handled(run, id, NULL))
+    cJSON_AddItemToArray(run->handled, cJSON_CreateString(id));
+}
+
+/*  kguard publishes its notice once the fresh kernel is ready, i.e. after
+    the failing cell's reply, while the re-run is already under way. Such a
+    notice completes what is known about an incident already acted on: the
+    checkpoint that was restored. */
+static void
+s_complete_incident(s_run_t *run, const cJSON *kg, const char *text)
+{
+  const char *incident = s_string(kg, "incident");
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(kg, "restored_step");
+  const char *archive = s_string(kg, "restored_archive");
+  cJSON *rec;
+  cJSON_ArrayForEach(rec, run->incidents) {
+    if (!incident || !s_is(s_string(rec, "incident"), incident))
+      continue;
+    const char *keys[] = {"restored_step", "restored_archive"};
+    for (int i = 0; i < 2; i++) {
+      const cJSON *v = cJSON_GetObjectItemCaseSensitive(kg, keys[i]);
+      if (v && !cJSON_IsNull(v)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(rec, keys[i]);
+        cJSON_AddItemToObject(rec, keys[i], cJSON_Duplicate(v, true));
+      }
+    }
+    if (text && !cJSON_GetObjectItemCaseSensitive(rec, "notice"))
+      cJSON_AddStringToObject(rec, "notice", text);
+  }
+  if (!s_is(s_string(kg, "event"), "sticky-restart")
+      && !s_is(s_string(kg, "event"), "kernel-died"))
+    return;
+  if (cJSON_IsNumber(step)) {
+    run->restored_step = (int64_t) step->valuedouble;
+    kg_progress_event(run->pr, true, "checkpoint of step %lld verified and restored%s%s%s; "
+                      "training resumes from it", (long long) run->restored_step,
+                      archive ? " (" : "", archive ? archive : "", archive ? ")" : "");
+  }
+  else
+    kg_progress_event(run->pr, true, "no verified checkpoint sealed before the fault was "
+                      "restored: training starts over");
+}
+
 static void
 s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
 {
   const char *type = kg_msg_type(msg);
   const char *parent = kg_msg_parent_id(msg);
   cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
-  cJSON *meta = kg_msg_json(msg, KG_PART_METADATA);
-  const cJSON *kg = cJSON_GetObjectItemCaseSensitive(meta, "kguard");
   bool mine = s_is(parent, cell->msg_id);
 
-  /*  A kguard notice, for this request or (detected late) an earlier one. */
-  if (cJSON_IsObject(kg) && s_is(type, "display_data")) {
+  /*  A kguard notice (display_data whose metadata has "kguard"), for this
+      request, for one already acted on, or (detected late) an earlier one. */
+  const cJSON *kg = NULL;
+  if (s_is(type, "display_data")) {
+    kg = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(content, "metadata"), "kguard");
+    if (!cJSON_IsObject(kg))
+      kg = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_METADATA), "kguard");
+  }
+  if (cJSON_IsObject(kg)) {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(content, "data");
     const char *text = s_string(data, "text/plain");
     kg_progress_block(run->pr, true, "  kguard | ", text);
-    s_note_event(cell, kg, text);
+    if (!mine && s_is_handled(run, s_string(kg, "incident"), parent))
+      s_complete_incident(run, kg, text);
+    else
+      s_note_event(cell, kg, text);
   }
   if (!mine)
     return;
@@ -363,16 +440,11 @@ s_tell_restart(s_run_t *run, size_t pos, const s_cell_t *cell)
                       "the poisoned kernel", run->code[pos + 1] + 1,
                       run->code[run->ncode - 1] + 1);
   const cJSON *step = cJSON_GetObjectItemCaseSensitive(kg, "restored_step");
-  const char *archive = s_string(kg, "restored_archive");
-  if (cJSON_IsNumber(step)) {
-    run->restored_step = (int64_t) step->valuedouble;
-    kg_progress_event(run->pr, true, "checkpoint of step %lld verified and restored%s%s%s",
-                      (long long) run->restored_step, archive ? " (" : "",
-                      archive ? archive : "", archive ? ")" : "");
-  }
+  if (cJSON_IsNumber(step) && cJSON_GetObjectItemCaseSensitive(kg, "notice"))
+    s_complete_incident(run, kg, NULL);
   else
-    kg_progress_event(run->pr, true, "no verified checkpoint sealed before the fault: "
-                      "the notebook starts over without one");
+    kg_progress_event(run->pr, true, "kguard restores the last checkpoint sealed before the "
+                      "fault into the fresh kernel");
   char buf[4096];
   const char *path = kg ? s_incident_path(run, kg, buf, sizeof buf) : NULL;
   if (path)
@@ -464,6 +536,17 @@ s_log_tail(s_run_t *run)
   kg_progress_block(run->pr, true, "  | ", start ? start + 1 : buf);
 }
 
+/*  The failure of cell has been acted on: its notices arriving later only
+    complete the record. */
+static void
+s_handle_cell(s_run_t *run, const s_cell_t *cell)
+{
+  s_handle(run, cell->msg_id);
+  const cJSON *ev;
+  cJSON_ArrayForEach(ev, cell->events)
+    s_handle(run, s_string(ev, "incident"));
+}
+
 /*  Execute the cells; returns the exit code and how many cells were done. */
 static int
 s_loop(s_run_t *run, size_t *done)
@@ -505,6 +588,7 @@ s_loop(s_run_t *run, size_t *done)
     }
     else if (s_is(event, "down")) {
       kg_progress_cell_end(run->pr, "down");
+      s_handle_cell(run, &cell);
       s_record_incidents(run, index, &cell);
       s_tell_down(run, index, &cell);
       exit_code = KG_RUN_EXIT_GAVE_UP;
@@ -512,6 +596,7 @@ s_loop(s_run_t *run, size_t *done)
     else if (s_is(event, "sticky-restart") || s_is(event, "kernel-died")) {
       kg_progress_cell_end(run->pr, "kernel restarted");
       s_record_incidents(run, index, &cell);
+      s_handle_cell(run, &cell);
       run->restarts++;
       if (run->restarts > run->cfg->max_restarts) {
         kg_progress_event(run->pr, true, "gave up: more than %d restart%s (--max-restarts)",
@@ -578,12 +663,13 @@ kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *p
   run.code = calloc(ncells + 1, sizeof *run.code);
   run.outputs = kg_outputs_new();
   run.paths = cJSON_CreateArray();
+  run.handled = cJSON_CreateArray();
   cJSON *kguard = kg_notebook_kguard_metadata(nb);
   if (kguard) {
     cJSON_DeleteItemFromObjectCaseSensitive(kguard, "incidents");
     run.incidents = cJSON_AddArrayToObject(kguard, "incidents");
   }
-  if (!run.code || !run.outputs || !run.paths || !run.incidents) {
+  if (!run.code || !run.outputs || !run.paths || !run.handled || !run.incidents) {
     kg_progress_event(pr, true, "out of memory");
     goto done;
   }
@@ -645,6 +731,7 @@ done:
   kg_client_destroy(&run.client);
   kg_outputs_destroy(&run.outputs);
   cJSON_Delete(run.paths);
+  cJSON_Delete(run.handled);
   free(run.code);
   return code;
 }
