@@ -24,6 +24,7 @@
 /*  How long to wait for a cell's iopub idle once its reply has arrived
     (nbclient waits 4 s; kguard relays through one more hop). */
 #define KG_IDLE_GRACE_MS 10000
+#define KG_IDLE_GRACE_EVENT_MS 2000
 /*  How long an interrupted cell (timeout) gets to answer. */
 #define KG_INTERRUPT_GRACE_MS 10000
 /*  The live line is refreshed this often. */
@@ -314,8 +315,11 @@ s_execute(s_run_t *run, size_t index, s_cell_t *cell, const char *code)
   int64_t idle_limit = -1;
   while (!(cell->replied && cell->idle)) {
     int64_t now = kg_client_now();
+    /*  After a reply that reports a kguard event the kernel that would
+        publish idle may already be gone: wait briefly only. */
     if (cell->replied && idle_limit < 0)
-      idle_limit = now + KG_IDLE_GRACE_MS;
+      idle_limit = now + (cJSON_GetArraySize(cell->events) > 0 ? KG_IDLE_GRACE_EVENT_MS
+                                                                : KG_IDLE_GRACE_MS);
     if (idle_limit >= 0 && now >= idle_limit) {
       kg_progress_event(run->pr, false, "no idle status after the reply of cell %zu; "
                         "going on", index + 1);
@@ -387,6 +391,18 @@ s_record_incidents(s_run_t *run, size_t index, const s_cell_t *cell)
 {
   const cJSON *ev;
   cJSON_ArrayForEach(ev, cell->events) {
+    /*  A failure that put kguard DOWN is recorded as that, not also as a
+        restart. */
+    const char *incident = s_string(ev, "incident");
+    bool superseded = false;
+    const cJSON *other;
+    cJSON_ArrayForEach(other, cell->events) {
+      superseded = superseded || (other != ev && incident
+                                  && s_is(s_string(other, "incident"), incident)
+                                  && s_is(s_string(other, "event"), "down"));
+    }
+    if (superseded)
+      continue;
     cJSON *rec = cJSON_Duplicate(ev, true);
     if (!rec)
       continue;
@@ -457,9 +473,12 @@ s_tell_restart(s_run_t *run, size_t pos, const s_cell_t *cell)
 static void
 s_tell_down(s_run_t *run, size_t index, const s_cell_t *cell)
 {
+  const char *ename = s_string(cell->reply, "ename");
   const char *evalue = s_string(cell->reply, "evalue");
-  kg_progress_event(run->pr, true, "cell %zu: kguard stopped restarting the kernel (down)%s%s",
-                    index + 1, evalue ? ": " : "", evalue ? evalue : "");
+  int n = evalue ? (int) strcspn(evalue, "\n") : 0;
+  kg_progress_event(run->pr, true, "cell %zu: kguard stopped restarting the kernel (down)%s%s"
+                    "%s%.*s", index + 1, ename ? ": " : "", ename ? ename : "",
+                    n ? ": " : "", n, evalue ? evalue : "");
   kg_progress_event(run->pr, true, "gave up: the same failure came back, or the restart "
                     "budget is spent; a restart does not fix a wrong label or a bug");
 }
