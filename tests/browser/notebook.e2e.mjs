@@ -33,7 +33,7 @@ const PYTHON = process.env.KGUARD_PYTHON || '/usr/bin/python3';
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = path.resolve(process.env.KG_BROWSER_ARTIFACTS || path.join(HERE, 'artifacts'));
 const KERNEL_NAME = 'kguard-test';
-const EMULATE_STEP = Number(process.env.KG_BROWSER_EMULATE_STEP || 7);
+const EMULATE_STEP = Number(process.env.KG_BROWSER_EMULATE_STEP || 60);
 const TOTAL_BUDGET_MS = Number(process.env.KG_BROWSER_BUDGET_MS || 270_000);
 
 const t0 = Date.now();
@@ -300,6 +300,7 @@ async function cellTexts(page) {
       ? c.querySelector('.CodeMirror').CodeMirror.getValue() : '',
     errors: [...c.querySelectorAll('.output_error')].map((e) => e.textContent),
     streams: [...c.querySelectorAll('.output_stream')].map((e) => e.textContent),
+    stdout: [...c.querySelectorAll('.output_stdout')].map((e) => e.textContent),
     markdown: [...c.querySelectorAll('.output_markdown')].map((e) => e.textContent),
     output: (c.querySelector('.output') || {}).textContent || '',
   })));
@@ -328,7 +329,9 @@ async function waitNoPendingCells(page, timeoutMs) {
 
 async function screenshot(page, file) {
   // The classic UI scrolls inside #site, which is sized to the viewport: measure the notebook
-  // itself and grow the viewport so the whole notebook is in the shot.
+  // itself (from a small viewport, or #notebook keeps the last one's height) and grow the
+  // viewport so the whole notebook is in the shot.
+  await page.setViewportSize({ width: 1280, height: 800 });
   const h = await page.evaluate(() => {
     const nb = document.querySelector('#notebook');
     const header = document.querySelector('#header');
@@ -357,8 +360,13 @@ async function scenario(page, server, nbName, scratch) {
   //    non-empty code cell after it was queued behind it.
   await menu(page, 'celllink', 'run_all_cells');
   log('Cell > Run All clicked');
-  await page.locator(`${cellSel} .output_error`, { hasText: /device-side assert/i }).first()
-    .waitFor({ timeout: 150_000 });
+  const failing = page.locator(cellSel)
+    .filter({ has: page.locator('.output_error', { hasText: /device-side assert/i }) }).first();
+  await failing.waitFor({ timeout: 150_000 });
+  log('the device-side assert is on the page');
+  // kguard's notice (display_data under the failing cell) follows the restart and restore.
+  await failing.locator('.output_markdown', { hasText: /kguard/i }).first()
+    .waitFor({ timeout: 90_000 });
   await waitNoPendingCells(page, 90_000);
   await waitKernelIdle(page, 60_000);
   cells = await cellTexts(page);
@@ -386,8 +394,8 @@ async function scenario(page, server, nbName, scratch) {
     const c = cells[i];
     if (!c.errors.some((e) => /KernelRestarted/.test(e)))
       fail(`queued cell #${i} does not show a KernelRestarted error; its output: ${c.output}`);
-    if (c.streams.length > 0)
-      fail(`queued cell #${i} ran after the fault: ${c.streams.join(' ')}`);
+    if (c.stdout.length > 0)
+      fail(`queued cell #${i} ran after the fault: ${c.stdout.join(' ')}`);
     log(`queued cell #${i}: KernelRestarted shown, nothing executed`);
   }
   await screenshot(page, path.join(ARTIFACTS, 'browser-after-fault.png'));
@@ -409,29 +417,39 @@ async function scenario(page, server, nbName, scratch) {
   if (two !== '2') fail(`print(1+1) printed ${JSON.stringify(two)}, expected "2"`);
   log('new cell print(1+1) -> 2');
 
-  // 3. Training resumes: run the cells above the training cell (the fresh kernel has none of
-  //    their definitions), then the training cell itself.
+  // 3. Training resumes, as a user would bring it back: Cell > Run All Above on the failing
+  //    cell (the fresh kernel has none of the earlier definitions), then Cell > Run All Below
+  //    (the failing cell and everything after it, e.g. the cell that prints the RESULT line).
   await selectCell(page, train);
   await menu(page, 'celllink', 'run_all_cells_above');
   await waitNoPendingCells(page, 120_000);
   await selectCell(page, train);
-  await menu(page, 'celllink', 'run_cell');
-  await page.waitForFunction(
-    ([sel, i]) => /\[\d+\]/.test(document.querySelectorAll(sel)[i]
-      .querySelector('.input_prompt').textContent), [cellSel, train],
-    { timeout: 150_000, polling: 250 });
+  await menu(page, 'celllink', 'run_all_cells_below');
+  // Executing clears the cell's old output at once, so resume text seen now is from this run.
+  await page.locator(cellSel).nth(train).locator('.output_stdout', { hasText: /resum/i })
+    .first().waitFor({ timeout: 60_000 });
+  await waitNoPendingCells(page, 180_000);
+  await waitKernelIdle(page, 60_000);
   cells = await cellTexts(page);
   const r = cells[train];
-  const rOut = r.streams.join('\n');
-  log(`training re-run output (tail): ${rOut.slice(-400).replace(/\n/g, ' | ')}`);
-  if (r.errors.length) fail(`the re-run training cell failed: ${r.errors.join('\n')}`);
+  const rOut = r.stdout.join('\n');
+  log(`training re-run output: ${rOut.slice(0, 400).replace(/\n/g, ' | ')}`);
   const m = rOut.match(/resum\w*[^\n]*?step\D{0,3}(\d+)/i);
-  if (!m) fail(`the re-run training cell does not mention resuming from a step: ${rOut}`);
-  if (!/RESULT/.test(rOut)) fail(`the re-run training cell printed no RESULT line: ${rOut}`);
+  if (!m) fail(`the re-run training cell does not say which step it resumed from: ${r.output}`);
   const resumed = Number(m[1]);
   if (resumed !== restoredStep)
     fail(`training resumed from step ${resumed}, but kguard's notice says it restored ${restoredStep}`);
-  log(`training resumed from step ${resumed} and finished`);
+  for (let i = train; i < cells.length; i++) {
+    if (cells[i].errors.length)
+      fail(`cell #${i} failed on the re-run: ${cells[i].errors.join('\n')}`);
+  }
+  const resultLine = cells.slice(train).flatMap((c) => c.stdout.join('\n').split('\n'))
+    .find((l) => /RESULT/.test(l));
+  if (!resultLine) fail('no RESULT line on the page after the re-run');
+  log(`training resumed from step ${resumed} and finished: ${resultLine.trim()}`);
+  const rf = resultLine.match(/resumed_from=(\w+)/);
+  if (rf && rf[1] !== String(restoredStep))
+    fail(`the RESULT line says resumed_from=${rf[1]}, kguard restored step ${restoredStep}`);
   return { train, queued, resumed };
 }
 
