@@ -1,0 +1,436 @@
+/*  Unit tests of kg_ring, kg_pending, kg_state, kg_kernelspec, kg_child. */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "kg_child.h"
+#include "kg_error.h"
+#include "kg_kernelspec.h"
+#include "kg_msg.h"
+#include "kg_pending.h"
+#include "kg_ring.h"
+#include "kg_signer.h"
+#include "kg_state.h"
+#include "kg_test.h"
+
+static long long
+s_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+KG_TEST(ring_wraps)
+{
+  kg_ring_t *r = kg_ring_new(8, -1);
+  kg_ring_append(r, "abcde", 5);
+  kg_ring_append(r, "fghij", 5);
+  char *t = kg_ring_tail(r, 100);
+  KG_CHECK_STR(t, "cdefghij");
+  free(t);
+  kg_ring_append(r, "0123456789ABC", 13);   /* longer than the ring */
+  t = kg_ring_tail(r, 100);
+  KG_CHECK_STR(t, "56789ABC");
+  free(t);
+  KG_CHECK_INT(kg_ring_size(r), 8);
+  kg_ring_destroy(&r);
+  KG_CHECK(r == NULL);
+  kg_ring_destroy(&r);
+}
+
+KG_TEST(ring_tail_and_total)
+{
+  char path[] = "/tmp/kg-ring-XXXXXX";
+  int fd = mkstemp(path);
+  kg_ring_t *r = kg_ring_new(16, fd);
+  kg_ring_append(r, "line one\n", 9);
+  kg_ring_append(r, "line two\n", 9);
+  char *t = kg_ring_tail(r, 4);
+  KG_CHECK_STR(t, "two\n");
+  free(t);
+  KG_CHECK_INT(kg_ring_total(r), 18);
+  kg_ring_clear(r);
+  KG_CHECK_INT(kg_ring_size(r), 0);
+  kg_ring_destroy(&r);
+  /* every byte reached the log file, in order */
+  char buf[64] = "";
+  int in = open(path, O_RDONLY);
+  ssize_t n = read(in, buf, sizeof buf - 1);
+  KG_CHECK_INT(n, 18);
+  KG_CHECK_STR(buf, "line one\nline two\n");
+  close(in);
+  close(fd);
+  unlink(path);
+}
+
+/*  Build a parsed request as it would arrive on a ROUTER socket. */
+static kg_msg_t *
+s_request(void *ctx, const char *type, const char *code, const char *ident)
+{
+  void *a = zmq_socket(ctx, ZMQ_PAIR), *b = zmq_socket(ctx, ZMQ_PAIR);
+  char ep[64];
+  snprintf(ep, sizeof ep, "inproc://req-%p", (void *) a);
+  zmq_bind(a, ep);
+  zmq_connect(b, ep);
+  cJSON *content = cJSON_CreateObject();
+  if (code)
+    cJSON_AddStringToObject(content, "code", code);
+  kg_msg_t *m = kg_msg_new(type, "sess", NULL, &content);
+  kg_frame_t id = {ident, strlen(ident)};
+  kg_msg_set_idents(m, &id, 1);
+  kg_signer_t *s = kg_signer_new("k", 1, 0);
+  kg_msg_send(m, b, s, 0);
+  kg_msg_destroy(&m);
+  kg_msg_recv(a, 0, &m);
+  kg_msg_parse(m, s);
+  kg_signer_destroy(&s);
+  zmq_close(a);
+  zmq_close(b);
+  return m;
+}
+
+KG_TEST(pending_add_find_remove)
+{
+  void *ctx = zmq_ctx_new();
+  kg_pending_t *p = kg_pending_new(4);
+  kg_msg_t *m = s_request(ctx, "execute_request", "print(1)", "client-A");
+  char id[64];
+  snprintf(id, sizeof id, "%s", kg_msg_id(m));
+  kg_pending_entry_t *e = kg_pending_add(p, m, KG_CH_SHELL, 42);
+  KG_CHECK(e != NULL);
+  KG_CHECK_STR(e->code, "print(1)");
+  KG_CHECK_STR(e->msg_type, "execute_request");
+  KG_CHECK_INT(e->ident_count, 1);
+  KG_CHECK(e->idents[0].size == 8 && memcmp(e->idents[0].data, "client-A", 8) == 0);
+  KG_CHECK_INT(e->arrival_ms, 42);
+  const cJSON *mid = cJSON_GetObjectItemCaseSensitive(e->header, "msg_id");
+  KG_CHECK_STR(mid->valuestring, id);
+  kg_msg_destroy(&m);   /* the entry owns copies */
+  KG_CHECK(kg_pending_find(p, id) == e);
+  KG_CHECK_INT(kg_pending_count(p), 1);
+  KG_CHECK(kg_pending_remove(p, id));
+  KG_CHECK(!kg_pending_remove(p, id));
+  KG_CHECK(kg_pending_find(p, id) == NULL);
+  kg_pending_destroy(&p);
+  zmq_ctx_term(ctx);
+}
+
+KG_TEST(pending_running)
+{
+  void *ctx = zmq_ctx_new();
+  kg_pending_t *p = kg_pending_new(4);
+  kg_msg_t *a = s_request(ctx, "kernel_info_request", NULL, "c");
+  kg_msg_t *b = s_request(ctx, "execute_request", "a", "c");
+  kg_msg_t *c = s_request(ctx, "execute_request", "b", "c");
+  kg_pending_entry_t *ea = kg_pending_add(p, a, KG_CH_SHELL, 1);
+  kg_pending_entry_t *eb = kg_pending_add(p, b, KG_CH_SHELL, 2);
+  kg_pending_entry_t *ec = kg_pending_add(p, c, KG_CH_SHELL, 3);
+  KG_CHECK(kg_pending_running(p) == NULL);   /* nothing forwarded yet */
+  ea->forwarded = eb->forwarded = ec->forwarded = true;
+  KG_CHECK(kg_pending_running(p) == eb);     /* the oldest forwarded execute */
+  KG_CHECK(kg_pending_at(p, 2) == ec);
+  kg_pending_remove(p, kg_msg_id(b));
+  KG_CHECK(kg_pending_running(p) == ec);
+  kg_msg_destroy(&a);
+  kg_msg_destroy(&b);
+  kg_msg_destroy(&c);
+  kg_pending_destroy(&p);
+  zmq_ctx_term(ctx);
+}
+
+KG_TEST(pending_held_queue_bounded)
+{
+  void *ctx = zmq_ctx_new();
+  kg_pending_t *p = kg_pending_new(2);
+  kg_msg_t *m1 = s_request(ctx, "execute_request", "1", "c");
+  kg_msg_t *m2 = s_request(ctx, "execute_request", "2", "c");
+  kg_msg_t *m3 = s_request(ctx, "execute_request", "3", "c");
+  char id1[64];
+  snprintf(id1, sizeof id1, "%s", kg_msg_id(m1));
+  KG_CHECK_INT(kg_pending_hold(p, &m1, KG_CH_SHELL), 0);
+  KG_CHECK(m1 == NULL);
+  KG_CHECK_INT(kg_pending_hold(p, &m2, KG_CH_CONTROL), 0);
+  KG_CHECK_INT(kg_pending_hold(p, &m3, KG_CH_SHELL), KG_ETOOBIG);
+  KG_CHECK(m3 != NULL);   /* still the caller's */
+  KG_CHECK_INT(kg_pending_held(p), 2);
+  kg_channel_t ch;
+  kg_msg_t *out = kg_pending_unhold(p, &ch);
+  KG_CHECK_STR(kg_msg_id(out), id1);   /* in order */
+  KG_CHECK_INT(ch, KG_CH_SHELL);
+  kg_msg_destroy(&out);
+  out = kg_pending_unhold(p, &ch);
+  KG_CHECK_INT(ch, KG_CH_CONTROL);
+  kg_msg_destroy(&out);
+  KG_CHECK(kg_pending_unhold(p, &ch) == NULL);
+  kg_msg_destroy(&m3);
+  kg_pending_destroy(&p);
+  zmq_ctx_term(ctx);
+}
+
+KG_TEST(state_table_paths)
+{
+  /* The sticky path: READY → CLOSING → STOPPING → RESTORING → BACKOFF → STARTING → READY */
+  kg_state_t s = KG_ST_READY;
+  s = kg_state_next(s, KG_EV_STICKY);
+  KG_CHECK_INT(s, KG_ST_CLOSING);
+  KG_CHECK(!kg_state_gate_open(s));
+  s = kg_state_next(s, KG_EV_EVIDENCE_DONE);
+  KG_CHECK_INT(s, KG_ST_STOPPING);
+  s = kg_state_next(s, KG_EV_STOPPED_RESTORE);
+  KG_CHECK_INT(s, KG_ST_RESTORING);
+  s = kg_state_next(s, KG_EV_RESTORED);
+  KG_CHECK_INT(s, KG_ST_BACKOFF);
+  s = kg_state_next(s, KG_EV_TIMER);
+  KG_CHECK_INT(s, KG_ST_STARTING);
+  s = kg_state_next(s, KG_EV_KERNEL_READY);
+  KG_CHECK_INT(s, KG_ST_READY);
+  KG_CHECK(kg_state_gate_open(s));
+  /* death and give-up; DOWN is left only by a user restart */
+  KG_CHECK_INT(kg_state_next(KG_ST_READY, KG_EV_CHILD_EXIT), KG_ST_STOPPING);
+  KG_CHECK_INT(kg_state_next(KG_ST_STOPPING, KG_EV_STOPPED_GIVE_UP), KG_ST_DOWN);
+  KG_CHECK_INT(kg_state_next(KG_ST_DOWN, KG_EV_USER_RESTART), KG_ST_STARTING);
+  KG_CHECK_INT(kg_state_next(KG_ST_STARTING, KG_EV_SPAWN_FAILED), KG_ST_DOWN);
+  /* shutdown from everywhere but EXITING */
+  for (int st = 0; st < KG_ST_COUNT; st++)
+    KG_CHECK_INT(kg_state_next((kg_state_t) st, KG_EV_SHUTDOWN),
+                 st == KG_ST_EXITING ? KG_ST_NONE : KG_ST_EXITING);
+  KG_CHECK_STR(kg_state_name(KG_ST_RESTORING), "RESTORING");
+  KG_CHECK_STR(kg_event_name(KG_EV_STICKY), "STICKY");
+}
+
+KG_TEST(state_table_ignores)
+{
+  KG_CHECK_INT(kg_state_next(KG_ST_DOWN, KG_EV_TIMER), KG_ST_NONE);
+  KG_CHECK_INT(kg_state_next(KG_ST_DOWN, KG_EV_CHILD_EXIT), KG_ST_NONE);
+  KG_CHECK_INT(kg_state_next(KG_ST_CLOSING, KG_EV_STICKY), KG_ST_NONE);   /* once */
+  KG_CHECK_INT(kg_state_next(KG_ST_RESTORING, KG_EV_USER_RESTART), KG_ST_NONE);
+  KG_CHECK_INT(kg_state_next(KG_ST_EXITING, KG_EV_USER_RESTART), KG_ST_NONE);
+  KG_CHECK_INT(kg_state_next(KG_ST_READY, KG_EV_KERNEL_READY), KG_ST_NONE);
+  KG_CHECK_INT(kg_state_next((kg_state_t) 99, KG_EV_TIMER), KG_ST_NONE);
+}
+
+KG_TEST(kernelspec_parse_ok)
+{
+  const char *text = "{\"argv\": [\"/usr/bin/python3\", \"-m\", \"ipykernel_launcher\", \"-f\","
+                     " \"{connection_file}\"], \"display_name\": \"Python 3 (ipykernel)\","
+                     " \"language\": \"python\", \"env\": {\"A\": \"1\"},"
+                     " \"interrupt_mode\": \"message\", \"metadata\": {\"debugger\": true}}";
+  kg_kernelspec_t *s = NULL;
+  char err[256] = "";
+  KG_CHECK_INT(kg_kernelspec_parse("python3", text, strlen(text), &s, err, sizeof err), 0);
+  KG_CHECK_STR(s->display_name, "Python 3 (ipykernel)");
+  KG_CHECK_STR(s->language, "python");
+  KG_CHECK_STR(s->interrupt_mode, "message");
+  KG_CHECK_INT(cJSON_GetArraySize(s->argv), 5);
+  KG_CHECK(s->env && s->metadata);
+  kg_kernelspec_destroy(&s);
+  KG_CHECK(s == NULL);
+  const char *min = "{\"argv\": [\"k\"], \"display_name\": \"K\"}";
+  KG_CHECK_INT(kg_kernelspec_parse("k", min, strlen(min), &s, err, sizeof err), 0);
+  KG_CHECK_STR(s->interrupt_mode, "signal");
+  KG_CHECK_STR(s->language, "");
+  kg_kernelspec_destroy(&s);
+}
+
+KG_TEST(kernelspec_parse_errors)
+{
+  struct { const char *text, *field; } cases[] = {
+    {"[]", "not a JSON object"},
+    {"{\"display_name\": \"x\"}", "argv"},
+    {"{\"argv\": [], \"display_name\": \"x\"}", "argv"},
+    {"{\"argv\": [1], \"display_name\": \"x\"}", "argv"},
+    {"{\"argv\": [\"a\"]}", "display_name"},
+    {"{\"argv\": [\"a\"], \"display_name\": \"x\", \"env\": {\"A\": 1}}", "env"},
+    {"{\"argv\": [\"a\"], \"display_name\": \"x\", \"interrupt_mode\": \"sigint\"}",
+     "interrupt_mode"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kg_kernelspec_t *s = NULL;
+    char err[256] = "";
+    int rc = kg_kernelspec_parse("bad", cases[i].text, strlen(cases[i].text), &s, err,
+                                 sizeof err);
+    KG_CHECK_INT(rc, KG_EKERNELSPEC);
+    KG_CHECK(s == NULL);
+    KG_CHECK(strstr(err, cases[i].field) != NULL);
+  }
+}
+
+KG_TEST(kernelspec_find_search_path)
+{
+  char root[] = "/tmp/kg-ks-XXXXXX";
+  KG_CHECK(mkdtemp(root) != NULL);
+  char d[512], f[600];
+  snprintf(d, sizeof d, "%s/a/kernels/mine", root);
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "mkdir -p %s %s/b/kernels/mine", d, root);
+  KG_CHECK_INT(system(cmd), 0);
+  snprintf(f, sizeof f, "%s/kernel.json", d);
+  FILE *o = fopen(f, "w");
+  fputs("{\"argv\": [\"first\"], \"display_name\": \"A\"}", o);
+  fclose(o);
+  snprintf(f, sizeof f, "%s/b/kernels/mine/kernel.json", root);
+  o = fopen(f, "w");
+  fputs("{\"argv\": [\"second\"], \"display_name\": \"B\"}", o);
+  fclose(o);
+  char jp[600];
+  snprintf(jp, sizeof jp, "%s/a:%s/b", root, root);
+  setenv("JUPYTER_PATH", jp, 1);
+  kg_kernelspec_t *s = NULL;
+  char err[2048] = "";
+  KG_CHECK_INT(kg_kernelspec_find("mine", NULL, &s, err, sizeof err), 0);
+  KG_CHECK_STR(s ? s->display_name : NULL, "A");   /* first entry wins */
+  KG_CHECK(s && strstr(s->dir, "/a/kernels/mine") != NULL);
+  kg_kernelspec_destroy(&s);
+  KG_CHECK_INT(kg_kernelspec_find("absent", NULL, &s, err, sizeof err), KG_ENOKERNEL);
+  KG_CHECK(strstr(err, "absent") && strstr(err, "/usr/share/jupyter/kernels"));
+  KG_CHECK_INT(kg_kernelspec_find("../x", NULL, &s, err, sizeof err), KG_EUSAGE);
+  unsetenv("JUPYTER_PATH");
+  snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+  KG_CHECK_INT(system(cmd), 0);
+}
+
+static int
+s_wait_exit(kg_child_t *c, int timeout_ms)
+{
+  long long deadline = s_now_ms() + timeout_ms;
+  while (s_now_ms() < deadline) {
+    int r = kg_child_reap(c);
+    if (r != 0)
+      return r;
+    poll(NULL, 0, 10);   /* polling a condition with a deadline */
+  }
+  return 0;
+}
+
+KG_TEST(child_true)
+{
+  char *argv[] = {"true", NULL};
+  kg_child_opts_t o = {.argv = argv};
+  kg_child_t *c = NULL;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), 0);
+  KG_CHECK(c != NULL);
+  KG_CHECK_INT(s_wait_exit(c, 5000), 1);
+  KG_CHECK(WIFEXITED(kg_child_status(c)) && WEXITSTATUS(kg_child_status(c)) == 0);
+  kg_child_destroy(&c);
+  KG_CHECK(c == NULL);
+}
+
+KG_TEST(child_missing_command)
+{
+  char *argv[] = {"/nonexistent/kg-command", NULL};
+  kg_child_opts_t o = {.argv = argv, .capture = true};
+  kg_child_t *c = NULL;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), -ENOENT);   /* synchronously, via the error pipe */
+  KG_CHECK(c == NULL);
+  char *argv2[] = {"/etc/passwd", NULL};           /* not executable */
+  o.argv = argv2;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), -EACCES);
+  char *argv3[] = {"true", NULL};
+  o.argv = argv3;
+  o.cwd = "/nonexistent-dir";
+  KG_CHECK_INT(kg_child_spawn(&o, &c), -ENOENT);
+  KG_CHECK_INT(waitpid(-1, NULL, WNOHANG), -1);    /* nothing left to reap */
+}
+
+KG_TEST(child_group_kill_grandchildren)
+{
+  /* The child starts a grandchild that ignores SIGTERM, prints its pid and
+     waits; killing the group with SIGKILL takes both. */
+  char *argv[] = {"sh", "-c",
+                  "sh -c 'trap \"\" TERM; echo $$; exec sleep 300' & wait", NULL};
+  kg_child_opts_t o = {.argv = argv, .capture = true};
+  kg_child_t *c = NULL;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), 0);
+  KG_CHECK(getpgid(kg_child_pid(c)) == kg_child_pid(c));   /* its own group */
+  KG_CHECK(getsid(kg_child_pid(c)) == kg_child_pid(c));    /* and session */
+  char buf[64] = "";
+  size_t got = 0;
+  long long deadline = s_now_ms() + 5000;
+  while (!strchr(buf, '\n') && s_now_ms() < deadline) {
+    struct pollfd p = {kg_child_stdout_fd(c), POLLIN, 0};
+    poll(&p, 1, 100);
+    ssize_t n = kg_child_read(c, 1, buf + got, sizeof buf - 1 - got);
+    if (n > 0)
+      got += (size_t) n;
+  }
+  pid_t grandchild = (pid_t) atol(buf);
+  KG_CHECK(grandchild > 0);
+  KG_CHECK_INT(getpgid(grandchild), kg_child_pid(c));
+  KG_CHECK_INT(kg_child_kill_group(c, SIGKILL), 0);
+  KG_CHECK_INT(s_wait_exit(c, 5000), 1);
+  KG_CHECK(WIFSIGNALED(kg_child_status(c)) && WTERMSIG(kg_child_status(c)) == SIGKILL);
+  /* the grandchild (reparented to init) is gone too */
+  deadline = s_now_ms() + 5000;
+  bool dead = false;
+  while (!dead && s_now_ms() < deadline) {
+    if (kill(grandchild, 0) != 0) {
+      dead = true;
+      break;
+    }
+    char st[64];
+    snprintf(st, sizeof st, "/proc/%d/stat", (int) grandchild);
+    FILE *f = fopen(st, "r");
+    char state = '?';
+    if (f) {
+      if (fscanf(f, "%*d %*s %c", &state) != 1)
+        state = '?';
+      fclose(f);
+    }
+    if (state == 'Z' || !f)
+      dead = true;   /* a zombie waiting for init to reap it is dead */
+    else
+      poll(NULL, 0, 20);
+  }
+  KG_CHECK(dead);
+  kg_child_destroy(&c);
+}
+
+KG_TEST(child_pipes)
+{
+  char *argv[] = {"sh", "-c", "echo out; echo err >&2; exit 3", NULL};
+  kg_child_opts_t o = {.argv = argv, .capture = true};
+  kg_child_t *c = NULL;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), 0);
+  KG_CHECK_INT(s_wait_exit(c, 5000), 1);
+  char buf[64] = "";
+  struct pollfd p = {kg_child_stdout_fd(c), POLLIN, 0};
+  poll(&p, 1, 2000);
+  KG_CHECK_INT(kg_child_read(c, 1, buf, sizeof buf - 1), 4);
+  KG_CHECK_STR(buf, "out\n");
+  memset(buf, 0, sizeof buf);
+  KG_CHECK_INT(kg_child_read(c, 2, buf, sizeof buf - 1), 4);
+  KG_CHECK_STR(buf, "err\n");
+  KG_CHECK_INT(kg_child_read(c, 1, buf, sizeof buf), 0);   /* EOF closes it */
+  KG_CHECK_INT(kg_child_stdout_fd(c), -1);
+  KG_CHECK_INT(WEXITSTATUS(kg_child_status(c)), 3);
+  kg_child_destroy(&c);
+}
+
+KG_TEST(child_describe)
+{
+  char buf[64];
+  kg_child_describe(3 << 8, buf, sizeof buf);
+  KG_CHECK_STR(buf, "exit code 3");
+  kg_child_describe(SIGKILL, buf, sizeof buf);
+  KG_CHECK_STR(buf, "signal 9 (SIGKILL)");
+}
+
+KG_TEST_MAIN(KG_CASE(ring_wraps), KG_CASE(ring_tail_and_total),
+             KG_CASE(pending_add_find_remove), KG_CASE(pending_running),
+             KG_CASE(pending_held_queue_bounded), KG_CASE(state_table_paths),
+             KG_CASE(state_table_ignores), KG_CASE(kernelspec_parse_ok),
+             KG_CASE(kernelspec_parse_errors), KG_CASE(kernelspec_find_search_path),
+             KG_CASE(child_true), KG_CASE(child_missing_command),
+             KG_CASE(child_group_kill_grandchildren), KG_CASE(child_pipes),
+             KG_CASE(child_describe))
