@@ -193,7 +193,7 @@ kg_run_main(int argc, char **argv)
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "+o:k:t:qh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "o:k:t:qh", opts, NULL)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'k': kernel = optarg; break;
