@@ -479,11 +479,10 @@ async function main() {
   let page = null;
   let ok = false;
   const consoleLines = [];
-  let cleaned = false;
-
-  const cleanup = async () => {
-    if (cleaned) return;
-    cleaned = true;
+  // One cleanup, however many callers (main's finally, the watchdog, a signal) wait for it.
+  let cleaning = null;
+  const cleanup = () => (cleaning ??= doCleanup());
+  const doCleanup = async () => {
     if (page && !ok) {
       try { await screenshot(page, path.join(ARTIFACTS, 'browser-failure.png')); } catch { }
     }
