@@ -2,18 +2,22 @@
 // kernelspec, driven in Debian's headless Chromium through playwright-core.
 //
 // What it checks, on the page, as a user would see it:
-//   1. Cell > Run All with the emulated CUDA device-side assert enabled: the failing cell shows
-//      the error and kguard's notice; the cells queued behind it show KernelRestarted errors and
-//      none of their own output.
+//   1. Cell > Run All with the emulated CUDA device-side assert enabled
+//      (KGUARD_EMULATE=cuda-assert:step=60:once in the kernel's environment): the failing cell
+//      shows the error and kguard's notice (restarted, restored step N < 60); the cells queued
+//      behind it show KernelRestarted errors and none of their own output.
 //   2. The kernel is usable afterwards: a new cell `print(1+1)` prints 2.
-//   3. Re-running the training cell (after the cells above it) resumes from the checkpoint that
-//      kguard restored, and training finishes (its RESULT line).
-// A screenshot is saved as an artifact; the server log is copied next to it.
+//   3. Cell > Run All Above, then Cell > Run All Below on the failing cell: training says it
+//      resumed from step N (the one kguard's notice names), no cell fails, a RESULT line
+//      appears (and its resumed_from=, if any, is N). The incident record agrees on N.
+// Screenshots (browser-after-fault.png, browser.png; browser-failure.png on failure) and the
+// server log are saved in KG_BROWSER_ARTIFACTS.
 //
 // Environment: KGUARD_BIN (required), KGUARD_SOURCE_DIR (default: two levels up),
 // KGUARD_PYTHON (default /usr/bin/python3), KG_BROWSER_ARTIFACTS (default ./artifacts),
-// KG_BROWSER_NOTEBOOK (path of the notebook to drive; default: the example notebook when it
-// exists, else tests/browser/assert_demo.ipynb), KG_BROWSER_KEEP=1 keeps the temp dir.
+// KG_BROWSER_NOTEBOOK (path of the notebook to drive; default: examples/train_classifier.ipynb
+// when it exists, else tests/browser/assert_demo.ipynb), KG_BROWSER_EMULATE_STEP (60),
+// KG_BROWSER_BUDGET_MS (270000, below ctest's TIMEOUT), KG_BROWSER_KEEP=1 keeps the temp dir.
 //
 // The server, its kernels and everything they started are stopped when the test ends, pass or
 // fail; every process started under the server carries a marker variable, and the test fails
@@ -343,7 +347,7 @@ async function screenshot(page, file) {
   log(`screenshot: ${file}`);
 }
 
-async function scenario(page, server, nbName, scratch) {
+async function scenario(page, server, nbName) {
   const url = server.url(`/notebooks/${encodeURIComponent(nbName)}?token=${server.token}`);
   log(`opening ${url.replace(server.token, '<token>')}`);
   await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 30_000 });
@@ -553,7 +557,7 @@ async function main() {
     page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
     page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
 
-    const res = await scenario(page, server, name, scratch);
+    const res = await scenario(page, server, name);
     checkIncident(scratch, res.resumed);
     await screenshot(page, path.join(ARTIFACTS, 'browser.png'));
     ok = true;
