@@ -142,19 +142,21 @@ s_diag_label(kg_sup_t *S)
          "AMD_SERIALIZE_KERNEL=3 are set";
 }
 
+/*  Fill a notice from diag (the running kernel's, or after a restart the
+    previous kernel's) and what the supervisor knows. */
 static void
-s_fill_info(kg_sup_t *S, kg_notice_info_t *info)
+s_fill_info_from(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info)
 {
   memset(info, 0, sizeof *info);
-  const kg_match_t *m = kg_diagnosis_match(S->diag);
+  const kg_match_t *m = kg_diagnosis_match(diag);
   if (m) {
     info->family = m->family;
     info->rule_id = m->rule_id;
     info->note = m->note;
     info->matched_line = m->line;
   }
-  info->backend = S->backend != KG_BACKEND_UNKNOWN ? S->backend : kg_diagnosis_backend(S->diag);
-  info->assertion_line = kg_diagnosis_assertion(S->diag);
+  info->backend = S->backend != KG_BACKEND_UNKNOWN ? S->backend : kg_diagnosis_backend(diag);
+  info->assertion_line = kg_diagnosis_assertion(diag);
   info->execution_count = -1;
   info->cell_code = S->failing_code;
   if (S->incident) {
@@ -180,6 +182,12 @@ s_fill_info(kg_sup_t *S, kg_notice_info_t *info)
       info->restored_digest = cJSON_IsString(v) ? v->valuestring : NULL;
     }
   }
+}
+
+static void
+s_fill_info(kg_sup_t *S, kg_notice_info_t *info)
+{
+  s_fill_info_from(S, S->diag, info);
 }
 
 /*  Publish a display_data notice with parent (may be NULL). extra (may be
@@ -308,6 +316,9 @@ static void
 s_set_failing(kg_sup_t *S, const char *parent)
 {
   kg_pending_entry_t *e = parent ? kg_pending_find(S->pending, parent) : NULL;
+  S->failing_guessed = e == NULL;
+  if (!e && S->running_id[0])
+    e = kg_pending_find(S->pending, S->running_id);   /* the kernel said busy for it */
   if (!e)
     e = kg_pending_running(S->pending);
   free(S->failing_msg_id);
@@ -375,6 +386,11 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
 void
 kg__guard_kernel_started(kg_sup_t *S)
 {
+  /* Keep the previous kernel's evidence for the notice shown once the fresh
+     kernel is ready. */
+  kg_diagnosis_t *t = S->prev_diag;
+  S->prev_diag = S->diag;
+  S->diag = t;
   kg_diagnosis_reset(S->diag);
   if (S->backend != KG_BACKEND_UNKNOWN)
     kg_diagnosis_set_backend(S->diag, S->backend);
@@ -481,6 +497,37 @@ kg__guard_enter_closing(kg_sup_t *S)
     S->state_deadline_ms = kg__now_ms();   /* no reply to wait for */
 }
 
+/*  The failing request's real execute_reply was relayed. If the failing
+    request was only guessed (raw evidence, no parent) and it ended well, the
+    fault belongs to the next request the kernel runs: wait for that one. */
+void
+kg__guard_failing_done(kg_sup_t *S, kg_msg_t *reply)
+{
+  const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(reply, KG_PART_CONTENT),
+                                                     "status");
+  bool ok = cJSON_IsString(st) && strcmp(st->valuestring, "ok") == 0;
+  if (S->state == KG_ST_CLOSING && S->failing_guessed && ok) {
+    kg_pending_entry_t *next = kg_pending_running(S->pending);
+    if (next) {
+      kg_info("request %s ended well: the fault belongs to %s", S->failing_msg_id,
+              next->msg_id);
+      next->doomed = false;
+      S->running_id[0] = '\0';
+      s_set_failing(S, next->msg_id);
+      S->failing_guessed = true;
+      if (S->incident) {
+        kg_incident_set_cell(S->incident, S->failing_code, S->failing_msg_id,
+                             S->execution_count + 1);
+        s_write_incident(S);
+      }
+      return;
+    }
+  }
+  S->failing_replied = true;
+  if (S->state == KG_ST_CLOSING)
+    kg__fire(S, KG_EV_EVIDENCE_DONE);
+}
+
 /* ------------------------------------------------------------------------
    After the kernel's group is gone: answer, decide, go on. */
 
@@ -522,6 +569,10 @@ s_after_sticky(kg_sup_t *S)
   kg_policy_action_t act = kg_policy_decide(S->policy, kg__now_ms(), sig, &delay, &reason);
   if (S->incident) {
     kg_incident_set_diagnosis(S->incident, S->diag);
+    if (S->exit_known)
+      kg_incident_set_exit(S->incident, WIFEXITED(S->exit_status)
+                                          ? WEXITSTATUS(S->exit_status) : -1,
+                           WIFSIGNALED(S->exit_status) ? WTERMSIG(S->exit_status) : 0);
     kg_incident_set_restarts(S->incident, kg_policy_restart_count(S->policy));
     kg_incident_set_policy(S->incident, act == KG_POLICY_RESTART ? "restart" : "give-up",
                            reason, delay);
@@ -551,10 +602,8 @@ kg__guard_after_stop(kg_sup_t *S)
     kg_child_kill_group(S->child, SIGKILL);   /* leftovers of its group */
     kg_child_destroy(&S->child);
   }
-  if (S->incident && exited && S->stop_reason == KG__STOP_STICKY) {
-    kg_incident_set_exit(S->incident, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
-                         WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-  }
+  S->exit_status = st;
+  S->exit_known = exited && !S->we_killed;
   char how[64];
   kg_child_describe(st, how, sizeof how);
   int64_t delay = 0;
@@ -806,7 +855,7 @@ kg__guard_on_ready(kg_sup_t *S)
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(S->after_ready_notice, "kind");
     const cJSON *parent = cJSON_GetObjectItemCaseSensitive(S->after_ready_notice, "parent");
     kg_notice_info_t info;
-    s_fill_info(S, &info);
+    s_fill_info_from(S, S->prev_diag, &info);
     info.restarted = true;
     char extra[512] = "";
     if (S->restore_error && !info.checkpoint_restored)

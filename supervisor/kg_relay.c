@@ -272,6 +272,14 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
     s_check_ready(S);
     return;
   }
+  if (strcmp(kg_msg_type(msg), "status") == 0 && parent) {
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
+                                                       "execution_state");
+    kg_pending_entry_t *e = kg_pending_find(S->pending, parent);
+    if (cJSON_IsString(st) && strcmp(st->valuestring, "busy") == 0 && e
+        && strcmp(e->msg_type, "execute_request") == 0)
+      snprintf(S->running_id, sizeof S->running_id, "%s", parent);
+  }
   kg__guard_iopub(S, msg);
   switch (S->state) {
   case KG_ST_READY:
@@ -334,11 +342,8 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
   bool failing = S->failing_msg_id && parent && strcmp(parent, S->failing_msg_id) == 0;
   if (s_ends_with(type, "_reply")) {
     kg_pending_remove(S->pending, parent);
-    if (failing && strcmp(type, "execute_reply") == 0) {
-      S->failing_replied = true;
-      if (S->state == KG_ST_CLOSING)
-        kg__fire(S, KG_EV_EVIDENCE_DONE);
-    }
+    if (failing && strcmp(type, "execute_reply") == 0)
+      kg__guard_failing_done(S, msg);
     if (S->state == KG_ST_EXITING && strcmp(type, "shutdown_reply") == 0
         && S->exit_phase == KG__EXIT_WAIT_REPLY) {
       S->exit_phase = KG__EXIT_WAIT_CHILD;

@@ -124,7 +124,8 @@ struct kg_supervisor_t {
 
   /* diagnosis (phase 2) */
   kg_classifier_t *rules;
-  kg_diagnosis_t *diag;
+  kg_diagnosis_t *diag;         /*  the running kernel's evidence            */
+  kg_diagnosis_t *prev_diag;    /*  the previous kernel's, for its notices   */
   kg_policy_t *policy;
   kg_incident_t *incident;      /*  the current incident, if any             */
   char *incident_path;
@@ -132,6 +133,11 @@ struct kg_supervisor_t {
   char *failing_msg_id;
   char *failing_code;
   bool failing_replied;         /*  its real execute_reply was relayed       */
+  bool failing_guessed;         /*  chosen without a parent (raw evidence)   */
+  char running_id[64];          /*  execute request the kernel said busy for */
+  int exit_status;              /*  wait status of the stopped kernel        */
+  bool exit_known;              /*  it ended by itself (not killed by us)    */
+  bool we_killed;               /*  STOPPING signalled it                    */
   kg_backend_t backend;         /*  known backend (diagnosis or probe)       */
   bool diagnostic;              /*  the kernel being started is diagnostic   */
   bool want_diagnostic;         /*  the requested restart is diagnostic      */
@@ -183,6 +189,7 @@ cJSON *kg__error_content(const char *ename, const char *evalue);
 void kg__guard_kernel_started(kg_sup_t *S);
 void kg__guard_iopub(kg_sup_t *S, kg_msg_t *msg);
 void kg__guard_reply(kg_sup_t *S, kg_msg_t *msg);
+void kg__guard_failing_done(kg_sup_t *S, kg_msg_t *reply);
 void kg__guard_raw(kg_sup_t *S, int which, const char *data, size_t len);
 bool kg__guard_child_exit(kg_sup_t *S);
 void kg__guard_enter_closing(kg_sup_t *S);

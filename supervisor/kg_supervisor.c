@@ -179,11 +179,12 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     goto fail;
   }
   S->diag = kg_diagnosis_new(S->rules);
+  S->prev_diag = kg_diagnosis_new(S->rules);
   S->policy = kg_policy_new(NULL);
   S->pending = kg_pending_new(KG__HELD_MAX);
   S->out_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
   S->err_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
-  if (!S->diag || !S->policy || !S->pending || !S->out_ring || !S->err_ring)
+  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->out_ring || !S->err_ring)
     goto fail;
 
   rc = kg_paths_runtime_dir(S->runtime_dir, sizeof S->runtime_dir);
@@ -264,6 +265,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_ring_destroy(&S->out_ring);
   kg_ring_destroy(&S->err_ring);
   kg_diagnosis_destroy(&S->diag);
+  kg_diagnosis_destroy(&S->prev_diag);
   kg_policy_destroy(&S->policy);
   kg_classifier_destroy(&S->rules);
   kg_incident_destroy(&S->incident);
@@ -373,6 +375,8 @@ s_start_kernel(kg_sup_t *S)
   S->state_deadline_ms = kg__now_ms() + KG__START_TIMEOUT_MS;
   S->stop_reason = KG__STOP_NONE;
   S->kill_sent = false;
+  S->we_killed = false;
+  S->running_id[0] = '\0';
 
   snprintf(S->inner_info->transport, sizeof S->inner_info->transport, "ipc");
   snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->runtime_dir);
@@ -451,6 +455,7 @@ s_enter(kg_sup_t *S, kg_state_t st)
   case KG_ST_STOPPING:
     S->kill_sent = false;
     if (S->child && !kg_child_exited(S->child)) {
+      S->we_killed = true;
       kg_child_kill_group(S->child, SIGTERM);
       S->state_deadline_ms = kg__now_ms() + KG__TERM_GRACE_MS;
     } else
@@ -779,6 +784,12 @@ kg_supervisor_run(kg_supervisor_t *S)
     for (int i = 0; i < n; i++)
       if (kinds[i] == S_SIG && (items[i].revents & ZMQ_POLLIN))
         s_on_signal(S);
+    /* The kernel's messages before its raw pipes: a reply that is already
+       here was sent before what the pipes say now. */
+    for (int i = 0; i < n; i++)
+      if (kinds[i] == S_KERN && (items[i].revents & ZMQ_POLLIN)
+          && S->kern[args[i]] == items[i].socket)
+        kg__on_kernel(S, (kg_channel_t) args[i]);
     for (int i = 0; i < n; i++) {
       if (!(items[i].revents & ZMQ_POLLIN))
         continue;
@@ -787,10 +798,6 @@ kg_supervisor_run(kg_supervisor_t *S)
       else if (kinds[i] == S_HELPER)
         kg__guard_helpers_poll(S, args[i]);
     }
-    for (int i = 0; i < n; i++)
-      if (kinds[i] == S_KERN && (items[i].revents & ZMQ_POLLIN)
-          && S->kern[args[i]] == items[i].socket)
-        kg__on_kernel(S, (kg_channel_t) args[i]);
     for (int i = 0; i < n; i++) {
       if (kinds[i] != S_FRONT || !(items[i].revents & ZMQ_POLLIN))
         continue;
