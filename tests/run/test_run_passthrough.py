@@ -103,17 +103,18 @@ def test_sigint_interrupts_the_cell(workdir):
     runtime = tempfile.mkdtemp(prefix="kgrt-", dir="/tmp")
     env["XDG_RUNTIME_DIR"] = runtime
     proc = subprocess.Popen([BIN, "run", str(nb)], env=env, stderr=subprocess.PIPE, text=True)
-    seen = []
+    # The cell touches a marker (in the kernel's cwd, the notebook's
+    # directory) once it runs: interrupt it then, not before it started.
+    marker = d / "sleeping.marker"
     deadline = time.monotonic() + 60
-    # Plain (non-TTY) progress: one line when a cell starts.
-    for line in proc.stderr:
-        seen.append(line)
-        if "[2/3] cell 2:" in line:
-            break
-        assert time.monotonic() < deadline, "".join(seen)
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.05)
+    t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     rest = proc.stderr.read()
-    assert proc.wait(timeout=60) == 130, "".join(seen) + rest
+    assert proc.wait(timeout=60) == 130, rest
+    assert time.monotonic() - t0 < 30  # the cell's 60 s sleep was interrupted
     assert "interrupting cell 2" in rest
     out = d / "slow.kguard.ipynb"
     assert out.exists()

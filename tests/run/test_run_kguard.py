@@ -1,0 +1,174 @@
+"""`kguard run` end to end through the real supervisor (`kguard kernel`),
+with the example training notebook and the labelled CPU emulation of GPU
+faults (KGUARD_EMULATE).
+
+The example's batches depend only on the step number and its checkpoints hold
+the model and optimizer state, so a run that was restored from a checkpoint
+must end with exactly the RESULT of an uninterrupted run: the strongest check
+that the right checkpoint was restored and resumed.
+"""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import (EXAMPLE, NOTEBOOKS, SOURCE, copy_notebook, kguard_run, nbclient_run,
+                      result_line, stream_text)
+
+BIN = os.environ.get("KGUARD_BIN")
+pytestmark = pytest.mark.skipif(not BIN, reason="KGUARD_BIN not set")
+
+
+def _run_example(workdir, *args, **env_extra):
+    d, env = workdir
+    env.update(env_extra)
+    nb = copy_notebook(EXAMPLE, d)
+    return kguard_run(BIN, nb, env, "--checkpoints", str(d / "ckpt"), *args), d, env
+
+
+@pytest.fixture(scope="module")
+def clean_result(tmp_path_factory):
+    """The example run cleanly through kguard, and through nbclient with plain
+    ipykernel (kguard's Python package on its path), once for the module."""
+    d = tmp_path_factory.mktemp("clean")
+    env = dict(os.environ)
+    for key in ("KGUARD_EMULATE", "EXAMPLE_LABEL4_AT_STEP", "EXAMPLE_SKIP_CHECK"):
+        env.pop(key, None)
+    env["KGUARD_STATE_DIR"] = str(d / "state")
+    nb = copy_notebook(EXAMPLE, d)
+    run = kguard_run(BIN, nb, env, "--checkpoints", str(d / "ckpt"))
+    ref_dir = d / "ref"
+    ref_dir.mkdir()
+    ref_env = dict(env, KGUARD_BIN=BIN, KGUARD_CKPT_DIR=str(d / "ref-ckpt"),
+                   KGUARD_STATE_DIR=str(d / "ref-state"),
+                   PYTHONPATH=str(SOURCE / "python"))
+    ref = nbclient_run(copy_notebook(EXAMPLE, ref_dir), ref_env)
+    return run, ref
+
+
+def test_clean_example(clean_result):
+    run, ref = clean_result
+    assert run.code == 0, run
+    result = result_line(run.nb)
+    assert result is not None, run
+    assert result["final_step"] == "200" and result["resumed_from"] == "None"
+    assert float(result["accuracy"]) > 0.9 and float(result["loss"]) < 0.5
+    assert run.meta()["run"]["restarts"] == 0 and run.meta()["incidents"] == []
+    # Deterministic cells print the same as a direct nbclient run's, and so
+    # does the whole training (fixed seeds, single thread).
+    mine = run.code_cells()
+    theirs = [c for c in ref["cells"] if c["cell_type"] == "code"]
+    for i in range(len(mine)):
+        assert stream_text(mine[i]) == stream_text(theirs[i]), "code cell %d" % (i + 1)
+    assert result_line(ref) == result
+
+
+@pytest.mark.parametrize("kind,family", [("cuda-assert", "device-assert"),
+                                         ("rocm-assert", None)])
+def test_emulated_assert_restarts_once_and_resumes(workdir, clean_result, kind, family):
+    run, d, env = _run_example(workdir, KGUARD_EMULATE="%s:step=60:once" % kind)
+    assert run.code == 0, run
+    meta = run.meta()
+    assert meta["run"]["restarts"] == 1, run
+    # Checkpoints every 20 steps, fault at step 60 before its save: 40 is the
+    # last one sealed before the fault.
+    assert meta["run"]["restored_step"] == 40
+    result = result_line(run.nb)
+    assert result["resumed_from"] == "40" and result["final_step"] == "200", run
+    assert result == dict(result_line(clean_result[0].nb), resumed_from="40")
+    training = run.code_cells()[3]
+    assert stream_text(training).startswith("resumed from the checkpoint of step 40\n")
+
+    incidents = [i for i in meta["incidents"] if i["event"] == "sticky-restart"]
+    assert len(incidents) == 1, meta["incidents"]
+    inc = incidents[0]
+    assert inc["restored_step"] == 40 and inc["cell"] == 5
+    if family:
+        assert inc["family"] == family
+    path = Path(inc["incident_path"])
+    assert path.parent == d / "state" / "incidents" and path.exists()
+    record = json.loads(path.read_text())
+    assert record["id"] == inc["incident"]
+    # The terminal story: restart, restore, incident and notebook paths.
+    assert "kernel restarted" in run.stderr
+    assert "checkpoint of step 40 verified and restored" in run.stderr
+    assert "incident record:   %s" % path in run.stderr
+    assert "executed notebook: %s" % run.out_path in run.stderr
+
+
+def test_same_assert_every_time_gives_up(workdir):
+    run, d, env = _run_example(workdir, KGUARD_EMULATE="cuda-assert:step=60")
+    assert run.code == 2, run
+    meta = run.meta()
+    assert meta["run"]["result"] == "gave-up"
+    assert meta["run"]["restarts"] == 1  # the second, identical failure: no more restarts
+    assert any(i["event"] == "down" for i in meta["incidents"]), meta["incidents"]
+    assert "gave up" in run.stderr
+    # The evaluation cell never ran.
+    assert run.code_cells()[4]["execution_count"] is None
+    assert result_line(run.nb) is None
+
+
+def test_label4_is_caught_by_check_targets(workdir):
+    """The seed's point: the bad label is rejected on the CPU with a clear
+    message, before any device sees it; no restart."""
+    run, d, env = _run_example(workdir, EXAMPLE_LABEL4_AT_STEP="60")
+    assert run.code == 1, run
+    assert run.meta()["run"]["restarts"] == 0
+    errors = [o for o in run.code_cells()[3]["outputs"] if o["output_type"] == "error"]
+    assert len(errors) == 1
+    assert "4" in errors[0]["evalue"], errors[0]
+
+
+def test_label4_unchecked_asserts_and_gives_up(workdir):
+    """Without check_targets, the emulated CUDA loss asserts on the label; the
+    label is in the data, so the fault repeats after the restart: DOWN."""
+    run, d, env = _run_example(workdir, EXAMPLE_LABEL4_AT_STEP="60", EXAMPLE_SKIP_CHECK="1",
+                               KGUARD_EMULATE="cuda-assert:step=100000")
+    assert run.code == 2, run
+    assert any(i.get("family") == "device-assert" for i in run.meta()["incidents"])
+
+
+def test_python_exception_through_kguard(workdir):
+    d, env = workdir
+    run = kguard_run(BIN, copy_notebook(NOTEBOOKS / "error.ipynb", d), env)
+    assert run.code == 1, run
+    cells = run.code_cells()
+    assert cells[1]["outputs"][-1]["ename"] == "ValueError"
+    assert cells[2]["execution_count"] is None
+    assert run.meta()["run"]["restarts"] == 0
+
+
+def test_raises_exception_through_kguard(workdir):
+    d, env = workdir
+    run = kguard_run(BIN, copy_notebook(NOTEBOOKS / "raises.ipynb", d), env)
+    assert run.code == 0, run
+    assert stream_text(run.code_cells()[2]) == "after the tagged cell\n"
+
+
+@pytest.mark.parametrize("name", ["not_json.ipynb", "nbformat3.ipynb", "no_cells.ipynb",
+                                  "unknown_kernel.ipynb"])
+def test_bad_notebook_through_kguard(workdir, name):
+    d, env = workdir
+    run = kguard_run(BIN, copy_notebook(NOTEBOOKS / name, d), env)
+    assert run.code == 3, run
+    assert run.nb is None and sorted(os.listdir(d)) == [name]
+
+
+def test_kguard_kernelspec_is_not_wrapped_twice(workdir):
+    """--kernel naming an installed kguard kernelspec runs it as it is."""
+    d, env = workdir
+    prefix = d / "prefix"
+    subprocess.run([BIN, "install", "--kernel", "python3", "--name", "py-guarded",
+                    "--prefix", str(prefix)], check=True, env=env, capture_output=True)
+    env["JUPYTER_PATH"] = str(prefix / "share" / "jupyter")
+    run = kguard_run(BIN, copy_notebook(NOTEBOOKS / "raises.ipynb", d), env,
+                     "--kernel", "py-guarded")
+    assert run.code == 0, run
+    assert run.meta()["run"]["kernel"] == "py-guarded"
+    assert "already a kguard wrapper" in run.stderr
+    log = [l for l in run.stderr.splitlines() if "kernel log:" in l][0].split()[-1]
+    supervising = [l for l in Path(log).read_text().splitlines() if "supervising" in l]
+    assert supervising and all("/usr/bin/python3" in l for l in supervising), supervising
