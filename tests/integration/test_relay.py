@@ -97,8 +97,9 @@ def test_comm_binary_buffers(env):
 
 def _interrupt_cell(env, km, kc):
     col = Collector(kc)
-    msg_id = kc.execute("import time; time.sleep(60)")
-    col.wait_iopub(msg_id, lambda m: m["msg_type"] == "execute_input", what="execute_input")
+    msg_id = kc.execute("import time; print('sleeping', flush=True); time.sleep(60)")
+    # interrupt once the cell is really in its sleep (not while ipykernel sets it up)
+    col.wait_iopub(msg_id, lambda m: m["msg_type"] == "stream", what="the cell's output")
     t0 = time.monotonic()
     km.interrupt_kernel()
     reply = col.wait_reply(msg_id, timeout=15)
