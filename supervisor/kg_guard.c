@@ -380,6 +380,8 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
            m && m->family ? m->family->id : "?", m && m->rule_id ? m->rule_id : "?");
   s_set_failing(S, parent ? parent : kg_diagnosis_parent(S->diag));
   S->stop_reason = KG__STOP_STICKY;
+  if (S->state == KG_ST_STARTING)
+    s_open_incident(S, true);   /* no CLOSING from STARTING: record it now */
   kg__fire(S, KG_EV_STICKY);
 }
 
@@ -470,6 +472,8 @@ kg__guard_child_exit(kg_sup_t *S)
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
   kg_diag_event_t ev = kg_diagnosis_feed_exit(S->diag, code, sig, kg__wall_ms());
+  if (S->state == KG_ST_CLOSING)
+    return true;   /* already handled; the death is recorded as evidence */
   if (ev != KG_DIAG_STICKY && !kg_diagnosis_sticky(S->diag))
     return false;
   if (kg_diagnosis_backend(S->diag) != KG_BACKEND_UNKNOWN)

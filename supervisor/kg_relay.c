@@ -130,6 +130,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     S->shutdown_msg_id = e ? strdup(e->msg_id) : NULL;
     const cJSON *restart = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                             "restart");
+    S->shutdown_restart = cJSON_IsTrue(restart);
     kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
     if (kg_state_gate_open(S->state) && S->child && !kg_child_exited(S->child)) {
       s_forward(S, ch, msg, e);

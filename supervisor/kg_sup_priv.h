@@ -119,6 +119,7 @@ struct kg_supervisor_t {
   kg__exit_phase_t exit_phase;
   int64_t exit_deadline_ms;
   char *shutdown_msg_id;        /*  the frontend's shutdown_request          */
+  bool shutdown_restart;        /*  its content.restart                      */
   bool running;
   int exit_code;
 

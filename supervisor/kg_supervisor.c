@@ -563,8 +563,7 @@ s_on_child_exit(kg_sup_t *S)
   }
   kg_warning("kernel #%d (pid %ld) died on its own: %s", S->generation,
              (long) kg_child_pid(S->child), how);
-  if (S->state != KG_ST_CLOSING)
-    S->stop_reason = kg__guard_child_exit(S) ? KG__STOP_STICKY : KG__STOP_DIED;
+  S->stop_reason = kg__guard_child_exit(S) ? KG__STOP_STICKY : KG__STOP_DIED;
   kg__fire(S, KG_EV_CHILD_EXIT);
 }
 
@@ -606,11 +605,9 @@ s_exit_timers(kg_sup_t *S, int64_t now)
     /* The kernel did not answer in time: answer for it. */
     kg_pending_entry_t *e = kg_pending_find(S->pending, S->shutdown_msg_id);
     if (e) {
-      const cJSON *restart = cJSON_GetObjectItemCaseSensitive(e->header, "restart");
-      (void) restart;
       cJSON *content = cJSON_CreateObject();
       cJSON_AddStringToObject(content, "status", "ok");
-      cJSON_AddBoolToObject(content, "restart", false);
+      cJSON_AddBoolToObject(content, "restart", S->shutdown_restart);
       kg__reply(S, e, "shutdown_reply", &content);
       kg_pending_remove(S->pending, S->shutdown_msg_id);
     }

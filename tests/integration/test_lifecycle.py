@@ -152,3 +152,29 @@ def test_nonexistent_inner_command(env):
     assert (env.state.stat().st_mode & 0o777) == 0o700
     for p in (env.state / "logs").iterdir():
         assert (p.stat().st_mode & 0o777) == 0o600, p
+
+
+def test_kernel_info_from_cache_while_restarting(env):
+    # an inner kernel that takes 3 s to start: long enough to observe STARTING
+    slow = ["/bin/sh", "-c", "sleep 3; exec \"$0\" -m ipykernel_launcher -f \"$1\"", PYTHON,
+            "{connection_file}"]
+    env.spec(inner=slow)
+    km, kc = env.start(timeout=90)
+    col = Collector(kc)
+    pid1 = kernel_pid(col)
+    reply, _ = col.run("%kguard restart")
+    assert reply["content"]["status"] == "ok"
+    t0 = time.monotonic()
+    for ch in ("shell", "control"):
+        msg = kc.session.msg("kernel_info_request", {})
+        getattr(kc, ch + "_channel").send(msg)
+        r = (kc.get_shell_msg if ch == "shell" else kc.get_control_msg)(timeout=2)
+        assert r["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+        assert r["content"]["implementation"] == "ipython"      # the cached reply
+        col.wait_iopub(msg["header"]["msg_id"],
+                       lambda m: m["msg_type"] == "status"
+                       and m["content"]["execution_state"] == "idle",
+                       timeout=2, what="busy/idle around the cached reply")
+    assert time.monotonic() - t0 < 2.5, "kernel_info waited for the new kernel"
+    # requests sent meanwhile are held and run in the fresh kernel
+    assert kernel_pid(col) != pid1
