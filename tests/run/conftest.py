@@ -88,6 +88,9 @@ def kguard_run(binary, notebook, env, *args, timeout=RUN_TIMEOUT):
         out = Path(args[list(args).index("-o") + 1])
     proc = subprocess.run([binary, "run", str(notebook), *args], env=env,
                           capture_output=True, text=True, timeout=timeout)
+    # Shown by pytest only when the test fails (assertion messages are cut).
+    print("$ kguard run %s %s -> exit %d\n%s" % (notebook, " ".join(args), proc.returncode,
+                                                 proc.stderr))
     return Run(proc, out)
 
 
