@@ -316,9 +316,10 @@ static void
 s_set_failing(kg_sup_t *S, const char *parent)
 {
   kg_pending_entry_t *e = parent ? kg_pending_find(S->pending, parent) : NULL;
-  S->failing_guessed = e == NULL;
   if (!e && S->running_id[0])
     e = kg_pending_find(S->pending, S->running_id);   /* the kernel said busy for it */
+  /* Only a guess if neither the evidence nor the kernel's busy status named it. */
+  S->failing_guessed = e == NULL;
   if (!e)
     e = kg_pending_running(S->pending);
   free(S->failing_msg_id);
