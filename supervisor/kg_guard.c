@@ -7,8 +7,9 @@
     KernelRestarted), an incident record is written (a probe child adds the
     versions, never the poisoned process), the group is stopped, kg_policy
     decides, a checkpoint child restores the last consistent checkpoint sealed
-    before T, and the fresh kernel gets the KGUARD_RESUME_* variables. Also
-    the in-band `%kguard` commands and the kernel's environment.
+    before T, and the fresh kernel gets the KGUARD_RESUME_* variables.
+    (In-band `%kguard` cells: kg_inband.c; the kernel's environment:
+    kg_kenv.c.)
 */
 #include "kg_sup_priv.h"
 
@@ -26,121 +27,11 @@
 #include "kg_log.h"
 #include "kg_notice.h"
 
-extern char **environ;
 
 #define S_HELPER_OUT_MAX (1024u * 1024u)
 
 /* ------------------------------------------------------------------------
-   Environment of the inner kernel. */
-
-static int
-s_env_push(char ***env, size_t *n, size_t *alloc, const char *name, const char *value)
-{
-  if (*n + 2 > *alloc) {
-    size_t a = *alloc ? *alloc * 2 : 64;
-    char **g = realloc(*env, a * sizeof *g);
-    if (!g)
-      return -1;
-    *env = g;
-    *alloc = a;
-  }
-  size_t len = strlen(name) + strlen(value) + 2;
-  char *s = malloc(len);
-  if (!s)
-    return -1;
-  snprintf(s, len, "%s=%s", name, value);
-  (*env)[(*n)++] = s;
-  (*env)[*n] = NULL;
-  return 0;
-}
-
-static bool
-s_env_overridden(const char *entry)
-{
-  static const char *names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
-                                "KGUARD_CKPT_DIR", "JPY_PARENT_PID", "KGUARD_RESUME_DIR",
-                                "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE",
-                                "KGUARD_INCIDENT", "KGUARD_DIAGNOSTIC", NULL};
-  for (int i = 0; names[i]; i++) {
-    size_t n = strlen(names[i]);
-    if (strncmp(entry, names[i], n) == 0 && entry[n] == '=')
-      return true;
-  }
-  return false;
-}
-
-void
-kg__guard_env(kg_sup_t *S, char ***envp_p)
-{
-  char **env = NULL;
-  size_t n = 0, alloc = 0;
-  int rc = 0;
-  for (char **e = environ; *e && rc == 0; e++) {
-    if (s_env_overridden(*e))
-      continue;
-    char *eq = strchr(*e, '=');
-    if (!eq)
-      continue;
-    char name[256];
-    snprintf(name, sizeof name, "%.*s", (int) (eq - *e), *e);
-    /* A diagnostic run adds these; other runs keep only what the user set. */
-    rc = s_env_push(&env, &n, &alloc, name, eq + 1);
-  }
-  const char *pp = getenv("PYTHONPATH");
-  char buf[PATH_MAX * 2];
-  if (S->python_dir[0]) {
-    snprintf(buf, sizeof buf, "%s%s%s", S->python_dir, pp && *pp ? ":" : "", pp ? pp : "");
-    rc |= s_env_push(&env, &n, &alloc, "PYTHONPATH", buf);
-  } else if (pp)
-    rc |= s_env_push(&env, &n, &alloc, "PYTHONPATH", pp);
-  rc |= s_env_push(&env, &n, &alloc, "KGUARD_BIN", S->exe);
-  rc |= s_env_push(&env, &n, &alloc, "KGUARD_STATE_DIR", S->state_dir);
-  rc |= s_env_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", S->ckpt_dir);
-  snprintf(buf, sizeof buf, "%ld", (long) getpid());
-  rc |= s_env_push(&env, &n, &alloc, "JPY_PARENT_PID", buf);
-  if (S->diagnostic) {
-    rc |= s_env_push(&env, &n, &alloc, "KGUARD_DIAGNOSTIC", "1");
-    if (S->backend != KG_BACKEND_ROCM && !getenv("CUDA_LAUNCH_BLOCKING"))
-      rc |= s_env_push(&env, &n, &alloc, "CUDA_LAUNCH_BLOCKING", "1");
-    if (S->backend != KG_BACKEND_CUDA) {
-      if (!getenv("AMD_SERIALIZE_KERNEL"))
-        rc |= s_env_push(&env, &n, &alloc, "AMD_SERIALIZE_KERNEL", "3");
-      if (S->backend == KG_BACKEND_ROCM && !getenv("HIP_LAUNCH_BLOCKING"))
-        rc |= s_env_push(&env, &n, &alloc, "HIP_LAUNCH_BLOCKING", "1");
-    }
-  }
-  if (S->resume_pending) {
-    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", S->resume_dir);
-    snprintf(buf, sizeof buf, "%lld", S->resume_step);
-    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
-    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
-  }
-  if (S->resume_pending && S->incident)
-    rc |= s_env_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(S->incident));
-  if (rc) {
-    for (size_t i = 0; i < n; i++)
-      free(env[i]);
-    free(env);
-    env = NULL;
-  }
-  *envp_p = env;
-}
-
-/* ------------------------------------------------------------------------
    Notices. */
-
-static const char *
-s_diag_label(kg_sup_t *S)
-{
-  if (!S->diagnostic)
-    return "";
-  if (S->backend == KG_BACKEND_CUDA)
-    return "diagnostic, not for timing: CUDA_LAUNCH_BLOCKING=1";
-  if (S->backend == KG_BACKEND_ROCM)
-    return "diagnostic, not for timing: AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1";
-  return "diagnostic, not for timing: backend unknown, so both CUDA_LAUNCH_BLOCKING=1 and "
-         "AMD_SERIALIZE_KERNEL=3 are set";
-}
 
 /*  Fill a notice from diag (the running kernel's, or after a restart the
     previous kernel's) and what the supervisor knows. */
@@ -868,7 +759,7 @@ kg__guard_on_ready(kg_sup_t *S)
     if (S->diagnostic) {
       size_t n = strlen(extra);
       snprintf(extra + n, sizeof extra - n, "%sThis kernel runs in %s.", n ? " " : "",
-               s_diag_label(S));
+               kg__diag_label(S));
     }
     if (cJSON_IsString(kind) && strcmp(kind->valuestring, "sticky") == 0)
       s_publish_notice(S, KG_NOTICE_STICKY_RESTART, &info, S->failing_header, extra);
@@ -917,89 +808,3 @@ kg__guard_enter_down(kg_sup_t *S)
   }
 }
 
-/* ------------------------------------------------------------------------
-   In-band commands: `%kguard restart [--diagnostic]`, `%kguard status`. */
-
-static void
-s_status_text(kg_sup_t *S, char *buf, size_t len)
-{
-  int n = snprintf(buf, len,
-                   "kguard: state %s, kernel #%d%s, pid %ld\n"
-                   "restarts: %d (policy window: %d)\n"
-                   "diagnostic mode: %s\n"
-                   "state dir: %s\ncheckpoints: %s\nkernel log: %s\n",
-                   kg_state_name(S->state), S->generation,
-                   S->diagnostic ? " (diagnostic, not for timing)" : "",
-                   S->child ? (long) kg_child_pid(S->child) : -1L,
-                   kg_policy_restart_count(S->policy),
-                   kg_policy_restarts_in_window(S->policy, kg__now_ms()),
-                   S->diagnostic ? s_diag_label(S) : "off", S->state_dir, S->ckpt_dir,
-                   S->kernel_log_path);
-  if (n > 0 && (size_t) n < len && S->incident)
-    n += snprintf(buf + n, len - (size_t) n, "last incident: %s (%s)\n",
-                  kg_incident_id(S->incident), S->incident_path ? S->incident_path : "");
-  if (n > 0 && (size_t) n < len && S->state == KG_ST_DOWN)
-    snprintf(buf + n, len - (size_t) n, "down: %s\n", S->down_reason ? S->down_reason : "");
-}
-
-bool
-kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
-{
-  const cJSON *code = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
-                                                       "code");
-  if (!cJSON_IsString(code))
-    return false;
-  const char *p = code->valuestring;
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-    p++;
-  if (strncmp(p, "%kguard", 7) != 0 || (p[7] && !isspace((unsigned char) p[7])))
-    return false;
-  char line[256];
-  size_t n = strcspn(p, "\n");
-  snprintf(line, sizeof line, "%.*s", (int) (n < 255 ? n : 255), p);
-  char *save = NULL;
-  strtok_r(line, " \t\r", &save);
-  const char *cmd = strtok_r(NULL, " \t\r", &save);
-  const char *opt = cmd ? strtok_r(NULL, " \t\r", &save) : NULL;
-  kg_pending_entry_t *e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
-  if (!e)
-    return true;
-  if (cmd && strcmp(cmd, "status") == 0 && !opt) {
-    char text[4096];
-    s_status_text(S, text, sizeof text);
-    kg__answer_stream(S, e, text, true);
-    return true;
-  }
-  bool diagnostic = opt && strcmp(opt, "--diagnostic") == 0;
-  if (!cmd || strcmp(cmd, "restart") != 0 || (opt && !diagnostic)) {
-    kg__answer_stream(S, e, "usage: %kguard restart [--diagnostic] | %kguard status\n", false);
-    return true;
-  }
-  if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_RESTORING
-      || S->state == KG_ST_EXITING) {
-    kg__answer_stream(S, e, "kguard: a restart is already in progress\n", true);
-    return true;
-  }
-  S->want_diagnostic = diagnostic;
-  char text[512];
-  snprintf(text, sizeof text, "kguard: restarting the kernel%s\n",
-           diagnostic ? " in diagnostic mode (diagnostic, not for timing)" : "");
-  cJSON_Delete(S->after_ready_notice);
-  S->after_ready_notice = NULL;
-  if (diagnostic) {
-    S->after_ready_notice = cJSON_CreateObject();
-    cJSON_AddStringToObject(S->after_ready_notice, "kind", "diagnostic");
-    cJSON_AddItemToObject(S->after_ready_notice, "parent", cJSON_Duplicate(e->header, 1));
-  }
-  kg__answer_stream(S, e, text, true);
-  kg_notice("restart requested in-band%s", diagnostic ? " (diagnostic)" : "");
-  S->stop_reason = KG__STOP_USER;
-  if (S->state == KG_ST_DOWN || S->state == KG_ST_BACKOFF) {
-    kg_policy_reset(S->policy);
-    free(S->down_reason);
-    S->down_reason = NULL;
-    S->diagnostic = diagnostic;
-  }
-  kg__fire(S, KG_EV_USER_RESTART);
-  return true;
-}

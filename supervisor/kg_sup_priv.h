@@ -1,7 +1,8 @@
 /*  kg_sup_priv: the supervisor's state, shared by the files that implement
     it (kg_supervisor.c: loop and life cycle; kg_relay.c: routing and the
     gate; kg_synth.c: messages kguard writes itself; kg_guard.c: evidence,
-    sticky errors, incidents, checkpoints, in-band commands). Not a public
+    sticky errors, incidents, checkpoints; kg_inband.c: %kguard cells;
+    kg_kenv.c: the kernel's environment). Not a public
     header: names shared across those files carry the kg__ prefix.
 */
 #ifndef KG_SUP_PRIV_H
@@ -198,9 +199,14 @@ void kg__guard_after_stop(kg_sup_t *S);
 void kg__guard_start_restore(kg_sup_t *S);
 void kg__guard_on_ready(kg_sup_t *S);
 void kg__guard_enter_down(kg_sup_t *S);
-bool kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch);
 void kg__guard_helpers_poll(kg_sup_t *S, int fd);
 void kg__guard_helpers_timers(kg_sup_t *S, int64_t now);
+
+/* kg_inband.c */
+bool kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch);
+const char *kg__diag_label(kg_sup_t *S);
+
+/* kg_kenv.c */
 void kg__guard_env(kg_sup_t *S, char ***envp_p);
 
 #endif

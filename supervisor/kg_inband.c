@@ -1,0 +1,111 @@
+/*  kg_inband: `%kguard status`, `%kguard restart [--diagnostic]` cells,
+    answered by kguard itself (busy, a stream, execute_reply, idle); they
+    never reach the inner kernel. */
+#include "kg_sup_priv.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_log.h"
+
+const char *
+kg__diag_label(kg_sup_t *S)
+{
+  if (!S->diagnostic)
+    return "";
+  if (S->backend == KG_BACKEND_CUDA)
+    return "diagnostic, not for timing: CUDA_LAUNCH_BLOCKING=1";
+  if (S->backend == KG_BACKEND_ROCM)
+    return "diagnostic, not for timing: AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1";
+  return "diagnostic, not for timing: backend unknown, so both CUDA_LAUNCH_BLOCKING=1 and "
+         "AMD_SERIALIZE_KERNEL=3 are set";
+}
+
+/* ------------------------------------------------------------------------
+   In-band commands: `%kguard restart [--diagnostic]`, `%kguard status`. */
+
+static void
+s_status_text(kg_sup_t *S, char *buf, size_t len)
+{
+  int n = snprintf(buf, len,
+                   "kguard: state %s, kernel #%d%s, pid %ld\n"
+                   "restarts: %d (policy window: %d)\n"
+                   "diagnostic mode: %s\n"
+                   "state dir: %s\ncheckpoints: %s\nkernel log: %s\n",
+                   kg_state_name(S->state), S->generation,
+                   S->diagnostic ? " (diagnostic, not for timing)" : "",
+                   S->child ? (long) kg_child_pid(S->child) : -1L,
+                   kg_policy_restart_count(S->policy),
+                   kg_policy_restarts_in_window(S->policy, kg__now_ms()),
+                   S->diagnostic ? kg__diag_label(S) : "off", S->state_dir, S->ckpt_dir,
+                   S->kernel_log_path);
+  if (n > 0 && (size_t) n < len && S->incident)
+    n += snprintf(buf + n, len - (size_t) n, "last incident: %s (%s)\n",
+                  kg_incident_id(S->incident), S->incident_path ? S->incident_path : "");
+  if (n > 0 && (size_t) n < len && S->state == KG_ST_DOWN)
+    snprintf(buf + n, len - (size_t) n, "down: %s\n", S->down_reason ? S->down_reason : "");
+}
+
+bool
+kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
+{
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
+                                                       "code");
+  if (!cJSON_IsString(code))
+    return false;
+  const char *p = code->valuestring;
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+    p++;
+  if (strncmp(p, "%kguard", 7) != 0 || (p[7] && !isspace((unsigned char) p[7])))
+    return false;
+  char line[256];
+  size_t n = strcspn(p, "\n");
+  snprintf(line, sizeof line, "%.*s", (int) (n < 255 ? n : 255), p);
+  char *save = NULL;
+  strtok_r(line, " \t\r", &save);
+  const char *cmd = strtok_r(NULL, " \t\r", &save);
+  const char *opt = cmd ? strtok_r(NULL, " \t\r", &save) : NULL;
+  kg_pending_entry_t *e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+  if (!e)
+    return true;
+  if (cmd && strcmp(cmd, "status") == 0 && !opt) {
+    char text[4096];
+    s_status_text(S, text, sizeof text);
+    kg__answer_stream(S, e, text, true);
+    return true;
+  }
+  bool diagnostic = opt && strcmp(opt, "--diagnostic") == 0;
+  if (!cmd || strcmp(cmd, "restart") != 0 || (opt && !diagnostic)) {
+    kg__answer_stream(S, e, "usage: %kguard restart [--diagnostic] | %kguard status\n", false);
+    return true;
+  }
+  if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_RESTORING
+      || S->state == KG_ST_EXITING) {
+    kg__answer_stream(S, e, "kguard: a restart is already in progress\n", true);
+    return true;
+  }
+  S->want_diagnostic = diagnostic;
+  char text[512];
+  snprintf(text, sizeof text, "kguard: restarting the kernel%s\n",
+           diagnostic ? " in diagnostic mode (diagnostic, not for timing)" : "");
+  cJSON_Delete(S->after_ready_notice);
+  S->after_ready_notice = NULL;
+  if (diagnostic) {
+    S->after_ready_notice = cJSON_CreateObject();
+    cJSON_AddStringToObject(S->after_ready_notice, "kind", "diagnostic");
+    cJSON_AddItemToObject(S->after_ready_notice, "parent", cJSON_Duplicate(e->header, 1));
+  }
+  kg__answer_stream(S, e, text, true);
+  kg_notice("restart requested in-band%s", diagnostic ? " (diagnostic)" : "");
+  S->stop_reason = KG__STOP_USER;
+  if (S->state == KG_ST_DOWN || S->state == KG_ST_BACKOFF) {
+    kg_policy_reset(S->policy);
+    free(S->down_reason);
+    S->down_reason = NULL;
+    S->diagnostic = diagnostic;
+  }
+  kg__fire(S, KG_EV_USER_RESTART);
+  return true;
+}

@@ -1,0 +1,111 @@
+/*  kg_kenv: the inner kernel's environment (the brief's conventions):
+    kguard's own environment, PYTHONPATH prefixed with kguard's Python
+    package, KGUARD_BIN/STATE_DIR/CKPT_DIR, JPY_PARENT_PID = kguard, the
+    diagnostic variables of a diagnostic restart, the KGUARD_RESUME_* of a
+    restore. Variables kguard sets are never inherited from its own
+    environment (a nested kguard, a stale resume). */
+#include "kg_sup_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* ------------------------------------------------------------------------
+   Environment of the inner kernel. */
+
+static int
+s_env_push(char ***env, size_t *n, size_t *alloc, const char *name, const char *value)
+{
+  if (*n + 2 > *alloc) {
+    size_t a = *alloc ? *alloc * 2 : 64;
+    char **g = realloc(*env, a * sizeof *g);
+    if (!g)
+      return -1;
+    *env = g;
+    *alloc = a;
+  }
+  size_t len = strlen(name) + strlen(value) + 2;
+  char *s = malloc(len);
+  if (!s)
+    return -1;
+  snprintf(s, len, "%s=%s", name, value);
+  (*env)[(*n)++] = s;
+  (*env)[*n] = NULL;
+  return 0;
+}
+
+static bool
+s_env_overridden(const char *entry)
+{
+  static const char *names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
+                                "KGUARD_CKPT_DIR", "JPY_PARENT_PID", "KGUARD_RESUME_DIR",
+                                "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE",
+                                "KGUARD_INCIDENT", "KGUARD_DIAGNOSTIC", NULL};
+  for (int i = 0; names[i]; i++) {
+    size_t n = strlen(names[i]);
+    if (strncmp(entry, names[i], n) == 0 && entry[n] == '=')
+      return true;
+  }
+  return false;
+}
+
+void
+kg__guard_env(kg_sup_t *S, char ***envp_p)
+{
+  char **env = NULL;
+  size_t n = 0, alloc = 0;
+  int rc = 0;
+  for (char **e = environ; *e && rc == 0; e++) {
+    if (s_env_overridden(*e))
+      continue;
+    char *eq = strchr(*e, '=');
+    if (!eq)
+      continue;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int) (eq - *e), *e);
+    /* A diagnostic run adds these; other runs keep only what the user set. */
+    rc = s_env_push(&env, &n, &alloc, name, eq + 1);
+  }
+  const char *pp = getenv("PYTHONPATH");
+  char buf[PATH_MAX * 2];
+  if (S->python_dir[0]) {
+    snprintf(buf, sizeof buf, "%s%s%s", S->python_dir, pp && *pp ? ":" : "", pp ? pp : "");
+    rc |= s_env_push(&env, &n, &alloc, "PYTHONPATH", buf);
+  } else if (pp)
+    rc |= s_env_push(&env, &n, &alloc, "PYTHONPATH", pp);
+  rc |= s_env_push(&env, &n, &alloc, "KGUARD_BIN", S->exe);
+  rc |= s_env_push(&env, &n, &alloc, "KGUARD_STATE_DIR", S->state_dir);
+  rc |= s_env_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", S->ckpt_dir);
+  snprintf(buf, sizeof buf, "%ld", (long) getpid());
+  rc |= s_env_push(&env, &n, &alloc, "JPY_PARENT_PID", buf);
+  if (S->diagnostic) {
+    rc |= s_env_push(&env, &n, &alloc, "KGUARD_DIAGNOSTIC", "1");
+    if (S->backend != KG_BACKEND_ROCM && !getenv("CUDA_LAUNCH_BLOCKING"))
+      rc |= s_env_push(&env, &n, &alloc, "CUDA_LAUNCH_BLOCKING", "1");
+    if (S->backend != KG_BACKEND_CUDA) {
+      if (!getenv("AMD_SERIALIZE_KERNEL"))
+        rc |= s_env_push(&env, &n, &alloc, "AMD_SERIALIZE_KERNEL", "3");
+      if (S->backend == KG_BACKEND_ROCM && !getenv("HIP_LAUNCH_BLOCKING"))
+        rc |= s_env_push(&env, &n, &alloc, "HIP_LAUNCH_BLOCKING", "1");
+    }
+  }
+  if (S->resume_pending) {
+    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", S->resume_dir);
+    snprintf(buf, sizeof buf, "%lld", S->resume_step);
+    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
+    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
+  }
+  if (S->resume_pending && S->incident)
+    rc |= s_env_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(S->incident));
+  if (rc) {
+    for (size_t i = 0; i < n; i++)
+      free(env[i]);
+    free(env);
+    env = NULL;
+  }
+  *envp_p = env;
+}
+
