@@ -134,7 +134,9 @@ s_try(const char *kernels_dir, const char *name, kg_kernelspec_t **spec_p, char 
     snprintf(err, errlen, "%s: %s", path, kg_strerror(rc));
   free(text);
   if (rc == 0) {
-    snprintf(path, sizeof path, "%s/%s", kernels_dir, name);
+    /* The spec's directory is the path above minus "/kernel.json", which
+       already fitted: cut it instead of formatting it again. */
+    path[n - (int) strlen("/kernel.json")] = '\0';
     (*spec_p)->dir = strdup(path);
   }
   return rc;
