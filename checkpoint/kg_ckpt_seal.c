@@ -357,8 +357,8 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   why[0] = '\0';
   if (!o->dir || (!o->into == !o->output) || !o->sk || o->step < 0)
     return s_fail(why, whysize, KG_EUSAGE, "bad seal options%s%s", "");
-  if (sodium_init() < 0) /* picks the SIMD BLAKE2b; needed before threads */
-    return s_fail(why, whysize, KG_EINTERNAL, "libsodium failed to initialise%s%s", "");
+  /* No sodium_init() here, on purpose: see "Why there is no sodium_init()" in
+     kg_ckpt_util.h. */
   int64_t now = o->now_ms ? o->now_ms : kg_ckpt_now_ms();
   const char *run = o->run ? o->run : "default";
   if (strlen(run) > KG_CKPT_RUN_MAX || !kg_ckpt_utf8_valid(run, strlen(run)))
