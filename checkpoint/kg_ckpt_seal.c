@@ -22,6 +22,7 @@
 
 #define IO_BLOCK (1 << 20)
 #define HASH_THREADS_MAX 4
+#define KICK_BYTES (8 << 20) /* start writeback this often */
 
 typedef struct {
   kg_ckpt_manifest_t *m;
@@ -213,22 +214,49 @@ s_write_bytes(struct archive *a, const void *buf, size_t len)
   return n < 0 || (size_t) n != len ? s_archive_errno(a) : 0;
 }
 
+/*  Start writeback of what was written since the last call, every
+    KICK_BYTES, so the disk works while we hash and the final fsync only
+    waits for the tail instead of the whole archive. Best effort: fsync
+    still decides durability. */
+static void
+s_kick_writeback(int fd, off_t *kicked)
+{
+  off_t pos = lseek(fd, 0, SEEK_CUR);
+  if (pos < 0 || pos - *kicked < KICK_BYTES)
+    return;
+  sync_file_range(fd, *kicked, pos - *kicked, SYNC_FILE_RANGE_WRITE);
+  *kicked = pos;
+}
+
+static bool
+s_same_file_state(const struct stat *a, const struct stat *b)
+{
+  return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec
+         && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/*  Stream member i into the archive. With hash set (one-pass seal), the
+    bytes are hashed as they are written, so the digest is of exactly what
+    the archive holds, and the file must not change while it is read;
+    otherwise (two-pass seal) it must be as the hashing pass saw it. */
 static int
 s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, size_t i,
-               unsigned char *buf, time_t mtime, char *why, size_t whysize)
+               unsigned char *buf, time_t mtime, bool hash, int outfd, off_t *kicked,
+               char *why, size_t whysize)
 {
   kg_ckpt_member_t *mem = &job->m->members[i];
   int fd = openat(job->rootfd, mem->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return s_fail(why, whysize, -errno, "opening '%s': %s", mem->path);
-  struct stat st;
+  struct stat st, after;
   int rc = 0;
   if (fstat(fd, &st) < 0) {
     rc = s_fail(why, whysize, -errno, "stat '%s': %s", mem->path);
     goto out;
   }
-  if ((uint64_t) st.st_size != mem->size || st.st_mtim.tv_sec != job->mtimes[i].tv_sec
-      || st.st_mtim.tv_nsec != job->mtimes[i].tv_nsec) {
+  if ((uint64_t) st.st_size != mem->size
+      || (!hash && (st.st_mtim.tv_sec != job->mtimes[i].tv_sec
+                    || st.st_mtim.tv_nsec != job->mtimes[i].tv_nsec))) {
     snprintf(why, whysize, "'%s' changed while sealing", mem->path);
     rc = -EAGAIN;
     goto out;
@@ -238,6 +266,8 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
     s_fail(why, whysize, rc, "writing header of '%s': %s", mem->path);
     goto out;
   }
+  crypto_generichash_state hs;
+  crypto_generichash_init(&hs, NULL, 0, KG_CKPT_DIGEST_BYTES);
   uint64_t left = mem->size;
   while (left > 0) {
     ssize_t n = read(fd, buf, left < IO_BLOCK ? (size_t) left : IO_BLOCK);
@@ -246,24 +276,43 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
       s_fail(why, whysize, rc, "reading '%s': %s", mem->path);
       goto out;
     }
+    if (hash)
+      crypto_generichash_update(&hs, buf, (size_t) n);
     if ((rc = s_write_bytes(a, buf, (size_t) n)) < 0) {
       s_fail(why, whysize, rc, "writing the archive: %s%s", "");
       goto out;
     }
     left -= (uint64_t) n;
+    s_kick_writeback(outfd, kicked);
+  }
+  if (hash) {
+    if (fstat(fd, &after) < 0 || !s_same_file_state(&st, &after)) {
+      snprintf(why, whysize, "'%s' changed while sealing", mem->path);
+      rc = -EAGAIN;
+      goto out;
+    }
+    crypto_generichash_final(&hs, mem->digest, KG_CKPT_DIGEST_BYTES);
   }
 out:
   close(fd);
   return rc;
 }
 
+/*  Where the manifest's and the signature's data lie in the archive file:
+    the one-pass seal writes placeholders there and fills them in last. */
+typedef struct {
+  off_t json_at, sig_at;
+} s_slots_t;
+
 static int
 s_write_archive(int outfd, s_hash_job_t *job, const char *json, size_t jlen,
-                const unsigned char *sig, bool zstd, time_t mtime, char *why, size_t whysize)
+                const unsigned char *sig, bool zstd, bool hash, s_slots_t *slots, time_t mtime,
+                char *why, size_t whysize)
 {
   struct archive *a = archive_write_new();
   struct archive_entry *e = archive_entry_new();
   unsigned char *buf = malloc(IO_BLOCK);
+  off_t kicked = 0;
   int rc = 0;
   if (!a || !e || !buf) {
     rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
@@ -275,21 +324,27 @@ s_write_archive(int outfd, s_hash_job_t *job, const char *json, size_t jlen,
     rc = KG_EINTERNAL;
     goto out;
   }
-  archive_write_set_bytes_per_block(a, 64 * 1024);
+  /* Uncompressed: no blocking, so libarchive hands our 1 MiB blocks
+     straight to write(2) without copying them, and each header is in the
+     file when archive_write_header returns (the slots' offsets rely on
+     it). The zstd filter blocks its own output. */
+  archive_write_set_bytes_per_block(a, zstd ? 64 * 1024 : 0);
   archive_write_set_bytes_in_last_block(a, 1);
   if (archive_write_open_fd(a, outfd) != ARCHIVE_OK) {
     rc = s_fail(why, whysize, s_archive_errno(a), "opening the archive: %s%s", "");
     goto out;
   }
   if ((rc = s_write_entry_header(a, e, KG_CKPT_MANIFEST_NAME, jlen, mtime)) < 0
+      || (slots && (slots->json_at = lseek(outfd, 0, SEEK_CUR)) < 0)
       || (rc = s_write_bytes(a, json, jlen)) < 0
       || (rc = s_write_entry_header(a, e, KG_CKPT_SIG_NAME, crypto_sign_BYTES, mtime)) < 0
+      || (slots && (slots->sig_at = lseek(outfd, 0, SEEK_CUR)) < 0)
       || (rc = s_write_bytes(a, sig, crypto_sign_BYTES)) < 0) {
-    s_fail(why, whysize, rc, "writing the manifest: %s%s", "");
+    rc = s_fail(why, whysize, rc < 0 ? rc : -errno, "writing the manifest: %s%s", "");
     goto out;
   }
   for (size_t i = 0; i < job->m->count && rc == 0; i++)
-    rc = s_write_member(a, e, job, i, buf, mtime, why, whysize);
+    rc = s_write_member(a, e, job, i, buf, mtime, hash, outfd, &kicked, why, whysize);
   if (rc == 0 && archive_write_close(a) != ARCHIVE_OK)
     rc = s_fail(why, whysize, s_archive_errno(a), "finishing the archive: %s%s", "");
 out:
@@ -297,6 +352,82 @@ out:
     archive_write_free(a);
   archive_entry_free(e);
   free(buf);
+  return rc;
+}
+
+static int
+s_pwrite_all(int fd, const void *buf, size_t len, off_t at)
+{
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t n = pwrite(fd, p, len, at);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return n < 0 ? -errno : -EIO;
+    p += n;
+    len -= (size_t) n;
+    at += n;
+  }
+  return 0;
+}
+
+/*  Replace the placeholder at `at` (len bytes, must read back as old) by
+    new: the read-back proves the slot offsets right before anything is
+    overwritten. */
+static int
+s_fill_slot(int fd, off_t at, const void *old, const void *new, size_t len)
+{
+  unsigned char *cur = malloc(len);
+  if (!cur)
+    return KG_ENOMEM;
+  ssize_t n = pread(fd, cur, len, at);
+  int rc = n < 0 ? -errno : (size_t) n != len || memcmp(cur, old, len) != 0 ? KG_EINTERNAL : 0;
+  free(cur);
+  return rc < 0 ? rc : s_pwrite_all(fd, new, len, at);
+}
+
+/*  One pass over the payload (uncompressed archives): the manifest member
+    is written first with every digest zero and a zero signature, which
+    have the same length as the real ones (only the 64 hex digits of each
+    digest differ); the payload is hashed while it is written; then the
+    real manifest and its signature are written over the placeholders. The
+    temporary file is never renamed before that, so no reader sees one. */
+static int
+s_write_one_pass(int outfd, s_hash_job_t *job, const unsigned char *sk, time_t mtime, char *why,
+                 size_t whysize)
+{
+  kg_ckpt_manifest_t *m = job->m;
+  for (size_t i = 0; i < m->count; i++)
+    memset(m->members[i].digest, 0, sizeof m->members[i].digest);
+  char *placeholder = kg_ckpt_manifest_encode(m);
+  char *json = NULL;
+  unsigned char zero_sig[crypto_sign_BYTES] = {0}, sig[crypto_sign_BYTES];
+  s_slots_t slots = {0};
+  int rc;
+  if (!placeholder) {
+    rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+    goto out;
+  }
+  size_t plen = strlen(placeholder);
+  if ((rc = s_write_archive(outfd, job, placeholder, plen, zero_sig, false, true, &slots, mtime,
+                            why, whysize)) < 0)
+    goto out;
+  if (!(json = kg_ckpt_manifest_encode(m))) {
+    rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+    goto out;
+  }
+  if (strlen(json) != plen) {
+    rc = s_fail(why, whysize, KG_EINTERNAL, "manifest length changed while sealing%s%s", "");
+    goto out;
+  }
+  crypto_sign_detached(sig, NULL, (unsigned char *) json, plen, sk);
+  if ((rc = s_fill_slot(outfd, slots.json_at, placeholder, json, plen)) < 0
+      || (rc = s_fill_slot(outfd, slots.sig_at, zero_sig, sig, sizeof sig)) < 0)
+    s_fail(why, whysize, rc, "writing the manifest: %s%s", "");
+out:
+  free(placeholder);
+  free(json);
   return rc;
 }
 
@@ -388,15 +519,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
     goto out;
   }
-  if ((rc = s_hash_all(&job)) < 0) {
-    snprintf(why, whysize, "%s", job.why);
-    goto out;
-  }
-  m->total_size = 0;
-  for (size_t i = 0; i < m->count; i++)
-    m->total_size += m->members[i].size;
-
-  /* The manifest and its signature. */
+  /* The manifest's fields; digests come from hashing. */
   snprintf(m->run, sizeof m->run, "%s", run);
   m->step = o->step;
   m->sealed_at_ms = now;
@@ -404,13 +527,6 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   snprintf(m->producer, sizeof m->producer, "%s", o->producer ? o->producer : "kguard");
   kg_keys_id(o->sk + 32, m->key_id);
   m->zstd = o->zstd;
-  if (!(json = kg_ckpt_manifest_encode(m))) {
-    rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
-    goto out;
-  }
-  size_t jlen = strlen(json);
-  unsigned char sig[crypto_sign_BYTES];
-  crypto_sign_detached(sig, NULL, (unsigned char *) json, jlen, o->sk);
 
   /* Names: final and a dot-named temporary beside it. */
   if (o->into) {
@@ -448,9 +564,28 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   }
   have_tmp = true;
   fchmod(outfd, 0644);
-  if ((rc = s_write_archive(outfd, &job, json, jlen, sig, o->zstd, (time_t) (now / 1000), why,
-                            whysize)) < 0)
-    goto out;
+  time_t mtime = (time_t) (now / 1000);
+  if (!o->zstd) {
+    if ((rc = s_write_one_pass(outfd, &job, o->sk, mtime, why, whysize)) < 0)
+      goto out;
+  } else {
+    /* zstd: the compressed offsets of the manifest are not known ahead,
+       so hash first (in parallel across files), then write. */
+    if ((rc = s_hash_all(&job)) < 0) {
+      snprintf(why, whysize, "%s", job.why);
+      goto out;
+    }
+    if (!(json = kg_ckpt_manifest_encode(m))) {
+      rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+      goto out;
+    }
+    size_t jlen = strlen(json);
+    unsigned char sig[crypto_sign_BYTES];
+    crypto_sign_detached(sig, NULL, (unsigned char *) json, jlen, o->sk);
+    if ((rc = s_write_archive(outfd, &job, json, jlen, sig, true, false, NULL, mtime, why,
+                              whysize)) < 0)
+      goto out;
+  }
   /* Any fsync or close error makes the archive untrustworthy: never retry. */
   if (fsync(outfd) < 0 || close(outfd) < 0) {
     outfd = -1;

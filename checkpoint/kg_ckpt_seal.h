@@ -1,10 +1,13 @@
 /*  kg_ckpt_seal: turn a directory of files into one signed checkpoint
     archive, written atomically.
 
-    Two passes over the payload: the first hashes every file (in parallel
-    across files) so the manifest, which lists the digests, can come first
-    in the archive; the second streams the files into the archive. A file
-    whose size or mtime changes between the passes fails the seal.
+    Uncompressed archives take one pass over the payload: the manifest
+    member, which must come first, is written with zero digests and a zero
+    signature of the final lengths; each file is hashed as it is streamed
+    into the archive; the real manifest and signature then overwrite the
+    placeholders. zstd archives take two passes (hash every file in parallel
+    across files, then stream them). A file whose size or mtime changes
+    while it is read (or between the passes) fails the seal.
     The archive is written to a temporary name ".<final>.tmp-XXXXXX" in the
     destination directory, fsynced, renamed (never replacing) and the
     directory fsynced. On any error the temporary file is removed and no file
