@@ -2,6 +2,7 @@
 #include "kg_error.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,4 +45,15 @@ kg_errname(int code)
 #endif
   snprintf(buf, sizeof buf, "error %d", code);
   return buf;
+}
+
+void
+kg_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+  if (!err || errlen == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
 }

@@ -12,6 +12,8 @@
 #ifndef KG_ERROR_H
 #define KG_ERROR_H
 
+#include <stddef.h>
+
 #define KG_ERROR_MAP(XX)                                                        \
   /* generic */                                                                 \
   XX(USAGE,       "invalid usage")                                              \
@@ -65,5 +67,11 @@ const char *kg_strerror(int code);
 /*  Return the symbolic name of code ("KG_EBADSIG", "ENOENT"...). Never NULL.
     Static storage for project codes; a thread-unsafe static buffer otherwise. */
 const char *kg_errname(int code);
+
+/*  Format a message into err (errlen bytes, always NUL-terminated when
+    errlen > 0); a no-op when err is NULL or errlen is 0. For the "err,
+    errlen" out-parameters of functions that reject external input. */
+void kg_errf(char *err, size_t errlen, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
 
 #endif

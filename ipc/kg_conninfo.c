@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "kg_error.h"
+#include "kg_file.h"
 
 /*  A connection file is a few hundred bytes; anything near this is not one. */
 #define KG_CONNFILE_MAX (1024 * 1024)
@@ -75,76 +76,19 @@ kg_conninfo_destroy(kg_conninfo_t **self_p)
   *self_p = NULL;
 }
 
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-  if (!err || errlen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
-/*  Read at most KG_CONNFILE_MAX + 1 bytes so a huge (or endless, e.g. a
-    fifo or /dev/zero) file is rejected without reading all of it. */
+/*  Read the file, capped at KG_CONNFILE_MAX so a huge (or endless: a fifo,
+    /dev/zero) file is rejected without reading all of it. */
 static int
 s_read_file(const char *path, char **data_p, size_t *size_p, char *err, size_t errlen)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int rc = -errno;
-    s_err(err, errlen, "%s: %s", path, strerror(errno));
-    return rc;
-  }
-  size_t cap = 4096, size = 0;
-  char *data = malloc(cap + 1);
-  if (!data) {
-    close(fd);
-    s_err(err, errlen, "out of memory");
-    return KG_ENOMEM;
-  }
-  for (;;) {
-    if (size == cap) {
-      if (cap > KG_CONNFILE_MAX)
-        break;
-      cap *= 2;
-      char *bigger = realloc(data, cap + 1);
-      if (!bigger) {
-        free(data);
-        close(fd);
-        s_err(err, errlen, "out of memory");
-        return KG_ENOMEM;
-      }
-      data = bigger;
-    }
-    ssize_t n = read(fd, data + size, cap - size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      int rc = -errno;
-      s_err(err, errlen, "%s: %s", path, strerror(errno));
-      free(data);
-      close(fd);
-      return rc;
-    }
-    if (n == 0)
-      break;
-    size += (size_t) n;
-  }
-  close(fd);
-  if (size > KG_CONNFILE_MAX) {
-    free(data);
-    s_err(err, errlen, "%s: file is larger than 1 MiB", path);
+  int rc = kg_file_read(path, KG_CONNFILE_MAX, data_p, size_p);
+  if (rc == KG_ETOOBIG) {
+    kg_errf(err, errlen, "%s: file is larger than 1 MiB", path);
     return KG_ECONNFILE;
   }
-  data[size] = '\0';
-  *data_p = data;
-  *size_p = size;
-  return 0;
+  if (rc != 0)
+    kg_errf(err, errlen, "%s: %s", path, kg_strerror(rc));
+  return rc;
 }
 
 /*  Copy the string field name of root into out (outlen bytes). Returns 0,
@@ -157,20 +101,20 @@ s_get_string(const cJSON *root, const char *name, bool optional, bool nonempty,
   if (!item) {
     if (optional)
       return 0;
-    s_err(err, errlen, "%s: missing", name);
+    kg_errf(err, errlen, "%s: missing", name);
     return KG_ECONNFILE;
   }
   if (!cJSON_IsString(item) || !item->valuestring) {
-    s_err(err, errlen, "%s: expected a string", name);
+    kg_errf(err, errlen, "%s: expected a string", name);
     return KG_ECONNFILE;
   }
   size_t len = strlen(item->valuestring);
   if (nonempty && len == 0) {
-    s_err(err, errlen, "%s: must not be empty", name);
+    kg_errf(err, errlen, "%s: must not be empty", name);
     return KG_ECONNFILE;
   }
   if (len >= outlen) {
-    s_err(err, errlen, "%s: longer than %zu bytes", name, outlen - 1);
+    kg_errf(err, errlen, "%s: longer than %zu bytes", name, outlen - 1);
     return KG_ECONNFILE;
   }
   memcpy(out, item->valuestring, len + 1);
@@ -182,13 +126,13 @@ s_get_port(const cJSON *root, const char *name, int *port, char *err, size_t err
 {
   const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, name);
   if (!item) {
-    s_err(err, errlen, "%s: missing", name);
+    kg_errf(err, errlen, "%s: missing", name);
     return KG_ECONNFILE;
   }
   double v = cJSON_IsNumber(item) ? item->valuedouble : 0;
   /*  The range check comes first so the int conversion is defined. */
   if (!cJSON_IsNumber(item) || !(v >= 1 && v <= 65535) || v != (double) (int) v) {
-    s_err(err, errlen, "%s: expected an integer in 1..65535", name);
+    kg_errf(err, errlen, "%s: expected an integer in 1..65535", name);
     return KG_ECONNFILE;
   }
   *port = (int) v;
@@ -201,14 +145,14 @@ s_parse(kg_conninfo_t *info, const char *data, size_t size, char *err, size_t er
   cJSON *root = cJSON_ParseWithLength(data, size);
   if (!root || !cJSON_IsObject(root)) {
     cJSON_Delete(root);
-    s_err(err, errlen, "not a JSON object");
+    kg_errf(err, errlen, "not a JSON object");
     return KG_ECONNFILE;
   }
   int rc = s_get_string(root, "transport", false, true, info->transport,
                         sizeof info->transport, err, errlen);
   if (rc == 0 && strcmp(info->transport, "tcp") != 0
       && strcmp(info->transport, "ipc") != 0) {
-    s_err(err, errlen, "transport: expected \"tcp\" or \"ipc\"");
+    kg_errf(err, errlen, "transport: expected \"tcp\" or \"ipc\"");
     rc = KG_ECONNFILE;
   }
   if (rc == 0)
@@ -218,11 +162,11 @@ s_parse(kg_conninfo_t *info, const char *data, size_t size, char *err, size_t er
 
   const cJSON *key = cJSON_GetObjectItemCaseSensitive(root, "key");
   if (rc == 0 && !key) {
-    s_err(err, errlen, "key: missing");
+    kg_errf(err, errlen, "key: missing");
     rc = KG_ECONNFILE;
   }
   else if (rc == 0 && (!cJSON_IsString(key) || !key->valuestring)) {
-    s_err(err, errlen, "key: expected a string");
+    kg_errf(err, errlen, "key: expected a string");
     rc = KG_ECONNFILE;
   }
   if (rc == 0) {
@@ -230,7 +174,7 @@ s_parse(kg_conninfo_t *info, const char *data, size_t size, char *err, size_t er
     /*  +1: never malloc(0), and keeps the key printable as a C string. */
     info->key = malloc(info->key_len + 1);
     if (!info->key) {
-      s_err(err, errlen, "out of memory");
+      kg_errf(err, errlen, "out of memory");
       rc = KG_ENOMEM;
     }
     else
@@ -240,16 +184,16 @@ s_parse(kg_conninfo_t *info, const char *data, size_t size, char *err, size_t er
   /*  The scheme may be absent only when there is nothing to sign with. */
   const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(root, "signature_scheme");
   if (rc == 0 && !scheme && info->key_len > 0) {
-    s_err(err, errlen, "signature_scheme: missing (required with a non-empty key)");
+    kg_errf(err, errlen, "signature_scheme: missing (required with a non-empty key)");
     rc = KG_ECONNFILE;
   }
   else if (rc == 0 && scheme && (!cJSON_IsString(scheme) || !scheme->valuestring)) {
-    s_err(err, errlen, "signature_scheme: expected a string");
+    kg_errf(err, errlen, "signature_scheme: expected a string");
     rc = KG_ECONNFILE;
   }
   else if (rc == 0 && scheme) {
     if (strcmp(scheme->valuestring, "hmac-sha256") != 0) {
-      s_err(err, errlen, "signature_scheme: unsupported scheme \"%.64s\" "
+      kg_errf(err, errlen, "signature_scheme: unsupported scheme \"%.64s\" "
             "(only hmac-sha256)", scheme->valuestring);
       rc = KG_ESCHEME;
     }
@@ -322,39 +266,6 @@ s_to_json(const kg_conninfo_t *self)
   return root;
 }
 
-static int
-s_write_all(int fd, const char *data, size_t size)
-{
-  while (size > 0) {
-    ssize_t n = write(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return -errno;
-    data += n;
-    size -= (size_t) n;
-  }
-  return 0;
-}
-
-/*  fsync the directory holding path, so the rename itself is durable. */
-static int
-s_sync_dir(const char *path)
-{
-  char *copy = strdup(path);
-  if (!copy)
-    return KG_ENOMEM;
-  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  free(copy);
-  if (fd < 0)
-    return -errno;
-  int rc = fsync(fd) == 0 ? 0 : -errno;
-  close(fd);
-  /*  Some filesystems cannot fsync a directory; the data file itself is
-      already durable, so that is not worth failing the save for. */
-  return rc == -EINVAL ? 0 : rc;
-}
-
 int
 kg_conninfo_save(const kg_conninfo_t *self, const char *path)
 {
@@ -366,39 +277,12 @@ kg_conninfo_save(const kg_conninfo_t *self, const char *path)
   if (!text)
     return -ENOMEM;
 
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (!tmp) {
-    sodium_memzero(text, strlen(text));
-    cJSON_free(text);
-    return -ENOMEM;
-  }
-  /*  Same directory as the target, so rename() is atomic. mkostemp opens
-      with O_CREAT|O_EXCL and mode 0600: the key is never world-readable. */
-  snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
-  int rc = 0;
-  int fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0)
-    rc = -errno;
-  if (rc == 0 && fchmod(fd, 0600) != 0)
-    rc = -errno;
-  if (rc == 0)
-    rc = s_write_all(fd, text, strlen(text));
-  if (rc == 0)
-    rc = s_write_all(fd, "\n", 1);
-  if (rc == 0 && fsync(fd) != 0)
-    rc = -errno;
-  if (fd >= 0 && close(fd) != 0 && rc == 0)
-    rc = -errno;
-  if (rc == 0 && rename(tmp, path) != 0)
-    rc = -errno;
-  if (rc != 0 && fd >= 0)
-    unlink(tmp);
-  if (rc == 0)
-    rc = s_sync_dir(path);
-  sodium_memzero(text, strlen(text));
+  /*  kg_file_write_atomic creates the file 0600 from the start: the key is
+      never readable by others, not even for a moment. */
+  size_t len = strlen(text);
+  int rc = kg_file_write_atomic(path, text, len, 0600);
+  sodium_memzero(text, len);
   cJSON_free(text);
-  free(tmp);
   return rc;
 }
 

@@ -11,6 +11,7 @@
 
 #include "kg_cli.h"
 #include "kg_error.h"
+#include "kg_file.h"
 #include "kg_kernelspec.h"
 #include "kg_paths.h"
 
@@ -218,14 +219,10 @@ kg_cli_install_main(int argc, char **argv)
   rc = kg_paths_mkdirs(dest, 0755);
   char file[PATH_MAX];
   snprintf(file, sizeof file, "%.4000s/kernel.json", dest);
-  FILE *f = rc == 0 ? fopen(file, "w") : NULL;
-  if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0) {
-    fprintf(stderr, "kguard install: unable to write %s: %s\n", file,
-            rc ? kg_strerror(rc) : strerror(errno));
-    code = KG_EXIT_SYSTEM;
-  }
-  if (f && fclose(f) != 0 && code == KG_EXIT_OK) {
-    fprintf(stderr, "kguard install: unable to write %s: %s\n", file, strerror(errno));
+  if (rc == 0)
+    rc = kg_file_write_atomic(file, text, strlen(text), 0644);
+  if (rc != 0) {
+    fprintf(stderr, "kguard install: unable to write %s: %s\n", file, kg_strerror(rc));
     code = KG_EXIT_SYSTEM;
   }
   if (code == KG_EXIT_OK) {

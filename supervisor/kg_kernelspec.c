@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kg_error.h"
+#include "kg_file.h"
 
 void
 kg_kernelspec_destroy(kg_kernelspec_t **spec_p)
@@ -105,33 +106,15 @@ s_try(const char *kernels_dir, const char *name, kg_kernelspec_t **spec_p, char 
   int n = snprintf(path, sizeof path, "%s/%s/kernel.json", kernels_dir, name);
   if (n < 0 || (size_t) n >= sizeof path)
     return KG_ENOKERNEL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return errno == ENOENT || errno == ENOTDIR ? KG_ENOKERNEL : -errno;
   char *text = NULL;
   size_t size = 0;
-  int rc = 0;
-  char buf[8192];
-  size_t r;
-  while ((r = fread(buf, 1, sizeof buf, f)) > 0) {
-    if (size + r > 1024 * 1024) {
-      rc = KG_ETOOBIG;
-      break;
-    }
-    char *g = realloc(text, size + r);
-    if (!g) {
-      rc = KG_ENOMEM;
-      break;
-    }
-    text = g;
-    memcpy(text + size, buf, r);
-    size += r;
-  }
-  fclose(f);
+  int rc = kg_file_read(path, 1024 * 1024, &text, &size);
+  if (rc == -ENOENT || rc == -ENOTDIR)
+    return KG_ENOKERNEL;
   if (rc == 0)
-    rc = kg_kernelspec_parse(name, text ? text : "", size, spec_p, err, errlen);
+    rc = kg_kernelspec_parse(name, text, size, spec_p, err, errlen);
   else
-    snprintf(err, errlen, "%s: %s", path, kg_strerror(rc));
+    kg_errf(err, errlen, "%s: %s", path, kg_strerror(rc));
   free(text);
   if (rc == 0) {
     /* The spec's directory is the path above minus "/kernel.json", which

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kg_error.h"
+#include "kg_file.h"
 
 #define MAX_RULES_FILE (4u * 1024u * 1024u)
 #define MAX_FIELD      8192u
@@ -46,20 +47,6 @@ static const struct {
   {"stream", KG_SRC_STREAM},           {"raw_stdout", KG_SRC_RAW_STDOUT},
   {"raw_stderr", KG_SRC_RAW_STDERR},   {"exit", KG_SRC_EXIT},
 };
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-  if (!err || errlen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 static void
 s_free_strv(char **v)
@@ -113,15 +100,15 @@ s_string(const cJSON *obj, const char *field, bool required, const char *where, 
   if (!item) {
     if (!required)
       return 0;
-    s_err(err, errlen, "%s: missing field \"%s\"", where, field);
+    kg_errf(err, errlen, "%s: missing field \"%s\"", where, field);
     return KG_ERULES;
   }
   if (!cJSON_IsString(item) || !item->valuestring || !item->valuestring[0]) {
-    s_err(err, errlen, "%s: field \"%s\" must be a non-empty string", where, field);
+    kg_errf(err, errlen, "%s: field \"%s\" must be a non-empty string", where, field);
     return KG_ERULES;
   }
   if (strlen(item->valuestring) > MAX_FIELD) {
-    s_err(err, errlen, "%s: field \"%s\" is longer than %u bytes", where, field, MAX_FIELD);
+    kg_errf(err, errlen, "%s: field \"%s\" is longer than %u bytes", where, field, MAX_FIELD);
     return KG_ERULES;
   }
   *out = strdup(item->valuestring);
@@ -134,7 +121,7 @@ s_load_family(const cJSON *obj, size_t index, kg_family_t *f, char *err, size_t 
   char where[64];
   snprintf(where, sizeof where, "families[%zu]", index);
   if (!cJSON_IsObject(obj)) {
-    s_err(err, errlen, "%s: must be an object", where);
+    kg_errf(err, errlen, "%s: must be an object", where);
     return KG_ERULES;
   }
   int rc;
@@ -145,14 +132,14 @@ s_load_family(const cJSON *obj, size_t index, kg_family_t *f, char *err, size_t 
     return rc;
   const cJSON *sticky = cJSON_GetObjectItemCaseSensitive(obj, "sticky");
   if (!cJSON_IsBool(sticky)) {
-    s_err(err, errlen, "%s (\"%s\"): field \"sticky\" must be true or false", where, f->id);
+    kg_errf(err, errlen, "%s (\"%s\"): field \"sticky\" must be true or false", where, f->id);
     return KG_ERULES;
   }
   f->sticky = cJSON_IsTrue(sticky);
   const cJSON *hints = cJSON_GetObjectItemCaseSensitive(obj, "hints");
   if (hints) {
     if (!cJSON_IsObject(hints)) {
-      s_err(err, errlen, "%s (\"%s\"): field \"hints\" must be an object", where, f->id);
+      kg_errf(err, errlen, "%s (\"%s\"): field \"hints\" must be an object", where, f->id);
       return KG_ERULES;
     }
     snprintf(where, sizeof where, "families[%zu].hints", index);
@@ -162,7 +149,7 @@ s_load_family(const cJSON *obj, size_t index, kg_family_t *f, char *err, size_t 
       return rc;
     /* The seed is explicit: do not carry NVIDIA's variable over to ROCm. */
     if (f->hint_rocm && strstr(f->hint_rocm, "CUDA_LAUNCH_BLOCKING")) {
-      s_err(err, errlen,
+      kg_errf(err, errlen,
             "%s: field \"rocm\" names CUDA_LAUNCH_BLOCKING, an NVIDIA variable; use "
             "AMD_SERIALIZE_KERNEL / HIP_LAUNCH_BLOCKING on ROCm",
             where);
@@ -179,7 +166,7 @@ s_strv(const cJSON *arr, const char *where, const char *field, char ***out, char
 {
   *out = NULL;
   if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
-    s_err(err, errlen, "%s: field \"match.%s\" must be a non-empty array of strings", where,
+    kg_errf(err, errlen, "%s: field \"match.%s\" must be a non-empty array of strings", where,
           field);
     return KG_ERULES;
   }
@@ -191,7 +178,7 @@ s_strv(const cJSON *arr, const char *where, const char *field, char ***out, char
   const cJSON *s;
   cJSON_ArrayForEach(s, arr) {
     if (!cJSON_IsString(s) || !s->valuestring[0] || strlen(s->valuestring) > MAX_FIELD) {
-      s_err(err, errlen, "%s: field \"match.%s\"[%zu] must be a non-empty string", where,
+      kg_errf(err, errlen, "%s: field \"match.%s\"[%zu] must be a non-empty string", where,
             field, i);
       s_free_strv(v);
       return KG_ERULES;
@@ -212,7 +199,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
   char where[160];
   snprintf(where, sizeof where, "rules[%zu]", index);
   if (!cJSON_IsObject(obj)) {
-    s_err(err, errlen, "%s: must be an object", where);
+    kg_errf(err, errlen, "%s: must be an object", where);
     return KG_ERULES;
   }
   int rc = s_string(obj, "id", true, where, &r->id, err, errlen);
@@ -221,7 +208,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
   snprintf(where, sizeof where, "rules[%zu] (\"%.100s\")", index, r->id);
   for (size_t i = 0; i < index; i++)
     if (strcmp(self->rules[i].id, r->id) == 0) {
-      s_err(err, errlen, "%s: field \"id\" repeats rules[%zu]", where, i);
+      kg_errf(err, errlen, "%s: field \"id\" repeats rules[%zu]", where, i);
       return KG_ERULES;
     }
 
@@ -232,7 +219,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
   while (fi < self->nfamilies && strcmp(self->families[fi].id, family) != 0)
     fi++;
   if (fi == self->nfamilies) {
-    s_err(err, errlen, "%s: field \"family\": no family with id \"%.100s\"", where, family);
+    kg_errf(err, errlen, "%s: field \"family\": no family with id \"%.100s\"", where, family);
     free(family);
     return KG_ERULES;
   }
@@ -248,7 +235,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
   else if (b && strcmp(b, "rocm") == 0)
     r->backend = KG_BACKEND_ROCM;
   else {
-    s_err(err, errlen, "%s: field \"backend\" must be \"cuda\", \"rocm\" or \"any\"", where);
+    kg_errf(err, errlen, "%s: field \"backend\" must be \"cuda\", \"rocm\" or \"any\"", where);
     return KG_ERULES;
   }
 
@@ -263,7 +250,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
       while (k < n && !(cJSON_IsString(s) && strcmp(s->valuestring, s_source_names[k].name) == 0))
         k++;
       if (k == n) {
-        s_err(err, errlen,
+        kg_errf(err, errlen,
               "%s: field \"sources\"[%zu] must be one of iopub_error, execute_reply, stream, "
               "raw_stdout, raw_stderr, exit",
               where, i);
@@ -273,18 +260,18 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
       i++;
     }
   } else {
-    s_err(err, errlen, "%s: field \"sources\" must be \"any\" or a non-empty array", where);
+    kg_errf(err, errlen, "%s: field \"sources\" must be \"any\" or a non-empty array", where);
     return KG_ERULES;
   }
 
   const cJSON *match = cJSON_GetObjectItemCaseSensitive(obj, "match");
   if (!cJSON_IsObject(match)) {
-    s_err(err, errlen, "%s: field \"match\" must be an object", where);
+    kg_errf(err, errlen, "%s: field \"match\" must be an object", where);
     return KG_ERULES;
   }
   const cJSON *ic = cJSON_GetObjectItemCaseSensitive(match, "ignore_case");
   if (ic && !cJSON_IsBool(ic)) {
-    s_err(err, errlen, "%s: field \"match.ignore_case\" must be true or false", where);
+    kg_errf(err, errlen, "%s: field \"match.ignore_case\" must be true or false", where);
     return KG_ERULES;
   }
   r->ignore_case = cJSON_IsTrue(ic);
@@ -292,7 +279,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
   const cJSON *all = cJSON_GetObjectItemCaseSensitive(match, "all");
   const cJSON *regex = cJSON_GetObjectItemCaseSensitive(match, "regex");
   if (!any && !all && !regex) {
-    s_err(err, errlen, "%s: field \"match\" needs \"any\", \"all\" or \"regex\"", where);
+    kg_errf(err, errlen, "%s: field \"match\" needs \"any\", \"all\" or \"regex\"", where);
     return KG_ERULES;
   }
   if (any && (rc = s_strv(any, where, "any", &r->any, err, errlen)))
@@ -301,7 +288,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
     return rc;
   if (regex) {
     if (!cJSON_IsString(regex) || !regex->valuestring[0]) {
-      s_err(err, errlen, "%s: field \"match.regex\" must be a non-empty string", where);
+      kg_errf(err, errlen, "%s: field \"match.regex\" must be a non-empty string", where);
       return KG_ERULES;
     }
     int flags = REG_EXTENDED | REG_NOSUB | REG_NEWLINE | (r->ignore_case ? REG_ICASE : 0);
@@ -309,7 +296,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
     if (rrc != 0) {
       char msg[128];
       regerror(rrc, &r->regex, msg, sizeof msg);
-      s_err(err, errlen, "%s: field \"match.regex\" is not a valid POSIX extended regex: %s",
+      kg_errf(err, errlen, "%s: field \"match.regex\" is not a valid POSIX extended regex: %s",
             where, msg);
       return KG_ERULES;
     }
@@ -320,7 +307,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
   if (code) {
     if (!cJSON_IsNumber(code) || code->valuedouble < 0 || code->valuedouble > 100000 ||
         code->valuedouble != (double) (int) code->valuedouble) {
-      s_err(err, errlen, "%s: field \"error_code\" must be a non-negative integer", where);
+      kg_errf(err, errlen, "%s: field \"error_code\" must be a non-negative integer", where);
       return KG_ERULES;
     }
     r->error_code = code->valueint;
@@ -332,12 +319,12 @@ int
 kg_classifier_load_string(const char *json, size_t len, kg_classifier_t **self_p, char *err,
                           size_t errlen)
 {
-  s_err(err, errlen, "%s", "");
+  kg_errf(err, errlen, "%s", "");
   *self_p = NULL;
   cJSON *root = cJSON_ParseWithLength(json, len);
   if (!root) {
     const char *at = cJSON_GetErrorPtr();
-    s_err(err, errlen, "not valid JSON (near byte %ld)", at ? (long) (at - json) : -1L);
+    kg_errf(err, errlen, "not valid JSON (near byte %ld)", at ? (long) (at - json) : -1L);
     return KG_ERULES;
   }
   int rc = KG_ERULES;
@@ -350,19 +337,19 @@ kg_classifier_load_string(const char *json, size_t len, kg_classifier_t **self_p
   const cJSON *families = cJSON_GetObjectItemCaseSensitive(root, "families");
   const cJSON *rules = cJSON_GetObjectItemCaseSensitive(root, "rules");
   if (!cJSON_IsObject(root)) {
-    s_err(err, errlen, "top level must be an object");
+    kg_errf(err, errlen, "top level must be an object");
     goto done;
   }
   if (!cJSON_IsNumber(version) || version->valueint != 1) {
-    s_err(err, errlen, "field \"version\" must be 1");
+    kg_errf(err, errlen, "field \"version\" must be 1");
     goto done;
   }
   if (!cJSON_IsArray(families) || cJSON_GetArraySize(families) == 0) {
-    s_err(err, errlen, "field \"families\" must be a non-empty array");
+    kg_errf(err, errlen, "field \"families\" must be a non-empty array");
     goto done;
   }
   if (!cJSON_IsArray(rules) || cJSON_GetArraySize(rules) == 0) {
-    s_err(err, errlen, "field \"rules\" must be a non-empty array");
+    kg_errf(err, errlen, "field \"rules\" must be a non-empty array");
     goto done;
   }
   size_t nf = (size_t) cJSON_GetArraySize(families), nr = (size_t) cJSON_GetArraySize(rules);
@@ -379,7 +366,7 @@ kg_classifier_load_string(const char *json, size_t len, kg_classifier_t **self_p
       goto done;
     for (size_t j = 0; j < i; j++)
       if (strcmp(self->families[j].id, self->families[i].id) == 0) {
-        s_err(err, errlen, "families[%zu]: field \"id\" repeats families[%zu] (\"%.100s\")", i,
+        kg_errf(err, errlen, "families[%zu]: field \"id\" repeats families[%zu] (\"%.100s\")", i,
               j, self->families[i].id);
         rc = KG_ERULES;
         goto done;
@@ -403,35 +390,22 @@ int
 kg_classifier_load_file(const char *path, kg_classifier_t **self_p, char *err, size_t errlen)
 {
   *self_p = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    int e = errno;
-    s_err(err, errlen, "%s: %s", path, strerror(e));
-    return -e;
+  char *buf = NULL;
+  size_t n = 0;
+  int rc = kg_file_read(path, MAX_RULES_FILE, &buf, &n);
+  if (rc == KG_ETOOBIG) {
+    kg_errf(err, errlen, "%s: larger than %u bytes", path, MAX_RULES_FILE);
+    return rc;
   }
-  char *buf = malloc(MAX_RULES_FILE + 1);
-  if (!buf) {
-    fclose(f);
-    return KG_ENOMEM;
-  }
-  size_t n = fread(buf, 1, MAX_RULES_FILE + 1, f);
-  int rerr = ferror(f) ? errno : 0;
-  fclose(f);
-  if (rerr) {
-    free(buf);
-    s_err(err, errlen, "%s: %s", path, strerror(rerr));
-    return -rerr;
-  }
-  if (n > MAX_RULES_FILE) {
-    free(buf);
-    s_err(err, errlen, "%s: larger than %u bytes", path, MAX_RULES_FILE);
-    return KG_ETOOBIG;
+  if (rc != 0) {
+    kg_errf(err, errlen, "%s: %s", path, kg_strerror(rc));
+    return rc;
   }
   char inner[512];
-  int rc = kg_classifier_load_string(buf, n, self_p, inner, sizeof inner);
+  rc = kg_classifier_load_string(buf, n, self_p, inner, sizeof inner);
   free(buf);
   if (rc)
-    s_err(err, errlen, "%s: %s", path, inner);
+    kg_errf(err, errlen, "%s: %s", path, inner);
   return rc;
 }
 

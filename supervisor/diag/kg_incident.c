@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kg_error.h"
+#include "kg_file.h"
 
 struct kg_incident_t {
   char id[KG_INCIDENT_ID_MAX];
@@ -263,22 +264,6 @@ kg_incident_take_checkpoint(kg_incident_t *self, cJSON **checkpoint_p)
   s_put(self, "checkpoint", c ? c : cJSON_CreateNull());
 }
 
-static int
-s_write_all(int fd, const char *data, size_t len)
-{
-  while (len > 0) {
-    ssize_t n = write(fd, data, len);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    data += n;
-    len -= (size_t) n;
-  }
-  return 0;
-}
-
 int
 kg_incident_write(kg_incident_t *self, const char *incidents_dir, char **path_out)
 {
@@ -287,42 +272,14 @@ kg_incident_write(kg_incident_t *self, const char *incidents_dir, char **path_ou
   char *text = cJSON_Print(self->root);
   if (!text)
     return KG_ENOMEM;
-  char path[4096], tmp[4096];
-  int n1 = snprintf(path, sizeof path, "%s/%s.json", incidents_dir, self->id);
-  int n2 = snprintf(tmp, sizeof tmp, "%s/.%s.json.tmp-XXXXXX", incidents_dir, self->id);
-  if (n1 < 0 || n2 < 0 || (size_t) n2 >= sizeof tmp) {
+  char path[4096];
+  int n = snprintf(path, sizeof path, "%s/%s.json", incidents_dir, self->id);
+  if (n < 0 || (size_t) n >= sizeof path) {
     free(text);
     return -ENAMETOOLONG;
   }
-  int rc = 0;
-  int fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0) {
-    rc = -errno;
-    free(text);
-    return rc;
-  }
-  if (fchmod(fd, 0600) < 0 || (rc = s_write_all(fd, text, strlen(text))) < 0 ||
-      (rc = s_write_all(fd, "\n", 1)) < 0 || fsync(fd) < 0) {
-    if (rc == 0)
-      rc = -errno;
-    close(fd);
-    unlink(tmp);
-    free(text);
-    return rc;
-  }
+  int rc = kg_file_write_atomic(path, text, strlen(text), 0600);
   free(text);
-  if (close(fd) < 0 || rename(tmp, path) < 0) {
-    rc = -errno;
-    unlink(tmp);
-    return rc;
-  }
-  /* The rename is durable only once the directory entry is. */
-  int dfd = open(incidents_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    if (fsync(dfd) < 0)
-      rc = -errno;
-    close(dfd);
-  }
   if (rc == 0 && path_out) {
     *path_out = strdup(path);
     if (!*path_out)

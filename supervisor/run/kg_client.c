@@ -41,20 +41,6 @@ struct kg_client_t {
   int signal_fd;                /*  the caller's signalfd, or -1           */
 };
 
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-  if (!err || errlen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 int64_t
 kg_client_now(void)
 {
@@ -185,7 +171,7 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
     logfd = open(cfg->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (logfd < 0) {
       int rc = -errno;
-      s_err(err, errlen, "unable to open the kernel log %s: %s", cfg->log_path,
+      kg_errf(err, errlen, "unable to open the kernel log %s: %s", cfg->log_path,
             strerror(errno));
       free(argv);
       return rc;
@@ -194,7 +180,7 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) {
     int rc = -errno;
-    s_err(err, errlen, "unable to create a pipe: %s", strerror(errno));
+    kg_errf(err, errlen, "unable to create a pipe: %s", strerror(errno));
     free(argv);
     if (logfd >= 0)
       close(logfd);
@@ -213,7 +199,7 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
   free(argv);
   if (pid < 0) {
     close(pipefd[0]);
-    s_err(err, errlen, "unable to fork: %s", strerror(fork_errno));
+    kg_errf(err, errlen, "unable to fork: %s", strerror(fork_errno));
     return -fork_errno;
   }
   /*  Also from the parent, so the group exists before we might signal it. */
@@ -230,7 +216,7 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
   if (n == (ssize_t) sizeof child_errno) {
     waitpid(pid, &self->status, 0);
     self->exited = true;
-    s_err(err, errlen, "unable to start %s: %s", argv0, strerror(child_errno));
+    kg_errf(err, errlen, "unable to start %s: %s", argv0, strerror(child_errno));
     return KG_ESPAWN;
   }
   self->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
@@ -256,7 +242,7 @@ s_make_dir(kg_client_t *self, char *err, size_t errlen)
   }
   if (!mkdtemp(self->dir)) {
     int rc = -errno;
-    s_err(err, errlen, "unable to create a runtime directory under %s: %s", base,
+    kg_errf(err, errlen, "unable to create a runtime directory under %s: %s", base,
           strerror(errno));
     self->dir[0] = '\0';
     return rc;
@@ -290,7 +276,7 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
   *self_p = NULL;
   kg_client_t *self = calloc(1, sizeof *self);
   if (!self) {
-    s_err(err, errlen, "out of memory");
+    kg_errf(err, errlen, "out of memory");
     return KG_ENOMEM;
   }
   self->pidfd = -1;
@@ -302,7 +288,7 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
     self->info = kg_conninfo_new();
     rc = self->info ? kg_conninfo_set_random_key(self->info) : KG_ENOMEM;
     if (rc != 0)
-      s_err(err, errlen, "out of memory");
+      kg_errf(err, errlen, "out of memory");
   }
   if (rc == 0) {
     strcpy(self->info->transport, "ipc");
@@ -313,13 +299,13 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
              cfg->spec->name ? cfg->spec->name : "");
     rc = kg_conninfo_save(self->info, self->conn_path);
     if (rc != 0)
-      s_err(err, errlen, "unable to write %s: %s", self->conn_path, kg_strerror(rc));
+      kg_errf(err, errlen, "unable to write %s: %s", self->conn_path, kg_strerror(rc));
   }
   if (rc == 0) {
     self->signer = kg_signer_new(self->info->key, self->info->key_len, 0);
     if (!self->signer) {
       rc = KG_ENOMEM;
-      s_err(err, errlen, "out of memory");
+      kg_errf(err, errlen, "out of memory");
     }
   }
   if (rc == 0)
@@ -332,7 +318,7 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
     self->ctx = zmq_ctx_new();
     if (!self->ctx) {
       rc = -errno;
-      s_err(err, errlen, "unable to create a zmq context: %s", zmq_strerror(errno));
+      kg_errf(err, errlen, "unable to create a zmq context: %s", zmq_strerror(errno));
     }
   }
   static const kg_channel_t channels[] = {KG_CH_SHELL, KG_CH_IOPUB, KG_CH_STDIN,
@@ -341,7 +327,7 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
     kg_channel_t ch = channels[i];
     self->sockets[ch] = kg_socket_connect(self->ctx, self->info, ch, self->session, &rc);
     if (!self->sockets[ch])
-      s_err(err, errlen, "unable to connect the %s channel: %s", kg_channel_name(ch),
+      kg_errf(err, errlen, "unable to connect the %s channel: %s", kg_channel_name(ch),
             kg_strerror(rc));
     else
       rc = 0;

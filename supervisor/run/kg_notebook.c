@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kg_error.h"
+#include "kg_file.h"
 
 /*  A notebook holding trained-model plots can be large, but not this. */
 #define KG_NOTEBOOK_MAX (256u * 1024u * 1024u)
@@ -22,20 +23,6 @@ struct kg_notebook_t {
   cJSON *root;                  /*  the whole document                     */
   cJSON *cells;                 /*  borrowed: root.cells                   */
 };
-
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-  if (!err || errlen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 /*  A source (or stream text) is a string or a list of strings. */
 static bool
@@ -57,35 +44,35 @@ static int
 s_validate(cJSON *root, char *err, size_t errlen)
 {
   if (!cJSON_IsObject(root)) {
-    s_err(err, errlen, "not a notebook: the top level is not a JSON object");
+    kg_errf(err, errlen, "not a notebook: the top level is not a JSON object");
     return KG_ENOTEBOOK;
   }
   const cJSON *major = cJSON_GetObjectItemCaseSensitive(root, "nbformat");
   if (!major) {
-    s_err(err, errlen, "not a notebook: no \"nbformat\" field");
+    kg_errf(err, errlen, "not a notebook: no \"nbformat\" field");
     return KG_ENOTEBOOK;
   }
   if (!cJSON_IsNumber(major) || major->valuedouble != 4) {
     if (cJSON_IsNumber(major))
-      s_err(err, errlen, "nbformat %g is not supported: kguard run needs nbformat 4 "
+      kg_errf(err, errlen, "nbformat %g is not supported: kguard run needs nbformat 4 "
             "(convert with: jupyter nbconvert --to notebook --nbformat 4 FILE)",
             major->valuedouble);
     else
-      s_err(err, errlen, "\"nbformat\" is not a number");
+      kg_errf(err, errlen, "\"nbformat\" is not a number");
     return KG_ENOTEBOOK;
   }
   const cJSON *cells = cJSON_GetObjectItemCaseSensitive(root, "cells");
   if (!cells) {
-    s_err(err, errlen, "not a notebook: no \"cells\" list");
+    kg_errf(err, errlen, "not a notebook: no \"cells\" list");
     return KG_ENOTEBOOK;
   }
   if (!cJSON_IsArray(cells)) {
-    s_err(err, errlen, "\"cells\" is not a list");
+    kg_errf(err, errlen, "\"cells\" is not a list");
     return KG_ENOTEBOOK;
   }
   const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
   if (meta && !cJSON_IsObject(meta)) {
-    s_err(err, errlen, "\"metadata\" is not an object");
+    kg_errf(err, errlen, "\"metadata\" is not an object");
     return KG_ENOTEBOOK;
   }
   int index = 0;
@@ -93,22 +80,22 @@ s_validate(cJSON *root, char *err, size_t errlen)
   cJSON_ArrayForEach(cell, cells) {
     index++;
     if (!cJSON_IsObject(cell)) {
-      s_err(err, errlen, "cell %d is not an object", index);
+      kg_errf(err, errlen, "cell %d is not an object", index);
       return KG_ENOTEBOOK;
     }
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(cell, "cell_type");
     if (!cJSON_IsString(type)) {
-      s_err(err, errlen, "cell %d has no \"cell_type\" string", index);
+      kg_errf(err, errlen, "cell %d has no \"cell_type\" string", index);
       return KG_ENOTEBOOK;
     }
     if (!s_is_text(cJSON_GetObjectItemCaseSensitive(cell, "source"))) {
-      s_err(err, errlen, "cell %d: \"source\" is missing or not a string or list of "
+      kg_errf(err, errlen, "cell %d: \"source\" is missing or not a string or list of "
             "strings", index);
       return KG_ENOTEBOOK;
     }
     const cJSON *cmeta = cJSON_GetObjectItemCaseSensitive(cell, "metadata");
     if (cmeta && !cJSON_IsObject(cmeta)) {
-      s_err(err, errlen, "cell %d: \"metadata\" is not an object", index);
+      kg_errf(err, errlen, "cell %d: \"metadata\" is not an object", index);
       return KG_ENOTEBOOK;
     }
   }
@@ -138,7 +125,7 @@ kg_notebook_parse(const char *text, size_t len, kg_notebook_t **self_p, char *er
       else
         col++;
     }
-    s_err(err, errlen, "not JSON: syntax error near line %d, column %d", line, col);
+    kg_errf(err, errlen, "not JSON: syntax error near line %d, column %d", line, col);
     return KG_ENOTEBOOK;
   }
   int rc = s_validate(root, err, errlen);
@@ -149,7 +136,7 @@ kg_notebook_parse(const char *text, size_t len, kg_notebook_t **self_p, char *er
   kg_notebook_t *self = calloc(1, sizeof *self);
   if (!self) {
     cJSON_Delete(root);
-    s_err(err, errlen, "out of memory");
+    kg_errf(err, errlen, "out of memory");
     return KG_ENOMEM;
   }
   self->root = root;
@@ -162,49 +149,20 @@ int
 kg_notebook_load(const char *path, kg_notebook_t **self_p, char *err, size_t errlen)
 {
   *self_p = NULL;
-  FILE *f = fopen(path, "rbe");
-  if (!f) {
-    int rc = -errno;
-    s_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
-    return rc;
-  }
   struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    fclose(f);
-    s_err(err, errlen, "%s is a directory, not a notebook", path);
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    kg_errf(err, errlen, "%s is a directory, not a notebook", path);
     return KG_ENOTEBOOK;
   }
-  size_t cap = 64 * 1024, len = 0;
-  char *text = malloc(cap);
-  int rc = text ? 0 : KG_ENOMEM;
-  while (rc == 0) {
-    if (len == cap) {
-      if (cap >= KG_NOTEBOOK_MAX) {
-        s_err(err, errlen, "%s is larger than %u MiB", path, KG_NOTEBOOK_MAX >> 20);
-        rc = KG_ENOTEBOOK;
-        break;
-      }
-      char *bigger = realloc(text, cap * 2);
-      if (!bigger) {
-        rc = KG_ENOMEM;
-        break;
-      }
-      text = bigger;
-      cap *= 2;
-    }
-    size_t n = fread(text + len, 1, cap - len, f);
-    len += n;
-    if (n == 0) {
-      if (ferror(f)) {
-        rc = -EIO;
-        s_err(err, errlen, "cannot read %s: read error", path);
-      }
-      break;
-    }
+  char *text = NULL;
+  size_t len = 0;
+  int rc = kg_file_read(path, KG_NOTEBOOK_MAX, &text, &len);
+  if (rc == KG_ETOOBIG) {
+    kg_errf(err, errlen, "%s is larger than %u MiB", path, KG_NOTEBOOK_MAX >> 20);
+    return KG_ENOTEBOOK;
   }
-  fclose(f);
-  if (rc == KG_ENOMEM)
-    s_err(err, errlen, "out of memory");
+  if (rc != 0)
+    kg_errf(err, errlen, "cannot read %s: %s", path, kg_strerror(rc));
   if (rc == 0)
     rc = kg_notebook_parse(text, len, self_p, err, errlen);
   free(text);
@@ -495,56 +453,16 @@ kg_notebook_format(const kg_notebook_t *self)
   return out;
 }
 
-static int
-s_write_all(int fd, const char *data, size_t size)
-{
-  while (size > 0) {
-    ssize_t n = write(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return -errno;
-    data += n;
-    size -= (size_t) n;
-  }
-  return 0;
-}
-
 int
 kg_notebook_save(const kg_notebook_t *self, const char *path)
 {
   char *text = kg_notebook_format(self);
   if (!text)
     return -ENOMEM;
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (!tmp) {
-    free(text);
-    return -ENOMEM;
-  }
-  snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
-  int rc = 0;
-  int fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0)
-    rc = -errno;
-  if (rc == 0) {
-    /*  mkostemp makes the file 0600; a notebook is an ordinary document. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0)
-      rc = -errno;
-  }
-  if (rc == 0)
-    rc = s_write_all(fd, text, strlen(text));
-  if (rc == 0 && fsync(fd) != 0)
-    rc = -errno;
-  if (fd >= 0 && close(fd) != 0 && rc == 0)
-    rc = -errno;
-  if (rc == 0 && rename(tmp, path) != 0)
-    rc = -errno;
-  if (rc != 0 && fd >= 0)
-    unlink(tmp);
-  free(tmp);
+  /*  A notebook is an ordinary document: the usual permissions. */
+  mode_t mask = umask(0);
+  umask(mask);
+  int rc = kg_file_write_atomic(path, text, strlen(text), 0666 & ~mask);
   free(text);
   return rc;
 }
