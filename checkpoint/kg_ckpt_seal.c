@@ -16,11 +16,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kg_ckpt_hasher.h"
 #include "kg_ckpt_manifest.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 
 #define IO_BLOCK (1 << 20)
+_Static_assert(IO_BLOCK <= KG_CKPT_HASHER_BLOCK, "a read must fit a hasher block");
 #define HASH_THREADS_MAX 4
 #define KICK_BYTES (8 << 20) /* start writeback this often */
 
@@ -235,15 +237,17 @@ s_same_file_state(const struct stat *a, const struct stat *b)
          && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/*  Stream member i into the archive. With hash set (one-pass seal), the
-    bytes are hashed as they are written, so the digest is of exactly what
-    the archive holds, and the file must not change while it is read;
-    otherwise (two-pass seal) it must be as the hashing pass saw it. */
+/*  Stream member i into the archive. With a hasher h (one-pass seal), the
+    bytes are hashed (in the hasher's thread) as they are written, so the
+    digest is of exactly what the archive holds, and the file must not
+    change while it is read; otherwise (two-pass seal, h NULL, buf used) it
+    must be as the hashing pass saw it. */
 static int
 s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, size_t i,
-               unsigned char *buf, time_t mtime, bool hash, int outfd, off_t *kicked,
-               char *why, size_t whysize)
+               kg_ckpt_hasher_t *h, unsigned char *buf, time_t mtime, int outfd,
+               off_t *kicked, char *why, size_t whysize)
 {
+  bool hash = h != NULL;
   kg_ckpt_member_t *mem = &job->m->members[i];
   int fd = openat(job->rootfd, mem->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
@@ -266,18 +270,18 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
     s_fail(why, whysize, rc, "writing header of '%s': %s", mem->path);
     goto out;
   }
-  crypto_generichash_state hs;
-  crypto_generichash_init(&hs, NULL, 0, KG_CKPT_DIGEST_BYTES);
   uint64_t left = mem->size;
   while (left > 0) {
+    if (h)
+      buf = kg_ckpt_hasher_slot(h);
     ssize_t n = read(fd, buf, left < IO_BLOCK ? (size_t) left : IO_BLOCK);
     if (n <= 0) {
       rc = n < 0 ? -errno : -EAGAIN;
       s_fail(why, whysize, rc, "reading '%s': %s", mem->path);
       goto out;
     }
-    if (hash)
-      crypto_generichash_update(&hs, buf, (size_t) n);
+    if (h)
+      kg_ckpt_hasher_push(h, (size_t) n);
     if ((rc = s_write_bytes(a, buf, (size_t) n)) < 0) {
       s_fail(why, whysize, rc, "writing the archive: %s%s", "");
       goto out;
@@ -291,7 +295,7 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
       rc = -EAGAIN;
       goto out;
     }
-    crypto_generichash_final(&hs, mem->digest, KG_CKPT_DIGEST_BYTES);
+    kg_ckpt_hasher_end(h, mem->digest);
   }
 out:
   close(fd);
@@ -306,15 +310,15 @@ typedef struct {
 
 static int
 s_write_archive(int outfd, s_hash_job_t *job, const char *json, size_t jlen,
-                const unsigned char *sig, bool zstd, bool hash, s_slots_t *slots, time_t mtime,
-                char *why, size_t whysize)
+                const unsigned char *sig, bool zstd, kg_ckpt_hasher_t *h, s_slots_t *slots,
+                time_t mtime, char *why, size_t whysize)
 {
   struct archive *a = archive_write_new();
   struct archive_entry *e = archive_entry_new();
-  unsigned char *buf = malloc(IO_BLOCK);
+  unsigned char *buf = h ? NULL : malloc(IO_BLOCK);
   off_t kicked = 0;
   int rc = 0;
-  if (!a || !e || !buf) {
+  if (!a || !e || (!h && !buf)) {
     rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
     goto out;
   }
@@ -344,7 +348,7 @@ s_write_archive(int outfd, s_hash_job_t *job, const char *json, size_t jlen,
     goto out;
   }
   for (size_t i = 0; i < job->m->count && rc == 0; i++)
-    rc = s_write_member(a, e, job, i, buf, mtime, hash, outfd, &kicked, why, whysize);
+    rc = s_write_member(a, e, job, i, h, buf, mtime, outfd, &kicked, why, whysize);
   if (rc == 0 && archive_write_close(a) != ARCHIVE_OK)
     rc = s_fail(why, whysize, s_archive_errno(a), "finishing the archive: %s%s", "");
 out:
@@ -404,15 +408,17 @@ s_write_one_pass(int outfd, s_hash_job_t *job, const unsigned char *sk, time_t m
   char *json = NULL;
   unsigned char zero_sig[crypto_sign_BYTES] = {0}, sig[crypto_sign_BYTES];
   s_slots_t slots = {0};
+  kg_ckpt_hasher_t *h = kg_ckpt_hasher_new();
   int rc;
-  if (!placeholder) {
+  if (!placeholder || !h) {
     rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
     goto out;
   }
   size_t plen = strlen(placeholder);
-  if ((rc = s_write_archive(outfd, job, placeholder, plen, zero_sig, false, true, &slots, mtime,
+  if ((rc = s_write_archive(outfd, job, placeholder, plen, zero_sig, false, h, &slots, mtime,
                             why, whysize)) < 0)
     goto out;
+  kg_ckpt_hasher_wait(h); /* every digest stored */
   if (!(json = kg_ckpt_manifest_encode(m))) {
     rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
     goto out;
@@ -426,6 +432,7 @@ s_write_one_pass(int outfd, s_hash_job_t *job, const unsigned char *sk, time_t m
       || (rc = s_fill_slot(outfd, slots.sig_at, zero_sig, sig, sizeof sig)) < 0)
     s_fail(why, whysize, rc, "writing the manifest: %s%s", "");
 out:
+  kg_ckpt_hasher_destroy(&h);
   free(placeholder);
   free(json);
   return rc;
@@ -582,7 +589,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     size_t jlen = strlen(json);
     unsigned char sig[crypto_sign_BYTES];
     crypto_sign_detached(sig, NULL, (unsigned char *) json, jlen, o->sk);
-    if ((rc = s_write_archive(outfd, &job, json, jlen, sig, true, false, NULL, mtime, why,
+    if ((rc = s_write_archive(outfd, &job, json, jlen, sig, true, NULL, NULL, mtime, why,
                               whysize)) < 0)
       goto out;
   }

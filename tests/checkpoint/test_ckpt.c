@@ -12,6 +12,9 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include <sodium.h>
+
+#include "kg_ckpt_hasher.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_manifest.h"
 #include "kg_ckpt_quarantine.h"
@@ -286,7 +289,41 @@ KG_TEST(seal_refuses_links)
   s_teardown();
 }
 
+/*  The hasher thread gives the same digests as one-shot hashing, for an
+    empty input, a short one and one spanning more blocks than the ring has,
+    pushed in uneven pieces and ended without waiting in between. */
+KG_TEST(hasher_matches_one_shot_digests)
+{
+  size_t big = 5 * KG_CKPT_HASHER_BLOCK + 12345;
+  unsigned char *data = malloc(big);
+  KG_CHECK(data != NULL);
+  for (size_t i = 0; i < big; i++)
+    data[i] = (unsigned char) (i * 2654435761u >> 13);
+  size_t sizes[3] = {0, 100, big};
+  unsigned char got[3][KG_CKPT_DIGEST_BYTES], want[3][KG_CKPT_DIGEST_BYTES];
+  kg_ckpt_hasher_t *h = kg_ckpt_hasher_new();
+  KG_CHECK(h != NULL);
+  for (int k = 0; k < 3; k++) {
+    crypto_generichash(want[k], KG_CKPT_DIGEST_BYTES, data, sizes[k], NULL, 0);
+    size_t done = 0, piece = 17;
+    while (done < sizes[k]) {
+      size_t n = sizes[k] - done < piece ? sizes[k] - done : piece;
+      memcpy(kg_ckpt_hasher_slot(h), data + done, n);
+      kg_ckpt_hasher_push(h, n);
+      done += n;
+      piece = piece == 17 ? KG_CKPT_HASHER_BLOCK : 17;
+    }
+    kg_ckpt_hasher_end(h, got[k]);
+  }
+  kg_ckpt_hasher_wait(h);
+  for (int k = 0; k < 3; k++)
+    KG_CHECK(memcmp(got[k], want[k], KG_CKPT_DIGEST_BYTES) == 0);
+  kg_ckpt_hasher_destroy(&h);
+  KG_CHECK(h == NULL);
+  free(data);
+}
+
 KG_TEST_MAIN(KG_CASE(time_parse_and_format), KG_CASE(member_names),
              KG_CASE(manifest_round_trip_and_rejects), KG_CASE(seal_verify_restore),
              KG_CASE(list_latest_before_and_quarantine), KG_CASE(seal_write_error_leaves_nothing),
-             KG_CASE(seal_refuses_links))
+             KG_CASE(seal_refuses_links), KG_CASE(hasher_matches_one_shot_digests))
