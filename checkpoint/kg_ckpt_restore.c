@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,32 +14,12 @@
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 
-/*  Writing runs in its own thread so that on two or more cores the disk
-    writes overlap with decompression and hashing: restore then costs about
-    what `tar -xf` costs. Blocks are copied (libarchive reuses its buffer)
-    into a small ring, which bounds memory at RING_SLOTS * SLOT_BYTES. */
-#define RING_SLOTS 4
-#define SLOT_BYTES (1 << 20)
-
+/*  Members are written straight from libarchive's block in this thread;
+    verify hashes in its hasher thread meanwhile (see kg_ckpt_hasher.h), so
+    on two cores the writes overlap the hashing without another copy. */
 typedef struct {
-  unsigned char *buf;  /* SLOT_BYTES */
-  size_t len;          /* bytes in buf */
-  int fd;              /* file to write to */
-  bool close_after;    /* close fd once written */
-} s_slot_t;
-
-typedef struct {
-  int rootfd;                  /* the temporary directory */
-  int fd;                      /* member being written, or -1 */
-  s_slot_t slots[RING_SLOTS];  /* the ring */
-  size_t head, tail, used;     /* producer index, consumer index, count */
-  bool fill;                   /* slots[head] is partly filled */
-  bool stop;                   /* no more work: writer exits when drained */
-  int err;                     /* first write/close error */
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  pthread_t writer;
-  bool started;
+  int rootfd;  /* the temporary directory */
+  int fd;      /* member being written, or -1 */
 } s_sink_t;
 
 static int
@@ -57,72 +36,6 @@ s_write_all(int fd, const unsigned char *p, size_t len)
     len -= (size_t) n;
   }
   return 0;
-}
-
-static void *
-s_writer(void *arg)
-{
-  s_sink_t *s = arg;
-  pthread_mutex_lock(&s->lock);
-  while (1) {
-    while (s->used == 0 && !s->stop)
-      pthread_cond_wait(&s->cond, &s->lock);
-    if (s->used == 0 && s->stop)
-      break;
-    s_slot_t *slot = &s->slots[s->tail];
-    pthread_mutex_unlock(&s->lock);
-    int rc = slot->len ? s_write_all(slot->fd, slot->buf, slot->len) : 0;
-    if (slot->close_after && close(slot->fd) < 0 && rc == 0)
-      rc = -errno;
-    pthread_mutex_lock(&s->lock);
-    if (rc < 0 && s->err == 0)
-      s->err = rc;
-    s->tail = (s->tail + 1) % RING_SLOTS;
-    s->used--;
-    pthread_cond_broadcast(&s->cond);
-  }
-  pthread_mutex_unlock(&s->lock);
-  return NULL;
-}
-
-/*  Hand the slot at head to the writer and wait for a free one. */
-static int
-s_push(s_sink_t *s, bool close_after)
-{
-  pthread_mutex_lock(&s->lock);
-  s_slot_t *slot = &s->slots[s->head];
-  slot->fd = s->fd;
-  slot->close_after = close_after;
-  if (!s->fill)
-    slot->len = 0;
-  s->fill = false;
-  s->head = (s->head + 1) % RING_SLOTS;
-  s->used++;
-  pthread_cond_broadcast(&s->cond);
-  while (s->used == RING_SLOTS && s->err == 0)
-    pthread_cond_wait(&s->cond, &s->lock);
-  int rc = s->err;
-  pthread_mutex_unlock(&s->lock);
-  return rc;
-}
-
-/*  Stop the writer after it drained the ring; return its first error. */
-static int
-s_finish(s_sink_t *s)
-{
-  if (!s->started)
-    return 0;
-  pthread_mutex_lock(&s->lock);
-  s->stop = true;
-  pthread_cond_broadcast(&s->cond);
-  pthread_mutex_unlock(&s->lock);
-  pthread_join(s->writer, NULL);
-  s->started = false;
-  /* A member cut short by an error is still open on our side. */
-  if (s->fd >= 0)
-    close(s->fd);
-  s->fd = -1;
-  return s->err;
 }
 
 /*  Open (creating) each directory of path's parent under rootfd without
@@ -179,61 +92,17 @@ static int
 s_data(void *arg, const void *buf, size_t len)
 {
   s_sink_t *s = arg;
-  const unsigned char *p = buf;
-  while (len > 0) {
-    s_slot_t *slot = &s->slots[s->head];
-    if (!s->fill) {
-      slot->len = 0;
-      s->fill = true;
-    }
-    size_t n = SLOT_BYTES - slot->len < len ? SLOT_BYTES - slot->len : len;
-    memcpy(slot->buf + slot->len, p, n);
-    slot->len += n;
-    p += n;
-    len -= n;
-    if (slot->len == SLOT_BYTES) {
-      int rc = s_push(s, false);
-      if (rc < 0)
-        return rc;
-    }
-  }
-  return 0;
+  return s_write_all(s->fd, buf, len);
 }
 
 static int
 s_end(void *arg, const kg_ckpt_member_t *m)
 {
+  (void) m;
   s_sink_t *s = arg;
-  int rc = s_push(s, true); /* the rest of the data, then close */
+  int rc = close(s->fd) < 0 ? -errno : 0;
   s->fd = -1;
   return rc;
-}
-
-static int
-s_sink_init(s_sink_t *s, int rootfd)
-{
-  memset(s, 0, sizeof *s);
-  s->rootfd = rootfd;
-  s->fd = -1;
-  for (int i = 0; i < RING_SLOTS; i++)
-    if (!(s->slots[i].buf = malloc(SLOT_BYTES)))
-      return KG_ENOMEM;
-  pthread_mutex_init(&s->lock, NULL);
-  pthread_cond_init(&s->cond, NULL);
-  if (pthread_create(&s->writer, NULL, s_writer, s) != 0)
-    return KG_EINTERNAL;
-  s->started = true;
-  return 0;
-}
-
-static void
-s_sink_free(s_sink_t *s)
-{
-  s_finish(s);
-  pthread_mutex_destroy(&s->lock);
-  pthread_cond_destroy(&s->cond);
-  for (int i = 0; i < RING_SLOTS; i++)
-    free(s->slots[i].buf);
 }
 
 int
@@ -284,27 +153,17 @@ kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
              parent, strerror(errno));
     return report->rc = e;
   }
-  s_sink_t s;
   int rootfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int rc;
   if (rootfd < 0) {
     rc = report->rc = -errno;
     snprintf(report->reason, sizeof report->reason, "opening '%.300s': %s", tmp, strerror(errno));
-  } else if ((rc = s_sink_init(&s, rootfd)) < 0) {
-    report->rc = rc;
-    snprintf(report->reason, sizeof report->reason, "%s", kg_strerror(rc));
-    s_sink_free(&s);
-    close(rootfd);
   } else {
+    s_sink_t s = {.rootfd = rootfd, .fd = -1};
     kg_ckpt_sink_t sink = {.arg = &s, .begin = s_begin, .data = s_data, .end = s_end};
     rc = kg_ckpt_verify(archive, pk, 0, &sink, report);
-    /* Every byte must be on its way to disk before DEST gets its name. */
-    int werr = s_finish(&s);
-    s_sink_free(&s);
-    if (rc == 0 && werr < 0) {
-      rc = report->rc = werr;
-      snprintf(report->reason, sizeof report->reason, "writing: %s", kg_strerror(werr));
-    }
+    if (s.fd >= 0) /* a member cut short by an error */
+      close(s.fd);
     if (rc == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) < 0) {
       rc = report->rc = errno == EEXIST ? KG_EEXISTS : -errno;
       snprintf(report->reason, sizeof report->reason, "renaming into '%.300s': %s", dest,

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kg_ckpt_hasher.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 #include "kg_keys.h"
@@ -174,8 +175,12 @@ done:
 
 /* ---- kguard archives --------------------------------------------------- */
 
+/*  With a sink (restore), hashing runs in the hasher's thread while this
+    one reads and the sink writes; plain verify has nothing to overlap with
+    and hashes here, saving the copy into the hasher's blocks. */
 static int
-s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink)
+s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
+                 kg_ckpt_hasher_t *hasher)
 {
   kg_ckpt_manifest_t *m = r->manifest;
   struct archive_entry *e;
@@ -222,7 +227,16 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
         return s_set(r, KG_ECKPT_UNSAFE, name,
                      "member '%s' holds more than its manifest size", name);
       got += len;
-      crypto_generichash_update(&st, buf, len);
+      if (hasher) {
+        for (size_t done = 0; done < len;) {
+          size_t n = len - done < KG_CKPT_HASHER_BLOCK ? len - done : KG_CKPT_HASHER_BLOCK;
+          memcpy(kg_ckpt_hasher_slot(hasher), (const char *) buf + done, n);
+          kg_ckpt_hasher_push(hasher, n);
+          done += n;
+        }
+      } else {
+        crypto_generichash_update(&st, buf, len);
+      }
       if (sink && sink->data && (rc = sink->data(sink->arg, buf, len)) < 0)
         return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
     }
@@ -232,7 +246,12 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
       return s_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after %llu of %llu bytes",
                    name, (unsigned long long) got, (unsigned long long) mem->size);
     unsigned char digest[KG_CKPT_DIGEST_BYTES];
-    crypto_generichash_final(&st, digest, sizeof digest);
+    if (hasher) {
+      kg_ckpt_hasher_end(hasher, digest);
+      kg_ckpt_hasher_wait(hasher);
+    } else {
+      crypto_generichash_final(&st, digest, sizeof digest);
+    }
     if (sodium_memcmp(digest, mem->digest, sizeof digest) != 0)
       return s_set(r, KG_ECKPT_CORRUPT, name, "member '%s' does not match its digest",
                    name);
@@ -391,9 +410,16 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
     else
       rc = s_archive_fail(r, a, NULL, "opening");
   }
-  else if ((rc = s_verify_manifest(a, r, pk)) == 0)
-    rc = (flags & KG_CKPT_VERIFY_MANIFEST_ONLY) ? s_set(r, 0, NULL, "manifest authenticated")
-                                                : s_verify_payload(a, r, sink);
+  else if ((rc = s_verify_manifest(a, r, pk)) == 0) {
+    if (flags & KG_CKPT_VERIFY_MANIFEST_ONLY) {
+      rc = s_set(r, 0, NULL, "manifest authenticated");
+    } else {
+      kg_ckpt_hasher_t *h = sink ? kg_ckpt_hasher_new() : NULL;
+      rc = sink && !h ? s_set(r, KG_ENOMEM, NULL, "out of memory")
+                      : s_verify_payload(a, r, sink, h);
+      kg_ckpt_hasher_destroy(&h);
+    }
+  }
   archive_read_free(a);
 out:
   close(fd);
