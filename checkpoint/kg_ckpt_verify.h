@@ -8,7 +8,9 @@
     size equal to the manifest size) before its data is read, and the data is
     hashed (BLAKE2b-256) as it streams past; the manifest's sizes cap what is
     ever decompressed. Memory use is bounded by the manifest cap plus the
-    reader's 1 MiB block, whatever the archive size.
+    reader's 1 MiB block (plus the hasher's 4 x 1 MiB ring when a sink is
+    given: hashing then runs in a second thread while the sink writes),
+    whatever the archive size.
 
     A sink, when given, receives each member's bytes as they are verified
     (restore uses it); it must not treat anything as final until verify
