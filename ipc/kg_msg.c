@@ -46,6 +46,16 @@ struct kg_msg_t {
 
 static pthread_once_t s_sodium_once = PTHREAD_ONCE_INIT;
 
+static kg_msg_send_observer_fn *s_observer;
+static void *s_observer_arg;
+
+void
+kg_msg_set_send_observer(kg_msg_send_observer_fn *fn, void *arg)
+{
+  s_observer = fn;
+  s_observer_arg = arg;
+}
+
 static void
 s_sodium_init(void)
 {
@@ -592,6 +602,8 @@ kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags)
   for (i = self->nident + 2; rc == 0 && i < self->nframes; i++)
     rc = s_send_shared(self, i, socket,
                        flags | (i + 1 < self->nframes ? ZMQ_SNDMORE : 0));
+  if (s_observer)
+    s_observer(socket, s_observer_arg);
   return rc;
 }
 
@@ -602,5 +614,7 @@ kg_msg_send_raw(kg_msg_t *self, void *socket, int flags)
   for (size_t i = 0; rc == 0 && i < self->nframes; i++)
     rc = s_send_shared(self, i, socket,
                        flags | (i + 1 < self->nframes ? ZMQ_SNDMORE : 0));
+  if (s_observer)
+    s_observer(socket, s_observer_arg);
   return rc;
 }
