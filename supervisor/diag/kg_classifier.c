@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kg_error.h"
+#include "kg_prefilter.h"
 #include "kg_file.h"
 
 #define MAX_RULES_FILE (4u * 1024u * 1024u)
@@ -37,6 +38,7 @@ struct kg_classifier_t {
   size_t nfamilies;
   s_rule_t *rules;
   size_t nrules;
+  kg_prefilter_t *prefilter;   /* literals some rule needs; NULL: none known */
 };
 
 static const struct {
@@ -85,6 +87,7 @@ kg_classifier_destroy(kg_classifier_t **self_p)
       regfree(&r->regex);
   }
   free(self->rules);
+  kg_prefilter_destroy(&self->prefilter);
   free(self);
   *self_p = NULL;
 }
@@ -315,6 +318,239 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
   return s_string(obj, "note", false, where, &r->note, err, errlen);
 }
 
+/* ------------------------------------------------------------------------
+   The prefilter: for every rule, literals one of which every line it matches
+   must contain ("any": its list; "all": one of them; "regex": per top-level
+   alternative, the longest run of plain characters that alternative always
+   contains). A text with none of them cannot match any rule, whatever the
+   rules are; if a rule yields no usable literal, there is no prefilter. */
+
+#define S_MIN_TRIGGER 3   /* shorter literals make the prefilter useless */
+
+typedef struct {
+  char **v;
+  size_t n, cap;
+} s_strlist_t;
+
+static int
+s_strlist_add(s_strlist_t *l, const char *s, size_t len)
+{
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 32;
+    char **v = realloc(l->v, cap * sizeof *v);
+    if (!v)
+      return KG_ENOMEM;
+    l->v = v;
+    l->cap = cap;
+  }
+  if (!(l->v[l->n] = strndup(s, len)))
+    return KG_ENOMEM;
+  l->n++;
+  return 0;
+}
+
+static void
+s_strlist_free(s_strlist_t *l)
+{
+  for (size_t i = 0; i < l->n; i++)
+    free(l->v[i]);
+  free(l->v);
+}
+
+/*  Index just past the bracket expression starting at re[i] == '['. */
+static size_t
+s_skip_bracket(const char *re, size_t len, size_t i)
+{
+  size_t j = i + 1;
+  if (j < len && re[j] == '^')
+    j++;
+  if (j < len && re[j] == ']')
+    j++;
+  while (j < len && re[j] != ']') {
+    if (re[j] == '[' && j + 1 < len && strchr(":.=", re[j + 1])) {
+      char end = re[j + 1];
+      j += 2;
+      while (j + 1 < len && !(re[j] == end && re[j + 1] == ']'))
+        j++;
+      j += 2;
+      continue;
+    }
+    j++;
+  }
+  return j < len ? j + 1 : len;
+}
+
+/*  Index just past the group starting at re[i] == '('. */
+static size_t
+s_skip_group(const char *re, size_t len, size_t i)
+{
+  int depth = 0;
+  size_t j = i;
+  while (j < len) {
+    char c = re[j];
+    if (c == '\\')
+      j += 2;
+    else if (c == '[')
+      j = s_skip_bracket(re, len, j);
+    else {
+      if (c == '(')
+        depth++;
+      else if (c == ')' && --depth == 0)
+        return j + 1;
+      j++;
+    }
+  }
+  return len;
+}
+
+/*  The longest run of characters that every match of the alternative
+    re[0, len) contains literally; anything not understood ends a run, and a
+    character under a quantifier that allows zero (or is repeated) leaves it.
+    Returns the run's length (0: none), its start in out (out has len + 1). */
+static size_t
+s_branch_literal(const char *re, size_t len, char *out)
+{
+  char *cur = out + len + 1;   /* scratch after the best run */
+  size_t curlen = 0, bestlen = 0;
+  bool last_lit = false;
+#define S_END_RUN()                                                     \
+  do {                                                                  \
+    if (curlen > bestlen) {                                             \
+      memcpy(out, cur, curlen);                                         \
+      bestlen = curlen;                                                 \
+    }                                                                   \
+    curlen = 0;                                                         \
+    last_lit = false;                                                   \
+  } while (0)
+  size_t i = 0;
+  while (i < len) {
+    unsigned char c = (unsigned char) re[i];
+    if (c == '\\') {
+      if (i + 1 < len && strchr(".[](){}*+?|^$\\/-", re[i + 1]) && re[i + 1]) {
+        cur[curlen++] = re[i + 1];
+        last_lit = true;
+      } else
+        S_END_RUN();   /* \w, \b, back-references...: not a literal */
+      i += 2;
+    } else if (c == '[') {
+      S_END_RUN();
+      i = s_skip_bracket(re, len, i);
+    } else if (c == '(') {
+      S_END_RUN();
+      i = s_skip_group(re, len, i);
+    } else if (c == '*' || c == '?' || c == '{') {
+      if (last_lit && curlen > 0)
+        curlen--;   /* the quantified character may be absent */
+      S_END_RUN();
+      if (c == '{') {
+        while (i < len && re[i] != '}')
+          i++;
+      }
+      i++;
+    } else if (c == '+') {
+      S_END_RUN();   /* present, but repeated: the run cannot go on */
+      i++;
+    } else if (c == '.' || c == '^' || c == '$' || c == '|' || c == ')' || c >= 0x80) {
+      S_END_RUN();
+      i++;
+    } else {
+      cur[curlen++] = (char) c;
+      last_lit = true;
+      i++;
+    }
+  }
+  S_END_RUN();
+#undef S_END_RUN
+  return bestlen;
+}
+
+/*  One literal per top-level alternative of re into l; false if an
+    alternative has none long enough. */
+static int
+s_regex_literals(const char *re, s_strlist_t *l, bool *usable)
+{
+  size_t len = strlen(re);
+  char *buf = malloc(2 * len + 2);
+  if (!buf)
+    return KG_ENOMEM;
+  size_t start = 0;
+  for (size_t i = 0; i <= len;) {
+    if (i < len && re[i] == '\\') {
+      i += 2;
+      continue;
+    }
+    if (i < len && re[i] == '[') {
+      i = s_skip_bracket(re, len, i);
+      continue;
+    }
+    if (i < len && re[i] == '(') {
+      i = s_skip_group(re, len, i);
+      continue;
+    }
+    if (i >= len || re[i] == '|') {
+      size_t end = i < len ? i : len;
+      size_t n = s_branch_literal(re + start, end - start, buf);
+      if (n < S_MIN_TRIGGER)
+        *usable = false;
+      else {
+        int rc = s_strlist_add(l, buf, n);
+        if (rc) {
+          free(buf);
+          return rc;
+        }
+      }
+      start = end + 1;
+      i = end + 1;
+      continue;
+    }
+    i++;
+  }
+  free(buf);
+  return 0;
+}
+
+static int
+s_build_prefilter(kg_classifier_t *self, const cJSON *rules)
+{
+  s_strlist_t l = {0};
+  bool usable = true;
+  int rc = 0;
+  size_t ri = 0;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, rules) {
+    const s_rule_t *r = &self->rules[ri++];
+    if (r->any) {
+      for (char **p = r->any; *p && !rc; p++) {
+        if (strlen(*p) < S_MIN_TRIGGER)
+          usable = false;
+        rc = s_strlist_add(&l, *p, strlen(*p));
+      }
+    } else if (r->all) {
+      const char *longest = r->all[0];
+      for (char **p = r->all; *p; p++)
+        if (strlen(*p) > strlen(longest))
+          longest = *p;
+      if (strlen(longest) < S_MIN_TRIGGER)
+        usable = false;
+      rc = s_strlist_add(&l, longest, strlen(longest));
+    } else if (r->has_regex) {
+      const cJSON *re = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(item, "match"), "regex");
+      rc = s_regex_literals(re->valuestring, &l, &usable);
+    } else
+      usable = false;
+    if (rc || !usable)
+      break;
+  }
+  if (!rc && usable && l.n) {
+    self->prefilter = kg_prefilter_new((const char *const *) l.v, l.n);
+    if (!self->prefilter)
+      rc = KG_ENOMEM;
+  }
+  s_strlist_free(&l);
+  return rc;
+}
+
 int
 kg_classifier_load_string(const char *json, size_t len, kg_classifier_t **self_p, char *err,
                           size_t errlen)
@@ -377,7 +613,7 @@ kg_classifier_load_string(const char *json, size_t len, kg_classifier_t **self_p
     if ((rc = s_load_rule(self, item, i, &self->rules[i], err, errlen)))
       goto done;
   }
-  rc = 0;
+  rc = s_build_prefilter(self, rules);
 done:
   cJSON_Delete(root);
   if (rc)
@@ -482,6 +718,8 @@ kg_classifier_match(const kg_classifier_t *self, kg_source_t source, const char 
   memset(match, 0, sizeof *match);
   if (!self || !text || len == 0)
     return false;
+  if (!kg_classifier_may_match(self, text, len))
+    return false;
   /* One NUL-terminated copy split into lines in place: regexec and strstr
      need terminated strings, and a NUL inside output must not hide the rest. */
   char *copy = malloc(len + 1);
@@ -516,6 +754,12 @@ kg_classifier_match(const kg_classifier_t *self, kg_source_t source, const char 
   }
   free(copy);
   return found;
+}
+
+bool
+kg_classifier_may_match(const kg_classifier_t *self, const char *text, size_t len)
+{
+  return !self || !self->prefilter || kg_prefilter_search(self->prefilter, text, len);
 }
 
 const kg_family_t *

@@ -106,6 +106,13 @@ void kg_classifier_destroy(kg_classifier_t **self_p);
 bool kg_classifier_match(const kg_classifier_t *self, kg_source_t source, const char *text,
                          size_t len, kg_match_t *match);
 
+/*  Cheap test before classifying much text: false when no line of text
+    (len bytes) can match any rule, whatever the source; true when one may.
+    Derived from the rules themselves (their literals, and the literal runs
+    of their regexes), so it stays right when the rules change; if some rule
+    has no literal to go by, always true. */
+bool kg_classifier_may_match(const kg_classifier_t *self, const char *text, size_t len);
+
 /*  The family with this id, or NULL. */
 const kg_family_t *kg_classifier_family(const kg_classifier_t *self, const char *id);
 

@@ -411,13 +411,15 @@ s_max(kg_diag_event_t a, kg_diag_event_t b)
   return a > b ? a : b;
 }
 
+#define S_STEP_MARKER "kguard: completed step "
+
 static void
 s_step_marker(kg_diagnosis_t *self, const char *line)
 {
-  const char *p = strstr(line, "kguard: completed step ");
+  const char *p = strstr(line, S_STEP_MARKER);
   if (!p)
     return;
-  p += strlen("kguard: completed step ");
+  p += strlen(S_STEP_MARKER);
   char *end;
   long long n = strtoll(p, &end, 10);
   if (end != p && n >= 0)
@@ -515,6 +517,23 @@ kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_n
     return self->cur_event;
   self->cur_source = source;
   self->cur_parent = source == KG_SRC_STREAM ? parent_msg_id : NULL;
+  /* The whole lines between the first and the last newline matter only if
+     they hold a step marker or something a rule may match: otherwise they
+     are skipped, which leaves the line buffer as feeding them would (at a
+     line start). Most output is skipped this way in one pass instead of
+     going line by line through every rule. Not for raw stderr, whose last
+     lines are kept for the incident record. */
+  const char *first = source != KG_SRC_RAW_STDERR ? memchr(text, '\n', len) : NULL;
+  const char *last = first ? memrchr(text, '\n', len) : NULL;
+  if (last > first) {
+    size_t a = (size_t) (first + 1 - text), b = (size_t) (last + 1 - text);
+    if (!kg_classifier_may_match(self->rules, text + a, b - a)
+        && !memmem(text + a, b - a, S_STEP_MARKER, strlen(S_STEP_MARKER))) {
+      kg_linebuf_feed(lb, text, a, now_ms, s_on_line, self);
+      kg_linebuf_feed(lb, text + b, len - b, now_ms, s_on_line, self);
+      return self->cur_event;
+    }
+  }
   kg_linebuf_feed(lb, text, len, now_ms, s_on_line, self);
   return self->cur_event;
 }
