@@ -1,8 +1,10 @@
 /*  kguard restart: ask a running kguard kernel for a (diagnostic) restart.
 
     A tiny Jupyter client: an execute_request with code `%kguard restart
-    [--diagnostic]` signed with the connection file's key; kguard answers it
-    itself (it never reaches the inner kernel). Prints kguard's answer.
+    [--diagnostic]` signed with the connection file's key, on the control
+    channel so that it acts at once (on shell it would wait its turn behind
+    the running cell); kguard answers it itself (it never reaches the inner
+    kernel). Prints kguard's answer.
 */
 #include <errno.h>
 #include <getopt.h>
@@ -86,12 +88,12 @@ kg_cli_restart_main(int argc, char **argv)
   char rid[64], session[37];
   kg_uuid4(session);
   snprintf(rid, sizeof rid, "kguard-restart-%.36s", session);
-  void *shell = kg_socket_connect(ctx, info, KG_CH_SHELL, rid, &rc);
+  void *control = kg_socket_connect(ctx, info, KG_CH_CONTROL, rid, &rc);
   void *iopub = kg_socket_connect(ctx, info, KG_CH_IOPUB, NULL, &rc);
   kg_msg_t *req = NULL;
   char *text = NULL;
   size_t text_len = 0;
-  if (!signer || !shell || !iopub) {
+  if (!signer || !control || !iopub) {
     fprintf(stderr, "kguard restart: unable to connect: %s\n", kg_strerror(rc));
     goto done;
   }
@@ -104,7 +106,7 @@ kg_cli_restart_main(int argc, char **argv)
   cJSON_AddBoolToObject(content, "allow_stdin", false);
   cJSON_AddBoolToObject(content, "stop_on_error", true);
   req = kg_msg_new("execute_request", session, NULL, &content);
-  if (!req || kg_msg_send(req, shell, signer, 0) != 0) {
+  if (!req || kg_msg_send(req, control, signer, 0) != 0) {
     fprintf(stderr, "kguard restart: unable to send the request\n");
     goto done;
   }
@@ -118,7 +120,7 @@ kg_cli_restart_main(int argc, char **argv)
               timeout_s, conn);
       goto done;
     }
-    zmq_pollitem_t items[2] = {{.socket = shell, .events = ZMQ_POLLIN},
+    zmq_pollitem_t items[2] = {{.socket = control, .events = ZMQ_POLLIN},
                                {.socket = iopub, .events = ZMQ_POLLIN}};
     if (zmq_poll(items, 2, (long) left) < 0) {
       if (errno == EINTR)
@@ -171,7 +173,7 @@ kg_cli_restart_main(int argc, char **argv)
 done:
   free(text);
   kg_msg_destroy(&req);
-  kg_socket_close(&shell);
+  kg_socket_close(&control);
   kg_socket_close(&iopub);
   if (ctx)
     zmq_ctx_term(ctx);

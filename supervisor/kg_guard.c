@@ -8,8 +8,10 @@
     versions, never the poisoned process), the group is stopped, kg_policy
     decides, a checkpoint child restores the last consistent checkpoint sealed
     before T, and the fresh kernel gets the KGUARD_RESUME_* variables.
-    (In-band `%kguard` cells: kg_inband.c; the kernel's environment:
-    kg_kenv.c.)
+    Once the kernel is gone, every request it said busy for without saying
+    idle gets its idle from kguard (after the failing cell's notice).
+    (The probe and checkpoint children: kg_helpers.c; in-band `%kguard`
+    cells: kg_inband.c; the kernel's environment: kg_kenv.c.)
 */
 #include "kg_sup_priv.h"
 
@@ -27,8 +29,6 @@
 #include "kg_log.h"
 #include "kg_notice.h"
 
-
-#define S_HELPER_OUT_MAX (1024u * 1024u)
 
 /* ------------------------------------------------------------------------
    Notices. */
@@ -116,8 +116,8 @@ s_publish_notice(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *inf
 /* ------------------------------------------------------------------------
    Incidents. */
 
-static void
-s_write_incident(kg_sup_t *S)
+void
+kg__write_incident(kg_sup_t *S)
 {
   if (!S->incident)
     return;
@@ -131,41 +131,6 @@ s_write_incident(kg_sup_t *S)
   }
   free(S->incident_path);
   S->incident_path = path;
-}
-
-static const char *
-s_interpreter(kg_sup_t *S)
-{
-  const char *a0 = S->inner_argv[0];
-  const char *base = strrchr(a0, '/');
-  base = base ? base + 1 : a0;
-  return strncmp(base, "python", 6) == 0 ? a0 : NULL;
-}
-
-static void
-s_start_helper(kg_sup_t *S, kg__helper_t *h, char *const *argv, const char *what)
-{
-  kg_child_destroy(&h->child);
-  free(h->out);
-  h->out = NULL;
-  h->out_len = 0;
-  kg_child_opts_t opts = {.argv = argv, .envp = S->kernel_envp, .capture = true};
-  int rc = kg_child_spawn(&opts, &h->child);
-  if (rc)
-    kg_warning("unable to start the %s (%s): %s", what, argv[0], kg_strerror(rc));
-  h->deadline_ms = kg__now_ms() + KG__HELPER_TIMEOUT_MS;
-}
-
-/*  Versions (Python, torch, CUDA/HIP, device) from a separate process:
-    never from the poisoned one. */
-static void
-s_start_probe(kg_sup_t *S)
-{
-  const char *py = s_interpreter(S);
-  if (!py || !S->python_dir[0])
-    return;
-  char *argv[] = {(char *) py, "-m", "kguard.probe", NULL};
-  s_start_helper(S, &S->probe, argv, "version probe");
 }
 
 static void
@@ -193,11 +158,11 @@ s_open_incident(kg_sup_t *S, bool sticky)
   }
   cJSON_AddStringToObject(j, "kernel_log", S->kernel_log_path);
   cJSON_AddNumberToObject(j, "kernel_pid", S->child ? kg_child_pid(S->child) : -1);
-  s_write_incident(S);
+  kg__write_incident(S);
   kg_notice("incident %s (%s): %s", kg_incident_id(S->incident), sticky ? "sticky" : "advice",
             S->incident_path ? S->incident_path : "(not written)");
   if (sticky)
-    s_start_probe(S);
+    kg__start_probe(S);
 }
 
 /* ------------------------------------------------------------------------
@@ -357,6 +322,29 @@ kg__guard_raw(kg_sup_t *S, int which, const char *data, size_t len)
   s_on_event(S, ev, NULL);
 }
 
+/*  Read what the kernel's pipes hold now and judge it. The loop does the
+    same when the pipes wake it; the relay calls this before it lets the
+    next request in, so that what the kernel wrote before replying is judged
+    first. */
+void
+kg__guard_drain_pipes(kg_sup_t *S)
+{
+  if (!S->child)
+    return;
+  char buf[65536];
+  for (int which = 1; which <= 2; which++) {
+    for (int i = 0; i < 64; i++) {
+      ssize_t n = kg_child_read(S->child, which, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      kg_ring_append(which == 1 ? S->out_ring : S->err_ring, buf, (size_t) n);
+      ssize_t w = write(which, buf, (size_t) n);   /* pass through */
+      (void) w;
+      kg__guard_raw(S, which, buf, (size_t) n);
+    }
+  }
+}
+
 bool
 kg__guard_child_exit(kg_sup_t *S)
 {
@@ -364,6 +352,8 @@ kg__guard_child_exit(kg_sup_t *S)
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
   kg_diag_event_t ev = kg_diagnosis_feed_exit(S->diag, code, sig, kg__wall_ms());
+  if (S->state == KG_ST_READY)
+    kg__doom_queue(S);   /* cells queued behind the one that was running */
   if (S->state == KG_ST_CLOSING)
     return true;   /* already handled; the death is recorded as evidence */
   if (ev != KG_DIAG_STICKY && !kg_diagnosis_sticky(S->diag))
@@ -386,39 +376,22 @@ kg__guard_enter_closing(kg_sup_t *S)
     e->doomed = true;
     doomed++;
   }
-  kg_notice("gate closed: %zu outstanding request(s) will be answered with KernelRestarted",
-            doomed);
+  /* Their messages wait in kguard's queue: none ever reaches a kernel. */
+  size_t dropped = kg_pending_drop_held(S->pending, true);
+  kg_notice("gate closed: %zu outstanding request(s) will be answered with KernelRestarted "
+            "(%zu message(s) dropped from kguard's queue)", doomed, dropped);
   s_open_incident(S, true);
   if (!S->failing_msg_id || !kg_pending_find(S->pending, S->failing_msg_id))
     S->state_deadline_ms = kg__now_ms();   /* no reply to wait for */
 }
 
-/*  The failing request's real execute_reply was relayed. If the failing
-    request was only guessed (raw evidence, no parent) and it ended well, the
-    fault belongs to the next request the kernel runs: wait for that one. */
+/*  The failing request's real execute_reply was relayed: its evidence is
+    complete. (No other execute_request is in the kernel: the fault cannot
+    belong to a later one.) */
 void
 kg__guard_failing_done(kg_sup_t *S, kg_msg_t *reply)
 {
-  const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(reply, KG_PART_CONTENT),
-                                                     "status");
-  bool ok = cJSON_IsString(st) && strcmp(st->valuestring, "ok") == 0;
-  if (S->state == KG_ST_CLOSING && S->failing_guessed && ok) {
-    kg_pending_entry_t *next = kg_pending_running(S->pending);
-    if (next) {
-      kg_info("request %s ended well: the fault belongs to %s", S->failing_msg_id,
-              next->msg_id);
-      next->doomed = false;
-      S->running_id[0] = '\0';
-      s_set_failing(S, next->msg_id);
-      S->failing_guessed = true;
-      if (S->incident) {
-        kg_incident_set_cell(S->incident, S->failing_code, S->failing_msg_id,
-                             S->execution_count + 1);
-        s_write_incident(S);
-      }
-      return;
-    }
-  }
+  (void) reply;
   S->failing_replied = true;
   if (S->state == KG_ST_CLOSING)
     kg__fire(S, KG_EV_EVIDENCE_DONE);
@@ -457,6 +430,10 @@ s_after_sticky(kg_sup_t *S)
     kg__answer_error(S, f, "KernelRestarted", fv);
   }
   kg__answer_all(S, false, "KernelRestarted", evalue);
+  /* The kernel is gone: the idles it never published. The failing cell's
+     waits for its notice (fresh kernel ready, or DOWN), so that frontends
+     still collect the notice as that cell's output. */
+  kg__settle_status(S, S->failing_msg_id);
 
   char sig[KG_DIAG_SIGNATURE_MAX] = "";
   kg_diagnosis_signature(S->diag, S->failing_code, sig, sizeof sig);
@@ -473,7 +450,7 @@ s_after_sticky(kg_sup_t *S)
     kg_incident_set_policy(S->incident, act == KG_POLICY_RESTART ? "restart" : "give-up",
                            reason, delay);
     cJSON_AddStringToObject(kg_incident_json(S->incident), "failure_signature", sig);
-    s_write_incident(S);
+    kg__write_incident(S);
   }
   S->diagnostic = false;   /* an automatic restart is a normal one */
   if (act == KG_POLICY_GIVE_UP) {
@@ -512,6 +489,7 @@ kg__guard_after_stop(kg_sup_t *S)
     kg__answer_all(S, false, "KernelRestarted",
                    "this request did not finish: the kernel was restarted on request "
                    "(%kguard restart)");
+    kg__settle_status(S, NULL);
     kg_policy_reset(S->policy);
     S->diagnostic = S->want_diagnostic;
     S->backoff_ms = 0;
@@ -529,7 +507,6 @@ kg__guard_after_stop(kg_sup_t *S)
                "kguard starts a fresh kernel", how);
     kg_pending_entry_t *run = kg_pending_running(S->pending);
     cJSON *parent = run ? cJSON_Duplicate(run->header, 1) : NULL;
-    kg__answer_all(S, false, "KernelDied", evalue);
     kg_policy_action_t act = kg_policy_decide(S->policy, kg__now_ms(), NULL, &delay, &reason);
     kg_notice_info_t info;
     s_fill_info(S, &info);
@@ -539,9 +516,13 @@ kg__guard_after_stop(kg_sup_t *S)
     info.signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     info.restarted = act == KG_POLICY_RESTART;
     info.reason = reason;
+    /* The notice first: it is part of the running cell's output, which
+       ends with kguard's reply and idle. */
     s_publish_notice(S, act == KG_POLICY_RESTART ? KG_NOTICE_KERNEL_DIED : KG_NOTICE_DOWN,
                      &info, parent, NULL);
     cJSON_Delete(parent);
+    kg__answer_all(S, false, "KernelDied", evalue);
+    kg__settle_status(S, NULL);
     S->diagnostic = false;
     if (act == KG_POLICY_GIVE_UP) {
       char r[512];
@@ -554,190 +535,6 @@ kg__guard_after_stop(kg_sup_t *S)
     kg__fire(S, KG_EV_STOPPED_RESTART);
     return;
   }
-  }
-}
-
-/* ------------------------------------------------------------------------
-   Checkpoint restore (RESTORING) and the helpers' output. */
-
-static void
-s_restore_done(kg_sup_t *S)
-{
-  S->resume_pending = false;
-  const cJSON *r = S->restore_result;
-  const cJSON *status = cJSON_GetObjectItemCaseSensitive(r, "status");
-  if (cJSON_IsString(status) && strcmp(status->valuestring, "restored") == 0) {
-    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(r, "dir");
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(r, "archive");
-    const cJSON *step = cJSON_GetObjectItemCaseSensitive(r, "step");
-    snprintf(S->resume_dir, sizeof S->resume_dir, "%s", cJSON_IsString(dir) ? dir->valuestring
-                                                                           : "");
-    snprintf(S->resume_archive, sizeof S->resume_archive, "%s",
-             cJSON_IsString(arch) ? arch->valuestring : "");
-    S->resume_step = cJSON_IsNumber(step) ? (long long) step->valuedouble : -1;
-    S->resume_pending = S->resume_dir[0] != '\0';
-    kg_notice("checkpoint restored: step %lld from %s into %s", S->resume_step,
-              S->resume_archive, S->resume_dir);
-  } else
-    kg_notice("no checkpoint restored%s%s", S->restore_error ? ": " : "",
-              S->restore_error ? S->restore_error : "");
-  if (S->incident) {
-    cJSON *c = r ? cJSON_Duplicate(r, 1) : NULL;
-    if (!c && S->restore_error) {
-      c = cJSON_CreateObject();
-      cJSON_AddStringToObject(c, "status", "failed");
-      cJSON_AddStringToObject(c, "error", S->restore_error);
-    }
-    kg_incident_take_checkpoint(S->incident, &c);
-    cJSON_Delete(c);
-    s_write_incident(S);
-  }
-  kg__fire(S, KG_EV_RESTORED);
-}
-
-void
-kg__guard_start_restore(kg_sup_t *S)
-{
-  cJSON_Delete(S->restore_result);
-  S->restore_result = NULL;
-  free(S->restore_error);
-  S->restore_error = NULL;
-  struct stat st;
-  if (!S->incident || stat(S->ckpt_dir, &st) != 0 || !S->ckpt_dir[0]) {
-    char buf[PATH_MAX + 64];
-    snprintf(buf, sizeof buf, "no checkpoint directory %s", S->ckpt_dir);
-    S->restore_error = strdup(buf);
-    s_restore_done(S);
-    return;
-  }
-  int64_t t = kg_diagnosis_fault_time(S->diag);
-  if (t < 0)
-    t = kg__wall_ms();
-  char before[32], into[PATH_MAX + 64];
-  snprintf(before, sizeof before, "%lld", (long long) t);
-  snprintf(into, sizeof into, "%s/restored/%s", S->state_dir, kg_incident_id(S->incident));
-  char *argv[] = {S->exe, "ckpt", "resume-prepare", "--dir", S->ckpt_dir, "--before", before,
-                  "--incident", (char *) kg_incident_id(S->incident), "--into", into, "--json",
-                  NULL};
-  kg_notice("restoring the last checkpoint sealed before T=%s from %s", before, S->ckpt_dir);
-  s_start_helper(S, &S->ckpt, argv, "checkpoint restore");
-  if (!S->ckpt.child) {
-    S->restore_error = strdup("unable to start `kguard ckpt resume-prepare`");
-    s_restore_done(S);
-  }
-}
-
-static void
-s_helper_read(kg__helper_t *h)
-{
-  char buf[8192];
-  for (;;) {
-    ssize_t n = kg_child_read(h->child, 1, buf, sizeof buf);
-    if (n <= 0)
-      break;
-    if (h->out_len + (size_t) n > S_HELPER_OUT_MAX)
-      continue;
-    char *g = realloc(h->out, h->out_len + (size_t) n + 1);
-    if (!g)
-      continue;
-    h->out = g;
-    memcpy(h->out + h->out_len, buf, (size_t) n);
-    h->out_len += (size_t) n;
-    h->out[h->out_len] = '\0';
-  }
-  for (;;) {   /* stderr goes to the log only */
-    ssize_t n = kg_child_read(h->child, 2, buf, sizeof buf - 1);
-    if (n <= 0)
-      break;
-    buf[n] = '\0';
-    kg_info("helper: %s", buf);
-  }
-}
-
-static void
-s_ckpt_finished(kg_sup_t *S)
-{
-  kg__helper_t *h = &S->ckpt;
-  int st = kg_child_status(h->child);
-  cJSON *j = h->out ? cJSON_Parse(h->out) : NULL;
-  if (cJSON_IsObject(j))
-    S->restore_result = j;
-  else
-    cJSON_Delete(j);
-  if (!S->restore_result) {
-    char how[64], buf[512];
-    kg_child_describe(st, how, sizeof how);
-    snprintf(buf, sizeof buf, "`kguard ckpt resume-prepare` failed (%s)", how);
-    S->restore_error = strdup(buf);
-  }
-  kg_child_destroy(&h->child);
-  free(h->out);
-  h->out = NULL;
-  h->out_len = 0;
-  if (S->state == KG_ST_RESTORING)
-    s_restore_done(S);
-}
-
-static void
-s_probe_finished(kg_sup_t *S)
-{
-  kg__helper_t *h = &S->probe;
-  cJSON *j = h->out ? cJSON_Parse(h->out) : NULL;
-  if (cJSON_IsObject(j)) {
-    const cJSON *hip = cJSON_GetObjectItemCaseSensitive(j, "hip");
-    const cJSON *torch_hip = cJSON_GetObjectItemCaseSensitive(j, "torch_hip");
-    const cJSON *backend = cJSON_GetObjectItemCaseSensitive(j, "backend");
-    if (S->backend == KG_BACKEND_UNKNOWN) {
-      if ((cJSON_IsString(hip) && *hip->valuestring)
-          || (cJSON_IsString(torch_hip) && *torch_hip->valuestring)
-          || (cJSON_IsString(backend) && strcmp(backend->valuestring, "rocm") == 0))
-        S->backend = KG_BACKEND_ROCM;
-      else if (cJSON_IsString(backend) && strcmp(backend->valuestring, "cuda") == 0)
-        S->backend = KG_BACKEND_CUDA;
-    }
-  }
-  if (S->incident) {
-    kg_incident_take_versions(S->incident, &j);
-    s_write_incident(S);
-  }
-  cJSON_Delete(j);
-  kg_child_destroy(&h->child);
-  free(h->out);
-  h->out = NULL;
-  h->out_len = 0;
-}
-
-void
-kg__guard_helpers_poll(kg_sup_t *S, int fd)
-{
-  kg__helper_t *hs[2] = {&S->ckpt, &S->probe};
-  for (int i = 0; i < 2; i++) {
-    kg__helper_t *h = hs[i];
-    if (!h->child)
-      continue;
-    if (fd >= 0 && kg_child_stdout_fd(h->child) != fd)
-      continue;
-    s_helper_read(h);
-    if (kg_child_reap(h->child) == 1) {
-      s_helper_read(h);
-      if (i == 0)
-        s_ckpt_finished(S);
-      else
-        s_probe_finished(S);
-    }
-  }
-}
-
-void
-kg__guard_helpers_timers(kg_sup_t *S, int64_t now)
-{
-  kg__helper_t *hs[2] = {&S->ckpt, &S->probe};
-  for (int i = 0; i < 2; i++) {
-    if (hs[i]->child && now >= hs[i]->deadline_ms) {
-      kg_warning("%s timed out: killed", i == 0 ? "checkpoint restore" : "version probe");
-      kg_child_kill_group(hs[i]->child, SIGKILL);
-      hs[i]->deadline_ms = now + 5000;
-    }
   }
 }
 
@@ -772,6 +569,7 @@ kg__guard_on_ready(kg_sup_t *S)
     cJSON_Delete(S->after_ready_notice);
     S->after_ready_notice = NULL;
   }
+  kg__settle_status(S, NULL);   /* the failing cell's idle, after its notice */
   S->resume_pending = false;
 }
 
@@ -788,12 +586,12 @@ kg__guard_enter_down(kg_sup_t *S)
   }
   cJSON_Delete(S->after_ready_notice);
   S->after_ready_notice = NULL;
-  kg_channel_t ch;
-  kg_msg_t *msg;
-  while ((msg = kg_pending_unhold(S->pending, &ch))) {
-    kg__dispatch_front(S, ch, &msg);   /* DOWN: answered with KernelDown */
-    kg_msg_destroy(&msg);
-  }
+  kg__settle_status(S, NULL);
+  /* In order: KernelDown for each (a `%kguard restart` among them leaves
+     DOWN; what follows it then waits for the new kernel). */
+  kg__flush_held(S);
+  if (S->state != KG_ST_DOWN)
+    return;
   size_t i = 0;
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);

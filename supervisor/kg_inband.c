@@ -1,6 +1,8 @@
 /*  kg_inband: `%kguard status`, `%kguard restart [--diagnostic]` cells,
     answered by kguard itself (busy, a stream, execute_reply, idle); they
-    never reach the inner kernel. */
+    never reach the inner kernel. On shell they are handled when their turn
+    in kguard's queue comes (kg_relay.c); on control (`kguard restart`) at
+    once. */
 #include "kg_sup_priv.h"
 
 #include <ctype.h>
@@ -48,17 +50,34 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
     snprintf(buf + n, len - (size_t) n, "down: %s\n", S->down_reason ? S->down_reason : "");
 }
 
-bool
-kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
+/*  The command line of a `%kguard` cell (its first non-blank text), or
+    NULL if msg is not one. */
+static const char *
+s_inband_line(kg_msg_t *msg)
 {
   const cJSON *code = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                        "code");
   if (!cJSON_IsString(code))
-    return false;
+    return NULL;
   const char *p = code->valuestring;
   while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
     p++;
   if (strncmp(p, "%kguard", 7) != 0 || (p[7] && !isspace((unsigned char) p[7])))
+    return NULL;
+  return p;
+}
+
+bool
+kg__inband_match(kg_msg_t *msg)
+{
+  return s_inband_line(msg) != NULL;
+}
+
+bool
+kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
+{
+  const char *p = s_inband_line(msg);
+  if (!p)
     return false;
   char line[256];
   size_t n = strcspn(p, "\n");

@@ -1,22 +1,46 @@
-/*  kg_pending: outstanding requests and held messages. */
+/*  kg_pending: outstanding requests, held messages, the busy/idle ledger. */
 #include "kg_pending.h"
 
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "kg_error.h"
+#include "kg_log.h"
+
+#define S_EXPIRED_MAX 64          /*  expired entries kept for late replies  */
+#define S_LEDGER_MAX 4096         /*  open busy records (a kernel that never
+                                      says idle must not grow it forever)   */
+#define S_SWEEP_EVERY_MS 1000
 
 typedef struct {
   kg_msg_t *msg;
   kg_channel_t channel;
 } s_held_t;
 
+typedef struct {                  /*  a ring of held messages               */
+  s_held_t *slots;
+  size_t start, count;
+} s_queue_t;
+
+typedef struct {
+  char *msg_id;
+  cJSON *header;
+  char *session;
+} s_busy_t;
+
 struct kg_pending_t {
   kg_pending_entry_t **entries; /*  arrival order                      */
   size_t count, alloc;
-  s_held_t *held;               /*  ring of held messages              */
-  size_t held_max, held_start, held_count;
+  kg_pending_entry_t *expired[S_EXPIRED_MAX];   /*  ring, oldest at ex_start */
+  size_t ex_start, ex_count;
+  s_queue_t queue[2];           /*  0: shell, 1: the other channels    */
+  size_t held_max;
+  s_busy_t *busy;               /*  open ledger records, oldest first  */
+  size_t busy_count, busy_alloc;
+  int64_t idle_grace_ms, max_age_ms, last_sweep_ms;
+  size_t max_forwarded;
 };
 
 static void
@@ -41,13 +65,27 @@ kg_pending_new(size_t held_max)
   kg_pending_t *self = calloc(1, sizeof *self);
   if (!self)
     return NULL;
-  self->held = calloc(held_max, sizeof *self->held);
-  if (!self->held) {
-    free(self);
-    return NULL;
+  for (int q = 0; q < 2; q++) {
+    self->queue[q].slots = calloc(held_max, sizeof(s_held_t));
+    if (!self->queue[q].slots) {
+      free(self->queue[0].slots);
+      free(self);
+      return NULL;
+    }
   }
   self->held_max = held_max;
+  self->idle_grace_ms = 2000;
+  self->max_age_ms = 10 * 60 * 1000;
+  self->max_forwarded = 1024;
   return self;
+}
+
+static void
+s_busy_free(s_busy_t *b)
+{
+  free(b->msg_id);
+  free(b->session);
+  cJSON_Delete(b->header);
 }
 
 void
@@ -59,19 +97,36 @@ kg_pending_destroy(kg_pending_t **self_p)
   for (size_t i = 0; i < self->count; i++)
     s_entry_free(self->entries[i]);
   free(self->entries);
-  kg_channel_t ch;
-  kg_msg_t *m;
-  while ((m = kg_pending_unhold(self, &ch)))
-    kg_msg_destroy(&m);
-  free(self->held);
+  for (size_t i = 0; i < self->ex_count; i++)
+    s_entry_free(self->expired[(self->ex_start + i) % S_EXPIRED_MAX]);
+  for (int q = 0; q < 2; q++) {
+    kg_pending_drop_held(self, q == 0);
+    free(self->queue[q].slots);
+  }
+  for (size_t i = 0; i < self->busy_count; i++)
+    s_busy_free(&self->busy[i]);
+  free(self->busy);
   free(self);
   *self_p = NULL;
 }
 
-static char *
-s_strdup_or_null(const char *s)
+/*  Python's truthiness of a JSON value; def when absent. */
+static bool
+s_truthy(const cJSON *v, bool def)
 {
-  return s ? strdup(s) : NULL;
+  if (!v)
+    return def;
+  if (cJSON_IsBool(v))
+    return cJSON_IsTrue(v);
+  if (cJSON_IsNull(v))
+    return false;
+  if (cJSON_IsNumber(v))
+    return v->valuedouble != 0;
+  if (cJSON_IsString(v))
+    return v->valuestring[0] != '\0';
+  if (cJSON_IsArray(v) || cJSON_IsObject(v))
+    return v->child != NULL;
+  return true;
 }
 
 kg_pending_entry_t *
@@ -82,6 +137,8 @@ kg_pending_add(kg_pending_t *self, kg_msg_t *msg, kg_channel_t channel, int64_t 
   cJSON *header = kg_msg_json(msg, KG_PART_HEADER);
   if (!id || !type || !header)
     return NULL;
+  if (now_ms - self->last_sweep_ms >= S_SWEEP_EVERY_MS)
+    kg_pending_expire(self, now_ms);
   kg_pending_remove(self, id);
   kg_pending_entry_t *e = calloc(1, sizeof *e);
   if (!e)
@@ -108,9 +165,15 @@ kg_pending_add(kg_pending_t *self, kg_msg_t *msg, kg_channel_t channel, int64_t 
   if (strcmp(type, "execute_request") == 0) {
     cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(content, "code");
-    e->code = s_strdup_or_null(cJSON_IsString(code) ? code->valuestring : "");
+    const cJSON *silent = cJSON_GetObjectItemCaseSensitive(content, "silent");
+    e->code = strdup(cJSON_IsString(code) ? code->valuestring : "");
     if (!e->code)
       goto fail;
+    e->silent = s_truthy(silent, false);
+    e->stop_on_error = s_truthy(cJSON_GetObjectItemCaseSensitive(content, "stop_on_error"),
+                                true);
+    /* ipykernel drops an execute_request without code or silent unanswered */
+    e->well_formed = code && silent;
   }
   if (self->count == self->alloc) {
     size_t alloc = self->alloc ? self->alloc * 2 : 16;
@@ -138,19 +201,49 @@ kg_pending_find(kg_pending_t *self, const char *msg_id)
   return NULL;
 }
 
+kg_pending_entry_t *
+kg_pending_find_expired(kg_pending_t *self, const char *msg_id)
+{
+  if (!msg_id)
+    return NULL;
+  for (size_t i = 0; i < self->ex_count; i++) {
+    kg_pending_entry_t *e = self->expired[(self->ex_start + i) % S_EXPIRED_MAX];
+    if (e && strcmp(e->msg_id, msg_id) == 0)
+      return e;
+  }
+  return NULL;
+}
+
+/*  Take entry i out of the live table (not freed). */
+static kg_pending_entry_t *
+s_take(kg_pending_t *self, size_t i)
+{
+  kg_pending_entry_t *e = self->entries[i];
+  memmove(self->entries + i, self->entries + i + 1,
+          (self->count - i - 1) * sizeof *self->entries);
+  self->count--;
+  return e;
+}
+
 bool
 kg_pending_remove(kg_pending_t *self, const char *msg_id)
 {
   if (!msg_id)
     return false;
   for (size_t i = 0; i < self->count; i++) {
-    if (strcmp(self->entries[i]->msg_id, msg_id) != 0)
-      continue;
-    s_entry_free(self->entries[i]);
-    memmove(self->entries + i, self->entries + i + 1,
-            (self->count - i - 1) * sizeof *self->entries);
-    self->count--;
-    return true;
+    if (strcmp(self->entries[i]->msg_id, msg_id) == 0) {
+      s_entry_free(s_take(self, i));
+      return true;
+    }
+  }
+  /* An expired slot is emptied in place (NULL); the ring skips holes. */
+  for (size_t i = 0; i < self->ex_count; i++) {
+    size_t at = (self->ex_start + i) % S_EXPIRED_MAX;
+    if (self->expired[at] && strcmp(self->expired[at]->msg_id, msg_id) == 0) {
+      s_entry_free(self->expired[at]);
+      self->expired[at] = NULL;
+      return true;
+    }
   }
   return false;
 }
@@ -178,28 +271,92 @@ kg_pending_running(kg_pending_t *self)
   return NULL;
 }
 
+void
+kg_pending_set_limits(kg_pending_t *self, int64_t idle_grace_ms, int64_t max_age_ms,
+                      size_t max_forwarded)
+{
+  self->idle_grace_ms = idle_grace_ms;
+  self->max_age_ms = max_age_ms;
+  self->max_forwarded = max_forwarded;
+}
+
+static void
+s_expire(kg_pending_t *self, size_t i, const char *why)
+{
+  kg_pending_entry_t *e = s_take(self, i);
+  kg_warning("%s %s %s: no longer awaited (a late reply is still routed)", e->msg_type,
+             e->msg_id, why);
+  if (self->ex_count == S_EXPIRED_MAX) {
+    s_entry_free(self->expired[self->ex_start]);
+    self->expired[self->ex_start] = NULL;
+    self->ex_start = (self->ex_start + 1) % S_EXPIRED_MAX;
+    self->ex_count--;
+  }
+  self->expired[(self->ex_start + self->ex_count) % S_EXPIRED_MAX] = e;
+  self->ex_count++;
+}
+
+size_t
+kg_pending_expire(kg_pending_t *self, int64_t now_ms)
+{
+  self->last_sweep_ms = now_ms;
+  size_t expired = 0, forwarded = 0;
+  size_t i = 0;
+  while (i < self->count) {
+    kg_pending_entry_t *e = self->entries[i];
+    bool exec = strcmp(e->msg_type, "execute_request") == 0;
+    if (e->forwarded && e->idle_ms > 0 && now_ms - e->idle_ms >= self->idle_grace_ms) {
+      s_expire(self, i, "was left unanswered by the kernel, which went idle");
+      expired++;
+      continue;
+    }
+    if (e->forwarded && !exec && now_ms - e->arrival_ms >= self->max_age_ms) {
+      s_expire(self, i, "was not answered in time");
+      expired++;
+      continue;
+    }
+    if (e->forwarded && !exec)
+      forwarded++;
+    i++;
+  }
+  /* Beyond the cap: the oldest unanswered non-execute requests go. */
+  for (i = 0; forwarded > self->max_forwarded && i < self->count;) {
+    kg_pending_entry_t *e = self->entries[i];
+    if (e->forwarded && strcmp(e->msg_type, "execute_request") != 0) {
+      s_expire(self, i, "is one unanswered request too many");
+      expired++;
+      forwarded--;
+    } else
+      i++;
+  }
+  return expired;
+}
+
 int
 kg_pending_hold(kg_pending_t *self, kg_msg_t **msg_p, kg_channel_t channel)
 {
   assert(msg_p && *msg_p);
-  if (self->held_count == self->held_max)
+  if (kg_pending_held(self) == self->held_max)
     return KG_ETOOBIG;
-  size_t at = (self->held_start + self->held_count) % self->held_max;
-  self->held[at].msg = *msg_p;
-  self->held[at].channel = channel;
-  self->held_count++;
+  s_queue_t *q = &self->queue[channel == KG_CH_SHELL ? 0 : 1];
+  size_t at = (q->start + q->count) % self->held_max;
+  q->slots[at].msg = *msg_p;
+  q->slots[at].channel = channel;
+  q->count++;
   *msg_p = NULL;
   return 0;
 }
 
 kg_msg_t *
-kg_pending_unhold(kg_pending_t *self, kg_channel_t *channel)
+kg_pending_unhold(kg_pending_t *self, bool shell, kg_channel_t *channel)
 {
-  if (self->held_count == 0)
+  s_queue_t *q = &self->queue[shell ? 0 : 1];
+  if (q->count == 0)
     return NULL;
-  s_held_t h = self->held[self->held_start];
-  self->held_start = (self->held_start + 1) % self->held_max;
-  self->held_count--;
+  s_held_t h = q->slots[q->start];
+  q->slots[q->start].msg = NULL;
+  q->start = (q->start + 1) % self->held_max;
+  q->count--;
   if (channel)
     *channel = h.channel;
   return h.msg;
@@ -208,5 +365,110 @@ kg_pending_unhold(kg_pending_t *self, kg_channel_t *channel)
 size_t
 kg_pending_held(const kg_pending_t *self)
 {
-  return self->held_count;
+  return self->queue[0].count + self->queue[1].count;
+}
+
+size_t
+kg_pending_held_shell(const kg_pending_t *self)
+{
+  return self->queue[0].count;
+}
+
+size_t
+kg_pending_drop_held(kg_pending_t *self, bool shell)
+{
+  size_t n = 0;
+  kg_msg_t *m;
+  while ((m = kg_pending_unhold(self, shell, NULL))) {
+    kg_msg_destroy(&m);
+    n++;
+  }
+  return n;
+}
+
+/* ------------------------------------------------------------------------
+   The busy/idle ledger. */
+
+static ssize_t
+s_busy_index(const kg_pending_t *self, const char *msg_id)
+{
+  if (!msg_id)
+    return -1;
+  for (size_t i = self->busy_count; i-- > 0;)   /* recent ones first */
+    if (strcmp(self->busy[i].msg_id, msg_id) == 0)
+      return (ssize_t) i;
+  return -1;
+}
+
+static void
+s_busy_drop(kg_pending_t *self, size_t i)
+{
+  s_busy_free(&self->busy[i]);
+  memmove(self->busy + i, self->busy + i + 1, (self->busy_count - i - 1) * sizeof *self->busy);
+  self->busy_count--;
+}
+
+int
+kg_pending_busy_open(kg_pending_t *self, const cJSON *header, const char *session)
+{
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(header, "msg_id");
+  if (!cJSON_IsString(id) || !*id->valuestring)
+    return KG_EUSAGE;
+  if (s_busy_index(self, id->valuestring) >= 0)
+    return 1;
+  if (self->busy_count == S_LEDGER_MAX) {
+    kg_warning("busy status of %s never followed by idle: forgotten", self->busy[0].msg_id);
+    s_busy_drop(self, 0);
+  }
+  if (self->busy_count == self->busy_alloc) {
+    size_t alloc = self->busy_alloc ? self->busy_alloc * 2 : 16;
+    s_busy_t *grown = realloc(self->busy, alloc * sizeof *grown);
+    if (!grown)
+      return KG_ENOMEM;
+    self->busy = grown;
+    self->busy_alloc = alloc;
+  }
+  s_busy_t b = {strdup(id->valuestring), cJSON_Duplicate(header, 1),
+                strdup(session ? session : "")};
+  if (!b.msg_id || !b.header || !b.session) {
+    s_busy_free(&b);
+    return KG_ENOMEM;
+  }
+  self->busy[self->busy_count++] = b;
+  return 0;
+}
+
+bool
+kg_pending_busy_is_open(const kg_pending_t *self, const char *msg_id)
+{
+  return s_busy_index(self, msg_id) >= 0;
+}
+
+bool
+kg_pending_busy_close(kg_pending_t *self, const char *msg_id)
+{
+  ssize_t i = s_busy_index(self, msg_id);
+  if (i < 0)
+    return false;
+  s_busy_drop(self, (size_t) i);
+  return true;
+}
+
+size_t
+kg_pending_busy_count(const kg_pending_t *self)
+{
+  return self->busy_count;
+}
+
+bool
+kg_pending_busy_at(const kg_pending_t *self, size_t index, const cJSON **header,
+                   const char **session)
+{
+  if (index >= self->busy_count)
+    return false;
+  if (header)
+    *header = self->busy[index].header;
+  if (session)
+    *session = self->busy[index].session;
+  return true;
 }

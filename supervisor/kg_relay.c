@@ -1,5 +1,5 @@
-/*  kg_relay: message routing between the frontend and the inner kernel, and
-    the gate.
+/*  kg_relay: message routing between the frontend and the inner kernel, the
+    gate, and kguard's shell queue.
 
     Requests from the frontend are verified with the frontend's key (forged,
     unsigned, replayed or malformed ones are dropped, counted and logged, never
@@ -9,6 +9,15 @@
     contents only where kguard needs them (errors, streams, kernel_info).
     While the gate is closed, requests are held and answered or delivered
     later (kg_guard.c, kg_synth.c).
+
+    The kernel has at most ONE execute_request at a time: shell messages are
+    forwarded in arrival order until an execute_request is in flight; the
+    ones after it wait in kguard's shell queue (whatever their type, so the
+    order is kept exactly) until its reply has arrived and what the kernel
+    said before it has been judged. A cell waiting its turn therefore never
+    reaches a kernel that a sticky error poisoned, and kguard implements
+    ipykernel's stop_on_error itself (s_abort_queue). `%kguard` cells keep
+    their place in that order; control messages never wait behind it.
 */
 #include "kg_sup_priv.h"
 
@@ -105,6 +114,74 @@ s_forward(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
   S->n_relayed++;
 }
 
+/*  The request's entry, for a message taken from kguard's queue: NULL for a
+    non-request (comm_msg...), and *answered true when it is a request that
+    kguard has answered meanwhile (doomed, aborted, expired): drop it. */
+static kg_pending_entry_t *
+s_queued_entry(kg_sup_t *S, kg_msg_t *msg, bool *answered)
+{
+  *answered = false;
+  if (!s_ends_with(kg_msg_type(msg), "_request"))
+    return NULL;
+  kg_pending_entry_t *e = kg_pending_find(S->pending, kg_msg_id(msg));
+  *answered = !e || e->doomed || e->forwarded;
+  return e;
+}
+
+/*  It is msg's turn: forward it, or for a `%kguard` cell handle it, or
+    while DOWN answer it. */
+static void
+s_deliver(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
+{
+  if (strcmp(kg_msg_type(msg), "execute_request") == 0 && kg__inband_match(msg)) {
+    kg__guard_inband(S, msg, ch);
+    return;
+  }
+  if (S->state == KG_ST_DOWN) {
+    if (e && strcmp(e->msg_type, "kernel_info_request") == 0)
+      kg__answer_kernel_info(S, e);
+    else if (e)
+      kg__answer_error(S, e, "KernelDown", S->down_reason ? S->down_reason
+                                                         : "the kernel is down");
+    return;
+  }
+  s_forward(S, ch, msg, e);
+}
+
+/*  One execute_request in flight: the kernel never has a queue of its own,
+    so a cell waiting its turn can never run in a kernel that a sticky error
+    has poisoned meanwhile. (An execute_request ipykernel drops unanswered,
+    without code or silent, does not hold the queue.) */
+static bool
+s_holds_queue(const kg_pending_entry_t *e)
+{
+  return e->forwarded && !e->doomed && e->well_formed
+         && strcmp(e->msg_type, "execute_request") == 0;
+}
+
+static bool
+s_execute_in_flight(kg_sup_t *S)
+{
+  for (size_t i = 0; i < kg_pending_count(S->pending); i++)
+    if (s_holds_queue(kg_pending_at(S->pending, i)))
+      return true;
+  return false;
+}
+
+/*  Whether a shell message that just arrived may be delivered now rather
+    than queued: nothing ahead of it in kguard's queue, and an open gate with
+    no execute in flight (or, gate closed, a `%kguard` cell: kguard answers
+    it itself). */
+static bool
+s_shell_turn(kg_sup_t *S, bool inband)
+{
+  if (kg_pending_held_shell(S->pending) > 0)
+    return false;
+  if (kg_state_gate_open(S->state))
+    return !s_execute_in_flight(S);
+  return inband || S->state == KG_ST_DOWN;
+}
+
 void
 kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 {
@@ -170,16 +247,22 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       kg__answer_kernel_info(S, e);
     return;
   }
-  if (ch == KG_CH_SHELL && strcmp(type, "execute_request") == 0
-      && kg__guard_inband(S, msg, ch))
-    return;
-  if (S->state == KG_ST_DOWN) {
-    if (is_request && (e = kg_pending_add(S->pending, msg, ch, kg__now_ms())))
-      kg__answer_error(S, e, "KernelDown", S->down_reason ? S->down_reason
-                                                         : "the kernel is down");
+  bool inband = strcmp(type, "execute_request") == 0 && kg__inband_match(msg);
+  if (ch == KG_CH_CONTROL && inband) {
+    /* `kguard restart` sends on control: out of band, at once, like an
+       interrupt. What was queued behind the running cell goes with it. */
+    bool was_ready = S->state == KG_ST_READY;
+    kg__guard_inband(S, msg, ch);
+    if (was_ready && S->state == KG_ST_STOPPING)
+      kg__doom_queue(S);
     return;
   }
-  if (is_request) {
+  if (S->state == KG_ST_DOWN && !inband) {
+    if (is_request && (e = kg_pending_add(S->pending, msg, ch, kg__now_ms())))
+      s_deliver(S, ch, msg, e);
+    return;
+  }
+  if (is_request && !inband) {
     e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
     if (!e) {
       S->n_malformed++;
@@ -187,15 +270,19 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       return;
     }
   }
-  if (kg_state_gate_open(S->state)) {
-    s_forward(S, ch, msg, e);
+  if (ch == KG_CH_SHELL ? s_shell_turn(S, inband) : kg_state_gate_open(S->state)) {
+    s_deliver(S, ch, msg, e);
+    return;
+  }
+  if (inband && !(e = kg_pending_add(S->pending, msg, ch, kg__now_ms()))) {
+    S->n_malformed++;
     return;
   }
   if (kg_pending_hold(S->pending, msg_p, ch) != 0) {
     kg_warning("held queue full: %s answered with an error", type);
     if (e)
       kg__answer_error(S, e, "KernelBusy",
-                       "kguard is restarting the kernel and its queue of held requests is full");
+                       "kguard's queue of requests waiting for the kernel is full");
   }
 }
 
@@ -224,15 +311,102 @@ kg__on_hb(kg_sup_t *S)
   }
 }
 
+/*  Deliver what kguard holds, as far as it can now: the control queue when
+    the gate is open; the shell queue in order until an execute_request is
+    in flight. While DOWN, everything is answered (a `%kguard restart` among
+    it leaves DOWN, and what follows it waits for the new kernel). */
 void
 kg__flush_held(kg_sup_t *S)
 {
   kg_channel_t ch;
   kg_msg_t *msg;
-  while (kg_state_gate_open(S->state) && (msg = kg_pending_unhold(S->pending, &ch))) {
-    kg__dispatch_front(S, ch, &msg);
+  bool answered;
+  while ((kg_state_gate_open(S->state) || S->state == KG_ST_DOWN)
+         && (msg = kg_pending_unhold(S->pending, false, &ch))) {
+    kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
+    if (!answered)
+      s_deliver(S, ch, msg, e);
     kg_msg_destroy(&msg);
   }
+  while (((kg_state_gate_open(S->state) && !s_execute_in_flight(S))
+          || S->state == KG_ST_DOWN)
+         && (msg = kg_pending_unhold(S->pending, true, &ch))) {
+    kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
+    if (!answered)
+      s_deliver(S, ch, msg, e);
+    kg_msg_destroy(&msg);
+  }
+}
+
+/*  The kernel is being stopped with requests queued behind the running
+    cell (sticky sign, death, out-of-band restart): they were meant for this
+    kernel, after that cell; kguard answers them (KernelRestarted, KernelDied)
+    and they never reach a kernel. What is not a request (comm_msg) is
+    dropped. */
+void
+kg__doom_queue(kg_sup_t *S)
+{
+  size_t doomed = 0;
+  for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
+    kg_pending_entry_t *e = kg_pending_at(S->pending, i);
+    if (e->forwarded || e->doomed
+        || (S->shutdown_msg_id && strcmp(e->msg_id, S->shutdown_msg_id) == 0))
+      continue;
+    e->doomed = true;
+    doomed++;
+  }
+  size_t dropped = kg_pending_drop_held(S->pending, true);
+  if (dropped || doomed)
+    kg_info("kguard's queue emptied: %zu message(s), %zu request(s) to answer", dropped,
+            doomed);
+}
+
+/*  stop_on_error as ipykernel does it: after an error reply to a request
+    that asked for it (and was not silent), every execute_request queued at
+    that moment is answered "aborted", in order; the other requests among
+    them still go to the kernel. */
+static void
+s_abort_queue(kg_sup_t *S, kg_msg_t *reply)
+{
+  const cJSON *meta = kg_msg_json(reply, KG_PART_METADATA);
+  size_t n = kg_pending_held_shell(S->pending), aborted = 0;
+  kg_channel_t ch;
+  bool answered;
+  for (size_t i = 0; i < n && S->state == KG_ST_READY; i++) {
+    kg_msg_t *msg = kg_pending_unhold(S->pending, true, &ch);
+    if (!msg)
+      break;
+    kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
+    if (!answered && e && strcmp(e->msg_type, "execute_request") == 0) {
+      kg__answer_aborted(S, e, meta);
+      aborted++;
+    } else if (!answered)
+      s_deliver(S, ch, msg, e);
+    kg_msg_destroy(&msg);
+  }
+  if (aborted)
+    kg_notice("stop_on_error: %zu queued execute_request(s) aborted", aborted);
+}
+
+/*  The in-flight execute_request's reply arrived: before the next request
+    goes in, judge everything the kernel wrote before replying (a sticky
+    sign on raw stderr is in the pipe already: the kernel wrote it before it
+    sent the reply). */
+static void
+s_settle_evidence(kg_sup_t *S)
+{
+  kg__guard_drain_pipes(S);
+}
+
+void
+kg__relay_timers(kg_sup_t *S, int64_t now)
+{
+  /* An execute_request the kernel went idle for without replying must not
+     hold the queue for ever. */
+  kg_pending_entry_t *run = kg_pending_running(S->pending);
+  if (run && run->idle_ms > 0 && kg_pending_expire(S->pending, now) > 0
+      && kg_pending_running(S->pending) != run)
+    kg__flush_held(S);
 }
 
 void
@@ -273,13 +447,18 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
     s_check_ready(S);
     return;
   }
-  if (strcmp(kg_msg_type(msg), "status") == 0 && parent) {
+  const char *state = NULL;   /* execution_state of a status with a parent */
+  kg_pending_entry_t *e = NULL;
+  if (strcmp(kg_msg_type(msg), "status") == 0 && parent && *parent) {
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                        "execution_state");
-    kg_pending_entry_t *e = kg_pending_find(S->pending, parent);
-    if (cJSON_IsString(st) && strcmp(st->valuestring, "busy") == 0 && e
+    state = cJSON_IsString(st) ? st->valuestring : NULL;
+    e = kg_pending_find(S->pending, parent);
+    if (state && strcmp(state, "busy") == 0 && e
         && strcmp(e->msg_type, "execute_request") == 0)
       snprintf(S->running_id, sizeof S->running_id, "%s", parent);
+    if (state && strcmp(state, "idle") == 0 && e && e->forwarded && !e->idle_ms)
+      e->idle_ms = kg__now_ms();   /* idle before (or without) its reply */
   }
   kg__guard_iopub(S, msg);
   switch (S->state) {
@@ -297,6 +476,21 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
     if (!parent || !*parent)
       return;   /* the new kernel's own `starting`: kguard sent one already */
     break;
+  }
+  /* M2: one busy and one idle per request. kguard may have said busy for it
+     already (it answers it itself), or idle for it (the kernel was gone). */
+  if (state && strcmp(state, "busy") == 0) {
+    if (kg_pending_busy_is_open(S->pending, parent))
+      return;
+    kg_pending_busy_open(S->pending, kg_msg_json(msg, KG_PART_PARENT), kg_msg_session(msg));
+  } else if (state && strcmp(state, "idle") == 0) {
+    /* The failing cell's idle waits for kguard's notice (published once the
+       fresh kernel is ready, or on going DOWN): frontends stop collecting a
+       cell's output at its idle. The ledger keeps it open until then. */
+    if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING)
+      return;
+    if (!kg_pending_busy_close(S->pending, parent))
+      return;
   }
   int rc = kg_msg_send(msg, S->front[KG_CH_IOPUB], S->front_signer, 0);
   if (rc == 0)
@@ -324,17 +518,40 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
     }
     return;
   }
-  if (strcmp(type, "execute_reply") == 0) {
+  bool is_exec = strcmp(type, "execute_reply") == 0;
+  kg_pending_entry_t *e = kg_pending_find(S->pending, parent);
+  /* The reply that ends the in-flight execute_request: the next request
+     goes in only after what the kernel said before it has been judged. */
+  bool ends_flight = is_exec && e && s_holds_queue(e);
+  bool abort_queue = false;
+  if (ends_flight) {
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
+                                                       "status");
+    abort_queue = cJSON_IsString(st) && strcmp(st->valuestring, "error") == 0 && !e->silent
+                  && e->stop_on_error;
+    if (S->state == KG_ST_READY)
+      s_settle_evidence(S);
+  }
+  if (is_exec) {
     const cJSON *count = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                           "execution_count");
     if (cJSON_IsNumber(count))
       S->execution_count = count->valueint;
   }
   kg__guard_reply(S, msg);
-  kg_pending_entry_t *e = kg_pending_find(S->pending, parent);
+  e = kg_pending_find(S->pending, parent);
   if (!e) {
-    S->n_unrouted++;
-    kg_debug("%s for an unknown request dropped", type);
+    kg_pending_entry_t *x = kg_pending_find_expired(S->pending, parent);
+    if (x) {
+      kg_info("late %s for an expired request: routed", type);
+      s_route_back(S, msg, x, x->channel);
+      kg_pending_remove(S->pending, parent);
+    } else {
+      S->n_unrouted++;
+      kg_debug("%s for an unknown request dropped", type);
+    }
+    if (ends_flight)
+      kg__flush_held(S);
     return;
   }
   if (e->doomed)
@@ -343,7 +560,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
   bool failing = S->failing_msg_id && parent && strcmp(parent, S->failing_msg_id) == 0;
   if (s_ends_with(type, "_reply")) {
     kg_pending_remove(S->pending, parent);
-    if (failing && strcmp(type, "execute_reply") == 0)
+    if (failing && is_exec)
       kg__guard_failing_done(S, msg);
     if (S->state == KG_ST_EXITING && strcmp(type, "shutdown_reply") == 0
         && S->exit_phase == KG__EXIT_WAIT_REPLY) {
@@ -351,13 +568,21 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
       S->exit_deadline_ms = kg__now_ms() + 300;
     }
   }
+  if (ends_flight && S->state == KG_ST_READY) {
+    if (abort_queue)
+      s_abort_queue(S, msg);
+    kg__flush_held(S);
+  }
   (void) ch;
 }
 
 static void
 s_kernel_stdin(kg_sup_t *S, kg_msg_t *msg)
 {
-  kg_pending_entry_t *e = kg_pending_find(S->pending, kg_msg_parent_id(msg));
+  const char *parent = kg_msg_parent_id(msg);
+  kg_pending_entry_t *e = kg_pending_find(S->pending, parent);
+  if (!e)
+    e = kg_pending_find_expired(S->pending, parent);
   if (!e || e->doomed || !kg_state_gate_open(S->state)) {
     S->n_unrouted++;
     kg_info("%s with no waiting request dropped", kg_msg_type(msg));

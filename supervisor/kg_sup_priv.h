@@ -1,8 +1,9 @@
 /*  kg_sup_priv: the supervisor's state, shared by the files that implement
-    it (kg_supervisor.c: loop and life cycle; kg_relay.c: routing and the
-    gate; kg_synth.c: messages kguard writes itself; kg_guard.c: evidence,
-    sticky errors, incidents, checkpoints; kg_inband.c: %kguard cells;
-    kg_kenv.c: the kernel's environment). Not a public
+    it (kg_supervisor.c: loop and life cycle; kg_relay.c: routing, the gate
+    and the one-execute-in-flight queue; kg_synth.c: messages kguard writes
+    itself; kg_guard.c: evidence, sticky errors, incidents; kg_helpers.c: the
+    probe and checkpoint children; kg_inband.c: %kguard cells; kg_kenv.c:
+    the kernel's environment). Not a public
     header: names shared across those files carry the kg__ prefix.
 */
 #ifndef KG_SUP_PRIV_H
@@ -173,13 +174,19 @@ void kg__on_kernel(kg_sup_t *S, kg_channel_t ch);
 void kg__on_hb(kg_sup_t *S);
 void kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p);
 void kg__flush_held(kg_sup_t *S);
+void kg__doom_queue(kg_sup_t *S);
+void kg__relay_timers(kg_sup_t *S, int64_t now);
 void kg__send_nudge(kg_sup_t *S);
 
 /* kg_synth.c */
 void kg__publish(kg_sup_t *S, const char *type, const cJSON *parent, cJSON **content_p,
                  cJSON **metadata_p);
 void kg__publish_status(kg_sup_t *S, const cJSON *parent, const char *state);
+void kg__status_busy(kg_sup_t *S, const cJSON *header);
+void kg__status_idle(kg_sup_t *S, const cJSON *header);
+void kg__settle_status(kg_sup_t *S, const char *except_id);
 void kg__reply(kg_sup_t *S, kg_pending_entry_t *e, const char *type, cJSON **content_p);
+void kg__answer_aborted(kg_sup_t *S, kg_pending_entry_t *e, const cJSON *error_metadata);
 void kg__answer_error(kg_sup_t *S, kg_pending_entry_t *e, const char *ename,
                       const char *evalue);
 void kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e);
@@ -193,16 +200,22 @@ void kg__guard_iopub(kg_sup_t *S, kg_msg_t *msg);
 void kg__guard_reply(kg_sup_t *S, kg_msg_t *msg);
 void kg__guard_failing_done(kg_sup_t *S, kg_msg_t *reply);
 void kg__guard_raw(kg_sup_t *S, int which, const char *data, size_t len);
+void kg__guard_drain_pipes(kg_sup_t *S);
 bool kg__guard_child_exit(kg_sup_t *S);
 void kg__guard_enter_closing(kg_sup_t *S);
 void kg__guard_after_stop(kg_sup_t *S);
-void kg__guard_start_restore(kg_sup_t *S);
 void kg__guard_on_ready(kg_sup_t *S);
 void kg__guard_enter_down(kg_sup_t *S);
+void kg__write_incident(kg_sup_t *S);
+
+/* kg_helpers.c */
+void kg__start_probe(kg_sup_t *S);
+void kg__guard_start_restore(kg_sup_t *S);
 void kg__guard_helpers_poll(kg_sup_t *S, int fd);
 void kg__guard_helpers_timers(kg_sup_t *S, int64_t now);
 
 /* kg_inband.c */
+bool kg__inband_match(kg_msg_t *msg);
 bool kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch);
 const char *kg__diag_label(kg_sup_t *S);
 

@@ -1,9 +1,13 @@
-/*  kg_synth: messages kguard writes itself: status, error replies, cached
-    kernel_info, stream answers to in-band commands.
+/*  kg_synth: messages kguard writes itself: status, error and aborted
+    replies, cached kernel_info, stream answers to in-band commands.
 
     Each gets a fresh msg_id (jupyter_client rejects a signature it has seen),
     parent = the request's header, and the inner kernel's session as last
     seen, so frontends that track the session see one kernel (M5).
+
+    busy/idle go through the ledger (kg_pending): a request the kernel
+    already said busy for gets no second busy, and an idle is published only
+    after a busy, once (M2).
 */
 #include "kg_sup_priv.h"
 
@@ -17,11 +21,11 @@
 #define KGUARD_VERSION "unknown"
 #endif
 
-void
-kg__publish(kg_sup_t *S, const char *type, const cJSON *parent, cJSON **content_p,
-            cJSON **metadata_p)
+static void
+s_publish_as(kg_sup_t *S, const char *session, const char *type, const cJSON *parent,
+             cJSON **content_p, cJSON **metadata_p)
 {
-  kg_msg_t *m = kg_msg_new(type, S->session, parent, content_p);
+  kg_msg_t *m = kg_msg_new(type, session, parent, content_p);
   if (!m) {
     if (metadata_p) {
       cJSON_Delete(*metadata_p);
@@ -41,6 +45,13 @@ kg__publish(kg_sup_t *S, const char *type, const cJSON *parent, cJSON **content_
 }
 
 void
+kg__publish(kg_sup_t *S, const char *type, const cJSON *parent, cJSON **content_p,
+            cJSON **metadata_p)
+{
+  s_publish_as(S, S->session, type, parent, content_p, metadata_p);
+}
+
+void
 kg__publish_status(kg_sup_t *S, const cJSON *parent, const char *state)
 {
   cJSON *content = cJSON_CreateObject();
@@ -48,18 +59,71 @@ kg__publish_status(kg_sup_t *S, const cJSON *parent, const char *state)
   kg__publish(S, "status", parent, &content, NULL);
 }
 
+static const char *
+s_header_id(const cJSON *header)
+{
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(header, "msg_id");
+  return cJSON_IsString(id) ? id->valuestring : NULL;
+}
+
 void
-kg__reply(kg_sup_t *S, kg_pending_entry_t *e, const char *type, cJSON **content_p)
+kg__status_busy(kg_sup_t *S, const cJSON *header)
+{
+  if (kg_pending_busy_is_open(S->pending, s_header_id(header)))
+    return;   /* the kernel (or kguard) said busy for it already */
+  kg__publish_status(S, header, "busy");
+  kg_pending_busy_open(S->pending, header, S->session);
+}
+
+void
+kg__status_idle(kg_sup_t *S, const cJSON *header)
+{
+  if (kg_pending_busy_close(S->pending, s_header_id(header)))
+    kg__publish_status(S, header, "idle");
+}
+
+void
+kg__settle_status(kg_sup_t *S, const char *except_id)
+{
+  size_t i = 0;
+  const cJSON *header;
+  const char *session;
+  while (kg_pending_busy_at(S->pending, i, &header, &session)) {
+    const char *id = s_header_id(header);
+    if (except_id && id && strcmp(id, except_id) == 0) {
+      i++;
+      continue;
+    }
+    cJSON *content = cJSON_CreateObject();
+    cJSON_AddStringToObject(content, "execution_state", "idle");
+    /* The session the busy went out under: the kernel that is gone. */
+    s_publish_as(S, session, "status", header, &content, NULL);
+    kg_info("idle for %s published for the kernel that is gone", id ? id : "?");
+    kg_pending_busy_close(S->pending, id);
+  }
+}
+
+static void
+s_reply_meta(kg_sup_t *S, kg_pending_entry_t *e, const char *type, cJSON **content_p,
+             const cJSON *metadata)
 {
   kg_msg_t *m = kg_msg_new(type, S->session, e->header, content_p);
   if (!m)
     return;
+  if (metadata)
+    kg_msg_set_json(m, KG_PART_METADATA, metadata);
   if (kg_msg_set_idents(m, e->idents, e->ident_count) == 0) {
     int rc = kg_msg_send(m, S->front[e->channel], S->front_signer, 0);
     if (rc)
       kg_warning("unable to send %s: %s", type, kg_strerror(rc));
   }
   kg_msg_destroy(&m);
+}
+
+void
+kg__reply(kg_sup_t *S, kg_pending_entry_t *e, const char *type, cJSON **content_p)
+{
+  s_reply_meta(S, e, type, content_p, NULL);
 }
 
 cJSON *
@@ -90,7 +154,7 @@ kg__answer_error(kg_sup_t *S, kg_pending_entry_t *e, const char *ename, const ch
 {
   char id[128];
   snprintf(id, sizeof id, "%s", e->msg_id);
-  kg__publish_status(S, e->header, "busy");
+  kg__status_busy(S, e->header);
   bool exec = strcmp(e->msg_type, "execute_request") == 0;
   if (exec) {
     cJSON *err = kg__error_content(ename, evalue);
@@ -107,7 +171,7 @@ kg__answer_error(kg_sup_t *S, kg_pending_entry_t *e, const char *ename, const ch
   char type[128];
   s_reply_type(e->msg_type, type, sizeof type);
   kg__reply(S, e, type, &content);
-  kg__publish_status(S, e->header, "idle");
+  kg__status_idle(S, e->header);
   kg_info("answered %s %s with %s", e->msg_type, id, ename);
   kg_pending_remove(S->pending, id);
 }
@@ -134,9 +198,9 @@ kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e)
     cJSON_AddStringToObject(content, "banner", banner);
     cJSON_AddItemToObject(content, "help_links", cJSON_CreateArray());
   }
-  kg__publish_status(S, e->header, "busy");
+  kg__status_busy(S, e->header);
   kg__reply(S, e, "kernel_info_reply", &content);
-  kg__publish_status(S, e->header, "idle");
+  kg__status_idle(S, e->header);
   kg_pending_remove(S->pending, e->msg_id);
 }
 
@@ -161,7 +225,7 @@ kg__answer_stream(kg_sup_t *S, kg_pending_entry_t *e, const char *text, bool ok)
 {
   char id[128];
   snprintf(id, sizeof id, "%s", e->msg_id);
-  kg__publish_status(S, e->header, "busy");
+  kg__status_busy(S, e->header);
   cJSON *stream = cJSON_CreateObject();
   cJSON_AddStringToObject(stream, "name", ok ? "stdout" : "stderr");
   cJSON_AddStringToObject(stream, "text", text);
@@ -178,6 +242,38 @@ kg__answer_stream(kg_sup_t *S, kg_pending_entry_t *e, const char *text, bool ok)
   }
   cJSON_AddNumberToObject(content, "execution_count", S->execution_count);
   kg__reply(S, e, "execute_reply", &content);
-  kg__publish_status(S, e->header, "idle");
+  kg__status_idle(S, e->header);
+  kg_pending_remove(S->pending, id);
+}
+
+/*  ipykernel 6.17's _send_abort_reply: content {"status": "aborted"} only
+    (no execution_count: nothing ran), metadata = init_metadata +
+    finish_metadata + status: {"started", "dependencies_met", "engine",
+    "status"}, between busy and idle (dispatch_shell). */
+void
+kg__answer_aborted(kg_sup_t *S, kg_pending_entry_t *e, const cJSON *error_metadata)
+{
+  char id[128];
+  snprintf(id, sizeof id, "%s", e->msg_id);
+  kg__status_busy(S, e->header);
+  cJSON *meta = cJSON_CreateObject();
+  char started[32];
+  kg_iso_now(started);
+  cJSON_AddStringToObject(meta, "started", started);
+  /* IPythonKernel's fields, when the kernel's own error reply had them. */
+  if (cJSON_GetObjectItemCaseSensitive(error_metadata, "dependencies_met"))
+    cJSON_AddBoolToObject(meta, "dependencies_met", true);
+  const cJSON *engine = cJSON_GetObjectItemCaseSensitive(error_metadata, "engine");
+  if (engine)
+    cJSON_AddItemToObject(meta, "engine", cJSON_Duplicate(engine, 1));
+  cJSON_AddStringToObject(meta, "status", "aborted");
+  cJSON *content = cJSON_CreateObject();
+  cJSON_AddStringToObject(content, "status", "aborted");
+  char type[128];
+  s_reply_type(e->msg_type, type, sizeof type);
+  s_reply_meta(S, e, type, &content, meta);
+  cJSON_Delete(meta);
+  kg__status_idle(S, e->header);
+  kg_info("aborted %s %s (stop_on_error)", e->msg_type, id);
   kg_pending_remove(S->pending, id);
 }

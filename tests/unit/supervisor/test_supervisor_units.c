@@ -152,30 +152,141 @@ KG_TEST(pending_running)
 KG_TEST(pending_held_queue_bounded)
 {
   void *ctx = zmq_ctx_new();
-  kg_pending_t *p = kg_pending_new(2);
+  kg_pending_t *p = kg_pending_new(3);
   kg_msg_t *m1 = s_request(ctx, "execute_request", "1", "c");
-  kg_msg_t *m2 = s_request(ctx, "execute_request", "2", "c");
-  kg_msg_t *m3 = s_request(ctx, "execute_request", "3", "c");
-  char id1[64];
+  kg_msg_t *m2 = s_request(ctx, "interrupt_request", NULL, "c");
+  kg_msg_t *m3 = s_request(ctx, "complete_request", NULL, "c");
+  kg_msg_t *m4 = s_request(ctx, "execute_request", "4", "c");
+  char id1[64], id3[64];
   snprintf(id1, sizeof id1, "%s", kg_msg_id(m1));
+  snprintf(id3, sizeof id3, "%s", kg_msg_id(m3));
   KG_CHECK_INT(kg_pending_hold(p, &m1, KG_CH_SHELL), 0);
   KG_CHECK(m1 == NULL);
   KG_CHECK_INT(kg_pending_hold(p, &m2, KG_CH_CONTROL), 0);
-  KG_CHECK_INT(kg_pending_hold(p, &m3, KG_CH_SHELL), KG_ETOOBIG);
-  KG_CHECK(m3 != NULL);   /* still the caller's */
-  KG_CHECK_INT(kg_pending_held(p), 2);
+  KG_CHECK_INT(kg_pending_hold(p, &m3, KG_CH_SHELL), 0);
+  KG_CHECK_INT(kg_pending_hold(p, &m4, KG_CH_SHELL), KG_ETOOBIG);   /* both queues count */
+  KG_CHECK(m4 != NULL);   /* still the caller's */
+  KG_CHECK_INT(kg_pending_held(p), 3);
+  KG_CHECK_INT(kg_pending_held_shell(p), 2);
   kg_channel_t ch;
-  kg_msg_t *out = kg_pending_unhold(p, &ch);
-  KG_CHECK_STR(kg_msg_id(out), id1);   /* in order */
-  KG_CHECK_INT(ch, KG_CH_SHELL);
-  kg_msg_destroy(&out);
-  out = kg_pending_unhold(p, &ch);
+  kg_msg_t *out = kg_pending_unhold(p, false, &ch);   /* the control queue */
   KG_CHECK_INT(ch, KG_CH_CONTROL);
   kg_msg_destroy(&out);
-  KG_CHECK(kg_pending_unhold(p, &ch) == NULL);
-  kg_msg_destroy(&m3);
+  KG_CHECK(kg_pending_unhold(p, false, &ch) == NULL);
+  out = kg_pending_unhold(p, true, &ch);
+  KG_CHECK_STR(kg_msg_id(out), id1);   /* the shell queue, in order */
+  KG_CHECK_INT(ch, KG_CH_SHELL);
+  kg_msg_destroy(&out);
+  out = kg_pending_unhold(p, true, &ch);
+  KG_CHECK_STR(kg_msg_id(out), id3);
+  kg_msg_destroy(&out);
+  KG_CHECK(kg_pending_unhold(p, true, &ch) == NULL);
+  /* wraps around; drop empties one queue only */
+  KG_CHECK_INT(kg_pending_hold(p, &m4, KG_CH_SHELL), 0);
+  kg_msg_t *m5 = s_request(ctx, "shutdown_request", NULL, "c");
+  KG_CHECK_INT(kg_pending_hold(p, &m5, KG_CH_CONTROL), 0);
+  KG_CHECK_INT(kg_pending_drop_held(p, true), 1);
+  KG_CHECK_INT(kg_pending_held(p), 1);
+  kg_pending_destroy(&p);   /* frees what is still held */
+  zmq_ctx_term(ctx);
+}
+
+KG_TEST(pending_execute_flags)
+{
+  void *ctx = zmq_ctx_new();
+  kg_pending_t *p = kg_pending_new(4);
+  kg_msg_t *a = s_request(ctx, "execute_request", "a", "c");
+  cJSON *c = cJSON_Duplicate(kg_msg_json(a, KG_PART_CONTENT), 1);
+  cJSON_AddBoolToObject(c, "silent", false);   /* no stop_on_error: true */
+  kg_msg_set_json(a, KG_PART_CONTENT, c);
+  kg_pending_entry_t *e = kg_pending_add(p, a, KG_CH_SHELL, 1);
+  KG_CHECK(e->stop_on_error && !e->silent && e->well_formed);
+  cJSON_AddBoolToObject(c, "stop_on_error", false);
+  cJSON_ReplaceItemInObject(c, "silent", cJSON_CreateNumber(1));   /* Python truthiness */
+  kg_msg_set_json(a, KG_PART_CONTENT, c);
+  e = kg_pending_add(p, a, KG_CH_SHELL, 2);   /* same msg_id: replaces */
+  KG_CHECK_INT(kg_pending_count(p), 1);
+  KG_CHECK(!e->stop_on_error && e->silent && e->well_formed);
+  cJSON_DeleteItemFromObject(c, "silent");   /* ipykernel would not reply */
+  kg_msg_set_json(a, KG_PART_CONTENT, c);
+  e = kg_pending_add(p, a, KG_CH_SHELL, 3);
+  KG_CHECK(!e->well_formed);
+  cJSON_Delete(c);
+  kg_msg_destroy(&a);
   kg_pending_destroy(&p);
   zmq_ctx_term(ctx);
+}
+
+KG_TEST(pending_expire_keeps_late_routing)
+{
+  void *ctx = zmq_ctx_new();
+  kg_pending_t *p = kg_pending_new(4);
+  kg_pending_set_limits(p, 2000, 60000, 2);
+  kg_msg_t *x = s_request(ctx, "execute_request", "x", "c");
+  kg_msg_t *u = s_request(ctx, "frobnicate_request", NULL, "c");
+  kg_msg_t *v = s_request(ctx, "frobnicate_request", NULL, "c");
+  kg_msg_t *w = s_request(ctx, "complete_request", NULL, "c");
+  kg_msg_t *y = s_request(ctx, "history_request", NULL, "c");
+  kg_pending_entry_t *ex = kg_pending_add(p, x, KG_CH_SHELL, 1000);
+  kg_pending_entry_t *eu = kg_pending_add(p, u, KG_CH_SHELL, 1000);
+  kg_pending_entry_t *ev = kg_pending_add(p, v, KG_CH_SHELL, 1000);
+  ex->forwarded = eu->forwarded = ev->forwarded = true;
+  eu->idle_ms = 1500;   /* the kernel went idle without replying */
+  KG_CHECK_INT(kg_pending_expire(p, 3000), 0);       /* within the grace */
+  KG_CHECK_INT(kg_pending_expire(p, 3500), 1);
+  KG_CHECK(kg_pending_find(p, kg_msg_id(u)) == NULL);
+  kg_pending_entry_t *late = kg_pending_find_expired(p, kg_msg_id(u));
+  KG_CHECK(late != NULL && late->ident_count == 1);   /* a late reply still routes */
+  KG_CHECK(kg_pending_remove(p, kg_msg_id(u)));
+  KG_CHECK(kg_pending_find_expired(p, kg_msg_id(u)) == NULL);
+  /* the cap: the oldest non-execute requests beyond 2 go; executes stay */
+  kg_pending_add(p, w, KG_CH_SHELL, 3600)->forwarded = true;
+  kg_pending_add(p, y, KG_CH_SHELL, 3700)->forwarded = true;
+  KG_CHECK_INT(kg_pending_expire(p, 3800), 1);
+  KG_CHECK(kg_pending_find(p, kg_msg_id(v)) == NULL);
+  KG_CHECK(kg_pending_find_expired(p, kg_msg_id(v)) != NULL);
+  /* age: non-execute requests older than the limit; the execute stays */
+  KG_CHECK_INT(kg_pending_expire(p, 3600 + 60000), 1);
+  KG_CHECK(kg_pending_find(p, kg_msg_id(w)) == NULL);
+  KG_CHECK(kg_pending_find(p, kg_msg_id(x)) == ex);
+  KG_CHECK(kg_pending_running(p) == ex);
+  ex->idle_ms = 70000;   /* an execute the kernel went idle for unanswered */
+  KG_CHECK_INT(kg_pending_expire(p, 72000), 2);   /* it and y (age) */
+  KG_CHECK(kg_pending_running(p) == NULL);
+  kg_msg_destroy(&x);
+  kg_msg_destroy(&u);
+  kg_msg_destroy(&v);
+  kg_msg_destroy(&w);
+  kg_msg_destroy(&y);
+  kg_pending_destroy(&p);
+  zmq_ctx_term(ctx);
+}
+
+KG_TEST(pending_busy_ledger)
+{
+  kg_pending_t *p = kg_pending_new(4);
+  cJSON *h1 = cJSON_Parse("{\"msg_id\":\"m1\",\"msg_type\":\"execute_request\"}");
+  cJSON *h2 = cJSON_Parse("{\"msg_id\":\"m2\",\"msg_type\":\"execute_request\"}");
+  cJSON *bad = cJSON_Parse("{\"msg_type\":\"execute_request\"}");
+  KG_CHECK_INT(kg_pending_busy_open(p, h1, "s-old"), 0);
+  KG_CHECK_INT(kg_pending_busy_open(p, h1, "s-new"), 1);   /* one busy only */
+  KG_CHECK(kg_pending_busy_open(p, bad, "s") < 0);
+  KG_CHECK_INT(kg_pending_busy_open(p, h2, "s-old"), 0);
+  KG_CHECK(kg_pending_busy_is_open(p, "m1"));
+  KG_CHECK_INT(kg_pending_busy_count(p), 2);
+  const cJSON *h;
+  const char *session;
+  KG_CHECK(kg_pending_busy_at(p, 0, &h, &session));
+  KG_CHECK_STR(cJSON_GetObjectItem(h, "msg_id")->valuestring, "m1");
+  KG_CHECK_STR(session, "s-old");   /* the session of the first busy */
+  KG_CHECK(kg_pending_busy_close(p, "m1"));
+  KG_CHECK(!kg_pending_busy_close(p, "m1"));   /* one idle only */
+  KG_CHECK(!kg_pending_busy_is_open(p, "m1"));
+  KG_CHECK(!kg_pending_busy_at(p, 1, &h, &session));
+  cJSON_Delete(h1);
+  cJSON_Delete(h2);
+  cJSON_Delete(bad);
+  kg_pending_destroy(&p);   /* frees the open record of m2 */
 }
 
 KG_TEST(state_table_paths)
@@ -428,7 +539,9 @@ KG_TEST(child_describe)
 
 KG_TEST_MAIN(KG_CASE(ring_wraps), KG_CASE(ring_tail_and_total),
              KG_CASE(pending_add_find_remove), KG_CASE(pending_running),
-             KG_CASE(pending_held_queue_bounded), KG_CASE(state_table_paths),
+             KG_CASE(pending_held_queue_bounded), KG_CASE(pending_execute_flags),
+             KG_CASE(pending_expire_keeps_late_routing), KG_CASE(pending_busy_ledger),
+             KG_CASE(state_table_paths),
              KG_CASE(state_table_ignores), KG_CASE(kernelspec_parse_ok),
              KG_CASE(kernelspec_parse_errors), KG_CASE(kernelspec_find_search_path),
              KG_CASE(child_true), KG_CASE(child_missing_command),
