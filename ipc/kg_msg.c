@@ -46,11 +46,11 @@ struct kg_msg_t {
 
 static pthread_once_t s_sodium_once = PTHREAD_ONCE_INIT;
 
-static kg_msg_send_observer_fn *s_observer;
+static kg_msg_observer_fn *s_observer;
 static void *s_observer_arg;
 
 void
-kg_msg_set_send_observer(kg_msg_send_observer_fn *fn, void *arg)
+kg_msg_set_observer(kg_msg_observer_fn *fn, void *arg)
 {
   s_observer = fn;
   s_observer_arg = arg;
@@ -134,8 +134,19 @@ s_recv_part(zmq_msg_t *frame, void *socket, int flags)
   }
 }
 
+static int s_recv(void *socket, int flags, kg_msg_t **msg_p);
+
 int
 kg_msg_recv(void *socket, int flags, kg_msg_t **msg_p)
+{
+  int rc = s_recv(socket, flags, msg_p);
+  if (s_observer)
+    s_observer(socket, KG_MSG_OP_RECV, rc, s_observer_arg);
+  return rc;
+}
+
+static int
+s_recv(void *socket, int flags, kg_msg_t **msg_p)
 {
   *msg_p = NULL;
   kg_msg_t *self = s_alloc();
@@ -603,7 +614,7 @@ kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags)
     rc = s_send_shared(self, i, socket,
                        flags | (i + 1 < self->nframes ? ZMQ_SNDMORE : 0));
   if (s_observer)
-    s_observer(socket, s_observer_arg);
+    s_observer(socket, KG_MSG_OP_SEND, rc, s_observer_arg);
   return rc;
 }
 
@@ -615,6 +626,6 @@ kg_msg_send_raw(kg_msg_t *self, void *socket, int flags)
     rc = s_send_shared(self, i, socket,
                        flags | (i + 1 < self->nframes ? ZMQ_SNDMORE : 0));
   if (s_observer)
-    s_observer(socket, s_observer_arg);
+    s_observer(socket, KG_MSG_OP_SEND, rc, s_observer_arg);
   return rc;
 }

@@ -723,10 +723,11 @@ s_timeout(kg_sup_t *S)
    again after the wake-up), and each of those costs a getpid and a poll
    system call inside libzmq: ~34 system calls per wake-up with eight
    sockets, most of kguard's cost per relayed message. Here only the sockets
-   that can have something are asked: those whose fd woke up, those just
-   drained (a batch may have been cut short) and those a message was sent on
-   (a send may process the socket's commands and so consume the fd's
-   edge-triggered readiness; kg_msg's send observer says which). */
+   that can have something are asked: those whose fd woke up, those whose
+   handler stopped before a receive said EAGAIN (a batch cut short) and
+   those a message was sent on (a send may process the socket's commands and
+   so consume the fd's edge-triggered readiness). kg_msg's observer reports
+   both. */
 
 enum { S_FRONT, S_KERN, S_SIG, S_PIPE, S_HELPER };
 #define S_ZSOCKS 8   /* four frontend sockets read, four kernel sockets */
@@ -735,6 +736,7 @@ typedef struct {
   kg_sup_t *S;
   void *sock[S_ZSOCKS];   /* socket seen in each slot (to notice new ones) */
   bool check[S_ZSOCKS];   /* ask ZMQ_EVENTS before waiting                 */
+  bool drained[S_ZSOCKS]; /* the last receive said EAGAIN                  */
 } s_zset_t;
 
 static const kg_channel_t s_front_ch[4] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN, KG_CH_HB};
@@ -747,12 +749,17 @@ s_slot_socket(kg_sup_t *S, int slot)
 }
 
 static void
-s_on_send(void *socket, void *arg)
+s_on_socket_op(void *socket, kg_msg_op_t op, int rc, void *arg)
 {
   s_zset_t *z = arg;
-  for (int i = 0; i < S_ZSOCKS; i++)
-    if (z->sock[i] == socket)
+  for (int i = 0; i < S_ZSOCKS; i++) {
+    if (z->sock[i] != socket)
+      continue;
+    if (op == KG_MSG_OP_SEND)
       z->check[i] = true;
+    else
+      z->drained[i] = rc == -EAGAIN;
+  }
 }
 
 /*  True if the socket has a message to read now. ZMQ_EVENTS processes the
@@ -769,7 +776,7 @@ int
 kg_supervisor_run(kg_supervisor_t *S)
 {
   s_zset_t z = {.S = S};
-  kg_msg_set_send_observer(s_on_send, &z);
+  kg_msg_set_observer(s_on_socket_op, &z);
 
   /* M2: `starting` once, at process start. */
   kg__publish_status(S, NULL, "starting");
@@ -847,11 +854,14 @@ kg_supervisor_run(kg_supervisor_t *S)
         s_on_signal(S);
     /* The kernel's messages before its raw pipes: a reply that is already
        here was sent before what the pipes say now. A handler takes a
-       bounded batch: the socket is looked at again before the next wait. */
+       bounded batch: unless its last receive found the socket empty, the
+       socket is looked at again before the next wait. */
     for (int slot = 4; slot < S_ZSOCKS; slot++)
       if (ready[slot] && S->kern[s_kern_ch[slot - 4]] == z.sock[slot]) {
+        z.drained[slot] = false;
         kg__on_kernel(S, s_kern_ch[slot - 4]);
-        z.check[slot] = true;
+        if (!z.drained[slot])
+          z.check[slot] = true;
       }
     for (int i = 0; i < n; i++) {
       if (!items[i].revents)
@@ -864,15 +874,17 @@ kg_supervisor_run(kg_supervisor_t *S)
     for (int slot = 0; slot < 4; slot++) {
       if (!ready[slot] || S->front[s_front_ch[slot]] != z.sock[slot])
         continue;
+      z.drained[slot] = false;
       if (s_front_ch[slot] == KG_CH_HB)
         kg__on_hb(S);
       else
         kg__on_front(S, s_front_ch[slot]);
-      z.check[slot] = true;
+      if (!z.drained[slot])
+        z.check[slot] = true;
     }
     s_timers(S);
   }
-  kg_msg_set_send_observer(NULL, NULL);
+  kg_msg_set_observer(NULL, NULL);
   kg_notice("kguard exiting: %lu relayed, %lu forged or unsigned, %lu malformed, "
             "%lu oversized, %lu unroutable messages dropped",
             S->n_relayed, S->n_forged, S->n_malformed, S->n_oversized, S->n_unrouted);
