@@ -24,6 +24,8 @@
 #include "kg_paths.h"
 #include "kg_socket.h"
 
+#define KG__NUDGE_ALIVE_MS 20   /* nudge interval once the kernel has answered */
+
 int64_t
 kg__now_ms(void)
 {
@@ -642,6 +644,11 @@ s_timers(kg_sup_t *S)
   kg__guard_helpers_timers(S, now);
   switch (S->state) {
   case KG_ST_STARTING:
+    /* The kernel answered, so it is up: only the iopub subscription has to
+       reach it, which takes milliseconds. Do not wait out a back-off grown
+       while it was still importing. */
+    if (S->got_info_reply && !S->got_iopub && S->next_nudge_ms > now + KG__NUDGE_ALIVE_MS)
+      S->next_nudge_ms = now + KG__NUDGE_ALIVE_MS;
     if (now >= S->next_nudge_ms && !(S->got_info_reply && S->got_iopub)) {
       kg__send_nudge(S);
       S->next_nudge_ms = now + S->nudge_interval_ms;
