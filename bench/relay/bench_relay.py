@@ -9,7 +9,9 @@ Measures, for each path:
   * stream throughput: bytes/s of printed lines delivered on iopub (20 MB),
   * kernel start to ready (start_kernel until kernel_info_reply),
   * kguard's own peak RSS (VmHWM of the kguard process, not the kernel).
-Paths are interleaved round by round so machine drift hits both alike.
+Both kernels run side by side in each round and the workload alternates
+between them ping by ping (and stream by stream, the order swapped every
+round), so load from the rest of the machine hits both paths alike.
 Targets (issue 2): round trip kguard/direct <= 1.05, throughput >= 0.95,
 kguard RSS < 8 MiB. This is a benchmark, never a test: it asserts nothing.
 """
@@ -90,22 +92,32 @@ def main():
     res = {p: {"rtt": [], "tput": [], "start": [], "rss": []} for p in ("direct", "kguard")}
 
     for r in range(args.rounds):
-        for path in ("direct", "kguard"):
-            km, kc, t_start = start(ksm, path)
-            try:
-                for _ in range(20):
-                    run_cell(kc, "pass")
-                rtts = [run_cell(kc, "pass")[0] for _ in range(args.pings)]
-                secs, nbytes = run_cell(kc, stream_code)
+        order = ("direct", "kguard") if r % 2 == 0 else ("kguard", "direct")
+        kernels = {}
+        try:
+            for path in order:
+                km, kc, t_start = start(ksm, path)
+                kernels[path] = (km, kc)
                 res[path]["start"].append(t_start)
-                res[path]["rtt"].append(statistics.median(rtts))
+            for path in order:
+                for _ in range(20):
+                    run_cell(kernels[path][1], "pass")
+            rtts = {p: [] for p in order}
+            for i in range(args.pings):
+                for path in (order if i % 2 == 0 else order[::-1]):
+                    rtts[path].append(run_cell(kernels[path][1], "pass")[0])
+            for path in order:
+                res[path]["rtt"].append(statistics.median(rtts[path]))
+                secs, nbytes = run_cell(kernels[path][1], stream_code)
                 res[path]["tput"].append(nbytes / secs)
-                if path == "kguard":
-                    res[path]["rss"].append(kguard_rss_kib(km))
-            finally:
+            res["kguard"]["rss"].append(kguard_rss_kib(kernels["kguard"][0]))
+        finally:
+            for km, kc in kernels.values():
                 kc.stop_channels()
                 km.shutdown_kernel(now=False)
-        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+        d, k = res["direct"], res["kguard"]
+        print(f"round {r + 1}/{args.rounds}: round trip x{k['rtt'][-1] / d['rtt'][-1]:.3f}, "
+              f"throughput x{k['tput'][-1] / d['tput'][-1]:.3f}", file=sys.stderr)
 
     med = {p: {k: statistics.median(v) for k, v in d.items() if v} for p, d in res.items()}
     d, k = med["direct"], med["kguard"]
