@@ -256,6 +256,7 @@ kg__guard_kernel_started(kg_sup_t *S)
   free(S->failing_msg_id);
   S->failing_msg_id = NULL;
   S->failing_replied = false;
+  S->abort_idle_id[0] = S->abort_probe_id[0] = '\0';   /* that kernel is gone */
 }
 
 void

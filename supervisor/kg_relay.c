@@ -162,6 +162,8 @@ s_holds_queue(const kg_pending_entry_t *e)
 static bool
 s_execute_in_flight(kg_sup_t *S)
 {
+  if (S->abort_idle_id[0] || S->abort_probe_id[0])
+    return true;
   for (size_t i = 0; i < kg_pending_count(S->pending); i++)
     if (s_holds_queue(kg_pending_at(S->pending, i)))
       return true;
@@ -407,6 +409,14 @@ kg__relay_timers(kg_sup_t *S, int64_t now)
   if (run && run->idle_ms > 0 && kg_pending_expire(S->pending, now) > 0
       && kg_pending_running(S->pending) != run)
     kg__flush_held(S);
+  /* A kernel that does not answer the probe must not hold the queue. */
+  if ((S->abort_idle_id[0] || S->abort_probe_id[0])
+      && now - S->abort_probe_ms >= KG__ABORT_PROBE_MS) {
+    kg_warning("no idle or no answer to kguard's probe after an error: the next request "
+               "goes in");
+    S->abort_idle_id[0] = S->abort_probe_id[0] = '\0';
+    kg__flush_held(S);
+  }
 }
 
 void
@@ -438,6 +448,16 @@ s_route_back(kg_sup_t *S, kg_msg_t *msg, kg_pending_entry_t *e, kg_channel_t ch)
     S->n_relayed++;
 }
 
+/*  After an error reply that made the kernel abort its own queue: kguard's
+    probe, whose reply says the kernel has stopped aborting. */
+static void
+s_send_probe(kg_sup_t *S)
+{
+  kg__send_nudge(S);
+  snprintf(S->abort_probe_id, sizeof S->abort_probe_id, "%s",
+           S->nudge_ids[(S->nudge_next + KG__NUDGE_MAX - 1) % KG__NUDGE_MAX]);
+}
+
 static void
 s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
 {
@@ -459,6 +479,11 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
       snprintf(S->running_id, sizeof S->running_id, "%s", parent);
     if (state && strcmp(state, "idle") == 0 && e && e->forwarded && !e->idle_ms)
       e->idle_ms = kg__now_ms();   /* idle before (or without) its reply */
+    if (state && strcmp(state, "idle") == 0 && S->abort_idle_id[0]
+        && strcmp(parent, S->abort_idle_id) == 0) {
+      S->abort_idle_id[0] = '\0';
+      s_send_probe(S);   /* see s_kernel_reply */
+    }
   }
   kg__guard_iopub(S, msg);
   switch (S->state) {
@@ -516,6 +541,10 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
       S->got_info_reply = true;
       s_check_ready(S);
     }
+    if (S->abort_probe_id[0] && strcmp(parent, S->abort_probe_id) == 0) {
+      S->abort_probe_id[0] = '\0';   /* the kernel has stopped aborting */
+      kg__flush_held(S);
+    }
     return;
   }
   bool is_exec = strcmp(type, "execute_reply") == 0;
@@ -523,6 +552,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
   /* The reply that ends the in-flight execute_request: the next request
      goes in only after what the kernel said before it has been judged. */
   bool ends_flight = is_exec && e && s_holds_queue(e);
+  bool idle_seen = e && e->idle_ms > 0;
   bool abort_queue = false;
   if (ends_flight) {
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
@@ -569,8 +599,21 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
     }
   }
   if (ends_flight && S->state == KG_ST_READY) {
-    if (abort_queue)
+    if (abort_queue) {
       s_abort_queue(S, msg);
+      /* ipykernel itself goes on aborting every execute_request that
+         reaches it until an event it schedules (call_later(0)) after this
+         reply has been dispatched; one that lands first is aborted although
+         it was sent after the error. So nothing more goes in until kguard's
+         probe, a kernel_info_request (never aborted) sent once the kernel
+         said idle for this request (so after it scheduled that event), has
+         been answered: by then the event is queued ahead of anything new. */
+      S->abort_probe_ms = kg__now_ms();
+      if (idle_seen)
+        s_send_probe(S);
+      else
+        snprintf(S->abort_idle_id, sizeof S->abort_idle_id, "%s", parent ? parent : "");
+    }
     kg__flush_held(S);
   }
   (void) ch;

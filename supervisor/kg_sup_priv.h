@@ -36,6 +36,7 @@
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
 #define KG__SHUTDOWN_REPLY_MS 1000
 #define KG__HELPER_TIMEOUT_MS 30000
+#define KG__ABORT_PROBE_MS 2000   /*  after an error reply: wait for the probe */
 
 /*  Why the current kernel is being stopped. */
 typedef enum {
@@ -138,6 +139,13 @@ struct kg_supervisor_t {
   bool failing_replied;         /*  its real execute_reply was relayed       */
   bool failing_guessed;         /*  chosen without a parent (raw evidence)   */
   char running_id[64];          /*  execute request the kernel said busy for */
+  char abort_idle_id[64];       /*  after an error reply that made the kernel
+                                    abort its own queue: that request, whose
+                                    idle is awaited, then                    */
+  char abort_probe_id[64];      /*  kguard's probe kernel_info_request, whose
+                                    reply is awaited before the next request
+                                    goes in (kg_relay.c)                     */
+  int64_t abort_probe_ms;       /*  when that error reply came               */
   int exit_status;              /*  wait status of the stopped kernel        */
   bool exit_known;              /*  it ended by itself (not killed by us)    */
   bool we_killed;               /*  STOPPING signalled it                    */

@@ -246,3 +246,20 @@ def test_unanswered_request_type_does_not_block(env):
     reply, msgs = col.run("print('after')")
     assert stdout_of(msgs) == "after\n"
     _assert_one_busy_one_idle(col, [msg["header"]["msg_id"]])
+
+
+def test_request_sent_after_error_reply_is_not_aborted(env):
+    # ipykernel goes on aborting for a moment after its error reply; kguard
+    # lets nothing in until that is over (its probe), so a cell sent right
+    # after the reply of a failing one runs, every time.
+    env.spec()
+    km, kc = env.start()
+    col = Collector(kc)
+    col.wait_reply(kc.kernel_info())
+    for _ in range(20):
+        failing = kc.execute("1/0")
+        assert col.wait_reply(failing)["content"]["status"] == "error"
+        after = kc.execute("print('after')")
+        reply, msgs = col.wait_idle(after)
+        assert reply["content"]["status"] == "ok"
+        assert stdout_of(msgs) == "after\n"
