@@ -529,29 +529,9 @@ kg__begin_exit(kg_sup_t *S, bool wait_for_reply)
    Signals, children, timers. */
 
 static void
-s_drain_pipes(kg_sup_t *S)
-{
-  if (!S->child)
-    return;
-  char buf[65536];
-  for (int which = 1; which <= 2; which++) {
-    for (int i = 0; i < 64; i++) {
-      ssize_t n = kg_child_read(S->child, which, buf, sizeof buf);
-      if (n <= 0)
-        break;
-      kg_ring_append(which == 1 ? S->out_ring : S->err_ring, buf, (size_t) n);
-      /* Pass through, as if the kernel wrote to the terminal itself. */
-      ssize_t w = write(which, buf, (size_t) n);
-      (void) w;
-      kg__guard_raw(S, which, buf, (size_t) n);
-    }
-  }
-}
-
-static void
 s_on_child_exit(kg_sup_t *S)
 {
-  s_drain_pipes(S);
+  kg__guard_drain_pipes(S);
   char how[64];
   kg_child_describe(kg_child_status(S->child), how, sizeof how);
   if (S->state == KG_ST_EXITING) {
@@ -874,7 +854,7 @@ kg_supervisor_run(kg_supervisor_t *S)
       if (!items[i].revents)
         continue;
       if (kinds[i] == S_PIPE)
-        s_drain_pipes(S);
+        kg__guard_drain_pipes(S);
       else if (kinds[i] == S_HELPER)
         kg__guard_helpers_poll(S, args[i]);
     }
