@@ -20,6 +20,7 @@
 #include "kg_ckpt_manifest.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
+#include "kg_file.h"
 
 #define IO_BLOCK (1 << 20)
 _Static_assert(IO_BLOCK <= KG_CKPT_HASHER_BLOCK, "a read must fit a hasher block");
@@ -458,23 +459,6 @@ kg_ckpt_seal_is_leftover_name(const char *name)
 }
 
 static int
-s_mkdirs(const char *path)
-{
-  char tmp[PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int) sizeof tmp)
-    return KG_ETOOBIG;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-      return -errno;
-    *p = '/';
-  }
-  return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -errno : 0;
-}
-
-static int
 s_rename_noreplace(const char *from, const char *to)
 {
   if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
@@ -537,7 +521,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
 
   /* Names: final and a dot-named temporary beside it. */
   if (o->into) {
-    if ((rc = s_mkdirs(o->into)) < 0) {
+    if ((rc = kg_file_mkdirs(o->into, 0755, 0755)) < 0) {
       s_fail(why, whysize, rc, "creating '%s': %s", o->into);
       goto out;
     }

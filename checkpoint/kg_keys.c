@@ -13,6 +13,7 @@
 
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
+#include "kg_file.h"
 #include "kg_log.h"
 
 #define SECRET_NAME "ckpt-ed25519.secret"
@@ -41,27 +42,6 @@ s_resolve(const char *dir, char *buf, size_t size)
     return kg_keys_dir(buf, size);
   int n = snprintf(buf, size, "%s", dir);
   return n < 0 || (size_t) n >= size ? KG_ETOOBIG : 0;
-}
-
-/*  mkdir -p with mode 0700 for the last component (parents 0755 like
-    ~/.config usually is). */
-static int
-s_mkdirs(const char *path)
-{
-  char tmp[PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int) sizeof tmp)
-    return KG_ETOOBIG;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-      return -errno;
-    *p = '/';
-  }
-  if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-    return -errno;
-  return 0;
 }
 
 /*  Write len bytes to dir/name atomically with mode; with noreplace an
@@ -105,7 +85,7 @@ kg_keys_generate(const char *dir, bool force)
     return rc;
   if (sodium_init() < 0)
     return KG_EINTERNAL;
-  if ((rc = s_mkdirs(path)) < 0)
+  if ((rc = kg_file_mkdirs(path, 0755, 0700)) < 0)
     return rc;
   unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
   crypto_sign_keypair(pk, sk);

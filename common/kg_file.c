@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,4 +123,21 @@ kg_file_write_atomic(const char *path, const void *data, size_t size, mode_t mod
     unlink(tmp);
   free(tmp);
   return rc == 0 ? kg_file_sync_parent(path) : rc;
+}
+
+int
+kg_file_mkdirs(const char *path, mode_t parent_mode, mode_t leaf_mode)
+{
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int) sizeof tmp)
+    return KG_ETOOBIG;
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(tmp, parent_mode) != 0 && errno != EEXIST)
+      return -errno;
+    *p = '/';
+  }
+  return mkdir(tmp, leaf_mode) != 0 && errno != EEXIST ? -errno : 0;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kg_error.h"
+#include "kg_file.h"
 
 #ifndef KGUARD_SOURCE_DIR
 #define KGUARD_SOURCE_DIR "."
@@ -34,21 +35,7 @@ s_is_dir(const char *path)
 int
 kg_paths_mkdirs(const char *path, unsigned mode)
 {
-  char tmp[PATH_MAX];
-  if (strlen(path) >= sizeof tmp)
-    return KG_ETOOBIG;
-  strcpy(tmp, path);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(tmp, mode) != 0 && errno != EEXIST)
-      return -errno;
-    *p = '/';
-  }
-  if (mkdir(tmp, mode) != 0 && errno != EEXIST)
-    return -errno;
-  return 0;
+  return kg_file_mkdirs(path, (mode_t) mode, (mode_t) mode);
 }
 
 int

@@ -15,6 +15,7 @@
 
 #include "kg_cli.h"
 #include "kg_error.h"
+#include "kg_file.h"
 #include "kg_log.h"
 #include "kg_notebook.h"
 #include "kg_progress.h"
@@ -74,26 +75,6 @@ s_usage(FILE *out)
     "  111  system failure (e.g. the kernel could not start)\n"
     "  130  interrupted by Ctrl-C (143: SIGTERM); notebook written\n",
     out);
-}
-
-/*  mkdir -p with mode 0700 for each created level. */
-static int
-s_mkdirs(const char *path)
-{
-  char buf[PATH_MAX];
-  if (snprintf(buf, sizeof buf, "%s", path) >= (int) sizeof buf)
-    return -ENAMETOOLONG;
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-      return -errno;
-    *p = '/';
-  }
-  if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-    return -errno;
-  return 0;
 }
 
 static char *
@@ -282,7 +263,7 @@ kg_run_main(int argc, char **argv)
 
   /*  The kernel's output goes to a log, so the terminal shows the story. */
   snprintf(log_path, sizeof log_path, "%s/logs", state_dir);
-  if (s_mkdirs(log_path) == 0) {
+  if (kg_file_mkdirs(log_path, 0700, 0700) == 0) {
     char stamp[32];
     time_t now = time(NULL);
     struct tm tm;
