@@ -53,6 +53,11 @@ s_fill_info_from(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info
   if (S->incident) {
     info->incident_id = kg_incident_id(S->incident);
     info->incident_path = S->incident_path;
+    /* The notice names the cell by the execution count the record holds. */
+    const cJSON *cell = cJSON_GetObjectItemCaseSensitive(kg_incident_json(S->incident), "cell");
+    const cJSON *count = cJSON_GetObjectItemCaseSensitive(cell, "execution_count");
+    if (cJSON_IsNumber(count))
+      info->execution_count = count->valueint;
   }
   info->diagnostic = S->diagnostic;
   info->restart_count = kg_policy_restart_count(S->policy);

@@ -105,11 +105,34 @@ s_code(s_out_t *o, const char *label, const char *code)
   s_add(&o->txt, "  %s: %s\n", label, code);
 }
 
+/*  Lines of code after its first non-blank line (trailing newlines aside). */
+static int
+s_more_lines(const char *code)
+{
+  const char *p = code ? code : "";
+  while (*p == '\n' || *p == '\r' || *p == ' ')
+    p++;
+  size_t n = strlen(p);
+  while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r' || p[n - 1] == ' '))
+    n--;
+  int more = 0;
+  for (size_t i = 0; i < n; i++)
+    more += p[i] == '\n';
+  return more;
+}
+
 static void
 s_cell(s_out_t *o, const kg_notice_info_t *info)
 {
-  char first[128];
-  s_first_line(info->cell_code, first, sizeof first);
+  /*  The first line alone can be as anonymous as "BATCH = 64": say how long
+      the cell is, so it can be told apart from its neighbours. */
+  char first[192];
+  s_first_line(info->cell_code, first, 128);
+  int more = s_more_lines(info->cell_code);
+  if (first[0] && more > 0) {
+    size_t n = strlen(first);
+    snprintf(first + n, sizeof first - n, "  … (+%d more line%s)", more, more == 1 ? "" : "s");
+  }
   char label[64];
   if (info->execution_count > 0)
     snprintf(label, sizeof label, "Cell [%d]", info->execution_count);

@@ -64,6 +64,9 @@ def test_run_all_cuda_assert(env):
     assert "Assertion `t >= 0 && t < n_classes` failed" in inc["assertion_line"]
     assert inc["cell"]["code"] == cells[1]
     assert inc["cell"]["msg_id"] == ids[1]
+    # the record and the notice name the failing cell by its own execution count
+    assert inc["cell"]["execution_count"] == failing["execution_count"]
+    assert "Cell [%d]" % failing["execution_count"] in text
     pend = {p["msg_id"] for p in inc["pending_requests"]}
     assert set(ids[2:]) <= pend
     assert any("Assertion" in line for line in inc["raw_stderr_tail"])

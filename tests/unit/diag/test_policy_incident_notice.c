@@ -231,6 +231,7 @@ KG_TEST(notice_sticky_rocm_and_cuda)
     KG_CHECK(strstr(s, info.family->avoid) != NULL);
     KG_CHECK(strstr(s, "ROCm form of a device-side assert likely") != NULL);
     KG_CHECK(strstr(s, "Cell [2]") && strstr(s, "for step in range(100):"));
+    KG_CHECK(strstr(s, "(+1 more line)") != NULL);
     KG_CHECK(strstr(s, info.incident_path) != NULL);
     KG_CHECK(strstr(s, "restarted") != NULL);
     KG_CHECK(strstr(s, "training starts over") != NULL);
