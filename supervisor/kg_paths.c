@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 
 #include "kg_error.h"
 #include "kg_file.h"
+#include "kg_log.h"
 
 #ifndef KGUARD_SOURCE_DIR
 #define KGUARD_SOURCE_DIR "."
@@ -134,23 +137,69 @@ kg_paths_rules_file(char *buf, size_t len)
   return access(buf, R_OK) == 0 ? 0 : KG_ENOTFOUND;
 }
 
+/*  Runtime dirs of a kguard that died without cleaning up (SIGKILL, a
+    crash) would pile up, each holding a connection file with a key. Each
+    dir records its owner's pid in "owner"; a dir of ours whose owner no
+    longer exists is removed. Dirs without an owner file, of another user,
+    or whose owner is alive (or whose pid was reused) are left alone. */
+static void
+s_reap_stale(const char *parent)
+{
+  DIR *d = opendir(parent);
+  if (!d)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "kguard-", 7) != 0 || strlen(e->d_name) != 13)
+      continue;
+    char dir[PATH_MAX], owner[PATH_MAX];
+    if (s_fmt(dir, sizeof dir, parent, "/", e->d_name)
+        || s_fmt(owner, sizeof owner, dir, "/", "owner"))
+      continue;
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+      continue;
+    char *text = NULL;
+    size_t size = 0;
+    if (kg_file_read(owner, 32, &text, &size) != 0)
+      continue;
+    char *end = NULL;
+    long pid = strtol(text, &end, 10);
+    bool valid = end != text && pid > 0;
+    free(text);
+    if (valid && kill((pid_t) pid, 0) != 0 && errno == ESRCH) {
+      kg_info("removing the runtime directory %s of kguard %ld, which is gone", dir, pid);
+      kg_paths_remove_tree(dir);
+    }
+  }
+  closedir(d);
+}
+
+static int
+s_make_runtime_dir(char *buf, size_t len, const char *parent)
+{
+  int rc = s_fmt(buf, len, parent, "/", "kguard-XXXXXX");
+  if (rc)
+    return rc;
+  s_reap_stale(parent);
+  if (!mkdtemp(buf))   /* 0700 */
+    return -errno;
+  char owner[PATH_MAX], pid[24];
+  int n = snprintf(pid, sizeof pid, "%ld\n", (long) getpid());
+  if (s_fmt(owner, sizeof owner, buf, "/", "owner") == 0)
+    kg_file_write_atomic(owner, pid, (size_t) n, 0600);
+  return 0;
+}
+
 int
 kg_paths_runtime_dir(char *buf, size_t len)
 {
   const char *xdg = getenv("XDG_RUNTIME_DIR");
-  int rc = KG_ENOTFOUND;
   if (xdg && *xdg && s_is_dir(xdg) && access(xdg, W_OK) == 0
-      && strlen(xdg) < 60) {   /* unix socket paths are limited to 107 bytes */
-    if ((rc = s_fmt(buf, len, xdg, "/", "kguard-XXXXXX")))
-      return rc;
-    if (mkdtemp(buf))
-      return 0;
-  }
-  if ((rc = s_fmt(buf, len, "/tmp", "/", "kguard-XXXXXX")))
-    return rc;
-  if (!mkdtemp(buf))
-    return -errno;
-  return 0;   /* mkdtemp creates it 0700 */
+      && strlen(xdg) < 60   /* unix socket paths are limited to 107 bytes */
+      && s_make_runtime_dir(buf, len, xdg) == 0)
+    return 0;
+  return s_make_runtime_dir(buf, len, "/tmp");
 }
 
 int

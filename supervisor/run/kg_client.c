@@ -20,6 +20,7 @@
 #include <zmq.h>
 
 #include "kg_error.h"
+#include "kg_paths.h"
 #include "kg_log.h"
 #include "kg_signer.h"
 #include "kg_socket.h"
@@ -229,21 +230,11 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
 static int
 s_make_dir(kg_client_t *self, char *err, size_t errlen)
 {
-  const char *base = getenv("XDG_RUNTIME_DIR");
-  if (!base || !*base || access(base, W_OK | X_OK) != 0)
-    base = "/tmp";
-  /*  ipc socket paths must fit sun_path (107 bytes): keep ours short. */
-  if (strlen(base) > 64)
-    base = "/tmp";
-  int n = snprintf(self->dir, sizeof self->dir, "%s/kguard-XXXXXX", base);
-  if (n < 0 || (size_t) n >= sizeof self->dir) {
-    base = "/tmp";
-    snprintf(self->dir, sizeof self->dir, "%s/kguard-XXXXXX", base);
-  }
-  if (!mkdtemp(self->dir)) {
-    int rc = -errno;
-    kg_errf(err, errlen, "unable to create a runtime directory under %s: %s", base,
-          strerror(errno));
+  /*  The supervisor's own helper: short enough for ipc socket paths, 0700,
+      and stale dirs of killed runs are reaped. */
+  int rc = kg_paths_runtime_dir(self->dir, sizeof self->dir);
+  if (rc != 0) {
+    kg_errf(err, errlen, "unable to create a runtime directory: %s", kg_strerror(rc));
     self->dir[0] = '\0';
     return rc;
   }
@@ -256,16 +247,7 @@ s_remove_dir(kg_client_t *self)
 {
   if (!self->dir[0])
     return;
-  DIR *d = opendir(self->dir);
-  if (d) {
-    struct dirent *ent;
-    while ((ent = readdir(d))) {
-      if (strcmp(ent->d_name, ".") != 0 && strcmp(ent->d_name, "..") != 0)
-        unlinkat(dirfd(d), ent->d_name, 0);
-    }
-    closedir(d);
-  }
-  rmdir(self->dir);
+  kg_paths_remove_tree(self->dir);
   self->dir[0] = '\0';
 }
 

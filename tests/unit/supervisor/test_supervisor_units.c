@@ -17,6 +17,7 @@
 #include "kg_error.h"
 #include "kg_kernelspec.h"
 #include "kg_msg.h"
+#include "kg_paths.h"
 #include "kg_pending.h"
 #include "kg_ring.h"
 #include "kg_signer.h"
@@ -537,6 +538,75 @@ KG_TEST(child_describe)
   KG_CHECK_STR(buf, "signal 9 (SIGKILL)");
 }
 
+/*  A runtime dir whose owner is gone (a kguard killed with SIGKILL) is
+    removed when the next one is made; live owners, dirs without an owner
+    file and unrelated names are left alone. */
+static void
+s_fake_runtime_dir(const char *parent, const char *name, long owner_pid)
+{
+  char dir[512], file[600];
+  snprintf(dir, sizeof dir, "%s/%s", parent, name);
+  KG_CHECK_INT(mkdir(dir, 0700), 0);
+  snprintf(file, sizeof file, "%s/kernel.json", dir);
+  FILE *f = fopen(file, "w");
+  fputs("{}", f);
+  fclose(f);
+  if (owner_pid > 0) {
+    snprintf(file, sizeof file, "%s/owner", dir);
+    f = fopen(file, "w");
+    fprintf(f, "%ld\n", owner_pid);
+    fclose(f);
+  }
+}
+
+static bool
+s_exists(const char *parent, const char *name)
+{
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", parent, name);
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+KG_TEST(runtime_dir_reaps_stale)
+{
+  char parent[] = "/tmp/kgrt-XXXXXX";
+  KG_CHECK(mkdtemp(parent) != NULL);
+  pid_t dead = fork();
+  if (dead == 0)
+    _exit(0);
+  KG_CHECK(waitpid(dead, NULL, 0) == dead);   /* reaped: its pid is free */
+  s_fake_runtime_dir(parent, "kguard-DEAD01", (long) dead);
+  s_fake_runtime_dir(parent, "kguard-ALIVE1", (long) getpid());
+  s_fake_runtime_dir(parent, "kguard-NOOWNR", 0);
+  s_fake_runtime_dir(parent, "other-DEAD002", (long) dead);
+  char *old = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+  setenv("XDG_RUNTIME_DIR", parent, 1);
+  char made[512];
+  KG_CHECK_INT(kg_paths_runtime_dir(made, sizeof made), 0);
+  KG_CHECK(strncmp(made, parent, strlen(parent)) == 0);
+  KG_CHECK(!s_exists(parent, "kguard-DEAD01"));
+  KG_CHECK(s_exists(parent, "kguard-ALIVE1"));
+  KG_CHECK(s_exists(parent, "kguard-NOOWNR"));
+  KG_CHECK(s_exists(parent, "other-DEAD002"));
+  char owner[600];
+  snprintf(owner, sizeof owner, "%s/owner", made);
+  FILE *f = fopen(owner, "r");
+  long pid = 0;
+  KG_CHECK(f && fscanf(f, "%ld", &pid) == 1);
+  if (f)
+    fclose(f);
+  KG_CHECK_INT(pid, getpid());
+  if (old) {
+    setenv("XDG_RUNTIME_DIR", old, 1);
+    free(old);
+  } else
+    unsetenv("XDG_RUNTIME_DIR");
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", parent);
+  KG_CHECK_INT(system(cmd), 0);
+}
+
 KG_TEST_MAIN(KG_CASE(ring_wraps), KG_CASE(ring_tail_and_total),
              KG_CASE(pending_add_find_remove), KG_CASE(pending_running),
              KG_CASE(pending_held_queue_bounded), KG_CASE(pending_execute_flags),
@@ -546,4 +616,4 @@ KG_TEST_MAIN(KG_CASE(ring_wraps), KG_CASE(ring_tail_and_total),
              KG_CASE(kernelspec_parse_errors), KG_CASE(kernelspec_find_search_path),
              KG_CASE(child_true), KG_CASE(child_missing_command),
              KG_CASE(child_group_kill_grandchildren), KG_CASE(child_pipes),
-             KG_CASE(child_describe))
+             KG_CASE(child_describe), KG_CASE(runtime_dir_reaps_stale))
