@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kg_clock.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
@@ -318,7 +319,7 @@ s_list(int argc, char **argv)
         cJSON_AddNumberToObject(o, "step", (double) e->step);
         cJSON_AddStringToObject(o, "run", e->run);
         cJSON_AddStringToObject(o, "sealed_at",
-                                kg_ckpt_format_time(e->sealed_at_ms, when, sizeof when));
+                                kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
         cJSON_AddNumberToObject(o, "sealed_at_ms", (double) e->sealed_at_ms);
       } else {
         cJSON_AddNullToObject(o, "step");
@@ -339,7 +340,7 @@ s_list(int argc, char **argv)
       if (e->authenticated)
         snprintf(step, sizeof step, "%" PRId64, e->step);
       printf("%-10s  %-24s  %12" PRIu64 "  %-10s  %s\n", step,
-             e->authenticated ? kg_ckpt_format_time(e->sealed_at_ms, when, sizeof when) : "-",
+             e->authenticated ? kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when) : "-",
              e->size, s_entry_status(e), e->name);
     }
   }
@@ -389,7 +390,7 @@ s_latest(int argc, char **argv)
     char when[32];
     printf("%s\n", e->path);
     fprintf(stderr, "chosen %s: step %" PRId64 ", sealed %s, valid\n", e->name, e->step,
-            kg_ckpt_format_time(e->sealed_at_ms, when, sizeof when));
+            kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
     code = 0;
   } else {
     fprintf(stderr, "kguard ckpt latest: no consistent checkpoint in %s\n", dir);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kg_clock.h"
 #include "kg_ckpt_seal.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
@@ -148,8 +149,8 @@ kg_ckpt_list_skip_reason(const kg_ckpt_list_t *self, size_t i, int64_t before_ms
     snprintf(buf, size, "%s", e->reason);
   else if (e->authenticated && e->sealed_at_ms >= before_ms)
     snprintf(buf, size, "sealed at %s, not before %s",
-             kg_ckpt_format_time(e->sealed_at_ms, when, sizeof when),
-             kg_ckpt_format_time(before_ms, (char[32]){0}, 32));
+             kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when),
+             kg_clock_iso_ms(before_ms, (char[32]){0}, 32));
   else if (e->rc != 0)
     snprintf(buf, size, "%s: %s", kg_ckpt_status_name(e->rc), e->reason);
   else if (!e->full)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kg_clock.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 
@@ -190,7 +191,7 @@ kg_ckpt_manifest_decode(const char *json, size_t len, kg_ckpt_manifest_t **out,
     FAIL(KG_ECKPT_MALFORMED, "manifest step missing or not a non-negative integer");
   if (!s_int(root, "sealed_at_ms", &self->sealed_at_ms))
     FAIL(KG_ECKPT_MALFORMED, "manifest sealed_at_ms missing");
-  kg_ckpt_format_time(self->sealed_at_ms, self->sealed_at, sizeof self->sealed_at);
+  kg_clock_iso_ms(self->sealed_at_ms, self->sealed_at, sizeof self->sealed_at);
   s = s_str(root, "producer", sizeof self->producer - 1);
   snprintf(self->producer, sizeof self->producer, "%s", s ? s : "");
   if (!(s = s_str(root, "key_id", KG_KEYS_ID_LEN - 1)))

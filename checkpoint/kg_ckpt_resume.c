@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kg_clock.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
@@ -53,7 +54,7 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
     kg_ckpt_entry_t *e = &list->entries[i];
     if (!e->moved_to)
       continue;
-    kg_ckpt_format_time(e->time_ms, when, sizeof when);
+    kg_clock_iso_ms(e->time_ms, when, sizeof when);
     if (e->authenticated)
       snprintf(reason, sizeof reason, "sealed at %s, at or after the failure", when);
     else
@@ -96,7 +97,7 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
     cJSON_AddNumberToObject(root, "step", (double) chosen->step);
     cJSON_AddStringToObject(root, "run", chosen->run);
     cJSON_AddStringToObject(root, "sealed_at",
-                            kg_ckpt_format_time(chosen->sealed_at_ms, when, sizeof when));
+                            kg_clock_iso_ms(chosen->sealed_at_ms, when, sizeof when));
     cJSON_AddNumberToObject(root, "sealed_at_ms", (double) chosen->sealed_at_ms);
     char digest[80];
     snprintf(digest, sizeof digest, "blake2b-256:%s", rep.manifest_digest);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kg_clock.h"
 #include "kg_ckpt_hasher.h"
 #include "kg_ckpt_manifest.h"
 #include "kg_ckpt_util.h"
@@ -481,7 +482,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     return s_fail(why, whysize, KG_EUSAGE, "bad seal options%s%s", "");
   /* No sodium_init() here, on purpose: see "Why there is no sodium_init()" in
      kg_ckpt_util.h. */
-  int64_t now = o->now_ms ? o->now_ms : kg_ckpt_now_ms();
+  int64_t now = o->now_ms ? o->now_ms : kg_clock_wall_ms();
   const char *run = o->run ? o->run : "default";
   if (strlen(run) > KG_CKPT_RUN_MAX || !kg_ckpt_utf8_valid(run, strlen(run)))
     return s_fail(why, whysize, KG_EUSAGE, "run id must be UTF-8, at most 128 bytes%s%s", "");
@@ -514,7 +515,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   snprintf(m->run, sizeof m->run, "%s", run);
   m->step = o->step;
   m->sealed_at_ms = now;
-  kg_ckpt_format_time(now, m->sealed_at, sizeof m->sealed_at);
+  kg_clock_iso_ms(now, m->sealed_at, sizeof m->sealed_at);
   snprintf(m->producer, sizeof m->producer, "%s", o->producer ? o->producer : "kguard");
   kg_keys_id(o->sk + 32, m->key_id);
   m->zstd = o->zstd;
@@ -526,7 +527,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
       goto out;
     }
     char stamp[32];
-    kg_ckpt_format_time(now, stamp, sizeof stamp);
+    kg_clock_iso_ms(now, stamp, sizeof stamp);
     char compact[32];
     size_t k = 0;
     for (const char *p = stamp; *p && k + 1 < sizeof compact; p++)

@@ -14,26 +14,6 @@
 
 #include "kg_error.h"
 
-int64_t
-kg_ckpt_now_ms(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-char *
-kg_ckpt_format_time(int64_t ms, char *buf, size_t size)
-{
-  time_t sec = (time_t) (ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-  int milli = (int) (ms - (int64_t) sec * 1000);
-  struct tm tm;
-  gmtime_r(&sec, &tm);
-  size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, size - n, ".%03dZ", milli);
-  return buf;
-}
-
 int
 kg_ckpt_parse_time(const char *text, int64_t *ms)
 {

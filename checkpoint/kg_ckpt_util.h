@@ -25,13 +25,6 @@
 /*  Longest member path accepted anywhere (bytes, without the NUL). */
 #define KG_CKPT_PATH_MAX 1024
 
-/*  Milliseconds since the Unix epoch, from CLOCK_REALTIME. */
-int64_t kg_ckpt_now_ms(void);
-
-/*  Format ms (since the epoch) as UTC ISO 8601 with milliseconds,
-    "2026-01-02T03:04:05.678Z", into buf (at least 32 bytes). Returns buf. */
-char *kg_ckpt_format_time(int64_t ms, char *buf, size_t size);
-
 /*  Parse text as either an integer count of ms since the epoch or an ISO 8601
     time "YYYY-MM-DDTHH:MM:SS[.fff][Z|+HH:MM|-HH:MM]" (a space may replace the
     T; no zone means UTC). Returns 0 and sets *ms, or KG_EUSAGE. */

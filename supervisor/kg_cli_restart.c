@@ -14,6 +14,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "kg_clock.h"
 #include "kg_cli.h"
 #include "kg_conninfo.h"
 #include "kg_error.h"
@@ -35,14 +36,6 @@ s_usage(FILE *out)
     "exit codes: 0 restarted, 1 kguard refused, 100 usage or bad connection file,\n"
     "111 I/O error or no answer within the timeout (default 30 s).\n",
     out);
-}
-
-static int64_t
-s_now_ms(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int
@@ -112,9 +105,9 @@ kg_cli_restart_main(int argc, char **argv)
   }
   char req_id[64];
   snprintf(req_id, sizeof req_id, "%s", kg_msg_id(req));
-  int64_t deadline = s_now_ms() + (int64_t) (timeout_s * 1000);
+  int64_t deadline = kg_clock_mono_ms() + (int64_t) (timeout_s * 1000);
   for (;;) {
-    int64_t left = deadline - s_now_ms();
+    int64_t left = deadline - kg_clock_mono_ms();
     if (left <= 0) {
       fprintf(stderr, "kguard restart: no answer within %.0f s (is %s a kguard kernel?)\n",
               timeout_s, conn);

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_notice.h"
@@ -144,7 +145,7 @@ s_open_incident(kg_sup_t *S, bool sticky)
   kg_incident_destroy(&S->incident);
   free(S->incident_path);
   S->incident_path = NULL;
-  S->incident = kg_incident_new(kg__wall_ms());
+  S->incident = kg_incident_new(kg_clock_wall_ms());
   if (!S->incident)
     return;
   kg_incident_set_diagnosis(S->incident, S->diag);
@@ -277,7 +278,7 @@ kg__guard_iopub(kg_sup_t *S, kg_msg_t *msg)
   const char *parent = kg_msg_parent_id(msg);
   kg_diag_event_t ev;
   if (is_error)
-    ev = kg_diagnosis_feed_error(S->diag, KG_SRC_IOPUB_ERROR, content, parent, kg__wall_ms());
+    ev = kg_diagnosis_feed_error(S->diag, KG_SRC_IOPUB_ERROR, content, parent, kg_clock_wall_ms());
   else {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(content, "name");
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(content, "text");
@@ -286,7 +287,7 @@ kg__guard_iopub(kg_sup_t *S, kg_msg_t *msg)
     ev = kg_diagnosis_feed(S->diag, KG_SRC_STREAM, cJSON_IsString(name) ? name->valuestring
                                                                         : "stdout",
                            parent, text->valuestring, strlen(text->valuestring),
-                           kg__wall_ms());
+                           kg_clock_wall_ms());
   }
   s_on_event(S, ev, parent);
 }
@@ -301,7 +302,7 @@ kg__guard_reply(kg_sup_t *S, kg_msg_t *msg)
   const char *parent = kg_msg_parent_id(msg);
   if (cJSON_IsString(status) && strcmp(status->valuestring, "error") == 0)
     s_on_event(S, kg_diagnosis_feed_error(S->diag, KG_SRC_EXECUTE_REPLY, content, parent,
-                                          kg__wall_ms()),
+                                          kg_clock_wall_ms()),
                parent);
   /* The failing cell's real reply carries kguard's notice metadata. */
   if (S->failing_msg_id && parent && strcmp(parent, S->failing_msg_id) == 0
@@ -324,7 +325,7 @@ kg__guard_raw(kg_sup_t *S, int which, const char *data, size_t len)
 {
   kg_diag_event_t ev = kg_diagnosis_feed(S->diag, which == 1 ? KG_SRC_RAW_STDOUT
                                                              : KG_SRC_RAW_STDERR,
-                                         NULL, NULL, data, len, kg__wall_ms());
+                                         NULL, NULL, data, len, kg_clock_wall_ms());
   s_on_event(S, ev, NULL);
 }
 
@@ -357,7 +358,7 @@ kg__guard_child_exit(kg_sup_t *S)
   int st = kg_child_status(S->child);
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-  kg_diag_event_t ev = kg_diagnosis_feed_exit(S->diag, code, sig, kg__wall_ms());
+  kg_diag_event_t ev = kg_diagnosis_feed_exit(S->diag, code, sig, kg_clock_wall_ms());
   if (S->state == KG_ST_READY)
     kg__doom_queue(S);   /* cells queued behind the one that was running */
   if (S->state == KG_ST_CLOSING)
@@ -388,7 +389,7 @@ kg__guard_enter_closing(kg_sup_t *S)
             "(%zu message(s) dropped from kguard's queue)", doomed, dropped);
   s_open_incident(S, true);
   if (!S->failing_msg_id || !kg_pending_find(S->pending, S->failing_msg_id))
-    S->state_deadline_ms = kg__now_ms();   /* no reply to wait for */
+    S->state_deadline_ms = kg_clock_mono_ms();   /* no reply to wait for */
 }
 
 /*  The failing request's real execute_reply was relayed: its evidence is
@@ -445,7 +446,7 @@ s_after_sticky(kg_sup_t *S)
   kg_diagnosis_signature(S->diag, S->failing_code, sig, sizeof sig);
   int64_t delay = 0;
   const char *reason = NULL;
-  kg_policy_action_t act = kg_policy_decide(S->policy, kg__now_ms(), sig, &delay, &reason);
+  kg_policy_action_t act = kg_policy_decide(S->policy, kg_clock_mono_ms(), sig, &delay, &reason);
   if (S->incident) {
     kg_incident_set_diagnosis(S->incident, S->diag);
     if (S->exit_known)
@@ -513,7 +514,7 @@ kg__guard_after_stop(kg_sup_t *S)
                "kguard starts a fresh kernel", how);
     kg_pending_entry_t *run = kg_pending_running(S->pending);
     cJSON *parent = run ? cJSON_Duplicate(run->header, 1) : NULL;
-    kg_policy_action_t act = kg_policy_decide(S->policy, kg__now_ms(), NULL, &delay, &reason);
+    kg_policy_action_t act = kg_policy_decide(S->policy, kg_clock_mono_ms(), NULL, &delay, &reason);
     kg_notice_info_t info;
     s_fill_info(S, &info);
     info.family = NULL;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_log.h"
 
@@ -39,7 +40,7 @@ s_start_helper(kg_sup_t *S, kg__helper_t *h, char *const *argv, const char *what
   int rc = kg_child_spawn(&opts, &h->child);
   if (rc)
     kg_warning("unable to start the %s (%s): %s", what, argv[0], kg_strerror(rc));
-  h->deadline_ms = kg__now_ms() + KG__HELPER_TIMEOUT_MS;
+  h->deadline_ms = kg_clock_mono_ms() + KG__HELPER_TIMEOUT_MS;
 }
 
 /*  Versions (Python, torch, CUDA/HIP, device) from a separate process:
@@ -109,7 +110,7 @@ kg__guard_start_restore(kg_sup_t *S)
   }
   int64_t t = kg_diagnosis_fault_time(S->diag);
   if (t < 0)
-    t = kg__wall_ms();
+    t = kg_clock_wall_ms();
   char before[32], into[PATH_MAX + 64];
   snprintf(before, sizeof before, "%lld", (long long) t);
   snprintf(into, sizeof into, "%s/restored/%s", S->state_dir, kg_incident_id(S->incident));

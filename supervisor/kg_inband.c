@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kg_clock.h"
 #include "kg_log.h"
 
 const char *
@@ -40,7 +41,7 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
                    S->diagnostic ? " (diagnostic, not for timing)" : "",
                    S->child ? (long) kg_child_pid(S->child) : -1L,
                    kg_policy_restart_count(S->policy),
-                   kg_policy_restarts_in_window(S->policy, kg__now_ms()),
+                   kg_policy_restarts_in_window(S->policy, kg_clock_mono_ms()),
                    S->diagnostic ? kg__diag_label(S) : "off", S->state_dir, S->ckpt_dir,
                    S->kernel_log_path);
   if (n > 0 && (size_t) n < len && S->incident)
@@ -86,7 +87,7 @@ kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
   strtok_r(line, " \t\r", &save);
   const char *cmd = strtok_r(NULL, " \t\r", &save);
   const char *opt = cmd ? strtok_r(NULL, " \t\r", &save) : NULL;
-  kg_pending_entry_t *e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+  kg_pending_entry_t *e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
   if (!e)
     return true;
   if (cmd && strcmp(cmd, "status") == 0 && !opt) {

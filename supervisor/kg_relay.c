@@ -27,6 +27,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_log.h"
 
@@ -204,7 +205,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   kg_pending_entry_t *e = NULL;
 
   if (ch == KG_CH_CONTROL && strcmp(type, "shutdown_request") == 0) {
-    e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
     free(S->shutdown_msg_id);
     S->shutdown_msg_id = e ? strdup(e->msg_id) : NULL;
     const cJSON *restart = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
@@ -229,7 +230,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   if (ch == KG_CH_CONTROL && strcmp(type, "interrupt_request") == 0
       && !S->inner_message_interrupts) {
     /* The inner kernel takes interrupts as signals (ipykernel's default). */
-    e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
     if (S->child && !kg_child_exited(S->child) && kg_state_gate_open(S->state)) {
       kg_info("interrupt_request: SIGINT to the kernel's process group");
       kg_child_kill_group(S->child, SIGINT);
@@ -244,7 +245,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   }
   if (strcmp(type, "kernel_info_request") == 0 && !kg_state_gate_open(S->state)
       && (S->info_cache || S->state == KG_ST_DOWN)) {
-    e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
     if (e)
       kg__answer_kernel_info(S, e);
     return;
@@ -260,12 +261,12 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     return;
   }
   if (S->state == KG_ST_DOWN && !inband) {
-    if (is_request && (e = kg_pending_add(S->pending, msg, ch, kg__now_ms())))
+    if (is_request && (e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms())))
       s_deliver(S, ch, msg, e);
     return;
   }
   if (is_request && !inband) {
-    e = kg_pending_add(S->pending, msg, ch, kg__now_ms());
+    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
     if (!e) {
       S->n_malformed++;
       kg_warning("dropped a %s: unable to record it", type);
@@ -276,7 +277,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     s_deliver(S, ch, msg, e);
     return;
   }
-  if (inband && !(e = kg_pending_add(S->pending, msg, ch, kg__now_ms()))) {
+  if (inband && !(e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms()))) {
     S->n_malformed++;
     return;
   }
@@ -478,7 +479,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
         && strcmp(e->msg_type, "execute_request") == 0)
       snprintf(S->running_id, sizeof S->running_id, "%s", parent);
     if (state && strcmp(state, "idle") == 0 && e && e->forwarded && !e->idle_ms)
-      e->idle_ms = kg__now_ms();   /* idle before (or without) its reply */
+      e->idle_ms = kg_clock_mono_ms();   /* idle before (or without) its reply */
     if (state && strcmp(state, "idle") == 0 && S->abort_idle_id[0]
         && strcmp(parent, S->abort_idle_id) == 0) {
       S->abort_idle_id[0] = '\0';
@@ -595,7 +596,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
     if (S->state == KG_ST_EXITING && strcmp(type, "shutdown_reply") == 0
         && S->exit_phase == KG__EXIT_WAIT_REPLY) {
       S->exit_phase = KG__EXIT_WAIT_CHILD;
-      S->exit_deadline_ms = kg__now_ms() + 300;
+      S->exit_deadline_ms = kg_clock_mono_ms() + 300;
     }
   }
   if (ends_flight && S->state == KG_ST_READY) {
@@ -608,7 +609,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
          probe, a kernel_info_request (never aborted) sent once the kernel
          said idle for this request (so after it scheduled that event), has
          been answered: by then the event is queued ahead of anything new. */
-      S->abort_probe_ms = kg__now_ms();
+      S->abort_probe_ms = kg_clock_mono_ms();
       if (idle_seen)
         s_send_probe(S);
       else

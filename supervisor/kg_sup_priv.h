@@ -171,8 +171,6 @@ struct kg_supervisor_t {
 typedef struct kg_supervisor_t kg_sup_t;
 
 /* kg_supervisor.c */
-int64_t kg__now_ms(void);       /*  monotonic                                */
-int64_t kg__wall_ms(void);      /*  epoch ms, for fault times                */
 void kg__fire(kg_sup_t *S, kg_event_t event);
 void kg__begin_exit(kg_sup_t *S, bool wait_for_reply);
 

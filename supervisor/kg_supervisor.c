@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "kg_clock.h"
 #include "kg_cli.h"
 #include "kg_error.h"
 #include "kg_log.h"
@@ -25,22 +26,6 @@
 #include "kg_socket.h"
 
 #define KG__NUDGE_ALIVE_MS 20   /* nudge interval once the kernel has answered */
-
-int64_t
-kg__now_ms(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t
-kg__wall_ms(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ------------------------------------------------------------------------
    Set-up and teardown. */
@@ -374,8 +359,8 @@ s_start_kernel(kg_sup_t *S)
   S->got_info_reply = false;
   S->got_iopub = false;
   S->nudge_interval_ms = 50;
-  S->next_nudge_ms = kg__now_ms();
-  S->state_deadline_ms = kg__now_ms() + KG__START_TIMEOUT_MS;
+  S->next_nudge_ms = kg_clock_mono_ms();
+  S->state_deadline_ms = kg_clock_mono_ms() + KG__START_TIMEOUT_MS;
   S->stop_reason = KG__STOP_NONE;
   S->kill_sent = false;
   S->we_killed = false;
@@ -452,7 +437,7 @@ s_enter(kg_sup_t *S, kg_state_t st)
     kg__flush_held(S);
     break;
   case KG_ST_CLOSING:
-    S->state_deadline_ms = kg__now_ms() + KG__EVIDENCE_MS;
+    S->state_deadline_ms = kg_clock_mono_ms() + KG__EVIDENCE_MS;
     kg__guard_enter_closing(S);
     break;
   case KG_ST_STOPPING:
@@ -460,7 +445,7 @@ s_enter(kg_sup_t *S, kg_state_t st)
     if (S->child && !kg_child_exited(S->child)) {
       S->we_killed = true;
       kg_child_kill_group(S->child, SIGTERM);
-      S->state_deadline_ms = kg__now_ms() + KG__TERM_GRACE_MS;
+      S->state_deadline_ms = kg_clock_mono_ms() + KG__TERM_GRACE_MS;
     } else
       kg__guard_after_stop(S);
     break;
@@ -468,7 +453,7 @@ s_enter(kg_sup_t *S, kg_state_t st)
     kg__guard_start_restore(S);
     break;
   case KG_ST_BACKOFF:
-    S->state_deadline_ms = kg__now_ms() + S->backoff_ms;
+    S->state_deadline_ms = kg_clock_mono_ms() + S->backoff_ms;
     if (S->backoff_ms <= 0)
       kg__fire(S, KG_EV_TIMER);
     else
@@ -510,7 +495,7 @@ void
 kg__begin_exit(kg_sup_t *S, bool wait_for_reply)
 {
   S->state = KG_ST_EXITING;
-  int64_t now = kg__now_ms();
+  int64_t now = kg_clock_mono_ms();
   if (!S->child || kg_child_exited(S->child)) {
     S->exit_phase = KG__EXIT_DONE;
     return;
@@ -620,7 +605,7 @@ s_exit_timers(kg_sup_t *S, int64_t now)
 static void
 s_timers(kg_sup_t *S)
 {
-  int64_t now = kg__now_ms();
+  int64_t now = kg_clock_mono_ms();
   kg__guard_helpers_timers(S, now);
   switch (S->state) {
   case KG_ST_STARTING:
@@ -672,7 +657,7 @@ s_timers(kg_sup_t *S)
 static long
 s_timeout(kg_sup_t *S)
 {
-  int64_t now = kg__now_ms();
+  int64_t now = kg_clock_mono_ms();
   int64_t next = now + 60000;
   int64_t cands[4] = {0, 0, 0, 0};
   switch (S->state) {

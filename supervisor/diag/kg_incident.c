@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_file.h"
 
@@ -19,17 +20,6 @@ struct kg_incident_t {
   char id[KG_INCIDENT_ID_MAX];
   cJSON *root;
 };
-
-void
-kg_incident_iso_time(int64_t ms, char *buf, size_t size)
-{
-  time_t secs = (time_t) (ms / 1000);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  char base[32];
-  strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf, size, "%s.%03dZ", base, (int) (ms % 1000));
-}
 
 void
 kg_incident_make_id(int64_t now_ms, char *buf, size_t size)
@@ -78,7 +68,7 @@ kg_incident_new(int64_t now_ms)
   }
   kg_incident_make_id(now_ms, self->id, sizeof self->id);
   char iso[40];
-  kg_incident_iso_time(now_ms, iso, sizeof iso);
+  kg_clock_iso_ms(now_ms, iso, sizeof iso);
   s_put(self, "kguard_incident", cJSON_CreateNumber(1));
   s_put(self, "id", cJSON_CreateString(self->id));
   s_put(self, "created", cJSON_CreateString(iso));
@@ -119,7 +109,7 @@ kg_incident_set_fault_time(kg_incident_t *self, int64_t fault_ms)
   if (!t)
     return;
   char iso[40];
-  kg_incident_iso_time(fault_ms, iso, sizeof iso);
+  kg_clock_iso_ms(fault_ms, iso, sizeof iso);
   cJSON_AddStringToObject(t, "iso", iso);
   cJSON_AddNumberToObject(t, "ms", (double) fault_ms);
   s_put(self, "T", t);

@@ -38,9 +38,6 @@ typedef struct kg_incident_t kg_incident_t;
     into buf (KG_INCIDENT_ID_MAX). */
 void kg_incident_make_id(int64_t now_ms, char *buf, size_t size);
 
-/*  Format ms since the epoch as "2026-12-02T17:03:04.123Z" into buf (>= 32). */
-void kg_incident_iso_time(int64_t ms, char *buf, size_t size);
-
 /*  New record created at now_ms, with a fresh id. NULL on allocation failure. */
 kg_incident_t *kg_incident_new(int64_t now_ms);
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_paths.h"
 #include "kg_log.h"
@@ -41,14 +42,6 @@ struct kg_client_t {
   int status;                   /*  its waitpid status                     */
   int signal_fd;                /*  the caller's signalfd, or -1           */
 };
-
-int64_t
-kg_client_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /*  ------------------------------------------------------------------------
     Spawning. */
@@ -463,7 +456,7 @@ kg_client_next(kg_client_t *self, int64_t deadline_ms, kg_client_event_t *ev)
       pid_at = n;
       items[n++] = (zmq_pollitem_t) {NULL, self->pidfd, ZMQ_POLLIN, 0};
     }
-    int64_t now = kg_client_now();
+    int64_t now = kg_clock_mono_ms();
     long timeout = -1;
     if (deadline_ms >= 0)
       timeout = deadline_ms > now ? (long) (deadline_ms - now) : 0;
@@ -486,7 +479,7 @@ kg_client_next(kg_client_t *self, int64_t deadline_ms, kg_client_event_t *ev)
       }
     }
     (void) pid_at;
-    if (deadline_ms >= 0 && kg_client_now() >= deadline_ms && rc == 0) {
+    if (deadline_ms >= 0 && kg_clock_mono_ms() >= deadline_ms && rc == 0) {
       ev->kind = KG_CLIENT_TIMEOUT;
       return 0;
     }
@@ -501,7 +494,7 @@ kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, int *signo)
   bool replied = false, iopub = false;
   int64_t next_send = 0;
   while (!(replied && iopub)) {
-    int64_t now = kg_client_now();
+    int64_t now = kg_clock_mono_ms();
     if (now >= deadline_ms)
       return KG_ETIMEOUT;
     if (now >= next_send && nids < 128) {
@@ -550,7 +543,7 @@ kg_client_shutdown(kg_client_t *self, int64_t grace_ms)
   kg_client_send(self, KG_CH_CONTROL, "shutdown_request", &content, id);
   cJSON_Delete(content);
 
-  int64_t deadline = kg_client_now() + grace_ms;
+  int64_t deadline = kg_clock_mono_ms() + grace_ms;
   int stage = 0;                /*  0 asked, 1 SIGTERM sent, 2 SIGKILL sent */
   int save_fd = self->signal_fd;
   self->signal_fd = -1;         /*  a second Ctrl-C is not lost: it stays
@@ -567,7 +560,7 @@ kg_client_shutdown(kg_client_t *self, int64_t grace_ms)
       stage++;
       kill(-self->pid, stage == 1 ? SIGTERM : SIGKILL);
       kill(self->pid, stage == 1 ? SIGTERM : SIGKILL);
-      deadline = kg_client_now() + 2000;
+      deadline = kg_clock_mono_ms() + 2000;
     }
   }
   self->signal_fd = save_fd;

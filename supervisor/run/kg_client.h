@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "kg_clock.h"
 #include "kg_conninfo.h"
 #include "kg_msg.h"
 #include "kg_kernelspec.h"
@@ -58,9 +59,6 @@ typedef struct kg_client_t kg_client_t;
     launched as it is, not wrapped twice. */
 bool kg_client_spec_is_kguard(const kg_kernelspec_t *spec);
 
-/*  Monotonic clock in milliseconds. */
-int64_t kg_client_now(void);
-
 /*  Create the runtime directory and connection file, spawn the child and
     connect the sockets. On success *self_p is new, owned by the caller.
     Returns 0, or a negative code with a message in err (KG_ESPAWN when the
@@ -80,7 +78,7 @@ int kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, int *signo);
 int kg_client_send(kg_client_t *self, kg_channel_t channel, const char *msg_type,
                    cJSON **content_p, char msg_id[37]);
 
-/*  Wait for the next event, until deadline_ms (kg_client_now time; < 0:
+/*  Wait for the next event, until deadline_ms (kg_clock_mono_ms time; < 0:
     forever). Fills *event; a message in it must be destroyed by the caller.
     Returns 0 or a negative code on a polling failure. After the child has
     exited once, KG_CLIENT_EXITED is not reported again. */

@@ -1,5 +1,6 @@
 /*  kg_progress: terminal progress for `kguard run`. See kg_progress.h. */
 #include "kg_progress.h"
+#include "kg_clock.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -20,14 +21,6 @@ struct kg_progress_t {
   char short_label[64];         /*  "[3/7] cell 5"                         */
 };
 
-static int64_t
-s_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 kg_progress_t *
 kg_progress_new(FILE *out, bool quiet)
 {
@@ -38,7 +31,7 @@ kg_progress_new(FILE *out, bool quiet)
   self->quiet = quiet;
   const char *term = getenv("TERM");
   self->tty = isatty(fileno(out)) && !(term && strcmp(term, "dumb") == 0);
-  self->run_start = s_now();
+  self->run_start = kg_clock_mono_ms();
   return self;
 }
 
@@ -77,7 +70,7 @@ s_draw(kg_progress_t *self)
 {
   if (!self->tty || self->quiet)
     return;
-  int64_t ms = s_now() - self->cell_start;
+  int64_t ms = kg_clock_mono_ms() - self->cell_start;
   char line[256];
   snprintf(line, sizeof line, "%s  %lld.%llds", self->label, (long long) (ms / 1000),
            (long long) (ms % 1000 / 100));
@@ -102,7 +95,7 @@ kg_progress_cell_start(kg_progress_t *self, size_t position, size_t total, size_
            index + 1, rerun ? " (re-run)" : "", (int) n, first);
   snprintf(self->short_label, sizeof self->short_label, "[%zu/%zu] cell %zu", position,
            total, index + 1);
-  self->cell_start = s_now();
+  self->cell_start = kg_clock_mono_ms();
   self->cell_end = 0;
   if (self->quiet)
     return;
@@ -124,13 +117,13 @@ kg_progress_tick(kg_progress_t *self)
 int64_t
 kg_progress_cell_ms(const kg_progress_t *self)
 {
-  return (self->cell_end ? self->cell_end : s_now()) - self->cell_start;
+  return (self->cell_end ? self->cell_end : kg_clock_mono_ms()) - self->cell_start;
 }
 
 void
 kg_progress_cell_end(kg_progress_t *self, const char *status)
 {
-  self->cell_end = s_now();
+  self->cell_end = kg_clock_mono_ms();
   if (self->quiet)
     return;
   int64_t ms = self->cell_end - self->cell_start;

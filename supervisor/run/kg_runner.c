@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "kg_clock.h"
 #include "kg_cli.h"
 #include "kg_error.h"
 #include "kg_outputs.h"
@@ -309,12 +310,12 @@ s_execute(s_run_t *run, size_t index, s_cell_t *cell, const char *code)
     return rc;
   run->executions++;
 
-  int64_t start = kg_client_now();
+  int64_t start = kg_clock_mono_ms();
   int64_t limit = run->cfg->timeout_s > 0
                   ? start + (int64_t) (run->cfg->timeout_s * 1000) : -1;
   int64_t idle_limit = -1;
   while (!(cell->replied && cell->idle)) {
-    int64_t now = kg_client_now();
+    int64_t now = kg_clock_mono_ms();
     /*  After a reply that reports a kguard event the kernel that would
         publish idle may already be gone: wait briefly only. */
     if (cell->replied && idle_limit < 0)
@@ -715,7 +716,7 @@ kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *p
   kg_progress_event(pr, false, "kernel \"%s\" starting under kguard (pid %d)",
                     cfg->client.spec->name, (int) kg_client_pid(run.client));
   int signo = 0;
-  int64_t deadline = kg_client_now() + (int64_t) (cfg->startup_timeout_s * 1000);
+  int64_t deadline = kg_clock_mono_ms() + (int64_t) (cfg->startup_timeout_s * 1000);
   rc = kg_client_wait_ready(run.client, deadline, &signo);
   if (rc == -EINTR) {
     kg_progress_event(pr, true, "interrupted while the kernel was starting");
