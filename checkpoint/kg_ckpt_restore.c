@@ -13,6 +13,7 @@
 
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
+#include "kg_file.h"
 
 /*  Members are written straight from libarchive's block in this thread;
     verify hashes in its hasher thread meanwhile (see kg_ckpt_hasher.h), so
@@ -21,22 +22,6 @@ typedef struct {
   int rootfd;  /* the temporary directory */
   int fd;      /* member being written, or -1 */
 } s_sink_t;
-
-static int
-s_write_all(int fd, const unsigned char *p, size_t len)
-{
-  while (len > 0) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    p += n;
-    len -= (size_t) n;
-  }
-  return 0;
-}
 
 /*  Open (creating) each directory of path's parent under rootfd without
     following links; returns the parent's fd and sets *leaf. */
@@ -92,7 +77,7 @@ static int
 s_data(void *arg, const void *buf, size_t len)
 {
   s_sink_t *s = arg;
-  return s_write_all(s->fd, buf, len);
+  return kg_file_write_all(s->fd, buf, len);
 }
 
 static int
