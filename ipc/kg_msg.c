@@ -545,6 +545,15 @@ kg_msg_frame_count(const kg_msg_t *self)
   return self->nframes;
 }
 
+size_t
+kg_msg_size(const kg_msg_t *self)
+{
+  size_t total = 0;
+  for (size_t i = 0; i < self->nframes; i++)
+    total += zmq_msg_size(&self->frames[i]);
+  return total;
+}
+
 /*  Send one part; frame is consumed on success and left to the caller on
     failure. EINTR is retried: the part was not queued. */
 static int

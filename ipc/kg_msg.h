@@ -108,6 +108,10 @@ int kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags);
 /*  Total number of frames, for heartbeat echo and raw relays. */
 size_t kg_msg_frame_count(const kg_msg_t *self);
 
+/*  Total bytes of all frames as received (identities, delimiter, signature
+    and buffers included): what holding the message costs. */
+size_t kg_msg_size(const kg_msg_t *self);
+
 /*  Send every frame exactly as received (no parsing, no signing): for the
     heartbeat echo. Returns 0 or -errno. */
 int kg_msg_send_raw(kg_msg_t *self, void *socket, int flags);

@@ -22,6 +22,7 @@
 #include "kg_sup_priv.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,18 @@ s_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side, kg_c
   kg_warning("dropped a message on the %s %s channel: %s (%lu forged, %lu malformed so far)",
              side, kg_channel_name(ch), kg_strerror(rc), S->n_forged, S->n_malformed);
   return false;
+}
+
+/*  ipykernel batches output into messages of several MB. glibc keeps
+    freed blocks that size in the heap (its mmap threshold grows to the
+    largest block freed), so without a trim kguard would stay at its peak
+    for the rest of the session. Trimming once the burst is over keeps the
+    burst itself fast (blocks are reused) and the idle process small. */
+static void
+s_note_size(kg_sup_t *S, const kg_msg_t *msg)
+{
+  if (kg_msg_size(msg) >= KG__TRIM_MIN)
+    S->trim_at_ms = kg_clock_mono_ms() + KG__TRIM_DELAY_MS;
 }
 
 static void
@@ -296,6 +309,7 @@ kg__on_front(kg_sup_t *S, kg_channel_t ch)
     kg_msg_t *msg = NULL;
     if (s_recv(S, S->front[ch], "frontend", ch, &msg) <= 0)
       return;
+    s_note_size(S, msg);
     if (s_accept(S, msg, S->front_signer, "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
     kg_msg_destroy(&msg);
@@ -401,9 +415,25 @@ s_settle_evidence(kg_sup_t *S)
   kg__guard_drain_pipes(S);
 }
 
+int64_t
+kg__relay_deadline(const kg_sup_t *S)
+{
+  int64_t next = S->trim_at_ms;
+  if (S->abort_idle_id[0] || S->abort_probe_id[0]) {
+    int64_t probe = S->abort_probe_ms + KG__ABORT_PROBE_MS;
+    if (!next || probe < next)
+      next = probe;
+  }
+  return next;
+}
+
 void
 kg__relay_timers(kg_sup_t *S, int64_t now)
 {
+  if (S->trim_at_ms && now >= S->trim_at_ms) {
+    S->trim_at_ms = 0;
+    malloc_trim(0);
+  }
   /* An execute_request the kernel went idle for without replying must not
      hold the queue for ever. */
   kg_pending_entry_t *run = kg_pending_running(S->pending);
@@ -466,6 +496,16 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
   const char *parent = kg_msg_parent_id(msg);
   if (s_is_nudge(S, parent)) {
     s_check_ready(S);
+    return;
+  }
+  /* Output while READY is relayed before it is classified: classifying it
+     cannot change where it goes (a failing cell's own output is relayed in
+     CLOSING too), and a stream message can be megabytes, so parsing it
+     first would hold up the frontend and every message behind it. */
+  if (S->state == KG_ST_READY && strcmp(kg_msg_type(msg), "stream") == 0) {
+    if (kg_msg_send(msg, S->front[KG_CH_IOPUB], S->front_signer, 0) == 0)
+      S->n_relayed++;
+    kg__guard_iopub(S, msg);
     return;
   }
   const char *state = NULL;   /* execution_state of a status with a parent */
@@ -654,6 +694,7 @@ kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
       else
         s_kernel_reply(S, ch, msg);
     }
+    s_note_size(S, msg);
     kg_msg_destroy(&msg);
   }
 }

@@ -37,6 +37,8 @@
 #define KG__SHUTDOWN_REPLY_MS 1000
 #define KG__HELPER_TIMEOUT_MS 30000
 #define KG__ABORT_PROBE_MS 2000   /*  after an error reply: wait for the probe */
+#define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
+#define KG__TRIM_DELAY_MS 500     /*  ... frees memory this long after the last */
 
 /*  Why the current kernel is being stopped. */
 typedef enum {
@@ -146,6 +148,7 @@ struct kg_supervisor_t {
                                     reply is awaited before the next request
                                     goes in (kg_relay.c)                     */
   int64_t abort_probe_ms;       /*  when that error reply came               */
+  int64_t trim_at_ms;           /*  give freed message memory back then      */
   int exit_status;              /*  wait status of the stopped kernel        */
   bool exit_known;              /*  it ended by itself (not killed by us)    */
   bool we_killed;               /*  STOPPING signalled it                    */
@@ -182,6 +185,7 @@ void kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p);
 void kg__flush_held(kg_sup_t *S);
 void kg__doom_queue(kg_sup_t *S);
 void kg__relay_timers(kg_sup_t *S, int64_t now);
+int64_t kg__relay_deadline(const kg_sup_t *S);
 void kg__send_nudge(kg_sup_t *S);
 
 /* kg_synth.c */

@@ -659,7 +659,7 @@ s_timeout(kg_sup_t *S)
 {
   int64_t now = kg_clock_mono_ms();
   int64_t next = now + 60000;
-  int64_t cands[4] = {0, 0, 0, 0};
+  int64_t cands[5] = {0, 0, 0, 0, kg__relay_deadline(S)};
   switch (S->state) {
   case KG_ST_STARTING:
     cands[0] = S->state_deadline_ms;
@@ -681,7 +681,7 @@ s_timeout(kg_sup_t *S)
     cands[2] = S->ckpt.deadline_ms;
   if (S->probe.child)
     cands[3] = S->probe.deadline_ms;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     if (cands[i] > 0 && cands[i] < next)
       next = cands[i];
   return next <= now ? 0 : (long) (next - now);
