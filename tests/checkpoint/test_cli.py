@@ -203,3 +203,30 @@ def test_sigkill_mid_seal_leaves_no_final_file(tmp_path, keyenv, payload):
     rows = listing(ck)
     assert [r["status"] for r in rows].count("leftover") == 1
     assert [r["step"] for r in rows if r["status"] == "valid"] == [1]
+
+
+def test_ckpt_commands_find_their_helper(tmp_path, keyenv, payload):
+    """`kguard ckpt`/`keygen` exec kguard-ckpt: beside kguard (build tree) or
+    in ../libexec/kguard (installed); without it, a clear error naming it."""
+    import shutil
+    helper = os.path.join(os.path.dirname(os.path.realpath(BIN)), "kguard-ckpt")
+    installed = tmp_path / "prefix"
+    (installed / "bin").mkdir(parents=True)
+    (installed / "libexec" / "kguard").mkdir(parents=True)
+    shutil.copy2(os.path.realpath(BIN), installed / "bin" / "kguard")
+    shutil.copy2(helper, installed / "libexec" / "kguard" / "kguard-ckpt")
+    p = subprocess.run([str(installed / "bin" / "kguard"), "ckpt", "seal", str(payload),
+                        "--step", "3", "-o", str(tmp_path / "a.tar")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([str(installed / "bin" / "kguard"), "ckpt", "verify", str(tmp_path / "a.tar")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+
+    os.unlink(installed / "libexec" / "kguard" / "kguard-ckpt")
+    fresh = tmp_path / "fresh-keys"
+    p = subprocess.run([str(installed / "bin" / "kguard"), "keygen"], capture_output=True,
+                       text=True, timeout=60, env={**os.environ, "KGUARD_KEY_DIR": str(fresh)})
+    assert p.returncode == 111
+    assert "kguard-ckpt" in p.stderr and "libexec/kguard" in p.stderr
+    assert not fresh.exists()   # nothing was done without the helper
