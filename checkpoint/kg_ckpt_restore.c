@@ -5,22 +5,30 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kg_ckpt_hashpool.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 #include "kg_file.h"
 
 /*  Members are written straight from libarchive's block in this thread;
-    verify hashes in its hasher thread meanwhile (see kg_ckpt_hasher.h), so
-    on two cores the writes overlap the hashing without another copy. */
+    the hash pool's workers read each file back as it grows and check its
+    digest, several members at once (kg_ckpt_hashpool.h). Nothing is
+    renamed into place before every digest matched. */
 typedef struct {
-  int rootfd;  /* the temporary directory */
-  int fd;      /* member being written, or -1 */
+  int rootfd;                        /* the temporary directory            */
+  int fd;                            /* member being written, or -1        */
+  uint64_t written;                  /* of that member                     */
+  kg_ckpt_hashpool_t *pool;
+  kg_ckpt_hashjob_t *job;            /* that member's check                */
+  const kg_ckpt_member_t **members;  /* by job index, for the report       */
+  size_t nmembers, cap;
 } s_sink_t;
 
 /*  Open (creating) each directory of path's parent under rootfd without
@@ -67,17 +75,38 @@ s_begin(void *arg, const kg_ckpt_member_t *m)
   int dirfd = s_open_parent(s->rootfd, m->path, &leaf);
   if (dirfd < 0)
     return dirfd;
-  s->fd = openat(dirfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  /* Read-write: the pool reads it back through a duplicate. */
+  s->fd = openat(dirfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   int e = -errno;
   close(dirfd);
-  return s->fd < 0 ? e : 0;
+  if (s->fd < 0)
+    return e;
+  if (s->nmembers == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    const kg_ckpt_member_t **members = realloc(s->members, cap * sizeof *members);
+    if (!members)
+      return -ENOMEM;
+    s->members = members;
+    s->cap = cap;
+  }
+  s->job = kg_ckpt_hashpool_add(s->pool, s->fd, m->size, m->digest, s->nmembers);
+  if (!s->job)
+    return -errno;
+  s->members[s->nmembers++] = m;
+  s->written = 0;
+  return 0;
 }
 
 static int
 s_data(void *arg, const void *buf, size_t len)
 {
   s_sink_t *s = arg;
-  return kg_file_write_all(s->fd, buf, len);
+  int rc = kg_file_write_all(s->fd, buf, len);
+  if (rc == 0) {
+    s->written += len;
+    kg_ckpt_hashpool_progress(s->pool, s->job, s->written);
+  }
+  return rc;
 }
 
 static int
@@ -87,6 +116,16 @@ s_end(void *arg, const kg_ckpt_member_t *m)
   s_sink_t *s = arg;
   int rc = close(s->fd) < 0 ? -errno : 0;
   s->fd = -1;
+  return rc;
+}
+
+static int
+s_finish(void *arg, const kg_ckpt_member_t **bad)
+{
+  s_sink_t *s = arg;
+  size_t index = 0;
+  int rc = kg_ckpt_hashpool_finish(s->pool, &index);
+  *bad = rc != 0 && index < s->nmembers ? s->members[index] : NULL;
   return rc;
 }
 
@@ -139,14 +178,22 @@ kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
     return report->rc = e;
   }
   int rootfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  kg_ckpt_hashpool_t *pool = NULL;
   int rc;
   if (rootfd < 0) {
     rc = report->rc = -errno;
     snprintf(report->reason, sizeof report->reason, "opening '%.300s': %s", tmp, strerror(errno));
+  } else if (!(pool = kg_ckpt_hashpool_new())) {
+    rc = report->rc = KG_ENOMEM;
+    snprintf(report->reason, sizeof report->reason, "cannot start the hashing threads");
+    close(rootfd);
   } else {
-    s_sink_t s = {.rootfd = rootfd, .fd = -1};
-    kg_ckpt_sink_t sink = {.arg = &s, .begin = s_begin, .data = s_data, .end = s_end};
+    s_sink_t s = {.rootfd = rootfd, .fd = -1, .pool = pool};
+    kg_ckpt_sink_t sink = {.arg = &s, .begin = s_begin, .data = s_data, .end = s_end,
+                           .finish = s_finish};
     rc = kg_ckpt_verify(archive, pk, 0, &sink, report);
+    kg_ckpt_hashpool_destroy(&pool);   /* stops the workers on an early error */
+    free(s.members);
     if (s.fd >= 0) /* a member cut short by an error */
       close(s.fd);
     if (rc == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) < 0) {

@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kg_ckpt_hasher.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 #include "kg_keys.h"
@@ -175,13 +174,13 @@ done:
 
 /* ---- kguard archives --------------------------------------------------- */
 
-/*  With a sink (restore), hashing runs in the hasher's thread while this
-    one reads and the sink writes; plain verify has nothing to overlap with
-    and hashes here, saving the copy into the hasher's blocks. */
+/*  Plain verify hashes here, as the data streams past. A sink with finish
+    (restore) hashes what it wrote in its own threads and is asked at the
+    end. */
 static int
-s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
-                 kg_ckpt_hasher_t *hasher)
+s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink)
 {
+  bool sink_hashes = sink && sink->finish;
   kg_ckpt_manifest_t *m = r->manifest;
   struct archive_entry *e;
   int h;
@@ -227,16 +226,8 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
         return s_set(r, KG_ECKPT_UNSAFE, name,
                      "member '%s' holds more than its manifest size", name);
       got += len;
-      if (hasher) {
-        for (size_t done = 0; done < len;) {
-          size_t n = len - done < KG_CKPT_HASHER_BLOCK ? len - done : KG_CKPT_HASHER_BLOCK;
-          memcpy(kg_ckpt_hasher_slot(hasher), (const char *) buf + done, n);
-          kg_ckpt_hasher_push(hasher, n);
-          done += n;
-        }
-      } else {
+      if (!sink_hashes)
         crypto_generichash_update(&st, buf, len);
-      }
       if (sink && sink->data && (rc = sink->data(sink->arg, buf, len)) < 0)
         return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
     }
@@ -245,16 +236,13 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
     if (got != mem->size)
       return s_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after %llu of %llu bytes",
                    name, (unsigned long long) got, (unsigned long long) mem->size);
-    unsigned char digest[KG_CKPT_DIGEST_BYTES];
-    if (hasher) {
-      kg_ckpt_hasher_end(hasher, digest);
-      kg_ckpt_hasher_wait(hasher);
-    } else {
+    if (!sink_hashes) {
+      unsigned char digest[KG_CKPT_DIGEST_BYTES];
       crypto_generichash_final(&st, digest, sizeof digest);
+      if (sodium_memcmp(digest, mem->digest, sizeof digest) != 0)
+        return s_set(r, KG_ECKPT_CORRUPT, name, "member '%s' does not match its digest",
+                     name);
     }
-    if (sodium_memcmp(digest, mem->digest, sizeof digest) != 0)
-      return s_set(r, KG_ECKPT_CORRUPT, name, "member '%s' does not match its digest",
-                   name);
     if (sink && sink->end && (rc = sink->end(sink->arg, mem)) < 0)
       return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
   }
@@ -264,6 +252,16 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
     if (!m->members[i].seen)
       return s_set(r, KG_ECKPT_TRUNC, m->members[i].path,
                    "listed member '%s' is missing", m->members[i].path);
+  if (sink_hashes) {
+    const kg_ckpt_member_t *bad = NULL;
+    int rc = sink->finish(sink->arg, &bad);
+    const char *name = bad ? bad->path : NULL;
+    if (rc == KG_ECKPT_CORRUPT && name)
+      return s_set(r, rc, name, "member '%s' does not match its digest", name);
+    if (rc != 0)
+      return s_set(r, rc, name, "restoring '%s': %s", name ? name : "the archive",
+                   kg_strerror(rc));
+  }
   return s_set(r, 0, NULL, "valid");
 }
 
@@ -414,10 +412,7 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
     if (flags & KG_CKPT_VERIFY_MANIFEST_ONLY) {
       rc = s_set(r, 0, NULL, "manifest authenticated");
     } else {
-      kg_ckpt_hasher_t *h = sink ? kg_ckpt_hasher_new() : NULL;
-      rc = sink && !h ? s_set(r, KG_ENOMEM, NULL, "out of memory")
-                      : s_verify_payload(a, r, sink, h);
-      kg_ckpt_hasher_destroy(&h);
+      rc = s_verify_payload(a, r, sink);
     }
   }
   archive_read_free(a);

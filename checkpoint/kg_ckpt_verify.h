@@ -8,13 +8,13 @@
     size equal to the manifest size) before its data is read, and the data is
     hashed (BLAKE2b-256) as it streams past; the manifest's sizes cap what is
     ever decompressed. Memory use is bounded by the manifest cap plus the
-    reader's 1 MiB block (plus the hasher's 4 x 1 MiB ring when a sink is
-    given: hashing then runs in a second thread while the sink writes),
-    whatever the archive size.
+    reader's 1 MiB block, whatever the archive size.
 
-    A sink, when given, receives each member's bytes as they are verified
+    A sink, when given, receives each member's bytes as they are read
     (restore uses it); it must not treat anything as final until verify
-    returns 0.
+    returns 0. A sink with `finish` checks the digests itself (restore
+    hashes the files it wrote, several at once: kg_ckpt_hashpool.h); verify
+    then hashes nothing, and says valid only if finish agrees.
 */
 #ifndef KG_CKPT_VERIFY_H
 #define KG_CKPT_VERIFY_H
@@ -45,8 +45,14 @@ typedef struct {
   int (*begin)(void *arg, const kg_ckpt_member_t *member);
   /* Called with each block of that member's data, in order. */
   int (*data)(void *arg, const void *buf, size_t len);
-  /* Called once the member's digest matched. */
+  /* Called after the member's last byte: once its digest matched, or, for
+     a sink with finish, before its digest is known. */
   int (*end)(void *arg, const kg_ckpt_member_t *member);
+  /* Optional. Called once, after every member passed every other check:
+     return 0 when every member's digest matched, KG_ECKPT_CORRUPT with *bad
+     set to the first one that did not, or a negative code (with *bad set
+     to the member concerned, or NULL). */
+  int (*finish)(void *arg, const kg_ckpt_member_t **bad);
 } kg_ckpt_sink_t;
 
 typedef struct {
