@@ -176,6 +176,10 @@ typedef struct kg_supervisor_t kg_sup_t;
 /* kg_supervisor.c */
 void kg__fire(kg_sup_t *S, kg_event_t event);
 void kg__begin_exit(kg_sup_t *S, bool wait_for_reply);
+void kg__enter(kg_sup_t *S, kg_state_t st);   /* a state's entry action */
+void kg__on_signal(kg_sup_t *S);              /* drain the signalfd */
+void kg__timers(kg_sup_t *S);                 /* act on deadlines reached */
+long kg__timeout_ms(kg_sup_t *S);             /* until the next deadline */
 
 /* kg_relay.c */
 void kg__on_front(kg_sup_t *S, kg_channel_t ch);

@@ -1,0 +1,191 @@
+/*  kg_loop: kg_supervisor_run, the one event loop of a kguard kernel: a
+    poll(2) over the ZeroMQ sockets' ZMQ_FD, the signalfd, the kernel's
+    stdout/stderr pipes and the helper children's pipes, with the earliest
+    deadline as its timeout. Part of the kg_supervisor class (its private
+    interface is kg_sup_priv.h). */
+#include "kg_sup_priv.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "kg_cli.h"
+#include "kg_log.h"
+
+/* ------------------------------------------------------------------------
+   The loop.
+
+   poll(2) over the sockets' ZMQ_FD instead of zmq_poll: zmq_poll asks every
+   socket for ZMQ_EVENTS twice per wait (a first non-blocking pass, then
+   again after the wake-up), and each of those costs a getpid and a poll
+   system call inside libzmq: ~34 system calls per wake-up with eight
+   sockets, most of kguard's cost per relayed message. Here only the sockets
+   that can have something are asked: those whose fd woke up, those whose
+   handler stopped before a receive said EAGAIN (a batch cut short) and
+   those a message was sent on (a send may process the socket's commands and
+   so consume the fd's edge-triggered readiness). kg_msg's observer reports
+   both. */
+
+enum { S_FRONT, S_KERN, S_SIG, S_PIPE, S_HELPER };
+#define S_ZSOCKS 8   /* four frontend sockets read, four kernel sockets */
+
+typedef struct {
+  kg_sup_t *S;
+  void *sock[S_ZSOCKS];   /* socket seen in each slot (to notice new ones) */
+  bool check[S_ZSOCKS];   /* ask ZMQ_EVENTS before waiting                 */
+  bool drained[S_ZSOCKS]; /* the last receive said EAGAIN                  */
+} s_zset_t;
+
+static const kg_channel_t s_front_ch[4] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN, KG_CH_HB};
+static const kg_channel_t s_kern_ch[4] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN, KG_CH_IOPUB};
+
+static void *
+s_slot_socket(kg_sup_t *S, int slot)
+{
+  return slot < 4 ? S->front[s_front_ch[slot]] : S->kern[s_kern_ch[slot - 4]];
+}
+
+static void
+s_on_socket_op(void *socket, kg_msg_op_t op, int rc, void *arg)
+{
+  s_zset_t *z = arg;
+  for (int i = 0; i < S_ZSOCKS; i++) {
+    if (z->sock[i] != socket)
+      continue;
+    if (op == KG_MSG_OP_SEND)
+      z->check[i] = true;
+    else
+      z->drained[i] = rc == -EAGAIN;
+  }
+}
+
+/*  True if the socket has a message to read now. ZMQ_EVENTS processes the
+    socket's pending commands, so afterwards its fd is a fresh edge. */
+static bool
+s_readable(void *socket)
+{
+  int events = 0;
+  size_t len = sizeof events;
+  return zmq_getsockopt(socket, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN);
+}
+
+int
+kg_supervisor_run(kg_supervisor_t *S)
+{
+  s_zset_t z = {.S = S};
+  kg_msg_set_observer(s_on_socket_op, &z);
+
+  /* M2: `starting` once, at process start. */
+  kg__publish_status(S, NULL, "starting");
+  kg__enter(S, S->state);
+
+  struct pollfd items[24];
+  int kinds[24], args[24];
+  bool ready[S_ZSOCKS];
+  while (S->running) {
+    if (S->state == KG_ST_EXITING && S->exit_phase == KG__EXIT_DONE)
+      break;
+    int n = 0;
+    bool pending = false;
+    for (int slot = 0; slot < S_ZSOCKS; slot++) {
+      void *sock = s_slot_socket(S, slot);
+      if (sock != z.sock[slot]) {
+        z.sock[slot] = sock;   /* a new kernel's socket: may already have input */
+        z.check[slot] = sock != NULL;
+      }
+      if (!sock)
+        continue;
+      int fd = -1;
+      size_t len = sizeof fd;
+      if (zmq_getsockopt(sock, ZMQ_FD, &fd, &len) != 0)
+        continue;
+      pending = pending || z.check[slot];
+      items[n] = (struct pollfd){.fd = fd, .events = POLLIN};
+      kinds[n] = slot < 4 ? S_FRONT : S_KERN;
+      args[n++] = slot;
+    }
+    items[n] = (struct pollfd){.fd = kg_sigsrc_fd(S->sig), .events = POLLIN};
+    kinds[n++] = S_SIG;
+    if (S->child) {
+      for (int which = 1; which <= 2; which++) {
+        int fd = which == 1 ? kg_child_stdout_fd(S->child) : kg_child_stderr_fd(S->child);
+        if (fd < 0)
+          continue;
+        items[n] = (struct pollfd){.fd = fd, .events = POLLIN};
+        kinds[n] = S_PIPE;
+        args[n++] = which;
+      }
+    }
+    kg__helper_t *helpers[2] = {&S->ckpt, &S->probe};
+    for (int i = 0; i < 2; i++) {
+      if (!helpers[i]->child || kg_child_stdout_fd(helpers[i]->child) < 0)
+        continue;
+      items[n] = (struct pollfd){.fd = kg_child_stdout_fd(helpers[i]->child),
+                                 .events = POLLIN};
+      kinds[n] = S_HELPER;
+      args[n++] = kg_child_stdout_fd(helpers[i]->child);
+    }
+
+    int rc = poll(items, (nfds_t) n, pending ? 0 : (int) kg__timeout_ms(S));
+    if (rc < 0) {
+      if (errno == EINTR)
+        continue;
+      kg_error("poll failed: %s", strerror(errno));
+      S->exit_code = KG_EXIT_SYSTEM;
+      break;
+    }
+    for (int i = 0; i < n; i++)
+      if ((kinds[i] == S_FRONT || kinds[i] == S_KERN) && items[i].revents)
+        z.check[args[i]] = true;
+    for (int slot = 0; slot < S_ZSOCKS; slot++) {
+      ready[slot] = false;
+      if (!z.check[slot] || !z.sock[slot])
+        continue;
+      z.check[slot] = false;
+      ready[slot] = s_readable(z.sock[slot]);
+    }
+    /* Signals first: a dead child must be known before its last messages
+       are judged. Then the kernel side, then the frontend. */
+    for (int i = 0; i < n; i++)
+      if (kinds[i] == S_SIG && items[i].revents)
+        kg__on_signal(S);
+    /* The kernel's messages before its raw pipes: a reply that is already
+       here was sent before what the pipes say now. A handler takes a
+       bounded batch: unless its last receive found the socket empty, the
+       socket is looked at again before the next wait. */
+    for (int slot = 4; slot < S_ZSOCKS; slot++)
+      if (ready[slot] && S->kern[s_kern_ch[slot - 4]] == z.sock[slot]) {
+        z.drained[slot] = false;
+        kg__on_kernel(S, s_kern_ch[slot - 4]);
+        if (!z.drained[slot])
+          z.check[slot] = true;
+      }
+    for (int i = 0; i < n; i++) {
+      if (!items[i].revents)
+        continue;
+      if (kinds[i] == S_PIPE)
+        kg__guard_drain_pipes(S);
+      else if (kinds[i] == S_HELPER)
+        kg__guard_helpers_poll(S, args[i]);
+    }
+    for (int slot = 0; slot < 4; slot++) {
+      if (!ready[slot] || S->front[s_front_ch[slot]] != z.sock[slot])
+        continue;
+      z.drained[slot] = false;
+      if (s_front_ch[slot] == KG_CH_HB)
+        kg__on_hb(S);
+      else
+        kg__on_front(S, s_front_ch[slot]);
+      if (!z.drained[slot])
+        z.check[slot] = true;
+    }
+    kg__timers(S);
+  }
+  kg_msg_set_observer(NULL, NULL);
+  kg_notice("kguard exiting: %lu relayed, %lu forged or unsigned, %lu malformed, "
+            "%lu oversized, %lu unroutable messages dropped",
+            S->n_relayed, S->n_forged, S->n_malformed, S->n_oversized, S->n_unrouted);
+  return S->exit_code;
+}
