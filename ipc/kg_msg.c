@@ -19,6 +19,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sodium.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,6 +42,8 @@ struct kg_msg_t {
   size_t nident;
   cJSON *json[4];               /*  parsed dict frames, lazily              */
   bool json_tried[4];           /*  parse attempted (and maybe failed)      */
+  const kg_signer_t *presigned; /*  presig is valid for this signer         */
+  char presig[65];
   zmq_msg_t inline_frames[KG_MSG_INLINE];
 };
 
@@ -215,8 +218,60 @@ s_dict_frames(const kg_msg_t *self, kg_frame_t parts[4])
     parts[i] = s_frame(self, self->nident + 2 + (size_t) i);
 }
 
+/*  The second thread of kg_msg_parse_resign: one job at a time, handed
+    over under the lock; the caller waits for it before going on, so the
+    event loop stays single-threaded in effect. Started on first use. */
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  pthread_once_t once;
+  bool ok;                      /*  the thread runs                          */
+  bool posted, done;
+  kg_signer_t *signer;
+  kg_frame_t parts[4];
+  char *out;
+} s_ps = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+        .once = PTHREAD_ONCE_INIT};
+
+static void *
+s_presigner(void *arg)
+{
+  (void) arg;
+  pthread_mutex_lock(&s_ps.lock);
+  for (;;) {
+    while (!s_ps.posted)
+      pthread_cond_wait(&s_ps.cond, &s_ps.lock);
+    pthread_mutex_unlock(&s_ps.lock);
+    kg_signer_sign(s_ps.signer, s_ps.parts, s_ps.out);
+    pthread_mutex_lock(&s_ps.lock);
+    s_ps.posted = false;
+    s_ps.done = true;
+    pthread_cond_broadcast(&s_ps.cond);
+  }
+  return NULL;
+}
+
+static void
+s_presigner_start(void)
+{
+  pthread_t t;
+  sigset_t all, old;
+  sigfillset(&all);   /* signals stay with the loop's signalfd */
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  s_ps.ok = pthread_create(&t, NULL, s_presigner, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (s_ps.ok)
+    pthread_detach(t);
+}
+
 int
 kg_msg_parse(kg_msg_t *self, kg_signer_t *signer)
+{
+  return kg_msg_parse_resign(self, signer, NULL);
+}
+
+int
+kg_msg_parse_resign(kg_msg_t *self, kg_signer_t *signer, kg_signer_t *resign_with)
 {
   if (self->split)
     return KG_EUSAGE;
@@ -234,7 +289,32 @@ kg_msg_parse(kg_msg_t *self, kg_signer_t *signer)
   kg_frame_t parts[4];
   s_dict_frames(self, parts);
   kg_frame_t sig = s_frame(self, d + 1);
+  size_t dict_bytes = parts[0].size + parts[1].size + parts[2].size + parts[3].size;
+  bool presign = resign_with && kg_signer_enabled(resign_with)
+                 && dict_bytes >= KG_MSG_PRESIGN_MIN;
+  if (presign) {
+    pthread_once(&s_ps.once, s_presigner_start);
+    presign = s_ps.ok;
+  }
+  if (presign) {
+    pthread_mutex_lock(&s_ps.lock);
+    s_ps.signer = resign_with;
+    memcpy(s_ps.parts, parts, sizeof s_ps.parts);
+    s_ps.out = self->presig;
+    s_ps.done = false;
+    s_ps.posted = true;
+    pthread_cond_broadcast(&s_ps.cond);
+    pthread_mutex_unlock(&s_ps.lock);
+  }
   int rc = kg_signer_verify(signer, sig.data, sig.size, parts);
+  if (presign) {
+    pthread_mutex_lock(&s_ps.lock);
+    while (!s_ps.done)
+      pthread_cond_wait(&s_ps.cond, &s_ps.lock);
+    pthread_mutex_unlock(&s_ps.lock);
+    if (rc == 0)
+      self->presigned = resign_with;
+  }
   if (rc != 0)
     return rc;
   self->split = true;
@@ -486,6 +566,7 @@ kg_msg_set_json(kg_msg_t *self, kg_part_t part, const cJSON *json)
   zmq_msg_t *slot = &self->frames[self->nident + 2 + (size_t) part];
   zmq_msg_close(slot);
   *slot = frame;
+  self->presigned = NULL;   /* signed bytes changed */
   /*  If the caller edited our own parsed copy, it now matches the frame:
       keep it. Anything else invalidates it. */
   if (self->json[part] != json) {
@@ -604,10 +685,14 @@ kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags)
 {
   if (!self->split)
     return -EINVAL;
-  kg_frame_t parts[4];
-  s_dict_frames(self, parts);
   char sig[65];
-  kg_signer_sign(signer, parts, sig);
+  if (self->presigned && self->presigned == signer) {
+    memcpy(sig, self->presig, sizeof sig);
+  } else {
+    kg_frame_t parts[4];
+    s_dict_frames(self, parts);
+    kg_signer_sign(signer, parts, sig);
+  }
 
   /*  Only the first part may fail with EAGAIN under ZMQ_DONTWAIT; once it is
       queued zmq accepts the rest of the message atomically. */

@@ -47,6 +47,16 @@ int kg_msg_recv(void *socket, int flags, kg_msg_t **msg_p);
     sequence with no delimiter (heartbeat) do not call it. */
 int kg_msg_parse(kg_msg_t *self, kg_signer_t *signer);
 
+/*  kg_msg_parse, for a message that will be relayed re-signed with
+    resign_with: when the dict frames are large (KG_MSG_PRESIGN_MIN bytes or
+    more), the relay's signature is computed in a second thread while this
+    one checks the received signature, and kept for kg_msg_send with that
+    signer (until a dict frame is replaced). A multi-MB output message then
+    costs one HMAC pass of delay instead of two. Same returns; the kept
+    signature is dropped unless the check passed. */
+#define KG_MSG_PRESIGN_MIN (1u << 20)
+int kg_msg_parse_resign(kg_msg_t *self, kg_signer_t *signer, kg_signer_t *resign_with);
+
 /*  Create a new message to send. The header is made here: a fresh uuid4
     msg_id, msg_type, session, username "kguard", date (ISO 8601, UTC) and
     version "5.3". parent_header is copied (NULL means {}); the content is

@@ -83,11 +83,13 @@ s_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_msg_t **
   }
 }
 
-/*  Parse and check a received message; on failure count, log, return false. */
+/*  Parse and check a received message (a large one is re-signed for the
+    other side meanwhile); on failure count, log, return false. */
 static bool
-s_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side, kg_channel_t ch)
+s_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, kg_signer_t *resign_with,
+         const char *side, kg_channel_t ch)
 {
-  int rc = kg_msg_parse(msg, signer);
+  int rc = kg_msg_parse_resign(msg, signer, resign_with);
   if (rc == 0)
     rc = kg_msg_check_header(msg);
   if (rc == 0)
@@ -310,7 +312,7 @@ kg__on_front(kg_sup_t *S, kg_channel_t ch)
     if (s_recv(S, S->front[ch], "frontend", ch, &msg) <= 0)
       return;
     s_note_size(S, msg);
-    if (s_accept(S, msg, S->front_signer, "frontend", ch))
+    if (s_accept(S, msg, S->front_signer, S->inner_signer, "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
     kg_msg_destroy(&msg);
   }
@@ -683,7 +685,7 @@ kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
     kg_msg_t *msg = NULL;
     if (s_recv(S, socket, "kernel", ch, &msg) <= 0)
       return;
-    if (s_accept(S, msg, S->inner_signer, "kernel", ch)) {
+    if (s_accept(S, msg, S->inner_signer, S->front_signer, "kernel", ch)) {
       const char *session = kg_msg_session(msg);
       if (session && *session && strcmp(session, S->session) != 0)
         snprintf(S->session, sizeof S->session, "%s", session);
