@@ -77,6 +77,7 @@ s_alloc(void)
   self->cap = KG_MSG_INLINE;
   self->split = false;
   self->nident = 0;
+  self->presigned = NULL;
   for (int i = 0; i < 4; i++) {
     self->json[i] = NULL;
     self->json_tried[i] = false;

@@ -780,6 +780,24 @@ KG_TEST(resign_large)
   KG_CHECK(s_sent_sig_is(want_out));
   kg_msg_destroy(&m);
 
+  /*  A message received after one that kept a signature (malloc hands
+      back the same block) has none: a small one is signed afresh. */
+  dicts[2] = s_dicts[2];
+  content[k] = 'y';   /* another message, not a replay */
+  s_send_signed(s_a, in, 0, NULL, dicts, 0, NULL);
+  KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
+  KG_CHECK_INT(kg_msg_parse_resign(m, in, out), 0);
+  kg_msg_destroy(&m);
+  for (int i = 0; i < 4; i++)
+    parts[i] = (kg_frame_t) {s_dicts[i], strlen(s_dicts[i])};
+  kg_signer_sign(out, parts, want_out);
+  s_send_signed(s_a, in, 0, NULL, s_dicts, 0, NULL);
+  KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
+  KG_CHECK_INT(kg_msg_parse(m, in), 0);
+  KG_CHECK_INT(kg_msg_send(m, s_a, out, 0), 0);
+  KG_CHECK(s_sent_sig_is(want_out));
+  kg_msg_destroy(&m);
+
   /*  Signed with the wrong key: rejected, large or not. */
   s_send_signed(s_a, other, 0, NULL, dicts, 0, NULL);
   KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
