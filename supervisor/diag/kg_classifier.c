@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include "kg_error.h"
-#include "kg_prefilter.h"
 #include "kg_file.h"
+#include "kg_prefilter.h"
+#include "kg_regex_lit.h"
 
 #define MAX_RULES_FILE (4u * 1024u * 1024u)
 #define MAX_FIELD      8192u
@@ -323,7 +324,8 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
    must contain ("any": its list; "all": one of them; "regex": per top-level
    alternative, the longest run of plain characters that alternative always
    contains). A text with none of them cannot match any rule, whatever the
-   rules are; if a rule yields no usable literal, there is no prefilter. */
+   rules are; if a rule yields no usable literal, there is no prefilter.
+   The regex runs come from kg_regex_lit. */
 
 #define S_MIN_TRIGGER 3   /* shorter literals make the prefilter useless */
 
@@ -357,156 +359,22 @@ s_strlist_free(s_strlist_t *l)
   free(l->v);
 }
 
-/*  Index just past the bracket expression starting at re[i] == '['. */
-static size_t
-s_skip_bracket(const char *re, size_t len, size_t i)
-{
-  size_t j = i + 1;
-  if (j < len && re[j] == '^')
-    j++;
-  if (j < len && re[j] == ']')
-    j++;
-  while (j < len && re[j] != ']') {
-    if (re[j] == '[' && j + 1 < len && strchr(":.=", re[j + 1])) {
-      char end = re[j + 1];
-      j += 2;
-      while (j + 1 < len && !(re[j] == end && re[j + 1] == ']'))
-        j++;
-      j += 2;
-      continue;
-    }
-    j++;
-  }
-  return j < len ? j + 1 : len;
-}
+/*  kg_regex_literals callback: keep an alternative's literal, or note that
+    it has none long enough to be worth a prefilter. */
+typedef struct {
+  s_strlist_t *l;
+  bool *usable;
+} s_lit_ctx_t;
 
-/*  Index just past the group starting at re[i] == '('. */
-static size_t
-s_skip_group(const char *re, size_t len, size_t i)
-{
-  int depth = 0;
-  size_t j = i;
-  while (j < len) {
-    char c = re[j];
-    if (c == '\\')
-      j += 2;
-    else if (c == '[')
-      j = s_skip_bracket(re, len, j);
-    else {
-      if (c == '(')
-        depth++;
-      else if (c == ')' && --depth == 0)
-        return j + 1;
-      j++;
-    }
-  }
-  return len;
-}
-
-/*  The longest run of characters that every match of the alternative
-    re[0, len) contains literally; anything not understood ends a run, and a
-    character under a quantifier that allows zero (or is repeated) leaves it.
-    Returns the run's length (0: none), its start in out (out has len + 1). */
-static size_t
-s_branch_literal(const char *re, size_t len, char *out)
-{
-  char *cur = out + len + 1;   /* scratch after the best run */
-  size_t curlen = 0, bestlen = 0;
-  bool last_lit = false;
-#define S_END_RUN()                                                     \
-  do {                                                                  \
-    if (curlen > bestlen) {                                             \
-      memcpy(out, cur, curlen);                                         \
-      bestlen = curlen;                                                 \
-    }                                                                   \
-    curlen = 0;                                                         \
-    last_lit = false;                                                   \
-  } while (0)
-  size_t i = 0;
-  while (i < len) {
-    unsigned char c = (unsigned char) re[i];
-    if (c == '\\') {
-      if (i + 1 < len && strchr(".[](){}*+?|^$\\/-", re[i + 1]) && re[i + 1]) {
-        cur[curlen++] = re[i + 1];
-        last_lit = true;
-      } else
-        S_END_RUN();   /* \w, \b, back-references...: not a literal */
-      i += 2;
-    } else if (c == '[') {
-      S_END_RUN();
-      i = s_skip_bracket(re, len, i);
-    } else if (c == '(') {
-      S_END_RUN();
-      i = s_skip_group(re, len, i);
-    } else if (c == '*' || c == '?' || c == '{') {
-      if (last_lit && curlen > 0)
-        curlen--;   /* the quantified character may be absent */
-      S_END_RUN();
-      if (c == '{') {
-        while (i < len && re[i] != '}')
-          i++;
-      }
-      i++;
-    } else if (c == '+') {
-      S_END_RUN();   /* present, but repeated: the run cannot go on */
-      i++;
-    } else if (c == '.' || c == '^' || c == '$' || c == '|' || c == ')' || c >= 0x80) {
-      S_END_RUN();
-      i++;
-    } else {
-      cur[curlen++] = (char) c;
-      last_lit = true;
-      i++;
-    }
-  }
-  S_END_RUN();
-#undef S_END_RUN
-  return bestlen;
-}
-
-/*  One literal per top-level alternative of re into l; false if an
-    alternative has none long enough. */
 static int
-s_regex_literals(const char *re, s_strlist_t *l, bool *usable)
+s_on_literal(const char *lit, size_t len, void *arg)
 {
-  size_t len = strlen(re);
-  char *buf = malloc(2 * len + 2);
-  if (!buf)
-    return KG_ENOMEM;
-  size_t start = 0;
-  for (size_t i = 0; i <= len;) {
-    if (i < len && re[i] == '\\') {
-      i += 2;
-      continue;
-    }
-    if (i < len && re[i] == '[') {
-      i = s_skip_bracket(re, len, i);
-      continue;
-    }
-    if (i < len && re[i] == '(') {
-      i = s_skip_group(re, len, i);
-      continue;
-    }
-    if (i >= len || re[i] == '|') {
-      size_t end = i < len ? i : len;
-      size_t n = s_branch_literal(re + start, end - start, buf);
-      if (n < S_MIN_TRIGGER)
-        *usable = false;
-      else {
-        int rc = s_strlist_add(l, buf, n);
-        if (rc) {
-          free(buf);
-          return rc;
-        }
-      }
-      start = end + 1;
-      i = end + 1;
-      continue;
-    }
-    i++;
+  s_lit_ctx_t *c = arg;
+  if (len < S_MIN_TRIGGER) {
+    *c->usable = false;
+    return 0;
   }
-  free(buf);
-  return 0;
+  return s_strlist_add(c->l, lit, len);
 }
 
 static int
@@ -536,7 +404,8 @@ s_build_prefilter(kg_classifier_t *self, const cJSON *rules)
     } else if (r->has_regex) {
       const cJSON *re = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(item, "match"), "regex");
-      rc = s_regex_literals(re->valuestring, &l, &usable);
+      s_lit_ctx_t ctx = {&l, &usable};
+      rc = kg_regex_literals(re->valuestring, s_on_literal, &ctx);
     } else
       usable = false;
     if (rc || !usable)
