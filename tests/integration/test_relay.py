@@ -49,6 +49,25 @@ def test_execute_outputs(env):
     assert len(sessions) == 1
 
 
+def test_large_output_relayed_intact(env):
+    """Multi-MB output messages (ipykernel batches a burst into a few) reach the
+    client whole, each correctly signed and none signed twice alike:
+    jupyter_client rejects a bad or duplicate signature. Their signature for
+    the frontend is made while kguard checks the kernel's."""
+    env.spec()
+    km, kc = env.start()
+    col = Collector(kc)
+    for cell in range(3):
+        line = f"{cell}" * 99 + "\n"
+        reply, msgs = col.run(f"import sys\nfor _ in range(40000): sys.stdout.write({line!r})\n"
+                              "sys.stdout.flush()")
+        assert reply["content"]["status"] == "ok"
+        text = stdout_of(msgs)
+        assert len(text) == 40000 * 100 and text == line * 40000
+    big = max(len(m["content"]["text"]) for m in outputs(msgs, "stream"))
+    assert big >= 1 << 20, "the burst should arrive in messages of 1 MiB or more"
+
+
 def test_input_through_stdin(env):
     env.spec()
     km, kc = env.start()
