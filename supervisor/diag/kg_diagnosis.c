@@ -1,7 +1,6 @@
 /*  kg_diagnosis: per-kernel fault state built from every evidence source. */
 #include "kg_diagnosis.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sodium.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 
 #include "kg_error.h"
+#include "kg_errtext.h"
 #include "kg_linebuf.h"
 #include "kg_log.h"
 
@@ -162,92 +162,6 @@ kg_diagnosis_reset(kg_diagnosis_t *self)
 }
 
 /* ------------------------------------------------------------------------ */
-/*  Text helpers                                                             */
-
-/*  Remove ANSI CSI sequences (ESC [ ... final byte) and other ESC pairs in
-    place: IPython colours its tracebacks. */
-static void
-s_strip_ansi(char *s)
-{
-  char *w = s;
-  for (char *r = s; *r;) {
-    if (*r == '\x1b') {
-      r++;
-      if (*r == '[') {
-        r++;
-        while (*r && !(*r >= '@' && *r <= '~'))
-          r++;
-        if (*r)
-          r++;
-      } else if (*r) {
-        r++;
-      }
-      continue;
-    }
-    *w++ = *r++;
-  }
-  *w = '\0';
-}
-
-static bool
-s_is_assertion_line(const char *line)
-{
-  return (strstr(line, "Assertion `") && strstr(line, "failed")) ||
-         strstr(line, "Device-side assertion `");
-}
-
-void
-kg_diagnosis_normalise(const char *line, char *buf, size_t size)
-{
-  if (size == 0)
-    return;
-  size_t w = 0;
-  bool space = false;
-  for (const char *r = line ? line : ""; *r && w + 1 < size;) {
-    if (strncmp(r, "block: [", 8) == 0 || strncmp(r, "thread: [", 9) == 0) {
-      const char *close = strchr(r, ']');
-      if (close) {
-        /* keep the word, drop the coordinates */
-        size_t k = (size_t) (strchr(r, '[') - r);
-        for (size_t i = 0; i < k && w + 1 < size; i++)
-          buf[w++] = r[i];
-        if (w + 2 < size) {
-          buf[w++] = '[';
-          buf[w++] = ']';
-        }
-        r = close + 1;
-        space = false;
-        continue;
-      }
-    }
-    if (r[0] == '0' && (r[1] == 'x' || r[1] == 'X') && isxdigit((unsigned char) r[2])) {
-      r += 2;
-      while (isxdigit((unsigned char) *r))
-        r++;
-      if (w + 3 < size) {
-        buf[w++] = '0';
-        buf[w++] = 'x';
-        buf[w++] = '?';
-      }
-      space = false;
-      continue;
-    }
-    if (isspace((unsigned char) *r)) {
-      if (!space && w > 0)
-        buf[w++] = ' ';
-      space = true;
-      r++;
-      continue;
-    }
-    space = false;
-    buf[w++] = *r++;
-  }
-  while (w > 0 && buf[w - 1] == ' ')
-    w--;
-  buf[w] = '\0';
-}
-
-/* ------------------------------------------------------------------------ */
 /*  Evidence bookkeeping                                                     */
 
 static void
@@ -350,7 +264,7 @@ s_sign(kg_diagnosis_t *self, const kg_match_t *m, const char *parent, int64_t t)
     self->backend = m->backend;
   if (parent)
     s_set_str(&self->last_parent, parent);
-  if (s_is_assertion_line(m->line) && m->family->sticky && !self->assertion)
+  if (kg_errtext_is_assertion(m->line) && m->family->sticky && !self->assertion)
     self->assertion = strdup(m->line);
 
   if (self->sticky) {
@@ -560,7 +474,7 @@ s_error_record(kg_source_t source, const char *ename, const char *evalue, const 
       char *copy = strdup(line->valuestring);
       if (!copy)
         break;
-      s_strip_ansi(copy);
+      kg_errtext_strip_ansi(copy);
       cJSON_AddItemToArray(arr, cJSON_CreateString(copy));
       free(copy);
     }
@@ -619,7 +533,7 @@ kg_diagnosis_feed_error(kg_diagnosis_t *self, kg_source_t source, const cJSON *c
       used += n < 0 ? 0 : ((size_t) n > cap - used ? cap - used : (size_t) n);
     }
   text[used] = '\0';
-  s_strip_ansi(text);
+  kg_errtext_strip_ansi(text);
 
   kg_match_t m;
   bool gpu = kg_classifier_match(self->rules, source, text, strlen(text), &m);
@@ -767,7 +681,7 @@ kg_diagnosis_signature(const kg_diagnosis_t *self, const char *cell_code, char *
   if (!self->has_match)
     return KG_ENOTFOUND;
   char norm[KG_MATCH_LINE_MAX];
-  kg_diagnosis_normalise(self->assertion ? self->assertion : self->match.line, norm,
+  kg_errtext_normalise(self->assertion ? self->assertion : self->match.line, norm,
                          sizeof norm);
   char h1[17], h2[17];
   s_hash16(norm, h1);

@@ -122,10 +122,6 @@ int64_t kg_diagnosis_last_step(const kg_diagnosis_t *self);
 int kg_diagnosis_signature(const kg_diagnosis_t *self, const char *cell_code, char *buf,
                            size_t size);
 
-/*  Normalise an assertion/error line for signatures: block/thread coordinates
-    and hex addresses removed, whitespace squeezed. Writes into buf. */
-void kg_diagnosis_normalise(const char *line, char *buf, size_t size);
-
 /*  Everything known, as a new cJSON object owned by the caller (NULL on
     allocation failure):
     { "family": id|null, "title", "sticky", "rule", "note", "backend",

@@ -7,6 +7,7 @@
 
 #include "kg_diagnosis.h"
 #include "kg_error.h"
+#include "kg_errtext.h"
 #include "kg_linebuf.h"
 #include "kg_test.h"
 
@@ -265,8 +266,8 @@ KG_TEST(signature_normalised)
   kg_diagnosis_destroy(&d);
 
   char n[256];
-  kg_diagnosis_normalise("Memory access fault by GPU node-2 (Agent handle: 0x55d8a1e3c2f0) on "
-                         "address 0x7f3a2c000000.  Reason:  x", n, sizeof n);
+  kg_errtext_normalise("Memory access fault by GPU node-2 (Agent handle: 0x55d8a1e3c2f0) on "
+                       "address 0x7f3a2c000000.  Reason:  x", n, sizeof n);
   KG_CHECK_STR(n, "Memory access fault by GPU node-2 (Agent handle: 0x?) on address 0x?. Reason: x");
 }
 
