@@ -32,6 +32,7 @@ Targets (issue 2): round trip kguard/direct <= 1.05, throughput >= 0.95,
 kguard RSS < 8 MiB. This is a benchmark, never a test: it asserts nothing.
 """
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -178,11 +179,17 @@ def main():
     ap.add_argument("--pings", type=int, default=300, help="execute('pass') round trips per round")
     ap.add_argument("--streams", type=int, default=5, help="stream runs per path per round")
     ap.add_argument("--stream-mb", type=float, default=20.0)
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the temporary directory (kguard's state and logs) and print it")
     args = ap.parse_args()
     if min(args.rounds, args.pings, args.streams) < 1:
         ap.error("--rounds, --pings and --streams must be at least 1")
 
     root = tempfile.mkdtemp(prefix="kguard-bench-")
+    if args.keep:
+        atexit.register(print, f"kept {root}", file=sys.stderr)
+    else:
+        atexit.register(shutil.rmtree, root, True)
     floor_bin = build_floor(root)
     os.environ["KGUARD_STATE_DIR"] = os.path.join(root, "state")
     write_spec(root, "direct", DIRECT_ARGV)
