@@ -1,6 +1,7 @@
 /*  kg_ckpt_hasher: BLAKE2b-256 in a second thread, so that hashing (the
     costliest step: about 1 s per GiB) overlaps with the read and write
-    system calls of seal and restore instead of adding to them.
+    system calls of seal instead of adding to them (restore uses
+    kg_ckpt_hashpool, which hashes several members at once).
 
     The caller fills blocks the hasher owns and hands them over in order:
         buf = kg_ckpt_hasher_slot(h);     fill up to KG_CKPT_HASHER_BLOCK bytes

@@ -19,7 +19,7 @@ struct _kg_ckpt_hashjob_t {
   uint64_t size;
   uint64_t written;        /* readable so far (under the lock)           */
   unsigned char digest[KG_CKPT_DIGEST_BYTES];
-  size_t index;
+  const void *tag;
   int result;              /* 0, KG_ECKPT_CORRUPT or -errno, once done   */
   bool done;
 };
@@ -155,7 +155,7 @@ kg_ckpt_hashpool_destroy(kg_ckpt_hashpool_t **p)
 
 kg_ckpt_hashjob_t *
 kg_ckpt_hashpool_add(kg_ckpt_hashpool_t *self, int fd, uint64_t size,
-                     const unsigned char *digest, size_t index)
+                     const unsigned char *digest, const void *tag)
 {
   kg_ckpt_hashjob_t *job = calloc(1, sizeof *job);
   if (!job)
@@ -166,7 +166,7 @@ kg_ckpt_hashpool_add(kg_ckpt_hashpool_t *self, int fd, uint64_t size,
     return NULL;
   }
   job->size = size;
-  job->index = index;
+  job->tag = tag;
   memcpy(job->digest, digest, sizeof job->digest);
   pthread_mutex_lock(&self->lock);
   while (self->njobs - self->ndone >= KG_CKPT_HASHPOOL_OPEN)
@@ -200,18 +200,17 @@ kg_ckpt_hashpool_progress(kg_ckpt_hashpool_t *self, kg_ckpt_hashjob_t *job, uint
 }
 
 int
-kg_ckpt_hashpool_finish(kg_ckpt_hashpool_t *self, size_t *bad)
+kg_ckpt_hashpool_finish(kg_ckpt_hashpool_t *self, const void **bad)
 {
   s_stop(self, false);
-  /* Lowest index first: the same member a one-at-a-time check would name. */
-  int rc = 0;
+  /* In the order added: the same member a one-at-a-time check would name. */
   for (size_t i = 0; i < self->njobs; i++) {
     kg_ckpt_hashjob_t *job = self->jobs[i];
-    int r = job->done ? job->result : -ECANCELED;
-    if (r != 0 && (rc == 0 || job->index < *bad)) {
-      rc = r;
-      *bad = job->index;
+    int rc = job->done ? job->result : -ECANCELED;
+    if (rc != 0) {
+      *bad = job->tag;
+      return rc;
     }
   }
-  return rc;
+  return 0;
 }

@@ -10,7 +10,7 @@
 
     One producer thread:
         pool = kg_ckpt_hashpool_new();
-        job  = kg_ckpt_hashpool_add(pool, fd, size, digest, index);
+        job  = kg_ckpt_hashpool_add(pool, fd, size, digest, tag);
         write ...; kg_ckpt_hashpool_progress(pool, job, bytes_written_so_far);
         ...
         rc = kg_ckpt_hashpool_finish(pool, &bad);   once every file is whole
@@ -41,11 +41,11 @@ void kg_ckpt_hashpool_destroy(kg_ckpt_hashpool_t **p);
 
 /*  Hash the file open on fd (readable; the pool keeps a duplicate, the
     caller keeps fd) as it reaches size bytes, and compare with the 32-byte
-    digest (copied). index names the file in kg_ckpt_hashpool_finish's
-    answer. Waits while KG_CKPT_HASHPOOL_OPEN files are still being hashed.
+    digest (copied). tag (borrowed, never dereferenced) names the file in
+    kg_ckpt_hashpool_finish's answer. Waits while KG_CKPT_HASHPOOL_OPEN files are still being hashed.
     Returns the job, owned by the pool, or NULL with errno set. */
 kg_ckpt_hashjob_t *kg_ckpt_hashpool_add(kg_ckpt_hashpool_t *self, int fd, uint64_t size,
-                                        const unsigned char *digest, size_t index);
+                                        const unsigned char *digest, const void *tag);
 
 /*  The first written bytes of job's file are on disk (written, not
     necessarily synced): workers may read that far. */
@@ -54,8 +54,8 @@ void kg_ckpt_hashpool_progress(kg_ckpt_hashpool_t *self, kg_ckpt_hashjob_t *job,
 
 /*  Wait until every added file is hashed (each must have been written whole).
     Returns 0 when every digest matched; KG_ECKPT_CORRUPT with *bad set to the
-    lowest index whose digest differs; -errno (and *bad) when a file could not
-    be read back. Call once. */
-int kg_ckpt_hashpool_finish(kg_ckpt_hashpool_t *self, size_t *bad);
+    tag of the first file added whose digest differs; -errno (and *bad) when a
+    file could not be read back. Call once. */
+int kg_ckpt_hashpool_finish(kg_ckpt_hashpool_t *self, const void **bad);
 
 #endif

@@ -27,8 +27,6 @@ typedef struct {
   uint64_t written;                  /* of that member                     */
   kg_ckpt_hashpool_t *pool;
   kg_ckpt_hashjob_t *job;            /* that member's check                */
-  const kg_ckpt_member_t **members;  /* by job index, for the report       */
-  size_t nmembers, cap;
 } s_sink_t;
 
 /*  Open (creating) each directory of path's parent under rootfd without
@@ -81,18 +79,9 @@ s_begin(void *arg, const kg_ckpt_member_t *m)
   close(dirfd);
   if (s->fd < 0)
     return e;
-  if (s->nmembers == s->cap) {
-    size_t cap = s->cap ? 2 * s->cap : 16;
-    const kg_ckpt_member_t **members = realloc(s->members, cap * sizeof *members);
-    if (!members)
-      return -ENOMEM;
-    s->members = members;
-    s->cap = cap;
-  }
-  s->job = kg_ckpt_hashpool_add(s->pool, s->fd, m->size, m->digest, s->nmembers);
+  s->job = kg_ckpt_hashpool_add(s->pool, s->fd, m->size, m->digest, m);
   if (!s->job)
     return -errno;
-  s->members[s->nmembers++] = m;
   s->written = 0;
   return 0;
 }
@@ -123,9 +112,9 @@ static int
 s_finish(void *arg, const kg_ckpt_member_t **bad)
 {
   s_sink_t *s = arg;
-  size_t index = 0;
-  int rc = kg_ckpt_hashpool_finish(s->pool, &index);
-  *bad = rc != 0 && index < s->nmembers ? s->members[index] : NULL;
+  const void *tag = NULL;
+  int rc = kg_ckpt_hashpool_finish(s->pool, &tag);
+  *bad = tag;
   return rc;
 }
 
@@ -193,7 +182,6 @@ kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
                            .finish = s_finish};
     rc = kg_ckpt_verify(archive, pk, 0, &sink, report);
     kg_ckpt_hashpool_destroy(&pool);   /* stops the workers on an early error */
-    free(s.members);
     if (s.fd >= 0) /* a member cut short by an error */
       close(s.fd);
     if (rc == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) < 0) {

@@ -326,7 +326,7 @@ KG_TEST(hasher_matches_one_shot_digests)
 }
 
 /*  Files written piece by piece, progress reported as they grow: every
-    digest checked, the lowest failing index named; a pool destroyed with a
+    digest checked, the first failing file named; a pool destroyed with a
     file half written stops without waiting for the rest. */
 KG_TEST(hashpool_follows_growing_files)
 {
@@ -349,7 +349,7 @@ KG_TEST(hashpool_follows_growing_files)
     crypto_generichash(want, sizeof want, data, sizes[k], NULL, 0);
     if (k == 2 || k == 3)
       want[5] ^= 1;   /* the archive's digest says otherwise */
-    kg_ckpt_hashjob_t *job = kg_ckpt_hashpool_add(pool, fd, sizes[k], want, k);
+    kg_ckpt_hashjob_t *job = kg_ckpt_hashpool_add(pool, fd, sizes[k], want, &sizes[k]);
     KG_CHECK(job != NULL);
     for (size_t done = 0; done < sizes[k];) {
       size_t n = sizes[k] - done < 65536 ? sizes[k] - done : 65536;
@@ -359,9 +359,9 @@ KG_TEST(hashpool_follows_growing_files)
     }
     close(fd);   /* the pool reads through its own duplicate */
   }
-  size_t bad = 99;
+  const void *bad = NULL;
   KG_CHECK(kg_ckpt_hashpool_finish(pool, &bad) == KG_ECKPT_CORRUPT);
-  KG_CHECK(bad == 2);
+  KG_CHECK(bad == &sizes[2]);   /* the first of the two bad ones */
   kg_ckpt_hashpool_destroy(&pool);
   KG_CHECK(pool == NULL);
 
@@ -374,15 +374,15 @@ KG_TEST(hashpool_follows_growing_files)
   KG_CHECK(fd >= 0);
   unsigned char want[KG_CKPT_DIGEST_BYTES];
   crypto_generichash(want, sizeof want, data, 100, NULL, 0);
-  kg_ckpt_hashjob_t *job = kg_ckpt_hashpool_add(pool, fd, 100, want, 0);
+  kg_ckpt_hashjob_t *job = kg_ckpt_hashpool_add(pool, fd, 100, want, NULL);
   KG_CHECK(job != NULL && write(fd, data, 100) == 100);
   kg_ckpt_hashpool_progress(pool, job, 100);
-  bad = 99;
+  bad = NULL;
   KG_CHECK(kg_ckpt_hashpool_finish(pool, &bad) == 0);
   kg_ckpt_hashpool_destroy(&pool);
   pool = kg_ckpt_hashpool_new();
   KG_CHECK(pool != NULL);
-  job = kg_ckpt_hashpool_add(pool, fd, big, want, 0);
+  job = kg_ckpt_hashpool_add(pool, fd, big, want, NULL);
   KG_CHECK(job != NULL);
   kg_ckpt_hashpool_progress(pool, job, 50);   /* half written, then an error */
   kg_ckpt_hashpool_destroy(&pool);
