@@ -296,6 +296,18 @@ s_expire(kg_pending_t *self, size_t i, const char *why)
   self->ex_count++;
 }
 
+static bool
+s_idle_unanswered(const kg_pending_entry_t *e)
+{
+  return e->forwarded && e->idle_ms > 0;
+}
+
+int64_t
+kg_pending_idle_expiry(const kg_pending_t *self, const kg_pending_entry_t *e)
+{
+  return s_idle_unanswered(e) ? e->idle_ms + self->idle_grace_ms : 0;
+}
+
 size_t
 kg_pending_expire(kg_pending_t *self, int64_t now_ms)
 {
@@ -305,7 +317,7 @@ kg_pending_expire(kg_pending_t *self, int64_t now_ms)
   while (i < self->count) {
     kg_pending_entry_t *e = self->entries[i];
     bool exec = strcmp(e->msg_type, "execute_request") == 0;
-    if (e->forwarded && e->idle_ms > 0 && now_ms - e->idle_ms >= self->idle_grace_ms) {
+    if (s_idle_unanswered(e) && now_ms >= kg_pending_idle_expiry(self, e)) {
       s_expire(self, i, "was left unanswered by the kernel, which went idle");
       expired++;
       continue;

@@ -97,6 +97,11 @@ void kg_pending_set_limits(kg_pending_t *self, int64_t idle_grace_ms, int64_t ma
     beyond max_forwarded. Each is logged. Returns how many were expired. */
 size_t kg_pending_expire(kg_pending_t *self, int64_t now_ms);
 
+/*  When kg_pending_expire will expire e because the kernel went idle for it
+    without replying (idle_ms + the idle grace), or 0 while it has not: the
+    deadline an event loop waits for when e holds the queue. */
+int64_t kg_pending_idle_expiry(const kg_pending_t *self, const kg_pending_entry_t *e);
+
 /*  Append msg to the shell queue (channel KG_CH_SHELL) or the other queue,
     taking ownership (*msg_p becomes NULL). Returns 0, or KG_ETOOBIG if the
     queues hold held_max messages (msg is left with the caller). */

@@ -417,15 +417,34 @@ s_settle_evidence(kg_sup_t *S)
   kg__guard_drain_pipes(S);
 }
 
+/*  The relay's deadlines, each computed in one place for both the loop's
+    wait (kg__relay_deadline) and the action (kg__relay_timers); 0: none. */
+
+/*  An execute_request the kernel went idle for without replying must not
+    hold the queue for ever. */
+static int64_t
+s_running_expiry(const kg_sup_t *S)
+{
+  kg_pending_entry_t *run = kg_pending_running(S->pending);
+  return run ? kg_pending_idle_expiry(S->pending, run) : 0;
+}
+
+/*  A kernel that does not answer the probe must not hold the queue. */
+static int64_t
+s_probe_expiry(const kg_sup_t *S)
+{
+  return S->abort_idle_id[0] || S->abort_probe_id[0] ? S->abort_probe_ms + KG__ABORT_PROBE_MS
+                                                      : 0;
+}
+
 int64_t
 kg__relay_deadline(const kg_sup_t *S)
 {
-  int64_t next = S->trim_at_ms;
-  if (S->abort_idle_id[0] || S->abort_probe_id[0]) {
-    int64_t probe = S->abort_probe_ms + KG__ABORT_PROBE_MS;
-    if (!next || probe < next)
-      next = probe;
-  }
+  int64_t cands[3] = {S->trim_at_ms, s_running_expiry(S), s_probe_expiry(S)};
+  int64_t next = 0;
+  for (int i = 0; i < 3; i++)
+    if (cands[i] && (!next || cands[i] < next))
+      next = cands[i];
   return next;
 }
 
@@ -436,15 +455,11 @@ kg__relay_timers(kg_sup_t *S, int64_t now)
     S->trim_at_ms = 0;
     malloc_trim(0);
   }
-  /* An execute_request the kernel went idle for without replying must not
-     hold the queue for ever. */
-  kg_pending_entry_t *run = kg_pending_running(S->pending);
-  if (run && run->idle_ms > 0 && kg_pending_expire(S->pending, now) > 0
-      && kg_pending_running(S->pending) != run)
+  int64_t run_expiry = s_running_expiry(S);
+  if (run_expiry && now >= run_expiry && kg_pending_expire(S->pending, now) > 0)
     kg__flush_held(S);
-  /* A kernel that does not answer the probe must not hold the queue. */
-  if ((S->abort_idle_id[0] || S->abort_probe_id[0])
-      && now - S->abort_probe_ms >= KG__ABORT_PROBE_MS) {
+  int64_t probe_expiry = s_probe_expiry(S);
+  if (probe_expiry && now >= probe_expiry) {
     kg_warning("no idle or no answer to kguard's probe after an error: the next request "
                "goes in");
     S->abort_idle_id[0] = S->abort_probe_id[0] = '\0';

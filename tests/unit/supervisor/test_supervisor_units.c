@@ -233,6 +233,8 @@ KG_TEST(pending_expire_keeps_late_routing)
   kg_pending_entry_t *ev = kg_pending_add(p, v, KG_CH_SHELL, 1000);
   ex->forwarded = eu->forwarded = ev->forwarded = true;
   eu->idle_ms = 1500;   /* the kernel went idle without replying */
+  KG_CHECK_INT(kg_pending_idle_expiry(p, eu), 3500);  /* the loop's deadline */
+  KG_CHECK_INT(kg_pending_idle_expiry(p, ex), 0);     /* not idle: none */
   KG_CHECK_INT(kg_pending_expire(p, 3000), 0);       /* within the grace */
   KG_CHECK_INT(kg_pending_expire(p, 3500), 1);
   KG_CHECK(kg_pending_find(p, kg_msg_id(u)) == NULL);
