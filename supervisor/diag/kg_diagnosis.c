@@ -10,6 +10,7 @@
 
 #include "kg_error.h"
 #include "kg_errtext.h"
+#include "kg_json.h"
 #include "kg_linebuf.h"
 #include "kg_log.h"
 
@@ -690,15 +691,6 @@ kg_diagnosis_signature(const kg_diagnosis_t *self, const char *cell_code, char *
   return 0;
 }
 
-static void
-s_add_str_or_null(cJSON *o, const char *key, const char *value)
-{
-  if (value)
-    cJSON_AddStringToObject(o, key, value);
-  else
-    cJSON_AddNullToObject(o, key);
-}
-
 cJSON *
 kg_diagnosis_to_json(const kg_diagnosis_t *self)
 {
@@ -706,11 +698,11 @@ kg_diagnosis_to_json(const kg_diagnosis_t *self)
   if (!o)
     return NULL;
   const kg_match_t *m = kg_diagnosis_match(self);
-  s_add_str_or_null(o, "family", m ? m->family->id : NULL);
-  s_add_str_or_null(o, "title", m ? m->family->title : NULL);
+  kg_json_add_string_or_null(o, "family", m ? m->family->id : NULL);
+  kg_json_add_string_or_null(o, "title", m ? m->family->title : NULL);
   cJSON_AddBoolToObject(o, "sticky", self->sticky);
-  s_add_str_or_null(o, "rule", m ? m->rule_id : NULL);
-  s_add_str_or_null(o, "note", m ? m->note : NULL);
+  kg_json_add_string_or_null(o, "rule", m ? m->rule_id : NULL);
+  kg_json_add_string_or_null(o, "note", m ? m->note : NULL);
   cJSON_AddStringToObject(o, "backend", kg_backend_name(kg_diagnosis_backend(self)));
   if (m && m->error_code)
     cJSON_AddNumberToObject(o, "error_code", m->error_code);
@@ -720,7 +712,7 @@ kg_diagnosis_to_json(const kg_diagnosis_t *self)
     cJSON_AddNumberToObject(o, "fault_time_ms", (double) self->fault_ms);
   else
     cJSON_AddNullToObject(o, "fault_time_ms");
-  s_add_str_or_null(o, "parent_msg_id", self->parent);
+  kg_json_add_string_or_null(o, "parent_msg_id", self->parent);
   if (m) {
     cJSON *mm = cJSON_AddObjectToObject(o, "matched");
     if (mm) {
@@ -730,7 +722,7 @@ kg_diagnosis_to_json(const kg_diagnosis_t *self)
   } else {
     cJSON_AddNullToObject(o, "matched");
   }
-  s_add_str_or_null(o, "assertion_line", self->assertion);
+  kg_json_add_string_or_null(o, "assertion_line", self->assertion);
   if (self->first_error)
     cJSON_AddItemToObject(o, "first_error", cJSON_Duplicate(self->first_error, true));
   else

@@ -15,6 +15,7 @@
 #include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_file.h"
+#include "kg_json.h"
 
 struct kg_incident_t {
   char id[KG_INCIDENT_ID_MAX];
@@ -47,12 +48,6 @@ s_put(kg_incident_t *self, const char *key, cJSON *item)
     cJSON_ReplaceItemInObjectCaseSensitive(self->root, key, item);
   else
     cJSON_AddItemToObject(self->root, key, item);
-}
-
-static cJSON *
-s_str_or_null(const char *s)
-{
-  return s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
 kg_incident_t *
@@ -140,8 +135,8 @@ kg_incident_set_cell(kg_incident_t *self, const char *code, const char *msg_id,
   cJSON *c = cJSON_CreateObject();
   if (!c)
     return;
-  cJSON_AddItemToObject(c, "code", s_str_or_null(code));
-  cJSON_AddItemToObject(c, "msg_id", s_str_or_null(msg_id));
+  kg_json_add_string_or_null(c, "code", code);
+  kg_json_add_string_or_null(c, "msg_id", msg_id);
   if (execution_count >= 0)
     cJSON_AddNumberToObject(c, "execution_count", execution_count);
   else
@@ -239,8 +234,8 @@ kg_incident_set_policy(kg_incident_t *self, const char *decision, const char *re
   cJSON *p = cJSON_CreateObject();
   if (!p)
     return;
-  cJSON_AddItemToObject(p, "decision", s_str_or_null(decision));
-  cJSON_AddItemToObject(p, "reason", s_str_or_null(reason));
+  kg_json_add_string_or_null(p, "decision", decision);
+  kg_json_add_string_or_null(p, "reason", reason);
   cJSON_AddNumberToObject(p, "delay_ms", (double) delay_ms);
   s_put(self, "policy", p);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kg_error.h"
+#include "kg_json.h"
 
 #define DIAG_LABEL "diagnostic, not for timing"
 
@@ -306,15 +307,6 @@ kg_notice_event(kg_notice_kind_t kind)
   return "unknown";
 }
 
-static void
-s_str_or_null(cJSON *o, const char *key, const char *value)
-{
-  if (value)
-    cJSON_AddStringToObject(o, key, value);
-  else
-    cJSON_AddNullToObject(o, key);
-}
-
 cJSON *
 kg_notice_metadata(kg_notice_kind_t kind, const kg_notice_info_t *info)
 {
@@ -322,21 +314,22 @@ kg_notice_metadata(kg_notice_kind_t kind, const kg_notice_info_t *info)
   if (!k)
     return NULL;
   cJSON_AddStringToObject(k, "event", kg_notice_event(kind));
-  s_str_or_null(k, "family", info->family ? info->family->id : NULL);
+  kg_json_add_string_or_null(k, "family", info->family ? info->family->id : NULL);
   cJSON_AddBoolToObject(k, "sticky", info->family && info->family->sticky);
-  s_str_or_null(k, "rule", info->rule_id);
+  kg_json_add_string_or_null(k, "rule", info->rule_id);
   cJSON_AddStringToObject(k, "backend", kg_backend_name(info->backend));
-  s_str_or_null(k, "incident", info->incident_id);
-  s_str_or_null(k, "incident_path", info->incident_path);
+  kg_json_add_string_or_null(k, "incident", info->incident_id);
+  kg_json_add_string_or_null(k, "incident_path", info->incident_path);
   if (info->checkpoint_restored)
     cJSON_AddNumberToObject(k, "restored_step", (double) info->restored_step);
   else
     cJSON_AddNullToObject(k, "restored_step");
-  s_str_or_null(k, "restored_archive", info->checkpoint_restored ? info->restored_archive : NULL);
+  kg_json_add_string_or_null(k, "restored_archive",
+                             info->checkpoint_restored ? info->restored_archive : NULL);
   cJSON_AddBoolToObject(k, "diagnostic", info->diagnostic);
   cJSON_AddBoolToObject(k, "restarted", info->restarted);
   if (kind == KG_NOTICE_DOWN)
-    s_str_or_null(k, "reason", info->reason);
+    kg_json_add_string_or_null(k, "reason", info->reason);
   return k;
 }
 

@@ -1,0 +1,8 @@
+/*  kg_json: small cJSON idioms. */
+#include "kg_json.h"
+
+void
+kg_json_add_string_or_null(cJSON *o, const char *key, const char *s)
+{
+  cJSON_AddItemToObject(o, key, s ? cJSON_CreateString(s) : cJSON_CreateNull());
+}
