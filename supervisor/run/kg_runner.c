@@ -293,13 +293,18 @@ s_execute(s_run_t *run, size_t index, s_cell_t *cell, const char *code)
     return KG_ENOMEM;
   kg_outputs_begin(run->outputs, index, outputs);
 
+  /* As nbclient: a cell tagged raises-exception is expected to fail, so the
+     kernel must not abort what comes after it. With stop_on_error true,
+     ipykernel aborts every execute_request reaching it until an event it
+     schedules after the error reply, so the next cell could be aborted. */
+  bool stop_on_error = !kg_notebook_has_tag(run->nb, index, "raises-exception");
   cJSON *content = cJSON_CreateObject();
   if (!content || !cJSON_AddStringToObject(content, "code", code)
       || !cJSON_AddBoolToObject(content, "silent", false)
       || !cJSON_AddBoolToObject(content, "store_history", true)
       || !cJSON_AddObjectToObject(content, "user_expressions")
       || !cJSON_AddBoolToObject(content, "allow_stdin", false)
-      || !cJSON_AddBoolToObject(content, "stop_on_error", true)) {
+      || !cJSON_AddBoolToObject(content, "stop_on_error", stop_on_error)) {
     cJSON_Delete(content);
     return KG_ENOMEM;
   }

@@ -75,6 +75,14 @@ def test_python_exception_stops_like_nbconvert(workdir):
 
 def test_raises_exception_tag_continues(workdir):
     d, env = workdir
+    # ipykernel aborts every execute_request reaching it for this long after
+    # an error reply sent with stop_on_error (0 s by default: a race the next
+    # cell usually wins). Widened, the race is lost every time unless the
+    # tagged cell was sent with stop_on_error false, as nbclient sends it.
+    profile = d / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_kernel_config.py").write_text("c.Kernel.stop_on_error_timeout = 2.0\n")
+    env["IPYTHONDIR"] = str(d / "ipython")
     nb = copy_notebook(NOTEBOOKS / "raises.ipynb", d)
     run = kguard_run(BIN, nb, env)
     assert run.code == 0, run
