@@ -121,22 +121,6 @@ kg_paths_python_dir(char *buf, size_t len)
   return s_is_dir(buf) ? 0 : KG_ENOTFOUND;
 }
 
-int
-kg_paths_rules_file(char *buf, size_t len)
-{
-  char data[PATH_MAX];
-  int rc = kg_paths_data_dir(data, sizeof data);
-  if (rc)
-    return rc;
-  if ((rc = s_fmt(buf, len, data, "/", "rules/gpu-errors.json")))
-    return rc;
-  if (access(buf, R_OK) == 0)
-    return 0;
-  if ((rc = s_fmt(buf, len, data, "/", "supervisor/rules/gpu-errors.json")))
-    return rc;
-  return access(buf, R_OK) == 0 ? 0 : KG_ENOTFOUND;
-}
-
 /*  Runtime dirs of a kguard that died without cleaning up (SIGKILL, a
     crash) would pile up, each holding a connection file with a key. Each
     dir records its owner's pid in "owner"; a dir of ours whose owner no

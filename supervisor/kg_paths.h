@@ -27,11 +27,6 @@ int kg_paths_data_dir(char *buf, size_t len);
     Returns 0 or KG_ENOTFOUND. */
 int kg_paths_python_dir(char *buf, size_t len);
 
-/*  The rules file: <data>/rules/gpu-errors.json (installed) or
-    <data>/supervisor/rules/gpu-errors.json (source tree). Returns 0 or
-    KG_ENOTFOUND. */
-int kg_paths_rules_file(char *buf, size_t len);
-
 /*  Create a private 0700 runtime dir "kguard-XXXXXX" under $XDG_RUNTIME_DIR
     (if set and usable) or /tmp, with an "owner" file holding this process's
     pid. Stale runtime dirs of this user whose owner process is gone (a

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "kg_cli.h"
+#include "kg_error.h"
 #include "kg_log.h"
+#include "kg_paths.h"
 
 #ifndef KGUARD_VERSION
 #define KGUARD_VERSION "unknown"
@@ -49,14 +51,12 @@ static int
 s_exec_ckpt(char **argv)
 {
   char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) {
-    kg_error("cannot find kguard's own executable (/proc/self/exe): %s", strerror(errno));
+  int rc = kg_paths_exe(self, sizeof self);
+  if (rc != 0) {
+    kg_error("cannot find kguard's own executable (/proc/self/exe): %s", kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
-  self[n] = '\0';
-  char *slash = strrchr(self, '/');
-  *slash = '\0';
+  *strrchr(self, '/') = '\0';   /* an absolute path: there is a slash */
   const char *rel[] = {"kguard-ckpt", KGUARD_CKPT_RELPATH};
   char path[2][PATH_MAX + 64];
   for (int i = 0; i < 2; i++) {

@@ -18,6 +18,7 @@
 #include "kg_file.h"
 #include "kg_log.h"
 #include "kg_notebook.h"
+#include "kg_paths.h"
 #include "kg_progress.h"
 #include "kg_runner.h"
 #include "kg_kernelspec.h"
@@ -248,18 +249,17 @@ kg_run_main(int argc, char **argv)
   char *ckpt = checkpoints ? s_absolute(checkpoints) : NULL;
   char *state_abs = state_arg ? s_absolute(state_arg) : NULL;
   char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  int exe_rc = kg_paths_exe(exe, sizeof exe);
   char log_path[PATH_MAX + 64];
   bool have_log = false;
   kg_progress_t *pr = kg_progress_new(stderr, quiet);
   int sigfd = -1;
   if (!out_path || !nb_dir || !state_dir || (checkpoints && !ckpt) || (state_arg && !state_abs)
-      || !pr || n <= 0) {
+      || !pr || exe_rc != 0) {
     fprintf(stderr, "kguard run: unable to set up: %s\n",
-            n <= 0 ? "cannot read /proc/self/exe" : "out of memory");
+            exe_rc != 0 ? "cannot read /proc/self/exe" : "out of memory");
     goto done;
   }
-  exe[n] = '\0';
 
   /*  The kernel's output goes to a log, so the terminal shows the story. */
   snprintf(log_path, sizeof log_path, "%s/logs", state_dir);
