@@ -2,6 +2,7 @@
 JSON, --help, and a SIGKILL in the middle of sealing."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -208,7 +209,6 @@ def test_sigkill_mid_seal_leaves_no_final_file(tmp_path, keyenv, payload):
 def test_ckpt_commands_find_their_helper(tmp_path, keyenv, payload):
     """`kguard ckpt`/`keygen` exec kguard-ckpt: beside kguard (build tree) or
     in ../libexec/kguard (installed); without it, a clear error naming it."""
-    import shutil
     helper = os.path.join(os.path.dirname(os.path.realpath(BIN)), "kguard-ckpt")
     installed = tmp_path / "prefix"
     (installed / "bin").mkdir(parents=True)
