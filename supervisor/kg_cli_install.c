@@ -1,5 +1,8 @@
 /*  kguard install: write a kernelspec that wraps an existing one. */
+#include <ctype.h>
 #include <dirent.h>
+#include <math.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -7,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kg_cli.h"
@@ -21,13 +25,21 @@ s_usage(FILE *out)
   fputs(
     "usage: kguard install [--kernel NAME] [--name N] [--display-name D]\n"
     "                      [--user | --sys-prefix | --prefix P] [--checkpoints DIR]\n"
+    "                      [--max-restarts N] [--restart-window SEC] [--backoff SEC]\n"
+    "                      [--backoff-max SEC] [--stale-window SEC]\n"
     "\n"
     "Write a kernelspec whose argv runs `kguard kernel ... -- <the wrapped argv>`,\n"
-    "keeping the wrapped kernelspec's language, env, interrupt_mode, metadata and\n"
-    "logos. Jupyter then lists it as e.g. \"Python 3 (kguard)\".\n"
+    "keeping the wrapped kernelspec's language, env, interrupt_mode and metadata,\n"
+    "and copying every resource file of its directory (logos, kernel.js, scripts\n"
+    "its argv names through {resource_dir}, ...), so that {resource_dir},\n"
+    "{connection_file} and {prefix} in the wrapped argv still mean what they did.\n"
+    "Jupyter then lists it as e.g. \"Python 3 (kguard)\". Any kernel works, not only\n"
+    "Python ones.\n"
     "\n"
     "  --kernel NAME        kernelspec to wrap (default python3)\n"
-    "  --name N             name of the new kernelspec (default NAME-kguard)\n"
+    "  --name N             name of the new kernelspec (default NAME-kguard): ASCII\n"
+    "                       letters, digits, - . _ (as Jupyter requires), at most 255\n"
+    "                       characters; lowercased, as jupyter kernelspec install does\n"
     "  --display-name D     default: the wrapped display name with its trailing\n"
     "                       \"(...)\" replaced by \"(kguard)\", or \" (kguard)\" appended:\n"
     "                       \"Python 3 (ipykernel)\" becomes \"Python 3 (kguard)\"\n"
@@ -38,7 +50,23 @@ s_usage(FILE *out)
     "  --prefix P           install in P/share/jupyter/kernels\n"
     "  --checkpoints DIR    checkpoint directory for the guarded kernel\n"
     "                       (default ./kguard-checkpoints in the kernel's cwd)\n"
-    "exit codes: 0 installed, 100 usage error or no such kernelspec, 111 I/O error.\n",
+    "\n"
+    "restart policy (written into the kernelspec's argv as `kguard kernel` options\n"
+    "of the same names; omitted ones keep kguard's defaults):\n"
+    "  --max-restarts N     restarts allowed within --restart-window (default 3;\n"
+    "                       0: never restart, report only); beyond it kguard stops\n"
+    "                       restarting (\"down\")\n"
+    "  --restart-window SEC the window the budget counts restarts in (default 600)\n"
+    "  --backoff SEC        the first restart of a window is immediate; the second\n"
+    "                       waits SEC (default 1), each further one twice as long\n"
+    "  --backoff-max SEC    the longest wait between restarts (default 30)\n"
+    "  --stale-window SEC   how long after a failure requests that were queued before\n"
+    "                       the user saw it are still dropped as stale instead of\n"
+    "                       run in the fresh kernel (default: `kguard kernel`'s)\n"
+    "SEC: a positive number of seconds (e.g. 0.5, 600); N: an integer 0..1000.\n"
+    "\n"
+    "exit codes: 0 installed, 100 usage error (bad name or value, no such\n"
+    "kernelspec: nothing written), 111 I/O error.\n",
     out);
 }
 
@@ -81,30 +109,108 @@ s_copy_file(const char *from, const char *to)
   return rc;
 }
 
-static void
-s_copy_logos(const char *from_dir, const char *to_dir)
+/*  Copy every entry of from_dir into to_dir (created), directories
+    recursively, except the top level's kernel.json (written anew). A
+    kernelspec's resource files are whatever its directory holds: logos,
+    kernel.js, a launcher script its argv reaches through {resource_dir}.
+    Returns 0 or the first error (with a message printed). */
+static int
+s_copy_resources(const char *from_dir, const char *to_dir, bool top)
 {
   DIR *d = opendir(from_dir);
-  if (!d)
-    return;
+  if (!d) {
+    int e = -errno;
+    fprintf(stderr, "kguard install: unable to read %s: %s\n", from_dir, kg_strerror(e));
+    return e;
+  }
+  int rc = 0;
   struct dirent *e;
-  while ((e = readdir(d))) {
-    if (strncmp(e->d_name, "logo-", 5) != 0)
+  while (rc == 0 && (e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0
+        || (top && strcmp(e->d_name, "kernel.json") == 0))
       continue;
     char a[PATH_MAX], b[PATH_MAX];
-    snprintf(a, sizeof a, "%.3000s/%.255s", from_dir, e->d_name);
-    snprintf(b, sizeof b, "%.3000s/%.255s", to_dir, e->d_name);
-    int rc = s_copy_file(a, b);
-    if (rc)
-      fprintf(stderr, "kguard install: unable to copy %s: %s\n", a, kg_strerror(rc));
+    int na = snprintf(a, sizeof a, "%s/%s", from_dir, e->d_name);
+    int nb = snprintf(b, sizeof b, "%s/%s", to_dir, e->d_name);
+    if (na < 0 || nb < 0 || (size_t) na >= sizeof a || (size_t) nb >= sizeof b) {
+      fprintf(stderr, "kguard install: path too long: %s/%s\n", from_dir, e->d_name);
+      rc = KG_ETOOBIG;
+      break;
+    }
+    struct stat st;
+    if (stat(a, &st) != 0) {
+      rc = -errno;
+      fprintf(stderr, "kguard install: unable to read %s: %s\n", a, kg_strerror(rc));
+    }
+    else if (S_ISDIR(st.st_mode)) {
+      if (mkdir(b, 0755) != 0 && errno != EEXIST) {
+        rc = -errno;
+        fprintf(stderr, "kguard install: unable to create %s: %s\n", b, kg_strerror(rc));
+      }
+      else
+        rc = s_copy_resources(a, b, false);
+    }
+    else if (S_ISREG(st.st_mode)) {
+      rc = s_copy_file(a, b);
+      if (rc == 0)
+        chmod(b, st.st_mode & 0777);
+      else
+        fprintf(stderr, "kguard install: unable to copy %s: %s\n", a, kg_strerror(rc));
+    }
   }
   closedir(d);
+  return rc;
+}
+
+/*  A restart-policy option of `kguard kernel`, as written into the argv. */
+typedef struct {
+  const char *flag;             /*  "--max-restarts" ...                   */
+  bool integer;                 /*  N (0..1000) rather than SEC (> 0)      */
+  const char *value;            /*  as given, NULL when not given          */
+  double number;                /*  parsed                                 */
+} s_policy_opt_t;
+
+/*  Parse opt->value into opt->number. 0, or KG_EUSAGE with a message. */
+static int
+s_policy_parse(s_policy_opt_t *opt)
+{
+  char *end = NULL;
+  errno = 0;
+  const char *v = opt->value;
+  while (isspace((unsigned char) *v))
+    v++;
+  double x;
+  bool ok;
+  if (opt->integer) {
+    long n = strtol(v, &end, 10);
+    ok = errno == 0 && end != v && *end == '\0' && n >= 0 && n <= 1000;
+    x = (double) n;
+  }
+  else {
+    x = strtod(v, &end);
+    ok = errno == 0 && end != v && *end == '\0' && isfinite(x) && x > 0 && x <= 1e6;
+  }
+  if (!ok) {
+    fprintf(stderr, "kguard install: %s: expected %s, got '%s'\n", opt->flag,
+            opt->integer ? "a whole number of restarts from 0 to 1000"
+                         : "a positive number of seconds, at most 1000000",
+            opt->value);
+    return KG_EUSAGE;
+  }
+  opt->number = x;
+  return 0;
 }
 
 int
 kg_cli_install_main(int argc, char **argv)
 {
-  enum { O_KERNEL = 1000, O_NAME, O_DISPLAY, O_USER, O_SYSPREFIX, O_PREFIX, O_CKPT };
+  enum { O_KERNEL = 1000, O_NAME, O_DISPLAY, O_USER, O_SYSPREFIX, O_PREFIX, O_CKPT,
+         O_POLICY };
+  s_policy_opt_t policy[] = {
+    {"--max-restarts", true, NULL, 0}, {"--restart-window", false, NULL, 0},
+    {"--backoff", false, NULL, 0}, {"--backoff-max", false, NULL, 0},
+    {"--stale-window", false, NULL, 0}};
+  const size_t npolicy = sizeof policy / sizeof policy[0];
   static const struct option opts[] = {
     {"kernel", required_argument, NULL, O_KERNEL},
     {"name", required_argument, NULL, O_NAME},
@@ -113,6 +219,11 @@ kg_cli_install_main(int argc, char **argv)
     {"sys-prefix", no_argument, NULL, O_SYSPREFIX},
     {"prefix", required_argument, NULL, O_PREFIX},
     {"checkpoints", required_argument, NULL, O_CKPT},
+    {"max-restarts", required_argument, NULL, O_POLICY + 0},
+    {"restart-window", required_argument, NULL, O_POLICY + 1},
+    {"backoff", required_argument, NULL, O_POLICY + 2},
+    {"backoff-max", required_argument, NULL, O_POLICY + 3},
+    {"stale-window", required_argument, NULL, O_POLICY + 4},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
   const char *kernel = "python3", *name = NULL, *display = NULL, *prefix = NULL, *ckpt = NULL;
@@ -130,8 +241,21 @@ kg_cli_install_main(int argc, char **argv)
     case O_PREFIX: where = 2; prefix = optarg; places++; break;
     case O_CKPT: ckpt = optarg; break;
     case 'h': s_usage(stdout); return KG_EXIT_OK;
-    default: s_usage(stderr); return KG_EXIT_USAGE;
+    default:
+      if (c >= O_POLICY && c < O_POLICY + (int) npolicy) {
+        policy[c - O_POLICY].value = optarg;
+        if (s_policy_parse(&policy[c - O_POLICY]) != 0)
+          return KG_EXIT_USAGE;
+        break;
+      }
+      s_usage(stderr);
+      return KG_EXIT_USAGE;
     }
+  }
+  if (policy[2].value && policy[3].value && policy[2].number > policy[3].number) {
+    fprintf(stderr, "kguard install: --backoff %s is longer than --backoff-max %s\n",
+            policy[2].value, policy[3].value);
+    return KG_EXIT_USAGE;
   }
   if (optind < argc || places > 1) {
     fprintf(stderr, "kguard install: %s (see kguard install --help)\n",
@@ -146,11 +270,37 @@ kg_cli_install_main(int argc, char **argv)
     if (!prefix || !*prefix)
       prefix = "/usr";
   }
+  /*  The new name first, as jupyter_client's install_kernel_spec checks it
+      (lowercased, then _kernel_name_pat): a name Jupyter would refuse, or
+      one that is a directory reference, is an error, never cut or
+      rewritten. */
   char err[2048] = "";
+  char *newname = NULL;
+  if (name)
+    newname = strdup(name);
+  else if (asprintf(&newname, "%s-kguard", kernel) < 0)
+    newname = NULL;
+  if (!newname) {
+    fprintf(stderr, "kguard install: out of memory\n");
+    return KG_EXIT_SYSTEM;
+  }
+  for (char *p = newname; *p; p++)
+    *p = (char) tolower((unsigned char) *p);
+  if (kg_kernelspec_check_name(newname, err, sizeof err) != 0) {
+    fprintf(stderr, "kguard install: %s%s\n", name ? "--name: " : "", err);
+    if (!name)
+      fprintf(stderr, "kguard install: the default name is --kernel's with -kguard "
+                      "appended; give one with --name\n");
+    free(newname);
+    return KG_EXIT_USAGE;
+  }
+  if (name && strcmp(name, newname) != 0)
+    printf("kguard install: the name is lowercased as Jupyter does: %s\n", newname);
   kg_kernelspec_t *spec = NULL;
   int rc = kg_kernelspec_find(kernel, prefix, &spec, err, sizeof err);
   if (rc) {
     fprintf(stderr, "kguard install: %s\n", *err ? err : kg_strerror(rc));
+    free(newname);
     return rc == KG_ENOKERNEL || rc == KG_EKERNELSPEC || rc == KG_EUSAGE ? KG_EXIT_USAGE
                                                                          : KG_EXIT_SYSTEM;
   }
@@ -159,22 +309,16 @@ kg_cli_install_main(int argc, char **argv)
   if (strstr(a0, "kguard") && cJSON_IsString(a1) && strcmp(a1->valuestring, "kernel") == 0) {
     fprintf(stderr, "kguard install: '%s' is already a kguard kernelspec; wrap the kernel it "
                     "wraps instead\n", kernel);
+    free(newname);
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_USAGE;
   }
-  char exe[PATH_MAX], newname[256], dname[512], kdir[PATH_MAX], dest[PATH_MAX];
+  char exe[PATH_MAX], dname[512], kdir[PATH_MAX], dest[PATH_MAX];
   if (kg_paths_exe(exe, sizeof exe) != 0) {
     fprintf(stderr, "kguard install: unable to find kguard's own path\n");
+    free(newname);
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_SYSTEM;
-  }
-  snprintf(newname, sizeof newname, "%s", name ? name : "");
-  if (!name)
-    snprintf(newname, sizeof newname, "%.240s-kguard", kernel);
-  if (!*newname || strchr(newname, '/')) {
-    fprintf(stderr, "kguard install: invalid --name '%s'\n", newname);
-    kg_kernelspec_destroy(&spec);
-    return KG_EXIT_USAGE;
   }
   if (display)
     snprintf(dname, sizeof dname, "%s", display);
@@ -184,7 +328,14 @@ kg_cli_install_main(int argc, char **argv)
     kg_kernelspec_user_dir(kdir, sizeof kdir);
   else
     snprintf(kdir, sizeof kdir, "%.4000s/share/jupyter/kernels", prefix);
-  snprintf(dest, sizeof dest, "%.3800s/%s", kdir, newname);
+  int nd = snprintf(dest, sizeof dest, "%s/%s", kdir, newname);
+  if (nd < 0 || (size_t) nd >= sizeof dest) {
+    fprintf(stderr, "kguard install: the destination path is too long: %s/%s\n", kdir,
+            newname);
+    free(newname);
+    kg_kernelspec_destroy(&spec);
+    return KG_EXIT_USAGE;
+  }
 
   cJSON *out = cJSON_CreateObject();
   cJSON *av = cJSON_AddArrayToObject(out, "argv");
@@ -198,6 +349,14 @@ kg_cli_install_main(int argc, char **argv)
   if (ckpt) {
     cJSON_AddItemToArray(av, cJSON_CreateString("--checkpoints"));
     cJSON_AddItemToArray(av, cJSON_CreateString(ckpt));
+  }
+  for (size_t i = 0; i < npolicy; i++) {
+    if (!policy[i].value)
+      continue;
+    char num[64];
+    snprintf(num, sizeof num, "%.15g", policy[i].number);
+    cJSON_AddItemToArray(av, cJSON_CreateString(policy[i].flag));
+    cJSON_AddItemToArray(av, cJSON_CreateString(num));
   }
   cJSON_AddItemToArray(av, cJSON_CreateString("--"));
   const cJSON *a;
@@ -225,12 +384,13 @@ kg_cli_install_main(int argc, char **argv)
     fprintf(stderr, "kguard install: unable to write %s: %s\n", file, kg_strerror(rc));
     code = KG_EXIT_SYSTEM;
   }
+  if (code == KG_EXIT_OK && spec->dir && s_copy_resources(spec->dir, dest, true) != 0)
+    code = KG_EXIT_SYSTEM;
   if (code == KG_EXIT_OK) {
-    if (spec->dir)
-      s_copy_logos(spec->dir, dest);
     printf("installed kernelspec %s (\"%s\", wraps %s) in %s\n", newname, dname, kernel, dest);
   }
   free(text);
+  free(newname);
   kg_kernelspec_destroy(&spec);
   return code;
 }

@@ -1,6 +1,7 @@
 /*  kg_kernelspec: search path and kernel.json parsing. */
 #include "kg_kernelspec.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -159,4 +160,112 @@ kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **s
   for (int i = 0; i < nd && off < errlen; i++)
     off += (size_t) snprintf(err + off, errlen - off, "%s %s", i ? "," : "", dirs[i]);
   return KG_ENOKERNEL;
+}
+
+int
+kg_kernelspec_check_name(const char *name, char *err, size_t errlen)
+{
+  if (!name || !*name) {
+    kg_errf(err, errlen, "invalid kernelspec name '': a name needs at least one character");
+    return KG_EUSAGE;
+  }
+  size_t n = strlen(name);
+  if (n > KG_KERNELSPEC_NAME_MAX) {
+    kg_errf(err, errlen, "invalid kernelspec name: %zu characters, at most %d allowed "
+            "(it names a directory)", n, KG_KERNELSPEC_NAME_MAX);
+    return KG_EUSAGE;
+  }
+  if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+    kg_errf(err, errlen, "invalid kernelspec name '%s': it is a directory reference, "
+            "not a name", name);
+    return KG_EUSAGE;
+  }
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char) name[i];
+    if (c < 128 && (isalnum(c) || c == '-' || c == '.' || c == '_'))
+      continue;
+    char what[16];
+    if (c == ' ')
+      snprintf(what, sizeof what, "a space");
+    else if (c > 32 && c < 127)
+      snprintf(what, sizeof what, "'%c'", c);
+    else
+      snprintf(what, sizeof what, "byte 0x%02x", c);
+    kg_errf(err, errlen, "invalid kernelspec name: character %zu (%s) is not allowed; "
+            "Jupyter accepts only ASCII letters, digits and - . _", i + 1, what);
+    return KG_EUSAGE;
+  }
+  return 0;
+}
+
+/*  The value of placeholder name[0..len) in ns, or NULL. */
+static const char *
+s_ns_value(const kg_kernelspec_ns_t *ns, const char *name, size_t len)
+{
+  struct { const char *key; const char *value; } table[] = {
+    {"connection_file", ns->connection_file},
+    {"resource_dir", ns->resource_dir},
+    {"prefix", ns->prefix},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    if (table[i].value && strlen(table[i].key) == len
+        && memcmp(table[i].key, name, len) == 0)
+      return table[i].value;
+  }
+  return NULL;
+}
+
+char *
+kg_kernelspec_format_arg(const char *arg, const kg_kernelspec_ns_t *ns)
+{
+  /*  Two passes: measure, then write. jupyter_client's pattern is
+      \{([A-Za-z0-9_]+)\}. */
+  char *out = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    size_t o = 0;
+    for (const char *p = arg; *p;) {
+      const char *value = NULL;
+      size_t len = 0;
+      if (*p == '{') {
+        while (p[1 + len] && (isalnum((unsigned char) p[1 + len]) || p[1 + len] == '_')
+               && (unsigned char) p[1 + len] < 128)
+          len++;
+        if (len && p[1 + len] == '}')
+          value = s_ns_value(ns, p + 1, len);
+      }
+      if (value) {
+        size_t vn = strlen(value);
+        if (out)
+          memcpy(out + o, value, vn);
+        o += vn;
+        p += len + 2;
+      }
+      else {
+        if (out)
+          out[o] = *p;
+        o++;
+        p++;
+      }
+    }
+    if (out) {
+      out[o] = '\0';
+      break;
+    }
+    out = malloc(o + 1);
+    if (!out)
+      return NULL;
+  }
+  return out;
+}
+
+const char *
+kg_kernelspec_sys_prefix(void)
+{
+  const char *names[] = {"VIRTUAL_ENV", "CONDA_PREFIX"};
+  for (size_t i = 0; i < 2; i++) {
+    const char *v = getenv(names[i]);
+    if (v && *v)
+      return v;
+  }
+  return "/usr";
 }

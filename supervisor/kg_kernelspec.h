@@ -42,6 +42,35 @@ int kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t
     ~/.local/share/jupyter/kernels, into buf. Returns 0 or KG_ETOOBIG. */
 int kg_kernelspec_user_dir(char *buf, size_t len);
 
+/*  Longest kernelspec name accepted: one directory name (NAME_MAX).
+    jupyter_client itself sets no limit; the file system does. */
+#define KG_KERNELSPEC_NAME_MAX 255
+
+/*  Check name as jupyter_client checks kernelspec names (kernelspec.py
+    _kernel_name_pat: ASCII letters, digits, '-', '.', '_', at least one),
+    and reject "." and ".." (directories, not names) and names longer than
+    KG_KERNELSPEC_NAME_MAX. Pure. Returns 0, or KG_EUSAGE with a message
+    naming the problem in err. */
+int kg_kernelspec_check_name(const char *name, char *err, size_t errlen);
+
+/*  The values jupyter_client puts into a kernelspec's argv
+    (KernelManager.format_kernel_cmd): each "{NAME}" whose NAME is one of
+    these (and non-NULL here) is replaced; any other "{...}" stays as it is,
+    as jupyter_client leaves names it does not know. */
+typedef struct {
+  const char *connection_file;  /*  {connection_file}                      */
+  const char *resource_dir;     /*  {resource_dir}: the spec's directory   */
+  const char *prefix;           /*  {prefix}: jupyter's sys.prefix         */
+} kg_kernelspec_ns_t;
+
+/*  arg with every known placeholder filled from ns (pure). New string owned
+    by the caller, NULL on allocation failure. */
+char *kg_kernelspec_format_arg(const char *arg, const kg_kernelspec_ns_t *ns);
+
+/*  The {prefix} jupyter_client would use: Python's sys.prefix, i.e.
+    $VIRTUAL_ENV, else $CONDA_PREFIX, else /usr (Debian's). Borrowed. */
+const char *kg_kernelspec_sys_prefix(void);
+
 /*  Free and NULL. Safe on NULL. */
 void kg_kernelspec_destroy(kg_kernelspec_t **spec_p);
 

@@ -57,6 +57,20 @@ kg_client_spec_is_kguard(const kg_kernelspec_t *spec)
   return cJSON_IsString(a1) && strcmp(a1->valuestring, "kernel") == 0;
 }
 
+static void
+s_argv_free(char **argv)
+{
+  for (size_t i = 0; argv && argv[i]; i++)
+    free(argv[i]);
+  free(argv);
+}
+
+/*  The placeholders of the spec's argv are filled as jupyter_client fills
+    them (KernelManager.format_kernel_cmd): {resource_dir} is the spec's
+    directory, {prefix} Python's sys.prefix. {connection_file} is ours in a
+    wrapper's argv; in an inner argv it stays for the kguard kernel to fill
+    with the connection file it writes for the inner kernel. New array of
+    new strings (free with s_argv_free), NULL on allocation failure. */
 static char **
 s_child_argv(const kg_client_t *self, const kg_client_config_t *cfg)
 {
@@ -66,39 +80,45 @@ s_child_argv(const kg_client_t *self, const kg_client_config_t *cfg)
   char **argv = calloc(argc + 12, sizeof(char *));
   if (!argv)
     return NULL;
-  size_t n = 0;
+  kg_kernelspec_ns_t ns = {
+    .connection_file = wrapper ? self->conn_path : NULL,
+    .resource_dir = spec->dir,
+    .prefix = kg_kernelspec_sys_prefix(),
+  };
+  const char *head[8];
+  size_t nh = 0;
   const cJSON *a = spec->argv->child;
   if (wrapper) {
-    argv[n++] = a->valuestring;
+    head[nh++] = a->valuestring;
     a = a->next;
-    argv[n++] = a->valuestring;
+    head[nh++] = a->valuestring;
     a = a->next;
   }
   else {
-    argv[n++] = (char *) cfg->exe;
-    argv[n++] = "kernel";
-    argv[n++] = "-f";
-    argv[n++] = (char *) self->conn_path;
+    head[nh++] = cfg->exe;
+    head[nh++] = "kernel";
+    head[nh++] = "-f";
+    head[nh++] = self->conn_path;
   }
   if (cfg->checkpoints) {
-    argv[n++] = "--checkpoints";
-    argv[n++] = (char *) cfg->checkpoints;
+    head[nh++] = "--checkpoints";
+    head[nh++] = cfg->checkpoints;
   }
   if (cfg->state_dir_arg) {
-    argv[n++] = "--state-dir";
-    argv[n++] = (char *) cfg->state_dir_arg;
+    head[nh++] = "--state-dir";
+    head[nh++] = cfg->state_dir_arg;
   }
-  if (wrapper) {
-    /*  As jupyter_client does: every {connection_file} is the one we wrote;
-        the kguard kernel recognises its own path in the inner argv. */
-    for (; a; a = a->next)
-      argv[n++] = strcmp(a->valuestring, "{connection_file}") == 0
-                  ? (char *) self->conn_path : a->valuestring;
-  }
-  else {
-    argv[n++] = "--";
-    for (; a; a = a->next)
-      argv[n++] = a->valuestring;
+  size_t n = 0;
+  bool ok = true;
+  for (size_t i = 0; i < nh && ok; i++)
+    ok = (argv[n++] = strdup(head[i])) != NULL;
+  if (ok && !wrapper)
+    ok = (argv[n++] = strdup("--")) != NULL;
+  for (; a && ok; a = a->next)
+    ok = (argv[n++] = kg_kernelspec_format_arg(a->valuestring, &ns)) != NULL;
+  if (!ok) {
+    s_argv_free(argv);
+    return NULL;
   }
   argv[n] = NULL;
   return argv;
@@ -167,7 +187,7 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
       int rc = -errno;
       kg_errf(err, errlen, "unable to open the kernel log %s: %s", cfg->log_path,
             strerror(errno));
-      free(argv);
+      s_argv_free(argv);
       return rc;
     }
   }
@@ -175,7 +195,7 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
   if (pipe2(pipefd, O_CLOEXEC) != 0) {
     int rc = -errno;
     kg_errf(err, errlen, "unable to create a pipe: %s", strerror(errno));
-    free(argv);
+    s_argv_free(argv);
     if (logfd >= 0)
       close(logfd);
     return rc;
@@ -190,7 +210,7 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
   close(pipefd[1]);
   if (logfd >= 0)
     close(logfd);
-  free(argv);
+  s_argv_free(argv);
   if (pid < 0) {
     close(pipefd[0]);
     kg_errf(err, errlen, "unable to fork: %s", strerror(fork_errno));
