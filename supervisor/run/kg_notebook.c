@@ -102,6 +102,50 @@ s_validate(cJSON *root, char *err, size_t errlen)
   return 0;
 }
 
+size_t
+kg_notebook_utf8_invalid(const char *text, size_t len)
+{
+  const unsigned char *s = (const unsigned char *) text;
+  size_t i = 0;
+  while (i < len) {
+    unsigned char c = s[i];
+    size_t n;
+    unsigned int cp;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+      n = 1;
+      cp = c & 0x1f;
+    }
+    else if (c >= 0xe0 && c <= 0xef) {
+      n = 2;
+      cp = c & 0x0f;
+    }
+    else if (c >= 0xf0 && c <= 0xf4) {
+      n = 3;
+      cp = c & 0x07;
+    }
+    else
+      return i;                 /*  a continuation byte, 0xc0/0xc1, > 0xf4 */
+    if (len - i <= n)
+      return i;
+    for (size_t k = 1; k <= n; k++) {
+      if ((s[i + k] & 0xc0) != 0x80)
+        return i;
+      cp = (cp << 6) | (s[i + k] & 0x3f);
+    }
+    /*  Overlong forms, UTF-16 surrogates and code points past U+10FFFF are
+        what Python's strict decoder refuses too. */
+    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff
+        || (cp >= 0xd800 && cp <= 0xdfff))
+      return i;
+    i += n + 1;
+  }
+  return len;
+}
+
 int
 kg_notebook_parse(const char *text, size_t len, kg_notebook_t **self_p, char *err,
                   size_t errlen)
@@ -109,6 +153,25 @@ kg_notebook_parse(const char *text, size_t len, kg_notebook_t **self_p, char *er
   if (err && errlen)
     err[0] = '\0';
   *self_p = NULL;
+  /*  JSON text is UTF-8 (RFC 8259), and nbformat reads it strictly: a
+      notebook kguard writes back must open there, so bad bytes are refused
+      here, not copied through. */
+  size_t bad = kg_notebook_utf8_invalid(text, len);
+  if (bad < len) {
+    int line = 1;
+    size_t col = 1;
+    for (size_t i = 0; i < bad; i++) {
+      if (text[i] == '\n') {
+        line++;
+        col = 1;
+      }
+      else if (((unsigned char) text[i] & 0xc0) != 0x80)
+        col++;
+    }
+    kg_errf(err, errlen, "not UTF-8: invalid byte 0x%02x at offset %zu (line %d, column "
+            "%zu); a notebook must be UTF-8 text", (unsigned char) text[bad], bad, line, col);
+    return KG_ENOTEBOOK;
+  }
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
   if (!root) {

@@ -26,7 +26,13 @@ typedef struct kg_notebook_t kg_notebook_t;
     bytes, always NUL-terminated). */
 int kg_notebook_load(const char *path, kg_notebook_t **self_p, char *err, size_t errlen);
 
-/*  Parse a notebook from text (len bytes), as kg_notebook_load. */
+/*  Offset of the first byte of text (len bytes) that is not strict UTF-8
+    (no overlong forms, no surrogates, nothing past U+10FFFF, no truncated
+    sequence), or len when all of it is. Pure. */
+size_t kg_notebook_utf8_invalid(const char *text, size_t len);
+
+/*  Parse a notebook from text (len bytes), as kg_notebook_load; text that
+    is not strict UTF-8 is rejected (KG_ENOTEBOOK) with its offset. */
 int kg_notebook_parse(const char *text, size_t len, kg_notebook_t **self_p, char *err,
                       size_t errlen);
 

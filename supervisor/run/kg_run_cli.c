@@ -72,6 +72,9 @@ s_usage(FILE *out)
     "  3    bad notebook (not JSON, not nbformat 4, no cells) or unknown kernel;\n"
     "       nothing written\n"
     "  4    a cell ran past --timeout; notebook written\n"
+    "  5    every cell ran, but after a restart kguard could not restore a verified\n"
+    "       checkpoint it had (metadata.kguard.run.checkpoints_not_restored):\n"
+    "       training started over instead of resuming; notebook written\n"
     "  100  wrong usage\n"
     "  111  system failure (e.g. the kernel could not start)\n"
     "  130  interrupted by Ctrl-C (143: SIGTERM); notebook written\n",

@@ -46,6 +46,9 @@ typedef struct {
   cJSON *paths;                 /*  incident file paths seen (array)       */
   cJSON *handled;               /*  incident ids and msg_ids of failures
                                     already acted on (array of strings)    */
+  cJSON *ckpt_failed;           /*  checkpoints kguard verified but could
+                                    not restore: [{incident, step, archive,
+                                    error}]                                */
   int sigints;                  /*  SIGINTs received                       */
   int stop_signal;              /*  a signal that ends the run now, or 0   */
 } s_run_t;
@@ -181,6 +184,49 @@ s_handle(s_run_t *run, const char *id)
     cJSON_AddItemToArray(run->handled, cJSON_CreateString(id));
 }
 
+/*  A notice's metadata.kguard.checkpoint {status, step, archive, error}:
+    status "failed" means a verified checkpoint sealed before the fault
+    existed but could not be restored, so the fresh kernel starts over while
+    the user expects it to resume. Recorded once per incident; the run then
+    cannot end as a plain success. */
+static void
+s_note_checkpoint(s_run_t *run, const cJSON *kg)
+{
+  const cJSON *ck = cJSON_GetObjectItemCaseSensitive(kg, "checkpoint");
+  if (!s_is(s_string(ck, "status"), "failed"))
+    return;
+  const char *incident = s_string(kg, "incident");
+  const cJSON *rec;
+  cJSON_ArrayForEach(rec, run->ckpt_failed) {
+    if (s_is(s_string(rec, "incident"), incident)
+        || (!incident && !s_string(rec, "incident")))
+      return;
+  }
+  cJSON *item = cJSON_CreateObject();
+  if (!item)
+    return;
+  if (incident)
+    cJSON_AddStringToObject(item, "incident", incident);
+  else
+    cJSON_AddNullToObject(item, "incident");
+  const char *keys[] = {"step", "archive", "error"};
+  for (size_t i = 0; i < 3; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ck, keys[i]);
+    cJSON_AddItemToObject(item, keys[i], v ? cJSON_Duplicate(v, true) : cJSON_CreateNull());
+  }
+  cJSON_AddItemToArray(run->ckpt_failed, item);
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(ck, "step");
+  const char *archive = s_string(ck, "archive");
+  const char *error = s_string(ck, "error");
+  char stepbuf[32] = "?";
+  if (cJSON_IsNumber(step))
+    snprintf(stepbuf, sizeof stepbuf, "%lld", (long long) step->valuedouble);
+  kg_progress_event(run->pr, true, "checkpoint of step %s%s%s%s was verified but could NOT "
+                    "be restored%s%s: training in the fresh kernel starts over", stepbuf,
+                    archive ? " (" : "", archive ? archive : "", archive ? ")" : "",
+                    error ? ": " : "", error ? error : "");
+}
+
 /*  kguard publishes its notice once the fresh kernel is ready, i.e. after
     the failing cell's reply, while the re-run is already under way. Such a
     notice completes what is known about an incident already acted on: the
@@ -209,6 +255,9 @@ s_complete_incident(s_run_t *run, const cJSON *kg, const char *text)
   if (!s_is(s_string(kg, "event"), "sticky-restart")
       && !s_is(s_string(kg, "event"), "kernel-died"))
     return;
+  if (s_is(s_string(cJSON_GetObjectItemCaseSensitive(kg, "checkpoint"), "status"),
+           "failed"))
+    return;                     /*  told by s_note_checkpoint               */
   if (cJSON_IsNumber(step)) {
     run->restored_step = (int64_t) step->valuedouble;
     kg_progress_event(run->pr, true, "checkpoint of step %lld verified and restored%s%s%s; "
@@ -241,6 +290,7 @@ s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(content, "data");
     const char *text = s_string(data, "text/plain");
     kg_progress_block(run->pr, true, "  kguard | ", text);
+    s_note_checkpoint(run, kg);
     if (!mine && s_is_handled(run, s_string(kg, "incident"), parent))
       s_complete_incident(run, kg, text);
     else
@@ -260,7 +310,6 @@ s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
 static void
 s_on_shell(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
 {
-  (void) run;
   if (!s_is(kg_msg_parent_id(msg), cell->msg_id)
       || !s_is(kg_msg_type(msg), "execute_reply"))
     return;
@@ -271,8 +320,10 @@ s_on_shell(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
     cell->reply = cJSON_CreateObject();
   const cJSON *kg = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_METADATA),
                                                      "kguard");
-  if (cJSON_IsObject(kg))
+  if (cJSON_IsObject(kg)) {
+    s_note_checkpoint(run, kg);
     s_note_event(cell, kg, NULL);
+  }
 }
 
 static void
@@ -505,7 +556,10 @@ s_tell_error(s_run_t *run, size_t index, const s_cell_t *cell)
 static void
 s_summary(s_run_t *run, int code, size_t cells_done)
 {
-  const char *what = code == 0 ? "finished" : "stopped";
+  const char *what = code == 0 ? "finished"
+                     : code == KG_RUN_EXIT_NOT_RESTORED
+                     ? "finished WITHOUT the checkpoint it should have resumed from"
+                     : "stopped";
   if (run->restored_step >= 0)
     kg_progress_event(run->pr, true, "%s: %zu of %zu code cells done, %d execution%s, "
                       "%d restart%s, checkpoint step %lld restored", what, cells_done,
@@ -544,6 +598,8 @@ s_metadata(s_run_t *run, const char *result, size_t cells_done)
     cJSON_AddNumberToObject(info, "restored_step", (double) run->restored_step);
   else
     cJSON_AddNullToObject(info, "restored_step");
+  cJSON_AddItemToObject(info, "checkpoints_not_restored",
+                        cJSON_Duplicate(run->ckpt_failed, true));
 }
 
 static void
@@ -676,6 +732,7 @@ s_result_name(int code)
   case KG_RUN_EXIT_CELL_ERROR: return "cell-error";
   case KG_RUN_EXIT_GAVE_UP: return "gave-up";
   case KG_RUN_EXIT_TIMEOUT: return "timeout";
+  case KG_RUN_EXIT_NOT_RESTORED: return "checkpoint-not-restored";
   case KG_EXIT_SYSTEM: return "system-failure";
   default: return "interrupted";
   }
@@ -692,12 +749,14 @@ kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *p
   run.outputs = kg_outputs_new();
   run.paths = cJSON_CreateArray();
   run.handled = cJSON_CreateArray();
+  run.ckpt_failed = cJSON_CreateArray();
   cJSON *kguard = kg_notebook_kguard_metadata(nb);
   if (kguard) {
     cJSON_DeleteItemFromObjectCaseSensitive(kguard, "incidents");
     run.incidents = cJSON_AddArrayToObject(kguard, "incidents");
   }
-  if (!run.code || !run.outputs || !run.paths || !run.handled || !run.incidents) {
+  if (!run.code || !run.outputs || !run.paths || !run.handled || !run.incidents
+      || !run.ckpt_failed) {
     kg_progress_event(pr, true, "out of memory");
     goto done;
   }
@@ -738,6 +797,8 @@ kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *p
                     run.ncode == 1 ? "" : "s");
 
   code = s_loop(&run, &done);
+  if (code == 0 && cJSON_GetArraySize(run.ckpt_failed) > 0)
+    code = KG_RUN_EXIT_NOT_RESTORED;
   s_metadata(&run, s_result_name(code), done);
   rc = kg_notebook_save(nb, cfg->output_path);
   if (rc != 0) {
@@ -760,6 +821,7 @@ done:
   kg_outputs_destroy(&run.outputs);
   cJSON_Delete(run.paths);
   cJSON_Delete(run.handled);
+  cJSON_Delete(run.ckpt_failed);
   free(run.code);
   return code;
 }

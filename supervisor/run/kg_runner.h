@@ -31,6 +31,11 @@
                                        --max-restarts was exceeded            */
 #define KG_RUN_EXIT_BAD_NOTEBOOK 3  /* unreadable notebook or unknown kernel  */
 #define KG_RUN_EXIT_TIMEOUT 4       /* a cell ran past --timeout             */
+#define KG_RUN_EXIT_NOT_RESTORED 5  /* every cell ran, but after a restart a
+                                       verified checkpoint could not be
+                                       restored (notice metadata
+                                       kguard.checkpoint.status "failed"):
+                                       training started over              */
 #define KG_RUN_EXIT_INTERRUPTED 130 /* Ctrl-C (SIGINT) or SIGTERM             */
 
 typedef struct {
