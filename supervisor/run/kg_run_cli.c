@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -18,6 +19,7 @@
 #include "kg_file.h"
 #include "kg_log.h"
 #include "kg_notebook.h"
+#include "kg_params.h"
 #include "kg_paths.h"
 #include "kg_progress.h"
 #include "kg_runner.h"
@@ -29,7 +31,9 @@ s_usage(FILE *out)
 {
   fputs(
     "usage: kguard run NOTEBOOK.ipynb [-o OUT] [--kernel NAME] [--timeout SECONDS]\n"
-    "                  [--checkpoints DIR] [--state-dir DIR] [--max-restarts N] [--quiet]\n"
+    "                  [-p NAME VALUE]... [-f PARAMS.json|PARAMS.yaml] [--cwd DIR]\n"
+    "                  [--checkpoints DIR] [--state-dir DIR] [--max-restarts N]\n"
+    "                  [--log-output] [--quiet]\n"
     "\n"
     "Execute a notebook's code cells in order, unattended, through a `kguard kernel`\n"
     "that guards the real kernel (the same path as the installed kernelspec). When a\n"
@@ -47,6 +51,25 @@ s_usage(FILE *out)
     "                        metadata.kernelspec.name, else python3); a kernelspec that\n"
     "                        is itself a kguard wrapper is used as it is\n"
     "  -t, --timeout SEC     per-cell limit: interrupt the cell and stop (default: none)\n"
+    "  -p, --parameters NAME VALUE\n"
+    "                        set a notebook parameter (repeatable), as papermill does:\n"
+    "                        VALUE True, False, None, an integer or a float is that,\n"
+    "                        one starting with [ or { is JSON, anything else a string\n"
+    "  -f, --parameters-file FILE\n"
+    "                        parameters from a JSON object (.json) or flat `name:\n"
+    "                        value` YAML (.yaml/.yml; nesting: use JSON); read before\n"
+    "                        the -p ones, which win\n"
+    "                        Parameters go into a code cell tagged injected-parameters,\n"
+    "                        inserted after the cell tagged `parameters` (at the top\n"
+    "                        if none; an earlier injected cell is replaced), as Python\n"
+    "                        literals (the kernel must be a Python one); they are\n"
+    "                        recorded in metadata.kguard.parameters, and re-runs after\n"
+    "                        a restart execute the same injected cell\n"
+    "  --cwd DIR             the kernel's working directory (default: the notebook's\n"
+    "                        directory); relative paths in the notebook and the\n"
+    "                        default kguard-checkpoints directory are found there\n"
+    "  --log-output          stream each cell's output (stdout, stderr, results,\n"
+    "                        errors) to stderr as it arrives\n"
     "  --checkpoints DIR     checkpoint directory for the kernel (KGUARD_CKPT_DIR;\n"
     "                        default: kguard-checkpoints in the notebook's directory)\n"
     "  --state-dir DIR       incidents and logs (default: $KGUARD_STATE_DIR, else\n"
@@ -57,7 +80,7 @@ s_usage(FILE *out)
     "  -q, --quiet           print only problems and the final summary\n"
     "  -h, --help            this text\n"
     "\n"
-    "The kernel runs in the notebook's directory; its output goes to a log file in\n"
+    "The kernel runs in the notebook's directory (or --cwd); its output goes to a log file in\n"
     "the state directory (logs/). The written notebook holds the outputs of each\n"
     "cell's final execution; metadata.kguard.incidents lists every kguard event\n"
     "(family, incident record, restored checkpoint step) and metadata.kguard.run the\n"
@@ -69,13 +92,13 @@ s_usage(FILE *out)
     "  1    a cell raised an error (not tagged raises-exception); notebook written\n"
     "  2    gave up: kguard stopped restarting (same failure twice, or its restart\n"
     "       budget spent), or more than --max-restarts restarts; notebook written\n"
-    "  3    bad notebook (not JSON, not nbformat 4, no cells) or unknown kernel;\n"
-    "       nothing written\n"
+    "  3    bad notebook (not UTF-8, not JSON, not nbformat 4, no cells) or unknown\n"
+    "       kernel; nothing written\n"
     "  4    a cell ran past --timeout; notebook written\n"
     "  5    every cell ran, but after a restart kguard could not restore a verified\n"
     "       checkpoint it had (metadata.kguard.run.checkpoints_not_restored):\n"
     "       training started over instead of resuming; notebook written\n"
-    "  100  wrong usage\n"
+    "  100  wrong usage (including bad parameters or --cwd); nothing written\n"
     "  111  system failure (e.g. the kernel could not start)\n"
     "  130  interrupted by Ctrl-C (143: SIGTERM); notebook written\n",
     out);
@@ -167,6 +190,9 @@ kg_run_main(int argc, char **argv)
     {"state-dir", required_argument, NULL, 's'},
     {"max-restarts", required_argument, NULL, 'm'},
     {"startup-timeout", required_argument, NULL, 'S'},
+    {"parameters-file", required_argument, NULL, 'f'},
+    {"cwd", required_argument, NULL, 'C'},
+    {"log-output", no_argument, NULL, 'L'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}
@@ -174,29 +200,67 @@ kg_run_main(int argc, char **argv)
   const char *output = NULL, *kernel = NULL, *checkpoints = NULL, *state_arg = NULL;
   double timeout = 0, startup = 120;
   int max_restarts = 3;
-  bool quiet = false;
+  bool quiet = false, log_output = false;
+  const char *cwd_arg = NULL;
+  /*  -p NAME VALUE pairs (indices into argv) and -f files, applied files
+      first, as papermill does. getopt takes one value per option, so the
+      pairs are taken out of argv first (a VALUE such as -0.5 is a value,
+      not an option). */
+  int *pnames = calloc((size_t) argc + 1, sizeof *pnames);
+  const char **pfiles = calloc((size_t) argc + 1, sizeof *pfiles);
+  char **args = calloc((size_t) argc + 1, sizeof *args);
+  size_t np = 0, nf = 0;
+  int nargs = 0;
+  int code = KG_EXIT_USAGE;
+  if (!pnames || !pfiles || !args) {
+    fprintf(stderr, "kguard run: out of memory\n");
+    code = KG_EXIT_SYSTEM;
+    goto usage;
+  }
+  for (int i = 0; i < argc; i++) {
+    bool rest = i > 0 && strcmp(argv[i - 1], "--") == 0;
+    if (!rest && i > 0 && (strcmp(argv[i], "-p") == 0
+                           || strcmp(argv[i], "--parameters") == 0)) {
+      if (i + 2 >= argc) {
+        fprintf(stderr, "kguard run: %s needs a NAME and a VALUE (-p NAME VALUE)\n",
+                argv[i]);
+        goto usage;
+      }
+      pnames[np++] = i + 1;
+      i += 2;
+      continue;
+    }
+    args[nargs++] = argv[i];
+  }
+  args[nargs] = NULL;
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "o:k:t:qh", opts, NULL)) != -1) {
+  while ((c = getopt_long(nargs, args, "o:k:t:f:qh", opts, NULL)) != -1) {
     switch (c) {
+    case 'f': pfiles[nf++] = optarg; break;
+    case 'C': cwd_arg = optarg; break;
+    case 'L': log_output = true; break;
     case 'o': output = optarg; break;
     case 'k': kernel = optarg; break;
     case 'c': checkpoints = optarg; break;
     case 's': state_arg = optarg; break;
     case 'q': quiet = true; break;
-    case 'h': s_usage(stdout); return KG_EXIT_OK;
+    case 'h':
+      s_usage(stdout);
+      code = KG_EXIT_OK;
+      goto usage;
     case 't':
       if (!s_parse_seconds(optarg, &timeout)) {
         fprintf(stderr, "kguard run: --timeout: expected seconds, got '%s'\n", optarg);
-        return KG_EXIT_USAGE;
+        goto usage;
       }
       break;
     case 'S':
       if (!s_parse_seconds(optarg, &startup) || startup <= 0) {
         fprintf(stderr, "kguard run: --startup-timeout: expected seconds, got '%s'\n",
                 optarg);
-        return KG_EXIT_USAGE;
+        goto usage;
       }
       break;
     case 'm': {
@@ -204,7 +268,7 @@ kg_run_main(int argc, char **argv)
       long v = strtol(optarg, &end, 10);
       if (!end || *end || end == optarg || v < 0 || v > 1000) {
         fprintf(stderr, "kguard run: --max-restarts: expected 0..1000, got '%s'\n", optarg);
-        return KG_EXIT_USAGE;
+        goto usage;
       }
       max_restarts = (int) v;
       break;
@@ -213,18 +277,58 @@ kg_run_main(int argc, char **argv)
       if (optopt)
         fprintf(stderr, "kguard run: option -%c: unknown or missing its value\n", optopt);
       else
-        fprintf(stderr, "kguard run: unknown option '%s'\n", argv[optind - 1]);
+        fprintf(stderr, "kguard run: unknown option '%s'\n", args[optind - 1]);
       fputs("usage: kguard run NOTEBOOK.ipynb [options] (see kguard run --help)\n", stderr);
-      return KG_EXIT_USAGE;
+      goto usage;
     }
   }
-  if (optind != argc - 1) {
+  if (optind != nargs - 1) {
     fprintf(stderr, "kguard run: %s\nusage: kguard run NOTEBOOK.ipynb [options] "
-            "(see kguard run --help)\n", optind >= argc ? "no notebook given"
+            "(see kguard run --help)\n", optind >= nargs ? "no notebook given"
             : "exactly one notebook, please");
+    goto usage;
+  }
+  const char *input = args[optind];
+
+  /*  Parameters and --cwd are usage: checked before anything is read. */
+  char perr[2048];
+  kg_params_t *params = np + nf ? kg_params_new() : NULL;
+  if ((np + nf) && !params) {
+    code = KG_EXIT_SYSTEM;
+    goto usage;
+  }
+  for (size_t i = 0; i < nf; i++) {
+    int prc = kg_params_add_file(params, pfiles[i], perr, sizeof perr);
+    if (prc != 0) {
+      fprintf(stderr, "kguard run: -f: %s\n", perr);
+      code = prc == KG_ENOMEM ? KG_EXIT_SYSTEM : KG_EXIT_USAGE;
+      kg_params_destroy(&params);
+      goto usage;
+    }
+  }
+  for (size_t i = 0; i < np; i++) {
+    int prc = kg_params_add_cli(params, argv[pnames[i]], argv[pnames[i] + 1], perr,
+                                sizeof perr);
+    if (prc != 0) {
+      fprintf(stderr, "kguard run: -p: %s\n", perr);
+      code = prc == KG_ENOMEM ? KG_EXIT_SYSTEM : KG_EXIT_USAGE;
+      kg_params_destroy(&params);
+      goto usage;
+    }
+  }
+  free(pnames);
+  free(pfiles);
+  free(args);
+  pnames = NULL;
+  pfiles = NULL;
+  args = NULL;
+  struct stat cst;
+  if (cwd_arg && (stat(cwd_arg, &cst) != 0 || !S_ISDIR(cst.st_mode))) {
+    fprintf(stderr, "kguard run: --cwd %s: %s\n", cwd_arg,
+            errno == ENOENT ? "no such directory" : "not a directory");
+    kg_params_destroy(&params);
     return KG_EXIT_USAGE;
   }
-  const char *input = argv[optind];
 
   /*  The notebook first: a bad one is reported before anything starts. */
   char err[2048];
@@ -232,6 +336,7 @@ kg_run_main(int argc, char **argv)
   int rc = kg_notebook_load(input, &nb, err, sizeof err);
   if (rc != 0) {
     fprintf(stderr, "kguard run: %s: %s\n", input, err);
+    kg_params_destroy(&params);
     return KG_RUN_EXIT_BAD_NOTEBOOK;
   }
   const char *kname = kernel ? kernel : kg_notebook_kernel_name(nb);
@@ -242,12 +347,29 @@ kg_run_main(int argc, char **argv)
   if (rc != 0) {
     fprintf(stderr, "kguard run: %s: %s\n", input, err);
     kg_notebook_destroy(&nb);
+    kg_params_destroy(&params);
     return rc == KG_ENOMEM ? KG_EXIT_SYSTEM : KG_RUN_EXIT_BAD_NOTEBOOK;
   }
+  if (params && strcasecmp(spec->language, "python") != 0) {
+    fprintf(stderr, "kguard run: parameters are injected as Python, and kernel \"%s\" "
+            "declares language \"%s\"\n", spec->name, spec->language);
+    kg_notebook_destroy(&nb);
+    kg_params_destroy(&params);
+    kg_kernelspec_destroy(&spec);
+    return KG_EXIT_USAGE;
+  }
+  if (params && kg_params_inject(params, nb) < 0) {
+    fprintf(stderr, "kguard run: out of memory\n");
+    kg_notebook_destroy(&nb);
+    kg_params_destroy(&params);
+    kg_kernelspec_destroy(&spec);
+    return KG_EXIT_SYSTEM;
+  }
+  kg_params_destroy(&params);
 
-  int code = KG_EXIT_SYSTEM;
+  code = KG_EXIT_SYSTEM;
   char *out_path = output ? strdup(output) : s_default_output(input);
-  char *nb_dir = s_dirname(input);
+  char *nb_dir = cwd_arg ? s_absolute(cwd_arg) : s_dirname(input);
   char *state_dir = s_state_dir(state_arg);
   char *ckpt = checkpoints ? s_absolute(checkpoints) : NULL;
   char *state_abs = state_arg ? s_absolute(state_arg) : NULL;
@@ -300,6 +422,7 @@ kg_run_main(int argc, char **argv)
     .startup_timeout_s = startup,
     .state_dir = state_dir,
     .log_path = have_log ? log_path : NULL,
+    .log_output = log_output,
     .client = {
       .exe = exe,
       .spec = spec,
@@ -327,5 +450,11 @@ done:
   free(ckpt);
   kg_kernelspec_destroy(&spec);
   kg_notebook_destroy(&nb);
+  return code;
+
+usage:
+  free(pnames);
+  free(pfiles);
+  free(args);
   return code;
 }

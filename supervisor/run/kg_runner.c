@@ -269,6 +269,25 @@ s_complete_incident(s_run_t *run, const cJSON *kg, const char *text)
                       "restored: training starts over");
 }
 
+/*  --log-output: the cell's output as it arrives, as papermill logs it:
+    streams, the text of results and displays, errors. */
+static void
+s_log_output(s_run_t *run, const char *type, const cJSON *content)
+{
+  if (s_is(type, "stream"))
+    kg_progress_block(run->pr, true, "", s_string(content, "text"));
+  else if (s_is(type, "execute_result") || s_is(type, "display_data")) {
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(content, "data");
+    kg_progress_block(run->pr, true, "", s_string(data, "text/plain"));
+  }
+  else if (s_is(type, "error")) {
+    const char *ename = s_string(content, "ename");
+    const char *evalue = s_string(content, "evalue");
+    kg_progress_event(run->pr, true, "%s: %s", ename ? ename : "error",
+                      evalue ? evalue : "");
+  }
+}
+
 static void
 s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
 {
@@ -303,6 +322,8 @@ s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
       cell->idle = true;
     return;
   }
+  if (run->cfg->log_output)
+    s_log_output(run, type, content);
   if (kg_outputs_add(run->outputs, type, content) < 0)
     kg_progress_event(run->pr, true, "out of memory while recording outputs");
 }

@@ -1,0 +1,711 @@
+/*  kg_params: parameters as papermill gives them. See kg_params.h. */
+#include "kg_params.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_error.h"
+#include "kg_file.h"
+
+/*  A parameters file is a handful of values, not a data set. */
+#define KG_PARAMS_FILE_MAX (16u * 1024u * 1024u)
+
+typedef struct {
+  char *name;
+  cJSON *value;                 /*  owned                                  */
+  char *literal;                /*  Python text when known exactly (-p
+                                    numbers), else NULL: rendered from value */
+} s_param_t;
+
+struct kg_params_t {
+  s_param_t *items;
+  size_t count, alloc;
+};
+
+kg_params_t *
+kg_params_new(void)
+{
+  return calloc(1, sizeof(kg_params_t));
+}
+
+void
+kg_params_destroy(kg_params_t **self_p)
+{
+  if (!self_p || !*self_p)
+    return;
+  kg_params_t *self = *self_p;
+  for (size_t i = 0; i < self->count; i++) {
+    free(self->items[i].name);
+    cJSON_Delete(self->items[i].value);
+    free(self->items[i].literal);
+  }
+  free(self->items);
+  free(self);
+  *self_p = NULL;
+}
+
+size_t
+kg_params_count(const kg_params_t *self)
+{
+  return self->count;
+}
+
+/*  ------------------------------------------------------------------------
+    Names. */
+
+static int
+s_check_name(const char *name, char *err, size_t errlen)
+{
+  static const char *keywords[] = {
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+    "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+    "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
+    "return", "try", "while", "with", "yield"};
+  bool ok = name && (isalpha((unsigned char) name[0]) || name[0] == '_');
+  for (const char *p = name; ok && *p; p++)
+    ok = (unsigned char) *p < 128 && (isalnum((unsigned char) *p) || *p == '_');
+  if (!ok) {
+    kg_errf(err, errlen, "parameter name '%s' is not a Python identifier (ASCII letters, "
+            "digits and _, not starting with a digit)", name ? name : "");
+    return KG_EUSAGE;
+  }
+  for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++) {
+    if (strcmp(name, keywords[i]) == 0) {
+      kg_errf(err, errlen, "parameter name '%s' is a Python keyword", name);
+      return KG_EUSAGE;
+    }
+  }
+  return 0;
+}
+
+/*  Take value and literal; on failure they are freed. */
+static int
+s_set(kg_params_t *self, const char *name, cJSON *value, char *literal)
+{
+  if (!value) {
+    free(literal);
+    return KG_ENOMEM;
+  }
+  for (size_t i = 0; i < self->count; i++) {
+    if (strcmp(self->items[i].name, name) == 0) {
+      cJSON_Delete(self->items[i].value);
+      free(self->items[i].literal);
+      self->items[i].value = value;
+      self->items[i].literal = literal;
+      return 0;
+    }
+  }
+  if (self->count == self->alloc) {
+    size_t n = self->alloc ? self->alloc * 2 : 8;
+    s_param_t *items = realloc(self->items, n * sizeof *items);
+    if (!items) {
+      cJSON_Delete(value);
+      free(literal);
+      return KG_ENOMEM;
+    }
+    self->items = items;
+    self->alloc = n;
+  }
+  char *copy = strdup(name);
+  if (!copy) {
+    cJSON_Delete(value);
+    free(literal);
+    return KG_ENOMEM;
+  }
+  self->items[self->count++] = (s_param_t) {copy, value, literal};
+  return 0;
+}
+
+/*  ------------------------------------------------------------------------
+    Scalars. */
+
+/*  [+-]?digits: the length of the sign, or -1 if text is not that. */
+static int
+s_int_sign(const char *text)
+{
+  int sign = text[0] == '+' || text[0] == '-';
+  if (!text[sign])
+    return -1;
+  for (const char *p = text + sign; *p; p++) {
+    if (!isdigit((unsigned char) *p))
+      return -1;
+  }
+  return sign;
+}
+
+/*  [+-]? (digits . digits? | . digits | digits) ([eE] [+-]? digits)?, with
+    a '.' or an exponent (else it is an integer); need_dot: only with a '.'
+    (YAML 1.1's float, as PyYAML reads it). */
+static bool
+s_is_float(const char *text, bool need_dot)
+{
+  const char *p = text;
+  if (*p == '+' || *p == '-')
+    p++;
+  size_t whole = strspn(p, "0123456789");
+  p += whole;
+  bool dot = *p == '.';
+  size_t frac = 0;
+  if (dot) {
+    p++;
+    frac = strspn(p, "0123456789");
+    p += frac;
+  }
+  if (whole + frac == 0)
+    return false;
+  bool exp = *p == 'e' || *p == 'E';
+  if (exp) {
+    p++;
+    if (*p == '+' || *p == '-')
+      p++;
+    size_t e = strspn(p, "0123456789");
+    if (e == 0)
+      return false;
+    p += e;
+  }
+  return *p == '\0' && (dot || (exp && !need_dot));
+}
+
+/*  An integer's Python literal: sign and digits without leading zeros
+    ("007" is a syntax error in Python 3). */
+static char *
+s_int_literal(const char *text, int sign)
+{
+  const char *d = text + sign;
+  while (d[0] == '0' && d[1])
+    d++;
+  size_t n = strlen(d);
+  char *out = malloc(n + 2);
+  if (out)
+    snprintf(out, n + 2, "%s%s", text[0] == '-' && strcmp(d, "0") != 0 ? "-" : "", d);
+  return out;
+}
+
+/*  A plain scalar: bools, null, integers, floats, else a string. yaml:
+    YAML 1.1's words (PyYAML: yes/no/on/off, null/~, floats need a dot);
+    else papermill's -p (True/False/None, Python's int() and float()). */
+static int
+s_add_scalar(kg_params_t *self, const char *name, const char *text, bool yaml)
+{
+  static const char *yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
+  static const char *no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+  static const char *nul[] = {"null", "Null", "NULL", "~", ""};
+  size_t nwords = yaml ? sizeof yes / sizeof yes[0] : 0;
+  for (size_t i = 0; i < nwords; i++) {
+    if (strcmp(text, yes[i]) == 0)
+      return s_set(self, name, cJSON_CreateTrue(), NULL);
+    if (strcmp(text, no[i]) == 0)
+      return s_set(self, name, cJSON_CreateFalse(), NULL);
+  }
+  for (size_t i = 0; yaml && i < sizeof nul / sizeof nul[0]; i++) {
+    if (strcmp(text, nul[i]) == 0)
+      return s_set(self, name, cJSON_CreateNull(), NULL);
+  }
+  if (!yaml && strcmp(text, "True") == 0)
+    return s_set(self, name, cJSON_CreateTrue(), NULL);
+  if (!yaml && strcmp(text, "False") == 0)
+    return s_set(self, name, cJSON_CreateFalse(), NULL);
+  if (!yaml && strcmp(text, "None") == 0)
+    return s_set(self, name, cJSON_CreateNull(), NULL);
+  int sign = s_int_sign(text);
+  if (sign >= 0) {
+    char *lit = s_int_literal(text, sign);
+    if (!lit)
+      return KG_ENOMEM;
+    return s_set(self, name, cJSON_CreateNumber(strtod(text, NULL)), lit);
+  }
+  if (s_is_float(text, yaml)) {
+    double v = strtod(text, NULL);
+    char *lit = strdup(text);
+    if (!lit)
+      return KG_ENOMEM;
+    /*  1e999 is a valid literal (inf in Python), but JSON has no inf. */
+    return s_set(self, name, v - v == 0 ? cJSON_CreateNumber(v) : cJSON_CreateString(text),
+                 lit);
+  }
+  return s_set(self, name, cJSON_CreateString(text), NULL);
+}
+
+int
+kg_params_add_cli(kg_params_t *self, const char *name, const char *value, char *err,
+                  size_t errlen)
+{
+  int rc = s_check_name(name, err, errlen);
+  if (rc != 0)
+    return rc;
+  if (value[0] == '[' || value[0] == '{') {
+    cJSON *v = cJSON_Parse(value);
+    if (!v) {
+      kg_errf(err, errlen, "-p %s: a value starting with %c is read as JSON, and '%s' is "
+              "not JSON (quote a plain string differently, or fix the JSON)", name,
+              value[0], value);
+      return KG_EUSAGE;
+    }
+    return s_set(self, name, v, NULL);
+  }
+  return s_add_scalar(self, name, value, false);
+}
+
+/*  ------------------------------------------------------------------------
+    Files. */
+
+static int
+s_add_json(kg_params_t *self, const char *text, size_t len, const char *source, char *err,
+           size_t errlen)
+{
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  if (!cJSON_IsObject(root)) {
+    kg_errf(err, errlen, "%s: %s", source, root ? "expected a JSON object of name: value"
+                                                : "not valid JSON");
+    cJSON_Delete(root);
+    return KG_EUSAGE;
+  }
+  int rc = 0;
+  for (cJSON *item = root->child; item && rc == 0; item = item->next) {
+    rc = s_check_name(item->string, err, errlen);
+    if (rc == 0)
+      rc = s_set(self, item->string, cJSON_Duplicate(item, true), NULL);
+    else {
+      char inner[512];
+      snprintf(inner, sizeof inner, "%s", err);
+      kg_errf(err, errlen, "%s: %s", source, inner);
+    }
+  }
+  cJSON_Delete(root);
+  return rc;
+}
+
+/*  The value text of a YAML line (after "name:"), comments and blanks cut.
+    Returns 0 and fills *value (new cJSON) or KG_EUSAGE with why in what. */
+static int
+s_yaml_value(char *v, cJSON **value, bool *plain, const char **what)
+{
+  *value = NULL;
+  *plain = false;
+  while (*v == ' ' || *v == '\t')
+    v++;
+  if (*v == '"' || *v == '\'') {
+    /*  A quoted string, then only blanks or a comment. */
+    char q = *v;
+    char *end = v + 1;
+    while (*end) {
+      if (*end == q && q == '\'' && end[1] == '\'')
+        end += 2;               /*  '' inside '...' is one quote           */
+      else if (*end == q)
+        break;
+      else if (q == '"' && *end == '\\' && end[1])
+        end += 2;
+      else
+        end++;
+    }
+    if (*end != q) {
+      *what = "an unterminated quoted string";
+      return KG_EUSAGE;
+    }
+    char *rest = end + 1;
+    rest += strspn(rest, " \t");
+    if (*rest && *rest != '#') {
+      *what = "text after a quoted string";
+      return KG_EUSAGE;
+    }
+    end[1] = '\0';
+    if (q == '"') {
+      *value = cJSON_Parse(v);
+      if (!*value) {
+        *what = "a double-quoted string with escapes JSON does not have";
+        return KG_EUSAGE;
+      }
+      return 0;
+    }
+    /*  'it''s' is it's. */
+    char *out = v;
+    for (char *p = v + 1; p < end; p++) {
+      *out++ = *p;
+      if (*p == '\'')
+        p++;
+    }
+    *out = '\0';
+    *value = cJSON_CreateString(v);
+    return *value ? 0 : KG_ENOMEM;
+  }
+  /*  Unquoted: a comment starts at " #". */
+  for (char *p = v; *p; p++) {
+    if (*p == '#' && (p == v || p[-1] == ' ' || p[-1] == '\t')) {
+      *p = '\0';
+      break;
+    }
+  }
+  size_t n = strlen(v);
+  while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+    v[--n] = '\0';
+  if (*v == '[' || *v == '{') {
+    *value = cJSON_Parse(v);
+    if (!*value) {
+      *what = "a flow list or map that is not JSON (write it as JSON, or use a .json "
+              "file)";
+      return KG_EUSAGE;
+    }
+    return 0;
+  }
+  if (*v == '|' || *v == '>') {
+    *what = "a block scalar (| or >)";
+    return KG_EUSAGE;
+  }
+  if (*v == '&' || *v == '*' || *v == '!' || *v == '@' || *v == '`' || *v == '%') {
+    *what = *v == '&' ? "an anchor" : *v == '*' ? "an alias" : *v == '!' ? "a tag"
+            : "a reserved character";
+    return KG_EUSAGE;
+  }
+  if ((v[0] == '-' && (v[1] == ' ' || !v[1])) || strstr(v, ": ")) {
+    *what = "a nested list or map";
+    return KG_EUSAGE;
+  }
+  *plain = true;
+  return 0;
+}
+
+static int
+s_add_yaml(kg_params_t *self, const char *text, size_t len, const char *source, char *err,
+           size_t errlen)
+{
+  char *copy = strndup(text, len);
+  if (!copy)
+    return KG_ENOMEM;
+  if (strlen(copy) != len) {
+    kg_errf(err, errlen, "%s: a NUL byte in a YAML file", source);
+    free(copy);
+    return KG_EUSAGE;
+  }
+  int rc = 0;
+  int lineno = 0;
+  bool content = false;
+  /*  Split by hand: strtok_r would merge blank lines and lose the count. */
+  for (char *line = copy; line && rc == 0;) {
+    char *nl = strchr(line, '\n');
+    if (nl)
+      *nl = '\0';
+    lineno++;
+    size_t n = strlen(line);
+    if (n && line[n - 1] == '\r')
+      line[--n] = '\0';
+    const char *what = NULL;
+    char *p = line + strspn(line, " \t");
+    if (*p == '\0' || *p == '#')
+      ;                         /*  blank or comment                       */
+    else if (!content && strcmp(line, "---") == 0)
+      ;                         /*  the document start                     */
+    else if (p != line)
+      what = "an indented line (nesting)";
+    else if (line[0] == '-' && (line[1] == ' ' || !line[1]))
+      what = "a list item (the file must map names to values)";
+    else {
+      content = true;
+      char *colon = line;
+      while (*colon && *colon != ':')
+        colon++;
+      if (*colon != ':' || (colon[1] && colon[1] != ' ' && colon[1] != '\t'))
+        what = "a line that is not `name: value`";
+      else {
+        *colon = '\0';
+        char *name = line;
+        size_t k = strlen(name);
+        while (k && (name[k - 1] == ' ' || name[k - 1] == '\t'))
+          name[--k] = '\0';
+        rc = s_check_name(name, err, errlen);
+        if (rc != 0) {
+          char inner[512];
+          snprintf(inner, sizeof inner, "%s", err);
+          kg_errf(err, errlen, "%s, line %d: %s", source, lineno, inner);
+          break;
+        }
+        cJSON *value = NULL;
+        bool plain = false;
+        char *v = colon + 1;
+        rc = s_yaml_value(v, &value, &plain, &what);
+        if (rc == 0 && plain)
+          rc = s_add_scalar(self, name, v + strspn(v, " \t"), true);
+        else if (rc == 0)
+          rc = s_set(self, name, value, NULL);
+        if (rc == KG_EUSAGE && !what)
+          what = "an unreadable value";
+      }
+    }
+    if (what) {
+      kg_errf(err, errlen, "%s, line %d: %s; kguard reads only flat `name: value` lines "
+              "of YAML (use a .json file for anything else)", source, lineno, what);
+      rc = KG_EUSAGE;
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  free(copy);
+  return rc;
+}
+
+int
+kg_params_add_text(kg_params_t *self, const char *kind, const char *text, size_t len,
+                   const char *source, char *err, size_t errlen)
+{
+  if (strcmp(kind, "json") == 0)
+    return s_add_json(self, text, len, source, err, errlen);
+  if (strcmp(kind, "yaml") == 0)
+    return s_add_yaml(self, text, len, source, err, errlen);
+  kg_errf(err, errlen, "%s: unknown parameters format '%s'", source, kind);
+  return KG_EUSAGE;
+}
+
+int
+kg_params_add_file(kg_params_t *self, const char *path, char *err, size_t errlen)
+{
+  const char *dot = strrchr(path, '.');
+  const char *kind = NULL;
+  if (dot && strcmp(dot, ".json") == 0)
+    kind = "json";
+  else if (dot && (strcmp(dot, ".yaml") == 0 || strcmp(dot, ".yml") == 0))
+    kind = "yaml";
+  if (!kind) {
+    kg_errf(err, errlen, "%s: a parameters file must end in .json, .yaml or .yml", path);
+    return KG_EUSAGE;
+  }
+  char *text = NULL;
+  size_t len = 0;
+  int rc = kg_file_read(path, KG_PARAMS_FILE_MAX, &text, &len);
+  if (rc != 0) {
+    kg_errf(err, errlen, "cannot read %s: %s", path, kg_strerror(rc));
+    return rc == KG_ETOOBIG ? KG_EUSAGE : rc;
+  }
+  rc = kg_params_add_text(self, kind, text, len, path, err, errlen);
+  free(text);
+  return rc;
+}
+
+/*  ------------------------------------------------------------------------
+    Python. */
+
+typedef struct {
+  char *buf;
+  size_t len, alloc;
+  bool failed;
+} s_text_t;
+
+static void
+s_put(s_text_t *t, const char *s)
+{
+  size_t n = strlen(s);
+  if (t->failed)
+    return;
+  if (t->len + n + 1 > t->alloc) {
+    size_t a = t->alloc ? t->alloc : 256;
+    while (a < t->len + n + 1)
+      a *= 2;
+    char *b = realloc(t->buf, a);
+    if (!b) {
+      t->failed = true;
+      return;
+    }
+    t->buf = b;
+    t->alloc = a;
+  }
+  memcpy(t->buf + t->len, s, n + 1);
+  t->len += n;
+}
+
+/*  The shortest %g that reads back as v, with a '.' or an exponent so that
+    Python sees a float. */
+static void
+s_put_float(s_text_t *t, double v)
+{
+  char num[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(num, sizeof num, "%.*g", prec, v);
+    if (strtod(num, NULL) == v)
+      break;
+  }
+  if (!strpbrk(num, ".eEn"))
+    strcat(num, ".0");
+  s_put(t, num);
+}
+
+static void
+s_put_value(s_text_t *t, const cJSON *v)
+{
+  if (cJSON_IsNull(v))
+    s_put(t, "None");
+  else if (cJSON_IsTrue(v))
+    s_put(t, "True");
+  else if (cJSON_IsFalse(v))
+    s_put(t, "False");
+  else if (cJSON_IsNumber(v)) {
+    double d = v->valuedouble;
+    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == (double) (long long) d) {
+      char num[32];
+      snprintf(num, sizeof num, "%lld", (long long) d);
+      s_put(t, num);
+    }
+    else
+      s_put_float(t, d);
+  }
+  else if (cJSON_IsString(v)) {
+    /*  JSON's string escapes (\" \\ \b \f \n \r \t \u00XX) mean the same in
+        a Python string literal, and cJSON never writes "\/". */
+    char *s = cJSON_PrintUnformatted(v);
+    if (!s)
+      t->failed = true;
+    else
+      s_put(t, s);
+    cJSON_free(s);
+  }
+  else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
+    bool obj = cJSON_IsObject(v);
+    s_put(t, obj ? "{" : "[");
+    for (const cJSON *item = v->child; item; item = item->next) {
+      if (item != v->child)
+        s_put(t, ", ");
+      if (obj) {
+        cJSON *key = cJSON_CreateString(item->string);
+        if (!key)
+          t->failed = true;
+        else
+          s_put_value(t, key);
+        cJSON_Delete(key);
+        s_put(t, ": ");
+      }
+      s_put_value(t, item);
+    }
+    s_put(t, obj ? "}" : "]");
+  }
+  else
+    t->failed = true;
+}
+
+char *
+kg_params_render_python(const kg_params_t *self)
+{
+  s_text_t t = {0};
+  s_put(&t, "# Parameters\n");
+  for (size_t i = 0; i < self->count; i++) {
+    s_put(&t, self->items[i].name);
+    s_put(&t, " = ");
+    if (self->items[i].literal)
+      s_put(&t, self->items[i].literal);
+    else
+      s_put_value(&t, self->items[i].value);
+    s_put(&t, "\n");
+  }
+  if (t.failed) {
+    free(t.buf);
+    return NULL;
+  }
+  return t.buf;
+}
+
+cJSON *
+kg_params_json(const kg_params_t *self)
+{
+  cJSON *out = cJSON_CreateObject();
+  for (size_t i = 0; out && i < self->count; i++) {
+    cJSON *v = cJSON_Duplicate(self->items[i].value, true);
+    if (!v || !cJSON_AddItemToObject(out, self->items[i].name, v)) {
+      cJSON_Delete(v);
+      cJSON_Delete(out);
+      return NULL;
+    }
+  }
+  return out;
+}
+
+/*  ------------------------------------------------------------------------
+    Injection. */
+
+static bool
+s_has_tag(const cJSON *cell, const char *tag)
+{
+  const cJSON *tags = cJSON_GetObjectItemCaseSensitive(
+    cJSON_GetObjectItemCaseSensitive(cell, "metadata"), "tags");
+  const cJSON *t;
+  cJSON_ArrayForEach(t, tags) {
+    if (cJSON_IsString(t) && strcmp(t->valuestring, tag) == 0)
+      return true;
+  }
+  return false;
+}
+
+static cJSON *
+s_new_cell(const char *source, bool with_id)
+{
+  cJSON *cell = cJSON_CreateObject();
+  cJSON *meta = cJSON_AddObjectToObject(cell, "metadata");
+  cJSON *tags = cJSON_AddArrayToObject(meta, "tags");
+  bool ok = cell && meta && tags
+            && cJSON_AddItemToArray(tags, cJSON_CreateString("injected-parameters"))
+            && cJSON_AddStringToObject(cell, "cell_type", "code")
+            && cJSON_AddNullToObject(cell, "execution_count")
+            && cJSON_AddArrayToObject(cell, "outputs")
+            && cJSON_AddStringToObject(cell, "source", source);
+  if (ok && with_id) {
+    /*  nbformat 4.5 cells carry an id: unique, [a-zA-Z0-9-_]{1,64}. */
+    unsigned char raw[8];
+    char hex[2 * sizeof raw + 1];
+    randombytes_buf(raw, sizeof raw);
+    sodium_bin2hex(hex, sizeof hex, raw, sizeof raw);
+    ok = cJSON_AddStringToObject(cell, "id", hex) != NULL;
+  }
+  if (!ok) {
+    cJSON_Delete(cell);
+    return NULL;
+  }
+  return cell;
+}
+
+int
+kg_params_inject(const kg_params_t *self, kg_notebook_t *nb)
+{
+  cJSON *root = kg_notebook_json(nb);
+  cJSON *cells = cJSON_GetObjectItemCaseSensitive(root, "cells");
+  /*  A notebook written by an earlier run: its injected cell goes. */
+  for (int i = cJSON_GetArraySize(cells) - 1; i >= 0; i--) {
+    if (s_has_tag(cJSON_GetArrayItem(cells, i), "injected-parameters"))
+      cJSON_DeleteItemFromArray(cells, i);
+  }
+  int at = 0;
+  int n = cJSON_GetArraySize(cells);
+  for (int i = 0; i < n; i++) {
+    if (s_has_tag(cJSON_GetArrayItem(cells, i), "parameters")) {
+      at = i + 1;
+      break;
+    }
+  }
+  const cJSON *minor = cJSON_GetObjectItemCaseSensitive(root, "nbformat_minor");
+  bool with_id = cJSON_IsNumber(minor) && minor->valuedouble >= 5;
+  char *source = kg_params_render_python(self);
+  cJSON *cell = source ? s_new_cell(source, with_id) : NULL;
+  free(source);
+  if (!cell)
+    return KG_ENOMEM;
+  /*  Debian's cJSON 1.7.15 InsertItemInArray leaves a parsed array
+      unchanged: the cells from `at` on are moved behind the new one instead
+      (detaching and adding allocate nothing). */
+  cJSON *tail = cJSON_CreateArray();
+  if (!tail) {
+    cJSON_Delete(cell);
+    return KG_ENOMEM;
+  }
+  while (cJSON_GetArraySize(cells) > at)
+    cJSON_AddItemToArray(tail, cJSON_DetachItemFromArray(cells, at));
+  cJSON_AddItemToArray(cells, cell);
+  while (tail->child)
+    cJSON_AddItemToArray(cells, cJSON_DetachItemFromArray(tail, 0));
+  cJSON_Delete(tail);
+  cJSON *kguard = kg_notebook_kguard_metadata(nb);
+  cJSON *json = kg_params_json(self);
+  if (!kguard || !json) {
+    cJSON_Delete(json);
+    return KG_ENOMEM;
+  }
+  cJSON_DeleteItemFromObjectCaseSensitive(kguard, "parameters");
+  cJSON_AddItemToObject(kguard, "parameters", json);
+  return at;
+}
