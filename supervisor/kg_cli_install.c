@@ -70,15 +70,20 @@ s_usage(FILE *out)
     out);
 }
 
-static void
-s_display_name(const char *wrapped, char *buf, size_t len)
+/*  "Python 3 (ipykernel)" -> "Python 3 (kguard)"; else " (kguard)"
+    appended. New string (NULL on allocation failure). */
+static char *
+s_display_name(const char *wrapped)
 {
   size_t n = strlen(wrapped);
   const char *open = strrchr(wrapped, '(');
+  char *out = NULL;
+  int rc;
   if (n > 0 && wrapped[n - 1] == ')' && open && open > wrapped && open[-1] == ' ')
-    snprintf(buf, len, "%.*s(kguard)", (int) (open - wrapped), wrapped);
+    rc = asprintf(&out, "%.*s(kguard)", (int) (open - wrapped), wrapped);
   else
-    snprintf(buf, len, "%s (kguard)", wrapped);
+    rc = asprintf(&out, "%s (kguard)", wrapped);
+  return rc < 0 ? NULL : out;
 }
 
 static int
@@ -313,26 +318,32 @@ kg_cli_install_main(int argc, char **argv)
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_USAGE;
   }
-  char exe[PATH_MAX], dname[512], kdir[PATH_MAX], dest[PATH_MAX];
-  if (kg_paths_exe(exe, sizeof exe) != 0) {
-    fprintf(stderr, "kguard install: unable to find kguard's own path\n");
+  char *dname = display ? strdup(display) : s_display_name(spec->display_name);
+  if (!dname) {
+    fprintf(stderr, "kguard install: out of memory\n");
     free(newname);
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_SYSTEM;
   }
-  if (display)
-    snprintf(dname, sizeof dname, "%s", display);
-  else
-    s_display_name(spec->display_name, dname, sizeof dname);
-  if (where == 0)
-    kg_kernelspec_user_dir(kdir, sizeof kdir);
-  else
-    snprintf(kdir, sizeof kdir, "%.4000s/share/jupyter/kernels", prefix);
-  int nd = snprintf(dest, sizeof dest, "%s/%s", kdir, newname);
-  if (nd < 0 || (size_t) nd >= sizeof dest) {
-    fprintf(stderr, "kguard install: the destination path is too long: %s/%s\n", kdir,
-            newname);
+  char exe[PATH_MAX], kdir[PATH_MAX], dest[PATH_MAX];
+  if (kg_paths_exe(exe, sizeof exe) != 0) {
+    fprintf(stderr, "kguard install: unable to find kguard's own path\n");
     free(newname);
+    free(dname);
+    kg_kernelspec_destroy(&spec);
+    return KG_EXIT_SYSTEM;
+  }
+  /*  Never cut: a path that does not fit is an error. */
+  int nk = where == 0 ? (kg_kernelspec_user_dir(kdir, sizeof kdir) == 0 ? 0 : -1)
+                      : snprintf(kdir, sizeof kdir, "%s/share/jupyter/kernels", prefix);
+  int nd = nk < 0 || (size_t) nk >= sizeof kdir ? -1
+           : snprintf(dest, sizeof dest, "%s/%s", kdir, newname);
+  if (nd < 0 || (size_t) nd >= sizeof dest) {
+    fprintf(stderr, "kguard install: the destination path is too long (at most %d "
+            "bytes): %s/share/jupyter/kernels/%s\n", PATH_MAX - 1,
+            where == 0 ? "the user data dir" : prefix, newname);
+    free(newname);
+    free(dname);
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_USAGE;
   }
@@ -376,8 +387,8 @@ kg_cli_install_main(int argc, char **argv)
 
   int code = KG_EXIT_OK;
   rc = kg_paths_mkdirs(dest, 0755);
-  char file[PATH_MAX];
-  snprintf(file, sizeof file, "%.4000s/kernel.json", dest);
+  char file[PATH_MAX + 16];
+  snprintf(file, sizeof file, "%s/kernel.json", dest);
   if (rc == 0)
     rc = kg_file_write_atomic(file, text, strlen(text), 0644);
   if (rc != 0) {
@@ -391,6 +402,7 @@ kg_cli_install_main(int argc, char **argv)
   }
   free(text);
   free(newname);
+  free(dname);
   kg_kernelspec_destroy(&spec);
   return code;
 }
