@@ -176,3 +176,29 @@ def test_non_python_kernel_wrapped_relayed_restarted(tmp_path, env):
     assert "kernel #2 ready" in log, log
     warnings = [l for l in log.splitlines() if " W: " in l and "died on its own" not in l]
     assert warnings == [], log
+
+
+def test_kguard_run_through_the_wrapper_of_a_non_python_kernel(tmp_path, env):
+    """`kguard run --kernel fakelang-kguard` launches the installed wrapper as
+    it is, filling {resource_dir} with the wrapper's directory (which holds the
+    copied launcher), with the wrapped spec itself gone."""
+    share = tmp_path / "share" / "jupyter"
+    shutil.copytree(HERE / "fakelang", share / "kernels" / "fakelang")
+    env["JUPYTER_PATH"] = str(share)
+    prefix = tmp_path / "prefix"
+    assert _install(env, "--kernel", "fakelang", "--prefix", str(prefix)).returncode == 0
+    # Only the wrapper is findable now: the launcher must come from its copy.
+    shutil.rmtree(share)
+    env["JUPYTER_PATH"] = str(prefix / "share" / "jupyter")
+    env["KGUARD_CKPT_DIR"] = str(tmp_path / "ckpt")
+    nb = tmp_path / "f.ipynb"
+    cells = [{"cell_type": "code", "metadata": {}, "source": s, "outputs": [],
+              "execution_count": None} for s in ("echo one", "value 2")]
+    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                              "nbformat_minor": 4}))
+    out = subprocess.run([BIN, "run", str(nb), "--kernel", "fakelang-kguard"], env=env,
+                         capture_output=True, text=True, timeout=150)
+    assert out.returncode == 0, out.stderr
+    done = json.loads((tmp_path / "f.kguard.ipynb").read_text())
+    assert "".join(done["cells"][0]["outputs"][0]["text"]) == "one\n"
+    assert done["metadata"]["kguard"]["run"]["kernel"] == "fakelang-kguard"
