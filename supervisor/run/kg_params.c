@@ -10,6 +10,7 @@
 
 #include "kg_error.h"
 #include "kg_file.h"
+#include "kg_pyrepr.h"
 
 /*  A parameters file is a handful of values, not a data set. */
 #define KG_PARAMS_FILE_MAX (16u * 1024u * 1024u)
@@ -485,121 +486,29 @@ kg_params_add_file(kg_params_t *self, const char *path, char *err, size_t errlen
 /*  ------------------------------------------------------------------------
     Python. */
 
-typedef struct {
-  char *buf;
-  size_t len, alloc;
-  bool failed;
-} s_text_t;
-
-static void
-s_put(s_text_t *t, const char *s)
-{
-  size_t n = strlen(s);
-  if (t->failed)
-    return;
-  if (t->len + n + 1 > t->alloc) {
-    size_t a = t->alloc ? t->alloc : 256;
-    while (a < t->len + n + 1)
-      a *= 2;
-    char *b = realloc(t->buf, a);
-    if (!b) {
-      t->failed = true;
-      return;
-    }
-    t->buf = b;
-    t->alloc = a;
-  }
-  memcpy(t->buf + t->len, s, n + 1);
-  t->len += n;
-}
-
-/*  The shortest %g that reads back as v, with a '.' or an exponent so that
-    Python sees a float. */
-static void
-s_put_float(s_text_t *t, double v)
-{
-  char num[40];
-  for (int prec = 15; prec <= 17; prec++) {
-    snprintf(num, sizeof num, "%.*g", prec, v);
-    if (strtod(num, NULL) == v)
-      break;
-  }
-  if (!strpbrk(num, ".eEn"))
-    strcat(num, ".0");
-  s_put(t, num);
-}
-
-static void
-s_put_value(s_text_t *t, const cJSON *v)
-{
-  if (cJSON_IsNull(v))
-    s_put(t, "None");
-  else if (cJSON_IsTrue(v))
-    s_put(t, "True");
-  else if (cJSON_IsFalse(v))
-    s_put(t, "False");
-  else if (cJSON_IsNumber(v)) {
-    double d = v->valuedouble;
-    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == (double) (long long) d) {
-      char num[32];
-      snprintf(num, sizeof num, "%lld", (long long) d);
-      s_put(t, num);
-    }
-    else
-      s_put_float(t, d);
-  }
-  else if (cJSON_IsString(v)) {
-    /*  JSON's string escapes (\" \\ \b \f \n \r \t \u00XX) mean the same in
-        a Python string literal, and cJSON never writes "\/". */
-    char *s = cJSON_PrintUnformatted(v);
-    if (!s)
-      t->failed = true;
-    else
-      s_put(t, s);
-    cJSON_free(s);
-  }
-  else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
-    bool obj = cJSON_IsObject(v);
-    s_put(t, obj ? "{" : "[");
-    for (const cJSON *item = v->child; item; item = item->next) {
-      if (item != v->child)
-        s_put(t, ", ");
-      if (obj) {
-        cJSON *key = cJSON_CreateString(item->string);
-        if (!key)
-          t->failed = true;
-        else
-          s_put_value(t, key);
-        cJSON_Delete(key);
-        s_put(t, ": ");
-      }
-      s_put_value(t, item);
-    }
-    s_put(t, obj ? "}" : "]");
-  }
-  else
-    t->failed = true;
-}
-
 char *
 kg_params_render_python(const kg_params_t *self)
 {
-  s_text_t t = {0};
-  s_put(&t, "# Parameters\n");
-  for (size_t i = 0; i < self->count; i++) {
-    s_put(&t, self->items[i].name);
-    s_put(&t, " = ");
-    if (self->items[i].literal)
-      s_put(&t, self->items[i].literal);
-    else
-      s_put_value(&t, self->items[i].value);
-    s_put(&t, "\n");
+  size_t len = strlen("# Parameters\n") + 1;
+  char **lits = calloc(self->count + 1, sizeof *lits);
+  bool ok = lits != NULL;
+  for (size_t i = 0; ok && i < self->count; i++) {
+    lits[i] = self->items[i].literal ? strdup(self->items[i].literal)
+                                     : kg_pyrepr(self->items[i].value);
+    ok = lits[i] != NULL;
+    if (ok)
+      len += strlen(self->items[i].name) + 3 + strlen(lits[i]) + 1;
   }
-  if (t.failed) {
-    free(t.buf);
-    return NULL;
+  char *out = ok ? malloc(len) : NULL;
+  if (out) {
+    size_t at = (size_t) snprintf(out, len, "# Parameters\n");
+    for (size_t i = 0; i < self->count; i++)
+      at += (size_t) snprintf(out + at, len - at, "%s = %s\n", self->items[i].name, lits[i]);
   }
-  return t.buf;
+  for (size_t i = 0; lits && i < self->count; i++)
+    free(lits[i]);
+  free(lits);
+  return out;
 }
 
 cJSON *
@@ -649,6 +558,10 @@ s_new_cell(const char *source, bool with_id)
     /*  nbformat 4.5 cells carry an id: unique, [a-zA-Z0-9-_]{1,64}. */
     unsigned char raw[8];
     char hex[2 * sizeof raw + 1];
+    if (sodium_init() < 0) {
+      cJSON_Delete(cell);
+      return NULL;
+    }
     randombytes_buf(raw, sizeof raw);
     sodium_bin2hex(hex, sizeof hex, raw, sizeof raw);
     ok = cJSON_AddStringToObject(cell, "id", hex) != NULL;
