@@ -131,10 +131,11 @@ kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **s
                    char *err, size_t errlen)
 {
   *spec_p = NULL;
-  if (!name || !*name || strchr(name, '/')) {
-    snprintf(err, errlen, "invalid kernel name '%s'", name ? name : "");
-    return KG_EUSAGE;
-  }
+  /*  As jupyter_client's get_kernel_spec: a name it would refuse is not
+      looked up (".." would reach outside the kernels directories). */
+  int rc = kg_kernelspec_check_name(name, err, errlen);
+  if (rc != 0)
+    return rc;
   char dirs[16][PATH_MAX];
   int nd = 0;
   const char *jp = getenv("JUPYTER_PATH");
@@ -152,7 +153,7 @@ kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **s
   snprintf(dirs[nd++], PATH_MAX, "/usr/local/share/jupyter/kernels");
   snprintf(dirs[nd++], PATH_MAX, "/usr/share/jupyter/kernels");
   for (int i = 0; i < nd; i++) {
-    int rc = s_try(dirs[i], name, spec_p, err, errlen);
+    rc = s_try(dirs[i], name, spec_p, err, errlen);
     if (rc != KG_ENOKERNEL)
       return rc;
   }

@@ -33,8 +33,8 @@ int kg_kernelspec_parse(const char *name, const char *text, size_t len,
                         kg_kernelspec_t **spec_p, char *err, size_t errlen);
 
 /*  Find and load kernelspec name (see the search order). sys_prefix may be
-    NULL. Returns 0, KG_ENOKERNEL (err lists the places searched),
-    KG_EKERNELSPEC, or -errno. */
+    NULL. Returns 0, KG_EUSAGE for a name kg_kernelspec_check_name refuses,
+    KG_ENOKERNEL (err lists the places searched), KG_EKERNELSPEC, or -errno. */
 int kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **spec_p,
                        char *err, size_t errlen);
 

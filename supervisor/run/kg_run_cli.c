@@ -100,7 +100,8 @@ s_usage(FILE *out)
     "  5    every cell ran, but after a restart kguard could not restore a verified\n"
     "       checkpoint it had (metadata.kguard.run.checkpoints_not_restored):\n"
     "       training started over instead of resuming; notebook written\n"
-    "  100  wrong usage (including bad parameters or --cwd); nothing written\n"
+    "  100  wrong usage (including bad parameters, --cwd or --kernel name);\n"
+    "       nothing written\n"
     "  111  system failure (e.g. the kernel could not start)\n"
     "  130  interrupted by Ctrl-C (143: SIGTERM); notebook written\n",
     out);
@@ -350,7 +351,9 @@ kg_run_main(int argc, char **argv)
     fprintf(stderr, "kguard run: %s: %s\n", input, err);
     kg_notebook_destroy(&nb);
     kg_params_destroy(&params);
-    return rc == KG_ENOMEM ? KG_EXIT_SYSTEM : KG_RUN_EXIT_BAD_NOTEBOOK;
+    /*  A bad --kernel is usage; a bad name in the notebook, a bad notebook. */
+    return rc == KG_ENOMEM ? KG_EXIT_SYSTEM
+           : rc == KG_EUSAGE && kernel ? KG_EXIT_USAGE : KG_RUN_EXIT_BAD_NOTEBOOK;
   }
   if (params && strcasecmp(spec->language, "python") != 0) {
     fprintf(stderr, "kguard run: parameters are injected as Python, and kernel \"%s\" "

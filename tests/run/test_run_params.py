@@ -252,3 +252,24 @@ def test_parameters_survive_a_restart(workdir):
     assert run.meta()["run"]["executions"] == 6     # 3 cells, twice
     assert stream_text(run.nb["cells"][2]).splitlines() == ["TAG p1", "DONE p1"]
     assert run.meta()["parameters"] == {"tag": "p1"}
+
+
+def test_bad_kernel_names(workdir):
+    """--kernel is checked as jupyter_client checks names: ".." cannot reach a
+    kernel.json outside the kernels directories (usage, 100); the same name in
+    the notebook's metadata makes it a bad notebook (3). Nothing written."""
+    d, env = workdir
+    share = d / "share" / "jupyter"
+    (share / "kernels").mkdir(parents=True)
+    (share / "kernel.json").write_text(json.dumps({"argv": ["true"], "display_name": "x"}))
+    env["JUPYTER_PATH"] = str(share)
+    nb = _notebook(d / "p.ipynb", [_cell("1")])
+    run = kguard_run(PASS, nb, env, "--kernel", "..")
+    assert run.code == 100 and "directory reference" in run.stderr, run
+    assert not run.out_path.exists()
+    doc = json.loads(nb.read_text())
+    doc["metadata"]["kernelspec"]["name"] = "a b"
+    nb.write_text(json.dumps(doc))
+    run = kguard_run(PASS, nb, env)
+    assert run.code == 3 and "invalid kernelspec name" in run.stderr, run
+    assert not run.out_path.exists()
