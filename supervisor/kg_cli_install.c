@@ -280,6 +280,10 @@ kg_cli_install_main(int argc, char **argv)
       one that is a directory reference, is an error, never cut or
       rewritten. */
   char err[2048] = "";
+  if (kg_kernelspec_check_name(kernel, err, sizeof err) != 0) {
+    fprintf(stderr, "kguard install: --kernel: %s\n", err);
+    return KG_EXIT_USAGE;
+  }
   char *newname = NULL;
   if (name)
     newname = strdup(name);
