@@ -322,8 +322,8 @@ s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
       cell->idle = true;
     return;
   }
-  if (run->cfg->log_output)
-    s_log_output(run, type, content);
+  if (run->cfg->log_output && !cJSON_IsObject(kg))
+    s_log_output(run, type, content);   /*  notices are shown already      */
   if (kg_outputs_add(run->outputs, type, content) < 0)
     kg_progress_event(run->pr, true, "out of memory while recording outputs");
 }
