@@ -45,6 +45,7 @@ kg_gpuarch_cuda(const char *const *archs, size_t n, int major, int minor, char *
     return KG_ARCH_UNKNOWN;
   int dev = major * 10 + minor;
   kg_arch_verdict_t v = KG_ARCH_NONE;
+  int best_cc = -1;
   for (size_t i = 0; i < n; i++) {
     int cc, ptx, specific;
     if (!archs[i] || kg_gpuarch_parse_cuda(archs[i], &cc, &ptx, &specific) != 0)
@@ -58,8 +59,10 @@ kg_gpuarch_cuda(const char *const *archs, size_t n, int major, int minor, char *
       here = KG_ARCH_COMPAT;
     else if (ptx && cc <= dev)
       here = KG_ARCH_PTX_JIT;
-    if (here < v) {   /* the enum is ordered best first */
+    /* the enum is ordered best first; among equals the newest code wins */
+    if (here < v || (here == v && here != KG_ARCH_NONE && cc > best_cc)) {
       v = here;
+      best_cc = cc;
       snprintf(best, len, "%s", archs[i]);
     }
   }

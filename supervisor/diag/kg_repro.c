@@ -132,7 +132,7 @@ kg_repro_scan_tensors(const char *text, cJSON *shapes, cJSON *dtypes)
   s_scan("shape '?(\\[[-0-9, ]+\\])'?", 1, text, shapes);
   s_scan("torch\\.(float16|float32|float64|bfloat16|half|float|double|int8|int16|int32|"
          "int64|uint8|long|int|bool|complex64|complex128)([^A-Za-z0-9_]|$)", 1, text, dtypes);
-  s_scan("(scalar type|dtype) (Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)"
+  s_scan("(scalar type|dtype|found) (Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)"
          "([^A-Za-z0-9_]|$)", 2, text, dtypes);
 }
 
