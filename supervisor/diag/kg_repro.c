@@ -54,7 +54,10 @@ kg_repro_is_code_line(const char *line, bool after_plain_frame)
   const char *p = line;
   while (*p == ' ')
     p++;
-  if (strncmp(p, "->", 2) == 0 || strncmp(p, "---->", 5) == 0 || strncmp(p, "--->", 4) == 0)
+  const char *arrow = p;   /* "->", "-->", "---->": IPython's current-line mark */
+  while (*arrow == '-')
+    arrow++;
+  if (arrow > p && *arrow == '>')
     return true;
   if (isdigit((unsigned char) *p)) {   /* "   4 y = 2": IPython's numbered source */
     while (isdigit((unsigned char) *p))
@@ -78,7 +81,7 @@ kg_repro_frame(const char *line, char *buf, size_t len, bool *plain)
   if (sscanf(p, "File \"%1023[^\"]\", line %d, in %255[^ (\n]", file, &lineno, func) >= 2) {
     *plain = true;
   } else if (sscanf(p, "File %1023[^:\n]:%d, in %255[^ (\n]", file, &lineno, func) >= 2) {
-  } else if (sscanf(p, "Cell In[%*d], line %d", &lineno) == 1) {
+  } else if (sscanf(p, "Cell In [%*d], line %d", &lineno) == 1) {
     snprintf(file, sizeof file, "<cell>");
     snprintf(func, sizeof func, "<module>");
   } else if (sscanf(p, "%1023s in %255[^ (\n]", file, func) == 2 && strstr(file, ".py")

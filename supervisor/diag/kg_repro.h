@@ -57,7 +57,8 @@ bool kg_repro_is_code_line(const char *line, bool after_plain_frame);
 void kg_repro_scan_tensors(const char *text, cJSON *shapes, cJSON *dtypes);
 
 /*  Parse a frame header line: plain ('File "p", line 3, in f'), IPython 8
-    ('File p:3, in f(...)', 'Cell In[4], line 2') or IPython 7
+    ('File p:3, in f(...)', 'Cell In[4], line 2',
+    'Cell In [4], line 2') or IPython 7
     ('p in f(...)'). Writes "file:line in func" into buf; false if it is not
     a frame header. file is written unscrubbed. */
 bool kg_repro_frame(const char *line, char *buf, size_t len, bool *plain);

@@ -255,6 +255,7 @@ KG_TEST(repro_traceback_parts)
     {"File /usr/lib/python3/dist-packages/torch/nn/functional.py:3104, in nll_loss(input, target)",
      "/usr/lib/python3/dist-packages/torch/nn/functional.py:3104 in nll_loss", 0},
     {"Cell In[4], line 2", "<cell>:2 in <module>", 0},
+    {"Cell In [2], line 4", "<cell>:4 in <module>", 0},
     {"/tmp/ipykernel_77/123.py in <module>", "/tmp/ipykernel_77/123.py in <module>", 0},
     {"RuntimeError: CUDA error: device-side assert triggered", NULL, 0},
   };
@@ -268,6 +269,7 @@ KG_TEST(repro_traceback_parts)
   }
   static const struct { const char *line; int after_plain, code; } codes[] = {
     {"----> 2 loss = F.nll_loss(out, y)", 0, 1}, {"      1 x = 1", 0, 1},
+    {"--> 385     _fire(cfg.kind, n)", 0, 1}, {"---------------------------", 0, 0},
     {"-> 3104 return torch._C._nn.nll_loss_nd(input, target)", 0, 1},
     {"    loss = F.nll_loss(out, y)", 1, 1}, {"    loss = F.nll_loss(out, y)", 0, 0},
     {"RuntimeError: CUDA error: device-side assert triggered", 0, 0},
