@@ -16,7 +16,7 @@ _lib = None
 def lib():
     global _lib
     if _lib is None:
-        _lib = ctypes.CDLL(os.environ["KGFX_LIB"])
+        _lib = ctypes.CDLL(os.path.abspath(os.environ["KGFX_LIB"]))
         for name in ("kgfx_error_name", "kgfx_error_string", "kgfx_last_error"):
             getattr(_lib, name).restype = ctypes.c_char_p
         _lib.kgfx_init.argtypes = [ctypes.c_char_p, ctypes.c_int]

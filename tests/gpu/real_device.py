@@ -31,6 +31,7 @@ SOURCE = os.environ.get("KGUARD_SOURCE_DIR", os.path.dirname(os.path.dirname(HER
 KGUARD = os.environ.get("KGUARD_BIN", os.path.join(SOURCE, "build", "dev", "kguard"))
 PYTHON = os.environ.get("KGUARD_PYTHON", "/usr/bin/python3")
 SKIP, FAIL = 77, 1
+KGFX_LIB = os.path.abspath(os.environ.get("KGFX_LIB", ""))
 # CUDA_ERROR_STUB_LIBRARY 34, INSUFFICIENT_DRIVER 35, NO_DEVICE 100: nothing to test here
 NO_GPU = (-1, 34, 35, 100)
 
@@ -85,20 +86,23 @@ def check_driver_trap():
 
 
 def _has_gpu():
+    """(rc of kgfx_init, why); rc None when the fixture itself did not load."""
     r = _in_subprocess("rc = kgfx.lib().kgfx_init(kgfx.os.path.join(%r, 'kgfx_cuda.ptx')"
                        ".encode(), 0)\nprint(rc)" % HERE)
     try:
         rc = int(r.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return False, "fixture did not load: %s" % r.stderr[-200:]
-    return rc == 0, "kgfx_init: %d" % rc
+        return None, "the fixture did not load: %s" % r.stderr[-200:]
+    return rc, "kgfx_init: %d" % rc
 
 
 def check_kernel_assert():
     name = "kernel-assert"
-    ok, why = _has_gpu()
-    if not ok:
+    rc, why = _has_gpu()
+    if rc in NO_GPU:
         return verdict(name, SKIP, "no usable CUDA device (%s)" % why)
+    if rc != 0:
+        return verdict(name, FAIL, why)
     sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
     from jupyter_client import KernelManager
     from conftest import Collector, kernel_pid, notices
