@@ -59,18 +59,20 @@ done
 
 # --- the platform fixtures (CUDA runtime, HIP, torch) through ctest ----------
 for t in gpu.cuda_device_assert gpu.hip_device_assert gpu.torch_label4; do
-  out=$(cd "$build" && timeout 280 ctest -R "^$t\$" --output-on-failure 2>&1)
+  out=$(cd "$build" && timeout 280 ctest -V -R "^$t\$" 2>&1)
+  # what the fixture itself printed ("120: text"), without ctest's bookkeeping
+  said=$(printf '%s\n' "$out" | grep -E '^[0-9]+: ' \
+         | grep -vE 'Test command|Working Directory|Environment variables|Test timeout|^[0-9]+:  ' \
+         | sed -E 's/^[0-9]+: //')
   if printf '%s' "$out" | grep -q 'No tests were found'; then
     line "SKIP $t: not built here (no toolkit for it)"
   elif printf '%s' "$out" | grep -q '\*\*\*Skipped'; then
-    # the fixture's own reason, not ctest's bookkeeping lines
-    why=$(printf '%s\n' "$out" | grep -vE 'Test +#|^Test project|^ *Start|tests passed|Total Test|did not run|^ *[0-9]+ - |^$|Label|^ *gpu ' | head -1 | cut -c1-160)
-    line "SKIP $t: ${why:-skipped by the fixture}"
+    line "SKIP $t: $(printf '%s\n' "$said" | head -1 | cut -c1-200)"
   elif printf '%s' "$out" | grep -q '100% tests passed'; then
-    line "PASS $t: $(printf '%s\n' "$out" | grep -m1 -E 'PASS|710|719' | cut -c1-160)"
+    line "PASS $t: $(printf '%s\n' "$said" | tail -1 | cut -c1-200)"
   else
     fails=$((fails + 1))
-    line "FAIL $t: $(printf '%s\n' "$out" | grep -vE '^\s*$' | tail -3 | tr '\n' ' ' | cut -c1-300)"
+    line "FAIL $t: $(printf '%s\n' "$said" | tail -3 | tr '\n' ' ' | cut -c1-300)"
   fi
 done
 
