@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -208,6 +209,7 @@ kg_doctor_kernelspecs(const cJSON *dirs)
 
 typedef struct {
   kg_child_t *child;
+  int pidfd;   /* readable when the child exits (-1: not available) */
   char *out;
   size_t len;
   bool done;
@@ -242,26 +244,34 @@ kg_doctor_run_children(char **const *argvs, int n, int64_t timeout_ms, char **ou
   for (int i = 0; i < n; i++) {
     kg_child_opts_t opts = {.argv = argvs[i], .capture = true};
     codes[i] = -3;
+    runs[i].pidfd = -1;
     if (kg_child_spawn(&opts, &runs[i].child) != 0)
       runs[i].done = true;
+    else
+      runs[i].pidfd = (int) syscall(SYS_pidfd_open, kg_child_pid(runs[i].child), 0);
   }
   int64_t deadline = kg_clock_mono_ms() + timeout_ms;
   for (;;) {
-    struct pollfd pfd[16];
+    struct pollfd pfd[32];
     int np = 0;
-    bool pending = false;
-    for (int i = 0; i < n && np < 16; i++) {
+    bool pending = false, blind = false;
+    for (int i = 0; i < n && np < 30; i++) {
       if (runs[i].done)
         continue;
-      pending = true;
       int fd = kg_child_stdout_fd(runs[i].child);
-      if (fd >= 0)
-        pfd[np++] = (struct pollfd){.fd = fd, .events = POLLIN};
-      else if (kg_child_reap(runs[i].child) != 0) {
+      if (fd < 0 && kg_child_reap(runs[i].child) != 0) {
         int st = kg_child_status(runs[i].child);
         codes[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         runs[i].done = true;
+        continue;
       }
+      pending = true;
+      if (fd >= 0)
+        pfd[np++] = (struct pollfd){.fd = fd, .events = POLLIN};
+      else if (runs[i].pidfd >= 0)
+        pfd[np++] = (struct pollfd){.fd = runs[i].pidfd, .events = POLLIN};
+      else
+        blind = true;   /* no pidfd (old kernel): look again shortly */
     }
     if (!pending)
       break;
@@ -275,9 +285,7 @@ kg_doctor_run_children(char **const *argvs, int n, int64_t timeout_ms, char **ou
         }
       break;
     }
-    /* A child whose stdout is closed but that has not exited yet: look
-       again soon (its exit has no fd to wait on here). */
-    int wait = np ? (int) (left < 50 ? left : 50) : (int) (left < 10 ? left : 10);
+    int wait = blind && left > 10 ? 10 : (int) (left < INT_MAX ? left : INT_MAX);
     if (poll(pfd, (nfds_t) np, wait) < 0 && errno != EINTR)
       break;
     for (int i = 0; i < n; i++)
@@ -285,6 +293,8 @@ kg_doctor_run_children(char **const *argvs, int n, int64_t timeout_ms, char **ou
         s_drain(&runs[i]);
   }
   for (int i = 0; i < n; i++) {
+    if (runs[i].pidfd >= 0)
+      close(runs[i].pidfd);
     kg_child_destroy(&runs[i].child);
     outs[i] = runs[i].out ? runs[i].out : strdup("");
   }
