@@ -1,4 +1,6 @@
-"""ctypes wrapper of the kgfx_cuda fixture library (tests/gpu/kgfx_cuda.c).
+"""ctypes wrapper of the kgfx fixture libraries (tests/gpu/kgfx_cuda.c, and its
+HIP twin kgfx_hip.hip: same C API; a library whose name says "hip" words
+its errors "HIP error: ...", as the ROCm builds of PyTorch do).
 
 Imported inside a live ipykernel (under `kguard kernel`) by
 tests/gpu/real_device.py. A failed call raises RuntimeError worded as
@@ -29,7 +31,8 @@ def _check(what, rc):
     l = lib()
     if rc < 0:
         raise RuntimeError("kgfx %s: %s" % (what, l.kgfx_last_error().decode()))
-    raise RuntimeError("CUDA error: %s (%s %d from %s)" % (
+    prefix = "HIP error" if "hip" in os.path.basename(os.environ["KGFX_LIB"]) else "CUDA error"
+    raise RuntimeError("%s: %s (%s %d from %s)" % (prefix,
         l.kgfx_error_string(rc).decode(), l.kgfx_error_name(rc).decode(), rc, what))
 
 

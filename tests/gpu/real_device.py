@@ -13,10 +13,16 @@ exits 0 / 77 (skipped: no driver or no device here) / 1.
   run-notebook    `kguard run examples/train_classifier.ipynb` with the label-4
                   bug on a CUDA build of torch: the genuine nll_loss assert,
                   kguard restarts, the bug repeats, kguard stops with exit 2
+  hip-driver-assert, hip-kernel-assert
+                  the same two with the HIP twin (kgfx_hip.hip, built by
+                  hipcc): 710/719 returned, or the ROCm 5 abort (SIGABRT with
+                  "Device-side assertion" on stderr); in the kernel kguard must
+                  see it as sticky (device-assert or launch-failure) and restart
   preflight       `kguard doctor --preflight` on the real device: healthy
   doctor          `kguard doctor --json`: the stack and every device listed
 
 Environment: KGUARD_BIN, KGFX_LIB (the built kgfx_cuda library),
+KGFX_HIP_LIB (the built kgfx_hip library; empty where hipcc is missing),
 KGUARD_SOURCE_DIR, KGUARD_PYTHON (the kernel's interpreter).
 """
 import json
@@ -31,7 +37,6 @@ SOURCE = os.environ.get("KGUARD_SOURCE_DIR", os.path.dirname(os.path.dirname(HER
 KGUARD = os.environ.get("KGUARD_BIN", os.path.join(SOURCE, "build", "dev", "kguard"))
 PYTHON = os.environ.get("KGUARD_PYTHON", "/usr/bin/python3")
 SKIP, FAIL = 77, 1
-KGFX_LIB = os.path.abspath(os.environ.get("KGFX_LIB", ""))
 # CUDA_ERROR_STUB_LIBRARY 34, INSUFFICIENT_DRIVER 35, NO_DEVICE 100: nothing to test here
 NO_GPU = (-1, 34, 35, 100)
 
@@ -49,7 +54,7 @@ def _in_subprocess(body):
     return r
 
 
-def _fixture_fault(name, fn, expected, expected_name):
+def _fixture_fault(name, fn, expected, expected_name, hip=False):
     r = _in_subprocess(
         "rc = kgfx.lib().kgfx_init(kgfx.os.path.join(%r, 'kgfx_cuda.ptx').encode(), 0)\n"
         "if rc: print(json.dumps({'init': rc, 'why': kgfx.lib().kgfx_last_error().decode()})); "
@@ -57,6 +62,9 @@ def _fixture_fault(name, fn, expected, expected_name):
         "ok = kgfx.raw('fill')\nrc = kgfx.raw(%r)\nafter = kgfx.raw('fill')\n"
         "print(json.dumps({'init': 0, 'fill': ok, 'rc': rc, 'after': after, "
         "'name': kgfx.lib().kgfx_error_name(rc).decode()}))\n" % (HERE, fn))
+    if hip and r.returncode == -6 and "Device-side assertion" in r.stdout + r.stderr:
+        return verdict(name, 0, "the HIP runtime printed the device-side assertion and "
+                       "aborted the process (SIGABRT), as ROCm 5 does")
     try:
         res = json.loads(r.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -67,7 +75,9 @@ def _fixture_fault(name, fn, expected, expected_name):
         return verdict(name, FAIL, "init: %s" % res.get("why"))
     if res["fill"] != 0:
         return verdict(name, FAIL, "the healthy launch failed first (%d)" % res["fill"])
-    if res["rc"] != expected or res["name"] != expected_name:
+    if hip and res["rc"] in (710, 719):
+        pass   # newer ROCm returns the error instead of aborting
+    elif res["rc"] != expected or res["name"] != expected_name:
         return verdict(name, FAIL, "expected %s %d, got %s %d" % (expected_name, expected,
                                                                   res["name"], res["rc"]))
     if res["after"] == 0:
@@ -85,6 +95,28 @@ def check_driver_trap():
     return _fixture_fault("driver-trap", "trap", 719, "CUDA_ERROR_LAUNCH_FAILED")
 
 
+def _use_hip(name):
+    """Point KGFX_LIB at the HIP twin (the kernels started later inherit it);
+    a verdict code if it is not built."""
+    lib = os.environ.get("KGFX_HIP_LIB", "")
+    if not lib or not os.path.exists(lib):
+        return verdict(name, SKIP, "the HIP fixture is not built here (no hipcc)")
+    os.environ["KGFX_LIB"] = lib
+    return None
+
+
+def check_hip_driver_assert():
+    skip = _use_hip("hip-driver-assert")
+    return skip if skip is not None else _fixture_fault(
+        "hip-driver-assert", "assert", 710, "hipErrorAssert", hip=True)
+
+
+def check_hip_kernel_assert():
+    skip = _use_hip("hip-kernel-assert")
+    return skip if skip is not None else check_kernel_assert("hip-kernel-assert",
+                                                             ("device-assert", "launch-failure"))
+
+
 def _has_gpu():
     """(rc of kgfx_init, why); rc None when the fixture itself did not load."""
     r = _in_subprocess("rc = kgfx.lib().kgfx_init(kgfx.os.path.join(%r, 'kgfx_cuda.ptx')"
@@ -96,8 +128,7 @@ def _has_gpu():
     return rc, "kgfx_init: %d" % rc
 
 
-def check_kernel_assert():
-    name = "kernel-assert"
+def check_kernel_assert(name="kernel-assert", families=("device-assert",)):
     rc, why = _has_gpu()
     if rc in NO_GPU:
         return verdict(name, SKIP, "no usable CUDA device (%s)" % why)
@@ -147,7 +178,7 @@ def check_kernel_assert():
         incs = [json.load(open(os.path.join(inc_dir, p))) for p in sorted(os.listdir(inc_dir))]
         fam = incs[0].get("family") if incs else None
         line = (incs[0].get("assertion_line") or "") if incs else ""
-        if pid2 == pid1 or fam != "device-assert":
+        if pid2 == pid1 or fam not in families:
             return verdict(name, FAIL, "pid %d→%d, family %s" % (pid1, pid2, fam))
         return verdict(name, 0, "real 710 detected (family %s), restarted (pid %d→%d), fresh "
                        "kernel launches; assertion line %s" % (
@@ -224,6 +255,8 @@ def check_doctor():
 
 
 CHECKS = {"driver-assert": check_driver_assert, "driver-trap": check_driver_trap,
+          "hip-driver-assert": check_hip_driver_assert,
+          "hip-kernel-assert": check_hip_kernel_assert,
           "kernel-assert": check_kernel_assert, "run-notebook": check_run_notebook,
           "preflight": check_preflight, "doctor": check_doctor}
 

@@ -11,7 +11,8 @@
 # JOBS (build parallelism, default nproc), CUDACXX / KGUARD_HIP_ARCHS as for
 # the CMake fixtures. Checks (tests/gpu/real_device.py says what each proves):
 #   doctor, preflight, driver-assert, driver-trap, kernel-assert,
-#   run-notebook, then the platform fixtures cuda_device_assert,
+#   run-notebook, hip-driver-assert, hip-kernel-assert (where hipcc built the
+#   HIP twin of the fixture), then the platform fixtures cuda_device_assert,
 #   hip_device_assert (where hipcc exists) and torch_label4.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,10 +44,12 @@ else
   exit 1
 fi
 lib=$(find "$build" -name 'libkgfx_cuda.so' | head -1)
+hiplib=$(find "$build" -name 'libkgfx_hip.so' | head -1)
 
 # --- the checks of kguard itself on the device -------------------------------
-for check in doctor preflight driver-assert driver-trap kernel-assert run-notebook; do
-  out=$(KGUARD_BIN="$build/kguard" KGFX_LIB="$lib" KGUARD_SOURCE_DIR="$src" \
+for check in doctor preflight driver-assert driver-trap kernel-assert run-notebook \
+             hip-driver-assert hip-kernel-assert; do
+  out=$(KGUARD_BIN="$build/kguard" KGFX_LIB="$lib" KGFX_HIP_LIB="$hiplib" KGUARD_SOURCE_DIR="$src" \
         KGUARD_PYTHON="$py" timeout 280 "$py" "$here/real_device.py" "$check" 2>&1)
   rc=$?
   verdict=$(printf '%s\n' "$out" | grep -E '^(PASS|SKIP|FAIL) ' | tail -1)
