@@ -149,7 +149,11 @@ s_drivers(cJSON *report, const char *decision, const cJSON *probe, cJSON *proble
   bool hip_ok = cJSON_IsTrue(cJSON_GetObjectItem(hip, "loaded"));
   int ncu = cJSON_GetArraySize(cJSON_GetObjectItem(cu, "devices"));
   int nhip = cJSON_GetArraySize(cJSON_GetObjectItem(hip, "devices"));
-  const char *vis_cu = getenv("CUDA_VISIBLE_DEVICES");
+  const char *vis_cu = NULL;   /* from the facts, not from our environment */
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(report, "env"))
+    if (strcmp(s_str(e, "name") ? s_str(e, "name") : "", "CUDA_VISIBLE_DEVICES") == 0)
+      vis_cu = s_str(e, "value");
   if (strcmp(decision, "cuda") == 0) {
     if (!cu_ok)
       s_say(problems, "torch is a CUDA build but no CUDA driver was found (%s: %s): "
