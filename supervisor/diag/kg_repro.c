@@ -329,6 +329,13 @@ kg_repro_build(const cJSON *inc, kg_scrub_t *scrub, unsigned flags, char *err, s
       free(v);
     }
   }
+  /* the post-restart pre-flight's verdict, when the supervisor recorded one */
+  const cJSON *pf = cJSON_GetObjectItemCaseSensitive(inc, "preflight");
+  if (cJSON_IsObject(pf)) {
+    cJSON *p = cJSON_AddObjectToObject(out, "preflight");
+    cJSON_AddStringToObject(p, "status", s_str(pf, "status") ? s_str(pf, "status") : "?");
+    s_add_scrubbed(p, "summary", scrub, s_str(pf, "summary"));
+  }
   const char *cell = s_str(cJSON_GetObjectItemCaseSensitive(inc, "cell"), "code");
   if (code)
     s_add_scrubbed(out, "cell_code", scrub, cell);

@@ -22,6 +22,8 @@
       diagnostic_env  {NAME: value}: values that are plain flags are kept,
                       others read "<set>" (raw with KG_REPRO_ENV)
       cell_code       only with KG_REPRO_CODE
+      preflight       {"status", "summary"} of the pre-flight probe after the
+                      restart, when the record has one
       exit, restart_count, last_step
       removed         what was taken out, in words
 */

@@ -193,6 +193,11 @@ kg_repro_markdown(const cJSON *r)
   s_scalar(f, cJSON_GetObjectItemCaseSensitive(r, "error_code"));
   fputs(", restarts: ", f);
   s_scalar(f, cJSON_GetObjectItemCaseSensitive(r, "restart_count"));
+  const cJSON *pf = cJSON_GetObjectItemCaseSensitive(r, "preflight");
+  if (pf)
+    fprintf(f, "\n- device pre-flight after the restart: %s: %s",
+            s_str(pf, "status") ? s_str(pf, "status") : "?",
+            s_str(pf, "summary") ? s_str(pf, "summary") : "");
   fputs("\n- removed before sharing: ", f);
   const cJSON *removed = cJSON_GetObjectItemCaseSensitive(r, "removed");
   first = true;

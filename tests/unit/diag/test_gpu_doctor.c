@@ -315,7 +315,8 @@ static const char *s_incident =
   "\"python_executable\":\"/home/alice/venv/bin/python\",\"driver\":{\"nvidia\":\"550.54.14\"},"
   "\"devices\":[{\"index\":0,\"name\":\"NVIDIA H200\",\"capability\":\"9.0\"}]},"
   "\"diagnostic_env\":{\"CUDA_LAUNCH_BLOCKING\":\"1\",\"PYTORCH_KERNEL_CACHE_PATH\":"
-  "\"/home/alice/.cache\"},\"restart_count\":1}";
+  "\"/home/alice/.cache\"},\"restart_count\":1,"
+  "\"preflight\":{\"status\":\"failing\",\"summary\":\"a device is failing on gpu-node-7\"}}";
 
 KG_TEST(repro_build_scrubs)
 {
@@ -353,6 +354,7 @@ KG_TEST(repro_build_scrubs)
     KG_CHECK(strstr(md, "Assertion `t >= 0 && t < n_classes` failed."));
     KG_CHECK(strstr(md, "| PyTorch | 2.5.1 |"));
     KG_CHECK(strstr(md, "removed before sharing"));
+    KG_CHECK(strstr(md, "device pre-flight after the restart: failing: a device is failing on <host>"));
     free(json);
     free(md);
     cJSON_Delete(r);
