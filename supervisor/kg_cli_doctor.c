@@ -202,6 +202,11 @@ s_preflight(const char *self, bool json, int64_t timeout_ms)
                  cJSON_GetStringValue(cJSON_GetObjectItem(e, "string")));
         if (cJSON_IsNumber(used))
           printf("; %.0f MiB in use on the device", used->valuedouble / 1048576.0);
+        const cJSON *procs = cJSON_GetObjectItem(d, "processes"), *pr;
+        cJSON_ArrayForEach(pr, procs)
+          printf("%s pid %d %.0f MiB", pr == procs->child ? ", held by" : ",",
+                 cJSON_GetObjectItem(pr, "pid")->valueint,
+                 cJSON_GetObjectItem(pr, "used_bytes")->valuedouble / 1048576.0);
         putchar('\n');
       }
     }

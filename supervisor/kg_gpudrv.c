@@ -44,7 +44,67 @@ typedef struct {
                          unsigned, void *, void **, void **);
   cu_res (*GetErrorName)(cu_res, const char **);
   cu_res (*GetErrorString)(cu_res, const char **);
+  cu_res (*DeviceGetPCIBusId)(char *, int, cu_dev);   /* optional */
 } s_cuda_t;
+
+/*  NVML (libnvidia-ml.so.1), optional: which processes hold device memory.
+    nvmlProcessInfo_t (= _v2_st) of the _v3 query: pid, usedGpuMemory, MIG
+    instance ids. */
+typedef struct {
+  unsigned pid;
+  unsigned long long used;
+  unsigned gpu_instance, compute_instance;
+} s_nvml_proc_t;
+
+typedef struct {
+  void *lib;
+  int (*HandleByPciBusId)(const char *, void **);
+  int (*Processes)(void *, unsigned *, s_nvml_proc_t *);
+} s_nvml_t;
+
+static void
+s_nvml_open(s_nvml_t *n)
+{
+  memset(n, 0, sizeof *n);
+  const char *path = getenv("KGUARD_NVML_LIB");
+  n->lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  int (*init)(void) = NULL;
+  if (n->lib)
+    *(void **) &init = dlsym(n->lib, "nvmlInit_v2");
+  if (n->lib) {
+    *(void **) &n->HandleByPciBusId = dlsym(n->lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    *(void **) &n->Processes = dlsym(n->lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+  }
+  if (!init || !n->HandleByPciBusId || !n->Processes || init() != 0)
+    n->Processes = NULL;
+}
+
+/*  "processes": [{"pid", "used_bytes"}] of the device with PCI bus id bus,
+    this process left out; or "processes_error". */
+static void
+s_nvml_processes(const s_nvml_t *n, const char *bus, cJSON *dev)
+{
+  void *h = NULL;
+  s_nvml_proc_t procs[64];
+  unsigned count = 64;
+  if (!n->Processes) {
+    cJSON_AddStringToObject(dev, "processes_error", "NVML (libnvidia-ml.so.1) unavailable");
+    return;
+  }
+  if (!bus || n->HandleByPciBusId(bus, &h) != 0 || n->Processes(h, &count, procs) != 0) {
+    cJSON_AddStringToObject(dev, "processes_error", "NVML could not list the processes");
+    return;
+  }
+  cJSON *arr = cJSON_AddArrayToObject(dev, "processes");
+  for (unsigned i = 0; i < count && i < 64; i++) {
+    if (procs[i].pid == (unsigned) getpid())
+      continue;
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddNumberToObject(p, "pid", procs[i].pid);
+    cJSON_AddNumberToObject(p, "used_bytes", (double) procs[i].used);
+    cJSON_AddItemToArray(arr, p);
+  }
+}
 
 enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76, CU_ATTR_ECC = 32 };
 enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
@@ -115,6 +175,7 @@ s_cuda_open(s_cuda_t *cu, const char *path, char *err, size_t errlen)
   S_LOAD(LaunchKernel, "cuLaunchKernel", NULL);
   S_LOAD(GetErrorName, "cuGetErrorName", NULL);
   S_LOAD(GetErrorString, "cuGetErrorString", NULL);
+  *(void **) &cu->DeviceGetPCIBusId = dlsym(cu->lib, "cuDeviceGetPCIBusId");
   return 0;
 }
 
@@ -232,6 +293,9 @@ s_cuda(bool preflight, bool *failing)
   }
   cJSON_AddNumberToObject(o, "device_count", count);
   cJSON *devs = cJSON_AddArrayToObject(o, "devices");
+  s_nvml_t nvml;
+  if (count > 0)
+    s_nvml_open(&nvml);
   for (int i = 0; i < count; i++) {
     cJSON *d = cJSON_CreateObject();
     cJSON_AddItemToArray(devs, d);
@@ -255,6 +319,10 @@ s_cuda(bool preflight, bool *failing)
     cJSON_AddStringToObject(d, "capability", cap);
     cJSON_AddNumberToObject(d, "total_bytes", (double) total);
     cJSON_AddBoolToObject(d, "ecc", ecc != 0);
+    char bus[64] = "";
+    if (cu.DeviceGetPCIBusId && cu.DeviceGetPCIBusId(bus, sizeof bus, dev) == 0)
+      cJSON_AddStringToObject(d, "pci_bus_id", bus);
+    s_nvml_processes(&nvml, *bus ? bus : NULL, d);   /* before our own context exists */
     cu_ctx ctx = NULL;
     int64_t t0 = kg_clock_mono_ms();
     if ((rc = cu.PrimaryCtxRetain(&ctx, dev)) || (rc = cu.CtxSetCurrent(ctx))) {

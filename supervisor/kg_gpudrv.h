@@ -14,11 +14,18 @@
                "runtime_version" (HIP), "device_count",
                "devices": [{"index", "name", "capability" (CUDA),
                  "total_bytes", "free_bytes", "used_bytes", "ecc" (CUDA),
+                 "pci_bus_id", "processes" | "processes_error" (CUDA),
                  "preflight": {"ok", "steps_ms", "error": {"step", "code",
                    "name", "string", "failing"}}}]}
     In the device list, index is the index the process sees (after
     CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES).
 
+    Processes holding device memory come from NVML (libnvidia-ml.so.1,
+    optional; $KGUARD_NVML_LIB overrides), matched by PCI bus id and read
+    before the worker's own context exists: "processes": [{"pid",
+    "used_bytes"}] (this worker left out), or "processes_error" saying why
+    there is no list. After a sticky restart, the dead kernel's pid in that
+    list means its memory is not released yet.
     Free memory needs a context: the worker retains each device's primary
     context for a moment (a few hundred MB of device memory while it runs).
     used_bytes = total - free at that moment: memory held by every process

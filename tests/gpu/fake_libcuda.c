@@ -47,6 +47,18 @@ cu_res cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned b
                       unsigned bz, unsigned shm, void *stream, void **args, void **extra);
 cu_res cuGetErrorName(cu_res e, const char **s);
 cu_res cuGetErrorString(cu_res e, const char **s);
+cu_res cuDeviceGetPCIBusId(char *bus, int len, int d);
+/* NVML, in the same fake library (KGUARD_NVML_LIB=<this library>): two
+   processes hold memory on the device, pid 4242 (1 GiB, "a dead kernel not
+   yet reaped") and the caller itself (which kguard must leave out). */
+typedef struct {
+  unsigned pid;
+  unsigned long long used;
+  unsigned gi, ci;
+} fake_nvml_proc_t;
+int nvmlInit_v2(void);
+int nvmlDeviceGetHandleByPciBusId_v2(const char *bus, void **h);
+int nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned *count, fake_nvml_proc_t *p);
 
 #define S_CHECK_POISON() do { if (s_poison) return s_poison; } while (0)
 
@@ -172,6 +184,36 @@ cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsi
     s_poison = 719;
   return 0;   /* launches are asynchronous: the error shows at the sync */
 }
+cu_res
+cuDeviceGetPCIBusId(char *bus, int len, int d)
+{
+  snprintf(bus, (size_t) len, "00000000:%02x:00.0", 0x65 + d);
+  return 0;
+}
+
+int nvmlInit_v2(void) { return 0; }
+
+int
+nvmlDeviceGetHandleByPciBusId_v2(const char *bus, void **h)
+{
+  *h = strcmp(bus, "00000000:65:00.0") == 0 ? (void *) &s_poison : NULL;
+  return *h ? 0 : 6;   /* NVML_ERROR_NOT_FOUND */
+}
+
+int
+nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned *count, fake_nvml_proc_t *p)
+{
+  (void) h;
+  if (*count < 2) {
+    *count = 2;
+    return 7;   /* NVML_ERROR_INSUFFICIENT_SIZE */
+  }
+  p[0] = (fake_nvml_proc_t){4242, 1ull << 30, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  p[1] = (fake_nvml_proc_t){(unsigned) getpid(), 300ull << 20, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  *count = 2;
+  return 0;
+}
+
 cu_res
 cuGetErrorName(cu_res e, const char **s)
 {

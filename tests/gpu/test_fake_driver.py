@@ -43,6 +43,13 @@ def test_preflight_healthy_then_failing_then_hung():
     assert r.returncode == 0 and res["status"] == "healthy", r.stdout
     (dev,) = res["cuda"]["devices"]
     assert dev["preflight"]["ok"] is True   # module loaded, kg_fill ran, value read back
+    # NVML (the same fake library): who holds memory, the probe itself left out
+    r = run([KGUARD, "doctor", "--preflight", "--json"], KGUARD_NVML_LIB=FAKE)
+    (dev,) = json.loads(r.stdout)["cuda"]["devices"]
+    assert dev["pci_bus_id"] == "00000000:65:00.0"
+    assert dev["processes"] == [{"pid": 4242, "used_bytes": 1 << 30}]
+    r = run([KGUARD, "doctor", "--preflight"], KGUARD_NVML_LIB=FAKE)
+    assert "held by pid 4242 1024 MiB" in r.stdout
     r = run([KGUARD, "doctor", "--preflight", "--json"], KGFX_FAKE_FAIL="ecc")
     res = json.loads(r.stdout)
     assert r.returncode == 1 and res["status"] == "failing"
