@@ -31,6 +31,14 @@ int kg_ckpt_cli_main(int argc, char **argv);
 /*  kguard keygen [--force] (checkpoint/kg_ckpt_cli.c) */
 int kg_ckpt_keygen_main(int argc, char **argv);
 
+/*  kguard doctor [--json|--format F] [--kernel N] [--preflight] ...
+    (supervisor/kg_cli_doctor.c) */
+int kg_cli_doctor_main(int argc, char **argv);
+
+/*  kguard incident list | export ID [-o FILE] [--include-code] [--json]
+    (supervisor/kg_cli_incident.c) */
+int kg_cli_incident_main(int argc, char **argv);
+
 /*  kguard run NOTEBOOK.ipynb [options] (supervisor/run/) */
 int kg_run_main(int argc, char **argv);
 

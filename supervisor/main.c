@@ -33,6 +33,8 @@ s_usage(FILE *out)
     "  restart  ask a running kguard kernel for a (diagnostic) restart\n"
     "  ckpt     seal, verify, list, select and restore checkpoint archives\n"
     "  keygen   create the checkpoint signing key pair\n"
+    "  doctor   which GPU stack the kernel will use, and whether it fits the device\n"
+    "  incident list incidents; export one as a shareable repro request\n"
     "\n"
     "`kguard COMMAND --help` describes each command.\n"
     "exit codes: 0 success, 100 usage or configuration error, 111 system failure;\n"
@@ -96,6 +98,10 @@ main(int argc, char **argv)
     return kg_cli_install_main(argc - 1, argv + 1);
   if (strcmp(cmd, "restart") == 0)
     return kg_cli_restart_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "doctor") == 0)
+    return kg_cli_doctor_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "incident") == 0)
+    return kg_cli_incident_main(argc - 1, argv + 1);
   if (strcmp(cmd, "run") == 0)
     return kg_run_main(argc - 1, argv + 1);
   if (strcmp(cmd, "ckpt") == 0 || strcmp(cmd, "keygen") == 0)

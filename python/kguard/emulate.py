@@ -27,6 +27,10 @@ KIND (backend-prefixed, texts as printed by PyTorch >= 2.8):
   no-kernel-image        209 "no kernel image is available..." (not sticky)
   operator-unavailable   NotImplementedError "Could not run 'aten::...'"
   cublas                 CUBLAS_STATUS_EXECUTION_FAILED (not sticky by itself)
+  preflight-fail, preflight-hang
+                         not for the kernel: kguard's pre-flight probe reports
+                         a failing / hung device (may stand alone or as a
+                         modifier: cuda-assert:once:preflight-fail)
 Modifiers:
   step=N       fail when step(n) is called with n >= N (default: the first call)
   once         fail only the first time across processes: a marker file is
@@ -190,7 +194,10 @@ class _Config:
 
 
 def _parse(spec):
-    parts = [p.strip() for p in spec.split(":") if p.strip()]
+    # preflight-fail / preflight-hang are for kguard's pre-flight probe
+    # (`kguard doctor --preflight`), not for the kernel: skip them here.
+    parts = [p.strip() for p in spec.split(":")
+             if p.strip() and not p.strip().startswith("preflight-")]
     if not parts:
         return _Config()
     kind = parts[0]

@@ -8,9 +8,13 @@ query is guarded, and the GPU queries run in a daemon thread with a time limit
 
 Keys: python, python_executable, platform, torch (version or null),
 cuda (torch.version.cuda), hip (torch.version.hip), cudnn, backend
-("cuda" | "rocm" | "cpu" | "unknown"), cuda_available, device_count,
-devices [{index, name, capability, total_memory}], errors [strings],
-timed_out (bool), env {diagnostic variables in force}.
+("cuda" | "rocm" | "cpu" | "unknown"; torch.version.hip set means ROCm),
+arch_list (the architectures torch was compiled for: "sm_90", "compute_90",
+"gfx90a"; read from the build even where no driver is loaded), driver
+({"nvidia": "550.54.14"} / {"amdgpu": "..."} from /proc and /sys, no GPU call;
+null when neither is there), cuda_available, device_count,
+devices [{index, name, capability, total_memory, gcn_arch (ROCm)}],
+errors [strings], timed_out (bool), env {diagnostic variables in force}.
 """
 
 import json
@@ -22,6 +26,41 @@ import threading
 _DIAG_VARS = ("CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING",
               "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
               "KGUARD_DIAGNOSTIC", "TORCH_USE_CUDA_DSA")
+
+
+def _driver():
+    """Kernel driver versions, read from files: never a GPU call."""
+    found = {}
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            words = f.readline().split()
+        # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu ..."
+        for i, w in enumerate(words):
+            if w == "Module" and i + 1 < len(words):
+                found["nvidia"] = words[i + 1]
+    except OSError:
+        pass
+    try:
+        with open("/sys/module/amdgpu/version") as f:
+            found["amdgpu"] = f.read().strip()
+    except OSError:
+        pass
+    return found or None
+
+
+def _arch_list(torch):
+    """The compiled architectures, from the build itself (get_arch_list()
+    returns [] when no device is available, which hides a mismatch)."""
+    try:
+        flags = torch._C._cuda_getArchFlags()
+        if flags:
+            return sorted(set(flags.split()), key=flags.split().index)
+    except Exception:
+        pass
+    try:
+        return list(torch.cuda.get_arch_list())
+    except Exception:
+        return []
 
 
 def _collect(out):
@@ -41,6 +80,7 @@ def _collect(out):
         out["backend"] = "cuda"
     else:
         out["backend"] = "cpu"
+    out["arch_list"] = _arch_list(torch)
     try:
         out["cudnn"] = torch.backends.cudnn.version()
     except Exception as e:
@@ -78,7 +118,7 @@ def probe(timeout=None):
         "python_executable": sys.executable,
         "platform": platform.platform(),
         "torch": None, "cuda": None, "hip": None, "cudnn": None,
-        "backend": "unknown", "cuda_available": None, "device_count": None,
+        "backend": "unknown", "arch_list": [], "driver": _driver(), "cuda_available": None, "device_count": None,
         "devices": [], "errors": [], "timed_out": False,
         "env": {k: os.environ[k] for k in _DIAG_VARS if k in os.environ},
     }

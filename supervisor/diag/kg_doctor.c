@@ -1,0 +1,255 @@
+/*  kg_doctor: what the facts mean (see kg_doctor.h). */
+#include "kg_doctor.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_gpuarch.h"
+
+static const char *
+s_str(const cJSON *o, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void
+s_say(cJSON *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+s_say(cJSON *arr, const char *fmt, ...)
+{
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
+}
+
+int
+kg_doctor_version_value(const char *v)
+{
+  int major = 0, minor = 0;
+  if (!v || sscanf(v, "%d.%d", &major, &minor) < 1 || major < 0 || minor < 0)
+    return -1;
+  return major * 1000 + minor;
+}
+
+static void
+s_stack(cJSON *report, const cJSON *probe)
+{
+  cJSON *stack = cJSON_AddObjectToObject(report, "stack");
+  const char *interp = s_str(cJSON_GetObjectItem(report, "kernel"), "interpreter");
+  const char *torch = s_str(probe, "torch"), *cuda = s_str(probe, "cuda");
+  const char *hip = s_str(probe, "hip"), *err = s_str(probe, "error");
+  char why[768];
+  const char *decision = "unknown";
+  if (err || !probe)
+    snprintf(why, sizeof why, "the kernel's Python could not be asked (%s)",
+             err ? err : "no answer");
+  else if (hip) {
+    decision = "rocm";
+    snprintf(why, sizeof why, "torch %s has torch.version.hip = %s: a ROCm build (devices are "
+             "still named cuda:N, errors read \"HIP error\")", torch ? torch : "?", hip);
+  } else if (cuda) {
+    decision = "cuda";
+    snprintf(why, sizeof why, "torch %s has torch.version.cuda = %s and no "
+             "torch.version.hip: a CUDA build", torch ? torch : "?", cuda);
+  } else if (torch) {
+    decision = "cpu";
+    snprintf(why, sizeof why, "torch %s is CPU-only (torch.version.cuda and "
+             "torch.version.hip are None): the kernel trains on the CPU", torch);
+  } else {
+    const cJSON *errs = cJSON_GetObjectItem(probe, "errors");
+    const cJSON *e0 = cJSON_GetArrayItem(errs, 0);
+    snprintf(why, sizeof why, "torch is not importable by %s%s%s", interp ? interp : "Python",
+             cJSON_IsString(e0) ? ": " : "", cJSON_IsString(e0) ? e0->valuestring : "");
+  }
+  cJSON_AddStringToObject(stack, "decision", decision);
+  cJSON_AddStringToObject(stack, "why", why);
+}
+
+/*  The arch list as a C array (borrowed strings); *n its length. */
+static const char **
+s_archs(const cJSON *probe, size_t *n)
+{
+  const cJSON *list = cJSON_GetObjectItem(probe, "arch_list");
+  *n = 0;
+  int size = cJSON_GetArraySize(list);
+  const char **a = calloc((size_t) size + 1, sizeof *a);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, list) if (a && cJSON_IsString(e)) a[(*n)++] = e->valuestring;
+  return a;
+}
+
+static void
+s_devices(cJSON *report, const cJSON *probe, const char *decision, cJSON *problems,
+          cJSON *warnings)
+{
+  cJSON *devs = cJSON_AddArrayToObject(report, "devices");
+  const cJSON *drivers = cJSON_GetObjectItem(report, "drivers");
+  size_t na;
+  const char **archs = s_archs(probe, &na);
+  const char *backends[] = {"cuda", "hip"};
+  for (int b = 0; b < 2; b++) {
+    const cJSON *be = cJSON_GetObjectItem(drivers, backends[b]);
+    const cJSON *d;
+    cJSON_ArrayForEach(d, cJSON_GetObjectItem(be, "devices"))
+    {
+      cJSON *o = cJSON_Duplicate(d, true);
+      cJSON_AddStringToObject(o, "backend", b == 0 ? "cuda" : "rocm");
+      cJSON_AddItemToArray(devs, o);
+      char best[64] = "";
+      kg_arch_verdict_t v = KG_ARCH_UNKNOWN;
+      int major = 0, minor = 0;
+      const char *cap = s_str(d, "capability");
+      const char *name = s_str(d, "name") ? s_str(d, "name") : "?";
+      int idx = cJSON_GetObjectItem(d, "index") ? cJSON_GetObjectItem(d, "index")->valueint : -1;
+      if (b == 0 && strcmp(decision, "cuda") == 0 && cap && sscanf(cap, "%d.%d", &major, &minor) == 2)
+        v = kg_gpuarch_cuda(archs, na, major, minor, best, sizeof best);
+      if (b == 1 && strcmp(decision, "rocm") == 0) {
+        /* the gfx name comes from torch's device properties (the probe) */
+        const cJSON *pd = cJSON_GetArrayItem(cJSON_GetObjectItem(probe, "devices"), idx);
+        const char *gcn = s_str(pd, "gcn_arch");
+        if (gcn)
+          cJSON_AddStringToObject(o, "gcn_arch", gcn);
+        v = kg_gpuarch_rocm(archs, na, gcn, best, sizeof best);
+      }
+      cJSON *arch = cJSON_AddObjectToObject(o, "arch");
+      cJSON_AddStringToObject(arch, "verdict", kg_gpuarch_verdict_name(v));
+      cJSON_AddStringToObject(arch, "entry", best);
+      if (v == KG_ARCH_NONE)
+        s_say(problems, "device %d (%s%s%s) is not in torch's compiled architectures: every "
+              "kernel will fail with \"no kernel image is available for execution on the "
+              "device\" (209%s); install a torch build that lists it", idx, name,
+              cap ? ", capability " : "", cap ? cap : "", b ? ", or \"invalid device function\" "
+              "98 on ROCm" : "");
+      else if (v == KG_ARCH_PTX_JIT)
+        s_say(warnings, "device %d (%s, capability %s) runs torch's PTX (%s) through the "
+              "driver's JIT: it works, but the first use of each kernel compiles it (slow "
+              "start, a JIT cache that can fill)", idx, name, cap ? cap : "?", best);
+    }
+  }
+  free(archs);
+}
+
+static void
+s_drivers(cJSON *report, const char *decision, const cJSON *probe, cJSON *problems,
+          cJSON *warnings)
+{
+  const cJSON *drivers = cJSON_GetObjectItem(report, "drivers");
+  const cJSON *cu = cJSON_GetObjectItem(drivers, "cuda");
+  const cJSON *hip = cJSON_GetObjectItem(drivers, "hip");
+  if (s_str(drivers, "error"))
+    s_say(warnings, "the driver query did not finish: %s", s_str(drivers, "error"));
+  bool cu_ok = cJSON_IsTrue(cJSON_GetObjectItem(cu, "loaded"));
+  bool hip_ok = cJSON_IsTrue(cJSON_GetObjectItem(hip, "loaded"));
+  int ncu = cJSON_GetArraySize(cJSON_GetObjectItem(cu, "devices"));
+  int nhip = cJSON_GetArraySize(cJSON_GetObjectItem(hip, "devices"));
+  const char *vis_cu = NULL;   /* from the facts, not from our environment */
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(report, "env"))
+    if (strcmp(s_str(e, "name") ? s_str(e, "name") : "", "CUDA_VISIBLE_DEVICES") == 0)
+      vis_cu = s_str(e, "value");
+  if (strcmp(decision, "cuda") == 0) {
+    if (!cu_ok)
+      s_say(problems, "torch is a CUDA build but no CUDA driver was found (%s: %s): "
+            "torch.cuda.is_available() will be False and training falls back to the CPU "
+            "or fails", s_str(cu, "library") ? s_str(cu, "library") : "libcuda.so.1",
+            s_str(cu, "error") ? s_str(cu, "error") : "not loaded");
+    else if (ncu == 0)
+      s_say(problems, "the CUDA driver sees no device (%s)%s",
+            s_str(cu, "error") ? s_str(cu, "error") : "device count 0",
+            vis_cu ? "; check CUDA_VISIBLE_DEVICES" : "");
+    int tv = kg_doctor_version_value(s_str(probe, "cuda"));
+    int dv = kg_doctor_version_value(s_str(cu, "driver_version"));
+    if (cu_ok && tv > 0 && dv > 0 && tv / 1000 > dv / 1000)
+      s_say(problems, "torch was built for CUDA %s but the driver supports CUDA %s at most: "
+            "update the driver or install a torch built for CUDA %d", s_str(probe, "cuda"),
+            s_str(cu, "driver_version"), dv / 1000);
+    else if (cu_ok && tv > dv && dv > 0)
+      s_say(warnings, "torch was built for CUDA %s, newer than the driver's %s: minor "
+            "version compatibility covers most of it, but PTX built for the newer toolkit "
+            "will not load", s_str(probe, "cuda"), s_str(cu, "driver_version"));
+  }
+  if (strcmp(decision, "rocm") == 0) {
+    if (!hip_ok)
+      s_say(problems, "torch is a ROCm build but no HIP runtime was found (%s)",
+            s_str(hip, "error") ? s_str(hip, "error") : "libamdhip64.so not loaded");
+    else if (nhip == 0)
+      s_say(problems, "the HIP runtime sees no device (%s); check HIP_VISIBLE_DEVICES, "
+            "ROCR_VISIBLE_DEVICES and membership of the video/render groups",
+            s_str(hip, "error") ? s_str(hip, "error") : "device count 0");
+  }
+  if (strcmp(decision, "cpu") == 0 && (ncu > 0 || nhip > 0))
+    s_say(warnings, "%d GPU(s) are here but torch is CPU-only: install a %s build of "
+          "torch to use them", ncu + nhip, ncu > 0 ? "CUDA" : "ROCm");
+}
+
+void
+kg_doctor_assess(cJSON *report)
+{
+  const cJSON *probe = cJSON_GetObjectItem(report, "probe");
+  s_stack(report, probe);
+  cJSON *problems = cJSON_AddArrayToObject(report, "problems");
+  cJSON *warnings = cJSON_AddArrayToObject(report, "warnings");
+  const char *decision = s_str(cJSON_GetObjectItem(report, "stack"), "decision");
+  s_drivers(report, decision, probe, problems, warnings);
+  s_devices(report, probe, decision, problems, warnings);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(report, "env"))
+  {
+    const char *level = s_str(e, "level");
+    if (level && strcmp(level, "warn") == 0)
+      s_say(warnings, "%s=%s: %s", s_str(e, "name"), s_str(e, "value"), s_str(e, "note"));
+  }
+  int guarded = 0;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(report, "kernelspecs"))
+  {
+    guarded += cJSON_IsTrue(cJSON_GetObjectItem(e, "guarded"));
+    if (s_str(e, "error"))
+      s_say(warnings, "kernelspec %s: %s", s_str(e, "name"), s_str(e, "error"));
+  }
+  if (!guarded)
+    s_say(warnings, "no kernelspec is guarded by kguard: `kguard install` wraps one");
+
+  /* one line: the stack, the driver, the devices */
+  const cJSON *drivers = cJSON_GetObjectItem(report, "drivers");
+  const cJSON *cu = cJSON_GetObjectItem(drivers, "cuda"), *hip = cJSON_GetObjectItem(drivers, "hip");
+  char drv[512];
+  int ndev = cJSON_GetArraySize(cJSON_GetObjectItem(report, "devices"));
+  bool cu_ok = cJSON_IsTrue(cJSON_GetObjectItem(cu, "loaded"));
+  bool hip_ok = cJSON_IsTrue(cJSON_GetObjectItem(hip, "loaded"));
+  if (!cu_ok && !hip_ok)
+    snprintf(drv, sizeof drv, "no GPU driver found (%s: not loadable; %s: not loadable)",
+             s_str(cu, "library") ? s_str(cu, "library") : "libcuda.so.1",
+             s_str(hip, "library") ? s_str(hip, "library") : "libamdhip64.so");
+  else if (ndev == 0 && (s_str(cu, "error") || s_str(hip, "error")))
+    snprintf(drv, sizeof drv, "GPU driver library loaded but no device usable (%s)",
+             s_str(cu, "error") ? s_str(cu, "error") : s_str(hip, "error"));
+  else
+    snprintf(drv, sizeof drv, "%s%s%s%s%s, %d device(s) visible",
+             cu_ok ? "CUDA driver " : "", cu_ok ? (s_str(cu, "driver_version") ? s_str(cu, "driver_version") : "?") : "",
+             cu_ok && hip_ok ? ", " : "", hip_ok ? "HIP runtime " : "",
+             hip_ok ? (s_str(hip, "runtime_version") ? s_str(hip, "runtime_version") : "?") : "", ndev);
+  const char *torch = s_str(probe, "torch");
+  char tline[256];
+  if (strcmp(decision, "cpu") == 0)
+    snprintf(tline, sizeof tline, "torch %s CPU-only: the guarded kernel will use no GPU", torch);
+  else if (strcmp(decision, "cuda") == 0)
+    snprintf(tline, sizeof tline, "torch %s for CUDA %s: the guarded kernel will use CUDA",
+             torch, s_str(probe, "cuda"));
+  else if (strcmp(decision, "rocm") == 0)
+    snprintf(tline, sizeof tline, "torch %s for ROCm/HIP %s: the guarded kernel will use ROCm",
+             torch, s_str(probe, "hip"));
+  else
+    snprintf(tline, sizeof tline, "stack unknown: %s",
+             s_str(cJSON_GetObjectItem(report, "stack"), "why"));
+  char summary[1024];
+  snprintf(summary, sizeof summary, "%s; %s; %d problem(s), %d warning(s)", drv, tline,
+           cJSON_GetArraySize(problems), cJSON_GetArraySize(warnings));
+  cJSON_AddStringToObject(report, "summary", summary);
+}

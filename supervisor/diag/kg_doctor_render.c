@@ -1,0 +1,204 @@
+/*  kg_doctor_render: `kguard doctor`'s report as text or Markdown. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_doctor.h"
+
+typedef struct {
+  FILE *f;
+  bool md;
+} s_r_t;
+
+static const char *
+s_str(const cJSON *o, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *
+s_or(const char *s, const char *dflt)
+{
+  return s ? s : dflt;
+}
+
+static void
+s_head(s_r_t *r, const char *title)
+{
+  fprintf(r->f, r->md ? "\n### %s\n\n" : "\n%s\n", title);
+}
+
+/*  A bullet: "- " in Markdown, two spaces in text. */
+static void
+s_item(s_r_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+s_item(s_r_t *r, const char *fmt, ...)
+{
+  fputs(r->md ? "- " : "  ", r->f);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(r->f, fmt, ap);
+  va_end(ap);
+  fputc('\n', r->f);
+}
+
+static void
+s_gib(char *buf, size_t len, const cJSON *bytes)
+{
+  if (cJSON_IsNumber(bytes))
+    snprintf(buf, len, "%.1f GiB", bytes->valuedouble / (1024.0 * 1024.0 * 1024.0));
+  else
+    snprintf(buf, len, "?");
+}
+
+static void
+s_list(s_r_t *r, const cJSON *arr, const char *none)
+{
+  const cJSON *e;
+  cJSON_ArrayForEach(e, arr) s_item(r, "%s", e->valuestring);
+  if (cJSON_GetArraySize(arr) == 0)
+    s_item(r, "%s", none);
+}
+
+static void
+s_backend(s_r_t *r, const char *label, const cJSON *b)
+{
+  if (!b) {
+    s_item(r, "%s: not queried", label);
+    return;
+  }
+  if (!cJSON_IsTrue(cJSON_GetObjectItem(b, "loaded"))) {
+    s_item(r, "%s: not found (%s: %s)", label, s_or(s_str(b, "library"), "?"),
+           s_or(s_str(b, "error"), "not loadable"));
+    return;
+  }
+  const char *rt = s_str(b, "runtime_version");
+  s_item(r, "%s: %s loaded, driver version %s%s%s, %d device(s)%s%s", label,
+         s_or(s_str(b, "library"), "?"), s_or(s_str(b, "driver_version"), "?"),
+         rt ? ", runtime " : "", rt ? rt : "",
+         cJSON_GetArraySize(cJSON_GetObjectItem(b, "devices")),
+         s_str(b, "error") ? ": " : "", s_or(s_str(b, "error"), ""));
+}
+
+char *
+kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  s_r_t r = {open_memstream(&buf, &len), format == KG_DOCTOR_MARKDOWN};
+  if (!r.f)
+    return NULL;
+  fprintf(r.f, r.md ? "**kguard doctor**: %s\n" : "kguard doctor: %s\n",
+          s_or(s_str(rep, "summary"), "(no summary)"));
+
+  const cJSON *stack = cJSON_GetObjectItem(rep, "stack");
+  const cJSON *probe = cJSON_GetObjectItem(rep, "probe");
+  const cJSON *kernel = cJSON_GetObjectItem(rep, "kernel");
+  s_head(&r, "Stack (decided by the kernel's Python, in a separate process)");
+  s_item(&r, "kernel: %s (%s), Python %s", s_or(s_str(kernel, "name"), "(none)"),
+         s_or(s_str(kernel, "source"), "?"), s_or(s_str(kernel, "interpreter"), "?"));
+  s_item(&r, "stack: %s: %s", s_or(s_str(stack, "decision"), "unknown"),
+         s_or(s_str(stack, "why"), ""));
+  s_item(&r, "python %s, torch %s, CUDA %s, HIP %s", s_or(s_str(probe, "python"), "?"),
+         s_or(s_str(probe, "torch"), "none"), s_or(s_str(probe, "cuda"), "none"),
+         s_or(s_str(probe, "hip"), "none"));
+  const cJSON *archs = cJSON_GetObjectItem(probe, "arch_list");
+  if (cJSON_GetArraySize(archs) > 0) {
+    fputs(r.md ? "- compiled architectures:" : "  compiled architectures:", r.f);
+    const cJSON *a;
+    cJSON_ArrayForEach(a, archs) fprintf(r.f, " %s", a->valuestring);
+    fputc('\n', r.f);
+  }
+
+  const cJSON *drivers = cJSON_GetObjectItem(rep, "drivers");
+  s_head(&r, "Driver (loaded with dlopen)");
+  if (s_str(drivers, "error"))
+    s_item(&r, "driver query failed: %s", s_str(drivers, "error"));
+  s_backend(&r, "CUDA", cJSON_GetObjectItem(drivers, "cuda"));
+  s_backend(&r, "HIP", cJSON_GetObjectItem(drivers, "hip"));
+
+  s_head(&r, "Devices");
+  const cJSON *d;
+  int nd = 0;
+  cJSON_ArrayForEach(d, cJSON_GetObjectItem(rep, "devices"))
+  {
+    char total[32], freeb[32];
+    s_gib(total, sizeof total, cJSON_GetObjectItem(d, "total_bytes"));
+    s_gib(freeb, sizeof freeb, cJSON_GetObjectItem(d, "free_bytes"));
+    const cJSON *arch = cJSON_GetObjectItem(d, "arch");
+    const char *cap = s_str(d, "capability") ? s_str(d, "capability") : s_str(d, "gcn_arch");
+    s_item(&r, "%s:%d %s (%s), %s total, %s free, torch code: %s%s%s%s",
+           s_or(s_str(d, "backend"), "?"), cJSON_GetObjectItem(d, "index")
+             ? cJSON_GetObjectItem(d, "index")->valueint : -1,
+           s_or(s_str(d, "name"), "?"), s_or(cap, "?"), total, freeb,
+           s_or(s_str(arch, "verdict"), "unknown"),
+           s_str(arch, "entry") && *s_str(arch, "entry") ? " (" : "",
+           s_or(s_str(arch, "entry"), ""), s_str(arch, "entry") && *s_str(arch, "entry") ? ")" : "");
+    nd++;
+  }
+  if (!nd)
+    s_item(&r, "none visible");
+
+  s_head(&r, cJSON_IsTrue(cJSON_GetObjectItem(rep, "diagnostic_run"))
+               ? "Variables in force (a diagnostic run: KGUARD_DIAGNOSTIC is set)"
+               : "Variables in force");
+  const cJSON *e;
+  int nset = 0;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(rep, "env"))
+  {
+    const char *value = s_str(e, "value");
+    if (!value)
+      continue;
+    const char *note = s_str(e, "note");
+    const char *level = s_or(s_str(e, "level"), "ok");
+    s_item(&r, "%s%s=%s [%s]: %s%s%s", strcmp(level, "warn") == 0 ? "WARNING " : "",
+           s_str(e, "name"), value, s_or(s_str(e, "kind"), "?"), s_or(s_str(e, "what"), ""),
+           note && *note ? "; " : "", note ? note : "");
+    nset++;
+  }
+  fputs(r.md ? "- not set:" : "  not set:", r.f);
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(rep, "env")) if (!s_str(e, "value"))
+    fprintf(r.f, " %s", s_str(e, "name"));
+  fputc('\n', r.f);
+
+  s_head(&r, "Kernelspecs");
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(rep, "kernelspecs"))
+  {
+    if (s_str(e, "error")) {
+      s_item(&r, "%s (%s): unreadable: %s", s_str(e, "name"), s_or(s_str(e, "dir"), "?"),
+             s_str(e, "error"));
+      continue;
+    }
+    if (!cJSON_IsTrue(cJSON_GetObjectItem(e, "guarded"))) {
+      s_item(&r, "%s \"%s\": not guarded (%s)", s_str(e, "name"),
+             s_or(s_str(e, "display_name"), ""), s_or(s_str(e, "dir"), "?"));
+      continue;
+    }
+    s_item(&r, "%s \"%s\": guarded by kguard, wraps %s (%s)", s_str(e, "name"),
+           s_or(s_str(e, "display_name"), ""), s_or(s_str(e, "wraps"), "?"),
+           s_or(s_str(e, "dir"), "?"));
+    s_item(&r, "    checkpoints: %s; signing keys: %s; incidents: %s/incidents",
+           s_or(s_str(e, "checkpoints"), "?"), s_or(s_str(e, "keys"), "?"),
+           s_or(s_str(e, "state_dir"), "?"));
+  }
+  if (cJSON_GetArraySize(cJSON_GetObjectItem(rep, "kernelspecs")) == 0)
+    s_item(&r, "none found");
+  fputs(r.md ? "- searched:" : "  searched:", r.f);
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(rep, "kernel_dirs")) fprintf(r.f, " %s",
+                                                                         e->valuestring);
+  fputc('\n', r.f);
+
+  s_head(&r, "Problems");
+  s_list(&r, cJSON_GetObjectItem(rep, "problems"), "none");
+  s_head(&r, "Warnings");
+  s_list(&r, cJSON_GetObjectItem(rep, "warnings"), "none");
+  if (fclose(r.f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
