@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -78,6 +79,15 @@ s_log_line(const char *what, int fn, long n, const void *caller)
   close(fd);
 }
 
+/*  A forked child (before its exec) is another process: it neither counts
+    nor fails, so "the Nth call" always means the Nth in the process that
+    loaded the shim. */
+static void
+s_in_child(void)
+{
+  s_active = false;
+}
+
 __attribute__((constructor)) static void
 s_init(void)
 {
@@ -99,6 +109,7 @@ s_init(void)
   if (log)
     snprintf(s_log, sizeof s_log, "%s", log);
   s_active = true;
+  pthread_atfork(NULL, NULL, s_in_child);
   if (strcmp(spec, "count") == 0) {
     s_counting = true;
     return;
