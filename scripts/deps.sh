@@ -9,6 +9,10 @@ KG_PKGS_BUILD="build-essential cmake pkg-config libzmq3-dev libsodium-dev libcjs
 # is the interpreter these packages belong to.
 KG_PKGS_PY="python3 python3-ipykernel python3-jupyter-client jupyter-console python3-nbclient python3-nbformat python3-nbconvert python3-torch python3-psutil"
 KG_PKGS_TEST="python3-pytest jupyter-notebook chromium procps"
+# The hardening stages of scripts/test.sh: clang with libFuzzer and the
+# sanitizer runtimes (libclang-rt-14-dev holds libclang_rt.fuzzer); gcc's
+# libasan/libubsan/libtsan come with build-essential.
+KG_PKGS_HARDEN="clang libclang-rt-14-dev"
 
 # kg_need_packages PKG... : install whichever of PKG are missing.
 kg_need_packages() {

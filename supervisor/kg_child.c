@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@ struct kg_child_t {
   pid_t pid;                    /*  the child, leader of its own group   */
   int out_fd;                   /*  read end of stdout pipe, or -1       */
   int err_fd;                   /*  read end of stderr pipe, or -1       */
+  int lifeline;                 /*  write end the keeper waits on, or -1 */
   bool exited;                  /*  reaped                               */
   int status;                   /*  wait status once reaped              */
 };
@@ -37,8 +40,40 @@ s_child_fail(int errfd)
   _exit(127);
 }
 
+/*  The keeper, in the kernel's process group: wait until kguard is gone
+    (EOF or error on the lifeline), then end the group. Only
+    async-signal-safe calls: it is a fork of a possibly threaded process. */
 static void
-s_child_run(const kg_child_opts_t *opts, pid_t parent, int errfd, int out_w, int err_w)
+s_keeper_run(int lifeline_r)
+{
+  const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE};
+  for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
+    signal(ignored[i], SIG_IGN);
+  /* Keep nothing else open: a pipe end held here would hide EOF from
+     kguard (the kernel's stdout) or block kg_child_spawn (the error pipe). */
+  if (lifeline_r > 0)
+    syscall(SYS_close_range, 0, (unsigned) lifeline_r - 1, 0);
+  syscall(SYS_close_range, (unsigned) lifeline_r + 1, ~0U, 0);
+  prctl(PR_SET_NAME, "kguard-keeper");
+  char b;
+  ssize_t n;
+  do
+    n = read(lifeline_r, &b, 1);
+  while (n > 0 || (n < 0 && errno == EINTR));
+  pid_t group = getpgrp();
+  kill(-group, SIGTERM);
+  /* A grace period for workers to exit on SIGTERM. A sleep is right here:
+     this process has nothing else to wait for. */
+  struct timespec grace = {1, 0};
+  while (nanosleep(&grace, &grace) != 0 && errno == EINTR)
+    ;
+  kill(-group, SIGKILL);        /* the keeper included */
+  _exit(0);
+}
+
+static void
+s_child_run(const kg_child_opts_t *opts, pid_t parent, int errfd, int out_w, int err_w,
+            const int lifeline[2])
 {
   sigset_t all;
   sigemptyset(&all);
@@ -55,6 +90,15 @@ s_child_run(const kg_child_opts_t *opts, pid_t parent, int errfd, int out_w, int
   if (getppid() != parent) {  /* kguard died before the death signal was armed */
     errno = ESRCH;
     s_child_fail(errfd);
+  }
+  if (opts->keeper) {
+    close(lifeline[1]);         /* only kguard may hold the write end */
+    pid_t keeper = fork();
+    if (keeper < 0)
+      s_child_fail(errfd);
+    if (keeper == 0)
+      s_keeper_run(lifeline[0]);
+    close(lifeline[0]);
   }
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull < 0 || dup2(devnull, 0) < 0)
@@ -74,10 +118,12 @@ kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p)
   assert(child_p);
   *child_p = NULL;
   int errpipe[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
+  int lifeline[2] = {-1, -1};
   int rc = 0;
   if (pipe2(errpipe, O_CLOEXEC) != 0)
     return -errno;
-  if (opts->capture && (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0)) {
+  if ((opts->capture && (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0))
+      || (opts->keeper && pipe2(lifeline, O_CLOEXEC) != 0)) {
     rc = -errno;
     goto fail;
   }
@@ -94,7 +140,7 @@ kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p)
     goto fail;
   }
   if (pid == 0)
-    s_child_run(opts, parent, errpipe[1], outp[1], errp[1]);
+    s_child_run(opts, parent, errpipe[1], outp[1], errp[1], lifeline);
 
   close(errpipe[1]);
   errpipe[1] = -1;
@@ -105,8 +151,13 @@ kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p)
   while (n < 0 && errno == EINTR);
   close(errpipe[0]);
   errpipe[0] = -1;
+  if (lifeline[0] >= 0) {
+    close(lifeline[0]);
+    lifeline[0] = -1;
+  }
   if (n == (ssize_t) sizeof child_errno) {
-    /* The child failed and exits at once: reap it here. */
+    /* The child failed and exits at once: reap it here. A keeper it
+       started sees EOF when `fail` closes the lifeline and ends the group. */
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
       ;
@@ -117,6 +168,7 @@ kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p)
   self->pid = pid;
   self->out_fd = outp[0];
   self->err_fd = errp[0];
+  self->lifeline = lifeline[1];
   if (outp[1] >= 0)
     close(outp[1]);
   if (errp[1] >= 0)
@@ -136,6 +188,8 @@ fail:
       close(outp[i]);
     if (errp[i] >= 0)
       close(errp[i]);
+    if (lifeline[i] >= 0)
+      close(lifeline[i]);
   }
   return rc;
 }
@@ -159,6 +213,8 @@ kg_child_destroy(kg_child_t **self_p)
     close(self->out_fd);
   if (self->err_fd >= 0)
     close(self->err_fd);
+  if (self->lifeline >= 0)
+    close(self->lifeline);      /* the keeper ends what is left, then itself */
   free(self);
   *self_p = NULL;
 }

@@ -8,6 +8,30 @@
     getppid() is checked afterwards, in case kguard died in between), stdin is
     /dev/null and stdout/stderr go to pipes when capture is asked. No zmq call
     happens between fork and exec.
+
+    The keeper (opts.keeper): PDEATHSIG takes only the child itself; its own
+    children (DataLoader workers, a subprocess.Popen) would be reparented to
+    init when kguard is SIGKILLed and keep running (and holding the GPU).
+    With .keeper the child, right after setsid(), forks a tiny keeper process
+    that stays in the child's process group and blocks on a "lifeline" pipe
+    whose only write end kguard holds. When kguard goes, however it goes,
+    the kernel closes that end: the keeper reads EOF, sends SIGTERM to the
+    group, gives it 1 s, then SIGKILL (which takes the keeper too). Why this
+    design rather than the alternatives:
+    - a pipe EOF, unlike PDEATHSIG, fires only when the whole kguard process
+      is gone (not when a thread exits) and cannot be missed;
+    - the keeper is a member of the group, so the group id cannot be reused
+      by an unrelated group while the keeper waits (no kill of strangers);
+    - a subreaper (PR_SET_CHILD_SUBREAPER) only collects orphans while
+      kguard lives: after SIGKILL they go to init anyway;
+    - the kernel stays kguard's direct child, so waitpid, its exit status
+      and every signal kguard sends keep working unchanged.
+    The keeper ignores SIGINT/SIGTERM/SIGHUP/SIGQUIT (kguard's interrupts and
+    stops address the group) and dies with the group's SIGKILL, or when
+    kg_child_destroy closes the lifeline. It is a fork of a fork (no exec), it
+    closes every other fd and calls only async-signal-safe functions.
+    A process that leaves the group on purpose (setsid, start_new_session=True)
+    escapes it, as it escapes any group kill.
 */
 #ifndef KG_CHILD_H
 #define KG_CHILD_H
@@ -23,6 +47,7 @@ typedef struct {
   char *const *envp;            /*  NULL-terminated; NULL = inherit environ   */
   const char *cwd;              /*  NULL = inherit                            */
   bool capture;                 /*  stdout/stderr to pipes (else inherited)   */
+  bool keeper;                  /*  group dies with kguard, even on SIGKILL   */
 } kg_child_opts_t;
 
 /*  Start a child as described by opts. On success *child_p is a new child

@@ -13,6 +13,8 @@
 
 #include "kg_cli.h"
 #include "kg_log.h"
+#include "kg_clock.h"
+#include "kg_sup_parent.h"
 
 /* ------------------------------------------------------------------------
    The loop.
@@ -28,7 +30,7 @@
    so consume the fd's edge-triggered readiness). kg_msg's observer reports
    both. */
 
-enum { S_FRONT, S_KERN, S_SIG, S_PIPE, S_HELPER };
+enum { S_FRONT, S_KERN, S_SIG, S_PIPE, S_HELPER, S_PARENT };
 #define S_ZSOCKS 8   /* four frontend sockets read, four kernel sockets */
 
 typedef struct {
@@ -108,6 +110,10 @@ kg_supervisor_run(kg_supervisor_t *S)
     }
     items[n] = (struct pollfd){.fd = kg_sigsrc_fd(S->sig), .events = POLLIN};
     kinds[n++] = S_SIG;
+    if (S->parent && kg_parentwatch_fd(S->parent) >= 0) {
+      items[n] = (struct pollfd){.fd = kg_parentwatch_fd(S->parent), .events = POLLIN};
+      kinds[n++] = S_PARENT;
+    }
     if (S->child) {
       for (int which = 1; which <= 2; which++) {
         int fd = which == 1 ? kg_child_stdout_fd(S->child) : kg_child_stderr_fd(S->child);
@@ -148,9 +154,13 @@ kg_supervisor_run(kg_supervisor_t *S)
     }
     /* Signals first: a dead child must be known before its last messages
        are judged. Then the kernel side, then the frontend. */
-    for (int i = 0; i < n; i++)
+    bool parent_ready = false;
+    for (int i = 0; i < n; i++) {
       if (kinds[i] == S_SIG && items[i].revents)
         kg__on_signal(S);
+      parent_ready = parent_ready || (kinds[i] == S_PARENT && items[i].revents);
+    }
+    kg__parent_poll(S, parent_ready, kg_clock_mono_ms());
     /* The kernel's messages before its raw pipes: a reply that is already
        here was sent before what the pipes say now. A handler takes a
        bounded batch: unless its last receive found the socket empty, the

@@ -23,6 +23,7 @@
 #include "kg_pending.h"
 #include "kg_policy.h"
 #include "kg_ring.h"
+#include "kg_parentwatch.h"
 #include "kg_sigsrc.h"
 #include "kg_signer.h"
 #include "kg_state.h"
@@ -84,6 +85,8 @@ struct kg_supervisor_t {
 
   /* transport */
   kg_sigsrc_t *sig;
+  kg_parentwatch_t *parent;     /*  the launcher watch, or NULL (off)        */
+  bool parent_gone;             /*  the launcher is gone: shutting down      */
   void *ctx;
   kg_conninfo_t *front_info;
   kg_conninfo_t *inner_info;

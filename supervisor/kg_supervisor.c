@@ -6,6 +6,7 @@
     (kg_state) and the deadlines the loop waits for.
 */
 #include "kg_sup_priv.h"
+#include "kg_sup_parent.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +100,10 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->sig = kg_sigsrc_new();
   if (!S->sig) {
     kg_error("unable to set up the signal fd: %s", strerror(errno));
+    goto fail;
+  }
+  if (kg__parent_init(S) != 0) {
+    kg_error("unable to watch the launcher: %s", strerror(errno));
     goto fail;
   }
   int rc = kg_paths_state_dir(S->state_dir, sizeof S->state_dir);
@@ -274,6 +279,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(S->inner_argv);
   if (S->log_fd >= 0)
     close(S->log_fd);
+  kg_parentwatch_destroy(&S->parent);
   kg_sigsrc_destroy(&S->sig);
   if (S->own_log) {
     kg_log_set_file(NULL);
@@ -396,7 +402,8 @@ s_start_kernel(kg_sup_t *S)
     if (S->log_fd >= 0)
       dprintf(S->log_fd, "\n--- kguard: kernel #%d starting: %s%s ---\n", S->generation,
               argv[0], S->diagnostic ? " (diagnostic)" : "");
-    kg_child_opts_t opts = {.argv = argv, .envp = S->kernel_envp, .capture = true};
+    kg_child_opts_t opts = {.argv = argv, .envp = S->kernel_envp, .capture = true,
+                            .keeper = true};
     rc = kg_child_spawn(&opts, &S->child);
     if (rc) {
       free(S->down_reason);
@@ -659,7 +666,8 @@ kg__timeout_ms(kg_sup_t *S)
 {
   int64_t now = kg_clock_mono_ms();
   int64_t next = now + 60000;
-  int64_t cands[5] = {0, 0, 0, 0, kg__relay_deadline(S)};
+  int64_t cands[6] = {0, 0, 0, 0, kg__relay_deadline(S),
+                      S->parent ? kg_parentwatch_deadline_ms(S->parent) : 0};
   switch (S->state) {
   case KG_ST_STARTING:
     cands[0] = S->state_deadline_ms;
@@ -681,7 +689,7 @@ kg__timeout_ms(kg_sup_t *S)
     cands[2] = S->ckpt.deadline_ms;
   if (S->probe.child)
     cands[3] = S->probe.deadline_ms;
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < 6; i++)
     if (cands[i] > 0 && cands[i] < next)
       next = cands[i];
   return next <= now ? 0 : (long) (next - now);

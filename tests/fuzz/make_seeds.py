@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Seed corpora for kguard's fuzz harnesses, made from what the tests use.
+
+usage: make_seeds.py KGUARD_BIN OUT_DIR
+
+Writes OUT_DIR/<harness>/ seed files and OUT_DIR/keys (the key the seed
+archives are signed with: run_fuzz.sh passes it as KG_FUZZ_KEY_DIR).
+Wire messages are made by jupyter_client's own Session (the real peer),
+signed with the harness's key; sealed archives by the real `kguard ckpt seal`.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+
+from jupyter_client.session import Session
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KEY = b"fuzz-key-0123456789abcdef"   # as in fuzz_msg.c
+SEP = b"\xff\xfe"                    # frame separator of fuzz_msg.c
+
+
+def put(out, harness, name, data):
+    d = os.path.join(out, harness)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def msg_seeds(out):
+    s = Session(key=KEY, username="fuzz")
+    kinds = [
+        ("execute_request", {"code": "print(1)", "silent": False, "store_history": True,
+                             "user_expressions": {}, "allow_stdin": False,
+                             "stop_on_error": True}),
+        ("kernel_info_request", {}),
+        ("stream", {"name": "stdout", "text": "hello\n"}),
+        ("status", {"execution_state": "idle"}),
+        ("shutdown_request", {"restart": False}),
+        ("comm_msg", {"comm_id": "c1", "data": {"x": [1, 2, {"y": None}]}}),
+    ]
+    for i, (kind, content) in enumerate(kinds):
+        m = s.msg(kind, content=content)
+        frames = s.serialize(m, ident=[b"client-%d" % i])
+        if kind == "comm_msg":
+            frames.append(b"\x00binary-buffer\x01")
+        for signed in (1, 0):
+            put(out, "msg", "%s-%d" % (kind, signed), bytes([signed]) + SEP.join(frames))
+    put(out, "msg", "heartbeat", b"\x00ping")
+    put(out, "msg", "no-delimiter", b"\x01a" + SEP + b"b")
+
+
+def conninfo_seeds(out):
+    base = {"shell_port": 50001, "iopub_port": 50002, "stdin_port": 50003,
+            "control_port": 50004, "hb_port": 50005, "ip": "127.0.0.1",
+            "key": "a0b1c2", "transport": "tcp", "signature_scheme": "hmac-sha256",
+            "kernel_name": "kg"}
+    put(out, "conninfo", "tcp.json", json.dumps(base, indent=1).encode())
+    ipc = dict(base, transport="ipc", ip="/tmp/kernel-x")
+    put(out, "conninfo", "ipc.json", json.dumps(ipc).encode())
+    put(out, "conninfo", "nokey.json", json.dumps(dict(base, key="")).encode())
+    put(out, "conninfo", "badport.json", json.dumps(dict(base, hb_port=70000)).encode())
+
+
+def copy_dir(out, harness, src, pattern_ext):
+    for name in sorted(os.listdir(src)):
+        if name.endswith(pattern_ext):
+            with open(os.path.join(src, name), "rb") as f:
+                put(out, harness, name, f.read())
+
+
+def ckpt_seeds(kguard, out):
+    keys = os.path.join(out, "keys")
+    work = os.path.join(out, "work")
+    shutil.rmtree(work, ignore_errors=True)
+    payload = os.path.join(work, "payload")
+    os.makedirs(os.path.join(payload, "sub"))
+    with open(os.path.join(payload, "state.pt"), "wb") as f:
+        f.write(bytes(range(256)) * 4)
+    with open(os.path.join(payload, "sub", "notes.txt"), "wb") as f:
+        f.write(b"hello\n" * 20)
+    env = dict(os.environ, KGUARD_KEY_DIR=keys)
+    for extra, name in (([], "plain.kgckpt.tar"), (["--zstd"], "zstd.kgckpt.tar.zst")):
+        target = os.path.join(work, name)
+        subprocess.run([kguard, "ckpt", "seal", payload, "--step", "7", "--run", "r1",
+                        "-o", target, *extra], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(target, "rb") as f:
+            put(out, "archive", name, f.read())
+        if not extra:
+            with tarfile.open(target) as t:
+                put(out, "manifest", "manifest.json",
+                    t.extractfile("KGUARD-MANIFEST.json").read())
+    shutil.rmtree(work)
+
+
+def main():
+    kguard, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    msg_seeds(out)
+    conninfo_seeds(out)
+    copy_dir(out, "rules", os.path.join(SRC, "supervisor", "rules"), ".json")
+    copy_dir(out, "notebook", os.path.join(SRC, "tests", "run", "notebooks"), ".ipynb")
+    ckpt_seeds(kguard, out)
+
+
+if __name__ == "__main__":
+    main()

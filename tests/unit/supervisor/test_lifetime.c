@@ -1,0 +1,362 @@
+/*  Unit tests of kguard's lifetime ties: kg_parentwatch (kguard notices its
+    launcher's death) and kg_child's keeper (the kernel's whole process group
+    dies with kguard, even when kguard is SIGKILLed).
+
+    The tests that kill a "parent" make this test process a child subreaper
+    (PR_SET_CHILD_SUBREAPER), so orphans come to it instead of init: it can
+    then reap them and know for certain when they are gone. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kg_child.h"
+#include "kg_clock.h"
+#include "kg_error.h"
+#include "kg_parentwatch.h"
+#include "kg_test.h"
+
+KG_TEST(parentwatch_target_table)
+{
+  static const struct {
+    const char *jpy;
+    pid_t ppid;
+    int rc;
+    pid_t target;
+  } rows[] = {
+    {NULL, 4242, 0, 4242},          /* no JPY_PARENT_PID: the parent        */
+    {"777", 4242, 0, 777},          /* the launcher jupyter_client names    */
+    {"1", 4242, 0, 0},              /* init: never goes away, so no watch   */
+    {"0", 4242, 0, 0},
+    {NULL, 1, 0, 0},                /* started by init: nothing to watch    */
+    {"", 4242, KG_EUSAGE, 4242},    /* malformed: fall back to the parent   */
+    {"-5", 4242, KG_EUSAGE, 4242},
+    {" 77", 4242, KG_EUSAGE, 4242},
+    {"77x", 4242, KG_EUSAGE, 4242},
+    {"99999999999", 4242, KG_EUSAGE, 4242},
+    {"2147483648", 4242, KG_EUSAGE, 4242},
+    {"abc", 1, KG_EUSAGE, 0},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    pid_t t = -1;
+    KG_CHECK_INT(kg_parentwatch_target(rows[i].jpy, rows[i].ppid, &t), rows[i].rc);
+    KG_CHECK_INT(t, rows[i].target);
+  }
+}
+
+KG_TEST(parentwatch_off_without_target)
+{
+  kg_parentwatch_t *w = kg_parentwatch_new(0, 0, 100);
+  KG_CHECK(w != NULL);
+  KG_CHECK_INT(kg_parentwatch_fd(w), -1);
+  KG_CHECK(kg_parentwatch_deadline_ms(w) == INT64_MAX);
+  KG_CHECK(!kg_parentwatch_check(w, kg_clock_mono_ms()));
+  KG_CHECK_STR(kg_parentwatch_how(w), "off");
+  kg_parentwatch_destroy(&w);
+  KG_CHECK(w == NULL);
+  kg_parentwatch_destroy(&w);
+}
+
+KG_TEST(parentwatch_stale_target_falls_back_to_parent)
+{
+  /* A JPY_PARENT_PID that is not an ancestor (here: a child of ours, alive)
+     is not watched: the parent is. */
+  pid_t other = fork();
+  if (other == 0) {
+    pause();
+    _exit(0);
+  }
+  kg_parentwatch_t *w = kg_parentwatch_new(other, 0, 100);
+  KG_CHECK(w != NULL);
+  KG_CHECK_INT(kg_parentwatch_pid(w), getppid() > 1 ? getppid() : 0);
+  kill(other, SIGKILL);
+  waitpid(other, NULL, 0);
+  KG_CHECK(!kg_parentwatch_check(w, kg_clock_mono_ms()));   /* unrelated death */
+  kg_parentwatch_destroy(&w);
+}
+
+/*  Wait up to timeout_ms for one byte on fd; returns it, or -1. */
+static int
+s_read_byte(int fd, int timeout_ms)
+{
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (poll(&p, 1, timeout_ms) <= 0)
+    return -1;
+  unsigned char b;
+  return read(fd, &b, 1) == 1 ? b : -1;
+}
+
+/*  In the watcher: report 'A' (parent alive) or 'G' (gone) each time the
+    watch fd fires, until gone or 10 s pass. */
+static void
+s_watcher(int report_w, int sig)
+{
+  kg_parentwatch_t *w = kg_parentwatch_new(getppid(), sig, 100);
+  if (!w || write(report_w, "R", 1) != 1)
+    _exit(3);
+  int64_t deadline = kg_clock_mono_ms() + 10000;
+  while (kg_clock_mono_ms() < deadline) {
+    struct pollfd p = {.fd = kg_parentwatch_fd(w), .events = POLLIN};
+    if (poll(&p, 1, 100) <= 0)
+      continue;
+    bool gone = kg_parentwatch_check(w, kg_clock_mono_ms());
+    if (write(report_w, gone ? "G" : "A", 1) != 1 || gone)
+      _exit(0);
+  }
+  _exit(4);
+}
+
+/*  Reap pid (a child or an orphan handed to us as subreaper) within
+    timeout_ms. Returns true once reaped. */
+static bool
+s_reap_within(pid_t pid, int timeout_ms)
+{
+  int64_t deadline = kg_clock_mono_ms() + timeout_ms;
+  while (kg_clock_mono_ms() < deadline) {
+    pid_t r = waitpid(pid, NULL, WNOHANG);
+    if (r == pid)
+      return true;
+    poll(NULL, 0, 10);          /* condition polled against a deadline */
+  }
+  return false;
+}
+
+KG_TEST(parentwatch_fires_when_parent_killed)
+{
+  /* test -> P -> W. W watches P (pidfd + death signal). SIGKILL P: W must
+     answer "gone" within seconds. */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  int rep[2];
+  KG_CHECK_INT(pipe(rep), 0);
+  pid_t p = fork();
+  if (p == 0) {
+    pid_t w = fork();
+    if (w == 0)
+      s_watcher(rep[1], SIGUSR2);
+    pause();
+    _exit(0);
+  }
+  close(rep[1]);
+  KG_CHECK_INT(s_read_byte(rep[0], 5000), 'R');
+  kill(p, SIGKILL);
+  KG_CHECK(s_reap_within(p, 5000));
+  KG_CHECK_INT(s_read_byte(rep[0], 5000), 'G');
+  close(rep[0]);
+  while (waitpid(-1, NULL, WNOHANG) > 0)
+    ;
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+static int s_thread_pipe[2];
+
+static void *
+s_forking_thread(void *arg)
+{
+  int *rep_w = arg;
+  pid_t w = fork();
+  if (w == 0)
+    s_watcher(*rep_w, SIGUSR2);
+  /* Exit only once the watcher has armed its death signal: then the
+     thread's exit sends it (a PDEATHSIG quirk), although P lives on. */
+  unsigned char b;
+  if (read(s_thread_pipe[0], &b, 1) != 1)
+    return NULL;
+  return NULL;
+}
+
+KG_TEST(parentwatch_ignores_death_of_forking_thread)
+{
+  /* PR_SET_PDEATHSIG fires when the parent *thread* exits. The getppid
+     recheck must answer "alive" then, and "gone" once P itself dies. */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  int rep[2], go[2];
+  KG_CHECK_INT(pipe(rep), 0);
+  KG_CHECK_INT(pipe(go), 0);
+  pid_t p = fork();
+  if (p == 0) {
+    close(rep[0]);
+    KG_CHECK_INT(pipe(s_thread_pipe), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, s_forking_thread, &rep[1]);
+    unsigned char b;
+    if (read(go[0], &b, 1) != 1)          /* 1: the thread may exit */
+      _exit(1);
+    if (write(s_thread_pipe[1], "x", 1) != 1)
+      _exit(1);
+    pthread_join(t, NULL);
+    if (read(go[0], &b, 1) != 1)          /* 2: P exits */
+      _exit(0);
+    _exit(0);
+  }
+  close(rep[1]);
+  KG_CHECK_INT(s_read_byte(rep[0], 5000), 'R');
+  KG_CHECK_INT(write(go[1], "1", 1), 1);
+  KG_CHECK_INT(s_read_byte(rep[0], 5000), 'A');    /* the thread's exit: a false alarm */
+  KG_CHECK_INT(write(go[1], "2", 1), 1);
+  KG_CHECK(s_reap_within(p, 5000));
+  KG_CHECK_INT(s_read_byte(rep[0], 5000), 'G');
+  close(rep[0]);
+  close(go[0]);
+  close(go[1]);
+  while (waitpid(-1, NULL, WNOHANG) > 0)
+    ;
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+/*  True if pid is alive and not a zombie. */
+static bool
+s_running(pid_t pid)
+{
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  char state = '?';
+  int ok = fscanf(f, "%*d %*s %c", &state);
+  fclose(f);
+  return ok == 1 && state != 'Z' && state != 'X';
+}
+
+/*  test -> M ("kguard") -> kernel (sh) -> grandchild sleep. SIGKILL M.
+    Returns the grandchild's pid after M and the kernel are gone, with
+    *reaped_p telling whether the grandchild was reaped within 5 s. */
+static pid_t
+s_kill_launcher(bool keeper, bool *reaped_p)
+{
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  int out[2];
+  KG_CHECK_INT(pipe(out), 0);
+  pid_t m = fork();
+  if (m == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    close(out[1]);
+    char *argv[] = {"sh", "-c", "sleep 300 & echo $!; wait", NULL};
+    kg_child_opts_t o = {.argv = argv, .keeper = keeper};
+    kg_child_t *c = NULL;
+    if (kg_child_spawn(&o, &c) != 0)
+      _exit(2);
+    pause();
+    _exit(0);
+  }
+  close(out[1]);
+  char buf[32] = "";
+  size_t got = 0;
+  int64_t deadline = kg_clock_mono_ms() + 5000;
+  while (!strchr(buf, '\n') && got < sizeof buf - 1 && kg_clock_mono_ms() < deadline) {
+    struct pollfd p = {.fd = out[0], .events = POLLIN};
+    if (poll(&p, 1, 100) > 0) {
+      ssize_t n = read(out[0], buf + got, sizeof buf - 1 - got);
+      if (n <= 0)
+        break;
+      got += (size_t) n;
+    }
+  }
+  close(out[0]);
+  pid_t grandchild = (pid_t) atol(buf);
+  KG_CHECK(grandchild > 0);
+  kill(m, SIGKILL);
+  KG_CHECK(s_reap_within(m, 5000));
+  *reaped_p = grandchild > 0 && s_reap_within(grandchild, 5000);
+  return grandchild;
+}
+
+KG_TEST(child_keeper_group_dies_with_sigkilled_parent)
+{
+  bool reaped = false;
+  pid_t g = s_kill_launcher(true, &reaped);
+  KG_CHECK(reaped);                         /* the orphaned sleep was ended */
+  while (waitpid(-1, NULL, WNOHANG) > 0)    /* the kernel and the keeper */
+    ;
+  KG_CHECK(g > 0 && !s_running(g));
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+KG_TEST(child_without_keeper_grandchild_survives)
+{
+  /* The control: without the keeper the same grandchild outlives a
+     SIGKILLed parent (this is the bug the keeper fixes). The kernel itself
+     dies by PDEATHSIG; its sleep is reparented and keeps running. */
+  bool reaped = true;
+  pid_t g = s_kill_launcher(false, &reaped);
+  KG_CHECK(!reaped);
+  KG_CHECK(g > 0 && s_running(g));
+  if (g > 0) {
+    kill(g, SIGKILL);
+    s_reap_within(g, 5000);
+  }
+  while (waitpid(-1, NULL, WNOHANG) > 0)
+    ;
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+KG_TEST(child_keeper_keeps_pipes_and_status)
+{
+  /* The keeper holds none of the kernel's pipes: EOF and the exit status
+     reach kguard as without it; destroy then ends the keeper's group. */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  char *argv[] = {"sh", "-c", "echo hi; exit 7", NULL};
+  kg_child_opts_t o = {.argv = argv, .capture = true, .keeper = true};
+  kg_child_t *c = NULL;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), 0);
+  char buf[16];
+  size_t got = 0;
+  int64_t deadline = kg_clock_mono_ms() + 5000;
+  bool eof = false;
+  while (!eof && kg_clock_mono_ms() < deadline) {
+    struct pollfd p = {.fd = kg_child_stdout_fd(c), .events = POLLIN};
+    poll(&p, 1, 100);
+    ssize_t n = kg_child_read(c, 1, buf + got, sizeof buf - 1 - got);
+    if (n > 0)
+      got += (size_t) n;
+    eof = n == 0;
+  }
+  KG_CHECK(eof);
+  buf[got] = '\0';
+  KG_CHECK_STR(buf, "hi\n");
+  while (kg_child_reap(c) == 0 && kg_clock_mono_ms() < deadline)
+    poll(NULL, 0, 10);
+  KG_CHECK(kg_child_exited(c) && WIFEXITED(kg_child_status(c))
+           && WEXITSTATUS(kg_child_status(c)) == 7);
+  /* The keeper (now our orphan) is still in the group; destroy ends it. */
+  pid_t group = kg_child_pid(c);
+  KG_CHECK_INT(kill(-group, 0), 0);
+  kg_child_destroy(&c);
+  deadline = kg_clock_mono_ms() + 5000;
+  while (kill(-group, 0) == 0 && kg_clock_mono_ms() < deadline) {
+    waitpid(-1, NULL, WNOHANG);
+    poll(NULL, 0, 10);
+  }
+  KG_CHECK(kill(-group, 0) != 0);
+  while (waitpid(-1, NULL, WNOHANG) > 0)
+    ;
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+KG_TEST(child_keeper_spawn_failure_reported)
+{
+  char *argv[] = {"/nonexistent/kguard-test-binary", NULL};
+  kg_child_opts_t o = {.argv = argv, .keeper = true};
+  kg_child_t *c = NULL;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), -ENOENT);
+  KG_CHECK(c == NULL);
+}
+
+KG_TEST_MAIN(KG_CASE(parentwatch_target_table), KG_CASE(parentwatch_off_without_target),
+             KG_CASE(parentwatch_stale_target_falls_back_to_parent),
+             KG_CASE(parentwatch_fires_when_parent_killed),
+             KG_CASE(parentwatch_ignores_death_of_forking_thread),
+             KG_CASE(child_keeper_group_dies_with_sigkilled_parent),
+             KG_CASE(child_without_keeper_grandchild_survives),
+             KG_CASE(child_keeper_keeps_pipes_and_status),
+             KG_CASE(child_keeper_spawn_failure_reported))
