@@ -34,4 +34,7 @@ int kg_ckpt_keygen_main(int argc, char **argv);
 /*  kguard run NOTEBOOK.ipynb [options] (supervisor/run/) */
 int kg_run_main(int argc, char **argv);
 
+/*  kguard exec [options] -- COMMAND [ARGS...] (supervisor/exec/) */
+int kg_exec_main(int argc, char **argv);
+
 #endif

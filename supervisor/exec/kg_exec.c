@@ -1,0 +1,338 @@
+/*  kg_exec: the state table of `kguard exec`. Every transition runs from
+    the event queue (kg_ex_run_queue), never from inside another one. */
+#include "kg_exec_priv.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "kg_clock.h"
+#include "kg_error.h"
+#include "kg_log.h"
+
+static const char *s_state_names[] = {"running", "suspect", "stopping", "restoring",
+                                      "backoff", "done"};
+
+void
+kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg)
+{
+  if (E->qlen == KG_EX_QUEUE) {
+    kg_error("exec: event queue full, event %d dropped", (int) kind);
+    return;
+  }
+  E->queue[(E->qhead + E->qlen) % KG_EX_QUEUE] = (kg_ex_event_t){kind, arg};
+  E->qlen++;
+}
+
+static void
+s_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline)
+{
+  if (E->state != state)
+    kg_debug("exec: %s -> %s", s_state_names[E->state], s_state_names[state]);
+  E->state = state;
+  E->deadline = deadline;
+}
+
+static void
+s_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status)
+{
+  E->outcome = outcome;
+  E->outcome_status = status;
+  E->exit_code = kg_exec_exit_code(outcome, status);
+  s_enter(E, KG_EX_DONE, -1);
+}
+
+/*  Stop the whole group with sig, then KILL after grace_ms; what follows
+    is `then` (with the outcome already recorded for an exit). */
+static void
+s_stop(kg_exec_s *E, int sig, int64_t grace_ms, kg_ex_then_t then)
+{
+  E->then = then;
+  E->killed = false;
+  kg_ex_kill_tree(E, sig);
+  s_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + grace_ms);
+  if (kg_ex_group_gone(E))
+    kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
+}
+
+static void
+s_preempt(kg_exec_s *E, int sig)
+{
+  if (E->preempted && E->state == KG_EX_STOPPING) {
+    kg_notice("exec: second signal %d while stopping: killing the group now", sig);
+    kg_ex_kill_tree(E, SIGKILL);
+    E->killed = true;
+    return;
+  }
+  E->preempted = true;
+  E->outcome = KG_EXEC_OUT_RETRYABLE;
+  switch (E->state) {
+  case KG_EX_RUNNING:
+  case KG_EX_SUSPECT: {
+    /* The training gets the scheduler's own signal (SIGUSR1 = checkpoint
+       now, SIGTERM = the end is near) and the grace to seal and exit. */
+    int fwd = sig == SIGHUP ? SIGTERM : sig;
+    kg_notice("exec: signal %d: passing it to the command, %lld ms to seal and exit, then "
+              "exit %d (retryable)", sig, (long long) E->cfg.preempt_grace_ms,
+              KG_EXEC_EXIT_RETRYABLE);
+    s_stop(E, fwd, E->cfg.preempt_grace_ms, KG_EX_THEN_EXIT);
+    break;
+  }
+  case KG_EX_STOPPING:
+    E->then = KG_EX_THEN_EXIT;   /* no restart after the group is gone */
+    break;
+  case KG_EX_RESTORING:
+    break;                       /* the helper finishes; then exit */
+  case KG_EX_BACKOFF:
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    break;
+  case KG_EX_DONE:
+    break;
+  }
+}
+
+/*  Proof of a sticky fault: decide with the policy, record, stop. */
+static void
+s_fault(kg_exec_s *E, const char *why)
+{
+  const kg_match_t *m = kg_diagnosis_match(E->diag);
+  E->fault_wall_ms = kg_diagnosis_fault_time(E->diag);
+  if (E->fault_wall_ms < 0)
+    E->fault_wall_ms = kg_clock_wall_ms();
+  kg_diagnosis_signature(E->diag, NULL, E->signature, sizeof E->signature);
+  int64_t delay = 0;
+  const char *reason = NULL;
+  kg_policy_action_t act = kg_policy_decide(E->policy, kg_clock_mono_ms(), E->signature,
+                                            &delay, &reason);
+  kg_notice("exec: sticky %s (%s) proven: %s; %s", m && m->family ? m->family->id : "error",
+            m ? m->line : "", why, reason ? reason : "");
+  kg_ex_incident_begin(E, act == KG_POLICY_RESTART ? "restart" : "give-up", reason);
+  cJSON_AddStringToObject(kg_incident_json(E->incident), "proof", why);
+  kg_ex_incident_write(E);
+  E->delay_ms = delay;
+  if (act == KG_POLICY_GIVE_UP) {
+    E->outcome = KG_EXEC_OUT_GAVE_UP;
+    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+  } else {
+    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_RESTART);
+  }
+}
+
+static void
+s_judge(kg_exec_s *E, kg_exec_evidence_t ev, int status, int64_t step)
+{
+  kg_exec_verdict_t v = kg_exec_judge(ev, status, step, E->step_at_suspicion);
+  if (v == KG_EXEC_PROOF) {
+    char how[64] = "";
+    if (ev == KG_EXEC_EV_STALL)
+      snprintf(how, sizeof how, "no progress for %lld ms", (long long) E->cfg.stall_ms);
+    else
+      kg_child_describe(status, how, sizeof how);
+    char why[128];
+    snprintf(why, sizeof why, "%s after the sticky text",
+             ev == KG_EXEC_EV_STALL ? how : ev == KG_EXEC_EV_LEADER_EXIT
+             ? "the command failed" : "a process of the group failed");
+    if (ev != KG_EXEC_EV_STALL) {
+      size_t n = strlen(why);
+      snprintf(why + n, sizeof why - n, " (%s)", how);
+    }
+    s_fault(E, why);
+  } else if (v == KG_EXEC_CLEARED) {
+    kg_notice("exec: the sticky text was not a fault (%s): carrying on",
+              ev == KG_EXEC_EV_STEP ? "training made progress" : "the command succeeded");
+    kg_diagnosis_reset(E->diag);
+    if (ev == KG_EXEC_EV_LEADER_EXIT) {
+      E->outcome = KG_EXEC_OUT_SUCCESS;
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+    } else {
+      s_enter(E, KG_EX_RUNNING, -1);
+    }
+  }
+}
+
+static void
+s_leader_exit_running(kg_exec_s *E, int status)
+{
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (kg_diagnosis_feed_exit(E->diag, code, sig, kg_clock_wall_ms()) == KG_DIAG_STICKY) {
+    s_fault(E, "the command died with a sticky signature");
+    return;
+  }
+  if (code == 0) {
+    E->outcome = KG_EXEC_OUT_SUCCESS;
+  } else {
+    E->outcome = KG_EXEC_OUT_COMMAND_FAILED;
+    E->outcome_status = status;
+  }
+  s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+}
+
+static void
+s_restore(kg_exec_s *E)
+{
+  free(E->resume_dir);
+  free(E->resume_archive);
+  E->resume_dir = E->resume_archive = NULL;
+  E->resume_step = -1;
+  if (!E->cfg.ckpt_dir) {
+    kg_notice("exec: no --checkpoints: the command starts over");
+    s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+    return;
+  }
+  char before[32], into[PATH_MAX + 96];
+  snprintf(before, sizeof before, "%lld", (long long) E->fault_wall_ms);
+  snprintf(into, sizeof into, "%s/restored/%s", E->state_dir, kg_incident_id(E->incident));
+  char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
+                  "--before", before, "--incident", (char *) kg_incident_id(E->incident),
+                  "--into", into, "--json", NULL};
+  kg_notice("exec: restoring the last checkpoint sealed before T=%s from %s", before,
+            E->cfg.ckpt_dir);
+  if (kg_ex_start_helper(E, argv) != 0) {
+    kg_error("exec: cannot start `kguard ckpt resume-prepare`");
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
+  s_enter(E, KG_EX_RESTORING, -1);
+}
+
+static void
+s_helper_done(kg_exec_s *E)
+{
+  int st = kg_child_status(E->helper);
+  kg_child_destroy(&E->helper);
+  cJSON *j = E->helper_out ? cJSON_Parse(E->helper_out) : NULL;
+  free(E->helper_out);
+  E->helper_out = NULL;
+  E->helper_len = 0;
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(j, "status");
+  if (!cJSON_IsString(status) || strcmp(status->valuestring, "error") == 0) {
+    char how[64];
+    kg_child_describe(st, how, sizeof how);
+    kg_error("exec: `kguard ckpt resume-prepare` failed (%s): infrastructure failure, "
+             "exit %d (retryable)", how, KG_EXEC_EXIT_RETRYABLE);
+    cJSON_Delete(j);
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
+  if (strcmp(status->valuestring, "restored") == 0) {
+    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(j, "dir");
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "archive");
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
+    if (cJSON_IsString(dir) && cJSON_IsString(arch) && cJSON_IsNumber(step)) {
+      E->resume_dir = strdup(dir->valuestring);
+      E->resume_archive = strdup(arch->valuestring);
+      E->resume_step = (int64_t) step->valuedouble;
+      kg_notice("exec: restored step %lld from %s", (long long) E->resume_step,
+                arch->valuestring);
+    }
+  } else {
+    kg_notice("exec: no checkpoint sealed before the fault verifies: the command starts over");
+  }
+  kg_incident_take_checkpoint(E->incident, &j);
+  kg_ex_incident_write(E);
+  if (E->preempted) {
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
+  s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+}
+
+static void
+s_group_gone(kg_exec_s *E)
+{
+  if (E->then == KG_EX_THEN_RESTART && !E->preempted) {
+    s_restore(E);
+    return;
+  }
+  if (E->preempted)
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  else
+    s_done(E, E->outcome, E->outcome_status);
+}
+
+/*  One transition. */
+static void
+s_step(kg_exec_s *E, kg_ex_event_t ev)
+{
+  if (ev.kind == KG_EXE_SIGNAL) {
+    s_preempt(E, (int) ev.arg);
+    return;
+  }
+  switch (E->state) {
+  case KG_EX_RUNNING:
+    if (ev.kind == KG_EXE_STICKY) {
+      E->step_at_suspicion = E->last_step;
+      E->fault_mono_ms = kg_clock_mono_ms();
+      const kg_match_t *m = kg_diagnosis_match(E->diag);
+      kg_notice("exec: sticky error text seen (%s): a fault once a process fails or "
+                "training stalls for %lld ms", m && m->family ? m->family->id : "?",
+                (long long) E->cfg.stall_ms);
+      s_enter(E, KG_EX_SUSPECT, E->fault_mono_ms + E->cfg.stall_ms);
+    } else if (ev.kind == KG_EXE_LEADER_EXIT) {
+      s_leader_exit_running(E, (int) ev.arg);
+    } else if (ev.kind == KG_EXE_PEER_FAULT) {
+      E->outcome = KG_EXEC_OUT_RETRYABLE;
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_RESTART);
+    }
+    break;
+  case KG_EX_SUSPECT:
+    if (ev.kind == KG_EXE_PROC_EXIT)
+      s_judge(E, KG_EXEC_EV_PROC_EXIT, (int) ev.arg, 0);
+    else if (ev.kind == KG_EXE_LEADER_EXIT)
+      s_judge(E, KG_EXEC_EV_LEADER_EXIT, (int) ev.arg, 0);
+    else if (ev.kind == KG_EXE_STEP)
+      s_judge(E, KG_EXEC_EV_STEP, 0, ev.arg);
+    else if (ev.kind == KG_EXE_DEADLINE)
+      s_judge(E, KG_EXEC_EV_STALL, 0, 0);
+    break;
+  case KG_EX_STOPPING:
+    if (ev.kind == KG_EXE_GROUP_GONE) {
+      s_group_gone(E);
+    } else if (ev.kind == KG_EXE_DEADLINE && !E->killed) {
+      kg_notice("exec: the group did not stop within its grace: SIGKILL");
+      kg_ex_kill_tree(E, SIGKILL);
+      E->killed = true;
+      E->deadline = -1;
+    }
+    break;
+  case KG_EX_RESTORING:
+    if (ev.kind == KG_EXE_HELPER_DONE)
+      s_helper_done(E);
+    break;
+  case KG_EX_BACKOFF:
+    if (ev.kind == KG_EXE_DEADLINE) {
+      if (kg_ex_start_command(E) != 0)
+        s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      else
+        s_enter(E, KG_EX_RUNNING, -1);
+    }
+    break;
+  case KG_EX_DONE:
+    break;
+  }
+}
+
+void
+kg_ex_run_queue(kg_exec_s *E)
+{
+  while (E->qlen > 0) {
+    kg_ex_event_t ev = E->queue[E->qhead];
+    E->qhead = (E->qhead + 1) % KG_EX_QUEUE;
+    E->qlen--;
+    s_step(E, ev);
+  }
+}
+
+void
+kg_exec_config_default(kg_exec_config_t *config)
+{
+  memset(config, 0, sizeof *config);
+  config->max_restarts = 3;
+  config->stall_ms = 60000;
+  config->kill_grace_ms = 10000;
+  config->preempt_grace_ms = 25000;
+  config->backoff_initial_ms = 1000;
+  config->nnodes = 1;
+}
