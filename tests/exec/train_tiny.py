@@ -97,7 +97,8 @@ for n in range(start + 1, args.steps + 1):
         save(n)
     if n == args.wait_signal_at:
         print("train_tiny: waiting for a pre-emption signal", flush=True)
-        preempt.wait()
+        while not preempt.wait(0.1):  # signal handlers run between waits
+            pass
     if preempt.is_set():
         save(n)
         print(f"train_tiny: pre-empted, sealed step {n}", flush=True)
