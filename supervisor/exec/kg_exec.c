@@ -7,12 +7,14 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include <cjson/cJSON.h>
+
 #include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_log.h"
 
 static const char *s_state_names[] = {"running", "suspect", "stopping", "restoring",
-                                      "backoff", "done"};
+                                      "backoff", "done", "joining", "waiting"};
 
 void
 kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg)
@@ -67,6 +69,8 @@ s_preempt(kg_exec_s *E, int sig)
   }
   E->preempted = true;
   E->outcome = KG_EXEC_OUT_RETRYABLE;
+  if (E->multi)
+    kg_ex_node_send(E, "preempted", NULL);
   switch (E->state) {
   case KG_EX_RUNNING:
   case KG_EX_SUSPECT: {
@@ -85,6 +89,8 @@ s_preempt(kg_exec_s *E, int sig)
   case KG_EX_RESTORING:
     break;                       /* the helper finishes; then exit */
   case KG_EX_BACKOFF:
+  case KG_EX_JOINING:
+  case KG_EX_WAITING:
     s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     break;
   case KG_EX_DONE:
@@ -101,6 +107,18 @@ s_fault(kg_exec_s *E, const char *why)
   if (E->fault_wall_ms < 0)
     E->fault_wall_ms = kg_clock_wall_ms();
   kg_diagnosis_signature(E->diag, NULL, E->signature, sizeof E->signature);
+  if (E->multi) {
+    /* The coordinator counts the budget job-wide and picks the step. */
+    kg_notice("exec: sticky %s (%s) proven on this node: %s; reporting it to the coordinator",
+              m && m->family ? m->family->id : "error", m ? m->line : "", why);
+    E->sticky_report = true;
+    kg_ex_incident_begin(E, "job", "the coordinator decides for the whole job");
+    cJSON_AddStringToObject(kg_incident_json(E->incident), "proof", why);
+    kg_ex_incident_write(E);
+    kg_ex_node_send(E, "fault", kg_ex_node_report(E));
+    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
+    return;
+  }
   int64_t delay = 0;
   const char *reason = NULL;
   kg_policy_action_t act = kg_policy_decide(E->policy, kg_clock_mono_ms(), E->signature,
@@ -162,9 +180,20 @@ s_leader_exit_running(kg_exec_s *E, int status)
   }
   if (code == 0) {
     E->outcome = KG_EXEC_OUT_SUCCESS;
+    if (E->multi)
+      kg_ex_node_send(E, "done", NULL);
   } else {
     E->outcome = KG_EXEC_OUT_COMMAND_FAILED;
     E->outcome_status = status;
+    if (E->multi) {
+      /* Maybe a consequence of a fault on another node: the coordinator
+         decides once every node has reported. */
+      cJSON *f = cJSON_CreateObject();
+      cJSON_AddNumberToObject(f, "code", kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, status));
+      kg_ex_node_send(E, "failed", f);
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
+      return;
+    }
   }
   s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
 }
@@ -197,10 +226,26 @@ s_restore(kg_exec_s *E)
   s_enter(E, KG_EX_RESTORING, -1);
 }
 
+static void s_multi_restore_step(kg_exec_s *E);
+
 static void
 s_helper_done(kg_exec_s *E)
 {
   int st = kg_child_status(E->helper);
+  if (E->multi) {
+    kg_child_destroy(&E->helper);
+    free(E->helper_out);
+    E->helper_out = NULL;
+    E->helper_len = 0;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      kg_error("exec: the agreed checkpoint does not restore on this node: exit %d "
+               "(retryable)", KG_EXEC_EXIT_RETRYABLE);
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      return;
+    }
+    s_multi_restore_step(E);
+    return;
+  }
   kg_child_destroy(&E->helper);
   cJSON *j = E->helper_out ? cJSON_Parse(E->helper_out) : NULL;
   free(E->helper_out);
@@ -239,9 +284,84 @@ s_helper_done(kg_exec_s *E)
   s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
 }
 
+/*  Restore this node's ranks one after the other, then start. */
+static void
+s_multi_restore_step(kg_exec_s *E)
+{
+  int rc = kg_ex_node_restore_next(E);
+  if (rc > 0) {
+    s_enter(E, KG_EX_RESTORING, -1);
+  } else if (rc < 0) {
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  } else if (E->preempted) {
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  } else {
+    if (E->resume_archive) {
+      E->resume_dir = strdup(E->restored_base);
+      kg_notice("exec: this node's ranks restored at step %lld", (long long) E->resume_step);
+    }
+    s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+  }
+}
+
+/*  The coordinator's decision, after this node's tree stopped. */
+static void
+s_decision(kg_exec_s *E)
+{
+  const cJSON *d = E->decision;
+  const cJSON *action = cJSON_GetObjectItemCaseSensitive(d, "action");
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(d, "code");
+  const cJSON *gen = cJSON_GetObjectItemCaseSensitive(d, "gen");
+  const cJSON *root = cJSON_GetObjectItemCaseSensitive(d, "root");
+  char *rtext = root ? cJSON_PrintUnformatted(root) : NULL;
+  kg_notice("exec: coordinator decided %s%s%s",
+            cJSON_IsString(action) ? action->valuestring : "?", rtext ? ", root cause " : "",
+            rtext ? rtext : "");
+  free(rtext);
+  if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
+    int c = cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE;
+    if (c == KG_EXEC_EXIT_GAVE_UP)
+      s_done(E, KG_EXEC_OUT_GAVE_UP, 0);
+    else if (c == KG_EXEC_EXIT_RETRYABLE)
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    else if (c == 0)
+      s_done(E, KG_EXEC_OUT_SUCCESS, 0);
+    else
+      s_done(E, KG_EXEC_OUT_COMMAND_FAILED, (c & 0xff) << 8);
+    return;
+  }
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(d, "step");
+  const cJSON *inc = cJSON_GetObjectItemCaseSensitive(d, "incident");
+  const cJSON *delay = cJSON_GetObjectItemCaseSensitive(d, "delay_ms");
+  free(E->resume_dir);
+  free(E->resume_archive);
+  E->resume_dir = E->resume_archive = NULL;
+  E->resume_step = cJSON_IsNumber(step) ? (int64_t) step->valuedouble : -1;
+  E->delay_ms = cJSON_IsNumber(delay) ? (int64_t) delay->valuedouble : 0;
+  if (cJSON_IsNumber(gen))
+    E->generation = gen->valueint;
+  E->sticky_report = false;
+  snprintf(E->restored_base, sizeof E->restored_base, "%s/restored/%s-gen%d", E->state_dir,
+           cJSON_IsString(inc) ? inc->valuestring : "job", E->generation);
+  E->restore_rank = E->cfg.node_rank * E->cfg.nproc_per_node;
+  s_multi_restore_step(E);
+}
+
 static void
 s_group_gone(kg_exec_s *E)
 {
+  if (E->then == KG_EX_THEN_REPORT) {
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddNumberToObject(f, "gen", E->generation - 1);
+    cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
+    kg_ex_node_send(E, "stopped", f);
+    if (E->preempted && E->outcome == KG_EXEC_OUT_RETRYABLE) {
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      return;
+    }
+    s_enter(E, KG_EX_WAITING, kg_clock_mono_ms() + 600000);
+    return;
+  }
   if (E->then == KG_EX_THEN_RESTART && !E->preempted) {
     s_restore(E);
     return;
@@ -273,8 +393,8 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
     } else if (ev.kind == KG_EXE_LEADER_EXIT) {
       s_leader_exit_running(E, (int) ev.arg);
     } else if (ev.kind == KG_EXE_PEER_FAULT) {
-      E->outcome = KG_EXEC_OUT_RETRYABLE;
-      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_RESTART);
+      kg_notice("exec: node %lld reported a failure: stopping this node's tree", (long long) ev.arg);
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
     }
     break;
   case KG_EX_SUSPECT:
@@ -286,10 +406,40 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       s_judge(E, KG_EXEC_EV_STEP, 0, ev.arg);
     else if (ev.kind == KG_EXE_DEADLINE)
       s_judge(E, KG_EXEC_EV_STALL, 0, 0);
+    else if (ev.kind == KG_EXE_PEER_FAULT)
+      s_fault(E, "the job failed while the sticky text stood");
+    break;
+  case KG_EX_JOINING:
+    if (ev.kind == KG_EXE_WELCOME && ev.arg == 1) {
+      if (kg_ex_start_command(E) != 0)
+        s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      else
+        s_enter(E, KG_EX_RUNNING, -1);
+    } else if (ev.kind == KG_EXE_WELCOME) {
+      kg_error("exec: the checkpoint directory %s is not the one the coordinator's node "
+               "sees (its nonce file is not readable here): multi-node mode needs a shared "
+               "checkpoint directory; refusing", E->cfg.ckpt_dir);
+      E->exit_code = 100;
+      s_enter(E, KG_EX_DONE, -1);
+    } else if (ev.kind == KG_EXE_DEADLINE) {
+      kg_error("exec: no answer from the coordinator %s (retryable)", E->cfg.coordinator);
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    }
+    break;
+  case KG_EX_WAITING:
+    if (ev.kind == KG_EXE_DECISION) {
+      s_decision(E);
+    } else if (ev.kind == KG_EXE_DEADLINE) {
+      kg_error("exec: no decision from the coordinator (retryable)");
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    }
     break;
   case KG_EX_STOPPING:
     if (ev.kind == KG_EXE_GROUP_GONE) {
       s_group_gone(E);
+    } else if (ev.kind == KG_EXE_PEER_FAULT && E->then == KG_EX_THEN_EXIT && E->multi
+               && E->outcome == KG_EXEC_OUT_SUCCESS) {
+      /* finished here; the others' trouble is theirs */
     } else if (ev.kind == KG_EXE_DEADLINE && !E->killed) {
       kg_notice("exec: the group did not stop within its grace: SIGKILL");
       kg_ex_kill_tree(E, SIGKILL);
@@ -335,4 +485,5 @@ kg_exec_config_default(kg_exec_config_t *config)
   config->preempt_grace_ms = 25000;
   config->backoff_initial_ms = 1000;
   config->nnodes = 1;
+  config->nproc_per_node = 1;
 }

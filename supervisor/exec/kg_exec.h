@@ -37,6 +37,7 @@ typedef struct {
   /* multi-node (nnodes > 1): see kg_coord.h */
   int nnodes;
   int node_rank;
+  int nproc_per_node;           /* ranks per node (default 1)                   */
   const char *coordinator;      /* HOST:PORT                                    */
   const char *secret_file;      /* the job's shared secret (CURVE keys)          */
 } kg_exec_config_t;

@@ -2,6 +2,7 @@
 #include "kg_exec_priv.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "kg_cli.h"
 #include "kg_clock.h"
+#include "kg_coord.h"
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_paths.h"
@@ -41,6 +43,8 @@ static const char s_help[] =
   "  --rules FILE          classification rules (default: the shipped ones)\n"
   "multi-node (one kguard exec per node, outside torchrun):\n"
   "  --nnodes N --node-rank R --coordinator HOST:PORT --secret FILE\n"
+  "  [--nproc-per-node P]  ranks per node (default 1); rank r checkpoints into\n"
+  "                        DIR/rank-r (KGUARD_CKPT_DIR/rank-$RANK)\n"
   "                        node 0 runs the coordinator on HOST:PORT (CURVE, keys\n"
   "                        derived from the job's secret file; --checkpoints must\n"
   "                        be a directory every node shares)\n"
@@ -128,6 +132,9 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     } else if (strcmp(a, "--nnodes") == 0) {
       if (s_int(v, 1, 4096, &c->nnodes) < 0)
         return s_usage("--nnodes needs an integer 1-4096", v);
+    } else if (strcmp(a, "--nproc-per-node") == 0) {
+      if (s_int(v, 1, 1024, &c->nproc_per_node) < 0)
+        return s_usage("--nproc-per-node needs an integer 1-1024", v);
     } else if (strcmp(a, "--node-rank") == 0) {
       if (s_int(v, 0, 4095, &c->node_rank) < 0)
         return s_usage("--node-rank needs an integer 0-4095", v);
@@ -223,6 +230,21 @@ s_setup(kg_exec_s *E)
 static void
 s_teardown(kg_exec_s *E)
 {
+  kg_ex_node_close(E);
+  if (E->coord) {
+    /* The coordinator ends once every node reported; give it a moment to
+       deliver its last decision (SIGKILL through kg_child_destroy after). */
+    int64_t end = kg_clock_mono_ms() + 5000;
+    while (!kg_child_exited(E->coord) && kg_clock_mono_ms() < end) {
+      struct signalfd_siginfo si;
+      struct pollfd p = {.fd = E->sigfd, .events = POLLIN};
+      if (poll(&p, 1, 200) > 0)
+        while (read(E->sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
+        }
+      kg_child_reap(E->coord);
+    }
+    kg_child_destroy(&E->coord);
+  }
   kg_child_destroy(&E->leader);
   kg_child_destroy(&E->helper);
   kg_ex_free_env(&E->envp);
@@ -252,7 +274,17 @@ kg_exec_run(const kg_exec_config_t *config)
   E->resume_step = -1;
   E->deadline = -1;
   int code = s_setup(E);
-  if (code == 0) {
+  E->multi = E->cfg.nnodes > 1;
+  if (code == 0 && E->multi) {
+    int rc = kg_ex_node_open(E);
+    if (rc != 0) {
+      code = rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
+    } else {
+      E->state = KG_EX_JOINING;
+      E->deadline = kg_clock_mono_ms() + 120000;
+      code = kg_ex_loop(E);
+    }
+  } else if (code == 0) {
     int rc = kg_ex_start_command(E);
     if (rc != 0)
       code = rc == -ENOENT || rc == -EACCES ? 127 : KG_EXIT_SYSTEM;
@@ -273,14 +305,12 @@ kg_exec_run(const kg_exec_config_t *config)
 int
 kg_exec_main(int argc, char **argv)
 {
+  if (argc > 1 && strcmp(argv[1], "--serve-coordinator") == 0)
+    return kg_coord_main(argc - 1, argv + 1);
   kg_exec_config_t c;
   kg_exec_config_default(&c);
   int rc = s_parse(argc, argv, &c);
   if (rc != 0)
     return rc > 0 ? KG_EXIT_OK : KG_EXIT_USAGE;
-  if (c.nnodes > 1) {
-    fprintf(stderr, "kguard exec: multi-node mode is not available in this build\n");
-    return KG_EXIT_USAGE;
-  }
   return kg_exec_run(&c);
 }

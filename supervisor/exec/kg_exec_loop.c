@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include "kg_clock.h"
 #include "kg_error.h"
@@ -63,6 +64,7 @@ s_kill_descendants(kg_exec_s *E, int sig)
   if (!d)
     return;
   pid_t self = getpid(), helper = E->helper ? kg_child_pid(E->helper) : -1;
+  pid_t coord = E->coord ? kg_child_pid(E->coord) : -1;
   size_t n = 0, alloc = 256;
   pid_t (*pp)[2] = malloc(alloc * sizeof *pp);
   struct dirent *de;
@@ -100,7 +102,7 @@ s_kill_descendants(kg_exec_s *E, int sig)
   closedir(d);
   for (size_t i = 0; pp && i < n; i++) {
     pid_t p = pp[i][0];
-    if (p == helper)
+    if (p == helper || p == coord)
       continue;
     for (int depth = 0; depth < 64 && p > 1; depth++) {
       pid_t parent = -1;
@@ -110,7 +112,7 @@ s_kill_descendants(kg_exec_s *E, int sig)
           break;
         }
       if (parent == self) {
-        if (p != helper)
+        if (p != helper && p != coord)   /* never the helper, nor the coordinator */
           kill(pp[i][0], sig);
         break;
       }
@@ -140,9 +142,10 @@ kg_ex_group_gone(kg_exec_s *E)
   siginfo_t si;
   memset(&si, 0, sizeof si);
   pid_t helper = E->helper ? kg_child_pid(E->helper) : -1;
+  pid_t coord = E->coord ? kg_child_pid(E->coord) : -1;
   /* Any unreaped child other than the helper (peek only). */
   if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid > 0
-      && si.si_pid != helper)
+      && si.si_pid != helper && si.si_pid != coord)
     return false;
   return true;
 }
@@ -183,6 +186,12 @@ s_reap(kg_exec_s *E)
       cJSON_AddBoolToObject(o, "command", true);
       cJSON_AddItemToArray(E->exits, o);
       kg_ex_fire(E, KG_EXE_LEADER_EXIT, E->leader_status);
+    } else if (E->coord && pid == kg_child_pid(E->coord) && !kg_child_exited(E->coord)) {
+      if (kg_child_reap(E->coord) != 1)
+        break;
+      char how[64];
+      kg_child_describe(kg_child_status(E->coord), how, sizeof how);
+      kg_info("exec: the coordinator ended: %s", how);
     } else if (E->helper && pid == kg_child_pid(E->helper)) {
       if (kg_child_reap(E->helper) != 1)
         break;
@@ -296,36 +305,37 @@ int
 kg_ex_loop(kg_exec_s *E)
 {
   while (E->state != KG_EX_DONE) {
-    struct pollfd p[5];
-    int n = 0;
-    p[n++] = (struct pollfd){.fd = E->sigfd, .events = POLLIN};
     int out = E->leader ? kg_child_stdout_fd(E->leader) : -1;
     int err = E->leader ? kg_child_stderr_fd(E->leader) : -1;
     int hout = E->helper ? kg_child_stdout_fd(E->helper) : -1;
     int herr = E->helper ? kg_child_stderr_fd(E->helper) : -1;
-    p[n++] = (struct pollfd){.fd = out, .events = POLLIN};
-    p[n++] = (struct pollfd){.fd = err, .events = POLLIN};
-    p[n++] = (struct pollfd){.fd = hout, .events = POLLIN};
-    p[n++] = (struct pollfd){.fd = herr, .events = POLLIN};
-    int timeout = -1;
+    /* zmq_poll takes plain fds (fd < 0 is never ready) and the link. */
+    zmq_pollitem_t p[6] = {
+      {NULL, E->sigfd, ZMQ_POLLIN, 0}, {NULL, out, out >= 0 ? ZMQ_POLLIN : 0, 0},
+      {NULL, err, err >= 0 ? ZMQ_POLLIN : 0, 0}, {NULL, hout, hout >= 0 ? ZMQ_POLLIN : 0, 0},
+      {NULL, herr, herr >= 0 ? ZMQ_POLLIN : 0, 0}, {E->link, -1, ZMQ_POLLIN, 0}};
+    int n = E->link ? 6 : 5;
+    long timeout = -1;
     if (E->deadline >= 0) {
       int64_t left = E->deadline - kg_clock_mono_ms();
-      timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int) left;
+      timeout = left < 0 ? 0 : left > 60000 ? 60000 : (long) left;
     }
-    int rc = poll(p, (nfds_t) n, timeout);
-    if (rc < 0 && errno != EINTR) {
-      kg_error("exec: poll: %s", strerror(errno));
+    int rc = zmq_poll(p, n, timeout);
+    if (rc < 0 && zmq_errno() != EINTR) {
+      kg_error("exec: poll: %s", zmq_strerror(zmq_errno()));
       return KG_EXIT_SYSTEM;
     }
     /* Output before exits, so the text that explains a death is seen first. */
-    if (p[1].revents)
+    if (rc > 0 && p[1].revents)
       s_read_group(E, 1);
-    if (p[2].revents)
+    if (rc > 0 && p[2].revents)
       s_read_group(E, 2);
-    if (p[3].revents || p[4].revents)
+    if (rc > 0 && (p[3].revents || p[4].revents))
       s_read_helper(E);
-    if (p[0].revents)
+    if (rc > 0 && p[0].revents)
       s_read_signals(E);
+    if (rc > 0 && n == 6 && p[5].revents)
+      kg_ex_node_recv(E);
     if (E->deadline >= 0 && kg_clock_mono_ms() >= E->deadline) {
       E->deadline = -1;
       kg_ex_fire(E, KG_EXE_DEADLINE, 0);

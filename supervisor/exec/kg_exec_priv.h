@@ -23,7 +23,9 @@ typedef enum {
   KG_EX_STOPPING,      /* TERM sent to the group; KILL at the deadline        */
   KG_EX_RESTORING,     /* `kguard ckpt resume-prepare` runs                   */
   KG_EX_BACKOFF,       /* waiting the policy's delay before the next start    */
-  KG_EX_DONE           /* exit with E->exit_code                              */
+  KG_EX_DONE,          /* exit with E->exit_code                              */
+  KG_EX_JOINING,       /* multi-node: waiting for the coordinator's welcome   */
+  KG_EX_WAITING        /* multi-node: tree stopped, waiting for the decision  */
 } kg_ex_state_t;
 
 typedef enum {
@@ -35,7 +37,9 @@ typedef enum {
   KG_EXE_GROUP_GONE,   /* nothing of the group is left                        */
   KG_EXE_SIGNAL,       /* SIGTERM/SIGINT/SIGHUP/SIGUSR1 to kguard (arg: signo) */
   KG_EXE_HELPER_DONE,  /* the checkpoint helper ended                         */
-  KG_EXE_PEER_FAULT    /* multi-node: another node reported a fault           */
+  KG_EXE_PEER_FAULT,   /* multi-node: the coordinator says stop              */
+  KG_EXE_WELCOME,      /* multi-node: welcome (arg 1 = shared storage seen)   */
+  KG_EXE_DECISION      /* multi-node: the coordinator's decision (E->decision) */
 } kg_ex_event_kind_t;
 
 typedef struct {
@@ -48,7 +52,8 @@ typedef struct {
 /*  What follows STOPPING once the group is gone. */
 typedef enum {
   KG_EX_THEN_EXIT = 0, /* exit with the outcome recorded                      */
-  KG_EX_THEN_RESTART   /* restore the checkpoint and start again              */
+  KG_EX_THEN_RESTART,  /* restore the checkpoint and start again              */
+  KG_EX_THEN_REPORT    /* multi-node: report to the coordinator, wait         */
 } kg_ex_then_t;
 
 typedef struct kg_exec_s {
@@ -98,6 +103,15 @@ typedef struct kg_exec_s {
   char *resume_dir, *resume_archive;
   int64_t resume_step;          /* -1 = nothing to resume                     */
 
+  /* multi-node (kg_exec_node.c) */
+  bool multi;
+  void *zctx, *link;            /* DEALER to the coordinator                  */
+  kg_child_t *coord;            /* node 0: the coordinator process            */
+  cJSON *decision;              /* the latest decision (owned)                */
+  int restore_rank;             /* next local rank to restore                 */
+  char restored_base[PATH_MAX + 96];
+  bool sticky_report;           /* a proven fault here, for `stopped`         */
+
   kg_ex_event_t queue[KG_EX_QUEUE];
   int qhead, qlen;
 } kg_exec_s;
@@ -118,5 +132,13 @@ char **kg_ex_build_env(kg_exec_s *E);
 void kg_ex_free_env(char ***envp_p);
 void kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason);
 void kg_ex_incident_write(kg_exec_s *E);
+
+/*  kg_exec_node.c */
+int kg_ex_node_open(kg_exec_s *E);
+void kg_ex_node_close(kg_exec_s *E);
+void kg_ex_node_recv(kg_exec_s *E);
+void kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields);
+cJSON *kg_ex_node_report(kg_exec_s *E);
+int kg_ex_node_restore_next(kg_exec_s *E);
 
 #endif
