@@ -18,9 +18,10 @@
                     stopped {node, gen, report} this node's tree is gone;
                            report = the fault's fields, or null
                     done {node}                 the command succeeded here
-      coord → node  welcome {gen, nonce_file, nonce}  the node must read the
-                           nonce from the shared checkpoint directory, else
-                           it refuses multi-node mode (not shared storage)
+      coord → node  welcome {gen, nonce}        the node must find the file
+                           .kguard/nonce-<nonce> holding the nonce in its own
+                           --checkpoints, else it refuses multi-node mode (its
+                           directory is not the one the coordinator sees)
                     stop {gen, by}              stop the tree, report
                     decision {gen, action: "restart"|"give-up"|"end",
                            step, archives {rank: path}, incident, code,

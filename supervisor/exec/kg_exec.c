@@ -350,6 +350,15 @@ s_decision(kg_exec_s *E)
 static void
 s_group_gone(kg_exec_s *E)
 {
+  if (E->multi && E->preempted) {
+    /* The coordinator ends the job retryable once every node stopped. */
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddNumberToObject(f, "gen", E->generation - 1);
+    cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
+    kg_ex_node_send(E, "stopped", f);
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
   if (E->then == KG_EX_THEN_REPORT) {
     cJSON *f = cJSON_CreateObject();
     cJSON_AddNumberToObject(f, "gen", E->generation - 1);

@@ -107,15 +107,18 @@ kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields)
 /*  The welcome's nonce must be readable here: the checkpoint directory is
     shared, else multi-node mode is refused. */
 static bool
-s_shared_storage(const cJSON *m)
+s_shared_storage(kg_exec_s *E, const cJSON *m)
 {
-  const cJSON *file = cJSON_GetObjectItemCaseSensitive(m, "nonce_file");
   const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(m, "nonce");
-  if (!cJSON_IsString(file) || !cJSON_IsString(nonce))
+  if (!cJSON_IsString(nonce) || strspn(nonce->valuestring, "0123456789abcdef") != 32
+      || nonce->valuestring[32])
     return false;
+  /* In this node's own --checkpoints: the same directory, seen here. */
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/.kguard/nonce-%s", E->cfg.ckpt_dir, nonce->valuestring);
   char *data = NULL;
   size_t len = 0;
-  bool ok = kg_file_read(file->valuestring, 4096, &data, &len) == 0
+  bool ok = kg_file_read(path, 4096, &data, &len) == 0
             && len == strlen(nonce->valuestring) && memcmp(data, nonce->valuestring, len) == 0;
   free(data);
   return ok;
@@ -137,7 +140,7 @@ kg_ex_node_recv(kg_exec_s *E)
     if (!cJSON_IsString(type)) {
       kg_warning("exec: malformed message from the coordinator ignored");
     } else if (strcmp(type->valuestring, "welcome") == 0) {
-      kg_ex_fire(E, KG_EXE_WELCOME, s_shared_storage(m) ? 1 : 0);
+      kg_ex_fire(E, KG_EXE_WELCOME, s_shared_storage(E, m) ? 1 : 0);
     } else if (strcmp(type->valuestring, "stop") == 0) {
       const cJSON *by = cJSON_GetObjectItemCaseSensitive(m, "by");
       kg_ex_fire(E, KG_EXE_PEER_FAULT, cJSON_IsNumber(by) ? by->valueint : -1);

@@ -121,6 +121,9 @@ def test_sigterm_preemption_on_one_node_ends_the_job_retryable(hosts, tmp_path):
     runs[1].signal(signal.SIGTERM)
     codes = [r.wait(120) for r in runs]
     assert codes == [RETRYABLE, RETRYABLE], "\n\n".join(r.output() for r in runs)
+    # The pre-empted node's rank had the grace to seal the step it was on.
+    assert any(p.name.startswith("step-0000000004-")
+               for p in (tmp_path / "ckpt" / "rank-1").iterdir()), runs[1].output()
 
 
 def test_a_node_without_the_shared_directory_refuses(hosts, tmp_path):
