@@ -25,6 +25,7 @@ class Run:
         self.proc = subprocess.Popen(args, env=env, cwd=cwd, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         self.lines = []
+        self.times = []   # time.monotonic() at which each line arrived
         self._cv = threading.Condition()
         self._t = threading.Thread(target=self._read, daemon=True)
         self._t.start()
@@ -33,6 +34,7 @@ class Run:
         for line in self.proc.stdout:
             with self._cv:
                 self.lines.append(line.rstrip("\n"))
+                self.times.append(time.monotonic())
                 self._cv.notify_all()
         with self._cv:
             self._cv.notify_all()
@@ -65,6 +67,14 @@ class Run:
     def output(self):
         with self._cv:
             return "\n".join(self.lines)
+
+    def first_time(self, text, after=0.0):
+        """Arrival time of the first line containing text after `after`, or None."""
+        with self._cv:
+            for t, line in zip(self.times, self.lines):
+                if t >= after and text in line:
+                    return t
+        return None
 
     def count(self, text):
         return sum(1 for line in self.lines if text in line)
