@@ -105,6 +105,40 @@ def test_poisoned_rank_alive_on_a_peer_host_all_resume_from_the_agreed_step(host
     assert decisions and all("mac" in json.loads(p.read_text()) for p in decisions)
 
 
+def test_a_corrupt_archive_on_one_rank_makes_every_rank_fall_back_a_step(hosts, tmp_path,
+                                                                          reference):
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once",
+                      kg_opts=("--stall-timeout", "6"), script_args=("--on-fault", "hang"))
+    runs[1].wait_line("sticky error text seen", timeout=180)
+    # Rank 0's archive of step 6 rots on the shared disk before the decision.
+    victim = next((tmp_path / "ckpt" / "rank-0").glob("step-0000000006-*.kgckpt.tar"))
+    data = bytearray(victim.read_bytes())
+    mid = len(data) // 2
+    data[mid:mid + 64] = bytes(b ^ 0xFF for b in data[mid:mid + 64])
+    victim.write_bytes(bytes(data))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "resumed from step 3" in r.output(), r.output()
+    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    # Rank 1's step 6 is newer than the agreed step: quarantined, not deleted.
+    assert list((tmp_path / "ckpt" / "rank-1" / "quarantine").rglob("step-0000000006-*"))
+
+
+def test_sigabrt_on_the_coordinator_host_all_resume(hosts, tmp_path, reference):
+    runs = _start_job(hosts, tmp_path, fault="rocm-abort:step=8:once", fault_node=0,
+                      kg_opts=("--stall-timeout", "20"))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "resumed from step 6" in r.output(), r.output()
+    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    job = [i for i in incidents(tmp_path / "state0") if "job" in i]
+    assert len(job) == 1 and job[0]["job"]["root_cause"]["host"] == "node0"
+    # The healthy peer's failure is recorded as a consequence, not the cause.
+    assert [c["node"] for c in job[0]["job"]["consequences"]] == [1]
+
+
 def test_same_fault_twice_ends_the_job_with_the_permanent_code(hosts, tmp_path):
     runs = _start_job(hosts, tmp_path, fault="cuda-assert:step=5",
                       kg_opts=("--stall-timeout", "4", "--max-restarts", "5"))
