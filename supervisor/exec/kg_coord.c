@@ -38,6 +38,7 @@ typedef struct {
   unsigned char id[256];
   size_t id_len;              /* 0: never heard from                         */
   bool stopped, done;
+  int64_t seen_ms;            /* monotonic time of its last message          */
   cJSON *report;              /* its fault fields, or NULL                   */
   cJSON *failed;              /* {"status"} when its command failed          */
 } s_node_t;
@@ -45,6 +46,7 @@ typedef struct {
 typedef struct {
   const char *bind, *secret, *ckpt_dir, *state_dir;
   int nnodes, nproc, max_restarts;
+  int64_t heartbeat_ms;       /* a node silent this long is lost              */
   char exe[PATH_MAX];
   kg_coord_keys_t keys;
   void *ctx, *router, *zap;
@@ -245,7 +247,10 @@ static int
 s_decide(s_coord_t *C)
 {
   int world = C->nnodes * C->nproc;
-  kg_coord_report_t *rep = calloc((size_t) C->nnodes, sizeof *rep);
+  size_t nn = C->nnodes > 0 ? (size_t) C->nnodes : 1;
+  kg_coord_report_t *rep = calloc(nn, sizeof *rep);
+  if (!rep)
+    return KG_EXIT_SYSTEM;
   for (int i = 0; i < C->nnodes; i++) {
     cJSON *r = C->nodes[i].report;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "fault_ms");
@@ -332,8 +337,8 @@ s_decide(s_coord_t *C)
     kg_coord_archive_t *a = NULL;
     cJSON *listing = NULL;
     int n = s_scan(C, world, &a, &listing);
-    bool *fr = calloc((size_t) world, sizeof *fr);
-    for (int r = root * C->nproc; r < (root + 1) * C->nproc; r++)
+    bool *fr = calloc(world > 0 ? (size_t) world : 1, sizeof *fr);
+    for (int r = root * C->nproc; fr && r < (root + 1) * C->nproc; r++)
       fr[r] = true;
     int64_t s = kg_coord_pick_step(a, n, world, cJSON_IsNumber(ls) ? (int64_t) ls->valuedouble : -1,
                                    fr, cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : INT64_MAX);
@@ -367,8 +372,10 @@ s_decide(s_coord_t *C)
   cJSON_Delete(d);
   C->gen++;
   C->stopping = false;
+  int64_t now = kg_clock_mono_ms();   /* the coordinator was busy, not the nodes */
   for (int i = 0; i < C->nnodes; i++) {
     C->nodes[i].stopped = false;
+    C->nodes[i].seen_ms = now;
     cJSON_Delete(C->nodes[i].report);
     cJSON_Delete(C->nodes[i].failed);
     C->nodes[i].report = C->nodes[i].failed = NULL;
@@ -410,8 +417,17 @@ s_on_message(s_coord_t *C, const unsigned char *id, size_t id_len, const char *t
   s_node_t *n = &C->nodes[k];
   memcpy(n->id, id, id_len);
   n->id_len = id_len;
+  n->seen_ms = kg_clock_mono_ms();
   const char *t = type->valuestring;
   int rc = -1;
+  if (strcmp(t, "beat") == 0) {
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "type", "beat");
+    s_send(C, k, b);
+    cJSON_Delete(b);
+    cJSON_Delete(m);
+    return -1;
+  }
   kg_info("coordinator: %s from node %d", t, k);
   if (strcmp(t, "hello") == 0) {
     cJSON *w = cJSON_CreateObject();
@@ -499,13 +515,44 @@ s_zap(s_coord_t *C)
     zmq_msg_close(&f[i]);
 }
 
+/*  A node that said hello and fell silent for the heartbeat timeout is
+    lost (its host, or the network to it): the job ends retryable, an
+    infrastructure failure, not a GPU one. Returns the exit code, or -1. */
+static int
+s_check_lost(s_coord_t *C)
+{
+  int64_t now = kg_clock_mono_ms();
+  for (int i = 0; i < C->nnodes; i++) {
+    s_node_t *n = &C->nodes[i];
+    if (!n->id_len || n->done || now - n->seen_ms <= C->heartbeat_ms)
+      continue;
+    char why[128];
+    snprintf(why, sizeof why, "node %d lost (no message for %lld ms): infrastructure, "
+             "not a GPU fault", i, (long long) (now - n->seen_ms));
+    kg_error("coordinator: %s; the job ends retryable", why);
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "type", "decision");
+    cJSON_AddStringToObject(d, "action", "end");
+    cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_RETRYABLE);
+    cJSON_AddNumberToObject(d, "gen", C->gen);
+    cJSON_AddStringToObject(d, "reason", why);
+    n->id_len = 0;   /* no more sends to it */
+    s_broadcast(C, d);
+    s_write_decision(C, d);
+    cJSON_Delete(d);
+    return KG_EXEC_EXIT_RETRYABLE;
+  }
+  return -1;
+}
+
 static int
 s_serve(s_coord_t *C, int sigfd)
 {
   for (;;) {
     zmq_pollitem_t it[3] = {{C->router, 0, ZMQ_POLLIN, 0}, {C->zap, 0, ZMQ_POLLIN, 0},
                             {NULL, sigfd, ZMQ_POLLIN, 0}};
-    if (zmq_poll(it, 3, -1) < 0) {
+    long timeout = C->heartbeat_ms / 4 > 0 ? (long) (C->heartbeat_ms / 4) : 250;
+    if (zmq_poll(it, 3, timeout) < 0) {
       if (errno == EINTR)
         continue;
       return KG_EXIT_SYSTEM;
@@ -534,13 +581,16 @@ s_serve(s_coord_t *C, int sigfd)
       if (rc >= 0)
         return rc;
     }
+    int lost = s_check_lost(C);   /* after reading what the nodes said */
+    if (lost >= 0)
+      return lost;
   }
 }
 
 int
 kg_coord_main(int argc, char **argv)
 {
-  s_coord_t C = {.nnodes = 0, .nproc = 1, .max_restarts = 3};
+  s_coord_t C = {.nnodes = 0, .nproc = 1, .max_restarts = 3, .heartbeat_ms = 30000};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *a = argv[i], *v = argv[i + 1];
     if (strcmp(a, "--bind") == 0) C.bind = v;
@@ -550,9 +600,10 @@ kg_coord_main(int argc, char **argv)
     else if (strcmp(a, "--nnodes") == 0) C.nnodes = atoi(v);
     else if (strcmp(a, "--nproc-per-node") == 0) C.nproc = atoi(v);
     else if (strcmp(a, "--max-restarts") == 0) C.max_restarts = atoi(v);
+    else if (strcmp(a, "--heartbeat-timeout-ms") == 0) C.heartbeat_ms = atoll(v);
   }
   if (!C.bind || !C.secret || !C.ckpt_dir || !C.state_dir || C.nnodes < 1
-      || C.nnodes > S_MAX_NODES || C.nproc < 1) {
+      || C.nnodes > S_MAX_NODES || C.nproc < 1 || C.heartbeat_ms < 100) {
     fprintf(stderr, "kguard exec --serve-coordinator: incomplete arguments\n");
     return KG_EXIT_USAGE;
   }

@@ -304,6 +304,41 @@ s_multi_restore_step(kg_exec_s *E)
   }
 }
 
+/*  The outcome a job-ending decision's code stands for. */
+static void
+s_done_code(kg_exec_s *E, int c)
+{
+  if (c == KG_EXEC_EXIT_GAVE_UP)
+    s_done(E, KG_EXEC_OUT_GAVE_UP, 0);
+  else if (c == KG_EXEC_EXIT_RETRYABLE)
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  else if (c == 0)
+    s_done(E, KG_EXEC_OUT_SUCCESS, 0);
+  else
+    s_done(E, KG_EXEC_OUT_COMMAND_FAILED, (c & 0xff) << 8);
+}
+
+/*  The coordinator ends the job while this node still runs (a node lost):
+    stop the tree, then exit with the job's code. */
+static void
+s_end_early(kg_exec_s *E)
+{
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(E->decision, "code");
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(E->decision, "reason");
+  int c = cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE;
+  kg_notice("exec: the coordinator ends the job (%s): exit %d",
+            cJSON_IsString(why) ? why->valuestring : "no reason given", c);
+  s_done_code(E, c);               /* records the outcome and the code  */
+  kg_ex_kill_tree(E, SIGTERM);
+  s_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + E->cfg.kill_grace_ms);
+  E->then = KG_EX_THEN_EXIT;
+  E->killed = false;
+  E->preempted = false;
+  E->outcome_status = E->outcome == KG_EXEC_OUT_COMMAND_FAILED ? ((c & 0xff) << 8) : 0;
+  if (kg_ex_group_gone(E))
+    kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
+}
+
 /*  The coordinator's decision, after this node's tree stopped. */
 static void
 s_decision(kg_exec_s *E)
@@ -319,15 +354,7 @@ s_decision(kg_exec_s *E)
             rtext ? rtext : "");
   free(rtext);
   if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
-    int c = cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE;
-    if (c == KG_EXEC_EXIT_GAVE_UP)
-      s_done(E, KG_EXEC_OUT_GAVE_UP, 0);
-    else if (c == KG_EXEC_EXIT_RETRYABLE)
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-    else if (c == 0)
-      s_done(E, KG_EXEC_OUT_SUCCESS, 0);
-    else
-      s_done(E, KG_EXEC_OUT_COMMAND_FAILED, (c & 0xff) << 8);
+    s_done_code(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
     return;
   }
   const cJSON *step = cJSON_GetObjectItemCaseSensitive(d, "step");
@@ -350,6 +377,10 @@ s_decision(kg_exec_s *E)
 static void
 s_group_gone(kg_exec_s *E)
 {
+  if (E->lost) {
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
   if (E->multi && E->preempted) {
     /* The coordinator ends the job retryable once every node stopped. */
     cJSON *f = cJSON_CreateObject();
@@ -387,6 +418,27 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
 {
   if (ev.kind == KG_EXE_SIGNAL) {
     s_preempt(E, (int) ev.arg);
+    return;
+  }
+  if (ev.kind == KG_EXE_LINK_LOST) {
+    kg_error("exec: the coordinator is lost (no message for %lld ms): infrastructure, not a "
+             "GPU fault; stopping, exit %d (retryable)", (long long) E->cfg.heartbeat_ms,
+             KG_EXEC_EXIT_RETRYABLE);
+    if (E->state == KG_EX_RUNNING || E->state == KG_EX_SUSPECT) {
+      E->outcome = KG_EXEC_OUT_RETRYABLE;
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+    } else if (E->state == KG_EX_STOPPING) {
+      E->then = KG_EX_THEN_EXIT;
+      E->outcome = KG_EXEC_OUT_RETRYABLE;
+    } else if (E->state != KG_EX_DONE) {
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    }
+    return;
+  }
+  if (ev.kind == KG_EXE_DECISION && E->state != KG_EX_WAITING) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(E->decision, "action");
+    if (cJSON_IsString(a) && strcmp(a->valuestring, "end") == 0 && E->state != KG_EX_DONE)
+      s_end_early(E);
     return;
   }
   switch (E->state) {
@@ -495,4 +547,5 @@ kg_exec_config_default(kg_exec_config_t *config)
   config->backoff_initial_ms = 1000;
   config->nnodes = 1;
   config->nproc_per_node = 1;
+  config->heartbeat_ms = 30000;
 }

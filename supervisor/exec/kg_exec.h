@@ -40,10 +40,11 @@ typedef struct {
   int nproc_per_node;           /* ranks per node (default 1)                   */
   const char *coordinator;      /* HOST:PORT                                    */
   const char *secret_file;      /* the job's shared secret (CURVE keys)          */
+  int64_t heartbeat_ms;         /* a silent coordinator or node is lost          */
 } kg_exec_config_t;
 
 /*  Fill config with the defaults (budget 3, stall 60 s, kill grace 10 s,
-    pre-emption grace 25 s, backoff 1 s, one node). */
+    pre-emption grace 25 s, backoff 1 s, one node, heartbeat 30 s). */
 void kg_exec_config_default(kg_exec_config_t *config);
 
 /*  Run the command until it is done; returns the process exit code

@@ -43,6 +43,8 @@ static const char s_help[] =
   "  --rules FILE          classification rules (default: the shipped ones)\n"
   "multi-node (one kguard exec per node, outside torchrun):\n"
   "  --nnodes N --node-rank R --coordinator HOST:PORT --secret FILE\n"
+  "  [--heartbeat-timeout S]  a coordinator or node silent this long is lost:\n"
+  "                        the job ends with 200 (infrastructure; default 30)\n"
   "  [--nproc-per-node P]  ranks per node (default 1); rank r checkpoints into\n"
   "                        DIR/rank-r (KGUARD_CKPT_DIR/rank-$RANK)\n"
   "                        node 0 runs the coordinator on HOST:PORT (CURVE, keys\n"
@@ -144,6 +146,9 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     } else if (strcmp(a, "--kill-grace") == 0) {
       if (s_seconds(v, &c->kill_grace_ms) < 0)
         return s_usage("--kill-grace needs seconds", v);
+    } else if (strcmp(a, "--heartbeat-timeout") == 0) {
+      if (s_seconds(v, &c->heartbeat_ms) < 0 || c->heartbeat_ms < 100)
+        return s_usage("--heartbeat-timeout needs seconds (at least 0.1)", v);
     } else if (strcmp(a, "--preempt-grace") == 0) {
       if (s_seconds(v, &c->preempt_grace_ms) < 0)
         return s_usage("--preempt-grace needs seconds", v);

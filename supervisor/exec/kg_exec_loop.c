@@ -315,9 +315,18 @@ kg_ex_loop(kg_exec_s *E)
       {NULL, err, err >= 0 ? ZMQ_POLLIN : 0, 0}, {NULL, hout, hout >= 0 ? ZMQ_POLLIN : 0, 0},
       {NULL, herr, herr >= 0 ? ZMQ_POLLIN : 0, 0}, {E->link, -1, ZMQ_POLLIN, 0}};
     int n = E->link ? 6 : 5;
+    int64_t wake = E->deadline;
+    if (E->link) {
+      int64_t t = kg_ex_node_timers(E);
+      kg_ex_run_queue(E);
+      if (E->state == KG_EX_DONE)
+        break;
+      if (wake < 0 || t < wake)
+        wake = t;
+    }
     long timeout = -1;
-    if (E->deadline >= 0) {
-      int64_t left = E->deadline - kg_clock_mono_ms();
+    if (wake >= 0) {
+      int64_t left = wake - kg_clock_mono_ms();
       timeout = left < 0 ? 0 : left > 60000 ? 60000 : (long) left;
     }
     int rc = zmq_poll(p, n, timeout);

@@ -26,10 +26,12 @@ s_start_coordinator(kg_exec_s *E)
   snprintf(nn, sizeof nn, "%d", E->cfg.nnodes);
   snprintf(np, sizeof np, "%d", E->cfg.nproc_per_node);
   snprintf(mr, sizeof mr, "%d", E->cfg.max_restarts);
+  char hb[32];
+  snprintf(hb, sizeof hb, "%lld", (long long) E->cfg.heartbeat_ms);
   char *argv[] = {E->exe, "exec", "--serve-coordinator", "--bind", bind, "--nnodes", nn,
                   "--nproc-per-node", np, "--secret", (char *) E->cfg.secret_file,
                   "--checkpoints", (char *) E->cfg.ckpt_dir, "--state-dir", E->state_dir,
-                  "--max-restarts", mr, NULL};
+                  "--max-restarts", mr, "--heartbeat-timeout-ms", hb, NULL};
   kg_child_opts_t o = {.argv = argv, .capture = false};
   int rc = kg_child_spawn(&o, &E->coord);
   if (rc != 0)
@@ -71,6 +73,8 @@ kg_ex_node_open(kg_exec_s *E)
   cJSON *f = cJSON_CreateObject();
   cJSON_AddStringToObject(f, "host", host);
   kg_ex_node_send(E, "hello", f);
+  E->coord_seen = kg_clock_mono_ms();   /* the joining deadline covers the start */
+  E->beat_next = E->coord_seen + E->cfg.heartbeat_ms / 4;
   kg_notice("exec: node %d of %d, coordinator %s (CURVE)", E->cfg.node_rank, E->cfg.nnodes,
             E->cfg.coordinator);
   return 0;
@@ -136,6 +140,7 @@ kg_ex_node_recv(kg_exec_s *E)
     }
     cJSON *m = cJSON_ParseWithLength(zmq_msg_data(&msg), zmq_msg_size(&msg));
     zmq_msg_close(&msg);
+    E->coord_seen = kg_clock_mono_ms();
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
     if (!cJSON_IsString(type)) {
       kg_warning("exec: malformed message from the coordinator ignored");
@@ -152,6 +157,28 @@ kg_ex_node_recv(kg_exec_s *E)
     }
     cJSON_Delete(m);
   }
+}
+
+/*  Heartbeats both ways: send one when due, and declare the coordinator
+    lost when it said nothing for the heartbeat timeout (once). Returns the
+    next time (monotonic ms) this needs to run. */
+int64_t
+kg_ex_node_timers(kg_exec_s *E)
+{
+  int64_t now = kg_clock_mono_ms(), hb = E->cfg.heartbeat_ms;
+  if (now >= E->beat_next) {
+    kg_ex_node_send(E, "beat", NULL);
+    E->beat_next = now + (hb / 4 > 0 ? hb / 4 : 1);
+  }
+  if (!E->lost && E->state != KG_EX_DONE && E->state != KG_EX_JOINING
+      && now - E->coord_seen > hb) {
+    E->lost = true;
+    kg_ex_fire(E, KG_EXE_LINK_LOST, 0);
+  }
+  int64_t next = E->beat_next;
+  if (!E->lost && E->coord_seen + hb + 1 < next)
+    next = E->coord_seen + hb + 1;
+  return next;
 }
 
 cJSON *

@@ -39,7 +39,8 @@ typedef enum {
   KG_EXE_HELPER_DONE,  /* the checkpoint helper ended                         */
   KG_EXE_PEER_FAULT,   /* multi-node: the coordinator says stop              */
   KG_EXE_WELCOME,      /* multi-node: welcome (arg 1 = shared storage seen)   */
-  KG_EXE_DECISION      /* multi-node: the coordinator's decision (E->decision) */
+  KG_EXE_DECISION,     /* multi-node: the coordinator's decision (E->decision) */
+  KG_EXE_LINK_LOST     /* multi-node: no word from the coordinator in time    */
 } kg_ex_event_kind_t;
 
 typedef struct {
@@ -111,6 +112,9 @@ typedef struct kg_exec_s {
   int restore_rank;             /* next local rank to restore                 */
   char restored_base[PATH_MAX + 96];
   bool sticky_report;           /* a proven fault here, for `stopped`         */
+  int64_t beat_next;            /* monotonic: send the next heartbeat         */
+  int64_t coord_seen;           /* monotonic: last message from the coordinator */
+  bool lost;                    /* the coordinator is lost: exit retryable    */
 
   kg_ex_event_t queue[KG_EX_QUEUE];
   int qhead, qlen;
@@ -138,6 +142,7 @@ int kg_ex_node_open(kg_exec_s *E);
 void kg_ex_node_close(kg_exec_s *E);
 void kg_ex_node_recv(kg_exec_s *E);
 void kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields);
+int64_t kg_ex_node_timers(kg_exec_s *E);
 cJSON *kg_ex_node_report(kg_exec_s *E);
 int kg_ex_node_restore_next(kg_exec_s *E);
 

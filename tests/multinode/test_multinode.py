@@ -160,6 +160,17 @@ def test_sigterm_preemption_on_one_node_ends_the_job_retryable(hosts, tmp_path):
                for p in (tmp_path / "ckpt" / "rank-1").iterdir()), runs[1].output()
 
 
+def test_a_network_link_down_is_infrastructure_not_gpu(hosts, tmp_path):
+    runs = _start_job(hosts, tmp_path, kg_opts=("--heartbeat-timeout", "4"),
+                      script_args=("--wait-signal-at", "4"))
+    runs[1].wait_line("waiting for a pre-emption signal", timeout=120)
+    subprocess.run(["ip", "link", "set", hosts.veth(1), "down"], check=True)
+    codes = [r.wait(120) for r in runs]
+    assert codes == [RETRYABLE, RETRYABLE], "\n\n".join(r.output() for r in runs)
+    assert incidents(tmp_path / "state0") == [] and incidents(tmp_path / "state1") == []
+    assert "lost" in runs[0].output() and "lost" in runs[1].output()
+
+
 def test_a_node_without_the_shared_directory_refuses(hosts, tmp_path):
     secret = _secret(tmp_path)
     runs = []
