@@ -21,7 +21,11 @@ sys.path.insert(0, str(HERE.parent / "exec"))
 from exec_harness import BIN, GAVE_UP, PYTHON, RETRYABLE, SOURCE, TRAIN, Run, incidents  # noqa: E402
 from netns import Hosts, NetnsUnavailable  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not BIN, reason="KGUARD_BIN not set")
+import shutil  # noqa: E402
+
+pytestmark = [pytest.mark.skipif(not BIN, reason="KGUARD_BIN not set"),
+              pytest.mark.skipif(not shutil.which("torchrun"),
+                                 reason="torchrun not installed (python3-torch)")]
 NODES = 2
 STEPS = 12
 
