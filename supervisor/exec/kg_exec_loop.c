@@ -54,9 +54,10 @@ kg_ex_start_command(kg_exec_s *E)
   return 0;
 }
 
-/*  Every process whose parent chain leads to kguard, other than the
-    checkpoint helper: a process that left the group (setsid) is still
-    stopped. Read from /proc; a process that ends meanwhile is skipped. */
+/*  Every process whose parent chain leads to kguard and that left the
+    command's process group (setsid), other than the checkpoint helper and
+    the coordinator, gets sig too. Read from /proc; a process that ends
+    meanwhile is skipped. */
 static void
 s_kill_descendants(kg_exec_s *E, int sig)
 {
@@ -66,7 +67,7 @@ s_kill_descendants(kg_exec_s *E, int sig)
   pid_t self = getpid(), helper = E->helper ? kg_child_pid(E->helper) : -1;
   pid_t coord = E->coord ? kg_child_pid(E->coord) : -1;
   size_t n = 0, alloc = 256;
-  pid_t (*pp)[2] = malloc(alloc * sizeof *pp);
+  pid_t (*pp)[3] = malloc(alloc * sizeof *pp);
   struct dirent *de;
   while (pp && (de = readdir(d))) {
     char *end;
@@ -84,9 +85,9 @@ s_kill_descendants(kg_exec_s *E, int sig)
       continue;
     buf[r] = '\0';
     char *rp = strrchr(buf, ')');
-    long ppid;
+    long ppid, pgrp;
     char st;
-    if (!rp || sscanf(rp + 1, " %c %ld", &st, &ppid) != 2)
+    if (!rp || sscanf(rp + 1, " %c %ld %ld", &st, &ppid, &pgrp) != 3)
       continue;
     if (n == alloc) {
       void *g = realloc(pp, 2 * alloc * sizeof *pp);
@@ -97,12 +98,16 @@ s_kill_descendants(kg_exec_s *E, int sig)
     }
     pp[n][0] = (pid_t) pid;
     pp[n][1] = (pid_t) ppid;
+    pp[n][2] = (pid_t) pgrp;
     n++;
   }
   closedir(d);
   for (size_t i = 0; pp && i < n; i++) {
     pid_t p = pp[i][0];
-    if (p == helper || p == coord)
+    /* Members of the group already have the signal from kill(-pgid): a
+       second one would hit, say, the checkpoint seal a rank started after
+       the first (its pre-emption handler at work). */
+    if (p == helper || p == coord || (E->pgid > 0 && pp[i][2] == E->pgid))
       continue;
     for (int depth = 0; depth < 64 && p > 1; depth++) {
       pid_t parent = -1;
