@@ -377,6 +377,8 @@ s_decision(kg_exec_s *E)
 static void
 s_group_gone(kg_exec_s *E)
 {
+  kg_ex_incident_refresh(E);
+  E->incident_open = false;
   if (E->lost) {
     s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;

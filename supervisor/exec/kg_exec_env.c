@@ -127,6 +127,7 @@ kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason)
   E->incident = kg_incident_new(kg_clock_wall_ms());
   if (!E->incident)
     return;
+  E->incident_open = true;
   kg_incident_set_diagnosis(E->incident, E->diag);
   kg_incident_set_last_step(E->incident, E->last_step);
   if (E->leader_reaped) {
@@ -154,6 +155,25 @@ kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason)
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   cJSON_AddStringToObject(x, "host", host);
+}
+
+void
+kg_ex_incident_refresh(kg_exec_s *E)
+{
+  if (!E->incident || !E->incident_open)
+    return;
+  cJSON *x = cJSON_GetObjectItemCaseSensitive(kg_incident_json(E->incident), "exec");
+  if (!x)
+    return;
+  cJSON_ReplaceItemInObject(x, "exits", cJSON_Duplicate(E->exits, true));
+  cJSON *ef = s_error_file(E);
+  cJSON_ReplaceItemInObject(x, "torchelastic_error_file", ef ? ef : cJSON_CreateNull());
+  if (E->leader_reaped) {
+    int st = E->leader_status;
+    kg_incident_set_exit(E->incident, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                         WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+  }
+  kg_ex_incident_write(E);
 }
 
 void

@@ -71,6 +71,7 @@ typedef struct kg_exec_s {
   kg_diagnosis_t *diag;
   kg_policy_t *policy;
   kg_incident_t *incident;      /* the current fault's record, or NULL        */
+  bool incident_open;           /* its generation's tree is not yet gone      */
   char signature[KG_DIAG_SIGNATURE_MAX];
 
   kg_child_t *leader;           /* the command (its process group)            */
@@ -136,6 +137,8 @@ char **kg_ex_build_env(kg_exec_s *E);
 void kg_ex_free_env(char ***envp_p);
 void kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason);
 void kg_ex_incident_write(kg_exec_s *E);
+/*  Once the tree is gone: every exit and torchrun's error file, rewritten. */
+void kg_ex_incident_refresh(kg_exec_s *E);
 
 /*  kg_exec_node.c */
 int kg_ex_node_open(kg_exec_s *E);

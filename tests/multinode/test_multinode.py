@@ -141,6 +141,11 @@ def test_sigabrt_on_the_coordinator_host_all_resume(hosts, tmp_path, reference):
     assert len(job) == 1 and job[0]["job"]["root_cause"]["host"] == "node0"
     # The healthy peer's failure is recorded as a consequence, not the cause.
     assert [c["node"] for c in job[0]["job"]["consequences"]] == [1]
+    # The faulting node's own record keeps the exits of its tree, filled in
+    # once the tree was gone (torchrun's error file too when its agent wrote one).
+    local = [i for i in incidents(tmp_path / "state0") if "exec" in i]
+    assert len(local) == 1 and local[0]["exec"]["exits"], local
+    assert "torchelastic_error_file" in local[0]["exec"]
 
 
 def test_same_fault_twice_ends_the_job_with_the_permanent_code(hosts, tmp_path):
