@@ -26,6 +26,9 @@ p.add_argument("--every", type=int, default=3)
 p.add_argument("--out", required=True)
 p.add_argument("--on-fault", choices=["raise", "hang"], default="raise")
 p.add_argument("--fault-rank", type=int, default=0)
+p.add_argument("--fault-at-seal", action="store_true",
+               help="the emulated fault fires while a checkpoint is being made, not at a "
+                    "step's start")
 p.add_argument("--wait-signal-at", type=int, default=-1,
                help="after this step, wait (blocked) until a pre-emption signal")
 args = p.parse_args()
@@ -81,7 +84,7 @@ def save(n):
     kguard.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": n}, n)
 
 
-for n in range(start + 1, args.steps + 1):
+def fault_point(n):
     try:
         emulate.step(n)
     except Exception as e:  # the emulated device error
@@ -89,6 +92,11 @@ for n in range(start + 1, args.steps + 1):
             print(f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
             threading.Event().wait()  # poisoned, alive, never returns
         raise
+
+
+for n in range(start + 1, args.steps + 1):
+    if not args.fault_at_seal:
+        fault_point(n)
     x, y = batch(n)
     opt.zero_grad()
     loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -96,6 +104,8 @@ for n in range(start + 1, args.steps + 1):
     opt.step()
     print(f"kguard: completed step {n}", flush=True)
     if n % args.every == 0:
+        if args.fault_at_seal:
+            fault_point(n)
         save(n)
     if n == args.wait_signal_at:
         print("train_tiny: waiting for a pre-emption signal", flush=True)

@@ -129,6 +129,19 @@ def test_a_corrupt_archive_on_one_rank_makes_every_rank_fall_back_a_step(hosts, 
     assert list((tmp_path / "ckpt" / "rank-1" / "quarantine").rglob("step-0000000006-*"))
 
 
+def test_a_fault_during_a_seal_quarantines_that_step_everywhere(hosts, tmp_path, reference):
+    # Rank 1 is poisoned while checkpointing step 6: it never seals it, rank 0 did.
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=6:once",
+                      kg_opts=("--stall-timeout", "4"),
+                      script_args=("--on-fault", "hang", "--fault-at-seal"))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "resumed from step 3" in r.output(), r.output()
+    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    assert list((tmp_path / "ckpt" / "rank-0" / "quarantine").rglob("step-0000000006-*"))
+
+
 def test_sigabrt_on_the_coordinator_host_all_resume(hosts, tmp_path, reference):
     runs = _start_job(hosts, tmp_path, fault="rocm-abort:step=8:once", fault_node=0,
                       kg_opts=("--stall-timeout", "20"))
