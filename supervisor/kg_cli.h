@@ -42,4 +42,7 @@ int kg_cli_incident_main(int argc, char **argv);
 /*  kguard run NOTEBOOK.ipynb [options] (supervisor/run/) */
 int kg_run_main(int argc, char **argv);
 
+/*  kguard exec [options] -- COMMAND [ARGS...] (supervisor/exec/) */
+int kg_exec_main(int argc, char **argv);
+
 #endif

@@ -30,6 +30,7 @@ s_usage(FILE *out)
     "  kernel   run as a Jupyter kernel wrapping another (used by kernelspecs)\n"
     "  install  install a kernelspec that wraps an existing kernel\n"
     "  run      execute a notebook unattended, surviving sticky device errors\n"
+    "  exec     run a training script or torchrun, surviving sticky device errors\n"
     "  restart  ask a running kguard kernel for a (diagnostic) restart\n"
     "  ckpt     seal, verify, list, select and restore checkpoint archives\n"
     "  keygen   create the checkpoint signing key pair\n"
@@ -104,6 +105,8 @@ main(int argc, char **argv)
     return kg_cli_incident_main(argc - 1, argv + 1);
   if (strcmp(cmd, "run") == 0)
     return kg_run_main(argc - 1, argv + 1);
+  if (strcmp(cmd, "exec") == 0)
+    return kg_exec_main(argc - 1, argv + 1);
   if (strcmp(cmd, "ckpt") == 0 || strcmp(cmd, "keygen") == 0)
     return s_exec_ckpt(argv);
   fprintf(stderr, "kguard: unknown command '%s' (see kguard --help)\n", cmd);

@@ -1,0 +1,553 @@
+/*  kg_exec: the state table of `kguard exec`. Every transition runs from
+    the event queue (kg_ex_run_queue), never from inside another one. */
+#include "kg_exec_priv.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cjson/cJSON.h>
+
+#include "kg_clock.h"
+#include "kg_error.h"
+#include "kg_log.h"
+
+static const char *s_state_names[] = {"running", "suspect", "stopping", "restoring",
+                                      "backoff", "done", "joining", "waiting"};
+
+void
+kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg)
+{
+  if (E->qlen == KG_EX_QUEUE) {
+    kg_error("exec: event queue full, event %d dropped", (int) kind);
+    return;
+  }
+  E->queue[(E->qhead + E->qlen) % KG_EX_QUEUE] = (kg_ex_event_t){kind, arg};
+  E->qlen++;
+}
+
+static void
+s_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline)
+{
+  if (E->state != state)
+    kg_debug("exec: %s -> %s", s_state_names[E->state], s_state_names[state]);
+  E->state = state;
+  E->deadline = deadline;
+}
+
+static void
+s_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status)
+{
+  E->outcome = outcome;
+  E->outcome_status = status;
+  E->exit_code = kg_exec_exit_code(outcome, status);
+  s_enter(E, KG_EX_DONE, -1);
+}
+
+/*  Stop the whole group with sig, then KILL after grace_ms; what follows
+    is `then` (with the outcome already recorded for an exit). */
+static void
+s_stop(kg_exec_s *E, int sig, int64_t grace_ms, kg_ex_then_t then)
+{
+  E->then = then;
+  E->killed = false;
+  kg_ex_kill_tree(E, sig);
+  s_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + grace_ms);
+  if (kg_ex_group_gone(E))
+    kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
+}
+
+static void
+s_preempt(kg_exec_s *E, int sig)
+{
+  if (E->preempted && E->state == KG_EX_STOPPING) {
+    kg_notice("exec: second signal %d while stopping: killing the group now", sig);
+    kg_ex_kill_tree(E, SIGKILL);
+    E->killed = true;
+    return;
+  }
+  E->preempted = true;
+  E->outcome = KG_EXEC_OUT_RETRYABLE;
+  if (E->multi)
+    kg_ex_node_send(E, "preempted", NULL);
+  switch (E->state) {
+  case KG_EX_RUNNING:
+  case KG_EX_SUSPECT: {
+    /* The training gets the scheduler's own signal (SIGUSR1 = checkpoint
+       now, SIGTERM = the end is near) and the grace to seal and exit. */
+    int fwd = sig == SIGHUP ? SIGTERM : sig;
+    kg_notice("exec: signal %d: passing it to the command, %lld ms to seal and exit, then "
+              "exit %d (retryable)", sig, (long long) E->cfg.preempt_grace_ms,
+              KG_EXEC_EXIT_RETRYABLE);
+    s_stop(E, fwd, E->cfg.preempt_grace_ms, KG_EX_THEN_EXIT);
+    break;
+  }
+  case KG_EX_STOPPING:
+    E->then = KG_EX_THEN_EXIT;   /* no restart after the group is gone */
+    break;
+  case KG_EX_RESTORING:
+    break;                       /* the helper finishes; then exit */
+  case KG_EX_BACKOFF:
+  case KG_EX_JOINING:
+  case KG_EX_WAITING:
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    break;
+  case KG_EX_DONE:
+    break;
+  }
+}
+
+/*  Proof of a sticky fault: decide with the policy, record, stop. */
+static void
+s_fault(kg_exec_s *E, const char *why)
+{
+  const kg_match_t *m = kg_diagnosis_match(E->diag);
+  E->fault_wall_ms = kg_diagnosis_fault_time(E->diag);
+  if (E->fault_wall_ms < 0)
+    E->fault_wall_ms = kg_clock_wall_ms();
+  kg_diagnosis_signature(E->diag, NULL, E->signature, sizeof E->signature);
+  if (E->multi) {
+    /* The coordinator counts the budget job-wide and picks the step. */
+    kg_notice("exec: sticky %s (%s) proven on this node: %s; reporting it to the coordinator",
+              m && m->family ? m->family->id : "error", m ? m->line : "", why);
+    E->sticky_report = true;
+    kg_ex_incident_begin(E, "job", "the coordinator decides for the whole job");
+    cJSON_AddStringToObject(kg_incident_json(E->incident), "proof", why);
+    kg_ex_incident_write(E);
+    kg_ex_node_send(E, "fault", kg_ex_node_report(E));
+    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
+    return;
+  }
+  int64_t delay = 0;
+  const char *reason = NULL;
+  kg_policy_action_t act = kg_policy_decide(E->policy, kg_clock_mono_ms(), E->signature,
+                                            &delay, &reason);
+  kg_notice("exec: sticky %s (%s) proven: %s; %s", m && m->family ? m->family->id : "error",
+            m ? m->line : "", why, reason ? reason : "");
+  kg_ex_incident_begin(E, act == KG_POLICY_RESTART ? "restart" : "give-up", reason);
+  cJSON_AddStringToObject(kg_incident_json(E->incident), "proof", why);
+  kg_ex_incident_write(E);
+  E->delay_ms = delay;
+  if (act == KG_POLICY_GIVE_UP) {
+    E->outcome = KG_EXEC_OUT_GAVE_UP;
+    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+  } else {
+    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_RESTART);
+  }
+}
+
+static void
+s_judge(kg_exec_s *E, kg_exec_evidence_t ev, int status, int64_t step)
+{
+  kg_exec_verdict_t v = kg_exec_judge(ev, status, step, E->step_at_suspicion);
+  if (v == KG_EXEC_PROOF) {
+    char how[64] = "";
+    if (ev == KG_EXEC_EV_STALL)
+      snprintf(how, sizeof how, "no progress for %lld ms", (long long) E->cfg.stall_ms);
+    else
+      kg_child_describe(status, how, sizeof how);
+    char why[128];
+    snprintf(why, sizeof why, "%s after the sticky text",
+             ev == KG_EXEC_EV_STALL ? how : ev == KG_EXEC_EV_LEADER_EXIT
+             ? "the command failed" : "a process of the group failed");
+    if (ev != KG_EXEC_EV_STALL) {
+      size_t n = strlen(why);
+      snprintf(why + n, sizeof why - n, " (%s)", how);
+    }
+    s_fault(E, why);
+  } else if (v == KG_EXEC_CLEARED) {
+    kg_notice("exec: the sticky text was not a fault (%s): carrying on",
+              ev == KG_EXEC_EV_STEP ? "training made progress" : "the command succeeded");
+    kg_diagnosis_reset(E->diag);
+    if (ev == KG_EXEC_EV_LEADER_EXIT) {
+      E->outcome = KG_EXEC_OUT_SUCCESS;
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+    } else {
+      s_enter(E, KG_EX_RUNNING, -1);
+    }
+  }
+}
+
+static void
+s_leader_exit_running(kg_exec_s *E, int status)
+{
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (kg_diagnosis_feed_exit(E->diag, code, sig, kg_clock_wall_ms()) == KG_DIAG_STICKY) {
+    s_fault(E, "the command died with a sticky signature");
+    return;
+  }
+  if (code == 0) {
+    E->outcome = KG_EXEC_OUT_SUCCESS;
+    if (E->multi)
+      kg_ex_node_send(E, "done", NULL);
+  } else {
+    E->outcome = KG_EXEC_OUT_COMMAND_FAILED;
+    E->outcome_status = status;
+    if (E->multi) {
+      /* Maybe a consequence of a fault on another node: the coordinator
+         decides once every node has reported. */
+      cJSON *f = cJSON_CreateObject();
+      cJSON_AddNumberToObject(f, "code", kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, status));
+      kg_ex_node_send(E, "failed", f);
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
+      return;
+    }
+  }
+  s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+}
+
+static void
+s_restore(kg_exec_s *E)
+{
+  free(E->resume_dir);
+  free(E->resume_archive);
+  E->resume_dir = E->resume_archive = NULL;
+  E->resume_step = -1;
+  if (!E->cfg.ckpt_dir) {
+    kg_notice("exec: no --checkpoints: the command starts over");
+    s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+    return;
+  }
+  char before[32], into[PATH_MAX + 96];
+  snprintf(before, sizeof before, "%lld", (long long) E->fault_wall_ms);
+  snprintf(into, sizeof into, "%s/restored/%s", E->state_dir, kg_incident_id(E->incident));
+  char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
+                  "--before", before, "--incident", (char *) kg_incident_id(E->incident),
+                  "--into", into, "--json", NULL};
+  kg_notice("exec: restoring the last checkpoint sealed before T=%s from %s", before,
+            E->cfg.ckpt_dir);
+  if (kg_ex_start_helper(E, argv) != 0) {
+    kg_error("exec: cannot start `kguard ckpt resume-prepare`");
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
+  s_enter(E, KG_EX_RESTORING, -1);
+}
+
+static void s_multi_restore_step(kg_exec_s *E);
+
+static void
+s_helper_done(kg_exec_s *E)
+{
+  int st = kg_child_status(E->helper);
+  if (E->multi) {
+    kg_child_destroy(&E->helper);
+    free(E->helper_out);
+    E->helper_out = NULL;
+    E->helper_len = 0;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      kg_error("exec: the agreed checkpoint does not restore on this node: exit %d "
+               "(retryable)", KG_EXEC_EXIT_RETRYABLE);
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      return;
+    }
+    s_multi_restore_step(E);
+    return;
+  }
+  kg_child_destroy(&E->helper);
+  cJSON *j = E->helper_out ? cJSON_Parse(E->helper_out) : NULL;
+  free(E->helper_out);
+  E->helper_out = NULL;
+  E->helper_len = 0;
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(j, "status");
+  if (!cJSON_IsString(status) || strcmp(status->valuestring, "error") == 0) {
+    char how[64];
+    kg_child_describe(st, how, sizeof how);
+    kg_error("exec: `kguard ckpt resume-prepare` failed (%s): infrastructure failure, "
+             "exit %d (retryable)", how, KG_EXEC_EXIT_RETRYABLE);
+    cJSON_Delete(j);
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
+  if (strcmp(status->valuestring, "restored") == 0) {
+    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(j, "dir");
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "archive");
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
+    if (cJSON_IsString(dir) && cJSON_IsString(arch) && cJSON_IsNumber(step)) {
+      E->resume_dir = strdup(dir->valuestring);
+      E->resume_archive = strdup(arch->valuestring);
+      E->resume_step = (int64_t) step->valuedouble;
+      kg_notice("exec: restored step %lld from %s", (long long) E->resume_step,
+                arch->valuestring);
+    }
+  } else {
+    kg_notice("exec: no checkpoint sealed before the fault verifies: the command starts over");
+  }
+  kg_incident_take_checkpoint(E->incident, &j);
+  kg_ex_incident_write(E);
+  if (E->preempted) {
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
+  s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+}
+
+/*  Restore this node's ranks one after the other, then start. */
+static void
+s_multi_restore_step(kg_exec_s *E)
+{
+  int rc = kg_ex_node_restore_next(E);
+  if (rc > 0) {
+    s_enter(E, KG_EX_RESTORING, -1);
+  } else if (rc < 0) {
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  } else if (E->preempted) {
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  } else {
+    if (E->resume_archive) {
+      E->resume_dir = strdup(E->restored_base);
+      kg_notice("exec: this node's ranks restored at step %lld", (long long) E->resume_step);
+    }
+    s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+  }
+}
+
+/*  The outcome a job-ending decision's code stands for. */
+static void
+s_done_code(kg_exec_s *E, int c)
+{
+  if (c == KG_EXEC_EXIT_GAVE_UP)
+    s_done(E, KG_EXEC_OUT_GAVE_UP, 0);
+  else if (c == KG_EXEC_EXIT_RETRYABLE)
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  else if (c == 0)
+    s_done(E, KG_EXEC_OUT_SUCCESS, 0);
+  else
+    s_done(E, KG_EXEC_OUT_COMMAND_FAILED, (c & 0xff) << 8);
+}
+
+/*  The coordinator ends the job while this node still runs (a node lost):
+    stop the tree, then exit with the job's code. */
+static void
+s_end_early(kg_exec_s *E)
+{
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(E->decision, "code");
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(E->decision, "reason");
+  int c = cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE;
+  kg_notice("exec: the coordinator ends the job (%s): exit %d",
+            cJSON_IsString(why) ? why->valuestring : "no reason given", c);
+  s_done_code(E, c);               /* records the outcome and the code  */
+  kg_ex_kill_tree(E, SIGTERM);
+  s_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + E->cfg.kill_grace_ms);
+  E->then = KG_EX_THEN_EXIT;
+  E->killed = false;
+  E->preempted = false;
+  E->outcome_status = E->outcome == KG_EXEC_OUT_COMMAND_FAILED ? ((c & 0xff) << 8) : 0;
+  if (kg_ex_group_gone(E))
+    kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
+}
+
+/*  The coordinator's decision, after this node's tree stopped. */
+static void
+s_decision(kg_exec_s *E)
+{
+  const cJSON *d = E->decision;
+  const cJSON *action = cJSON_GetObjectItemCaseSensitive(d, "action");
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(d, "code");
+  const cJSON *gen = cJSON_GetObjectItemCaseSensitive(d, "gen");
+  const cJSON *root = cJSON_GetObjectItemCaseSensitive(d, "root");
+  char *rtext = root ? cJSON_PrintUnformatted(root) : NULL;
+  kg_notice("exec: coordinator decided %s%s%s",
+            cJSON_IsString(action) ? action->valuestring : "?", rtext ? ", root cause " : "",
+            rtext ? rtext : "");
+  free(rtext);
+  if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
+    s_done_code(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
+    return;
+  }
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(d, "step");
+  const cJSON *inc = cJSON_GetObjectItemCaseSensitive(d, "incident");
+  const cJSON *delay = cJSON_GetObjectItemCaseSensitive(d, "delay_ms");
+  free(E->resume_dir);
+  free(E->resume_archive);
+  E->resume_dir = E->resume_archive = NULL;
+  E->resume_step = cJSON_IsNumber(step) ? (int64_t) step->valuedouble : -1;
+  E->delay_ms = cJSON_IsNumber(delay) ? (int64_t) delay->valuedouble : 0;
+  if (cJSON_IsNumber(gen))
+    E->generation = gen->valueint;
+  E->sticky_report = false;
+  snprintf(E->restored_base, sizeof E->restored_base, "%s/restored/%s-gen%d", E->state_dir,
+           cJSON_IsString(inc) ? inc->valuestring : "job", E->generation);
+  E->restore_rank = E->cfg.node_rank * E->cfg.nproc_per_node;
+  s_multi_restore_step(E);
+}
+
+static void
+s_group_gone(kg_exec_s *E)
+{
+  kg_ex_incident_refresh(E);
+  E->incident_open = false;
+  if (E->lost) {
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
+  if (E->multi && E->preempted) {
+    /* The coordinator ends the job retryable once every node stopped. */
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddNumberToObject(f, "gen", E->generation - 1);
+    cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
+    kg_ex_node_send(E, "stopped", f);
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
+  if (E->then == KG_EX_THEN_REPORT) {
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddNumberToObject(f, "gen", E->generation - 1);
+    cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
+    kg_ex_node_send(E, "stopped", f);
+    if (E->preempted && E->outcome == KG_EXEC_OUT_RETRYABLE) {
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      return;
+    }
+    s_enter(E, KG_EX_WAITING, kg_clock_mono_ms() + 600000);
+    return;
+  }
+  if (E->then == KG_EX_THEN_RESTART && !E->preempted) {
+    s_restore(E);
+    return;
+  }
+  if (E->preempted)
+    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  else
+    s_done(E, E->outcome, E->outcome_status);
+}
+
+/*  One transition. */
+static void
+s_step(kg_exec_s *E, kg_ex_event_t ev)
+{
+  if (ev.kind == KG_EXE_SIGNAL) {
+    s_preempt(E, (int) ev.arg);
+    return;
+  }
+  if (ev.kind == KG_EXE_LINK_LOST) {
+    kg_error("exec: the coordinator is lost (no message for %lld ms): infrastructure, not a "
+             "GPU fault; stopping, exit %d (retryable)", (long long) E->cfg.heartbeat_ms,
+             KG_EXEC_EXIT_RETRYABLE);
+    if (E->state == KG_EX_RUNNING || E->state == KG_EX_SUSPECT) {
+      E->outcome = KG_EXEC_OUT_RETRYABLE;
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+    } else if (E->state == KG_EX_STOPPING) {
+      E->then = KG_EX_THEN_EXIT;
+      E->outcome = KG_EXEC_OUT_RETRYABLE;
+    } else if (E->state != KG_EX_DONE) {
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    }
+    return;
+  }
+  if (ev.kind == KG_EXE_DECISION && E->state != KG_EX_WAITING) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(E->decision, "action");
+    if (cJSON_IsString(a) && strcmp(a->valuestring, "end") == 0 && E->state != KG_EX_DONE)
+      s_end_early(E);
+    return;
+  }
+  switch (E->state) {
+  case KG_EX_RUNNING:
+    if (ev.kind == KG_EXE_STICKY) {
+      E->step_at_suspicion = E->last_step;
+      E->fault_mono_ms = kg_clock_mono_ms();
+      const kg_match_t *m = kg_diagnosis_match(E->diag);
+      kg_notice("exec: sticky error text seen (%s): a fault once a process fails or "
+                "training stalls for %lld ms", m && m->family ? m->family->id : "?",
+                (long long) E->cfg.stall_ms);
+      s_enter(E, KG_EX_SUSPECT, E->fault_mono_ms + E->cfg.stall_ms);
+    } else if (ev.kind == KG_EXE_LEADER_EXIT) {
+      s_leader_exit_running(E, (int) ev.arg);
+    } else if (ev.kind == KG_EXE_PEER_FAULT) {
+      kg_notice("exec: node %lld reported a failure: stopping this node's tree", (long long) ev.arg);
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
+    }
+    break;
+  case KG_EX_SUSPECT:
+    if (ev.kind == KG_EXE_PROC_EXIT)
+      s_judge(E, KG_EXEC_EV_PROC_EXIT, (int) ev.arg, 0);
+    else if (ev.kind == KG_EXE_LEADER_EXIT)
+      s_judge(E, KG_EXEC_EV_LEADER_EXIT, (int) ev.arg, 0);
+    else if (ev.kind == KG_EXE_STEP)
+      s_judge(E, KG_EXEC_EV_STEP, 0, ev.arg);
+    else if (ev.kind == KG_EXE_DEADLINE)
+      s_judge(E, KG_EXEC_EV_STALL, 0, 0);
+    else if (ev.kind == KG_EXE_PEER_FAULT)
+      s_fault(E, "the job failed while the sticky text stood");
+    break;
+  case KG_EX_JOINING:
+    if (ev.kind == KG_EXE_WELCOME && ev.arg == 1) {
+      if (kg_ex_start_command(E) != 0)
+        s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      else
+        s_enter(E, KG_EX_RUNNING, -1);
+    } else if (ev.kind == KG_EXE_WELCOME) {
+      kg_error("exec: the checkpoint directory %s is not the one the coordinator's node "
+               "sees (its nonce file is not readable here): multi-node mode needs a shared "
+               "checkpoint directory; refusing", E->cfg.ckpt_dir);
+      E->exit_code = 100;
+      s_enter(E, KG_EX_DONE, -1);
+    } else if (ev.kind == KG_EXE_DEADLINE) {
+      kg_error("exec: no answer from the coordinator %s (retryable)", E->cfg.coordinator);
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    }
+    break;
+  case KG_EX_WAITING:
+    if (ev.kind == KG_EXE_DECISION) {
+      s_decision(E);
+    } else if (ev.kind == KG_EXE_DEADLINE) {
+      kg_error("exec: no decision from the coordinator (retryable)");
+      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    }
+    break;
+  case KG_EX_STOPPING:
+    if (ev.kind == KG_EXE_GROUP_GONE) {
+      s_group_gone(E);
+    } else if (ev.kind == KG_EXE_PEER_FAULT && E->then == KG_EX_THEN_EXIT && E->multi
+               && E->outcome == KG_EXEC_OUT_SUCCESS) {
+      /* finished here; the others' trouble is theirs */
+    } else if (ev.kind == KG_EXE_DEADLINE && !E->killed) {
+      kg_notice("exec: the group did not stop within its grace: SIGKILL");
+      kg_ex_kill_tree(E, SIGKILL);
+      E->killed = true;
+      E->deadline = -1;
+    }
+    break;
+  case KG_EX_RESTORING:
+    if (ev.kind == KG_EXE_HELPER_DONE)
+      s_helper_done(E);
+    break;
+  case KG_EX_BACKOFF:
+    if (ev.kind == KG_EXE_DEADLINE) {
+      if (kg_ex_start_command(E) != 0)
+        s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      else
+        s_enter(E, KG_EX_RUNNING, -1);
+    }
+    break;
+  case KG_EX_DONE:
+    break;
+  }
+}
+
+void
+kg_ex_run_queue(kg_exec_s *E)
+{
+  while (E->qlen > 0) {
+    kg_ex_event_t ev = E->queue[E->qhead];
+    E->qhead = (E->qhead + 1) % KG_EX_QUEUE;
+    E->qlen--;
+    s_step(E, ev);
+  }
+}
+
+void
+kg_exec_config_default(kg_exec_config_t *config)
+{
+  memset(config, 0, sizeof *config);
+  config->max_restarts = 3;
+  config->stall_ms = 60000;
+  config->kill_grace_ms = 10000;
+  config->preempt_grace_ms = 25000;
+  config->backoff_initial_ms = 1000;
+  config->nnodes = 1;
+  config->nproc_per_node = 1;
+  config->heartbeat_ms = 30000;
+}

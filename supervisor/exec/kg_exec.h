@@ -1,0 +1,54 @@
+/*  kg_exec: `kguard exec`, a training command (a Python script, or
+    torchrun) supervised as one process group.
+
+    kguard is the command's parent and a subreaper (PR_SET_CHILD_SUBREAPER):
+    it starts COMMAND in its own session and process group (kg_child), passes
+    the group's stdout/stderr through to its own unchanged while keeping them
+    (log file, diagnosis), reaps every process of the tree, and applies the
+    proof rule of kg_exec_rule to the sticky error texts the classifier finds.
+    On proof it stops the whole group (TERM, grace, KILL), writes an incident,
+    asks `kguard ckpt resume-prepare` for the last checkpoint sealed before
+    the fault (newer ones are quarantined), and starts COMMAND again with the
+    KGUARD_RESUME_* variables that kguard.resume() reads, within the restart
+    policy (kg_policy: budget, backoff, same failure twice = give up).
+
+    One loop: a single poll over the group's two pipes, the checkpoint
+    helper's pipe, a signalfd (SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1) and
+    the multi-node coordinator link; one deadline per state; a state table
+    that runs each transition from a queue of events, never nested.
+*/
+#ifndef KG_EXEC_H
+#define KG_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+  char **argv;                  /* COMMAND [ARGS...], NULL-terminated (borrowed) */
+  const char *ckpt_dir;         /* NULL: no restore, restarts start over       */
+  const char *state_dir;        /* NULL: kg_paths' default                      */
+  const char *name;             /* run name (logs, KGUARD_RUN_ID)               */
+  const char *rules_path;       /* NULL: the shipped rules                      */
+  int max_restarts;             /* restart budget (kg_policy window)            */
+  int64_t stall_ms;             /* no progress after a suspicion = proof        */
+  int64_t kill_grace_ms;        /* TERM → KILL after a fault                    */
+  int64_t preempt_grace_ms;     /* TERM/USR1 from the scheduler → KILL          */
+  int64_t backoff_initial_ms;   /* kg_policy backoff                            */
+  /* multi-node (nnodes > 1): see kg_coord.h */
+  int nnodes;
+  int node_rank;
+  int nproc_per_node;           /* ranks per node (default 1)                   */
+  const char *coordinator;      /* HOST:PORT                                    */
+  const char *secret_file;      /* the job's shared secret (CURVE keys)          */
+  int64_t heartbeat_ms;         /* a silent coordinator or node is lost          */
+} kg_exec_config_t;
+
+/*  Fill config with the defaults (budget 3, stall 60 s, kill grace 10 s,
+    pre-emption grace 25 s, backoff 1 s, one node, heartbeat 30 s). */
+void kg_exec_config_default(kg_exec_config_t *config);
+
+/*  Run the command until it is done; returns the process exit code
+    documented in kg_exec_rule.h (and 127 when COMMAND cannot be started). */
+int kg_exec_run(const kg_exec_config_t *config);
+
+#endif

@@ -1,0 +1,192 @@
+/*  kg_exec_env: the command's environment and the incident record of
+    `kguard exec`. */
+#include "kg_exec_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kg_clock.h"
+#include "kg_file.h"
+#include "kg_log.h"
+
+extern char **environ;
+
+/*  Variables kguard sets itself: never inherited (a nested kguard, a stale
+    resume from an outer run). */
+static bool
+s_overridden(const char *entry)
+{
+  static const char *names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
+                                "KGUARD_CKPT_DIR", "KGUARD_RESUME_DIR", "KGUARD_RESUME_STEP",
+                                "KGUARD_RESUME_ARCHIVE", "KGUARD_INCIDENT",
+                                "KGUARD_EXEC_GENERATION", "KGUARD_RUN_ID",
+                                "TORCHELASTIC_ERROR_FILE", NULL};
+  for (int i = 0; names[i]; i++) {
+    size_t n = strlen(names[i]);
+    if (strncmp(entry, names[i], n) == 0 && entry[n] == '=')
+      return true;
+  }
+  return false;
+}
+
+static int
+s_push(char ***env, size_t *n, size_t *alloc, const char *name, const char *value)
+{
+  if (*n + 2 > *alloc) {
+    size_t a = *alloc ? *alloc * 2 : 64;
+    char **g = realloc(*env, a * sizeof *g);
+    if (!g)
+      return -1;
+    *env = g;
+    *alloc = a;
+  }
+  size_t len = strlen(name) + strlen(value) + 2;
+  char *s = malloc(len);
+  if (!s)
+    return -1;
+  snprintf(s, len, "%s=%s", name, value);
+  (*env)[(*n)++] = s;
+  (*env)[*n] = NULL;
+  return 0;
+}
+
+void
+kg_ex_free_env(char ***envp_p)
+{
+  if (!*envp_p)
+    return;
+  for (char **e = *envp_p; *e; e++)
+    free(*e);
+  free(*envp_p);
+  *envp_p = NULL;
+}
+
+char **
+kg_ex_build_env(kg_exec_s *E)
+{
+  char **env = NULL;
+  size_t n = 0, alloc = 0;
+  int rc = 0;
+  for (char **e = environ; *e && rc == 0; e++) {
+    char *eq = strchr(*e, '=');
+    if (s_overridden(*e) || !eq)
+      continue;
+    char *name = strndup(*e, (size_t) (eq - *e));
+    rc = name ? s_push(&env, &n, &alloc, name, eq + 1) : -1;
+    free(name);
+  }
+  const char *pp = getenv("PYTHONPATH");
+  char buf[PATH_MAX * 2 + 8];
+  if (E->python_dir[0]) {
+    snprintf(buf, sizeof buf, "%s%s%s", E->python_dir, pp && *pp ? ":" : "", pp ? pp : "");
+    rc |= s_push(&env, &n, &alloc, "PYTHONPATH", buf);
+  } else if (pp) {
+    rc |= s_push(&env, &n, &alloc, "PYTHONPATH", pp);
+  }
+  rc |= s_push(&env, &n, &alloc, "KGUARD_BIN", E->exe);
+  rc |= s_push(&env, &n, &alloc, "KGUARD_STATE_DIR", E->state_dir);
+  if (E->cfg.ckpt_dir)
+    rc |= s_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", E->cfg.ckpt_dir);
+  rc |= s_push(&env, &n, &alloc, "KGUARD_RUN_ID", E->cfg.name);
+  snprintf(buf, sizeof buf, "%d", E->generation);
+  rc |= s_push(&env, &n, &alloc, "KGUARD_EXEC_GENERATION", buf);
+  /* torchrun's agent (@record) writes its failure here. */
+  rc |= s_push(&env, &n, &alloc, "TORCHELASTIC_ERROR_FILE", E->error_file);
+  if (E->resume_step >= 0 && E->resume_dir) {
+    rc |= s_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", E->resume_dir);
+    snprintf(buf, sizeof buf, "%lld", (long long) E->resume_step);
+    rc |= s_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
+    rc |= s_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", E->resume_archive);
+    if (E->incident)
+      rc |= s_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(E->incident));
+  }
+  if (rc)
+    kg_ex_free_env(&env);
+  return env;
+}
+
+/*  torchrun's error file of this start, if its agent wrote one. */
+static cJSON *
+s_error_file(kg_exec_s *E)
+{
+  char *text = NULL;
+  size_t len = 0;
+  if (kg_file_read(E->error_file, 1 << 20, &text, &len) != 0)
+    return NULL;
+  cJSON *j = cJSON_ParseWithLength(text, len);
+  free(text);
+  return j;
+}
+
+void
+kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason)
+{
+  kg_incident_destroy(&E->incident);
+  E->incident = kg_incident_new(kg_clock_wall_ms());
+  if (!E->incident)
+    return;
+  E->incident_open = true;
+  kg_incident_set_diagnosis(E->incident, E->diag);
+  kg_incident_set_last_step(E->incident, E->last_step);
+  if (E->leader_reaped) {
+    int st = E->leader_status;
+    kg_incident_set_exit(E->incident, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                         WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+  } else {
+    kg_incident_set_exit(E->incident, -1, -1);
+  }
+  kg_incident_set_env(E->incident, E->envp);
+  kg_incident_set_restarts(E->incident, kg_policy_restart_count(E->policy));
+  kg_incident_set_policy(E->incident, decision, reason, E->delay_ms);
+  cJSON *j = kg_incident_json(E->incident);
+  cJSON *x = cJSON_AddObjectToObject(j, "exec");
+  cJSON *argv = cJSON_AddArrayToObject(x, "command");
+  for (char **a = E->cfg.argv; *a; a++)
+    cJSON_AddItemToArray(argv, cJSON_CreateString(*a));
+  cJSON_AddStringToObject(x, "name", E->cfg.name);
+  cJSON_AddNumberToObject(x, "generation", E->generation - 1);
+  cJSON_AddNumberToObject(x, "pgid", E->pgid);
+  cJSON_AddStringToObject(x, "signature", E->signature);
+  cJSON_AddItemToObject(x, "exits", cJSON_Duplicate(E->exits, true));
+  cJSON *ef = s_error_file(E);
+  cJSON_AddItemToObject(x, "torchelastic_error_file", ef ? ef : cJSON_CreateNull());
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  cJSON_AddStringToObject(x, "host", host);
+}
+
+void
+kg_ex_incident_refresh(kg_exec_s *E)
+{
+  if (!E->incident || !E->incident_open)
+    return;
+  cJSON *x = cJSON_GetObjectItemCaseSensitive(kg_incident_json(E->incident), "exec");
+  if (!x)
+    return;
+  cJSON_ReplaceItemInObject(x, "exits", cJSON_Duplicate(E->exits, true));
+  cJSON *ef = s_error_file(E);
+  cJSON_ReplaceItemInObject(x, "torchelastic_error_file", ef ? ef : cJSON_CreateNull());
+  if (E->leader_reaped) {
+    int st = E->leader_status;
+    kg_incident_set_exit(E->incident, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                         WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+  }
+  kg_ex_incident_write(E);
+}
+
+void
+kg_ex_incident_write(kg_exec_s *E)
+{
+  if (!E->incident)
+    return;
+  char dir[PATH_MAX + 16], *path = NULL;
+  snprintf(dir, sizeof dir, "%s/incidents", E->state_dir);
+  int rc = kg_incident_write(E->incident, dir, &path);
+  if (rc == 0)
+    kg_notice("exec: incident %s", path);
+  else
+    kg_error("exec: cannot write the incident into %s", dir);
+  free(path);
+}

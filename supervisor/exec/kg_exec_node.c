@@ -1,0 +1,228 @@
+/*  kg_exec_node: a node's side of a multi-node `kguard exec` job: the
+    coordinator process on node 0, the CURVE link, the messages (kg_coord.h)
+    and the restore of this node's ranks at the agreed step. */
+#include "kg_exec_priv.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "kg_clock.h"
+#include "kg_coord_keys.h"
+#include "kg_error.h"
+#include "kg_file.h"
+#include "kg_log.h"
+#include "kg_paths.h"
+
+static int
+s_start_coordinator(kg_exec_s *E)
+{
+  const char *colon = strrchr(E->cfg.coordinator, ':');
+  char bind[64], nn[16], np[16], mr[16];
+  snprintf(bind, sizeof bind, "*:%s", colon ? colon + 1 : "");
+  snprintf(nn, sizeof nn, "%d", E->cfg.nnodes);
+  snprintf(np, sizeof np, "%d", E->cfg.nproc_per_node);
+  snprintf(mr, sizeof mr, "%d", E->cfg.max_restarts);
+  char hb[32];
+  snprintf(hb, sizeof hb, "%lld", (long long) E->cfg.heartbeat_ms);
+  char *argv[] = {E->exe, "exec", "--serve-coordinator", "--bind", bind, "--nnodes", nn,
+                  "--nproc-per-node", np, "--secret", (char *) E->cfg.secret_file,
+                  "--checkpoints", (char *) E->cfg.ckpt_dir, "--state-dir", E->state_dir,
+                  "--max-restarts", mr, "--heartbeat-timeout-ms", hb, NULL};
+  kg_child_opts_t o = {.argv = argv, .capture = false};
+  int rc = kg_child_spawn(&o, &E->coord);
+  if (rc != 0)
+    kg_error("exec: cannot start the coordinator: %s", kg_strerror(rc));
+  return rc;
+}
+
+int
+kg_ex_node_open(kg_exec_s *E)
+{
+  kg_coord_keys_t keys;
+  char err[512];
+  if (kg_coord_keys_load(E->cfg.secret_file, &keys, err, sizeof err) != 0) {
+    kg_error("exec: %s", err);
+    return KG_EUSAGE;
+  }
+  const char *colon = strrchr(E->cfg.coordinator, ':');
+  if (!colon || colon == E->cfg.coordinator || !colon[1]) {
+    kg_error("exec: --coordinator must be HOST:PORT, got %s", E->cfg.coordinator);
+    return KG_EUSAGE;
+  }
+  if (E->cfg.node_rank == 0 && s_start_coordinator(E) != 0)
+    return KG_ESPAWN;
+  E->zctx = zmq_ctx_new();
+  E->link = E->zctx ? zmq_socket(E->zctx, ZMQ_DEALER) : NULL;
+  char ep[600];
+  snprintf(ep, sizeof ep, "tcp://%s", E->cfg.coordinator);
+  int zero = 0;
+  if (!E->link || zmq_setsockopt(E->link, ZMQ_CURVE_SERVERKEY, keys.server_public, 41) != 0
+      || zmq_setsockopt(E->link, ZMQ_CURVE_PUBLICKEY, keys.client_public, 41) != 0
+      || zmq_setsockopt(E->link, ZMQ_CURVE_SECRETKEY, keys.client_secret, 41) != 0
+      || zmq_setsockopt(E->link, ZMQ_LINGER, &zero, sizeof zero) != 0
+      || zmq_connect(E->link, ep) != 0) {
+    kg_error("exec: cannot connect to the coordinator %s: %s", ep, zmq_strerror(zmq_errno()));
+    return KG_EUSAGE;
+  }
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  cJSON *f = cJSON_CreateObject();
+  cJSON_AddStringToObject(f, "host", host);
+  kg_ex_node_send(E, "hello", f);
+  E->coord_seen = kg_clock_mono_ms();   /* the joining deadline covers the start */
+  E->beat_next = E->coord_seen + E->cfg.heartbeat_ms / 4;
+  kg_notice("exec: node %d of %d, coordinator %s (CURVE)", E->cfg.node_rank, E->cfg.nnodes,
+            E->cfg.coordinator);
+  return 0;
+}
+
+void
+kg_ex_node_close(kg_exec_s *E)
+{
+  if (E->link) {
+    int linger = 1000;
+    zmq_setsockopt(E->link, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(E->link);
+  }
+  if (E->zctx)
+    zmq_ctx_term(E->zctx);
+  E->link = E->zctx = NULL;
+  cJSON_Delete(E->decision);
+  E->decision = NULL;
+}
+
+void
+kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields)
+{
+  cJSON *m = fields ? fields : cJSON_CreateObject();
+  cJSON_AddStringToObject(m, "type", type);
+  cJSON_AddNumberToObject(m, "node", E->cfg.node_rank);
+  char *text = cJSON_PrintUnformatted(m);
+  if (text && E->link)
+    zmq_send(E->link, text, strlen(text), ZMQ_DONTWAIT);
+  free(text);
+  cJSON_Delete(m);
+}
+
+/*  The welcome's nonce must be readable here: the checkpoint directory is
+    shared, else multi-node mode is refused. */
+static bool
+s_shared_storage(kg_exec_s *E, const cJSON *m)
+{
+  const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(m, "nonce");
+  if (!cJSON_IsString(nonce) || strspn(nonce->valuestring, "0123456789abcdef") != 32
+      || nonce->valuestring[32])
+    return false;
+  /* In this node's own --checkpoints: the same directory, seen here. */
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/.kguard/nonce-%s", E->cfg.ckpt_dir, nonce->valuestring);
+  char *data = NULL;
+  size_t len = 0;
+  bool ok = kg_file_read(path, 4096, &data, &len) == 0
+            && len == strlen(nonce->valuestring) && memcmp(data, nonce->valuestring, len) == 0;
+  free(data);
+  return ok;
+}
+
+void
+kg_ex_node_recv(kg_exec_s *E)
+{
+  for (;;) {
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    if (zmq_msg_recv(&msg, E->link, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&msg);
+      return;
+    }
+    cJSON *m = cJSON_ParseWithLength(zmq_msg_data(&msg), zmq_msg_size(&msg));
+    zmq_msg_close(&msg);
+    E->coord_seen = kg_clock_mono_ms();
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
+    if (!cJSON_IsString(type)) {
+      kg_warning("exec: malformed message from the coordinator ignored");
+    } else if (strcmp(type->valuestring, "welcome") == 0) {
+      kg_ex_fire(E, KG_EXE_WELCOME, s_shared_storage(E, m) ? 1 : 0);
+    } else if (strcmp(type->valuestring, "stop") == 0) {
+      const cJSON *by = cJSON_GetObjectItemCaseSensitive(m, "by");
+      kg_ex_fire(E, KG_EXE_PEER_FAULT, cJSON_IsNumber(by) ? by->valueint : -1);
+    } else if (strcmp(type->valuestring, "decision") == 0) {
+      cJSON_Delete(E->decision);
+      E->decision = m;
+      m = NULL;
+      kg_ex_fire(E, KG_EXE_DECISION, 0);
+    }
+    cJSON_Delete(m);
+  }
+}
+
+/*  Heartbeats both ways: send one when due, and declare the coordinator
+    lost when it said nothing for the heartbeat timeout (once). Returns the
+    next time (monotonic ms) this needs to run. */
+int64_t
+kg_ex_node_timers(kg_exec_s *E)
+{
+  int64_t now = kg_clock_mono_ms(), hb = E->cfg.heartbeat_ms;
+  if (now >= E->beat_next) {
+    kg_ex_node_send(E, "beat", NULL);
+    E->beat_next = now + (hb / 4 > 0 ? hb / 4 : 1);
+  }
+  if (!E->lost && E->state != KG_EX_DONE && E->state != KG_EX_JOINING
+      && now - E->coord_seen > hb) {
+    E->lost = true;
+    kg_ex_fire(E, KG_EXE_LINK_LOST, 0);
+  }
+  int64_t next = E->beat_next;
+  if (!E->lost && E->coord_seen + hb + 1 < next)
+    next = E->coord_seen + hb + 1;
+  return next;
+}
+
+cJSON *
+kg_ex_node_report(kg_exec_s *E)
+{
+  if (!E->sticky_report)
+    return cJSON_CreateNull();
+  const kg_match_t *m = kg_diagnosis_match(E->diag);
+  cJSON *r = cJSON_CreateObject();
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  cJSON_AddStringToObject(r, "host", host);
+  cJSON_AddNumberToObject(r, "rank", E->cfg.node_rank * E->cfg.nproc_per_node);
+  cJSON_AddStringToObject(r, "family", m && m->family ? m->family->id : "unknown");
+  cJSON_AddStringToObject(r, "line", m ? m->line : "");
+  cJSON_AddNumberToObject(r, "fault_ms", (double) E->fault_wall_ms);
+  cJSON_AddNumberToObject(r, "last_step", (double) E->last_step);
+  cJSON_AddStringToObject(r, "signature", E->signature);
+  if (E->incident)
+    cJSON_AddStringToObject(r, "incident", kg_incident_id(E->incident));
+  return r;
+}
+
+/*  Restore the next of this node's ranks at the agreed step. Returns 1 when
+    a helper was started, 0 when every local rank is done, < 0 on failure. */
+int
+kg_ex_node_restore_next(kg_exec_s *E)
+{
+  const cJSON *arch = cJSON_GetObjectItemCaseSensitive(E->decision, "archives");
+  int last = (E->cfg.node_rank + 1) * E->cfg.nproc_per_node;
+  while (E->restore_rank < last) {
+    int r = E->restore_rank++;
+    char key[16];
+    snprintf(key, sizeof key, "%d", r);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(arch, key);
+    if (!cJSON_IsString(a))
+      continue;
+    char dest[PATH_MAX + 128];
+    kg_paths_mkdirs(E->restored_base, 0700);
+    snprintf(dest, sizeof dest, "%s/rank-%d", E->restored_base, r);
+    char *argv[] = {E->exe, "ckpt", "restore", a->valuestring, dest, NULL};
+    if (!E->resume_archive)
+      E->resume_archive = strdup(a->valuestring);
+    return kg_ex_start_helper(E, argv) == 0 ? 1 : -1;
+  }
+  return 0;
+}

@@ -1,0 +1,152 @@
+/*  kg_exec_priv: the state of one `kguard exec` run, shared by its files
+    (kg_exec.c the state table, kg_exec_loop.c the poll loop and reaping,
+    kg_exec_env.c the command's environment and the incident). Not a
+    public interface. */
+#ifndef KG_EXEC_PRIV_H
+#define KG_EXEC_PRIV_H
+
+#include <limits.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "kg_child.h"
+#include "kg_classifier.h"
+#include "kg_diagnosis.h"
+#include "kg_exec.h"
+#include "kg_exec_rule.h"
+#include "kg_incident.h"
+#include "kg_policy.h"
+
+typedef enum {
+  KG_EX_RUNNING = 0,   /* the command runs, no suspicion                      */
+  KG_EX_SUSPECT,       /* a sticky text seen; waiting for proof or progress   */
+  KG_EX_STOPPING,      /* TERM sent to the group; KILL at the deadline        */
+  KG_EX_RESTORING,     /* `kguard ckpt resume-prepare` runs                   */
+  KG_EX_BACKOFF,       /* waiting the policy's delay before the next start    */
+  KG_EX_DONE,          /* exit with E->exit_code                              */
+  KG_EX_JOINING,       /* multi-node: waiting for the coordinator's welcome   */
+  KG_EX_WAITING        /* multi-node: tree stopped, waiting for the decision  */
+} kg_ex_state_t;
+
+typedef enum {
+  KG_EXE_STICKY = 0,   /* the diagnosis established a sticky family          */
+  KG_EXE_STEP,         /* a newer completed step (arg: step)                  */
+  KG_EXE_PROC_EXIT,    /* a process of the tree ended (arg: wait status)      */
+  KG_EXE_LEADER_EXIT,  /* the command ended (arg: wait status)                */
+  KG_EXE_DEADLINE,     /* the state's deadline passed                         */
+  KG_EXE_GROUP_GONE,   /* nothing of the group is left                        */
+  KG_EXE_SIGNAL,       /* SIGTERM/SIGINT/SIGHUP/SIGUSR1 to kguard (arg: signo) */
+  KG_EXE_HELPER_DONE,  /* the checkpoint helper ended                         */
+  KG_EXE_PEER_FAULT,   /* multi-node: the coordinator says stop              */
+  KG_EXE_WELCOME,      /* multi-node: welcome (arg 1 = shared storage seen)   */
+  KG_EXE_DECISION,     /* multi-node: the coordinator's decision (E->decision) */
+  KG_EXE_LINK_LOST     /* multi-node: no word from the coordinator in time    */
+} kg_ex_event_kind_t;
+
+typedef struct {
+  kg_ex_event_kind_t kind;
+  int64_t arg;
+} kg_ex_event_t;
+
+#define KG_EX_QUEUE 64
+
+/*  What follows STOPPING once the group is gone. */
+typedef enum {
+  KG_EX_THEN_EXIT = 0, /* exit with the outcome recorded                      */
+  KG_EX_THEN_RESTART,  /* restore the checkpoint and start again              */
+  KG_EX_THEN_REPORT    /* multi-node: report to the coordinator, wait         */
+} kg_ex_then_t;
+
+typedef struct kg_exec_s {
+  kg_exec_config_t cfg;
+  char exe[PATH_MAX];
+  char state_dir[PATH_MAX];
+  char python_dir[PATH_MAX];
+  char log_path[PATH_MAX + 64];
+  FILE *log;                    /* the group's output, kept                   */
+  char run_dir[PATH_MAX + 64];  /* <state>/exec/<name>                        */
+  char error_file[PATH_MAX + 96]; /* TORCHELASTIC_ERROR_FILE of this start    */
+
+  kg_classifier_t *rules;
+  kg_diagnosis_t *diag;
+  kg_policy_t *policy;
+  kg_incident_t *incident;      /* the current fault's record, or NULL        */
+  bool incident_open;           /* its generation's tree is not yet gone      */
+  char signature[KG_DIAG_SIGNATURE_MAX];
+
+  kg_child_t *leader;           /* the command (its process group)            */
+  pid_t pgid;
+  int leader_status;
+  bool leader_reaped;
+  char **envp;                  /* the command's environment (owned)           */
+  cJSON *exits;                 /* [{pid, status}] of this start's processes  */
+
+  kg_child_t *helper;           /* `kguard ckpt resume-prepare`               */
+  char *helper_out;
+  size_t helper_len;
+
+  int sigfd;
+  kg_ex_state_t state;
+  kg_ex_then_t then;
+  int64_t deadline;             /* monotonic ms, -1 = none                     */
+  bool killed;                  /* SIGKILL already sent this stop              */
+  bool preempted;               /* a scheduler's signal arrived               */
+  kg_exec_outcome_t outcome;
+  int outcome_status;           /* wait status for COMMAND_FAILED             */
+  int exit_code;
+  int64_t delay_ms;             /* backoff before the next start              */
+
+  int generation;               /* starts of the command, from 0             */
+  int64_t last_step;            /* newest completed step seen, -1 none       */
+  int64_t step_at_suspicion;
+  int64_t fault_wall_ms;
+  int64_t fault_mono_ms;
+
+  char *resume_dir, *resume_archive;
+  int64_t resume_step;          /* -1 = nothing to resume                     */
+
+  /* multi-node (kg_exec_node.c) */
+  bool multi;
+  void *zctx, *link;            /* DEALER to the coordinator                  */
+  kg_child_t *coord;            /* node 0: the coordinator process            */
+  cJSON *decision;              /* the latest decision (owned)                */
+  int restore_rank;             /* next local rank to restore                 */
+  char restored_base[PATH_MAX + 96];
+  bool sticky_report;           /* a proven fault here, for `stopped`         */
+  int64_t beat_next;            /* monotonic: send the next heartbeat         */
+  int64_t coord_seen;           /* monotonic: last message from the coordinator */
+  bool lost;                    /* the coordinator is lost: exit retryable    */
+
+  kg_ex_event_t queue[KG_EX_QUEUE];
+  int qhead, qlen;
+} kg_exec_s;
+
+/*  kg_exec.c */
+void kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg);
+void kg_ex_run_queue(kg_exec_s *E);
+
+/*  kg_exec_loop.c */
+int kg_ex_loop(kg_exec_s *E);
+int kg_ex_start_command(kg_exec_s *E);
+void kg_ex_kill_tree(kg_exec_s *E, int sig);
+bool kg_ex_group_gone(kg_exec_s *E);
+int kg_ex_start_helper(kg_exec_s *E, char **argv);
+
+/*  kg_exec_env.c */
+char **kg_ex_build_env(kg_exec_s *E);
+void kg_ex_free_env(char ***envp_p);
+void kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason);
+void kg_ex_incident_write(kg_exec_s *E);
+/*  Once the tree is gone: every exit and torchrun's error file, rewritten. */
+void kg_ex_incident_refresh(kg_exec_s *E);
+
+/*  kg_exec_node.c */
+int kg_ex_node_open(kg_exec_s *E);
+void kg_ex_node_close(kg_exec_s *E);
+void kg_ex_node_recv(kg_exec_s *E);
+void kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields);
+int64_t kg_ex_node_timers(kg_exec_s *E);
+cJSON *kg_ex_node_report(kg_exec_s *E);
+int kg_ex_node_restore_next(kg_exec_s *E);
+
+#endif

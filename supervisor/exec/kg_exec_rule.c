@@ -1,0 +1,60 @@
+/*  kg_exec_rule: exit codes and the proof rule of `kguard exec`. */
+#include "kg_exec_rule.h"
+
+#include <sys/wait.h>
+
+/*  kguard's own codes, which a passed-through command code must not fake. */
+static bool
+s_reserved(int code)
+{
+  return code == KG_EXEC_EXIT_GAVE_UP || code == KG_EXEC_EXIT_RETRYABLE || code == 100
+         || code == 111;
+}
+
+int
+kg_exec_exit_code(kg_exec_outcome_t outcome, int wait_status)
+{
+  switch (outcome) {
+  case KG_EXEC_OUT_SUCCESS:
+    return 0;
+  case KG_EXEC_OUT_GAVE_UP:
+    return KG_EXEC_EXIT_GAVE_UP;
+  case KG_EXEC_OUT_RETRYABLE:
+    return KG_EXEC_EXIT_RETRYABLE;
+  case KG_EXEC_OUT_COMMAND_FAILED:
+  default:
+    break;
+  }
+  int code = 1;
+  if (WIFEXITED(wait_status))
+    code = WEXITSTATUS(wait_status);
+  else if (WIFSIGNALED(wait_status))
+    code = 128 + WTERMSIG(wait_status);
+  if (code == 0 || s_reserved(code))
+    code = 1;   /* a failure is never reported as success, nor as kguard's verdict */
+  return code;
+}
+
+static bool
+s_failed(int wait_status)
+{
+  return !(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0);
+}
+
+kg_exec_verdict_t
+kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t step, int64_t step_at_suspicion)
+{
+  switch (ev) {
+  case KG_EXEC_EV_PROC_EXIT:
+    return s_failed(wait_status) ? KG_EXEC_PROOF : KG_EXEC_KEEP;
+  case KG_EXEC_EV_LEADER_EXIT:
+    return s_failed(wait_status) ? KG_EXEC_PROOF : KG_EXEC_CLEARED;
+  case KG_EXEC_EV_STEP:
+    /* Ranks of synchronous training are within one step of each other: a
+       rank still finishing the step in flight is not progress. */
+    return step > step_at_suspicion + 1 ? KG_EXEC_CLEARED : KG_EXEC_KEEP;
+  case KG_EXEC_EV_STALL:
+    return KG_EXEC_PROOF;
+  }
+  return KG_EXEC_KEEP;
+}

@@ -1,0 +1,73 @@
+/*  kg_exec_rule: what `kguard exec` decides, as pure functions (no clock,
+    no processes), so tables can test them.
+
+    Proof before a kill (the rule of issue 16, for a process group): a line
+    on the group's stdout/stderr that matches a sticky rule is a SUSPICION.
+    It becomes PROOF of a poisoned device when, after it,
+      - any process of the group ends with a failure (exit code != 0, or a
+        signal), or
+      - the group makes no progress until the stall deadline (no newer
+        "kguard: completed step N" line at least two steps beyond the last
+        one before the suspicion: the ranks of synchronous training are
+        within one step of each other, so a peer finishing the step in
+        flight is not progress):
+        a poisoned rank that stays alive blocks its peers in the next
+        collective, so silence is the sign;
+    it is CLEARED when the group shows that progress, or
+    its leader exits 0. A death by SIGABRT with a sticky line (HSA abort) is
+    proof at once (kg_diagnosis establishes it from the exit).
+
+    Exit codes, the contract with schedulers:
+      0    the command succeeded
+      1..  the command's own failure, passed through (a death by signal N
+           is 128+N, as a shell reports it); a command code that collides
+           with one of kguard's own below is reported as 1
+      86   KG_EXEC_EXIT_GAVE_UP: permanent: sticky faults kept coming (the
+           same failure twice in a row, or the restart budget spent)
+      100  usage or configuration error (kguard's own)
+      111  a system failure in kguard itself before the command ran
+      200  KG_EXEC_EXIT_RETRYABLE: pre-empted (SIGTERM/SIGINT/SIGUSR1), or
+           an infrastructure failure (checkpoint helper failed, a peer node
+           or the coordinator lost): run the job again
+*/
+#ifndef KG_EXEC_RULE_H
+#define KG_EXEC_RULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define KG_EXEC_EXIT_GAVE_UP 86
+#define KG_EXEC_EXIT_RETRYABLE 200
+
+typedef enum {
+  KG_EXEC_OUT_SUCCESS = 0,
+  KG_EXEC_OUT_COMMAND_FAILED,   /* the command's own failure               */
+  KG_EXEC_OUT_GAVE_UP,          /* sticky faults, no more restarts          */
+  KG_EXEC_OUT_RETRYABLE         /* pre-empted or infrastructure failure     */
+} kg_exec_outcome_t;
+
+/*  The process exit code for outcome; wait_status (a waitpid status) is
+    read only for COMMAND_FAILED. */
+int kg_exec_exit_code(kg_exec_outcome_t outcome, int wait_status);
+
+/*  One piece of evidence while a suspicion stands. */
+typedef enum {
+  KG_EXEC_EV_PROC_EXIT = 0,     /* a process of the group ended (status)    */
+  KG_EXEC_EV_LEADER_EXIT,       /* the command itself ended (status)        */
+  KG_EXEC_EV_STEP,              /* a "completed step N" line (step)         */
+  KG_EXEC_EV_STALL              /* the stall deadline passed                */
+} kg_exec_evidence_t;
+
+typedef enum {
+  KG_EXEC_KEEP = 0,             /* still a suspicion                        */
+  KG_EXEC_PROOF,                /* the fault is proven: stop and restart    */
+  KG_EXEC_CLEARED               /* not a fault after all                    */
+} kg_exec_verdict_t;
+
+/*  Judge one piece of evidence against a standing suspicion raised when
+    the last completed step was step_at_suspicion (-1 = none yet).
+    wait_status is read for the exits, step for KG_EXEC_EV_STEP. */
+kg_exec_verdict_t kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t step,
+                                int64_t step_at_suspicion);
+
+#endif

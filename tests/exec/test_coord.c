@@ -1,0 +1,107 @@
+/*  kg_coord_rule and kg_coord_keys: the agreed step, the root cause, and the
+    keys from the job's secret, as tables. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kg_coord_keys.h"
+#include "kg_coord_rule.h"
+#include "kg_error.h"
+#include "kg_test.h"
+
+#define A(r, s, t, v) {.rank = (r), .step = (s), .sealed_at_ms = (t), .valid = (v)}
+
+KG_TEST(agreed_step_is_newest_that_every_rank_verifies)
+{
+  /* Two ranks, checkpoints at 3, 6, 9. */
+  kg_coord_archive_t all[] = {A(0, 3, 100, 1), A(1, 3, 101, 1), A(0, 6, 200, 1),
+                              A(1, 6, 201, 1), A(0, 9, 300, 1), A(1, 9, 301, 1)};
+  KG_CHECK_INT(kg_coord_pick_step(all, 6, 2, -1, NULL, 0), 9);
+  /* The faulting rank had completed step 7 only: 9 is after the fault. */
+  KG_CHECK_INT(kg_coord_pick_step(all, 6, 2, 7, NULL, 0), 6);
+  /* Rank 1's archive of step 6 is corrupt: fall back one checkpoint. */
+  kg_coord_archive_t bad[] = {A(0, 3, 100, 1), A(1, 3, 101, 1), A(0, 6, 200, 1),
+                              A(1, 6, 201, 0)};
+  KG_CHECK_INT(kg_coord_pick_step(bad, 4, 2, 7, NULL, 0), 3);
+  /* Rank 1 never sealed step 6 (it faulted during the seal). */
+  kg_coord_archive_t missing[] = {A(0, 3, 100, 1), A(1, 3, 101, 1), A(0, 6, 200, 1)};
+  KG_CHECK_INT(kg_coord_pick_step(missing, 3, 2, 7, NULL, 0), 3);
+  /* On the faulting host, an archive sealed at or after T does not count. */
+  bool fr[2] = {false, true};
+  KG_CHECK_INT(kg_coord_pick_step(all, 6, 2, 7, fr, 201), 3);
+  KG_CHECK_INT(kg_coord_pick_step(all, 6, 2, 7, fr, 202), 6);
+  /* No step common to all ranks: start over. */
+  kg_coord_archive_t none[] = {A(0, 3, 100, 1), A(1, 6, 201, 1)};
+  KG_CHECK_INT(kg_coord_pick_step(none, 2, 2, -1, NULL, 0), -1);
+  KG_CHECK_INT(kg_coord_pick_step(NULL, 0, 2, -1, NULL, 0), -1);
+  /* A third rank that has nothing at all. */
+  KG_CHECK_INT(kg_coord_pick_step(all, 6, 3, -1, NULL, 0), -1);
+}
+
+KG_TEST(root_cause_is_the_earliest_sticky_report)
+{
+  kg_coord_report_t r1[] = {{false, 0}, {true, 500}, {true, 400}};
+  KG_CHECK_INT(kg_coord_root(r1, 3), 2);
+  kg_coord_report_t r2[] = {{false, 0}, {false, 0}};   /* consequences only */
+  KG_CHECK_INT(kg_coord_root(r2, 2), -1);
+  kg_coord_report_t r3[] = {{true, 7}};
+  KG_CHECK_INT(kg_coord_root(r3, 1), 0);
+}
+
+static void
+s_write(const char *path, const char *data, size_t len, mode_t mode)
+{
+  FILE *f = fopen(path, "wb");
+  fwrite(data, 1, len, f);
+  fclose(f);
+  chmod(path, mode);
+}
+
+KG_TEST(keys_derive_from_the_secret_and_reject_weak_files)
+{
+  char dir[] = "/tmp/kg-coord-keys-XXXXXX";
+  KG_CHECK(mkdtemp(dir) != NULL);
+  char a[128], b[128], shortp[128], open_[128];
+  snprintf(a, sizeof a, "%s/a", dir);
+  snprintf(b, sizeof b, "%s/b", dir);
+  snprintf(shortp, sizeof shortp, "%s/short", dir);
+  snprintf(open_, sizeof open_, "%s/open", dir);
+  s_write(a, "0123456789abcdef0123456789abcdef", 32, 0600);
+  s_write(b, "0123456789abcdef0123456789abcdeX", 32, 0600);
+  s_write(shortp, "0123456789", 10, 0600);
+  s_write(open_, "0123456789abcdef0123456789abcdef", 32, 0644);
+  kg_coord_keys_t k1, k2, k3;
+  char err[256];
+  KG_CHECK_INT(kg_coord_keys_load(a, &k1, err, sizeof err), 0);
+  KG_CHECK_INT(kg_coord_keys_load(a, &k2, err, sizeof err), 0);
+  KG_CHECK_INT(kg_coord_keys_load(b, &k3, err, sizeof err), 0);
+  KG_CHECK_STR(k1.server_public, k2.server_public);     /* every node derives the same */
+  KG_CHECK_STR(k1.client_secret, k2.client_secret);
+  KG_CHECK(strcmp(k1.server_public, k3.server_public) != 0);
+  KG_CHECK(strcmp(k1.server_public, k1.client_public) != 0);
+  char m1[65], m2[65], m3[65];
+  kg_coord_keys_mac(&k1, "decision", 8, m1);
+  kg_coord_keys_mac(&k2, "decision", 8, m2);
+  kg_coord_keys_mac(&k3, "decision", 8, m3);
+  KG_CHECK_STR(m1, m2);
+  KG_CHECK(strcmp(m1, m3) != 0);
+  KG_CHECK_INT(kg_coord_keys_load(shortp, &k3, err, sizeof err), KG_EUSAGE);
+  KG_CHECK(strstr(err, "at least 32 bytes") != NULL);
+  KG_CHECK_INT(kg_coord_keys_load(open_, &k3, err, sizeof err), KG_EUSAGE);
+  KG_CHECK(strstr(err, "readable by others") != NULL);
+  char none[128];
+  snprintf(none, sizeof none, "%s/none", dir);
+  KG_CHECK_INT(kg_coord_keys_load(none, &k3, err, sizeof err), KG_EUSAGE);
+  unlink(a);
+  unlink(b);
+  unlink(shortp);
+  unlink(open_);
+  rmdir(dir);
+}
+
+KG_TEST_MAIN(KG_CASE(agreed_step_is_newest_that_every_rank_verifies),
+             KG_CASE(root_cause_is_the_earliest_sticky_report),
+             KG_CASE(keys_derive_from_the_secret_and_reject_weak_files))

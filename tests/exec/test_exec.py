@@ -1,0 +1,120 @@
+"""`kguard exec` on one machine, end to end: the real binary supervising a
+small real PyTorch training (train_tiny.py) with kguard.save/resume and the
+labelled CPU emulation of GPU faults (KGUARD_EMULATE).
+
+The training is deterministic per step, so a run restored from a checkpoint
+must end with exactly the parameters of a fault-free run."""
+import json
+import signal
+
+import pytest
+
+from exec_harness import (BIN, GAVE_UP, RETRYABLE, Run, base_env, exec_args, incidents,
+                          reference_params)
+
+pytestmark = pytest.mark.skipif(not BIN, reason="KGUARD_BIN not set")
+
+
+@pytest.fixture(scope="module")
+def ref(tmp_path_factory):
+    return reference_params(tmp_path_factory.mktemp("ref"))
+
+
+def _final(tmp):
+    return json.loads((tmp / "out.json").read_text())["params"]
+
+
+def test_uncaught_device_assert_resumes_from_last_checkpoint(tmp_path, ref):
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-assert:step=5:once")
+    run = Run(exec_args(tmp_path), env)
+    assert run.wait() == 0, run.output()
+    out = run.output()
+    assert "resumed from step 3" in out
+    assert _final(tmp_path) == ref
+    inc = incidents(tmp_path / "state")
+    assert len(inc) == 1
+    assert inc[0]["family"] == "device-assert"
+    assert inc[0]["checkpoint"]["step"] == 3
+    assert inc[0]["policy"]["decision"] == "restart"
+    assert "the command failed" in inc[0]["proof"]
+
+
+def test_poisoned_process_that_stays_alive_is_stopped_after_the_stall(tmp_path, ref):
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-illegal-address:step=8:once")
+    run = Run(exec_args(tmp_path, "--stall-timeout", "2", script_args=["--on-fault", "hang"]),
+              env)
+    assert run.wait() == 0, run.output()
+    assert "resumed from step 6" in run.output()
+    assert _final(tmp_path) == ref
+    inc = incidents(tmp_path / "state")
+    assert len(inc) == 1 and inc[0]["family"] == "illegal-address"
+    assert "no progress" in inc[0]["proof"]
+
+
+def test_same_fault_twice_gives_up_with_the_permanent_code(tmp_path):
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-assert:step=5")
+    run = Run(exec_args(tmp_path, "--max-restarts", "5"), env)
+    assert run.wait() == GAVE_UP, run.output()
+    inc = incidents(tmp_path / "state")
+    assert [i["policy"]["decision"] for i in inc] == ["restart", "give-up"]
+    assert run.count("exec: started") == 2
+
+
+def test_printed_error_text_in_a_healthy_run_kills_nothing(tmp_path, ref):
+    # The text alone is a suspicion; the run keeps making progress.
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-assert:step=5:stderr-only")
+    run = Run(exec_args(tmp_path, "--stall-timeout", "30"), env)
+    assert run.wait() == 0, run.output()
+    assert run.count("exec: started") == 1
+    assert "was not a fault" in run.output()
+    assert incidents(tmp_path / "state") == []
+    assert _final(tmp_path) == ref
+
+
+def test_sigabrt_with_hsa_abort_is_proof(tmp_path, ref):
+    env = base_env(tmp_path, KGUARD_EMULATE="rocm-abort:step=7:once")
+    run = Run(exec_args(tmp_path), env)
+    assert run.wait() == 0, run.output()
+    assert "resumed from step 6" in run.output()
+    assert _final(tmp_path) == ref
+    inc = incidents(tmp_path / "state")
+    assert len(inc) == 1 and inc[0]["sticky"] is True
+
+
+def test_the_commands_own_failure_passes_through(tmp_path):
+    env = base_env(tmp_path)
+    run = Run(exec_args(tmp_path, script_args=["--steps", "notanumber"]), env)
+    assert run.wait() == 2, run.output()   # argparse's usage error
+    assert incidents(tmp_path / "state") == []
+
+
+def test_non_sticky_oom_is_not_restarted(tmp_path):
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-oom:step=4")
+    run = Run(exec_args(tmp_path), env)
+    assert run.wait() == 1, run.output()
+    assert run.count("exec: started") == 1
+    assert incidents(tmp_path / "state") == []
+
+
+@pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGUSR1])
+def test_preemption_seals_and_exits_retryable(tmp_path, signo):
+    env = base_env(tmp_path)
+    run = Run(exec_args(tmp_path, "--preempt-grace", "20",
+                        script_args=["--wait-signal-at", "4"]), env)
+    run.wait_line("waiting for a pre-emption signal")
+    run.signal(signo)
+    assert run.wait() == RETRYABLE, run.output()
+    assert "pre-empted, sealed step 4" in run.output()
+    assert any(p.name.startswith("step-0000000004-") for p in (tmp_path / "ckpt").iterdir())
+
+
+def test_bad_usage_is_rejected(tmp_path):
+    import subprocess
+    for args in (["exec"], ["exec", "--max-restarts", "x", "--", "true"],
+                 ["exec", "--nnodes", "2", "--", "true"], ["exec", "--name", "../x", "--", "true"]):
+        r = subprocess.run([BIN, *args], capture_output=True, text=True)
+        assert r.returncode == 100, (args, r.stderr)
+        assert "kguard exec:" in r.stderr
+    r = subprocess.run([BIN, "exec", "--state-dir", str(tmp_path), "--", "/nonexistent/cmd"],
+                       capture_output=True, text=True)
+    assert r.returncode == 127, r.stderr

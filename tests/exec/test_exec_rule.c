@@ -1,0 +1,49 @@
+/*  kg_exec_rule: the proof rule and the exit codes, as tables. */
+#include <sys/wait.h>
+
+#include "kg_exec_rule.h"
+#include "kg_test.h"
+
+#define EXITED(c) ((c) << 8)
+#define KILLED(s) (s)
+
+KG_TEST(proof_needs_failure_or_stall)
+{
+  static const struct {
+    kg_exec_evidence_t ev;
+    int status;
+    int64_t step, at;
+    kg_exec_verdict_t want;
+  } rows[] = {
+    {KG_EXEC_EV_PROC_EXIT, EXITED(1), 0, 4, KG_EXEC_PROOF},    /* a rank failed        */
+    {KG_EXEC_EV_PROC_EXIT, KILLED(SIGABRT), 0, 4, KG_EXEC_PROOF},
+    {KG_EXEC_EV_PROC_EXIT, EXITED(0), 0, 4, KG_EXEC_KEEP},     /* a helper ended well   */
+    {KG_EXEC_EV_LEADER_EXIT, EXITED(1), 0, 4, KG_EXEC_PROOF},
+    {KG_EXEC_EV_LEADER_EXIT, KILLED(SIGKILL), 0, 4, KG_EXEC_PROOF},
+    {KG_EXEC_EV_LEADER_EXIT, EXITED(0), 0, 4, KG_EXEC_CLEARED}, /* it succeeded        */
+    {KG_EXEC_EV_STEP, 0, 5, 4, KG_EXEC_KEEP},   /* a peer finishing the step in flight */
+    {KG_EXEC_EV_STEP, 0, 6, 4, KG_EXEC_CLEARED},
+    {KG_EXEC_EV_STEP, 0, 1, -1, KG_EXEC_CLEARED},
+    {KG_EXEC_EV_STEP, 0, 0, -1, KG_EXEC_KEEP},
+    {KG_EXEC_EV_STALL, 0, 0, 4, KG_EXEC_PROOF},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    KG_CHECK_INT(kg_exec_judge(rows[i].ev, rows[i].status, rows[i].step, rows[i].at),
+                 rows[i].want);
+}
+
+KG_TEST(exit_codes_for_schedulers)
+{
+  KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_SUCCESS, EXITED(3)), 0);
+  KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_GAVE_UP, 0), 86);
+  KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_RETRYABLE, 0), 200);
+  KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, EXITED(3)), 3);
+  KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, KILLED(SIGSEGV)), 128 + SIGSEGV);
+  /* kguard's own codes are never faked by the command, nor success. */
+  KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, EXITED(86)), 1);
+  KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, EXITED(200)), 1);
+  KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, EXITED(100)), 1);
+  KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, EXITED(0)), 1);
+}
+
+KG_TEST_MAIN(KG_CASE(proof_needs_failure_or_stall), KG_CASE(exit_codes_for_schedulers))

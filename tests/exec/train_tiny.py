@@ -1,0 +1,123 @@
+"""A small real PyTorch training for the `kguard exec` tests (CPU).
+
+Deterministic: the batch of step n depends only on n, so a run resumed from
+a checkpoint ends with exactly the parameters of a run without faults.
+Checkpoints with kguard.save every --every steps; resumes with
+kguard.resume(); prints "kguard: completed step N" after each step (the
+progress kguard exec reads). Under torchrun (WORLD_SIZE > 1) it trains with
+DistributedDataParallel over gloo; each rank seals its own checkpoints into
+$KGUARD_CKPT_DIR/rank-R.
+
+The emulated GPU fault (KGUARD_EMULATE, python/kguard/emulate.py) fires in
+rank --fault-rank only. --on-fault hang keeps the poisoned process alive and
+blocked (as a rank stuck in its next collective); raise lets it die.
+SIGTERM or SIGUSR1 makes it seal the step it is on and exit 0 (pre-emption).
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+
+p = argparse.ArgumentParser()
+p.add_argument("--steps", type=int, default=12)
+p.add_argument("--every", type=int, default=3)
+p.add_argument("--out", required=True)
+p.add_argument("--on-fault", choices=["raise", "hang"], default="raise")
+p.add_argument("--fault-rank", type=int, default=0)
+p.add_argument("--fault-at-seal", action="store_true",
+               help="the emulated fault fires while a checkpoint is being made, not at a "
+                    "step's start")
+p.add_argument("--wait-signal-at", type=int, default=-1,
+               help="after this step, wait (blocked) until a pre-emption signal")
+args = p.parse_args()
+
+rank = int(os.environ.get("RANK", "0"))
+world = int(os.environ.get("WORLD_SIZE", "1"))
+if rank != args.fault_rank:
+    os.environ.pop("KGUARD_EMULATE", None)
+if world > 1 and os.environ.get("KGUARD_CKPT_DIR"):
+    os.environ["KGUARD_CKPT_DIR"] = os.path.join(os.environ["KGUARD_CKPT_DIR"], f"rank-{rank}")
+
+import torch  # noqa: E402
+import kguard  # noqa: E402
+from kguard import emulate  # noqa: E402
+
+preempt = threading.Event()
+
+
+def _on_signal(signo, frame):
+    preempt.set()
+
+
+signal.signal(signal.SIGTERM, _on_signal)
+signal.signal(signal.SIGUSR1, _on_signal)
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+if world > 1:
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+start = 0
+r = kguard.resume()
+if r is not None and os.environ.get("KGUARD_RESUME_DIR"):
+    # Multi-node: kguard exec restores each rank into KGUARD_RESUME_DIR/rank-R.
+    name = os.path.join(f"rank-{rank}", "state.pt") if world > 1 else "state.pt"
+    state = r.load(name)
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    start = int(state["step"])
+    print(f"train_tiny: rank {rank} resumed from step {start} ({r.archive})", flush=True)
+
+
+def batch(n):
+    g = torch.Generator().manual_seed(1000 * n + rank)
+    x = torch.randn(16, 8, generator=g)
+    y = torch.randint(0, 4, (16,), generator=g)
+    return x, y
+
+
+def save(n):
+    kguard.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": n}, n)
+
+
+def fault_point(n):
+    try:
+        emulate.step(n)
+    except Exception as e:  # the emulated device error
+        if args.on_fault == "hang":
+            print(f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            threading.Event().wait()  # poisoned, alive, never returns
+        raise
+
+
+for n in range(start + 1, args.steps + 1):
+    if not args.fault_at_seal:
+        fault_point(n)
+    x, y = batch(n)
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    print(f"kguard: completed step {n}", flush=True)
+    if n % args.every == 0:
+        if args.fault_at_seal:
+            fault_point(n)
+        save(n)
+    if n == args.wait_signal_at:
+        print("train_tiny: waiting for a pre-emption signal", flush=True)
+        while not preempt.wait(0.1):  # signal handlers run between waits
+            pass
+    if preempt.is_set():
+        save(n)
+        print(f"train_tiny: pre-empted, sealed step {n}", flush=True)
+        sys.exit(0)
+
+if rank == 0:
+    params = [t.detach().flatten().tolist() for t in model.parameters()]
+    with open(args.out, "w") as f:
+        json.dump({"step": args.steps, "params": params}, f)
+print("train_tiny: done", flush=True)

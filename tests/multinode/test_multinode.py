@@ -1,0 +1,208 @@
+"""`kguard exec` on several hosts: network namespaces on a bridge (netns.py),
+one `kguard exec -- torchrun` per host, one gloo rank per host running a
+small real DDP training (tests/exec/train_tiny.py) with kguard.save/resume,
+and the labelled CPU emulation of GPU faults on one rank only.
+
+The training is deterministic per step, so a job resumed from the agreed
+checkpoint must end with exactly the parameters of a fault-free run under
+plain torchrun. Skips with the reason when network namespaces cannot be
+made (not root, no `ip netns`)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "exec"))
+from exec_harness import BIN, GAVE_UP, PYTHON, RETRYABLE, SOURCE, TRAIN, Run, incidents  # noqa: E402
+from netns import Hosts, NetnsUnavailable  # noqa: E402
+
+import shutil  # noqa: E402
+
+pytestmark = [pytest.mark.skipif(not BIN, reason="KGUARD_BIN not set"),
+              pytest.mark.skipif(not shutil.which("torchrun"),
+                                 reason="torchrun not installed (python3-torch)")]
+NODES = 2
+STEPS = 12
+
+
+@pytest.fixture
+def hosts():
+    try:
+        with Hosts(NODES) as h:
+            yield h
+    except NetnsUnavailable as e:
+        pytest.skip(f"multi-node fixture unavailable: {e}")
+
+
+def _env(shared, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KGUARD_")}
+    env.update(GLOO_SOCKET_IFNAME="eth0", KGUARD_KEY_DIR=str(shared / "keys"),
+               PYTHONDONTWRITEBYTECODE="1", **extra)
+    return env
+
+
+def _torchrun(h, i, shared, *script_args):
+    return ["torchrun", f"--nnodes={NODES}", "--nproc_per_node=1", f"--node_rank={i}",
+            f"--master_addr={h.addrs[0]}", "--master_port=29500", "--redirects=2", "--tee=2",
+            "--max_restarts=0", str(TRAIN), "--out", str(shared / "out.json"),
+            "--steps", str(STEPS), *script_args]
+
+
+def _secret(shared):
+    p = shared / "secret"
+    p.write_bytes(os.urandom(32))
+    p.chmod(0o600)
+    return p
+
+
+def _start_job(h, shared, fault=None, fault_node=1, kg_opts=(), script_args=()):
+    secret = _secret(shared)
+    runs = []
+    for i in range(NODES):
+        extra = {"KGUARD_EMULATE": fault} if fault and i == fault_node else {}
+        argv = [BIN, "exec", "--nnodes", str(NODES), "--node-rank", str(i),
+                "--coordinator", f"{h.addrs[0]}:29600", "--secret", str(secret),
+                "--checkpoints", str(shared / "ckpt"), "--state-dir", str(shared / f"state{i}"),
+                "--kill-grace", "3", *kg_opts, "--",
+                *_torchrun(h, i, shared, "--fault-rank", str(fault_node), *script_args)]
+        runs.append(Run(h.argv(i, argv), _env(shared, **extra)))
+    return runs
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """Final parameters of the fault-free job under plain torchrun."""
+    shared = tmp_path_factory.mktemp("ref")
+    try:
+        with Hosts(NODES, tag=f"{os.getpid() % 10000}r") as h:
+            env = _env(shared, KGUARD_BIN=BIN, KGUARD_CKPT_DIR=str(shared / "ckpt"),
+                       KGUARD_STATE_DIR=str(shared / "state"), PYTHONPATH=str(SOURCE / "python"))
+            procs = [subprocess.Popen(h.argv(i, _torchrun(h, i, shared)), env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                     for i in range(NODES)]
+            assert [p.wait(timeout=180) for p in procs] == [0] * NODES
+    except NetnsUnavailable as e:
+        pytest.skip(f"multi-node fixture unavailable: {e}")
+    return json.loads((shared / "out.json").read_text())["params"]
+
+
+def test_poisoned_rank_alive_on_a_peer_host_all_resume_from_the_agreed_step(hosts, tmp_path,
+                                                                           reference):
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once",
+                      kg_opts=("--stall-timeout", "4"), script_args=("--on-fault", "hang"))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "resumed from step 6" in r.output(), r.output()
+    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    job = [i for i in incidents(tmp_path / "state0") if "job" in i]
+    assert len(job) == 1
+    root = job[0]["job"]["root_cause"]
+    assert root["host"] == "node1" and root["rank"] == 1 and root["family"] == "illegal-address"
+    assert job[0]["checkpoint"]["step"] == 6
+    decisions = list((tmp_path / "ckpt" / ".kguard" / "decisions").glob("gen-*.json"))
+    assert decisions and all("mac" in json.loads(p.read_text()) for p in decisions)
+
+
+def test_a_corrupt_archive_on_one_rank_makes_every_rank_fall_back_a_step(hosts, tmp_path,
+                                                                          reference):
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once",
+                      kg_opts=("--stall-timeout", "6"), script_args=("--on-fault", "hang"))
+    runs[1].wait_line("sticky error text seen", timeout=180)
+    # Rank 0's archive of step 6 rots on the shared disk before the decision.
+    victim = next((tmp_path / "ckpt" / "rank-0").glob("step-0000000006-*.kgckpt.tar"))
+    data = bytearray(victim.read_bytes())
+    mid = len(data) // 2
+    data[mid:mid + 64] = bytes(b ^ 0xFF for b in data[mid:mid + 64])
+    victim.write_bytes(bytes(data))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "resumed from step 3" in r.output(), r.output()
+    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    # Rank 1's step 6 is newer than the agreed step: quarantined, not deleted.
+    assert list((tmp_path / "ckpt" / "rank-1" / "quarantine").rglob("step-0000000006-*"))
+
+
+def test_a_fault_during_a_seal_quarantines_that_step_everywhere(hosts, tmp_path, reference):
+    # Rank 1 is poisoned while checkpointing step 6: it never seals it, rank 0 did.
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=6:once",
+                      kg_opts=("--stall-timeout", "4"),
+                      script_args=("--on-fault", "hang", "--fault-at-seal"))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "resumed from step 3" in r.output(), r.output()
+    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    assert list((tmp_path / "ckpt" / "rank-0" / "quarantine").rglob("step-0000000006-*"))
+
+
+def test_sigabrt_on_the_coordinator_host_all_resume(hosts, tmp_path, reference):
+    runs = _start_job(hosts, tmp_path, fault="rocm-abort:step=8:once", fault_node=0,
+                      kg_opts=("--stall-timeout", "20"))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "resumed from step 6" in r.output(), r.output()
+    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    job = [i for i in incidents(tmp_path / "state0") if "job" in i]
+    assert len(job) == 1 and job[0]["job"]["root_cause"]["host"] == "node0"
+    # The healthy peer's failure is recorded as a consequence, not the cause.
+    assert [c["node"] for c in job[0]["job"]["consequences"]] == [1]
+    # The faulting node's own record keeps the exits of its tree, filled in
+    # once the tree was gone (torchrun's error file too when its agent wrote one).
+    local = [i for i in incidents(tmp_path / "state0") if "exec" in i]
+    assert len(local) == 1 and local[0]["exec"]["exits"], local
+    assert "torchelastic_error_file" in local[0]["exec"]
+
+
+def test_same_fault_twice_ends_the_job_with_the_permanent_code(hosts, tmp_path):
+    runs = _start_job(hosts, tmp_path, fault="cuda-assert:step=5",
+                      kg_opts=("--stall-timeout", "4", "--max-restarts", "5"))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [GAVE_UP, GAVE_UP], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert r.count("exec: started") == 2, r.output()
+
+
+def test_sigterm_preemption_on_one_node_ends_the_job_retryable(hosts, tmp_path):
+    runs = _start_job(hosts, tmp_path, script_args=("--wait-signal-at", "4"))
+    runs[0].wait_line("waiting for a pre-emption signal", timeout=120)
+    runs[1].wait_line("waiting for a pre-emption signal", timeout=120)
+    runs[1].signal(signal.SIGTERM)
+    codes = [r.wait(120) for r in runs]
+    assert codes == [RETRYABLE, RETRYABLE], "\n\n".join(r.output() for r in runs)
+    # The pre-empted node's rank had the grace to seal the step it was on.
+    assert any(p.name.startswith("step-0000000004-")
+               for p in (tmp_path / "ckpt" / "rank-1").iterdir()), runs[1].output()
+
+
+def test_a_network_link_down_is_infrastructure_not_gpu(hosts, tmp_path):
+    runs = _start_job(hosts, tmp_path, kg_opts=("--heartbeat-timeout", "4"),
+                      script_args=("--wait-signal-at", "4"))
+    runs[1].wait_line("waiting for a pre-emption signal", timeout=120)
+    subprocess.run(["ip", "link", "set", hosts.veth(1), "down"], check=True)
+    codes = [r.wait(120) for r in runs]
+    assert codes == [RETRYABLE, RETRYABLE], "\n\n".join(r.output() for r in runs)
+    assert incidents(tmp_path / "state0") == [] and incidents(tmp_path / "state1") == []
+    assert "lost" in runs[0].output() and "lost" in runs[1].output()
+
+
+def test_a_node_without_the_shared_directory_refuses(hosts, tmp_path):
+    secret = _secret(tmp_path)
+    runs = []
+    for i in range(NODES):
+        argv = [BIN, "exec", "--nnodes", str(NODES), "--node-rank", str(i),
+                "--coordinator", f"{hosts.addrs[0]}:29600", "--secret", str(secret),
+                "--checkpoints", str(tmp_path / f"local-ckpt{i}"),
+                "--state-dir", str(tmp_path / f"state{i}"), "--", "true"]
+        runs.append(Run(hosts.argv(i, argv), _env(tmp_path)))
+    assert runs[1].wait(60) == 100, runs[1].output()
+    assert "shared checkpoint directory" in runs[1].output()
+    runs[0].signal(signal.SIGTERM)
+    runs[0].wait(60)
