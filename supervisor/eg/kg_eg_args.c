@@ -67,7 +67,8 @@ kg_eg_address_parse(const char *text, char *host, size_t hostlen, int *port,
 }
 
 /*  Options that take a value, and what each does. */
-enum { O_KERNEL_ID, O_RESPONSE, O_PUBKEY, O_RANGE, O_IP, O_KGUARD, O_IGNORED, O_TRANSPORT };
+enum { O_KERNEL_ID, O_RESPONSE, O_PUBKEY, O_RANGE, O_IP, O_KGUARD, O_CKPT, O_IGNORED,
+       O_TRANSPORT };
 static const struct {
   const char *name;
   int what;
@@ -78,6 +79,7 @@ static const struct {
   {"port-range", O_RANGE},
   {"ip", O_IP},
   {"kguard", O_KGUARD},
+  {"checkpoints", O_CKPT},
   {"spark-context-initialization-mode", O_IGNORED},
   {"cluster-type", O_IGNORED},
   {"kernel-class-name", O_IGNORED},
@@ -137,6 +139,7 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
     case O_PUBKEY: o->public_key = value; break;
     case O_IP: o->ip = value; break;
     case O_KGUARD: o->kguard = value; break;
+    case O_CKPT: o->checkpoints = value; break;
     case O_RANGE: rc = kg_eg_port_range_parse(value, &o->port_lo, &o->port_hi, err, errlen); break;
     case O_IGNORED:
       *ignored = "Spark/Dask options of Enterprise Gateway's launchers are ignored: kguard "

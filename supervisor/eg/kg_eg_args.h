@@ -15,6 +15,7 @@ typedef struct {
   int port_lo, port_hi;         /*  --port-range LO..HI; 0..0 = any port      */
   const char *ip;               /*  --ip: address the kernel binds (0.0.0.0)  */
   const char *kguard;           /*  --kguard PATH, given by `kguard eg-launch` */
+  const char *checkpoints;      /*  --checkpoints DIR for kguard kernel, or NULL */
   char **inner_argv;            /*  after "--"; NULL = ipykernel's default    */
   bool help;                    /*  --help                                    */
 } kg_eg_opts_t;

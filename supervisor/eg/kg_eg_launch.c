@@ -41,7 +41,8 @@ s_usage(FILE *out)
 {
   fputs(
     "usage: kguard eg-launch --kernel-id ID --response-address HOST:PORT --public-key KEY\n"
-    "                        [--port-range LOWER..UPPER] [--ip ADDR] [-- KERNEL ARGV...]\n"
+    "                        [--port-range LOWER..UPPER] [--ip ADDR] [--checkpoints DIR]\n"
+    "                        [-- KERNEL ARGV...]\n"
     "\n"
     "Kernel launcher for Jupyter Enterprise Gateway and gateway_provisioners: binds the\n"
     "five kernel ports and the communication port inside --port-range, starts\n"
@@ -53,7 +54,9 @@ s_usage(FILE *out)
     "accepted; --spark-context-initialization-mode, --cluster-type and\n"
     "--kernel-class-name are ignored.\n"
     "\n"
-    "  --ip ADDR   IPv4 address the kernel binds (default 0.0.0.0)\n"
+    "  --ip ADDR          IPv4 address the kernel binds (default 0.0.0.0)\n"
+    "  --checkpoints DIR  checkpoint directory of the guarded kernel (put it on a\n"
+    "                     volume that outlives the pod; default ./kguard-checkpoints)\n"
     "\n"
     "exit codes: the guarded kernel's own; 0 after a shutdown request;\n"
     "100 usage error; 111 ports, report or start failed.\n",
@@ -187,15 +190,20 @@ s_spawn(s_eg_t *E, const sigset_t *old_mask)
   size_t n = 0;
   while (inner[n])
     n++;
-  char **argv = calloc(n + 6, sizeof *argv);
+  char **argv = calloc(n + 8, sizeof *argv);
   if (!argv)
     return KG_EXIT_SYSTEM;
-  argv[0] = (char *) E->o.kguard;
-  argv[1] = "kernel";
-  argv[2] = "-f";
-  argv[3] = E->conn_path;
-  argv[4] = "--";
-  memcpy(argv + 5, inner, n * sizeof *argv);
+  int k = 0;
+  argv[k++] = (char *) E->o.kguard;
+  argv[k++] = "kernel";
+  argv[k++] = "-f";
+  argv[k++] = E->conn_path;
+  if (E->o.checkpoints) {
+    argv[k++] = "--checkpoints";
+    argv[k++] = (char *) E->o.checkpoints;
+  }
+  argv[k++] = "--";
+  memcpy(argv + k, inner, n * sizeof *argv);
   for (int i = 0; i < 5; i++) {     /* kguard kernel binds these itself */
     close(E->fds[i]);
     E->fds[i] = -1;

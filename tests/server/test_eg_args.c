@@ -47,11 +47,12 @@ KG_TEST(args)
   char *argv[] = {"eg-launch", "--RemoteProcessProxy.kernel-id", "k1",
                   "--response-address=1.2.3.4:99", "--public-key", "KEY",
                   "--port-range", "100..200", "--spark-context-initialization-mode", "none",
-                  "--", "mykernel", "{connection_file}", NULL};
+                  "--checkpoints=/vol/ck", "--", "mykernel", "{connection_file}", NULL};
   kg_eg_opts_t o;
   const char *ignored = NULL;
   char err[200];
-  KG_CHECK_INT(kg_eg_args_parse(13, argv, &o, &ignored, err, sizeof err), 0);
+  KG_CHECK_INT(kg_eg_args_parse(14, argv, &o, &ignored, err, sizeof err), 0);
+  KG_CHECK_STR(o.checkpoints, "/vol/ck");
   KG_CHECK_STR(o.kernel_id, "k1");
   KG_CHECK_STR(o.response_address, "1.2.3.4:99");
   KG_CHECK_STR(o.public_key, "KEY");
@@ -59,7 +60,7 @@ KG_TEST(args)
   KG_CHECK_INT(o.port_lo, 100);
   KG_CHECK_INT(o.port_hi, 200);
   KG_CHECK(ignored != NULL);
-  KG_CHECK(o.inner_argv == argv + 11);
+  KG_CHECK(o.inner_argv == argv + 12);
 
   char *missing[] = {"eg-launch", "--kernel-id", "k1", "--public-key", "K", NULL};
   KG_CHECK_INT(kg_eg_args_parse(5, missing, &o, &ignored, err, sizeof err), KG_EUSAGE);

@@ -166,11 +166,15 @@ def test_report_execute_signals_shutdown(gateway):
     assert os.listdir(p.tmpdir) == []       # its connection file and directory are gone
 
 
-def test_sticky_error_restarts_in_place(gateway):
-    p, info, _, _ = gateway(extra_env={"KGUARD_EMULATE": "cuda-assert:step=2"})
+def test_sticky_error_restarts_in_place(gateway, tmp_path):
+    ckpt = tmp_path / "volume" / "ckpt"
+    p, info, _, _ = gateway(extra_env={"KGUARD_EMULATE": "cuda-assert:step=2"},
+                            args=("--checkpoints", str(ckpt)))
     kc = client_for(info)
     col = Collector(kc)
     pid1 = kernel_pid(col)
+    reply, msgs = col.run("import os; print(os.environ['KGUARD_CKPT_DIR'])")
+    assert stdout_of(msgs) == "%s\n" % ckpt       # --checkpoints reaches kguard kernel
     ids = [kc.execute("import kguard.emulate as em\nem.step(2)"), kc.execute("print('queued')")]
     r1 = col.wait_reply(ids[0], timeout=90)
     assert r1["content"]["status"] == "error"
