@@ -268,10 +268,18 @@ async function scenario(services, WebSocket, server, scratch) {
   check(failing.status === 'error' && failing.ename !== 'KernelRestarted'
         && /device-side assert triggered/.test(failing.evalue),
         `cell 2 should fail with the device assert: ${JSON.stringify(failing)}`);
-  for (const q of results.slice(2)) {
+  // When the failing cell's error reached this client: a cell sent before it was sent before
+  // the user could see the failure, so it must not run (not even in the fresh kernel).
+  const errSeen = results[1].iopub.find((m) => m.header.msg_type === 'error');
+  for (const [i, q] of results.slice(2).entries()) {
     const c = q.reply.content;
+    const sent = runs[i + 2].future.msg.header.date;
     check(c.status === 'error' && c.ename === 'KernelRestarted',
-          `a queued cell should get a KernelRestarted reply: ${JSON.stringify(c)}`);
+          `queued cell ${i + 3}, sent at ${sent} (the failure reached the client at ` +
+          `${errSeen && errSeen.header.date}), should get a KernelRestarted reply, got ` +
+          `${JSON.stringify(c)}: ` + (c.status === 'ok' ? 'it ran in the fresh kernel, i.e. it ' +
+          'reached kguard after the gate closed and kguard delivered it (a request sent before ' +
+          'the failure was visible must be answered KernelRestarted)' : ''));
     check(q.iopub.some((m) => m.header.msg_type === 'error' && m.content.ename === 'KernelRestarted'),
           'a queued cell should show a KernelRestarted error output');
     check(!/queued/.test(stdoutOf(q.iopub)), 'a queued cell ran');
