@@ -20,6 +20,7 @@ import os
 import sys
 
 ENV_FRONTEND = "KGUARD_FRONTEND_CONNECTION_FILE"
+ENV_USER_STARTUP = "KGUARD_USER_PYTHONSTARTUP"
 
 
 def frontend_connection_file(environ=None):
@@ -62,6 +63,26 @@ def apply(app=None, environ=None):
     atexit.register(_remove_quietly, inner)
     app.connection_file = path
     return True
+
+
+def startup(environ=None):
+    """What kguard's PYTHONSTARTUP file runs: apply(), then hand the
+    environment back as the user set it, so that processes the kernel starts
+    (a nested kernel from nbclient, a shell) inherit neither kguard's
+    connection file nor its startup hook: KGUARD_FRONTEND_CONNECTION_FILE is
+    removed and PYTHONSTARTUP is the user's own again (or unset). Returns the
+    user's own PYTHONSTARTUP path for the caller to run, or None."""
+    environ = os.environ if environ is None else environ
+    try:
+        apply(environ=environ)
+    finally:
+        user = environ.pop(ENV_USER_STARTUP, "") or None
+        environ.pop(ENV_FRONTEND, None)
+        if user:
+            environ["PYTHONSTARTUP"] = user
+        else:
+            environ.pop("PYTHONSTARTUP", None)
+    return user
 
 
 def _remove_quietly(path):

@@ -42,6 +42,11 @@ def test_reported_file_is_the_frontend_file(env):
     assert any(s + "\n" in out for s in shown), out
     assert "kguard-" not in out, out    # nothing of kguard's private runtime dir
 
+    # A kernel started from this one (nbclient inside a notebook) must not inherit the hook.
+    reply, msgs = col.run("import os as _o; print(sorted(k for k in _o.environ if k in "
+                          "('PYTHONSTARTUP', 'KGUARD_FRONTEND_CONNECTION_FILE'))); del _o")
+    assert stdout_of(msgs) == "[]\n"
+
 
 def test_second_client_from_reported_file_goes_through_kguard(env):
     env.spec()
@@ -75,6 +80,11 @@ def test_user_pythonstartup_still_runs_and_no_names_leak(env, tmp_path):
                           "if n in ('kguard', 'connection', 'os', 'apply')))")
     assert reply["content"]["status"] == "ok", reply["content"]
     assert stdout_of(msgs) == "yes []\n"
+    # Processes the kernel starts see the user's environment, not kguard's hook.
+    reply, msgs = col.run("import os as _o; print(_o.environ.get('PYTHONSTARTUP'), "
+                          "[k for k in _o.environ if k in ('KGUARD_FRONTEND_CONNECTION_FILE', "
+                          "'KGUARD_USER_PYTHONSTARTUP')]); del _o")
+    assert stdout_of(msgs) == "%s []\n" % startup
     assert _report(col)["file"] == os.path.realpath(km.connection_file)
 
 
@@ -95,3 +105,26 @@ def _pid(col):
     reply, msgs = col.run("import os as _o; print(_o.getpid()); del _o")
     assert reply["content"]["status"] == "ok"
     return int(stdout_of(msgs))
+
+
+def test_startup_hands_back_the_users_environment():
+    """kguard.connection.startup() outside a kernel: nothing to apply, but the
+    environment children inherit is the user's (a table of cases)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.environ.get("KGUARD_SOURCE_DIR", "../.."), "python"))
+    from kguard import connection
+    cases = [
+        ({"KGUARD_FRONTEND_CONNECTION_FILE": "/f.json", "PYTHONSTARTUP": "/k/ipython_startup.py",
+          "KGUARD_USER_PYTHONSTARTUP": "/home/u/s.py"}, "/home/u/s.py", {"PYTHONSTARTUP": "/home/u/s.py"}),
+        ({"KGUARD_FRONTEND_CONNECTION_FILE": "/f.json", "PYTHONSTARTUP": "/k/ipython_startup.py"},
+         None, {}),
+        ({"OTHER": "1"}, None, {"OTHER": "1"}),
+    ]
+    for env, ret, after in cases:
+        assert connection.startup(environ=env) == ret
+        assert env == after
+    try:
+        connection.frontend_connection_file({"KGUARD_FRONTEND_CONNECTION_FILE": "rel.json"})
+        raise AssertionError("a relative path was accepted")
+    except ValueError as e:
+        assert "absolute" in str(e)
