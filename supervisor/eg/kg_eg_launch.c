@@ -111,8 +111,10 @@ s_bind_ports(s_eg_t *E)
   uint32_t start = hi ? arc4random_uniform(span) : 0;
   for (uint32_t k = 0; n < 6 && (hi == 0 || k < span); k++) {
     int port = hi ? lo + (int) ((start + k) % span) : 0;
+    if (hi && port == 0)
+      continue;   /* port 0 would be any port, maybe outside the range */
     int fd = s_bind_one(&addr, port);
-    if (fd == -EADDRINUSE || fd == -EACCES)
+    if (hi && (fd == -EADDRINUSE || fd == -EACCES))
       continue;
     if (fd < 0) {
       kg_error("cannot bind %s:%d: %s", E->o.ip, port, kg_strerror(fd));
@@ -403,8 +405,12 @@ s_on_conn_readable(s_eg_t *E)
     return;
   }
   char *g = realloc(E->req, E->req_len + (size_t) n);
-  if (!g)
+  if (!g) {
+    kg_warning("gateway request dropped: %s", kg_strerror(KG_ENOMEM));
+    E->req_len = 0;
+    s_request_done(E);
     return;
+  }
   E->req = g;
   memcpy(E->req + E->req_len, buf, (size_t) n);
   E->req_len += (size_t) n;

@@ -156,6 +156,16 @@ def test_report_execute_signals_shutdown(gateway):
     assert stdout_of(msgs) == "after\n"
     assert p.poll() is None
 
+    # Hostile or broken requests are dropped; the launcher keeps serving.
+    for junk in (b"not json", b"[1]", b'{"signum": 99}', b"x" * (70 * 1024)):
+        with socket.create_connection(("127.0.0.1", info["comm_port"]), timeout=10) as s:
+            try:
+                s.sendall(junk)
+            except OSError:
+                pass            # the launcher may close an oversized request early
+    reply, msgs = col.run("print('still here')")
+    assert stdout_of(msgs) == "still here\n" and p.poll() is None
+
     tree = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
     assert tree, "no guarded kernel under the launcher"
     kc.stop_channels()
