@@ -201,6 +201,20 @@ def test_sticky_error_restarts_in_place(gateway, tmp_path):
     assert p.returncode == 0
 
 
+def test_signum_9_kills_everything_and_the_launcher_reports_it(gateway):
+    p, info, _, _ = gateway()
+    kc = client_for(info)
+    col = Collector(kc)
+    inner = kernel_pid(col)
+    tree = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
+    assert inner in tree
+    kc.stop_channels()
+    send_request(info["comm_port"], {"signum": 9})   # what the gateway sends to kill a kernel
+    p.communicate(timeout=60)
+    assert p.returncode == 128 + 9                   # the guarded kernel's fate, not success
+    wait_until(lambda: all(gone(x) for x in tree), 30, "the kernel processes to exit")
+
+
 def test_bad_arguments_are_rejected_clearly(tmp_path):
     gw = FakeGateway()
     try:
