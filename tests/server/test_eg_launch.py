@@ -185,7 +185,14 @@ def test_sticky_error_restarts_in_place(gateway, tmp_path):
     pid1 = kernel_pid(col)
     reply, msgs = col.run("import os; print(os.environ['KGUARD_CKPT_DIR'])")
     assert stdout_of(msgs) == "%s\n" % ckpt       # --checkpoints reaches kguard kernel
-    ids = [kc.execute("import kguard.emulate as em\nem.step(2)"), kc.execute("print('queued')")]
+    # Cell 0 holds the kernel until both later cells were sent, so the queued one is in kguard's
+    # queue when cell 1 fails (what arrives after the failure is another matter: kg_stale).
+    go = tmp_path / "go"
+    hold = kc.execute("import os, time, kguard.emulate as em\n"
+                      "while not os.path.exists(%r): time.sleep(0.01)" % str(go))
+    ids = [kc.execute("em.step(2)"), kc.execute("print('queued')")]
+    go.write_text("go")
+    assert col.wait_reply(hold, timeout=60)["content"]["status"] == "ok"
     r1 = col.wait_reply(ids[0], timeout=90)
     assert r1["content"]["status"] == "error"
     assert "device-side assert triggered" in r1["content"]["evalue"]
