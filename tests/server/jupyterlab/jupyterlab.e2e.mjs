@@ -255,12 +255,24 @@ async function scenario(services, WebSocket, server, scratch) {
   log(`1. executed; kguard pid ${before.kguard}, inner kernel pid ${before.inner}`);
 
   // 2. Run All with the emulated sticky error: four cells sent at once, as JupyterLab's
-  //    "Run All" does; the second one fails, the last two are queued behind it.
-  const cells = ['import kguard.emulate as em\nem.step(1)\nprint("step 1 ok")',
+  //    "Run All" does; the second one fails, the last two are queued behind it. The first cell
+  //    runs until the four have reached kguard, as a notebook's earlier cells usually do: it
+  //    waits for a file the test writes once a control-channel kernel_info sent after the cells
+  //    has come back through Jupyter Server and kguard. (A failure faster than Jupyter Server
+  //    forwards the queued cells is the kg_stale case, supervisor/kg_stale.h: seen, not wired.)
+  const go = path.join(scratch.work, 'go');
+  const cells = ['import os, time, kguard.emulate as em\n' +
+                 `while not os.path.exists(${JSON.stringify(go)}): time.sleep(0.01)\n` +
+                 'em.step(1)\nprint("step 1 ok")',
                  'em.step(2)\nprint("not reached")',
                  'print("queued 1")', 'print("queued 2")'];
   const mark = statuses.length;
   const runs = cells.map((c) => runCell(kernel, c));
+  const barrier = kernel.sendControlMessage(services.KernelMessage.createMessage({
+    msgType: 'kernel_info_request', channel: 'control', session: kernel.clientId,
+    username: kernel.username, content: {} }), true, true);
+  await withTimeout(barrier.done, 30_000, 'a control kernel_info sent behind the Run All cells');
+  fs.writeFileSync(go, 'go');
   const results = await withTimeout(Promise.all(runs.map((x) => x.done)), 120_000,
                                     'every Run All cell to get its reply');
   check(results[0].reply.content.status === 'ok', 'cell 1 should run');
