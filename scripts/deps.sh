@@ -3,12 +3,14 @@
 # packages kguard needs, and nothing else. As root it runs apt-get; otherwise
 # it prints the exact command to run and stops.
 
-KG_PKGS_BUILD="build-essential cmake pkg-config libzmq3-dev libsodium-dev libcjson-dev libarchive-dev libzstd-dev"
+KG_PKGS_BUILD="build-essential cmake pkg-config libzmq3-dev libsodium-dev libcjson-dev libarchive-dev libzstd-dev libssl-dev"
 # Real peers: Debian's ipykernel, jupyter_client, jupyter-console, nbclient,
 # nbconvert and torch (CPU). Tests and the demo use /usr/bin/python3, which
 # is the interpreter these packages belong to.
 KG_PKGS_PY="python3 python3-ipykernel python3-jupyter-client jupyter-console python3-nbclient python3-nbformat python3-nbconvert python3-torch python3-psutil"
-KG_PKGS_TEST="python3-pytest jupyter-notebook chromium procps"
+# Server tests: Jupyter Server (JupyterLab's backend) and a fake Enterprise
+# Gateway written with python3-cryptography.
+KG_PKGS_TEST="python3-pytest jupyter-notebook chromium procps python3-jupyter-server python3-cryptography"
 # The hardening stages of scripts/test.sh: clang with libFuzzer and the
 # sanitizer runtimes (libclang-rt-14-dev holds libclang_rt.fuzzer); gcc's
 # libasan/libubsan/libtsan come with build-essential.

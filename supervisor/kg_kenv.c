@@ -43,13 +43,48 @@ s_env_overridden(const char *entry)
   static const char *names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
                                 "KGUARD_CKPT_DIR", "JPY_PARENT_PID", "KGUARD_RESUME_DIR",
                                 "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE",
-                                "KGUARD_INCIDENT", "KGUARD_DIAGNOSTIC", NULL};
+                                "KGUARD_INCIDENT", "KGUARD_DIAGNOSTIC",
+                                /* front helper (issue 14, connection info) */
+                                "KGUARD_FRONTEND_CONNECTION_FILE", "KGUARD_USER_PYTHONSTARTUP",
+                                "PYTHONSTARTUP", NULL};
   for (int i = 0; names[i]; i++) {
     size_t n = strlen(names[i]);
     if (strncmp(entry, names[i], n) == 0 && entry[n] == '=')
       return true;
   }
   return false;
+}
+
+/*  --- front helper (issue 14): minimal hook, for the lead to keep or move ---
+    The kernel must report kguard's frontend connection file, never its own
+    (python/kguard/connection.py). KGUARD_FRONTEND_CONNECTION_FILE names it
+    (absolute); PYTHONSTARTUP runs kguard/ipython_startup.py, which applies
+    it in IPython kernels and then runs the user's own PYTHONSTARTUP, passed
+    on as KGUARD_USER_PYTHONSTARTUP (a nested kguard passes the original on,
+    never its own startup file, which would run itself). Returns 0 or -1. */
+static int
+s_env_frontend(char ***env, size_t *n, size_t *alloc, kg_sup_t *S)
+{
+  int rc = 0;
+  char abs[PATH_MAX];
+  if (realpath(S->conn_path, abs))
+    rc |= s_env_push(env, n, alloc, "KGUARD_FRONTEND_CONNECTION_FILE", abs);
+  else if (S->conn_path[0] == '/')
+    rc |= s_env_push(env, n, alloc, "KGUARD_FRONTEND_CONNECTION_FILE", S->conn_path);
+  const char *user = getenv("PYTHONSTARTUP");
+  const char *ours = "/kguard/ipython_startup.py";
+  size_t ul = user ? strlen(user) : 0, ol = strlen(ours);
+  if (user && ul >= ol && strcmp(user + ul - ol, ours) == 0)
+    user = getenv("KGUARD_USER_PYTHONSTARTUP");
+  if (user && *user)
+    rc |= s_env_push(env, n, alloc, "KGUARD_USER_PYTHONSTARTUP", user);
+  if (S->python_dir[0]) {
+    char startup[PATH_MAX + 64];
+    snprintf(startup, sizeof startup, "%s%s", S->python_dir, ours);
+    rc |= s_env_push(env, n, alloc, "PYTHONSTARTUP", startup);
+  } else if (user && *user)
+    rc |= s_env_push(env, n, alloc, "PYTHONSTARTUP", user);
+  return rc;
 }
 
 void
@@ -81,6 +116,7 @@ kg__guard_env(kg_sup_t *S, char ***envp_p)
   rc |= s_env_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", S->ckpt_dir);
   snprintf(buf, sizeof buf, "%ld", (long) getpid());
   rc |= s_env_push(&env, &n, &alloc, "JPY_PARENT_PID", buf);
+  rc |= s_env_frontend(&env, &n, &alloc, S);
   if (S->diagnostic) {
     rc |= s_env_push(&env, &n, &alloc, "KGUARD_DIAGNOSTIC", "1");
     if (S->backend != KG_BACKEND_ROCM && !getenv("CUDA_LAUNCH_BLOCKING"))

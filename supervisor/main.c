@@ -36,6 +36,7 @@ s_usage(FILE *out)
     "  keygen   create the checkpoint signing key pair\n"
     "  doctor   which GPU stack the kernel will use, and whether it fits the device\n"
     "  incident list incidents; export one as a shareable repro request\n"
+    "  eg-launch  kernel launcher for Jupyter Enterprise Gateway (cluster kernels)\n"
     "\n"
     "`kguard COMMAND --help` describes each command.\n"
     "exit codes: 0 success, 100 usage or configuration error, 111 system failure;\n"
@@ -47,31 +48,49 @@ s_usage(FILE *out)
 #define KGUARD_CKPT_RELPATH "../libexec/kguard/kguard-ckpt"
 #endif
 
+#ifndef KGUARD_EG_RELPATH
+#define KGUARD_EG_RELPATH "../libexec/kguard/kguard-eg"
+#endif
+
 /*  `ckpt` and `keygen` run in kguard-ckpt (see supervisor/main_ckpt.c for
-    why): beside this executable in a build tree, under libexec once
-    installed. Returns only on failure. */
+    why), `eg-launch` in kguard-eg (supervisor/eg/main_eg.c): beside this
+    executable in a build tree, under libexec once installed. argv is passed
+    on, with `--kguard SELF` after the command name when with_self is set
+    (kguard-eg starts `kguard kernel`). Returns only on failure. */
 static int
-s_exec_ckpt(char **argv)
+s_exec_helper(const char *name, const char *relpath, int argc, char **argv, int with_self)
 {
-  char self[PATH_MAX];
+  char self[PATH_MAX], dir[PATH_MAX];
   int rc = kg_paths_exe(self, sizeof self);
   if (rc != 0) {
     kg_error("cannot find kguard's own executable (/proc/self/exe): %s", kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
-  *strrchr(self, '/') = '\0';   /* an absolute path: there is a slash */
-  const char *rel[] = {"kguard-ckpt", KGUARD_CKPT_RELPATH};
+  snprintf(dir, sizeof dir, "%s", self);
+  *strrchr(dir, '/') = '\0';   /* an absolute path: there is a slash */
+  const char *rel[] = {name, relpath};
   char path[2][PATH_MAX + 64];
+  char *args[argc + 3];
+  int n = 0;
+  args[n++] = argv[0];
+  args[n++] = argv[1];
+  if (with_self) {
+    args[n++] = "--kguard";
+    args[n++] = self;
+  }
+  for (int i = 2; i < argc; i++)
+    args[n++] = argv[i];
+  args[n] = NULL;
   for (int i = 0; i < 2; i++) {
-    snprintf(path[i], sizeof path[i], "%s/%s", self, rel[i]);
+    snprintf(path[i], sizeof path[i], "%s/%s", dir, rel[i]);
     if (access(path[i], X_OK) == 0) {
-      execv(path[i], argv);
+      execv(path[i], args);
       kg_error("cannot run %s: %s", path[i], strerror(errno));
       return KG_EXIT_SYSTEM;
     }
   }
-  kg_error("the checkpoint commands need kguard-ckpt, found neither at %s nor at %s "
-           "(is kguard fully built or installed?)", path[0], path[1]);
+  kg_error("`kguard %s` needs %s, found neither at %s nor at %s "
+           "(is kguard fully built or installed?)", argv[1], name, path[0], path[1]);
   return KG_EXIT_SYSTEM;
 }
 
@@ -108,7 +127,9 @@ main(int argc, char **argv)
   if (strcmp(cmd, "exec") == 0)
     return kg_exec_main(argc - 1, argv + 1);
   if (strcmp(cmd, "ckpt") == 0 || strcmp(cmd, "keygen") == 0)
-    return s_exec_ckpt(argv);
+    return s_exec_helper("kguard-ckpt", KGUARD_CKPT_RELPATH, argc, argv, 0);
+  if (strcmp(cmd, "eg-launch") == 0)
+    return s_exec_helper("kguard-eg", KGUARD_EG_RELPATH, argc, argv, 1);
   fprintf(stderr, "kguard: unknown command '%s' (see kguard --help)\n", cmd);
   return KG_EXIT_USAGE;
 }
