@@ -370,7 +370,9 @@ s_start_kernel(kg_sup_t *S)
   snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->runtime_dir);
   for (int ch = 0; ch < KG_CH_COUNT; ch++)
     S->inner_info->ports[ch] = 1 + ch + 5 * (S->generation % 10000);
-  int rc = kg_conninfo_set_random_key(S->inner_info);
+  /* The frontend's key (the file lives in kguard's 0700 runtime dir): the
+     kernel's signatures go to the frontend as they are, no HMAC again. */
+  int rc = kg_conninfo_share_key(S->inner_info, S->front_info);
   if (rc == 0) {
     kg_signer_destroy(&S->inner_signer);
     S->inner_signer = kg_signer_new(S->inner_info->key, S->inner_info->key_len, 0);
