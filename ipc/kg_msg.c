@@ -385,6 +385,26 @@ s_frame_from_bytes(zmq_msg_t *frame, const void *data, size_t len)
   return 0;
 }
 
+const char *const kg_msg_drop_names[KG_DROP_COUNT] = {
+  "unsigned", "forged", "replayed", "malformed", "oversized"};
+
+kg_drop_kind_t
+kg_msg_drop_kind(int rc)
+{
+  switch (rc) {
+  case KG_ENOSIG:
+    return KG_DROP_UNSIGNED;
+  case KG_EBADSIG:
+    return KG_DROP_FORGED;
+  case KG_EREPLAY:
+    return KG_DROP_REPLAYED;
+  case KG_ETOOBIG:
+    return KG_DROP_OVERSIZED;
+  default:
+    return KG_DROP_MALFORMED;
+  }
+}
+
 void
 kg_uuid4(char out[37])
 {

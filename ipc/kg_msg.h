@@ -144,6 +144,22 @@ typedef enum { KG_MSG_OP_SEND, KG_MSG_OP_RECV } kg_msg_op_t;
 typedef void (kg_msg_observer_fn)(void *socket, kg_msg_op_t op, int rc, void *arg);
 void kg_msg_set_observer(kg_msg_observer_fn *fn, void *arg);
 
+/*  Why a received message was dropped, for counting and rate-limited
+    logging: unsigned (KG_ENOSIG), forged (KG_EBADSIG), replayed
+    (KG_EREPLAY), oversized (KG_ETOOBIG), malformed (any other code from
+    kg_msg_parse or kg_msg_check_header). kg_msg_drop_names[kind] is the
+    word for a log line ("forged"). */
+typedef enum {
+  KG_DROP_UNSIGNED = 0,
+  KG_DROP_FORGED,
+  KG_DROP_REPLAYED,
+  KG_DROP_MALFORMED,
+  KG_DROP_OVERSIZED,
+  KG_DROP_COUNT
+} kg_drop_kind_t;
+extern const char *const kg_msg_drop_names[KG_DROP_COUNT];
+kg_drop_kind_t kg_msg_drop_kind(int rc);
+
 /*  Write a new uuid4 string (36 characters and a NUL) into out. */
 void kg_uuid4(char out[37]);
 

@@ -149,7 +149,9 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     goto fail;
   }
   S->front_signer = kg_signer_new(S->front_info->key, S->front_info->key_len, 65536);
-  if (!S->front_signer)
+  S->droplog = kg_ratelog_new(KG_DROP_COUNT, kg_msg_drop_names, KG__DROPLOG_BURST,
+                              KG__DROPLOG_INTERVAL_MS);
+  if (!S->front_signer || !S->droplog)
     goto fail;
 
   /* Diagnosis: the rules are data; bad rules are a configuration error. */
@@ -196,6 +198,14 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
       goto fail;
     }
   }
+  /* Heartbeats are echoed in a thread of their own, so a busy loop (a cell
+     printing hundreds of MB) never looks dead to the frontend. The thread
+     owns the socket: front[KG_CH_HB] is NULL from here on. */
+  S->heartbeat = kg_heartbeat_new(S->ctx, &S->front[KG_CH_HB], &rc);
+  if (!S->heartbeat) {
+    kg_error("unable to start the heartbeat thread: %s", kg_strerror(rc));
+    goto fail;
+  }
   kg_uuid4(S->session);   /* until the kernel's own session is seen */
   S->running = true;
   kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", S->name, S->inner_argv[0],
@@ -237,6 +247,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_child_destroy(&S->child);
   s_helper_free(&S->ckpt);
   s_helper_free(&S->probe);
+  kg_heartbeat_destroy(&S->heartbeat);
   for (int ch = 0; ch < KG_CH_COUNT; ch++) {
     kg_socket_close(&S->front[ch]);
     kg_socket_close(&S->kern[ch]);
@@ -249,6 +260,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_conninfo_destroy(&S->inner_info);
   kg_signer_destroy(&S->front_signer);
   kg_signer_destroy(&S->inner_signer);
+  kg_ratelog_destroy(&S->droplog);
   kg_pending_destroy(&S->pending);
   kg_ring_destroy(&S->out_ring);
   kg_ring_destroy(&S->err_ring);
