@@ -20,7 +20,8 @@ order: --pings round trips (after 50 warm-up ones) and --stream-runs runs of
 --stream-n messages of --stream-size bytes. Per path and round: the median
 round trip; across rounds: the median of the per-round differences to the
 floor (microseconds) with their min..max, the throughput ratio to the floor,
-and kguard's VmRSS after the pings (at rest) and VmHWM (peak).
+and kguard's VmRSS after the round trips (at rest, before any stream) and
+VmHWM after the streams (peak).
 A benchmark, not a test: it asserts nothing.
 """
 import argparse
@@ -129,19 +130,26 @@ def main():
             paths = start_paths(root, bins, kguards, r)
             try:
                 order = names[r % len(names):] + names[:r % len(names)]
-                for n in order:
-                    out = subprocess.run([bins["lean_client"], paths[n][0], str(args.pings),
-                                          str(args.stream_runs), str(args.stream_n),
-                                          str(args.stream_size)],
-                                         capture_output=True, text=True, timeout=600)
-                    if out.returncode != 0:
-                        sys.exit(f"bench_floor: lean_client on {n}: {out.stderr.strip()}")
-                    d = json.loads(out.stdout)
-                    rtt[n].append(statistics.median(d["rtt_us"]))
-                    tput[n].append(statistics.median(d["stream_Bps"]))
-                    if n in kguards:
-                        rest[n].append(status_kib(paths[n][2], "VmRSS"))
-                        peak[n].append(status_kib(paths[n][2], "VmHWM"))
+                # Round trips first, then kguard's RSS at rest, then the streams.
+                for phase in ("pings", "streams"):
+                    for n in order:
+                        argv = [bins["lean_client"], paths[n][0]]
+                        argv += ([str(args.pings)] if phase == "pings" else
+                                 ["0", str(args.stream_runs), str(args.stream_n),
+                                  str(args.stream_size)])
+                        out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+                        if out.returncode != 0:
+                            sys.exit(f"bench_floor: lean_client on {n}: {out.stderr.strip()}")
+                        d = json.loads(out.stdout)
+                        if phase == "pings":
+                            rtt[n].append(statistics.median(d["rtt_us"]))
+                        else:
+                            tput[n].append(statistics.median(d["stream_Bps"]))
+                    for n in kguards:
+                        if phase == "pings":
+                            rest[n].append(status_kib(paths[n][2], "VmRSS"))
+                        else:
+                            peak[n].append(status_kib(paths[n][2], "VmHWM"))
             finally:
                 stop_paths(paths)
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(

@@ -175,7 +175,7 @@ int main(int argc, char **argv)
       warm++;
   }
   int pings = atoi(argv[2]);
-  double *rtt = calloc((size_t) pings + 1, sizeof *rtt);
+  double *rtt = calloc((size_t) pings + 1, sizeof *rtt);   /* pings may be 0 */
   for (int i = 0; i < pings; i++) {
     double t0 = s_now();
     s_execute(shell, "pass", id);

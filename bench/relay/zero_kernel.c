@@ -9,7 +9,8 @@
  * Replies are HMAC-SHA256 signed with the file's key (relays check them);
  * requests are not checked (zero work). Code "stream N SIZE" publishes N
  * stream messages of SIZE bytes before the reply: the throughput of a relay
- * without ipykernel's cost. kernel_info_request is answered (relays wait for
+ * without ipykernel's cost (SIZE bytes of JSON text: lines of 99 'x' and an
+ * escaped newline). kernel_info_request is answered (relays wait for
  * it); shutdown_request ends the process.
  */
 #define _GNU_SOURCE
@@ -118,7 +119,9 @@ static int s_request(void *sock, void *iopub, unsigned long *count)
         sscanf(tmp, "stream %ld %ld", &count_n, &size);
         char *text = malloc((size_t) size + 64);
         int k = sprintf(text, "{\"name\":\"stdout\",\"text\":\"");
-        memset(text + k, 'x', (size_t) size);
+        /* printed lines of 100 bytes (99 x and a newline, escaped in JSON) */
+        for (long i = 0; i < size; i++)
+          text[k + i] = i % 101 == 99 ? '\\' : i % 101 == 100 ? 'n' : 'x';
         strcpy(text + k + size, "\"}");
         zmq_msg_t topic;
         zmq_msg_init_size(&topic, 13);
