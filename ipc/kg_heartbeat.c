@@ -12,6 +12,7 @@
 
 #include "kg_error.h"
 #include "kg_log.h"
+#include "kg_socket.h"
 
 #define S_MAXMSG (1024 * 1024)
 
@@ -20,6 +21,7 @@ struct kg_heartbeat_t {
   void *ctl_recv;      /*  the thread's end of the control pair            */
   void *ctl_send;      /*  ours                                            */
   pthread_t thread;
+  void *own_ctx;       /*  kg_heartbeat_bind's context, or NULL           */
 };
 
 static atomic_int s_running;   /*  created and not yet joined */
@@ -109,6 +111,31 @@ fail:
   return NULL;
 }
 
+kg_heartbeat_t *
+kg_heartbeat_bind(const kg_conninfo_t *info, int *err)
+{
+  /*  libzmq starts the context's threads with its first socket: they
+      inherit a mask that blocks every signal, like the echo thread. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  void *ctx = zmq_ctx_new();
+  void *socket = ctx ? kg_socket_bind(ctx, info, KG_CH_HB, err) : NULL;
+  if (!ctx)
+    *err = -errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (!ctx)
+    return NULL;
+  kg_heartbeat_t *self = socket ? kg_heartbeat_new(ctx, &socket, err) : NULL;
+  if (!self) {
+    kg_socket_close(&socket);
+    zmq_ctx_term(ctx);
+    return NULL;
+  }
+  self->own_ctx = ctx;
+  return self;
+}
+
 void
 kg_heartbeat_destroy(kg_heartbeat_t **self_p)
 {
@@ -124,6 +151,8 @@ kg_heartbeat_destroy(kg_heartbeat_t **self_p)
   s_close(&self->socket);
   s_close(&self->ctl_recv);
   s_close(&self->ctl_send);
+  if (self->own_ctx)
+    zmq_ctx_term(self->own_ctx);
   free(self);
   *self_p = NULL;
 }

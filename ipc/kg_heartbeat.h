@@ -16,6 +16,8 @@
 #ifndef KG_HEARTBEAT_H
 #define KG_HEARTBEAT_H
 
+#include "kg_conninfo.h"
+
 typedef struct kg_heartbeat_t kg_heartbeat_t;
 
 /*  Start echoing on *socket_p, a bound ROUTER (or REP) socket of context
@@ -25,8 +27,17 @@ typedef struct kg_heartbeat_t kg_heartbeat_t;
     sender (ZMQ_MAXMSGSIZE; a ping is a few bytes). */
 kg_heartbeat_t *kg_heartbeat_new(void *ctx, void **socket_p, int *err);
 
+/*  Like ipykernel's Heartbeat: a ZeroMQ context of its own (so its own I/O
+    thread, which a relay's 100 MB messages never occupy), the heartbeat
+    socket bound there at info's hb endpoint, and the echo thread. Returns
+    NULL with *err set (and a message naming the endpoint logged) if the
+    endpoint cannot be bound. */
+kg_heartbeat_t *kg_heartbeat_bind(const kg_conninfo_t *info, int *err);
+
 /*  Stop the echo, join the thread, close the socket; set *self_p to NULL.
-    Safe on NULL. Must be called before zmq_ctx_term on the context. */
+    Safe on NULL. Must be called before zmq_ctx_term on the caller's context
+    (kg_heartbeat_new); a context of its own (kg_heartbeat_bind) is
+    terminated here. */
 void kg_heartbeat_destroy(kg_heartbeat_t **self_p);
 
 /*  Number of heartbeat threads created and not yet joined by destroy, for

@@ -191,6 +191,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     goto fail;
   }
   for (int ch = 0; ch < KG_CH_COUNT; ch++) {
+    if (ch == KG_CH_HB)
+      continue;   /* the heartbeat thread's, below */
     S->front[ch] = kg_socket_bind(S->ctx, S->front_info, (kg_channel_t) ch, &rc);
     if (!S->front[ch]) {
       kg_error("unable to bind the %s channel: %s", kg_channel_name((kg_channel_t) ch),
@@ -198,10 +200,11 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
       goto fail;
     }
   }
-  /* Heartbeats are echoed in a thread of their own, so a busy loop (a cell
-     printing hundreds of MB) never looks dead to the frontend. The thread
-     owns the socket: front[KG_CH_HB] is NULL from here on. */
-  S->heartbeat = kg_heartbeat_new(S->ctx, &S->front[KG_CH_HB], &rc);
+  /* Heartbeats are echoed in a thread (and a zmq context, so an I/O thread)
+     of their own, as ipykernel does, so a busy loop (a cell printing
+     hundreds of MB) never looks dead to the frontend. front[KG_CH_HB] stays
+     NULL. */
+  S->heartbeat = kg_heartbeat_bind(S->front_info, &rc);
   if (!S->heartbeat) {
     kg_error("unable to start the heartbeat thread: %s", kg_strerror(rc));
     goto fail;

@@ -2,6 +2,7 @@
     creating thread does nothing but wait (as kguard's loop does when a
     burst of output keeps it busy), and destroy stops the thread. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
 
@@ -127,5 +128,38 @@ KG_TEST(bad_arguments)
   KG_CHECK_INT(zmq_ctx_term(ctx), 0);
 }
 
+/*  kg_heartbeat_bind: a context of its own, bound at the connection info's
+    hb endpoint; pings echoed; destroy terminates that context. */
+KG_TEST(bind_own_context)
+{
+  kg_conninfo_t *info = kg_conninfo_new();
+  /*  A free port: bind a probe socket to *, read it, close it. */
+  void *ctx = zmq_ctx_new();
+  char ep[128];
+  void *probe = s_bound_router(ctx, ep, sizeof ep);
+  zmq_close(probe);
+  zmq_ctx_term(ctx);
+  info->ports[KG_CH_HB] = atoi(strrchr(ep, ':') + 1);
+  int err = 1;
+  kg_heartbeat_t *beat = kg_heartbeat_bind(info, &err);
+  KG_CHECK(beat != NULL);
+  KG_CHECK_INT(err, 0);
+  ctx = zmq_ctx_new();
+  void *c = s_socket(ctx, ZMQ_REQ);
+  KG_CHECK_INT(zmq_connect(c, ep), 0);
+  char got[16];
+  KG_CHECK_INT(zmq_send(c, "ping", 4, 0), 4);
+  KG_CHECK_INT(s_recv_within(c, got, sizeof got, 5000), 4);
+  kg_heartbeat_destroy(&beat);
+  KG_CHECK_INT(kg_heartbeat_running(), 0);
+  /*  The port is free again: a second bind works. */
+  beat = kg_heartbeat_bind(info, &err);
+  KG_CHECK(beat != NULL);
+  kg_heartbeat_destroy(&beat);
+  zmq_close(c);
+  zmq_ctx_term(ctx);
+  kg_conninfo_destroy(&info);
+}
+
 KG_TEST_MAIN(KG_CASE(echo_while_caller_waits), KG_CASE(start_stop_repeated),
-             KG_CASE(bad_arguments))
+             KG_CASE(bad_arguments), KG_CASE(bind_own_context))
