@@ -312,6 +312,25 @@ kg_conninfo_set_random_key(kg_conninfo_t *self)
 }
 
 int
+kg_conninfo_share_key(kg_conninfo_t *self, const kg_conninfo_t *front)
+{
+  if (!front->key_len)
+    return kg_conninfo_set_random_key(self);
+  unsigned char *key = malloc(front->key_len);
+  if (!key)
+    return KG_ENOMEM;
+  memcpy(key, front->key, front->key_len);
+  if (self->key) {
+    sodium_memzero(self->key, self->key_len);
+    free(self->key);
+  }
+  self->key = key;
+  self->key_len = front->key_len;
+  snprintf(self->scheme, sizeof self->scheme, "%s", front->scheme);
+  return 0;
+}
+
+int
 kg_conninfo_endpoint(const kg_conninfo_t *self, kg_channel_t channel,
                      char *buf, size_t len)
 {

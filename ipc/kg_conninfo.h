@@ -59,6 +59,13 @@ int kg_conninfo_save(const kg_conninfo_t *self, const char *path);
     Returns 0 or KG_ENOMEM. */
 int kg_conninfo_set_random_key(kg_conninfo_t *self);
 
+/*  The key of a relay's inner link: a copy of front's key and scheme when
+    front has a key (so a relay can forward the inner peer's signatures to
+    the front as they are, and the front's to the inner peer, instead of
+    checking with one key and signing again with another), else a fresh
+    random key as kg_conninfo_set_random_key. Returns 0 or KG_ENOMEM. */
+int kg_conninfo_share_key(kg_conninfo_t *self, const kg_conninfo_t *front);
+
 /*  Format the ZeroMQ endpoint of channel into buf: "tcp://IP:PORT" or, for
     the ipc transport, "ipc://IP-PORT" (jupyter_client's convention). Returns
     0, or KG_ETOOBIG if buf is too small. */

@@ -3,7 +3,9 @@
     Layout of frames[] once split (kg_msg_parse or kg_msg_new):
       [0, nident)          identities (for iopub: the topic)
       nident               "<IDS|MSG>"
-      nident + 1           signature (as received; rewritten on send)
+      nident + 1           signature (as received; forwarded as it is when
+                           the sending signer has the key that checked it
+                           and no dict frame changed, else written anew)
       nident + 2 .. + 5    header, parent_header, metadata, content
       nident + 6 ..        buffers
     Before the split, frames[] is just what arrived (a heartbeat ping, or a
@@ -43,6 +45,9 @@ struct kg_msg_t {
   cJSON *json[4];               /*  parsed dict frames, lazily              */
   bool json_tried[4];           /*  parse attempted (and maybe failed)      */
   const kg_signer_t *presigned; /*  presig is valid for this signer         */
+  bool verified;                /*  the received signature checked out with  */
+  unsigned char verified_key[KG_SIGNER_KEY_ID_BYTES]; /* this key, and the
+                                    dict frames are unchanged since          */
   char presig[65];
   zmq_msg_t inline_frames[KG_MSG_INLINE];
 };
@@ -78,6 +83,7 @@ s_alloc(void)
   self->split = false;
   self->nident = 0;
   self->presigned = NULL;
+  self->verified = false;
   for (int i = 0; i < 4; i++) {
     self->json[i] = NULL;
     self->json_tried[i] = false;
@@ -265,6 +271,16 @@ s_presigner_start(void)
     pthread_detach(t);
 }
 
+static bool
+s_lower_hex(kg_frame_t sig)
+{
+  const char *p = sig.data;
+  for (size_t i = 0; i < sig.size; i++)
+    if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+      return false;
+  return sig.size > 0;
+}
+
 int
 kg_msg_parse(kg_msg_t *self, kg_signer_t *signer)
 {
@@ -291,7 +307,10 @@ kg_msg_parse_resign(kg_msg_t *self, kg_signer_t *signer, kg_signer_t *resign_wit
   s_dict_frames(self, parts);
   kg_frame_t sig = s_frame(self, d + 1);
   size_t dict_bytes = parts[0].size + parts[1].size + parts[2].size + parts[3].size;
+  /*  Nothing to sign ahead when the other side shares the key: the
+      received signature is forwarded as it is (kg_msg_send). */
   bool presign = resign_with && kg_signer_enabled(resign_with)
+                 && !kg_signer_same_key(signer, resign_with)
                  && dict_bytes >= KG_MSG_PRESIGN_MIN;
   if (presign) {
     pthread_once(&s_ps.once, s_presigner_start);
@@ -318,6 +337,13 @@ kg_msg_parse_resign(kg_msg_t *self, kg_signer_t *signer, kg_signer_t *resign_wit
   }
   if (rc != 0)
     return rc;
+  /*  Forwardable as received only in the spelling signing writes
+      (lowercase hex): jupyter_client compares the text, not the bytes. */
+  const unsigned char *key_id = kg_signer_key_id(signer);
+  if (key_id && s_lower_hex(sig)) {
+    memcpy(self->verified_key, key_id, sizeof self->verified_key);
+    self->verified = true;
+  }
   self->split = true;
   return 0;
 }
@@ -357,6 +383,26 @@ s_frame_from_bytes(zmq_msg_t *frame, const void *data, size_t len)
   if (len)
     memcpy(zmq_msg_data(frame), data, len);
   return 0;
+}
+
+const char *const kg_msg_drop_names[KG_DROP_COUNT] = {
+  "unsigned", "forged", "replayed", "malformed", "oversized"};
+
+kg_drop_kind_t
+kg_msg_drop_kind(int rc)
+{
+  switch (rc) {
+  case KG_ENOSIG:
+    return KG_DROP_UNSIGNED;
+  case KG_EBADSIG:
+    return KG_DROP_FORGED;
+  case KG_EREPLAY:
+    return KG_DROP_REPLAYED;
+  case KG_ETOOBIG:
+    return KG_DROP_OVERSIZED;
+  default:
+    return KG_DROP_MALFORMED;
+  }
 }
 
 void
@@ -568,6 +614,7 @@ kg_msg_set_json(kg_msg_t *self, kg_part_t part, const cJSON *json)
   zmq_msg_close(slot);
   *slot = frame;
   self->presigned = NULL;   /* signed bytes changed */
+  self->verified = false;
   /*  If the caller edited our own parsed copy, it now matches the frame:
       keep it. Anything else invalidates it. */
   if (self->json[part] != json) {
@@ -686,8 +733,15 @@ kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags)
 {
   if (!self->split)
     return -EINVAL;
-  char sig[65];
-  if (self->presigned && self->presigned == signer) {
+  /*  Checked with this very key and unchanged since: the received signature
+      frame is the one signing would write; forward it as it is. */
+  const unsigned char *key_id = kg_signer_key_id(signer);
+  bool forward_sig = self->verified && key_id
+                     && sodium_memcmp(key_id, self->verified_key, sizeof self->verified_key) == 0;
+  char sig[65] = "";
+  if (forward_sig) {
+    /*  sent below from the received frame */
+  } else if (self->presigned && self->presigned == signer) {
     memcpy(sig, self->presig, sizeof sig);
   } else {
     kg_frame_t parts[4];
@@ -704,7 +758,8 @@ kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags)
   if (rc == 0)
     rc = s_send_bytes(KG_DELIM, KG_DELIM_LEN, socket, flags | ZMQ_SNDMORE);
   if (rc == 0)
-    rc = s_send_bytes(sig, strlen(sig), socket, flags | ZMQ_SNDMORE);
+    rc = forward_sig ? s_send_shared(self, self->nident + 1, socket, flags | ZMQ_SNDMORE)
+                     : s_send_bytes(sig, strlen(sig), socket, flags | ZMQ_SNDMORE);
   for (i = self->nident + 2; rc == 0 && i < self->nframes; i++)
     rc = s_send_shared(self, i, socket,
                        flags | (i + 1 < self->nframes ? ZMQ_SNDMORE : 0));

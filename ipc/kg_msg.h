@@ -2,8 +2,10 @@
 
     Wire layout: identities..., "<IDS|MSG>", signature, header, parent_header,
     metadata, content, buffers... The four dict frames are kept as received,
-    byte for byte, so relaying a message only re-signs it; they are parsed as
-    JSON lazily and only after the signature was checked.
+    byte for byte, so relaying a message to a peer with the same key sends
+    the received signature too (no HMAC); to a peer with another key it is
+    only re-signed. They are parsed as JSON lazily and only after the
+    signature was checked.
 
     Frames are held as zmq messages: resending a large frame (a binary buffer,
     a big stream) does not copy its bytes.
@@ -108,8 +110,11 @@ const char *kg_msg_parent_id(kg_msg_t *self);
     session. Returns 0, KG_EBADJSON or KG_EBADHEADER. */
 int kg_msg_check_header(kg_msg_t *self);
 
-/*  Send self on socket: identities, delimiter, a fresh signature made with
-    signer over the four dict frames, the frames, the buffers. The message
+/*  Send self on socket: identities, delimiter, the signature, the frames,
+    the buffers. The signature is the received one, shared not copied, when
+    kg_msg_parse checked it with signer's key (kg_signer_same_key) and no
+    dict frame was replaced since; otherwise a fresh one made with signer
+    over the four dict frames. The message
     stays owned by the caller and can be sent again (frames are shared, not
     copied). flags as for zmq_msg_send (0 or ZMQ_DONTWAIT). Returns 0 or
     -errno (-EINVAL for a message that was never parsed). */
@@ -138,6 +143,22 @@ int kg_msg_send_raw(kg_msg_t *self, void *socket, int flags);
 typedef enum { KG_MSG_OP_SEND, KG_MSG_OP_RECV } kg_msg_op_t;
 typedef void (kg_msg_observer_fn)(void *socket, kg_msg_op_t op, int rc, void *arg);
 void kg_msg_set_observer(kg_msg_observer_fn *fn, void *arg);
+
+/*  Why a received message was dropped, for counting and rate-limited
+    logging: unsigned (KG_ENOSIG), forged (KG_EBADSIG), replayed
+    (KG_EREPLAY), oversized (KG_ETOOBIG), malformed (any other code from
+    kg_msg_parse or kg_msg_check_header). kg_msg_drop_names[kind] is the
+    word for a log line ("forged"). */
+typedef enum {
+  KG_DROP_UNSIGNED = 0,
+  KG_DROP_FORGED,
+  KG_DROP_REPLAYED,
+  KG_DROP_MALFORMED,
+  KG_DROP_OVERSIZED,
+  KG_DROP_COUNT
+} kg_drop_kind_t;
+extern const char *const kg_msg_drop_names[KG_DROP_COUNT];
+kg_drop_kind_t kg_msg_drop_kind(int rc);
 
 /*  Write a new uuid4 string (36 characters and a NUL) into out. */
 void kg_uuid4(char out[37]);

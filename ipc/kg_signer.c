@@ -26,6 +26,8 @@
 struct kg_signer_t {
   bool enabled;
   crypto_auth_hmacsha256_state keyed;   /*  state after init with the key  */
+  unsigned char key_id[KG_SIGNER_KEY_ID_BYTES];
+  unsigned long macs;                   /*  HMACs computed                 */             /*  BLAKE2b of the key: same key?  */
   /*  Replay history; capacity 0 disables it. */
   size_t capacity;                      /*  ring slots                      */
   size_t count;                         /*  ring slots in use               */
@@ -57,8 +59,10 @@ kg_signer_new(const void *key, size_t key_len, size_t replay_history)
   if (!self)
     return NULL;
   self->enabled = key_len > 0;
-  if (self->enabled)
+  if (self->enabled) {
     crypto_auth_hmacsha256_init(&self->keyed, key, key_len);
+    crypto_generichash(self->key_id, sizeof self->key_id, key, key_len, NULL, 0);
+  }
   if (self->enabled && replay_history > 0) {
     size_t tsize = 16;
     while (tsize < replay_history * 2)
@@ -94,10 +98,31 @@ kg_signer_enabled(const kg_signer_t *self)
   return self && self->enabled;
 }
 
+unsigned long
+kg_signer_mac_count(const kg_signer_t *self)
+{
+  return self->macs;
+}
+
+const unsigned char *
+kg_signer_key_id(const kg_signer_t *self)
+{
+  return kg_signer_enabled(self) ? self->key_id : NULL;
+}
+
+bool
+kg_signer_same_key(const kg_signer_t *a, const kg_signer_t *b)
+{
+  if (!kg_signer_enabled(a) || !kg_signer_enabled(b))
+    return false;
+  return a == b || sodium_memcmp(a->key_id, b->key_id, sizeof a->key_id) == 0;
+}
+
 static void
 s_mac(kg_signer_t *self, const kg_frame_t parts[4], unsigned char mac[KG_MAC_BYTES])
 {
   crypto_auth_hmacsha256_state st = self->keyed;
+  self->macs++;
   for (int i = 0; i < 4; i++)
     if (parts[i].size > 0)
       crypto_auth_hmacsha256_update(&st, parts[i].data, parts[i].size);

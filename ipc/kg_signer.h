@@ -32,6 +32,22 @@ void kg_signer_destroy(kg_signer_t **self_p);
 /*  True if the signer has a non-empty key. */
 bool kg_signer_enabled(const kg_signer_t *self);
 
+/*  True if a and b sign with the same non-empty key (so a signature one
+    checked is exactly the one the other would write: a relay may forward it
+    instead of signing again). Compares keyed digests of the keys, not the
+    keys, in constant time. False if either is NULL or disabled. */
+bool kg_signer_same_key(const kg_signer_t *a, const kg_signer_t *b);
+
+/*  How many HMACs self has computed (signing and checking), for tests and
+    benchmarks that show what a relay path costs. */
+unsigned long kg_signer_mac_count(const kg_signer_t *self);
+
+/*  The 32-byte unkeyed digest (BLAKE2b) identifying self's key, for a
+    message that must remember which key checked it after the signer is
+    gone; NULL if signing is disabled. Borrowed, valid while self lives. */
+#define KG_SIGNER_KEY_ID_BYTES 32
+const unsigned char *kg_signer_key_id(const kg_signer_t *self);
+
 /*  Write the lowercase hex HMAC of the four frames into out (64 characters
     and a NUL). With signing disabled, out is "". */
 void kg_signer_sign(kg_signer_t *self, const kg_frame_t parts[4], char out[65]);

@@ -12,6 +12,7 @@
 #include <zmq.h>
 
 #include "kg_cli.h"
+#include "kg_clock.h"
 #include "kg_log.h"
 #include "kg_clock.h"
 #include "kg_sup_parent.h"
@@ -194,6 +195,7 @@ kg_supervisor_run(kg_supervisor_t *S)
     kg__timers(S);
   }
   kg_msg_set_observer(NULL, NULL);
+  kg__droplog_flush(S, kg_clock_mono_ms(), true);
   kg_notice("kguard exiting: %lu relayed, %lu forged or unsigned, %lu malformed, "
             "%lu oversized, %lu unroutable messages dropped",
             S->n_relayed, S->n_forged, S->n_malformed, S->n_oversized, S->n_unrouted);

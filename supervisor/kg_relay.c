@@ -72,8 +72,9 @@ s_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_msg_t **
       return 0;
     if (rc == KG_ETOOBIG) {
       S->n_oversized++;
-      kg_warning("dropped an oversized message on the %s %s channel", side,
-                 kg_channel_name(ch));
+      if (kg_ratelog_note(S->droplog, KG_DROP_OVERSIZED, kg_clock_mono_ms()) == KG_RATELOG_FULL)
+        kg_warning("dropped an oversized message on the %s %s channel", side,
+                   kg_channel_name(ch));
       continue;
     }
     if (rc != -ETERM)
@@ -98,8 +99,11 @@ s_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, kg_signer_t *resign_wi
     S->n_forged++;
   else
     S->n_malformed++;
-  kg_warning("dropped a message on the %s %s channel: %s (%lu forged, %lu malformed so far)",
-             side, kg_channel_name(ch), kg_strerror(rc), S->n_forged, S->n_malformed);
+  /* Anyone who reaches the ports can send these: the log gets the first
+     few of each kind, then a summary per interval (kg__relay_timers). */
+  if (kg_ratelog_note(S->droplog, kg_msg_drop_kind(rc), kg_clock_mono_ms()) == KG_RATELOG_FULL)
+    kg_warning("dropped a message on the %s %s channel: %s (%lu forged, %lu malformed so far)",
+               side, kg_channel_name(ch), kg_strerror(rc), S->n_forged, S->n_malformed);
   return false;
 }
 
@@ -440,9 +444,10 @@ s_probe_expiry(const kg_sup_t *S)
 int64_t
 kg__relay_deadline(const kg_sup_t *S)
 {
-  int64_t cands[3] = {S->trim_at_ms, s_running_expiry(S), s_probe_expiry(S)};
+  int64_t cands[4] = {S->trim_at_ms, s_running_expiry(S), s_probe_expiry(S),
+                      kg_ratelog_deadline(S->droplog)};
   int64_t next = 0;
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 4; i++)
     if (cands[i] && (!next || cands[i] < next))
       next = cands[i];
   return next;
@@ -451,6 +456,7 @@ kg__relay_deadline(const kg_sup_t *S)
 void
 kg__relay_timers(kg_sup_t *S, int64_t now)
 {
+  kg__droplog_flush(S, now, false);
   if (S->trim_at_ms && now >= S->trim_at_ms) {
     S->trim_at_ms = 0;
     malloc_trim(0);
@@ -465,6 +471,15 @@ kg__relay_timers(kg_sup_t *S, int64_t now)
     S->abort_idle_id[0] = S->abort_probe_id[0] = '\0';
     kg__flush_held(S);
   }
+}
+
+void
+kg__droplog_flush(kg_sup_t *S, int64_t now, bool force)
+{
+  char *line = kg_ratelog_summary(S->droplog, now, force);
+  if (line)
+    kg_warning("%s", line);
+  free(line);
 }
 
 void

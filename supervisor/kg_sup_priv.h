@@ -18,9 +18,11 @@
 #include "kg_classifier.h"
 #include "kg_conninfo.h"
 #include "kg_diagnosis.h"
+#include "kg_heartbeat.h"
 #include "kg_incident.h"
 #include "kg_msg.h"
 #include "kg_pending.h"
+#include "kg_ratelog.h"
 #include "kg_policy.h"
 #include "kg_ring.h"
 #include "kg_parentwatch.h"
@@ -37,6 +39,8 @@
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
 #define KG__SHUTDOWN_REPLY_MS 1000
 #define KG__HELPER_TIMEOUT_MS 30000
+#define KG__DROPLOG_BURST 5        /* dropped messages logged in full ...   */
+#define KG__DROPLOG_INTERVAL_MS 10000 /* ... per kind per interval          */
 #define KG__ABORT_PROBE_MS 2000   /*  after an error reply: wait for the probe */
 #define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
 #define KG__TRIM_DELAY_MS 500     /*  ... frees memory this long after the last */
@@ -92,6 +96,8 @@ struct kg_supervisor_t {
   kg_conninfo_t *inner_info;
   kg_signer_t *front_signer;
   kg_signer_t *inner_signer;
+  kg_heartbeat_t *heartbeat;   /* echoes on the bound hb socket (its own
+                                  thread; front[KG_CH_HB] is NULL) */
   void *front[KG_CH_COUNT];     /*  bound: ROUTER x3 + hb ROUTER, PUB iopub  */
   void *kern[KG_CH_COUNT];      /*  DEALER x3 (one routing id), SUB iopub    */
   char routing_id[40];
@@ -172,6 +178,8 @@ struct kg_supervisor_t {
 
   /* counters */
   unsigned long n_forged, n_malformed, n_oversized, n_unrouted, n_relayed;
+  kg_ratelog_t *droplog;   /* dropped messages: the first few in full, then a
+                              summary per KG__DROPLOG_INTERVAL_MS */
 };
 
 typedef struct kg_supervisor_t kg_sup_t;
@@ -188,6 +196,8 @@ long kg__timeout_ms(kg_sup_t *S);             /* until the next deadline */
 void kg__on_front(kg_sup_t *S, kg_channel_t ch);
 void kg__on_kernel(kg_sup_t *S, kg_channel_t ch);
 void kg__on_hb(kg_sup_t *S);
+/*  Log the dropped-message summary if its interval ended (or now, if force). */
+void kg__droplog_flush(kg_sup_t *S, int64_t now, bool force);
 void kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p);
 void kg__flush_held(kg_sup_t *S);
 void kg__doom_queue(kg_sup_t *S);

@@ -154,7 +154,9 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     goto fail;
   }
   S->front_signer = kg_signer_new(S->front_info->key, S->front_info->key_len, 65536);
-  if (!S->front_signer)
+  S->droplog = kg_ratelog_new(KG_DROP_COUNT, kg_msg_drop_names, KG__DROPLOG_BURST,
+                              KG__DROPLOG_INTERVAL_MS);
+  if (!S->front_signer || !S->droplog)
     goto fail;
 
   /* Diagnosis: the rules are data; bad rules are a configuration error. */
@@ -194,12 +196,23 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     goto fail;
   }
   for (int ch = 0; ch < KG_CH_COUNT; ch++) {
+    if (ch == KG_CH_HB)
+      continue;   /* the heartbeat thread's, below */
     S->front[ch] = kg_socket_bind(S->ctx, S->front_info, (kg_channel_t) ch, &rc);
     if (!S->front[ch]) {
       kg_error("unable to bind the %s channel: %s", kg_channel_name((kg_channel_t) ch),
                kg_strerror(rc));
       goto fail;
     }
+  }
+  /* Heartbeats are echoed in a thread (and a zmq context, so an I/O thread)
+     of their own, as ipykernel does, so a busy loop (a cell printing
+     hundreds of MB) never looks dead to the frontend. front[KG_CH_HB] stays
+     NULL. */
+  S->heartbeat = kg_heartbeat_bind(S->front_info, &rc);
+  if (!S->heartbeat) {
+    kg_error("unable to start the heartbeat thread: %s", kg_strerror(rc));
+    goto fail;
   }
   kg_uuid4(S->session);   /* until the kernel's own session is seen */
   S->running = true;
@@ -242,6 +255,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_child_destroy(&S->child);
   s_helper_free(&S->ckpt);
   s_helper_free(&S->probe);
+  kg_heartbeat_destroy(&S->heartbeat);
   for (int ch = 0; ch < KG_CH_COUNT; ch++) {
     kg_socket_close(&S->front[ch]);
     kg_socket_close(&S->kern[ch]);
@@ -254,6 +268,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_conninfo_destroy(&S->inner_info);
   kg_signer_destroy(&S->front_signer);
   kg_signer_destroy(&S->inner_signer);
+  kg_ratelog_destroy(&S->droplog);
   kg_pending_destroy(&S->pending);
   kg_ring_destroy(&S->out_ring);
   kg_ring_destroy(&S->err_ring);
@@ -376,7 +391,9 @@ s_start_kernel(kg_sup_t *S)
   snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->runtime_dir);
   for (int ch = 0; ch < KG_CH_COUNT; ch++)
     S->inner_info->ports[ch] = 1 + ch + 5 * (S->generation % 10000);
-  int rc = kg_conninfo_set_random_key(S->inner_info);
+  /* The frontend's key (the file lives in kguard's 0700 runtime dir): the
+     kernel's signatures go to the frontend as they are, no HMAC again. */
+  int rc = kg_conninfo_share_key(S->inner_info, S->front_info);
   if (rc == 0) {
     kg_signer_destroy(&S->inner_signer);
     S->inner_signer = kg_signer_new(S->inner_info->key, S->inner_info->key_len, 0);

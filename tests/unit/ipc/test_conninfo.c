@@ -336,6 +336,34 @@ KG_TEST(save_empty_key)
   s_rmdir();
 }
 
+/*  The inner link's key is the frontend's, bytes and scheme; a frontend
+    without a key leaves the inner link a random one of its own. */
+KG_TEST(share_key)
+{
+  kg_conninfo_t *front = kg_conninfo_new();
+  kg_conninfo_t *inner = kg_conninfo_new();
+  KG_CHECK_INT(kg_conninfo_set_random_key(inner), 0);
+  unsigned char key[5] = {'k', 0, 0xc3, 0xa9, 'y'};   /* any bytes the file held */
+  front->key = malloc(sizeof key);
+  memcpy(front->key, key, sizeof key);
+  front->key_len = sizeof key;
+  strcpy(front->scheme, "hmac-sha256");
+  KG_CHECK_INT(kg_conninfo_share_key(inner, front), 0);
+  KG_CHECK_INT(inner->key_len, sizeof key);
+  KG_CHECK(memcmp(inner->key, key, sizeof key) == 0);
+  KG_CHECK(inner->key != front->key);                   /* a copy */
+  KG_CHECK_STR(inner->scheme, "hmac-sha256");
+
+  kg_conninfo_t *keyless = kg_conninfo_new();
+  KG_CHECK_INT(keyless->key_len, 0);
+  KG_CHECK_INT(kg_conninfo_share_key(inner, keyless), 0);
+  KG_CHECK_INT(inner->key_len, 64);
+  KG_CHECK_STR(inner->scheme, "hmac-sha256");
+  kg_conninfo_destroy(&front);
+  kg_conninfo_destroy(&inner);
+  kg_conninfo_destroy(&keyless);
+}
+
 KG_TEST_MAIN(KG_CASE(load_tcp), KG_CASE(load_ipc_empty_key), KG_CASE(channel_names),
              KG_CASE(malformed_fields), KG_CASE(not_an_object), KG_CASE(too_big),
-             KG_CASE(missing_file), KG_CASE(save_roundtrip), KG_CASE(save_empty_key))
+             KG_CASE(missing_file), KG_CASE(save_roundtrip), KG_CASE(save_empty_key), KG_CASE(share_key))

@@ -810,7 +810,74 @@ KG_TEST(resign_large)
   s_unpair();
 }
 
+/*  Relayed to a peer with the key that checked it, a message goes out with
+    the received signature, unchanged and without an HMAC of its own; once
+    a dict frame changed, or to a peer with another key, it is signed
+    anew. A signature in uppercase hex (valid, but jupyter_client compares
+    the text) is rewritten in the lowercase spelling frontends accept. */
+KG_TEST(same_key_forwards_signature)
+{
+  s_pair();
+  kg_signer_t *check = kg_signer_new("shared", 6, 65536);
+  kg_signer_t *front = kg_signer_new("shared", 6, 0);
+  kg_signer_t *other = kg_signer_new("other", 5, 0);
+  KG_CHECK(kg_signer_same_key(check, front));
+  KG_CHECK(!kg_signer_same_key(check, other));
+  kg_frame_t parts[4];
+  for (int i = 0; i < 4; i++)
+    parts[i] = (kg_frame_t) {s_dicts[i], strlen(s_dicts[i])};
+  char want[65], want_other[65];
+  kg_signer_sign(front, parts, want);
+  kg_signer_sign(other, parts, want_other);
+  unsigned long front_macs = kg_signer_mac_count(front);
+
+  s_send_signed(s_a, check, 0, NULL, s_dicts, 0, NULL);
+  kg_msg_t *m = NULL;
+  KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
+  KG_CHECK_INT(kg_msg_parse_resign(m, check, front), 0);
+  KG_CHECK_INT(kg_msg_send(m, s_a, front, 0), 0);
+  KG_CHECK(s_sent_sig_is(want));
+  KG_CHECK_INT(kg_signer_mac_count(front), front_macs);   /* forwarded, not signed */
+  KG_CHECK_INT(kg_msg_send(m, s_a, other, 0), 0);
+  KG_CHECK(s_sent_sig_is(want_other));
+  cJSON *meta = cJSON_Parse("{\"kguard\":1}");
+  KG_CHECK_INT(kg_msg_set_json(m, KG_PART_METADATA, meta), 0);
+  cJSON_Delete(meta);
+  kg_frame_t changed[4] = {parts[0], parts[1], {"{\"kguard\":1}", 12}, parts[3]};
+  char want_changed[65];
+  kg_signer_sign(front, changed, want_changed);
+  front_macs = kg_signer_mac_count(front);
+  KG_CHECK_INT(kg_msg_send(m, s_a, front, 0), 0);
+  KG_CHECK(s_sent_sig_is(want_changed));
+  KG_CHECK_INT(kg_signer_mac_count(front), front_macs + 1);
+  kg_msg_destroy(&m);
+
+  /*  Uppercase hex: accepted, but sent on in lowercase. */
+  const char *dicts[4] = {s_dicts[0], "{\"msg_id\":\"p2\"}", s_dicts[2], s_dicts[3]};
+  for (int i = 0; i < 4; i++)
+    parts[i] = (kg_frame_t) {dicts[i], strlen(dicts[i])};
+  char sig[65];
+  kg_signer_sign(front, parts, sig);
+  memcpy(want, sig, sizeof want);
+  for (char *c = sig; *c; c++)
+    if (*c >= 'a' && *c <= 'f')
+      *c = (char) (*c - 'a' + 'A');
+  const char *frames[6] = {"<IDS|MSG>", sig, dicts[0], dicts[1], dicts[2], dicts[3]};
+  s_send_strs(s_a, 6, frames);
+  KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
+  KG_CHECK_INT(kg_msg_parse(m, check), 0);
+  KG_CHECK_INT(kg_msg_send(m, s_a, front, 0), 0);
+  KG_CHECK(s_sent_sig_is(want));
+  kg_msg_destroy(&m);
+
+  kg_signer_destroy(&check);
+  kg_signer_destroy(&front);
+  kg_signer_destroy(&other);
+  s_unpair();
+}
+
 KG_TEST_MAIN(KG_CASE(parse_signed), KG_CASE(framing_errors), KG_CASE(bad_json_and_header),
              KG_CASE(identities), KG_CASE(buffers_and_resend), KG_CASE(set_json),
              KG_CASE(new_message), KG_CASE(heartbeat_raw), KG_CASE(too_many_frames),
-             KG_CASE(too_many_bytes), KG_CASE(sockets), KG_CASE(resign_large))
+             KG_CASE(too_many_bytes), KG_CASE(sockets), KG_CASE(resign_large),
+             KG_CASE(same_key_forwards_signature))

@@ -232,5 +232,35 @@ KG_TEST(replay_history_bounded)
   kg_signer_destroy(&s);
 }
 
+/*  Two signers with the same key are recognised as such (a relay then
+    forwards signatures instead of signing again); a different key, a
+    disabled signer or NULL never are. The MAC counter counts both signing
+    and checking. */
+KG_TEST(same_key)
+{
+  kg_signer_t *a = kg_signer_new("secret", 6, 16);
+  kg_signer_t *b = kg_signer_new("secret", 6, 0);
+  kg_signer_t *c = kg_signer_new("secreT", 6, 0);
+  kg_signer_t *d = kg_signer_new("secret\0", 7, 0);
+  kg_signer_t *none = kg_signer_new("", 0, 0);
+  KG_CHECK(kg_signer_same_key(a, b) && kg_signer_same_key(b, a) && kg_signer_same_key(a, a));
+  KG_CHECK(!kg_signer_same_key(a, c) && !kg_signer_same_key(a, d));
+  KG_CHECK(!kg_signer_same_key(a, none) && !kg_signer_same_key(none, none));
+  KG_CHECK(!kg_signer_same_key(a, NULL) && !kg_signer_same_key(NULL, NULL));
+  KG_CHECK(kg_signer_key_id(none) == NULL && kg_signer_key_id(a) != NULL);
+  kg_frame_t parts[4];
+  s_parts(parts, "{\"msg_id\":\"1\"}", "{}", "{}", "{}");
+  char sig[65];
+  KG_CHECK_INT(kg_signer_mac_count(a), 0);
+  kg_signer_sign(a, parts, sig);
+  KG_CHECK_INT(kg_signer_verify(a, sig, 64, parts), 0);
+  KG_CHECK_INT(kg_signer_mac_count(a), 2);
+  kg_signer_destroy(&a);
+  kg_signer_destroy(&b);
+  kg_signer_destroy(&c);
+  kg_signer_destroy(&d);
+  kg_signer_destroy(&none);
+}
+
 KG_TEST_MAIN(KG_CASE(rfc4231), KG_CASE(empty_key), KG_CASE(rejections), KG_CASE(replay),
-             KG_CASE(replay_history_bounded))
+             KG_CASE(replay_history_bounded), KG_CASE(same_key))

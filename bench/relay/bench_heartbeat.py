@@ -1,0 +1,134 @@
+#!/usr/bin/python3
+"""Heartbeat latency and peak memory of kguard while a cell prints a burst.
+
+    /usr/bin/python3 bench/relay/bench_heartbeat.py --kguard build-rperf/kguard \
+        [--compare before=/path/to/older/kguard] [--runs 3] [--mb 200]
+
+For each binary (alternating, --runs times each): a fresh `kguard kernel`
+over ipykernel (jupyter_client's KernelManager); a thread pings the
+heartbeat channel (REQ, like jupyter_client's HBChannel) every 50 ms and
+records each echo's latency while a cell writes --mb MB to stdout in 1 MB
+writes; the client drains iopub and notes the largest stream message. Then
+kguard's VmHWM (peak RSS) against that largest message. Reports, per
+binary, the median and max heartbeat latency over all pings of all runs,
+and the peak RSS of each run. A benchmark, not a test: it asserts nothing.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+import zmq
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpecManager
+
+INNER = ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+
+
+def pinger(endpoint, stop, lat):
+    ctx = zmq.Context.instance()
+    s = ctx.socket(zmq.REQ)
+    s.setsockopt(zmq.LINGER, 0)
+    s.connect(endpoint)
+    i = 0
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        s.send(b"ping-%d" % i)
+        if not s.poll(30000):
+            lat.append(float("inf"))
+            break
+        s.recv()
+        lat.append(time.perf_counter() - t0)
+        i += 1
+        stop.wait(max(0.0, 0.05 - (time.perf_counter() - t0)))
+    s.close()
+
+
+def one_run(ksm, name, mb):
+    km = KernelManager(kernel_name=name, kernel_spec_manager=ksm)
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        info = km.get_connection_info()
+        ep = "%s://%s:%d" % (info["transport"], info["ip"], info["hb_port"])
+        stop, lat = threading.Event(), []
+        t = threading.Thread(target=pinger, args=(ep, stop, lat))
+        code = f"import sys\nfor _ in range({mb}):\n    sys.stdout.write('x' * 1000000)\n"
+        t.start()
+        msg_id = kc.execute(code)
+        largest = 0
+        while True:
+            m = kc.get_iopub_msg(timeout=300)
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            if m["msg_type"] == "stream":
+                largest = max(largest, len(m["content"]["text"]))
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                break
+        stop.set()
+        t.join()
+        kc.get_shell_msg(timeout=60)
+        pid = km.provisioner.process.pid
+        with open(f"/proc/{pid}/status") as f:
+            hwm = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+        return lat, hwm, largest
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kguard", required=True)
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--mb", type=int, default=200)
+    args = ap.parse_args()
+    bins = {"kguard": os.path.abspath(args.kguard)}
+    for c in args.compare:
+        n, _, p = c.partition("=")
+        bins[n] = os.path.abspath(p)
+    root = tempfile.mkdtemp(prefix="kguard-hb-")
+    try:
+        os.environ["KGUARD_STATE_DIR"] = os.path.join(root, "state")
+        for n, exe in bins.items():
+            d = os.path.join(root, "kernels", n)
+            os.makedirs(d)
+            with open(os.path.join(d, "kernel.json"), "w") as f:
+                json.dump({"argv": [exe, "kernel", "-f", "{connection_file}", "--"] + INNER,
+                           "display_name": n, "language": "python"}, f)
+        ksm = KernelSpecManager(kernel_dirs=[os.path.join(root, "kernels")])
+        res = {n: {"lat": [], "hwm": [], "largest": []} for n in bins}
+        for r in range(args.runs):
+            for n in (list(bins) if r % 2 == 0 else list(bins)[::-1]):
+                lat, hwm, largest = one_run(ksm, n, args.mb)
+                res[n]["lat"] += lat
+                res[n]["hwm"].append(hwm)
+                res[n]["largest"].append(largest)
+                print(f"run {r + 1} {n}: {len(lat)} pings, max {max(lat) * 1e3:.1f} ms, "
+                      f"peak RSS {hwm / 1024:.0f} MiB, largest message {largest / 2**20:.1f} MiB",
+                      file=sys.stderr)
+        print(f"{args.mb} MB printed in 1 MB writes, {args.runs} runs per binary")
+        for n, d in res.items():
+            lat = sorted(d["lat"])
+            p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+            ratios = [h * 1024 / l for h, l in zip(d["hwm"], d["largest"]) if l]
+            print(f"  {n:8} heartbeat latency: median {statistics.median(lat) * 1e3:.2f} ms, "
+                  f"p99 {p99 * 1e3:.1f} ms, max {lat[-1] * 1e3:.1f} ms ({len(lat)} pings); "
+                  f"peak RSS {', '.join(f'{h / 1024:.0f}' for h in d['hwm'])} MiB; "
+                  f"largest message {max(d['largest']) / 2**20:.1f} MiB; "
+                  f"peak/largest {', '.join(f'{x:.2f}' for x in ratios)}")
+    finally:
+        shutil.rmtree(root, True)
+
+
+if __name__ == "__main__":
+    main()
