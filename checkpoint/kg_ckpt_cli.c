@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kg_clock.h"
+#include "kg_ckpt_cli_read.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
@@ -50,12 +51,14 @@ static const char s_help_main[] =
   "\n"
   "commands:\n"
   "  seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
-  "  verify FILE...\n"
+  "  verify [--progress] FILE...\n"
   "  list CKPT_DIR [--json]\n"
   "  latest CKPT_DIR [--before TIME]\n"
   "  restore FILE DEST\n"
   "  quarantine CKPT_DIR --incident ID --from TIME\n"
   "  resume-prepare --dir CKPT_DIR --before T_MS --incident ID --into DEST --json\n"
+  "  manifest FILE\n"
+  "  gc CKPT_DIR\n"
   "\n"
   "TIME is ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds since the epoch.\n"
   "Keys: $KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard\n"
@@ -73,13 +76,16 @@ static const char s_help_seal[] =
   "exit: 0 sealed, 100 usage (also: DIR holds links or special files), 111 system.\n";
 
 static const char s_help_verify[] =
-  "usage: kguard ckpt verify FILE...\n"
+  "usage: kguard ckpt verify [--progress] FILE...\n"
   "\n"
   "Check each archive in one streaming pass: manifest signature first, then\n"
   "every member's type, name, size and BLAKE2b-256 digest. Prints one line per\n"
   "file: 'FILE: VERDICT: reason'. A plain torch.save file (zip) has every\n"
   "member read so its CRC is checked, without unpickling anything.\n"
-  "The exit code is the highest verdict code among the files.\n\n" VERDICT_CODES;
+  "The exit code is the highest verdict code among the files.\n"
+  "--progress: write 'kguard-progress DONE TOTAL' lines (bytes of the file) to\n"
+  "stderr at the start, at least once a second while reading, and at the end.\n\n"
+  VERDICT_CODES;
 
 static const char s_help_list[] =
   "usage: kguard ckpt list CKPT_DIR [--json]\n"
@@ -118,15 +124,22 @@ static const char s_help_resume[] =
   "                                  --into DEST --json\n"
   "\n"
   "For the supervisor after a sticky failure at T_MS: quarantine checkpoints\n"
-  "sealed at or after T_MS, restore the newest one sealed strictly before it\n"
-  "that verifies into DEST (a new directory), and print one JSON object:\n"
-  "  {\"status\": \"restored\"|\"none\", \"archive\", \"step\", \"run\", \"sealed_at\",\n"
-  "   \"sealed_at_ms\", \"digest\": \"blake2b-256:<hex of the manifest>\",\n"
-  "   \"digest_of\": \"manifest\", \"dir\", \"before_ms\", \"incident\",\n"
-  "   \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
+  "sealed at or after T_MS, then verify completely, newest first, those sealed\n"
+  "strictly before it until one is valid. An uncompressed checkpoint is checked\n"
+  "in place and not copied (\"dir\": \"\": the kernel reads it from the archive);\n"
+  "a zstd one is restored into CKPT_DIR/.restored-ID. DEST is accepted for\n"
+  "compatibility and not written. Prints one JSON object:\n"
+  "  {\"status\": \"restored\"|\"none\"|\"failed\", \"archive\", \"archive_abs\",\n"
+  "   \"step\", \"run\", \"sealed_at\", \"sealed_at_ms\",\n"
+  "   \"digest\": \"blake2b-256:<hex of the manifest>\", \"digest_of\": \"manifest\",\n"
+  "   \"dir\", \"in_place\", \"compression\", \"bytes\", \"error\" (when failed),\n"
+  "   \"before_ms\", \"incident\", \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
   "   \"skipped\": [{\"archive\", \"reason\"}]}\n"
-  "On failure it prints {\"status\": \"error\", \"error\": \"...\"}.\n"
-  "exit: 0 restored or none, 100 usage, 111 system.\n";
+  "\"failed\": a checkpoint could not be read or copied (system error); nothing\n"
+  "partial remains. Progress: 'kguard-progress DONE TOTAL' lines on stderr, at\n"
+  "the start of each candidate and at least once a second while it is read.\n"
+  "On bad usage it prints {\"status\": \"error\", \"error\": \"...\"}.\n"
+  "exit: 0 restored or none, 111 failed or system error, 100 usage.\n";
 
 static const char s_help_keygen[] =
   "usage: kguard keygen [--force]\n"
@@ -240,21 +253,39 @@ s_seal(int argc, char **argv)
 
 /* ---- verify ----------------------------------------------------------------- */
 
+/*  The progress line the supervisor reads on stderr to push back its
+    stall deadline (see FORMAT.md, "Progress"). */
+static void
+s_progress_line(void *arg, uint64_t done, uint64_t total)
+{
+  (void) arg;
+  fprintf(stderr, "kguard-progress %llu %llu\n", (unsigned long long) done,
+          (unsigned long long) total);
+  fflush(stderr);
+}
+
+
 static int
 s_verify(int argc, char **argv)
 {
   int worst = 0, files = 0;
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   const unsigned char *pk = NULL;
+  bool progress = false;
   for (int i = 1; i < argc; i++)
     if (s_is_help(argv[i])) {
       fputs(s_help_verify, stdout);
       return KG_EXIT_OK;
+    } else if (strcmp(argv[i], "--progress") == 0) {
+      progress = true;
     }
   pk = s_public_key(pkbuf);
+  kg_ckpt_sink_t watch = {.progress = s_progress_line};
   for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--progress") == 0)
+      continue;
     kg_ckpt_report_t r;
-    int rc = kg_ckpt_verify(argv[i], pk, 0, NULL, &r);
+    int rc = kg_ckpt_verify(argv[i], pk, 0, progress ? &watch : NULL, &r);
     files++;
     if (rc == 0)
       printf("%s: valid: step %" PRId64 ", run %s, sealed %s, key %s, manifest blake2b-256:%.16s\n",
@@ -419,7 +450,7 @@ s_restore(int argc, char **argv)
     return s_usage("restore needs FILE and DEST", NULL);
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   kg_ckpt_report_t r;
-  int rc = kg_ckpt_restore(pos[0], pos[1], s_public_key(pkbuf), &r);
+  int rc = kg_ckpt_restore(pos[0], pos[1], s_public_key(pkbuf), NULL, &r);
   if (rc == 0)
     printf("%s: restored step %" PRId64 " into %s\n", pos[0], r.manifest->step, pos[1]);
   else if (kg_ckpt_status_of(rc) > 0)
@@ -518,15 +549,18 @@ s_resume(int argc, char **argv)
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   cJSON *out = NULL;
   char why[600] = "";
-  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, s_public_key(pkbuf), &out, why,
-                                  sizeof why);
+  kg_ckpt_sink_t watch = {.progress = s_progress_line};
+  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, &watch, s_public_key(pkbuf),
+                                  &out, why, sizeof why);
   if (rc < 0)
     return s_json_error(rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM, why);
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(out, "status");
+  bool failed = cJSON_IsString(status) && strcmp(status->valuestring, "failed") == 0;
   char *text = cJSON_PrintUnformatted(out);
   printf("%s\n", text);
   free(text);
   cJSON_Delete(out);
-  return KG_EXIT_OK;
+  return failed ? KG_EXIT_SYSTEM : KG_EXIT_OK;
 }
 
 int
@@ -557,6 +591,10 @@ kg_ckpt_cli_main(int argc, char **argv)
     return s_quarantine(argc, argv);
   if (strcmp(cmd, "resume-prepare") == 0)
     return s_resume(argc, argv);
+  if (strcmp(cmd, "manifest") == 0)
+    return kg_ckpt_cli_manifest(argc, argv);
+  if (strcmp(cmd, "gc") == 0)
+    return kg_ckpt_cli_gc(argc, argv);
   return s_usage("unknown ckpt command", cmd);
 }
 

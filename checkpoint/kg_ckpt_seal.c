@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "kg_clock.h"
+#include "kg_ckpt_gc.h"
 #include "kg_ckpt_hasher.h"
 #include "kg_ckpt_manifest.h"
 #include "kg_ckpt_util.h"
@@ -473,6 +474,49 @@ s_rename_noreplace(const char *from, const char *to)
   return 0;
 }
 
+/*  mkostemp the template and take the writer's lock (kg_ckpt_gc.h). A gc
+    may remove the name between the two steps (the file is not locked yet):
+    then try again with a fresh name. Returns 0 with *fd set, or -errno. */
+static int
+s_create_locked_tmp(char *tmpl, int *fd)
+{
+  size_t len = strlen(tmpl);
+  for (int tries = 0; tries < 10; tries++) {
+    memcpy(tmpl + len - 6, "XXXXXX", 6);
+    int f = mkostemp(tmpl, O_CLOEXEC);
+    if (f < 0)
+      return -errno;
+    struct stat mine, named;
+    int rc = kg_ckpt_gc_lock(f);
+    if (rc == 0 && fstat(f, &mine) == 0 && stat(tmpl, &named) == 0
+        && mine.st_ino == named.st_ino && mine.st_dev == named.st_dev) {
+      *fd = f;
+      return 0;
+    }
+    close(f);
+    if (rc < 0)
+      return rc;
+  }
+  return -EAGAIN;
+}
+
+/*  Rewrite final ("...<stamp>.kgckpt.tar[.zst]" or "...<stamp>-<k-1>...")
+    as "...<stamp>-<k>.kgckpt.tar[.zst]". */
+static int
+s_numbered(char *final, size_t size, bool zstd, int k)
+{
+  const char *suffix = zstd ? KG_CKPT_SUFFIX_ZSTD : KG_CKPT_SUFFIX;
+  size_t n = strlen(final) - strlen(suffix);
+  if (k > 2) { /* drop the previous "-<k-1>" */
+    while (n > 0 && final[n - 1] != '-')
+      n--;
+    n--;
+  }
+  if ((size_t) snprintf(final + n, size - n, "-%d%s", k, suffix) >= size - n)
+    return KG_ETOOBIG;
+  return 0;
+}
+
 int
 kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, size_t whysize)
 {
@@ -550,8 +594,10 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     rc = s_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", final);
     goto out;
   }
-  if ((outfd = mkostemp(tmp, O_CLOEXEC)) < 0) {
-    rc = s_fail(why, whysize, -errno, "creating a temporary file in '%s': %s", dir);
+  /* Temporaries of seals whose writer is gone (kg_ckpt_gc.h). */
+  kg_ckpt_gc(dir, true, NULL);
+  if ((rc = s_create_locked_tmp(tmp, &outfd)) < 0) {
+    s_fail(why, whysize, rc, "creating a temporary file in '%s': %s", dir);
     goto out;
   }
   have_tmp = true;
@@ -585,7 +631,13 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     goto out;
   }
   outfd = -1;
-  if ((rc = s_rename_noreplace(tmp, final)) < 0) {
+  /* Two seals of one step in the same millisecond: the second takes
+     "...-N" before the suffix rather than failing. */
+  for (int k = 2; (rc = s_rename_noreplace(tmp, final)) == KG_EEXISTS && o->into && k < 100;
+       k++)
+    if ((rc = s_numbered(final, sizeof final, o->zstd, k)) < 0)
+      break;
+  if (rc < 0) {
     s_fail(why, whysize, rc, "renaming into place '%s': %s", final);
     goto out;
   }
@@ -597,6 +649,10 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     goto out;
   }
   snprintf(out, size, "%s", final);
+  /* A newer checkpoint is sealed: copies of zstd checkpoints restored
+     earlier are behind the run now. */
+  if (o->into)
+    kg_ckpt_gc(dir, false, NULL);
 out:
   if (outfd >= 0)
     close(outfd);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kg_ckpt_util.h"
@@ -108,6 +109,101 @@ s_check_type(kg_ckpt_report_t *r, struct archive_entry *e, const char *name)
   if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
     return s_set(r, KG_ECKPT_MALFORMED, name, "member '%s' has no size", name);
   return 0;
+}
+
+
+/* ---- the archive reader: progress and the slow-disk test hook ----------- */
+
+typedef struct {
+  int fd;
+  unsigned char *buf;              /* READ_BLOCK bytes                     */
+  uint64_t done, total;            /* bytes of the file read, its size     */
+  const kg_ckpt_sink_t *sink;      /* progress callback, or NULL           */
+  int64_t last_report_ns;          /* when progress was last reported      */
+  uint64_t last_report_done;
+  uint64_t bps;                    /* test hook: read rate cap, 0 = none   */
+  int64_t start_ns;
+} s_reader_t;
+
+static int64_t
+s_now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void
+s_report(s_reader_t *rd, bool force)
+{
+  if (!rd->sink || !rd->sink->progress)
+    return;
+  int64_t now = s_now_ns();
+  if (!force && (now - rd->last_report_ns < 1000000000LL || rd->done == rd->last_report_done))
+    return;
+  rd->last_report_ns = now;
+  rd->last_report_done = rd->done;
+  rd->sink->progress(rd->sink->arg, rd->done, rd->total);
+}
+
+/*  The test hook's rate cap: wait until done bytes are due. This is a
+    simulated slow disk, not synchronisation: nothing waits for anything
+    else to happen. */
+static void
+s_throttle(s_reader_t *rd)
+{
+  if (!rd->bps)
+    return;
+  int64_t due = rd->start_ns + (int64_t) ((double) rd->done * 1e9 / (double) rd->bps);
+  int64_t now;
+  while ((now = s_now_ns()) < due) {
+    int64_t left = due - now;
+    if (left > 200000000LL)
+      left = 200000000LL; /* keep reporting progress while slowed */
+    struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
+    nanosleep(&ts, NULL);
+    s_report(rd, false);
+  }
+}
+
+static la_ssize_t
+s_read_cb(struct archive *a, void *arg, const void **out)
+{
+  s_reader_t *rd = arg;
+  size_t want = READ_BLOCK;
+  if (rd->bps && want > rd->bps / 8 + 4096)
+    want = rd->bps / 8 + 4096; /* smaller reads so that the cap is smooth */
+  ssize_t n;
+  do
+    n = read(rd->fd, rd->buf, want);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    archive_set_error(a, errno, "read: %s", strerror(errno));
+    return -1;
+  }
+  rd->done += (uint64_t) n;
+  s_throttle(rd);
+  s_report(rd, false);
+  *out = rd->buf;
+  return n;
+}
+
+static void
+s_reader_init(s_reader_t *rd, int fd, uint64_t total, const kg_ckpt_sink_t *sink)
+{
+  memset(rd, 0, sizeof *rd);
+  rd->fd = fd;
+  rd->total = total;
+  rd->sink = sink;
+  rd->start_ns = s_now_ns();
+  const char *bps = getenv(KG_CKPT_TEST_READ_BPS_ENV);
+  if (bps && *bps) {
+    char *end;
+    unsigned long long v = strtoull(bps, &end, 10);
+    if (*end == '\0' && v > 0)
+      rd->bps = v;
+  }
+  s_report(rd, true);
 }
 
 /* ---- plain zip files (torch.save) ------------------------------------- */
@@ -387,14 +483,17 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
     rc = s_verify_zip(fd, r);
     goto out;
   }
+  s_reader_t rd;
+  s_reader_init(&rd, fd, r->archive_size, sink);
   struct archive *a = archive_read_new();
-  if (!a) {
+  if (!a || !(rd.buf = malloc(READ_BLOCK))) {
+    archive_read_free(a);
     rc = s_set(r, KG_ENOMEM, NULL, "out of memory");
     goto out;
   }
   archive_read_support_filter_zstd(a);
   archive_read_support_format_tar(a);
-  if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
+  if (archive_read_open2(a, &rd, NULL, s_read_cb, NULL, NULL) != ARCHIVE_OK) {
     /* Our archives start with the manifest's header (or zstd's magic): one
        that cannot even be opened was cut inside its first header. */
     static const unsigned char zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
@@ -416,6 +515,8 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
     }
   }
   archive_read_free(a);
+  free(rd.buf);
+  s_report(&rd, true);
 out:
   close(fd);
   return rc;

@@ -4,9 +4,11 @@ save() writes with torch.save into a private temporary directory, then
 synchronises the device: a checkpoint written after a sticky device fault
 would hold garbage copied from a poisoned context, and the sync is what
 reveals the fault. Only if the sync succeeds is the directory sealed into a
-signed archive by `kguard ckpt seal`. resume() reads what kguard restored
-after a forced restart (environment variables set by the supervisor).
+signed archive by `kguard ckpt seal`. resume() finds what kguard verified
+after a forced restart (environment variables set by the supervisor) and
+reads its members in place (kguard.archive), each checked as it is read.
 """
+import fcntl
 import os
 import shutil
 import subprocess
@@ -57,6 +59,10 @@ def save(state, step, name="state.pt"):
     # Beside the archives (same filesystem, no surprise tmpfs limits); the
     # dot name is never taken for a checkpoint by `kguard ckpt list/latest`.
     tmp = tempfile.mkdtemp(prefix=".kguard-save-", dir=ckpt_dir)
+    # Held while we write: `kguard ckpt gc` and later seals remove staging
+    # directories whose lock is free, i.e. whose writer died mid-save.
+    lock = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         torch.save(state, os.path.join(tmp, name))
         _synchronize(torch)  # raises on a faulted device: never seal then
@@ -72,38 +78,77 @@ def save(state, step, name="state.pt"):
         return proc.stdout.strip().splitlines()[-1]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        os.close(lock)
 
 
 class Resume:
-    """What kguard restored before starting this kernel."""
+    """What kguard restored before starting this kernel.
 
-    def __init__(self, dir, step, archive):
+    archive: the verified checkpoint. dir: a directory holding its members
+    when kguard had to copy them out (zstd archives), else None: members
+    are then read straight from the archive, each checked against its
+    signed digest as it is read (kguard.archive).
+    """
+
+    def __init__(self, dir, step, archive, digest=None):
         self.dir = dir
         self.step = step
         self.archive = archive
+        self.digest = digest
+        self._archive = None
+
+    def open(self, name="state.pt"):
+        """A binary file object of the named member. From the archive, it
+        raises kguard.archive.CheckpointError before returning if the member
+        does not match its digest, and every byte read from it was checked."""
+        if self.dir:
+            return open(os.path.join(self.dir, name), "rb")
+        if self._archive is None:
+            from .archive import Archive
+
+            self._archive = Archive(self.archive, expect_digest=self.digest)
+        return self._archive.open(name)
 
     def load(self, name="state.pt", map_location=None, **kwargs):
-        """torch.load the named file of the restored directory."""
+        """torch.load of the named member (from the restored directory or,
+        checked as it is read, from the archive)."""
         import torch
 
-        return torch.load(os.path.join(self.dir, name), map_location=map_location, **kwargs)
+        if self.dir:
+            return torch.load(os.path.join(self.dir, name), map_location=map_location, **kwargs)
+        with self.open(name) as f:
+            return torch.load(f, map_location=map_location, **kwargs)
 
     def __repr__(self):
         return f"Resume(dir={self.dir!r}, step={self.step!r}, archive={self.archive!r})"
 
 
+def _archive_path(archive):
+    """The archive as the kernel can open it: kguard may hand over a path
+    relative to its own working directory; the archive always lies at the
+    top of $KGUARD_CKPT_DIR."""
+    if not archive or os.path.isfile(archive):
+        return archive
+    alt = os.path.join(_ckpt_dir(), os.path.basename(archive))
+    return alt if os.path.isfile(alt) else None
+
+
 def resume():
-    """Return Resume(dir, step, archive) if kguard restored a checkpoint for
-    this kernel (KGUARD_RESUME_DIR and friends), else None."""
-    d = os.environ.get("KGUARD_RESUME_DIR")
-    if not d or not os.path.isdir(d):
+    """Return a Resume if kguard restored a checkpoint for this kernel
+    (KGUARD_RESUME_ARCHIVE, with KGUARD_RESUME_DIR when members were copied
+    out, KGUARD_RESUME_STEP, optional KGUARD_RESUME_DIGEST), else None."""
+    d = os.environ.get("KGUARD_RESUME_DIR") or None
+    archive = _archive_path(os.environ.get("KGUARD_RESUME_ARCHIVE") or None)
+    if d and not os.path.isdir(d):
+        d = None
+    if not d and not archive:
         return None
     step = os.environ.get("KGUARD_RESUME_STEP")
     try:
         step = int(step) if step not in (None, "") else None
     except ValueError:
         step = None
-    return Resume(d, step, os.environ.get("KGUARD_RESUME_ARCHIVE") or None)
+    return Resume(d, step, archive, os.environ.get("KGUARD_RESUME_DIGEST") or None)
 
 
 def check_targets(target, classes, ignore_index=-100):

@@ -188,14 +188,14 @@ KG_TEST(seal_verify_restore)
 
   char dest[PATH_MAX + 32], f[PATH_MAX + 64];
   snprintf(dest, sizeof dest, "%s/new/out", s_root);
-  KG_CHECK_INT(kg_ckpt_restore(zpath, dest, s_pk, &r), 0);
+  KG_CHECK_INT(kg_ckpt_restore(zpath, dest, s_pk, NULL, &r), 0);
   kg_ckpt_report_clear(&r);
   snprintf(f, sizeof f, "%s/d/extra.bin", dest);
   struct stat st;
   KG_CHECK_INT(stat(f, &st), 0);
   KG_CHECK_INT(st.st_size, 777);
   /* Destination exists: refused, untouched. */
-  KG_CHECK_INT(kg_ckpt_restore(path, dest, s_pk, &r), KG_EEXISTS);
+  KG_CHECK_INT(kg_ckpt_restore(path, dest, s_pk, NULL, &r), KG_EEXISTS);
   kg_ckpt_report_clear(&r);
   s_teardown();
 }

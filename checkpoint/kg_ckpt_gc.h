@@ -1,0 +1,38 @@
+/*  kg_ckpt_gc: remove what interrupted writers left in a checkpoint
+    directory.
+
+    Every writer holds an exclusive flock(2) on what it is writing for as
+    long as it writes: `kguard ckpt seal` on its ".<final>.tmp-XXXXXX"
+    temporary, `kguard.save` (python) on its ".kguard-save-XXXXXX" staging
+    directory. The kernel drops a lock when its holder dies, however it
+    dies, so a temporary whose lock can be taken has no writer any more and
+    is removed; one still locked is left alone. Copies of zstd checkpoints
+    (".restored-<incident>") are removed with keep_copies false: a seal that
+    just completed means the run has moved past them.
+*/
+#ifndef KG_CKPT_GC_H
+#define KG_CKPT_GC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Prefix of kguard.save's staging directories (python/kguard/checkpoint.py). */
+#define KG_CKPT_SAVE_PREFIX ".kguard-save-"
+
+typedef struct {
+  size_t removed;        /* temporaries and copies removed                 */
+  size_t busy;           /* temporaries whose writer is still running      */
+  unsigned long long bytes; /* bytes of the removed temporary files        */
+} kg_ckpt_gc_stats_t;
+
+/*  Remove the abandoned temporaries of dir (top level only; never looks
+    into quarantine/ or anything else), and ".restored-*" copies unless
+    keep_copies. stats may be NULL. Returns 0 (a missing dir is empty) or
+    the first -errno met; the rest is still attempted. */
+int kg_ckpt_gc(const char *dir, bool keep_copies, kg_ckpt_gc_stats_t *stats);
+
+/*  Take the writer's lock on the open fd (exclusive, non-blocking).
+    Returns 0 or -errno. */
+int kg_ckpt_gc_lock(int fd);
+
+#endif
