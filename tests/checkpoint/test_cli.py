@@ -1,5 +1,6 @@
 """CLI behaviour: list ordering, latest --before, quarantine, resume-prepare
 JSON, --help, and a SIGKILL in the middle of sealing."""
+import fcntl
 import json
 import os
 import shutil
@@ -114,14 +115,18 @@ def test_resume_prepare(tmp_path, keyenv, payload):
     assert out["archive"] == paths[0]
     assert out["sealed_at_ms"] == rows[2]["sealed_at_ms"] < t_fault
     assert out["digest"].startswith("blake2b-256:") and out["digest_of"] == "manifest"
-    assert out["dir"] == str(dest)
+    # Checked in place: nothing copied, into DEST or anywhere else.
+    assert out["dir"] == "" and out["in_place"] is True and out["compression"] == "none"
+    assert out["archive_abs"] == os.path.realpath(paths[0])
+    assert not dest.exists() and not (tmp_path / "state").exists()
     assert [q["archive"] for q in out["quarantined"]] == [paths[2]]
     assert out["quarantined"][0]["to"].startswith(str(ck / "quarantine" / "inc-9"))
     assert [s["archive"] for s in out["skipped"]] == [paths[1]]
     assert "corrupt" in out["skipped"][0]["reason"]
     assert os.path.exists(paths[1])  # corrupt but older than T: left in place
-    assert (dest / "state.pt").read_bytes() == (payload / "state.pt").read_bytes()
-    assert (dest / "sub" / "notes.txt").read_bytes() == (payload / "sub" / "notes.txt").read_bytes()
+    assert sorted(os.listdir(ck)) == sorted([os.path.basename(paths[0]),
+                                             os.path.basename(paths[1]), "quarantine"])
+    assert "kguard-progress 0 " in p.stderr
 
     # Nothing before T left: status none, exit 0, DEST not created.
     dest2 = tmp_path / "state" / "restored" / "inc-10"
@@ -156,6 +161,25 @@ def test_zstd_round_trip(tmp_path, keyenv, payload):
     dest = tmp_path / "out"
     assert run("ckpt", "restore", path, str(dest)).returncode == 0
     assert (dest / "state.pt").read_bytes() == (payload / "state.pt").read_bytes()
+
+
+def test_resume_prepare_zstd_copies_beside_the_archives(tmp_path, keyenv, payload):
+    """A zstd checkpoint cannot be read in place: it is restored into
+    CKPT_DIR/.restored-ID (not into --into, the home state directory), and
+    the copy goes once a newer checkpoint is sealed."""
+    ck = tmp_path / "ck"
+    path = seal(payload, ck, 5, "--zstd")
+    into = tmp_path / "state" / "restored" / "z1"
+    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", "99999999999999",
+            "--incident", "z1", "--into", str(into), "--json")
+    out = json.loads(p.stdout)
+    assert p.returncode == 0 and out["status"] == "restored" and out["archive"] == path
+    assert out["dir"] == str(ck / ".restored-z1") and out["in_place"] is False
+    assert (ck / ".restored-z1" / "state.pt").read_bytes() == (payload / "state.pt").read_bytes()
+    assert not (tmp_path / "state").exists()
+    assert [r["status"] for r in listing(ck)] == ["valid"]  # the copy is no checkpoint
+    seal(payload, ck, 6)
+    assert not (ck / ".restored-z1").exists()
 
 
 def wait_for(cond, deadline_s, what):
@@ -204,6 +228,39 @@ def test_sigkill_mid_seal_leaves_no_final_file(tmp_path, keyenv, payload):
     rows = listing(ck)
     assert [r["status"] for r in rows].count("leftover") == 1
     assert [r["step"] for r in rows if r["status"] == "valid"] == [1]
+
+    # The killed writer's lock is gone with it: gc removes its temporary,
+    # never a sealed archive.
+    p = run("ckpt", "gc", str(ck), check=True)
+    assert p.stdout.startswith("removed 1 ")
+    assert os.listdir(ck) == [os.path.basename(good)]
+
+
+def test_gc_keeps_what_a_live_writer_holds(tmp_path, keyenv, payload):
+    """A temporary (or kguard.save staging directory) whose writer still
+    holds its lock is kept by gc and by a later seal; once the lock is free
+    it is removed."""
+    ck = tmp_path / "ck"
+    good = seal(payload, ck, 1)
+    tmp = ck / ".step-0000000002-20260101T000000000Z.kgckpt.tar.tmp-abcdef"
+    tmp.write_bytes(b"x" * 4096)
+    stage = ck / ".kguard-save-abc123"
+    stage.mkdir()
+    (stage / "state.pt").write_bytes(b"y" * 100)
+    f = os.open(tmp, os.O_RDONLY)
+    d = os.open(stage, os.O_RDONLY)
+    fcntl.flock(f, fcntl.LOCK_EX)
+    fcntl.flock(d, fcntl.LOCK_EX)
+    try:
+        p = run("ckpt", "gc", str(ck), check=True)
+        assert "removed 0 " in p.stdout and "2 still being written" in p.stdout
+        later = seal(payload, ck, 3)  # a later seal collects too, but not these
+        assert tmp.exists() and stage.exists()
+    finally:
+        os.close(f)
+        os.close(d)
+    later2 = seal(payload, ck, 4)
+    assert sorted(os.listdir(ck)) == sorted(os.path.basename(x) for x in (good, later, later2))
 
 
 def test_ckpt_commands_find_their_helper(tmp_path, keyenv, payload):
