@@ -200,6 +200,27 @@ KG_TEST(seal_verify_restore)
   s_teardown();
 }
 
+/* Seals of one step in the same millisecond used to collide on the final
+   name (the second failed as a usage error); now each gets its own. */
+KG_TEST(same_millisecond_seals_get_unique_names)
+{
+  s_setup();
+  char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+  KG_CHECK_INT(s_seal(7, 5000000, false, a), 0);
+  KG_CHECK_INT(s_seal(7, 5000000, false, b), 0);
+  KG_CHECK_INT(s_seal(7, 5000000, false, c), 0);
+  KG_CHECK(strcmp(a, b) != 0 && strcmp(b, c) != 0 && strcmp(a, c) != 0);
+  KG_CHECK(strstr(b, "-2.kgckpt.tar") != NULL);
+  KG_CHECK(strstr(c, "-3.kgckpt.tar") != NULL);
+  kg_ckpt_report_t r;
+  const char *all[] = {a, b, c};
+  for (int i = 0; i < 3; i++) {
+    KG_CHECK_INT(kg_ckpt_verify(all[i], s_pk, 0, NULL, &r), 0);
+    kg_ckpt_report_clear(&r);
+  }
+  s_teardown();
+}
+
 KG_TEST(list_latest_before_and_quarantine)
 {
   s_setup();
@@ -400,6 +421,7 @@ KG_TEST(hashpool_follows_growing_files)
 
 KG_TEST_MAIN(KG_CASE(time_parse_and_format), KG_CASE(member_names),
              KG_CASE(manifest_round_trip_and_rejects), KG_CASE(seal_verify_restore),
+             KG_CASE(same_millisecond_seals_get_unique_names),
              KG_CASE(list_latest_before_and_quarantine), KG_CASE(seal_write_error_leaves_nothing),
              KG_CASE(seal_refuses_links), KG_CASE(hasher_matches_one_shot_digests),
              KG_CASE(hashpool_follows_growing_files))
