@@ -6,6 +6,7 @@
 */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -16,6 +17,7 @@
 
 #include "kg_clock.h"
 #include "kg_ckpt_cli_read.h"
+#include "kg_ckpt_gc.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
@@ -67,12 +69,17 @@ static const char s_help_main[] =
 
 static const char s_help_seal[] =
   "usage: kguard ckpt seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
+  "                         [--time T] [--after PATH] [--remove-dir]\n"
   "\n"
   "Seal the regular files under DIR into one signed archive, written atomically\n"
   "(temporary name, fsync, rename, directory fsync). With --into the name is\n"
   "step-<N>-<UTC time>.kgckpt.tar[.zst] inside CKPT_DIR (created if missing).\n"
   "Creates the signing key pair on first use. Prints the archive's path.\n"
   "--run defaults to $KGUARD_RUN_ID, else \"default\".\n"
+  "--time T: the seal time to record (when the state was captured; default now).\n"
+  "--after PATH: first wait until the writer holding PATH's lock is gone (the\n"
+  "previous background seal), so seals finish in step order.\n"
+  "--remove-dir: remove DIR afterwards, sealed or not (background saves).\n"
   "exit: 0 sealed, 100 usage (also: DIR holds links or special files), 111 system.\n";
 
 static const char s_help_verify[] =
@@ -206,6 +213,8 @@ static int
 s_seal(int argc, char **argv)
 {
   kg_ckpt_seal_opts_t o = {.step = -1, .producer = "kguard " KGUARD_VERSION};
+  const char *after = NULL;
+  bool remove_dir = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
@@ -223,6 +232,13 @@ s_seal(int argc, char **argv)
       o.output = argv[++i];
     } else if (strcmp(a, "--zstd") == 0) {
       o.zstd = true;
+    } else if (strcmp(a, "--time") == 0 && more) {
+      if (kg_ckpt_parse_time(argv[++i], &o.now_ms) < 0 || o.now_ms <= 0)
+        return s_usage("--time needs ms since the epoch or ISO 8601", argv[i]);
+    } else if (strcmp(a, "--after") == 0 && more) {
+      after = argv[++i];
+    } else if (strcmp(a, "--remove-dir") == 0) {
+      remove_dir = true;
     } else if (a[0] == '-' || o.dir) {
       return s_usage("unexpected argument", a);
     } else {
@@ -241,8 +257,17 @@ s_seal(int argc, char **argv)
   }
   o.sk = sk;
   char out[PATH_MAX], why[512];
+  /* Background saves: the previous step's seal finishes first. */
+  if (after && (rc = kg_ckpt_gc_wait_writer(after)) < 0)
+    fprintf(stderr, "kguard ckpt seal: waiting for '%s': %s (sealing anyway)\n", after,
+            kg_strerror(rc));
   rc = kg_ckpt_seal(&o, out, sizeof out, why, sizeof why);
   memset(sk, 0, sizeof sk);
+  if (remove_dir) {
+    int e = kg_ckpt_remove_tree_at(AT_FDCWD, o.dir);
+    if (e < 0)
+      fprintf(stderr, "kguard ckpt seal: removing '%s': %s\n", o.dir, kg_strerror(e));
+  }
   if (rc < 0) {
     fprintf(stderr, "kguard ckpt seal: %s\n", why);
     return rc == KG_EUSAGE || rc == KG_EEXISTS ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;

@@ -93,3 +93,20 @@ kg_ckpt_gc(const char *dir, bool keep_copies, kg_ckpt_gc_stats_t *stats)
   closedir(d);
   return first;
 }
+
+int
+kg_ckpt_gc_wait_writer(const char *path)
+{
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : -errno;
+  int rc = 0;
+  while (flock(fd, LOCK_EX) < 0) {
+    if (errno != EINTR) {
+      rc = -errno;
+      break;
+    }
+  }
+  close(fd);
+  return rc;
+}

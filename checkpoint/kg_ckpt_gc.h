@@ -35,4 +35,9 @@ int kg_ckpt_gc(const char *dir, bool keep_copies, kg_ckpt_gc_stats_t *stats);
     Returns 0 or -errno. */
 int kg_ckpt_gc_lock(int fd);
 
+/*  Wait (blocking) until no writer holds the lock on path (a staging
+    directory or temporary), then return 0. A path that does not exist has
+    no writer: 0 at once. Returns -errno on other errors. */
+int kg_ckpt_gc_wait_writer(const char *path);
+
 #endif

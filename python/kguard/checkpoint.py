@@ -13,8 +13,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 
-__all__ = ["save", "resume", "check_targets", "Resume"]
+__all__ = ["save", "resume", "check_targets", "Resume", "PendingSeal"]
 
 
 def _bin():
@@ -38,7 +39,46 @@ def _synchronize(torch):
         emulate.synchronize()
 
 
-def save(state, step, name="state.pt"):
+class PendingSeal:
+    """A background seal started by save(..., background=True).
+
+    The seal runs in its own process and session: it finishes even if this
+    kernel is killed (the staging directory's lock passes to it), and it
+    starts only after the previous background seal of this process ended,
+    so a later step is never sealed first.
+    """
+
+    def __init__(self, proc, stage, step, out):
+        self.step = step
+        self._proc, self._stage, self._out = proc, stage, out
+        self._path = None
+
+    def done(self):
+        """True once the seal process has ended (sealed or failed)."""
+        return self._proc.poll() is not None
+
+    def wait(self, timeout=None):
+        """Wait for the seal; return the archive's path or raise
+        RuntimeError saying why it failed."""
+        if self._path is None:
+            rc = self._proc.wait(timeout)
+            self._out.seek(0)
+            text = self._out.read().decode(errors="replace")
+            if rc != 0:
+                raise RuntimeError(f"kguard ckpt seal of step {self.step} failed "
+                                   f"(exit {rc}): {text.strip()}")
+            self._path = text.strip().splitlines()[-1]
+        return self._path
+
+    def __repr__(self):
+        state = "done" if self.done() else "sealing"
+        return f"PendingSeal(step={self.step}, {state})"
+
+
+_last_background = None
+
+
+def save(state, step, name="state.pt", background=False):
     """Save state for step and seal it; return the archive's path.
 
     state is anything torch.save accepts. The archive goes to
@@ -46,7 +86,14 @@ def save(state, step, name="state.pt"):
     (default `kguard` on PATH), run id $KGUARD_RUN_ID (default "default").
     If the device synchronisation raises, nothing is sealed and the error is
     re-raised; if sealing fails, RuntimeError says why.
+
+    background=True returns a PendingSeal as soon as the state is written
+    and the device synchronised; the archive is hashed, signed and synced
+    by a separate process while training goes on (.wait() gives the path).
+    The seal records the time the state was captured, so a seal still
+    running at a later fault is not taken for one made after it.
     """
+    global _last_background
     import torch
 
     step = int(step)
@@ -59,16 +106,31 @@ def save(state, step, name="state.pt"):
     # Beside the archives (same filesystem, no surprise tmpfs limits); the
     # dot name is never taken for a checkpoint by `kguard ckpt list/latest`.
     tmp = tempfile.mkdtemp(prefix=".kguard-save-", dir=ckpt_dir)
-    # Held while we write: `kguard ckpt gc` and later seals remove staging
+    # Held while we write (and, for a background seal, by the seal process
+    # until it ends): `kguard ckpt gc` and later seals remove staging
     # directories whose lock is free, i.e. whose writer died mid-save.
     lock = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
     fcntl.flock(lock, fcntl.LOCK_EX)
+    handed_over = False
     try:
         torch.save(state, os.path.join(tmp, name))
         _synchronize(torch)  # raises on a faulted device: never seal then
+        captured_ms = int(time.time() * 1000)
         cmd = [_bin(), "ckpt", "seal", tmp, "--step", str(step),
                "--run", os.environ.get("KGUARD_RUN_ID") or "default",
-               "--into", ckpt_dir]
+               "--into", ckpt_dir, "--time", str(captured_ms)]
+        if background:
+            prev = _last_background
+            if prev is not None and not prev.done():
+                cmd += ["--after", prev._stage]
+            cmd += ["--remove-dir"]
+            out = tempfile.TemporaryFile()  # survives this process, unlike a pipe
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, pass_fds=(lock,),
+                                    start_new_session=True)
+            handed_over = True
+            _last_background = PendingSeal(proc, tmp, step, out)
+            return _last_background
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, check=False)
         if proc.returncode != 0:
@@ -77,7 +139,8 @@ def save(state, step, name="state.pt"):
                 f"{proc.stderr.strip() or proc.stdout.strip()}")
         return proc.stdout.strip().splitlines()[-1]
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not handed_over:
+            shutil.rmtree(tmp, ignore_errors=True)
         os.close(lock)
 
 
