@@ -16,8 +16,9 @@
 #include <string.h>
 
 #include "kg_clock.h"
-#include "kg_ckpt_cli_read.h"
+#include "kg_ckpt_cli_maint.h"
 #include "kg_ckpt_gc.h"
+#include "kg_ckpt_retain.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
@@ -61,6 +62,7 @@ static const char s_help_main[] =
   "  resume-prepare --dir CKPT_DIR --before T_MS --incident ID --into DEST --json\n"
   "  manifest FILE\n"
   "  gc CKPT_DIR\n"
+  "  prune CKPT_DIR --keep N [--keep-every K] | --resolve ID\n"
   "\n"
   "TIME is ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds since the epoch.\n"
   "Keys: $KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard\n"
@@ -70,6 +72,7 @@ static const char s_help_main[] =
 static const char s_help_seal[] =
   "usage: kguard ckpt seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
   "                         [--time T] [--after PATH] [--remove-dir]\n"
+  "                         [--keep N [--keep-every K]]\n"
   "\n"
   "Seal the regular files under DIR into one signed archive, written atomically\n"
   "(temporary name, fsync, rename, directory fsync). With --into the name is\n"
@@ -80,6 +83,7 @@ static const char s_help_seal[] =
   "--after PATH: first wait until the writer holding PATH's lock is gone (the\n"
   "previous background seal), so seals finish in step order.\n"
   "--remove-dir: remove DIR afterwards, sealed or not (background saves).\n"
+  "--keep N [--keep-every K]: then prune CKPT_DIR (see `kguard ckpt prune --help`).\n"
   "exit: 0 sealed, 100 usage (also: DIR holds links or special files), 111 system.\n";
 
 static const char s_help_verify[] =
@@ -215,6 +219,8 @@ s_seal(int argc, char **argv)
   kg_ckpt_seal_opts_t o = {.step = -1, .producer = "kguard " KGUARD_VERSION};
   const char *after = NULL;
   bool remove_dir = false;
+  int keep = 0, r;
+  int64_t every = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
@@ -239,6 +245,9 @@ s_seal(int argc, char **argv)
       after = argv[++i];
     } else if (strcmp(a, "--remove-dir") == 0) {
       remove_dir = true;
+    } else if ((r = kg_ckpt_cli_retain_opt(argc, argv, &i, &keep, &every)) != 0) {
+      if (r < 0)
+        return KG_EXIT_USAGE;
     } else if (a[0] == '-' || o.dir) {
       return s_usage("unexpected argument", a);
     } else {
@@ -273,6 +282,15 @@ s_seal(int argc, char **argv)
     return rc == KG_EUSAGE || rc == KG_EEXISTS ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   printf("%s\n", out);
+  fflush(stdout);
+  /* Retention: after this seal, with the public half of the key. */
+  if (keep > 0 && o.into) {
+    unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+    if ((rc = kg_ckpt_retain_prune(o.into, s_public_key(pkbuf), keep, every, NULL, 0, false,
+                                   stderr)) < 0)
+      fprintf(stderr, "kguard ckpt seal: pruning '%s': %s (the seal itself succeeded)\n",
+              o.into, kg_strerror(rc));
+  }
   return KG_EXIT_OK;
 }
 
@@ -620,6 +638,8 @@ kg_ckpt_cli_main(int argc, char **argv)
     return kg_ckpt_cli_manifest(argc, argv);
   if (strcmp(cmd, "gc") == 0)
     return kg_ckpt_cli_gc(argc, argv);
+  if (strcmp(cmd, "prune") == 0)
+    return kg_ckpt_cli_prune(argc, argv);
   return s_usage("unknown ckpt command", cmd);
 }
 

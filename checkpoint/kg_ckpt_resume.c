@@ -14,6 +14,7 @@
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
+#include "kg_ckpt_retain.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 
@@ -200,6 +201,9 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
   }
   if (failed)
     cJSON_AddStringToObject(root, "error", failed);
+  /* An open incident protects what it restored from pruning (kg_ckpt_retain.h). */
+  if (chosen)
+    kg_ckpt_retain_mark(dir, incident, before_ms, chosen->name);
   cJSON_AddStringToObject(root, "digest_of", "manifest");
   cJSON_AddNumberToObject(root, "before_ms", (double) before_ms);
   cJSON_AddStringToObject(root, "incident", incident);

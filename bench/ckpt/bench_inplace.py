@@ -56,10 +56,10 @@ def run(cmd, env=None, shell=False):
         cmd = [TIME, "-f", "%M", "-o", rss_file, *cmd]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, env=env, shell=shell, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+                       stderr=subprocess.PIPE)
     dt = time.perf_counter() - t0
     if p.returncode != 0:
-        sys.exit(f"failed ({p.returncode}): {cmd}")
+        sys.exit(f"failed ({p.returncode}): {cmd}\n{p.stderr.decode()[-2000:]}")
     rss = None
     if rss_file:
         with open(rss_file) as f:

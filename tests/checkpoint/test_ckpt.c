@@ -21,6 +21,7 @@
 #include "kg_ckpt_manifest.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
+#include "kg_ckpt_retain.h"
 #include "kg_ckpt_seal.h"
 #include "kg_ckpt_util.h"
 #include "kg_ckpt_verify.h"
@@ -219,6 +220,65 @@ KG_TEST(same_millisecond_seals_get_unique_names)
     kg_ckpt_report_clear(&r);
   }
   s_teardown();
+}
+
+/* Retention plan by table: items newest first as (authenticated, verified,
+   named, step, time); "K" kept, "R" removed. */
+KG_TEST(retain_plan_table)
+{
+  struct {
+    const char *what;
+    int keep;
+    int64_t every;
+    int64_t open[2];
+    size_t nopen;
+    size_t n;
+    kg_ckpt_retain_item_t it[6];
+    const char *want;
+  } t[] = {
+    {"nothing verified: nothing removed", 1, 0, {0}, 0, 3,
+     {{true, false, false, 3, 300}, {true, false, false, 2, 200}, {true, false, false, 1, 100}},
+     "KKK"},
+    {"keep 2 from the newest valid", 2, 0, {0}, 0, 4,
+     {{true, true, false, 4, 400}, {true, false, false, 3, 300}, {true, false, false, 2, 200},
+      {true, false, false, 1, 100}},
+     "KKRR"},
+    {"newer than V (unverified or corrupt) always kept", 1, 0, {0}, 0, 4,
+     {{true, false, false, 4, 400}, {true, true, false, 3, 300}, {true, false, false, 2, 200},
+      {true, false, false, 1, 100}},
+     "KKRR"},
+    {"keep-every 10", 1, 10, {0}, 0, 4,
+     {{true, true, false, 31, 400}, {true, false, false, 30, 300}, {true, false, false, 20, 200},
+      {true, false, false, 15, 100}},
+     "KKKR"},
+    {"open incident keeps the newest before T", 1, 0, {250}, 1, 4,
+     {{true, true, false, 4, 400}, {true, false, false, 3, 300}, {true, false, false, 2, 200},
+      {true, false, false, 1, 100}},
+     "KRKR"},
+    {"a marker's archive is kept", 1, 0, {0}, 0, 3,
+     {{true, true, false, 3, 300}, {true, false, false, 2, 200}, {true, false, true, 1, 100}},
+     "KRK"},
+    {"unauthenticated never removed, not counted", 2, 0, {0}, 0, 4,
+     {{true, true, false, 4, 400}, {false, false, false, -1, 350}, {true, false, false, 3, 300},
+      {true, false, false, 2, 200}},
+     "KKKR"},
+  };
+  for (size_t c = 0; c < sizeof t / sizeof *t; c++) {
+    bool rm[6];
+    size_t n = kg_ckpt_retain_plan(t[c].it, t[c].n, t[c].keep, t[c].every, t[c].open,
+                                   t[c].nopen, rm);
+    char got[8] = "";
+    size_t want_r = 0;
+    for (size_t i = 0; i < t[c].n; i++) {
+      got[i] = rm[i] ? 'R' : 'K';
+      want_r += t[c].want[i] == 'R';
+    }
+    got[t[c].n] = '\0';
+    if (strcmp(got, t[c].want) != 0)
+      fprintf(stderr, "case '%s': got %s\n", t[c].what, got);
+    KG_CHECK_STR(got, t[c].want);
+    KG_CHECK_INT(n, want_r);
+  }
 }
 
 KG_TEST(list_latest_before_and_quarantine)
@@ -421,7 +481,7 @@ KG_TEST(hashpool_follows_growing_files)
 
 KG_TEST_MAIN(KG_CASE(time_parse_and_format), KG_CASE(member_names),
              KG_CASE(manifest_round_trip_and_rejects), KG_CASE(seal_verify_restore),
-             KG_CASE(same_millisecond_seals_get_unique_names),
+             KG_CASE(same_millisecond_seals_get_unique_names), KG_CASE(retain_plan_table),
              KG_CASE(list_latest_before_and_quarantine), KG_CASE(seal_write_error_leaves_nothing),
              KG_CASE(seal_refuses_links), KG_CASE(hasher_matches_one_shot_digests),
              KG_CASE(hashpool_follows_growing_files))

@@ -125,7 +125,8 @@ def test_resume_prepare(tmp_path, keyenv, payload):
     assert "corrupt" in out["skipped"][0]["reason"]
     assert os.path.exists(paths[1])  # corrupt but older than T: left in place
     assert sorted(os.listdir(ck)) == sorted([os.path.basename(paths[0]),
-                                             os.path.basename(paths[1]), "quarantine"])
+                                             os.path.basename(paths[1]), "quarantine",
+                                             ".incident-inc-9"])
     assert "kguard-progress 0 " in p.stderr
 
     # Nothing before T left: status none, exit 0, DEST not created.
@@ -287,3 +288,39 @@ def test_ckpt_commands_find_their_helper(tmp_path, keyenv, payload):
     assert p.returncode == 111
     assert "kguard-ckpt" in p.stderr and "libexec/kguard" in p.stderr
     assert not fresh.exists()   # nothing was done without the helper
+
+
+def test_keep_prunes_after_a_newer_one_verified(tmp_path, keyenv, payload):
+    """seal --keep 2 prunes older checkpoints once a newer one verified;
+    the checkpoint an open incident restored, keep-every multiples,
+    quarantine and unauthenticated files survive; --resolve closes."""
+    ck = tmp_path / "ck"
+    p10 = seal(payload, ck, 10)
+    p20 = seal(payload, ck, 20)
+    t_fault = listing(ck)[0]["sealed_at_ms"]  # step 20 at/after the fault
+    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
+            "--incident", "inc-1", "--into", str(tmp_path / "x"), "--json")
+    assert json.loads(p.stdout)["archive"] == p10
+    stray = ck / "step-0000000001-20200101T000000000Z.kgckpt.tar"
+    stray.write_bytes(b"not an archive")
+    later = [seal(payload, ck, s, "--keep", "2", "--keep-every", "100") for s in (30, 100, 40, 50)]
+    names = set(os.listdir(ck))
+    # Kept: newest two (50, 40), the keep-every multiple (100), the open
+    # incident's restore (10), the stray file; 30 is gone.
+    assert os.path.basename(later[-1]) in names and os.path.basename(later[-2]) in names
+    assert os.path.basename(later[1]) in names and os.path.basename(p10) in names
+    assert stray.name in names and os.path.basename(later[0]) not in names
+    assert os.listdir(ck / "quarantine" / "inc-1") == [os.path.basename(p20)]
+    # Closing the incident lets its checkpoint go at the next prune.
+    assert run("ckpt", "prune", str(ck), "--resolve", "inc-1").returncode == 0
+    p = run("ckpt", "prune", str(ck), "--keep", "2", "--keep-every", "100", check=True)
+    assert "removed " in p.stdout and os.path.basename(p10) in p.stdout
+    assert not os.path.exists(p10)
+    # Corrupt the newest: nothing newer than the newest valid one goes,
+    # and the rest is judged from the valid one down.
+    with open(later[-1], "r+b") as f:
+        f.seek(os.path.getsize(later[-1]) - 3000)
+        f.write(b"\xff" * 8)
+    p = run("ckpt", "prune", str(ck), "--keep", "1", check=True)
+    assert os.path.exists(later[-1]) and os.path.exists(later[-2])
+    assert run("ckpt", "prune", str(ck)).returncode == 100

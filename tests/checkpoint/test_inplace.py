@@ -44,7 +44,8 @@ def tree_bytes(root):
     total = 0
     for d, _, files in os.walk(root):
         for f in files:
-            total += os.lstat(os.path.join(d, f)).st_blocks * 512
+            if not f.startswith(".incident-"):  # the incident marker (a line)
+                total += os.lstat(os.path.join(d, f)).st_blocks * 512
     return total
 
 
