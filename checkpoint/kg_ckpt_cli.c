@@ -24,6 +24,7 @@
 #include "kg_ckpt_restore.h"
 #include "kg_ckpt_resume.h"
 #include "kg_ckpt_seal.h"
+#include "kg_ckpt_set.h"
 #include "kg_ckpt_util.h"
 #include "kg_ckpt_verify.h"
 #include "kg_cli.h"
@@ -72,7 +73,7 @@ static const char s_help_main[] =
 static const char s_help_seal[] =
   "usage: kguard ckpt seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
   "                         [--time T] [--after PATH] [--remove-dir]\n"
-  "                         [--keep N [--keep-every K]]\n"
+  "                         [--keep N [--keep-every K]] [--rank R --world-size N]\n"
   "\n"
   "Seal the regular files under DIR into one signed archive, written atomically\n"
   "(temporary name, fsync, rename, directory fsync). With --into the name is\n"
@@ -84,6 +85,8 @@ static const char s_help_seal[] =
   "previous background seal), so seals finish in step order.\n"
   "--remove-dir: remove DIR afterwards, sealed or not (background saves).\n"
   "--keep N [--keep-every K]: then prune CKPT_DIR (see `kguard ckpt prune --help`).\n"
+  "--rank R --world-size N (N >= 2): seal this rank's shard of a checkpoint set;\n"
+  "the seal that completes the set writes its signed index set-<N>-*.kgset.tar.\n"
   "exit: 0 sealed, 100 usage (also: DIR holds links or special files), 111 system.\n";
 
 static const char s_help_verify[] =
@@ -109,7 +112,8 @@ static const char s_help_list[] =
 static const char s_help_latest[] =
   "usage: kguard ckpt latest CKPT_DIR [--before TIME]\n"
   "\n"
-  "Print the last consistent checkpoint: the newest one sealed strictly before\n"
+  "Print the last consistent checkpoint (or complete set of rank shards: its\n"
+  "index set-*.kgset.tar): the newest one sealed strictly before\n"
   "TIME (default: now and later) that verifies completely. Each newer file that\n"
   "was passed over is reported on stderr with the reason.\n"
   "exit: 0 found, 1 none, 100 usage, 111 system.\n";
@@ -243,6 +247,12 @@ s_seal(int argc, char **argv)
         return s_usage("--time needs ms since the epoch or ISO 8601", argv[i]);
     } else if (strcmp(a, "--after") == 0 && more) {
       after = argv[++i];
+    } else if (strcmp(a, "--rank") == 0 && more) {
+      if (!s_parse_i64(argv[++i], &o.rank))
+        return s_usage("--rank needs a non-negative integer", argv[i]);
+    } else if (strcmp(a, "--world-size") == 0 && more) {
+      if (!s_parse_i64(argv[++i], &o.world_size) || o.world_size < 1)
+        return s_usage("--world-size needs a positive integer", argv[i]);
     } else if (strcmp(a, "--remove-dir") == 0) {
       remove_dir = true;
     } else if ((r = kg_ckpt_cli_retain_opt(argc, argv, &i, &keep, &every)) != 0) {
@@ -258,6 +268,10 @@ s_seal(int argc, char **argv)
     return s_usage("seal needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
   if (!o.run)
     o.run = getenv("KGUARD_RUN_ID");
+  if (o.world_size == 1)
+    o.world_size = 0; /* one rank: a plain checkpoint */
+  if (o.world_size >= 2 && (o.rank >= o.world_size || o.output))
+    return s_usage("--rank must be below --world-size, and shards need --into", NULL);
   unsigned char sk[KG_KEYS_SECRET_BYTES];
   int rc = kg_keys_load_secret(NULL, true, sk);
   if (rc < 0) {
@@ -271,7 +285,17 @@ s_seal(int argc, char **argv)
     fprintf(stderr, "kguard ckpt seal: waiting for '%s': %s (sealing anyway)\n", after,
             kg_strerror(rc));
   rc = kg_ckpt_seal(&o, out, sizeof out, why, sizeof why);
+  char set[PATH_MAX] = "";
+  int setrc = 0;
+  if (rc == 0 && o.world_size >= 2)
+    setrc = kg_ckpt_set_try_index(o.into, sk, o.run ? o.run : "default", o.step,
+                                  o.world_size, set, sizeof set);
   memset(sk, 0, sizeof sk);
+  if (setrc < 0)
+    fprintf(stderr, "kguard ckpt seal: writing the set index: %s (the shard is sealed)\n",
+            kg_strerror(setrc));
+  else if (set[0])
+    fprintf(stderr, "kguard ckpt seal: set complete: %s\n", set);
   if (remove_dir) {
     int e = kg_ckpt_remove_tree_at(AT_FDCWD, o.dir);
     if (e < 0)
@@ -354,6 +378,42 @@ s_entry_status(const kg_ckpt_entry_t *e)
   return e->leftover ? "leftover" : kg_ckpt_status_name(e->rc);
 }
 
+/*  Checkpoint sets: appended to arr as {"kind": "set", ...} rows, or
+    printed after the table when arr is NULL. */
+static void
+s_list_sets(const char *dir, const unsigned char *pk, cJSON *arr)
+{
+  int rc;
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &rc);
+  if (!sets)
+    return;
+  char when[32], reason[1024];
+  for (size_t i = 0; i < sets->count; i++) {
+    const kg_ckpt_set_t *s = &sets->sets[i];
+    rc = kg_ckpt_set_verify(s, pk, NULL, reason, sizeof reason);
+    if (arr) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "kind", "set");
+      cJSON_AddStringToObject(o, "archive", s->path);
+      cJSON_AddStringToObject(o, "status", kg_ckpt_status_name(rc));
+      cJSON_AddStringToObject(o, "reason", reason);
+      cJSON_AddNumberToObject(o, "step", (double) s->step);
+      cJSON_AddStringToObject(o, "run", s->run);
+      cJSON_AddNumberToObject(o, "world_size", (double) s->world_size);
+      cJSON_AddNumberToObject(o, "sealed_at_ms", (double) s->sealed_at_ms);
+      cJSON_AddItemToArray(arr, o);
+    } else {
+      if (i == 0)
+        printf("\nSETS\n");
+      printf("%-10" PRId64 "  %-24s  %5" PRId64 " ranks  %-10s  %s%s%s\n", s->step,
+             s->sealed_at_ms >= 0 ? kg_clock_iso_ms(s->sealed_at_ms, when, sizeof when) : "-",
+             s->world_size, kg_ckpt_status_name(rc), strrchr(s->path, '/') + 1,
+             rc ? ": " : "", rc ? reason : "");
+    }
+  }
+  kg_ckpt_sets_destroy(&sets);
+}
+
 static int
 s_list(int argc, char **argv)
 {
@@ -400,8 +460,13 @@ s_list(int argc, char **argv)
         cJSON_AddNullToObject(o, "sealed_at");
       }
       cJSON_AddNumberToObject(o, "size", (double) e->size);
+      if (e->world_size >= 2) {
+        cJSON_AddNumberToObject(o, "rank", (double) e->rank);
+        cJSON_AddNumberToObject(o, "world_size", (double) e->world_size);
+      }
       cJSON_AddItemToArray(arr, o);
     }
+    s_list_sets(dir, s_public_key(pkbuf), arr);
     char *text = cJSON_Print(arr);
     printf("%s\n", text ? text : "[]");
     free(text);
@@ -417,6 +482,7 @@ s_list(int argc, char **argv)
              e->authenticated ? kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when) : "-",
              e->size, s_entry_status(e), e->name);
     }
+    s_list_sets(dir, s_public_key(pkbuf), NULL);
   }
   kg_ckpt_list_destroy(&list);
   return KG_EXIT_OK;
@@ -459,6 +525,30 @@ s_latest(int argc, char **argv)
     fprintf(stderr, "skipped %s: %s\n", list->entries[i].name, why ? why : "not chosen");
   }
   int code = 1;
+  /* A complete, verified set newer than the plain choice wins. */
+  int64_t plain_ms = rc == 0 ? list->entries[chosen].sealed_at_ms : INT64_MIN;
+  int srcode;
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &srcode);
+  for (size_t k = 0; sets && k < sets->count; k++) {
+    const kg_ckpt_set_t *st = &sets->sets[k];
+    if (st->rc == 0 && st->sealed_at_ms <= plain_ms)
+      break;
+    char why[1100];
+    if (st->rc == 0 && st->sealed_at_ms >= before) {
+      fprintf(stderr, "skipped %s: set sealed at or after --before\n", st->path);
+      continue;
+    }
+    if (kg_ckpt_set_verify(st, pk, NULL, why, sizeof why) == 0) {
+      printf("%s\n", st->path);
+      fprintf(stderr, "chosen set %s: step %" PRId64 ", %" PRId64 " ranks, valid\n", st->path,
+              st->step, st->world_size);
+      kg_ckpt_sets_destroy(&sets);
+      kg_ckpt_list_destroy(&list);
+      return 0;
+    }
+    fprintf(stderr, "skipped %s: %s\n", st->path, why);
+  }
+  kg_ckpt_sets_destroy(&sets);
   if (rc == 0) {
     const kg_ckpt_entry_t *e = &list->entries[chosen];
     char when[32];

@@ -98,6 +98,10 @@ kg_ckpt_manifest_encode(const kg_ckpt_manifest_t *self)
   cJSON_AddStringToObject(root, "digest", "blake2b-256");
   cJSON_AddStringToObject(root, "compression", self->zstd ? "zstd" : "none");
   cJSON_AddNumberToObject(root, "total_size", (double) self->total_size);
+  if (self->world_size > 0) {
+    cJSON_AddNumberToObject(root, "rank", (double) self->rank);
+    cJSON_AddNumberToObject(root, "world_size", (double) self->world_size);
+  }
   cJSON *arr = cJSON_AddArrayToObject(root, "members");
   for (size_t i = 0; arr && i < self->count; i++) {
     const kg_ckpt_member_t *m = &self->members[i];
@@ -228,6 +232,12 @@ kg_ckpt_manifest_decode(const char *json, size_t len, kg_ckpt_manifest_t **out,
       FAIL(idx, "manifest member '%.200s': %s", path, kg_strerror(idx));
     if (!hex || !s_unhex(hex, self->members[idx].digest, KG_CKPT_DIGEST_BYTES))
       FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has no valid blake2b digest", path);
+  }
+  if (cJSON_GetObjectItemCaseSensitive(root, "world_size")) {
+    if (!s_int(root, "world_size", &self->world_size) || self->world_size < 2
+        || self->world_size > KG_CKPT_WORLD_MAX || !s_int(root, "rank", &self->rank)
+        || self->rank >= self->world_size)
+      FAIL(KG_ECKPT_MALFORMED, "manifest rank/world_size invalid");
   }
   int64_t total;
   if (!s_int(root, "total_size", &total) || (uint64_t) total != self->total_size)

@@ -5,7 +5,8 @@
        "sealed_at": "2026-01-02T03:04:05.678Z", "sealed_at_ms": 1767323045678,
        "producer": "kguard 0.1.0", "key_id": "b2:...", "digest": "blake2b-256",
        "compression": "none"|"zstd", "total_size": N,
-       "members": [{"path": "state.pt", "size": N, "blake2b": "<64 hex>"}]}
+       "members": [{"path": "state.pt", "size": N, "blake2b": "<64 hex>"}],
+       optional for a shard of a set: "rank": R, "world_size": N (N >= 2)}
     See checkpoint/FORMAT.md. Members are kept sorted by path (byte order)
     so lookups are a binary search.
 */
@@ -26,6 +27,7 @@
 #define KG_CKPT_MEMBERS_MAX 20000
 #define KG_CKPT_RUN_MAX 128
 #define KG_CKPT_DIGEST_BYTES 32
+#define KG_CKPT_WORLD_MAX 65536     /* ranks in a checkpoint set */
 
 typedef struct {
   char *path;                                  /* relative, checked name */
@@ -44,6 +46,8 @@ typedef struct {
   char key_id[KG_KEYS_ID_LEN];        /* signer's key id */
   bool zstd;                          /* archive is zstd-compressed */
   uint64_t total_size;                /* sum of member sizes */
+  int64_t rank;                       /* shard of a set: this rank, else 0 */
+  int64_t world_size;                 /* ranks in the set; 0: not a shard */
   kg_ckpt_member_t *members;          /* sorted by path */
   size_t count;                       /* number of members */
   size_t alloc;                       /* capacity of members */

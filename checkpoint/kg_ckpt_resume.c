@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
 #include "kg_ckpt_retain.h"
+#include "kg_ckpt_set.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 
@@ -88,6 +90,71 @@ s_prepare_one(const char *dir, const kg_ckpt_entry_t *e, const char *incident,
   return kg_ckpt_restore(e->path, copy, pk, watch, rep);
 }
 
+/*  The JSON of a restored set: the index is "archive"; every shard is read
+    in place ("dir": ""). */
+static void
+s_add_set(cJSON *root, const kg_ckpt_set_t *st)
+{
+  char when[32], digest[80];
+  cJSON_AddStringToObject(root, "archive", st->path);
+  char *abs = realpath(st->path, NULL);
+  cJSON_AddStringToObject(root, "archive_abs", abs ? abs : st->path);
+  free(abs);
+  cJSON_AddNumberToObject(root, "step", (double) st->step);
+  cJSON_AddStringToObject(root, "run", st->run);
+  cJSON_AddStringToObject(root, "sealed_at", kg_clock_iso_ms(st->sealed_at_ms, when, sizeof when));
+  cJSON_AddNumberToObject(root, "sealed_at_ms", (double) st->sealed_at_ms);
+  snprintf(digest, sizeof digest, "blake2b-256:%s", st->digest);
+  cJSON_AddStringToObject(root, "digest", digest);
+  cJSON_AddStringToObject(root, "dir", "");
+  cJSON_AddBoolToObject(root, "in_place", true);
+  cJSON_AddStringToObject(root, "compression", "none");
+  cJSON *set = cJSON_AddObjectToObject(root, "set");
+  cJSON_AddNumberToObject(set, "world_size", (double) st->world_size);
+  cJSON *arr = cJSON_AddArrayToObject(set, "shards");
+  for (int64_t r = 0; arr && r < st->world_size; r++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", (double) r);
+    cJSON_AddStringToObject(o, "archive", st->shards[r].archive);
+    cJSON_AddItemToArray(arr, o);
+  }
+}
+
+/*  Try the sets sealed after `until` (newest first, advancing *j): skip
+    those not strictly before T, verify the others completely. Returns the
+    chosen set, or NULL; *failed set on a system error. */
+static const kg_ckpt_set_t *
+s_try_sets(const kg_ckpt_sets_t *sets, size_t *j, int64_t until, int64_t before_ms,
+           const unsigned char *pk, const kg_ckpt_sink_t *watch, cJSON *skipped,
+           char *failbuf, size_t failsize, const char **failed)
+{
+  char reason[1100], when[32];
+  for (; sets && *j < sets->count && !*failed; (*j)++) {
+    const kg_ckpt_set_t *st = &sets->sets[*j];
+    if (st->sealed_at_ms < until && st->rc == 0)
+      return NULL;
+    if (st->rc == 0 && st->sealed_at_ms >= before_ms) {
+      snprintf(reason, sizeof reason, "set sealed at %s, at or after the failure",
+               kg_clock_iso_ms(st->sealed_at_ms, when, sizeof when));
+      s_add_pair(skipped, st->path, NULL, NULL, reason);
+      continue;
+    }
+    int rc = kg_ckpt_set_verify(st, pk, watch, reason, sizeof reason);
+    if (rc == 0)
+      return st;
+    if (kg_ckpt_status_of(rc) < 0) {
+      snprintf(failbuf, failsize, "verifying set '%.300s' failed: %.500s", st->path, reason);
+      *failed = failbuf;
+      s_add_pair(skipped, st->path, NULL, NULL, failbuf);
+      return NULL;
+    }
+    char line[1200];
+    snprintf(line, sizeof line, "%s: %s", kg_ckpt_status_name(rc), reason);
+    s_add_pair(skipped, st->path, NULL, NULL, line);
+  }
+  return NULL;
+}
+
 int
 kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
                        const char *dest, const kg_ckpt_sink_t *watch,
@@ -142,10 +209,23 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
   bool zstd = false;
   const char *failed = NULL;
   char failbuf[900];
-  for (size_t i = 0; i < n && !chosen; i++) {
+  int src;
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &src);
+  const kg_ckpt_set_t *cset = NULL;
+  size_t j = 0;
+  for (size_t i = 0; i < n && !chosen && !cset && !failed; i++) {
     kg_ckpt_entry_t *e = &list->entries[i];
+    if ((cset = s_try_sets(sets, &j, e->time_ms, before_ms, pk, watch, skipped, failbuf,
+                           sizeof failbuf, &failed)) || failed)
+      break;
     if (e->moved_to)
       continue;
+    if (e->world_size >= 2 && !e->leftover && e->rc == 0) {
+      snprintf(reason, sizeof reason, "shard of rank %lld of %lld: chosen only with its "
+               "complete set", (long long) e->rank, (long long) e->world_size);
+      s_add_pair(skipped, e->path, NULL, NULL, reason);
+      continue;
+    }
     if (e->leftover || !e->authenticated || e->rc != 0) {
       snprintf(reason, sizeof reason, "%s: %s", e->leftover ? "incomplete" : kg_ckpt_status_name(e->rc),
                e->reason);
@@ -170,8 +250,14 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
     s_add_pair(skipped, e->path, NULL, NULL, reason);
     kg_ckpt_report_clear(&rep);
   }
-  cJSON_AddStringToObject(root, "status", chosen ? "restored" : failed ? "failed" : "none");
-  if (chosen) {
+  if (!chosen && !cset && !failed)
+    cset = s_try_sets(sets, &j, INT64_MIN, before_ms, pk, watch, skipped, failbuf,
+                      sizeof failbuf, &failed);
+  cJSON_AddStringToObject(root, "status",
+                          chosen || cset ? "restored" : failed ? "failed" : "none");
+  if (cset) {
+    s_add_set(root, cset);
+  } else if (chosen) {
     cJSON_AddStringToObject(root, "archive", chosen->path);
     char *abs = realpath(chosen->path, NULL);
     cJSON_AddStringToObject(root, "archive_abs", abs ? abs : chosen->path);
@@ -202,8 +288,9 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
   if (failed)
     cJSON_AddStringToObject(root, "error", failed);
   /* An open incident protects what it restored from pruning (kg_ckpt_retain.h). */
-  if (chosen)
-    kg_ckpt_retain_mark(dir, incident, before_ms, chosen->name);
+  if (chosen || cset)
+    kg_ckpt_retain_mark(dir, incident, before_ms, chosen ? chosen->name : NULL);
+  kg_ckpt_sets_destroy(&sets);
   cJSON_AddStringToObject(root, "digest_of", "manifest");
   cJSON_AddNumberToObject(root, "before_ms", (double) before_ms);
   cJSON_AddStringToObject(root, "incident", incident);

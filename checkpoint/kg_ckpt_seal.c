@@ -522,7 +522,9 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
 {
   char final[PATH_MAX], tmp[PATH_MAX + 64], dir[PATH_MAX];
   why[0] = '\0';
-  if (!o->dir || (!o->into == !o->output) || !o->sk || o->step < 0)
+  if (!o->dir || (!o->into == !o->output) || !o->sk || o->step < 0
+      || (o->world_size >= 2 && (o->rank < 0 || o->rank >= o->world_size
+                                 || o->world_size > KG_CKPT_WORLD_MAX)))
     return s_fail(why, whysize, KG_EUSAGE, "bad seal options%s%s", "");
   /* No sodium_init() here, on purpose: see "Why there is no sodium_init()" in
      kg_ckpt_util.h. */
@@ -563,6 +565,10 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   snprintf(m->producer, sizeof m->producer, "%s", o->producer ? o->producer : "kguard");
   kg_keys_id(o->sk + 32, m->key_id);
   m->zstd = o->zstd;
+  if (o->world_size >= 2) {
+    m->rank = o->rank;
+    m->world_size = o->world_size;
+  }
 
   /* Names: final and a dot-named temporary beside it. */
   if (o->into) {
@@ -578,8 +584,13 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
       if (*p != '-' && *p != ':' && *p != '.')
         compact[k++] = *p;
     compact[k] = '\0';
-    if (snprintf(final, sizeof final, "%s/step-%010lld-%s%s", o->into, (long long) o->step,
-                 compact, o->zstd ? KG_CKPT_SUFFIX_ZSTD : KG_CKPT_SUFFIX) >= (int) sizeof final) {
+    char shard[48] = "";
+    if (o->world_size >= 2)
+      snprintf(shard, sizeof shard, "-rank%lldof%lld", (long long) o->rank,
+               (long long) o->world_size);
+    if (snprintf(final, sizeof final, "%s/step-%010lld-%s%s%s", o->into, (long long) o->step,
+                 compact, shard, o->zstd ? KG_CKPT_SUFFIX_ZSTD : KG_CKPT_SUFFIX)
+        >= (int) sizeof final) {
       rc = s_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->into);
       goto out;
     }

@@ -9,6 +9,7 @@ after a forced restart (environment variables set by the supervisor) and
 reads its members in place (kguard.archive), each checked as it is read.
 """
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -37,6 +38,19 @@ def _synchronize(torch):
         emulate = None
     if emulate is not None and (emulate.active() or emulate.poisoned()):
         emulate.synchronize()
+
+
+def _rank_world():
+    """(rank, world size) of this process: $KGUARD_RANK or $RANK, and
+    $WORLD_SIZE (torchrun's variables); (0, 1) outside a multi-rank job."""
+    try:
+        world = int(os.environ.get("WORLD_SIZE") or 1)
+        rank = int(os.environ.get("KGUARD_RANK") or os.environ.get("RANK") or 0)
+    except ValueError as exc:
+        raise ValueError(f"RANK/KGUARD_RANK and WORLD_SIZE must be integers: {exc}") from None
+    if world < 1 or not 0 <= rank < world:
+        raise ValueError(f"rank {rank} is not within WORLD_SIZE {world}")
+    return rank, world
 
 
 class PendingSeal:
@@ -119,6 +133,9 @@ def save(state, step, name="state.pt", background=False):
         cmd = [_bin(), "ckpt", "seal", tmp, "--step", str(step),
                "--run", os.environ.get("KGUARD_RUN_ID") or "default",
                "--into", ckpt_dir, "--time", str(captured_ms)]
+        rank, world = _rank_world()
+        if world > 1:
+            cmd += ["--rank", str(rank), "--world-size", str(world)]
         if background:
             prev = _last_background
             if prev is not None and not prev.done():
@@ -167,10 +184,25 @@ class Resume:
         if self.dir:
             return open(os.path.join(self.dir, name), "rb")
         if self._archive is None:
-            from .archive import Archive
-
-            self._archive = Archive(self.archive, expect_digest=self.digest)
+            self._archive = self._open_archive()
         return self._archive.open(name)
+
+    def _open_archive(self):
+        from .archive import Archive, CheckpointError
+
+        top = Archive(self.archive, expect_digest=self.digest)
+        if not self.archive.endswith(".kgset.tar"):
+            return top
+        # A checkpoint set: this rank's shard, as the signed index names it.
+        with top.open("KGUARD-SET.json") as f:
+            index = json.load(f)
+        rank, world = _rank_world()
+        if world != index["world_size"]:
+            raise CheckpointError(f"{self.archive}: a set of {index['world_size']} ranks, "
+                                  f"but WORLD_SIZE is {world}")
+        shard = next(s for s in index["shards"] if s["rank"] == rank)
+        path = os.path.join(os.path.dirname(self.archive), shard["archive"])
+        return Archive(path, expect_digest=shard["manifest_digest"])
 
     def load(self, name="state.pt", map_location=None, **kwargs):
         """torch.load of the named member (from the restored directory or,
