@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -101,7 +102,7 @@ kg_ckpt_cli_gc(int argc, char **argv)
     return KG_EXIT_USAGE;
   }
   kg_ckpt_gc_stats_t st;
-  int rc = kg_ckpt_gc(argv[1], false, &st);
+  int rc = kg_ckpt_gc(argv[1], INT64_MAX, &st);
   printf("removed %zu (%llu bytes of temporaries), %zu still being written\n", st.removed,
          st.bytes, st.busy);
   if (rc < 0) {

@@ -4,12 +4,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "kg_ckpt_resume.h"
+#include "kg_ckpt_retain.h"
 #include "kg_ckpt_seal.h"
 #include "kg_ckpt_util.h"
 
@@ -54,8 +56,35 @@ s_collect(int dfd, const char *name, unsigned long long *bytes)
   return rc;
 }
 
+/*  Is name a copy (or a copy's restore temporary) whose incident's fault
+    time is before limit? */
+static bool
+s_copy_expired(const char *dir, const char *name, int64_t limit)
+{
+  size_t plen = strlen(KG_CKPT_COPY_PREFIX);
+  const char *id = NULL;
+  if (strncmp(name, KG_CKPT_COPY_PREFIX, plen) == 0)
+    id = name + plen;
+  else if (name[0] == '.' && strncmp(name + 1, KG_CKPT_COPY_PREFIX, plen) == 0)
+    id = name + 1 + plen;
+  if (!id || limit == INT64_MIN)
+    return false;
+  if (limit == INT64_MAX)
+    return true;
+  char incident[256];
+  size_t n = strcspn(id, ".");
+  if (n == 0 || n >= sizeof incident)
+    return true;
+  memcpy(incident, id, n);
+  incident[n] = '\0';
+  int64_t t;
+  if (kg_ckpt_retain_marker_time(dir, incident, &t) < 0)
+    return true; /* no marker: nothing says the run still needs it */
+  return t < limit;
+}
+
 int
-kg_ckpt_gc(const char *dir, bool keep_copies, kg_ckpt_gc_stats_t *stats)
+kg_ckpt_gc(const char *dir, int64_t copies_before_ms, kg_ckpt_gc_stats_t *stats)
 {
   kg_ckpt_gc_stats_t dummy;
   if (!stats)
@@ -72,7 +101,7 @@ kg_ckpt_gc(const char *dir, bool keep_copies, kg_ckpt_gc_stats_t *stats)
   }
   int first = 0;
   struct dirent *de;
-  size_t cplen = strlen(KG_CKPT_COPY_PREFIX), svlen = strlen(KG_CKPT_SAVE_PREFIX);
+  size_t svlen = strlen(KG_CKPT_SAVE_PREFIX);
   while ((de = readdir(d))) {
     const char *name = de->d_name;
     int rc = 0;
@@ -80,7 +109,7 @@ kg_ckpt_gc(const char *dir, bool keep_copies, kg_ckpt_gc_stats_t *stats)
       rc = s_collect(dirfd(d), name, &stats->bytes);
       if (rc == 2)
         stats->busy++;
-    } else if (!keep_copies && strncmp(name, KG_CKPT_COPY_PREFIX, cplen) == 0) {
+    } else if (s_copy_expired(dir, name, copies_before_ms)) {
       rc = kg_ckpt_remove_tree_at(dirfd(d), name);
       if (rc == 0)
         rc = 1;

@@ -7,14 +7,19 @@
     directory. The kernel drops a lock when its holder dies, however it
     dies, so a temporary whose lock can be taken has no writer any more and
     is removed; one still locked is left alone. Copies of zstd checkpoints
-    (".restored-<incident>") are removed with keep_copies false: a seal that
-    just completed means the run has moved past them.
+    (".restored-<incident>", and restore's ".<that>.restore-*" temporaries)
+    are removed when their incident's fault time (from the marker
+    ".incident-<incident>", kg_ckpt_retain.h; none: any time) is before
+    copies_before_ms: a checkpoint sealed after the fault means the run has
+    moved past them, while a background seal of a step captured before the
+    fault, finishing during the restore, does not.
 */
 #ifndef KG_CKPT_GC_H
 #define KG_CKPT_GC_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Prefix of kguard.save's staging directories (python/kguard/checkpoint.py). */
 #define KG_CKPT_SAVE_PREFIX ".kguard-save-"
@@ -26,10 +31,11 @@ typedef struct {
 } kg_ckpt_gc_stats_t;
 
 /*  Remove the abandoned temporaries of dir (top level only; never looks
-    into quarantine/ or anything else), and ".restored-*" copies unless
-    keep_copies. stats may be NULL. Returns 0 (a missing dir is empty) or
-    the first -errno met; the rest is still attempted. */
-int kg_ckpt_gc(const char *dir, bool keep_copies, kg_ckpt_gc_stats_t *stats);
+    into quarantine/ or anything else), and the copies whose incident's
+    fault time is before copies_before_ms (INT64_MAX: all, INT64_MIN: none).
+    stats may be NULL. Returns 0 (a missing dir is empty) or the first
+    -errno met; the rest is still attempted. */
+int kg_ckpt_gc(const char *dir, int64_t copies_before_ms, kg_ckpt_gc_stats_t *stats);
 
 /*  Take the writer's lock on the open fd (exclusive, non-blocking).
     Returns 0 or -errno. */

@@ -195,8 +195,12 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
     s_add_pair(quarantined, e->path, "to", e->moved_to, reason);
   }
 
-  /* Copies made for earlier incidents: the run has moved past them. */
+  /* Copies made for earlier incidents: the run has moved past them. The
+     marker goes first: it tells a seal finishing meanwhile (a background
+     seal captured before T) that this incident's copy is still needed. */
   kg_ckpt_resume_copies_remove(dir, NULL);
+  if (list)
+    kg_ckpt_retain_mark(dir, incident, before_ms, NULL);
 
   /* Newest first among those sealed strictly before T; each candidate is
      verified completely (in place when uncompressed), so one that fails is

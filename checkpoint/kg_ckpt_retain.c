@@ -76,6 +76,25 @@ kg_ckpt_retain_mark(const char *dir, const char *incident, int64_t before_ms,
 }
 
 int
+kg_ckpt_retain_marker_time(const char *dir, const char *incident, int64_t *t)
+{
+  char path[4096], buf[64] = "";
+  if (snprintf(path, sizeof path, "%s/" KG_CKPT_INCIDENT_PREFIX "%s", dir, incident)
+      >= (int) sizeof path)
+    return KG_ETOOBIG;
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return -errno;
+  char *ok = fgets(buf, sizeof buf, f);
+  fclose(f);
+  long long v;
+  if (!ok || sscanf(buf, "%lld", &v) != 1)
+    return KG_ECKPT_MALFORMED;
+  *t = (int64_t) v;
+  return 0;
+}
+
+int
 kg_ckpt_retain_resolve(const char *dir, const char *incident)
 {
   char path[4096];

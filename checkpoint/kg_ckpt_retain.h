@@ -56,6 +56,10 @@ int kg_ckpt_retain_prune(const char *dir, const unsigned char *pk, int keep, int
 int kg_ckpt_retain_mark(const char *dir, const char *incident, int64_t before_ms,
                         const char *archive_name);
 
+/*  The fault time recorded in incident's marker. Returns 0 and sets *t,
+    or -ENOENT / KG_ECKPT_MALFORMED. */
+int kg_ckpt_retain_marker_time(const char *dir, const char *incident, int64_t *t);
+
 /*  Remove incident's marker. Returns 0 (also when absent) or -errno. */
 int kg_ckpt_retain_resolve(const char *dir, const char *incident);
 

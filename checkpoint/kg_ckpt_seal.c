@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sodium.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -606,7 +607,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     goto out;
   }
   /* Temporaries of seals whose writer is gone (kg_ckpt_gc.h). */
-  kg_ckpt_gc(dir, true, NULL);
+  kg_ckpt_gc(dir, INT64_MIN, NULL);
   if ((rc = s_create_locked_tmp(tmp, &outfd)) < 0) {
     s_fail(why, whysize, rc, "creating a temporary file in '%s': %s", dir);
     goto out;
@@ -663,7 +664,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   /* A newer checkpoint is sealed: copies of zstd checkpoints restored
      earlier are behind the run now. */
   if (o->into)
-    kg_ckpt_gc(dir, false, NULL);
+    kg_ckpt_gc(dir, now, NULL);
 out:
   if (outfd >= 0)
     close(outfd);

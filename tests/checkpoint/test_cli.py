@@ -170,8 +170,9 @@ def test_resume_prepare_zstd_copies_beside_the_archives(tmp_path, keyenv, payloa
     the copy goes once a newer checkpoint is sealed."""
     ck = tmp_path / "ck"
     path = seal(payload, ck, 5, "--zstd")
+    t_fault = listing(ck)[0]["sealed_at_ms"] + 1
     into = tmp_path / "state" / "restored" / "z1"
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", "99999999999999",
+    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
             "--incident", "z1", "--into", str(into), "--json")
     out = json.loads(p.stdout)
     assert p.returncode == 0 and out["status"] == "restored" and out["archive"] == path
@@ -179,7 +180,11 @@ def test_resume_prepare_zstd_copies_beside_the_archives(tmp_path, keyenv, payloa
     assert (ck / ".restored-z1" / "state.pt").read_bytes() == (payload / "state.pt").read_bytes()
     assert not (tmp_path / "state").exists()
     assert [r["status"] for r in listing(ck)] == ["valid"]  # the copy is no checkpoint
-    seal(payload, ck, 6)
+    # A background seal of a state captured before the fault keeps the copy...
+    seal(payload, ck, 6, "--time", str(t_fault - 1))
+    assert (ck / ".restored-z1" / "state.pt").exists()
+    # ...a checkpoint sealed after it means the run moved on.
+    seal(payload, ck, 7)
     assert not (ck / ".restored-z1").exists()
 
 
