@@ -74,12 +74,15 @@ static const char s_help_seal[] =
   "usage: kguard ckpt seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
   "                         [--time T] [--after PATH] [--remove-dir]\n"
   "                         [--keep N [--keep-every K]] [--rank R --world-size N]\n"
+  "                         [--format 1|2]\n"
   "\n"
   "Seal the regular files under DIR into one signed archive, written atomically\n"
   "(temporary name, fsync, rename, directory fsync). With --into the name is\n"
   "step-<N>-<UTC time>.kgckpt.tar[.zst] inside CKPT_DIR (created if missing).\n"
   "Creates the signing key pair on first use. Prints the archive's path.\n"
   "--run defaults to $KGUARD_RUN_ID, else \"default\".\n"
+  "--format 1: write a version 1 archive (one whole-member digest, read by any\n"
+  "kguard); the default, 2, has one digest per 64 MiB chunk (verified on all cores).\n"
   "--time T: the seal time to record (when the state was captured; default now).\n"
   "--after PATH: first wait until the writer holding PATH's lock is gone (the\n"
   "previous background seal), so seals finish in step order.\n"
@@ -253,6 +256,11 @@ s_seal(int argc, char **argv)
     } else if (strcmp(a, "--world-size") == 0 && more) {
       if (!s_parse_i64(argv[++i], &o.world_size) || o.world_size < 1)
         return s_usage("--world-size needs a positive integer", argv[i]);
+    } else if (strcmp(a, "--format") == 0 && more) {
+      const char *f = argv[++i];
+      if (strcmp(f, "1") != 0 && strcmp(f, "2") != 0)
+        return s_usage("--format is 1 or 2", f);
+      o.format = f[0] - '0';
     } else if (strcmp(a, "--remove-dir") == 0) {
       remove_dir = true;
     } else if ((r = kg_ckpt_cli_retain_opt(argc, argv, &i, &keep, &every)) != 0) {

@@ -131,17 +131,30 @@ s_hash_one(s_hash_job_t *job, size_t i, unsigned char *buf)
   crypto_generichash_state hs;
   crypto_generichash_init(&hs, NULL, 0, KG_CKPT_DIGEST_BYTES);
   uint64_t total = 0;
+  size_t k = 0;
   ssize_t n;
-  while ((n = read(fd, buf, IO_BLOCK)) > 0) {
+  for (;;) {
+    size_t want = IO_BLOCK;
+    if (mem->chunks) { /* v2: stop at each chunk's end */
+      uint64_t to_end = KG_CKPT_CHUNK_SIZE - total % KG_CKPT_CHUNK_SIZE;
+      if (to_end < want)
+        want = (size_t) to_end;
+    }
+    if ((n = read(fd, buf, want)) <= 0)
+      break;
     crypto_generichash_update(&hs, buf, (size_t) n);
     total += (uint64_t) n;
+    if (mem->chunks && total % KG_CKPT_CHUNK_SIZE == 0 && k + 1 < mem->nchunks) {
+      crypto_generichash_final(&hs, mem->chunks[k++], KG_CKPT_DIGEST_BYTES);
+      crypto_generichash_init(&hs, NULL, 0, KG_CKPT_DIGEST_BYTES);
+    }
   }
   int rc = n < 0 ? -errno : 0;
   close(fd);
-  if (rc == 0 && total != (uint64_t) st.st_size)
+  if (rc == 0 && (total != (uint64_t) st.st_size || total != mem->size))
     rc = -EAGAIN; /* changed while we read it */
-  mem->size = total;
-  crypto_generichash_final(&hs, mem->digest, KG_CKPT_DIGEST_BYTES);
+  crypto_generichash_final(&hs, mem->chunks ? mem->chunks[k] : mem->digest,
+                           KG_CKPT_DIGEST_BYTES);
   return rc;
 }
 
@@ -275,10 +288,15 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
     goto out;
   }
   uint64_t left = mem->size;
+  size_t chunk = 0;
   while (left > 0) {
     if (h)
       buf = kg_ckpt_hasher_slot(h);
-    ssize_t n = read(fd, buf, left < IO_BLOCK ? (size_t) left : IO_BLOCK);
+    size_t want = left < IO_BLOCK ? (size_t) left : IO_BLOCK;
+    uint64_t done = mem->size - left;
+    if (hash && mem->chunks && KG_CKPT_CHUNK_SIZE - done % KG_CKPT_CHUNK_SIZE < want)
+      want = (size_t) (KG_CKPT_CHUNK_SIZE - done % KG_CKPT_CHUNK_SIZE);
+    ssize_t n = read(fd, buf, want);
     if (n <= 0) {
       rc = n < 0 ? -errno : -EAGAIN;
       s_fail(why, whysize, rc, "reading '%s': %s", mem->path);
@@ -286,6 +304,10 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
     }
     if (h)
       kg_ckpt_hasher_push(h, (size_t) n);
+    /* v2: a chunk ends here (the last one ends with the member, below). */
+    if (h && mem->chunks && (done + (uint64_t) n) % KG_CKPT_CHUNK_SIZE == 0
+        && chunk + 1 < mem->nchunks)
+      kg_ckpt_hasher_end(h, mem->chunks[chunk++]);
     if ((rc = s_write_bytes(a, buf, (size_t) n)) < 0) {
       s_fail(why, whysize, rc, "writing the archive: %s%s", "");
       goto out;
@@ -299,7 +321,7 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
       rc = -EAGAIN;
       goto out;
     }
-    kg_ckpt_hasher_end(h, mem->digest);
+    kg_ckpt_hasher_end(h, mem->chunks ? mem->chunks[chunk] : mem->digest);
   }
 out:
   close(fd);
@@ -406,8 +428,11 @@ s_write_one_pass(int outfd, s_hash_job_t *job, const unsigned char *sk, time_t m
                  size_t whysize)
 {
   kg_ckpt_manifest_t *m = job->m;
-  for (size_t i = 0; i < m->count; i++)
+  for (size_t i = 0; i < m->count; i++) {
     memset(m->members[i].digest, 0, sizeof m->members[i].digest);
+    if (m->members[i].chunks)
+      memset(m->members[i].chunks, 0, m->members[i].nchunks * KG_CKPT_DIGEST_BYTES);
+  }
   char *placeholder = kg_ckpt_manifest_encode(m);
   char *json = NULL;
   unsigned char zero_sig[crypto_sign_BYTES] = {0}, sig[crypto_sign_BYTES];
@@ -566,6 +591,11 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   snprintf(m->producer, sizeof m->producer, "%s", o->producer ? o->producer : "kguard");
   kg_keys_id(o->sk + 32, m->key_id);
   m->zstd = o->zstd;
+  m->version = o->format == 1 ? 1 : KG_CKPT_FORMAT_VERSION;
+  if (m->version >= 2 && (rc = kg_ckpt_manifest_alloc_chunks(m)) < 0) {
+    s_fail(why, whysize, rc, "chunk digests: %s%s", "");
+    goto out;
+  }
   if (o->world_size >= 2) {
     m->rank = o->rank;
     m->world_size = o->world_size;

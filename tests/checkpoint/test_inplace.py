@@ -148,8 +148,11 @@ def test_member_changed_after_verification_is_refused(ckenv):
     src = ckenv / "src"
     src.mkdir()
     (src / "blob.bin").write_bytes(data)
+    # Version 1 (whole-member digest, 4 MiB pieces re-checked as read): in
+    # version 2 a whole 64 MiB chunk is held, already checked, in memory.
     p = subprocess.run([BIN, "ckpt", "seal", str(src), "--step", "1", "--into",
-                        str(ckenv / "ck")], capture_output=True, text=True, check=True)
+                        str(ckenv / "ck"), "--format", "1"], capture_output=True, text=True,
+                       check=True)
     path = p.stdout.strip()
     f = Archive(path).open("blob.bin")
     assert f.read(PIECE) == data[:PIECE]
@@ -164,3 +167,60 @@ def test_member_changed_after_verification_is_refused(ckenv):
     # A fresh open sees the damage before returning anything.
     with pytest.raises(CheckpointError, match="does not match its digest"):
         Archive(path).open("blob.bin")
+
+
+def manifest_of(path):
+    p = subprocess.run([BIN, "ckpt", "manifest", path], capture_output=True, text=True,
+                       check=True)
+    return json.loads(p.stdout)["manifest"]
+
+
+def b2sum256(data):
+    p = subprocess.run(["b2sum", "-l", "256"], input=data, capture_output=True, check=True)
+    return p.stdout.split()[0].decode()
+
+
+def test_version_1_archives_still_verify_restore_and_load(ckenv, monkeypatch):
+    src = ckenv / "src"
+    src.mkdir()
+    data = os.urandom(3 << 20)
+    (src / "state.pt").write_bytes(data)
+    p = subprocess.run([BIN, "ckpt", "seal", str(src), "--step", "4", "--into",
+                        str(ckenv / "ck"), "--format", "1"], capture_output=True, text=True,
+                       check=True)
+    path = p.stdout.strip()
+    m = manifest_of(path)
+    assert m["version"] == 1 and "chunks" not in m["members"][0]
+    assert m["members"][0]["blake2b"] == b2sum256(data)  # b2sum-checkable
+    assert subprocess.run([BIN, "ckpt", "verify", path]).returncode == 0
+    assert subprocess.run([BIN, "ckpt", "restore", path, str(ckenv / "out")]).returncode == 0
+    assert (ckenv / "out" / "state.pt").read_bytes() == data
+    out = json.loads(subprocess.run(
+        [BIN, "ckpt", "resume-prepare", "--dir", str(ckenv / "ck"), "--before",
+         "99999999999999", "--incident", "v1", "--into", str(ckenv / "x"), "--json"],
+        capture_output=True, text=True).stdout)
+    assert out["status"] == "restored" and out["dir"] == ""
+    with Archive(out["archive"], expect_digest=out["digest"]).open("state.pt") as f:
+        assert f.read() == data
+
+
+def test_version_2_chunk_digests_are_b2sum_checkable_and_name_the_bad_chunk(ckenv):
+    src = ckenv / "src"
+    src.mkdir()
+    chunk = 64 << 20
+    data = os.urandom(chunk + 4096)
+    (src / "state.pt").write_bytes(data)
+    p = subprocess.run([BIN, "ckpt", "seal", str(src), "--step", "4", "--into",
+                        str(ckenv / "ck")], capture_output=True, text=True, check=True)
+    path = p.stdout.strip()
+    m = manifest_of(path)
+    assert m["version"] == 2 and m["chunk_size"] == chunk
+    assert m["members"][0]["chunks"] == [b2sum256(data[:chunk]), b2sum256(data[chunk:])]
+    off, _ = member_offset(path, "state.pt")
+    with open(path, "r+b") as f:
+        f.seek(off + chunk + 100)
+        f.write(bytes([data[chunk + 100] ^ 1]))
+    p = subprocess.run([BIN, "ckpt", "verify", path], capture_output=True, text=True)
+    assert p.returncode == 2 and "chunk 1" in p.stdout
+    with pytest.raises(CheckpointError, match="chunk 1"):
+        Archive(path).open("state.pt")
