@@ -132,11 +132,15 @@ def save(state, step, name="state.pt", background=False):
         captured_ms = int(time.time() * 1000)
         cmd = [_bin(), "ckpt", "seal", tmp, "--step", str(step),
                "--run", os.environ.get("KGUARD_RUN_ID") or "default",
-               "--into", ckpt_dir, "--time", str(captured_ms)]
+               "--into", ckpt_dir]
         rank, world = _rank_world()
         if world > 1:
             cmd += ["--rank", str(rank), "--world-size", str(world)]
         if background:
+            # Dated when the state was captured, not when the seal ends: a
+            # seal still running at a later fault is not taken for one made
+            # after it. (A foreground seal keeps its end time, as before.)
+            cmd += ["--time", str(captured_ms)]
             prev = _last_background
             if prev is not None and not prev.done():
                 cmd += ["--after", prev._stage]
