@@ -104,23 +104,6 @@ static const char s_help_verify[] =
   "stderr at the start, at least once a second while reading, and at the end.\n\n"
   VERDICT_CODES;
 
-static const char s_help_list[] =
-  "usage: kguard ckpt list CKPT_DIR [--json]\n"
-  "\n"
-  "Verify every checkpoint in CKPT_DIR and print a table, newest first: step,\n"
-  "seal time, size, status, file. Leftovers of interrupted seals are shown as\n"
-  "'leftover'. --json prints an array of objects instead.\n"
-  "exit: 0, 100 usage, 111 system (CKPT_DIR unreadable).\n";
-
-static const char s_help_latest[] =
-  "usage: kguard ckpt latest CKPT_DIR [--before TIME]\n"
-  "\n"
-  "Print the last consistent checkpoint (or complete set of rank shards: its\n"
-  "index set-*.kgset.tar): the newest one sealed strictly before\n"
-  "TIME (default: now and later) that verifies completely. Each newer file that\n"
-  "was passed over is reported on stderr with the reason.\n"
-  "exit: 0 found, 1 none, 100 usage, 111 system.\n";
-
 static const char s_help_restore[] =
   "usage: kguard ckpt restore FILE DEST\n"
   "\n"
@@ -169,14 +152,14 @@ static const char s_help_keygen[] =
   "'unsigned'). Prints the directory and key id.\n"
   "exit: 0, 100 usage (key exists), 111 system.\n";
 
-static bool
-s_is_help(const char *arg)
+bool
+kg_ckpt_cli_is_help(const char *arg)
 {
   return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
-static int
-s_usage(const char *msg, const char *arg)
+int
+kg_ckpt_cli_usage(const char *msg, const char *arg)
 {
   fprintf(stderr, "kguard ckpt: %s%s%s (see --help)\n", msg, arg ? ": " : "", arg ? arg : "");
   return KG_EXIT_USAGE;
@@ -194,8 +177,8 @@ s_exit_of(int rc)
 }
 
 /*  Load the public key; absent is fine (everything then reads unsigned). */
-static const unsigned char *
-s_public_key(unsigned char pk[KG_KEYS_PUBLIC_BYTES])
+const unsigned char *
+kg_ckpt_cli_public_key(unsigned char pk[KG_KEYS_PUBLIC_BYTES])
 {
   int rc = kg_keys_load_public(NULL, pk);
   if (rc < 0) {
@@ -231,12 +214,12 @@ s_seal(int argc, char **argv)
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
-    if (s_is_help(a)) {
+    if (kg_ckpt_cli_is_help(a)) {
       fputs(s_help_seal, stdout);
       return KG_EXIT_OK;
     } else if (strcmp(a, "--step") == 0 && more) {
       if (!s_parse_i64(argv[++i], &o.step))
-        return s_usage("--step needs a non-negative integer", argv[i]);
+        return kg_ckpt_cli_usage("--step needs a non-negative integer", argv[i]);
     } else if (strcmp(a, "--run") == 0 && more) {
       o.run = argv[++i];
     } else if (strcmp(a, "--into") == 0 && more) {
@@ -247,19 +230,19 @@ s_seal(int argc, char **argv)
       o.zstd = true;
     } else if (strcmp(a, "--time") == 0 && more) {
       if (kg_ckpt_parse_time(argv[++i], &o.now_ms) < 0 || o.now_ms <= 0)
-        return s_usage("--time needs ms since the epoch or ISO 8601", argv[i]);
+        return kg_ckpt_cli_usage("--time needs ms since the epoch or ISO 8601", argv[i]);
     } else if (strcmp(a, "--after") == 0 && more) {
       after = argv[++i];
     } else if (strcmp(a, "--rank") == 0 && more) {
       if (!s_parse_i64(argv[++i], &o.rank))
-        return s_usage("--rank needs a non-negative integer", argv[i]);
+        return kg_ckpt_cli_usage("--rank needs a non-negative integer", argv[i]);
     } else if (strcmp(a, "--world-size") == 0 && more) {
       if (!s_parse_i64(argv[++i], &o.world_size) || o.world_size < 1)
-        return s_usage("--world-size needs a positive integer", argv[i]);
+        return kg_ckpt_cli_usage("--world-size needs a positive integer", argv[i]);
     } else if (strcmp(a, "--format") == 0 && more) {
       const char *f = argv[++i];
       if (strcmp(f, "1") != 0 && strcmp(f, "2") != 0)
-        return s_usage("--format is 1 or 2", f);
+        return kg_ckpt_cli_usage("--format is 1 or 2", f);
       o.format = f[0] - '0';
     } else if (strcmp(a, "--remove-dir") == 0) {
       remove_dir = true;
@@ -267,19 +250,19 @@ s_seal(int argc, char **argv)
       if (r < 0)
         return KG_EXIT_USAGE;
     } else if (a[0] == '-' || o.dir) {
-      return s_usage("unexpected argument", a);
+      return kg_ckpt_cli_usage("unexpected argument", a);
     } else {
       o.dir = a;
     }
   }
   if (!o.dir || o.step < 0 || !o.into == !o.output)
-    return s_usage("seal needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
+    return kg_ckpt_cli_usage("seal needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
   if (!o.run)
     o.run = getenv("KGUARD_RUN_ID");
   if (o.world_size == 1)
     o.world_size = 0; /* one rank: a plain checkpoint */
   if (o.world_size >= 2 && (o.rank >= o.world_size || o.output))
-    return s_usage("--rank must be below --world-size, and shards need --into", NULL);
+    return kg_ckpt_cli_usage("--rank must be below --world-size, and shards need --into", NULL);
   unsigned char sk[KG_KEYS_SECRET_BYTES];
   int rc = kg_keys_load_secret(NULL, true, sk);
   if (rc < 0) {
@@ -318,7 +301,7 @@ s_seal(int argc, char **argv)
   /* Retention: after this seal, with the public half of the key. */
   if (keep > 0 && o.into) {
     unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-    if ((rc = kg_ckpt_retain_prune(o.into, s_public_key(pkbuf), keep, every, NULL, 0, false,
+    if ((rc = kg_ckpt_retain_prune(o.into, kg_ckpt_cli_public_key(pkbuf), keep, every, NULL, 0, false,
                                    stderr)) < 0)
       fprintf(stderr, "kguard ckpt seal: pruning '%s': %s (the seal itself succeeded)\n",
               o.into, kg_strerror(rc));
@@ -348,13 +331,13 @@ s_verify(int argc, char **argv)
   const unsigned char *pk = NULL;
   bool progress = false;
   for (int i = 1; i < argc; i++)
-    if (s_is_help(argv[i])) {
+    if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_verify, stdout);
       return KG_EXIT_OK;
     } else if (strcmp(argv[i], "--progress") == 0) {
       progress = true;
     }
-  pk = s_public_key(pkbuf);
+  pk = kg_ckpt_cli_public_key(pkbuf);
   kg_ckpt_sink_t watch = {.progress = s_progress_line};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--progress") == 0)
@@ -374,202 +357,11 @@ s_verify(int argc, char **argv)
     kg_ckpt_report_clear(&r);
   }
   if (files == 0)
-    return s_usage("verify needs at least one FILE", NULL);
+    return kg_ckpt_cli_usage("verify needs at least one FILE", NULL);
   return worst;
 }
 
 /* ---- list / latest -------------------------------------------------------- */
-
-static const char *
-s_entry_status(const kg_ckpt_entry_t *e)
-{
-  return e->leftover ? "leftover" : kg_ckpt_status_name(e->rc);
-}
-
-/*  Checkpoint sets: appended to arr as {"kind": "set", ...} rows, or
-    printed after the table when arr is NULL. */
-static void
-s_list_sets(const char *dir, const unsigned char *pk, cJSON *arr)
-{
-  int rc;
-  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &rc);
-  if (!sets)
-    return;
-  char when[32], reason[1024];
-  for (size_t i = 0; i < sets->count; i++) {
-    const kg_ckpt_set_t *s = &sets->sets[i];
-    rc = kg_ckpt_set_verify(s, pk, NULL, reason, sizeof reason);
-    if (arr) {
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddStringToObject(o, "kind", "set");
-      cJSON_AddStringToObject(o, "archive", s->path);
-      cJSON_AddStringToObject(o, "status", kg_ckpt_status_name(rc));
-      cJSON_AddStringToObject(o, "reason", reason);
-      cJSON_AddNumberToObject(o, "step", (double) s->step);
-      cJSON_AddStringToObject(o, "run", s->run);
-      cJSON_AddNumberToObject(o, "world_size", (double) s->world_size);
-      cJSON_AddNumberToObject(o, "sealed_at_ms", (double) s->sealed_at_ms);
-      cJSON_AddItemToArray(arr, o);
-    } else {
-      if (i == 0)
-        printf("\nSETS\n");
-      printf("%-10" PRId64 "  %-24s  %5" PRId64 " ranks  %-10s  %s%s%s\n", s->step,
-             s->sealed_at_ms >= 0 ? kg_clock_iso_ms(s->sealed_at_ms, when, sizeof when) : "-",
-             s->world_size, kg_ckpt_status_name(rc), strrchr(s->path, '/') + 1,
-             rc ? ": " : "", rc ? reason : "");
-    }
-  }
-  kg_ckpt_sets_destroy(&sets);
-}
-
-static int
-s_list(int argc, char **argv)
-{
-  const char *dir = NULL;
-  bool json = false;
-  for (int i = 1; i < argc; i++) {
-    if (s_is_help(argv[i])) {
-      fputs(s_help_list, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if (argv[i][0] == '-' || dir) {
-      return s_usage("unexpected argument", argv[i]);
-    } else {
-      dir = argv[i];
-    }
-  }
-  if (!dir)
-    return s_usage("list needs CKPT_DIR", NULL);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-  int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, s_public_key(pkbuf), true, &rc);
-  if (!list) {
-    fprintf(stderr, "kguard ckpt list: %s: %s\n", dir, kg_strerror(rc));
-    return KG_EXIT_SYSTEM;
-  }
-  char when[32];
-  if (json) {
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < list->count; i++) {
-      const kg_ckpt_entry_t *e = &list->entries[i];
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddStringToObject(o, "archive", e->path);
-      cJSON_AddStringToObject(o, "status", s_entry_status(e));
-      cJSON_AddStringToObject(o, "reason", e->reason);
-      if (e->authenticated) {
-        cJSON_AddNumberToObject(o, "step", (double) e->step);
-        cJSON_AddStringToObject(o, "run", e->run);
-        cJSON_AddStringToObject(o, "sealed_at",
-                                kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
-        cJSON_AddNumberToObject(o, "sealed_at_ms", (double) e->sealed_at_ms);
-      } else {
-        cJSON_AddNullToObject(o, "step");
-        cJSON_AddNullToObject(o, "sealed_at");
-      }
-      cJSON_AddNumberToObject(o, "size", (double) e->size);
-      if (e->world_size >= 2) {
-        cJSON_AddNumberToObject(o, "rank", (double) e->rank);
-        cJSON_AddNumberToObject(o, "world_size", (double) e->world_size);
-      }
-      cJSON_AddItemToArray(arr, o);
-    }
-    s_list_sets(dir, s_public_key(pkbuf), arr);
-    char *text = cJSON_Print(arr);
-    printf("%s\n", text ? text : "[]");
-    free(text);
-    cJSON_Delete(arr);
-  } else {
-    printf("%-10s  %-24s  %12s  %-10s  %s\n", "STEP", "SEALED (UTC)", "SIZE", "STATUS", "FILE");
-    for (size_t i = 0; i < list->count; i++) {
-      const kg_ckpt_entry_t *e = &list->entries[i];
-      char step[24] = "-";
-      if (e->authenticated)
-        snprintf(step, sizeof step, "%" PRId64, e->step);
-      printf("%-10s  %-24s  %12" PRIu64 "  %-10s  %s\n", step,
-             e->authenticated ? kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when) : "-",
-             e->size, s_entry_status(e), e->name);
-    }
-    s_list_sets(dir, s_public_key(pkbuf), NULL);
-  }
-  kg_ckpt_list_destroy(&list);
-  return KG_EXIT_OK;
-}
-
-static int
-s_latest(int argc, char **argv)
-{
-  const char *dir = NULL;
-  int64_t before = INT64_MAX;
-  for (int i = 1; i < argc; i++) {
-    if (s_is_help(argv[i])) {
-      fputs(s_help_latest, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--before") == 0 && i + 1 < argc) {
-      if (kg_ckpt_parse_time(argv[++i], &before) < 0)
-        return s_usage("--before needs ISO 8601 or ms since the epoch", argv[i]);
-    } else if (argv[i][0] == '-' || dir) {
-      return s_usage("unexpected argument", argv[i]);
-    } else {
-      dir = argv[i];
-    }
-  }
-  if (!dir)
-    return s_usage("latest needs CKPT_DIR", NULL);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-  const unsigned char *pk = s_public_key(pkbuf);
-  int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, pk, false, &rc);
-  if (!list) {
-    fprintf(stderr, "kguard ckpt latest: %s: %s\n", dir, kg_strerror(rc));
-    return rc == -ENOENT ? 1 : KG_EXIT_SYSTEM;
-  }
-  size_t chosen = 0;
-  rc = kg_ckpt_list_latest(list, pk, before, &chosen);
-  size_t upto = rc == 0 ? chosen : list->count;
-  char buf[700];
-  for (size_t i = 0; i < upto; i++) {
-    const char *why = kg_ckpt_list_skip_reason(list, i, before, buf, sizeof buf);
-    fprintf(stderr, "skipped %s: %s\n", list->entries[i].name, why ? why : "not chosen");
-  }
-  int code = 1;
-  /* A complete, verified set newer than the plain choice wins. */
-  int64_t plain_ms = rc == 0 ? list->entries[chosen].sealed_at_ms : INT64_MIN;
-  int srcode;
-  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &srcode);
-  for (size_t k = 0; sets && k < sets->count; k++) {
-    const kg_ckpt_set_t *st = &sets->sets[k];
-    if (st->rc == 0 && st->sealed_at_ms <= plain_ms)
-      break;
-    char why[1100];
-    if (st->rc == 0 && st->sealed_at_ms >= before) {
-      fprintf(stderr, "skipped %s: set sealed at or after --before\n", st->path);
-      continue;
-    }
-    if (kg_ckpt_set_verify(st, pk, NULL, why, sizeof why) == 0) {
-      printf("%s\n", st->path);
-      fprintf(stderr, "chosen set %s: step %" PRId64 ", %" PRId64 " ranks, valid\n", st->path,
-              st->step, st->world_size);
-      kg_ckpt_sets_destroy(&sets);
-      kg_ckpt_list_destroy(&list);
-      return 0;
-    }
-    fprintf(stderr, "skipped %s: %s\n", st->path, why);
-  }
-  kg_ckpt_sets_destroy(&sets);
-  if (rc == 0) {
-    const kg_ckpt_entry_t *e = &list->entries[chosen];
-    char when[32];
-    printf("%s\n", e->path);
-    fprintf(stderr, "chosen %s: step %" PRId64 ", sealed %s, valid\n", e->name, e->step,
-            kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
-    code = 0;
-  } else {
-    fprintf(stderr, "kguard ckpt latest: no consistent checkpoint in %s\n", dir);
-  }
-  kg_ckpt_list_destroy(&list);
-  return code;
-}
 
 /* ---- restore / quarantine / resume-prepare ---------------------------------- */
 
@@ -579,19 +371,19 @@ s_restore(int argc, char **argv)
   const char *pos[2] = {NULL, NULL};
   int npos = 0;
   for (int i = 1; i < argc; i++) {
-    if (s_is_help(argv[i])) {
+    if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_restore, stdout);
       return KG_EXIT_OK;
     }
     if (argv[i][0] == '-' || npos == 2)
-      return s_usage("unexpected argument", argv[i]);
+      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
     pos[npos++] = argv[i];
   }
   if (npos != 2)
-    return s_usage("restore needs FILE and DEST", NULL);
+    return kg_ckpt_cli_usage("restore needs FILE and DEST", NULL);
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   kg_ckpt_report_t r;
-  int rc = kg_ckpt_restore(pos[0], pos[1], s_public_key(pkbuf), NULL, &r);
+  int rc = kg_ckpt_restore(pos[0], pos[1], kg_ckpt_cli_public_key(pkbuf), NULL, &r);
   if (rc == 0)
     printf("%s: restored step %" PRId64 " into %s\n", pos[0], r.manifest->step, pos[1]);
   else if (kg_ckpt_status_of(rc) > 0)
@@ -609,28 +401,28 @@ s_quarantine(int argc, char **argv)
   const char *dir = NULL, *incident = NULL;
   int64_t from = -1;
   for (int i = 1; i < argc; i++) {
-    if (s_is_help(argv[i])) {
+    if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_quarantine, stdout);
       return KG_EXIT_OK;
     } else if (strcmp(argv[i], "--incident") == 0 && i + 1 < argc) {
       incident = argv[++i];
     } else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
       if (kg_ckpt_parse_time(argv[++i], &from) < 0)
-        return s_usage("--from needs ISO 8601 or ms since the epoch", argv[i]);
+        return kg_ckpt_cli_usage("--from needs ISO 8601 or ms since the epoch", argv[i]);
     } else if (argv[i][0] == '-' || dir) {
-      return s_usage("unexpected argument", argv[i]);
+      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
     } else {
       dir = argv[i];
     }
   }
   if (!dir || !incident || from < 0)
-    return s_usage("quarantine needs CKPT_DIR, --incident ID and --from TIME", NULL);
+    return kg_ckpt_cli_usage("quarantine needs CKPT_DIR, --incident ID and --from TIME", NULL);
   if (!kg_ckpt_quarantine_id_ok(incident))
-    return s_usage("incident id must be 1-128 of [A-Za-z0-9._:-], not starting with '.'",
+    return kg_ckpt_cli_usage("incident id must be 1-128 of [A-Za-z0-9._:-], not starting with '.'",
                    incident);
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, s_public_key(pkbuf), false, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, kg_ckpt_cli_public_key(pkbuf), false, &rc);
   if (!list) {
     fprintf(stderr, "kguard ckpt quarantine: %s: %s\n", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
@@ -667,7 +459,7 @@ s_resume(int argc, char **argv)
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
-    if (s_is_help(a)) {
+    if (kg_ckpt_cli_is_help(a)) {
       fputs(s_help_resume, stdout);
       return KG_EXIT_OK;
     } else if (strcmp(a, "--dir") == 0 && more) {
@@ -691,7 +483,7 @@ s_resume(int argc, char **argv)
   cJSON *out = NULL;
   char why[600] = "";
   kg_ckpt_sink_t watch = {.progress = s_progress_line};
-  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, &watch, s_public_key(pkbuf),
+  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, &watch, kg_ckpt_cli_public_key(pkbuf),
                                   &out, why, sizeof why);
   if (rc < 0)
     return s_json_error(rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM, why);
@@ -714,7 +506,7 @@ kg_ckpt_cli_main(int argc, char **argv)
   const char *cmd = argv[1];
   argc--;
   argv++;
-  if (s_is_help(cmd) || strcmp(cmd, "help") == 0) {
+  if (kg_ckpt_cli_is_help(cmd) || strcmp(cmd, "help") == 0) {
     fputs(s_help_main, stdout);
     return KG_EXIT_OK;
   }
@@ -723,9 +515,9 @@ kg_ckpt_cli_main(int argc, char **argv)
   if (strcmp(cmd, "verify") == 0)
     return s_verify(argc, argv);
   if (strcmp(cmd, "list") == 0)
-    return s_list(argc, argv);
+    return kg_ckpt_cli_list(argc, argv);
   if (strcmp(cmd, "latest") == 0)
-    return s_latest(argc, argv);
+    return kg_ckpt_cli_latest(argc, argv);
   if (strcmp(cmd, "restore") == 0)
     return s_restore(argc, argv);
   if (strcmp(cmd, "quarantine") == 0)
@@ -738,7 +530,7 @@ kg_ckpt_cli_main(int argc, char **argv)
     return kg_ckpt_cli_gc(argc, argv);
   if (strcmp(cmd, "prune") == 0)
     return kg_ckpt_cli_prune(argc, argv);
-  return s_usage("unknown ckpt command", cmd);
+  return kg_ckpt_cli_usage("unknown ckpt command", cmd);
 }
 
 int
@@ -746,7 +538,7 @@ kg_ckpt_keygen_main(int argc, char **argv)
 {
   bool force = false;
   for (int i = 1; i < argc; i++) {
-    if (s_is_help(argv[i])) {
+    if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_keygen, stdout);
       return KG_EXIT_OK;
     } else if (strcmp(argv[i], "--force") == 0) {

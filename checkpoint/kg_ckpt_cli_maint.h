@@ -5,6 +5,7 @@
 #ifndef KG_CKPT_CLI_MAINT_H
 #define KG_CKPT_CLI_MAINT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*  `kguard ckpt manifest FILE`: authenticate FILE's manifest (no payload
@@ -24,5 +25,17 @@ int kg_ckpt_cli_prune(int argc, char **argv);
 /*  Parse --keep / --keep-every at argv[*i] (advancing *i). Returns 1 when
     it was one of them, 0 when not, -1 on a bad value (message printed). */
 int kg_ckpt_cli_retain_opt(int argc, char **argv, int *i, int *keep, int64_t *every);
+
+/*  `kguard ckpt list` and `kguard ckpt latest` (kg_ckpt_cli_list.c). */
+int kg_ckpt_cli_list(int argc, char **argv);
+int kg_ckpt_cli_latest(int argc, char **argv);
+
+/*  Shared by the ckpt command files: "--help"/"-h"; print "kguard ckpt:
+    MSG[: ARG] (see --help)" and return the usage exit code; load the public
+    key into pk and return it, or NULL when there is none (a warning unless
+    simply absent). */
+bool kg_ckpt_cli_is_help(const char *arg);
+int kg_ckpt_cli_usage(const char *msg, const char *arg);
+const unsigned char *kg_ckpt_cli_public_key(unsigned char pk[32]);
 
 #endif

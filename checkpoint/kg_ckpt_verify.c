@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kg_ckpt_hasher.h"
+#include "kg_ckpt_chunker.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 #include "kg_keys.h"
@@ -271,99 +271,24 @@ done:
 
 /* ---- kguard archives --------------------------------------------------- */
 
-/* ---- version 2: chunk digests on several threads ------------------------ */
-
-#define CHUNK_HASHERS_MAX 4
-
-/*  Chunk k of a member goes to hasher k % n: one large member is hashed
-    on n cores while this thread reads. Memory: n hashers' slots. */
-typedef struct {
-  kg_ckpt_hasher_t *h[CHUNK_HASHERS_MAX];
-  size_t n;
-  unsigned char (*got)[KG_CKPT_DIGEST_BYTES]; /* the member's computed digests */
-} s_chunker_t;
-
-static int
-s_chunker_start(s_chunker_t *c)
-{
-  if (c->n)
-    return 0;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t want = cpus > 0 ? (size_t) cpus : 1;
-  if (want > CHUNK_HASHERS_MAX)
-    want = CHUNK_HASHERS_MAX;
-  for (size_t i = 0; i < want; i++)
-    if ((c->h[c->n] = kg_ckpt_hasher_new()))
-      c->n++;
-  return c->n ? 0 : KG_ENOMEM;
-}
-
-static void
-s_chunker_stop(s_chunker_t *c)
-{
-  for (size_t i = 0; i < c->n; i++)
-    kg_ckpt_hasher_destroy(&c->h[i]);
-  c->n = 0;
-  free(c->got);
-  c->got = NULL;
-}
-
-/*  Queue len bytes of mem at offset pos (the bytes before were queued). */
-static void
-s_chunker_feed(s_chunker_t *c, const kg_ckpt_member_t *mem, uint64_t pos, const void *buf,
-               size_t len)
-{
-  const unsigned char *p = buf;
-  while (len > 0) {
-    size_t k = (size_t) (pos / KG_CKPT_CHUNK_SIZE);
-    kg_ckpt_hasher_t *h = c->h[k % c->n];
-    uint64_t to_end = KG_CKPT_CHUNK_SIZE - pos % KG_CKPT_CHUNK_SIZE;
-    size_t n = len < KG_CKPT_HASHER_BLOCK ? len : KG_CKPT_HASHER_BLOCK;
-    if (n > to_end)
-      n = (size_t) to_end;
-    memcpy(kg_ckpt_hasher_slot(h), p, n);
-    kg_ckpt_hasher_push(h, n);
-    p += n;
-    len -= n;
-    pos += n;
-    if (pos % KG_CKPT_CHUNK_SIZE == 0 && k + 1 < mem->nchunks)
-      kg_ckpt_hasher_end(h, c->got[k]);
-  }
-}
-
-/*  The member's last chunk ends; wait for every digest; index of the first
-    chunk that does not match, or -1. */
-static long
-s_chunker_check(s_chunker_t *c, const kg_ckpt_member_t *mem)
-{
-  size_t last = mem->nchunks - 1;
-  kg_ckpt_hasher_end(c->h[last % c->n], c->got[last]);
-  for (size_t i = 0; i < c->n; i++)
-    kg_ckpt_hasher_wait(c->h[i]);
-  for (size_t k = 0; k < mem->nchunks; k++)
-    if (sodium_memcmp(c->got[k], mem->chunks[k], KG_CKPT_DIGEST_BYTES) != 0)
-      return (long) k;
-  return -1;
-}
-
 /*  Plain verify hashes here, as the data streams past. A sink with finish
     (restore) hashes what it wrote in its own threads and is asked at the
     end. */
 static int s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
-                            s_chunker_t *c);
+                            kg_ckpt_chunker_t *c);
 
 static int
 s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink)
 {
-  s_chunker_t c = {0};
+  kg_ckpt_chunker_t c = {0};
   int rc = s_verify_members(a, r, sink, &c);
-  s_chunker_stop(&c);
+  kg_ckpt_chunker_stop(&c);
   return rc;
 }
 
 static int
 s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
-                 s_chunker_t *c)
+                 kg_ckpt_chunker_t *c)
 {
   bool sink_hashes = sink && sink->finish;
   kg_ckpt_manifest_t *m = r->manifest;
@@ -400,7 +325,7 @@ s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
     bool chunked = mem->chunks != NULL;
     if (chunked) {
       free(c->got);
-      if (s_chunker_start(c) < 0 || !(c->got = calloc(mem->nchunks, sizeof *c->got)))
+      if (kg_ckpt_chunker_start(c) < 0 || !(c->got = calloc(mem->nchunks, sizeof *c->got)))
         return s_set(r, KG_ENOMEM, name, "out of memory");
     }
     bool hash_here = !sink_hashes && !chunked;
@@ -418,7 +343,7 @@ s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
         return s_set(r, KG_ECKPT_UNSAFE, name,
                      "member '%s' holds more than its manifest size", name);
       if (chunked)
-        s_chunker_feed(c, mem, got, buf, len);
+        kg_ckpt_chunker_feed(c, mem, got, buf, len);
       got += len;
       if (hash_here)
         crypto_generichash_update(&st, buf, len);
@@ -431,7 +356,7 @@ s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
       return s_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after %llu of %llu bytes",
                    name, (unsigned long long) got, (unsigned long long) mem->size);
     long bad;
-    if (chunked && (bad = s_chunker_check(c, mem)) >= 0)
+    if (chunked && (bad = kg_ckpt_chunker_check(c, mem)) >= 0)
       return s_set(r, KG_ECKPT_CORRUPT, name,
                    "member '%s' does not match its digest (chunk %ld, bytes %llu..%llu)", name,
                    bad, (unsigned long long) bad * KG_CKPT_CHUNK_SIZE,
