@@ -4,7 +4,7 @@ a bad member before torch.load sees a byte of it.
 
 The slow disk is the documented test hook KGUARD_TEST_READ_BPS (every
 archive read by verify/restore/resume-prepare capped at that many bytes per
-second): a 256 MiB checkpoint read at 24 MiB/s takes ~11 s, several times
+second): a 128 MiB checkpoint read at 10 MiB/s takes ~13 s, several times
 the 3 s stall deadline the driver below enforces the way the supervisor
 does (any output on stderr pushes the deadline back).
 """
@@ -27,8 +27,8 @@ from kguard.archive import PIECE, Archive, CheckpointError  # noqa: E402
 from conftest import BIN  # noqa: E402
 
 STALL_S = 3.0
-BIG = 256 << 20
-RATE = 24 << 20
+BIG = 128 << 20
+RATE = 10 << 20
 
 
 @pytest.fixture
