@@ -329,3 +329,29 @@ def test_keep_prunes_after_a_newer_one_verified(tmp_path, keyenv, payload):
     p = run("ckpt", "prune", str(ck), "--keep", "1", check=True)
     assert os.path.exists(later[-1]) and os.path.exists(later[-2])
     assert run("ckpt", "prune", str(ck)).returncode == 100
+
+
+def test_resume_prepare_says_failed_when_a_verified_checkpoint_cannot_be_restored(
+        tmp_path, keyenv):
+    """A zstd checkpoint whose copy does not fit (a 4 MiB tmpfs): status
+    "failed" with the reason, exit 111, nothing partial left; never "none"."""
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(ck)],
+                      capture_output=True).returncode != 0:
+        import pytest
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        src = tmp_path / "src"
+        src.mkdir()
+        (src / "state.pt").write_bytes(b"\0" * (16 << 20))  # compresses to almost nothing
+        path = seal(src, ck, 3, "--zstd")
+        p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", "99999999999999",
+                "--incident", "full1", "--into", str(tmp_path / "x"), "--json")
+        out = json.loads(p.stdout)
+        assert p.returncode == 111 and out["status"] == "failed", p.stdout
+        assert path in out["error"] and "No space left" in out["error"]
+        assert out["archive"] is None and out["dir"] is None
+        assert sorted(os.listdir(ck)) == sorted([os.path.basename(path), ".incident-full1"])
+    finally:
+        subprocess.run(["umount", str(ck)], check=True)
