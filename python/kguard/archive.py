@@ -216,7 +216,7 @@ class _VerifiedMember(io.RawIOBase):
         i, within = divmod(self._pos, self._psize)
         piece = self._piece(i)
         n = min(len(b), len(piece) - within)
-        b[:n] = piece[within:within + n]
+        b[:n] = memoryview(piece)[within:within + n]  # one copy, not two
         self._pos += n
         return n
 
