@@ -6,6 +6,7 @@
 */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -15,11 +16,15 @@
 #include <string.h>
 
 #include "kg_clock.h"
+#include "kg_ckpt_cli_maint.h"
+#include "kg_ckpt_gc.h"
+#include "kg_ckpt_retain.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
 #include "kg_ckpt_resume.h"
 #include "kg_ckpt_seal.h"
+#include "kg_ckpt_set.h"
 #include "kg_ckpt_util.h"
 #include "kg_ckpt_verify.h"
 #include "kg_cli.h"
@@ -50,12 +55,15 @@ static const char s_help_main[] =
   "\n"
   "commands:\n"
   "  seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
-  "  verify FILE...\n"
+  "  verify [--progress] FILE...\n"
   "  list CKPT_DIR [--json]\n"
   "  latest CKPT_DIR [--before TIME]\n"
   "  restore FILE DEST\n"
   "  quarantine CKPT_DIR --incident ID --from TIME\n"
   "  resume-prepare --dir CKPT_DIR --before T_MS --incident ID --into DEST --json\n"
+  "  manifest FILE\n"
+  "  gc CKPT_DIR\n"
+  "  prune CKPT_DIR --keep N [--keep-every K] | --resolve ID\n"
   "\n"
   "TIME is ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds since the epoch.\n"
   "Keys: $KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard\n"
@@ -64,38 +72,37 @@ static const char s_help_main[] =
 
 static const char s_help_seal[] =
   "usage: kguard ckpt seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
+  "                         [--time T] [--after PATH] [--remove-dir]\n"
+  "                         [--keep N [--keep-every K]] [--rank R --world-size N]\n"
+  "                         [--format 1|2]\n"
   "\n"
   "Seal the regular files under DIR into one signed archive, written atomically\n"
   "(temporary name, fsync, rename, directory fsync). With --into the name is\n"
   "step-<N>-<UTC time>.kgckpt.tar[.zst] inside CKPT_DIR (created if missing).\n"
   "Creates the signing key pair on first use. Prints the archive's path.\n"
   "--run defaults to $KGUARD_RUN_ID, else \"default\".\n"
+  "--format 1: write a version 1 archive (one whole-member digest, read by any\n"
+  "kguard); the default, 2, has one digest per 64 MiB chunk (verified on all cores).\n"
+  "--time T: the seal time to record (when the state was captured; default now).\n"
+  "--after PATH: first wait until the writer holding PATH's lock is gone (the\n"
+  "previous background seal), so seals finish in step order.\n"
+  "--remove-dir: remove DIR afterwards, sealed or not (background saves).\n"
+  "--keep N [--keep-every K]: then prune CKPT_DIR (see `kguard ckpt prune --help`).\n"
+  "--rank R --world-size N (N >= 2): seal this rank's shard of a checkpoint set;\n"
+  "the seal that completes the set writes its signed index set-<N>-*.kgset.tar.\n"
   "exit: 0 sealed, 100 usage (also: DIR holds links or special files), 111 system.\n";
 
 static const char s_help_verify[] =
-  "usage: kguard ckpt verify FILE...\n"
+  "usage: kguard ckpt verify [--progress] FILE...\n"
   "\n"
   "Check each archive in one streaming pass: manifest signature first, then\n"
   "every member's type, name, size and BLAKE2b-256 digest. Prints one line per\n"
   "file: 'FILE: VERDICT: reason'. A plain torch.save file (zip) has every\n"
   "member read so its CRC is checked, without unpickling anything.\n"
-  "The exit code is the highest verdict code among the files.\n\n" VERDICT_CODES;
-
-static const char s_help_list[] =
-  "usage: kguard ckpt list CKPT_DIR [--json]\n"
-  "\n"
-  "Verify every checkpoint in CKPT_DIR and print a table, newest first: step,\n"
-  "seal time, size, status, file. Leftovers of interrupted seals are shown as\n"
-  "'leftover'. --json prints an array of objects instead.\n"
-  "exit: 0, 100 usage, 111 system (CKPT_DIR unreadable).\n";
-
-static const char s_help_latest[] =
-  "usage: kguard ckpt latest CKPT_DIR [--before TIME]\n"
-  "\n"
-  "Print the last consistent checkpoint: the newest one sealed strictly before\n"
-  "TIME (default: now and later) that verifies completely. Each newer file that\n"
-  "was passed over is reported on stderr with the reason.\n"
-  "exit: 0 found, 1 none, 100 usage, 111 system.\n";
+  "The exit code is the highest verdict code among the files.\n"
+  "--progress: write 'kguard-progress DONE TOTAL' lines (bytes of the file) to\n"
+  "stderr at the start, at least once a second while reading, and at the end.\n\n"
+  VERDICT_CODES;
 
 static const char s_help_restore[] =
   "usage: kguard ckpt restore FILE DEST\n"
@@ -118,15 +125,22 @@ static const char s_help_resume[] =
   "                                  --into DEST --json\n"
   "\n"
   "For the supervisor after a sticky failure at T_MS: quarantine checkpoints\n"
-  "sealed at or after T_MS, restore the newest one sealed strictly before it\n"
-  "that verifies into DEST (a new directory), and print one JSON object:\n"
-  "  {\"status\": \"restored\"|\"none\", \"archive\", \"step\", \"run\", \"sealed_at\",\n"
-  "   \"sealed_at_ms\", \"digest\": \"blake2b-256:<hex of the manifest>\",\n"
-  "   \"digest_of\": \"manifest\", \"dir\", \"before_ms\", \"incident\",\n"
-  "   \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
+  "sealed at or after T_MS, then verify completely, newest first, those sealed\n"
+  "strictly before it until one is valid. An uncompressed checkpoint is checked\n"
+  "in place and not copied (\"dir\": \"\": the kernel reads it from the archive);\n"
+  "a zstd one is restored into CKPT_DIR/.restored-ID. DEST is accepted for\n"
+  "compatibility and not written. Prints one JSON object:\n"
+  "  {\"status\": \"restored\"|\"none\"|\"failed\", \"archive\", \"archive_abs\",\n"
+  "   \"step\", \"run\", \"sealed_at\", \"sealed_at_ms\",\n"
+  "   \"digest\": \"blake2b-256:<hex of the manifest>\", \"digest_of\": \"manifest\",\n"
+  "   \"dir\", \"in_place\", \"compression\", \"bytes\", \"error\" (when failed),\n"
+  "   \"before_ms\", \"incident\", \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
   "   \"skipped\": [{\"archive\", \"reason\"}]}\n"
-  "On failure it prints {\"status\": \"error\", \"error\": \"...\"}.\n"
-  "exit: 0 restored or none, 100 usage, 111 system.\n";
+  "\"failed\": a checkpoint could not be read or copied (system error); nothing\n"
+  "partial remains. Progress: 'kguard-progress DONE TOTAL' lines on stderr, at\n"
+  "the start of each candidate and at least once a second while it is read.\n"
+  "On bad usage it prints {\"status\": \"error\", \"error\": \"...\"}.\n"
+  "exit: 0 restored or none, 111 failed or system error, 100 usage.\n";
 
 static const char s_help_keygen[] =
   "usage: kguard keygen [--force]\n"
@@ -138,14 +152,14 @@ static const char s_help_keygen[] =
   "'unsigned'). Prints the directory and key id.\n"
   "exit: 0, 100 usage (key exists), 111 system.\n";
 
-static bool
-s_is_help(const char *arg)
+bool
+kg_ckpt_cli_is_help(const char *arg)
 {
   return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
-static int
-s_usage(const char *msg, const char *arg)
+int
+kg_ckpt_cli_usage(const char *msg, const char *arg)
 {
   fprintf(stderr, "kguard ckpt: %s%s%s (see --help)\n", msg, arg ? ": " : "", arg ? arg : "");
   return KG_EXIT_USAGE;
@@ -163,8 +177,8 @@ s_exit_of(int rc)
 }
 
 /*  Load the public key; absent is fine (everything then reads unsigned). */
-static const unsigned char *
-s_public_key(unsigned char pk[KG_KEYS_PUBLIC_BYTES])
+const unsigned char *
+kg_ckpt_cli_public_key(unsigned char pk[KG_KEYS_PUBLIC_BYTES])
 {
   int rc = kg_keys_load_public(NULL, pk);
   if (rc < 0) {
@@ -193,15 +207,19 @@ static int
 s_seal(int argc, char **argv)
 {
   kg_ckpt_seal_opts_t o = {.step = -1, .producer = "kguard " KGUARD_VERSION};
+  const char *after = NULL;
+  bool remove_dir = false;
+  int keep = 0, r;
+  int64_t every = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
-    if (s_is_help(a)) {
+    if (kg_ckpt_cli_is_help(a)) {
       fputs(s_help_seal, stdout);
       return KG_EXIT_OK;
     } else if (strcmp(a, "--step") == 0 && more) {
       if (!s_parse_i64(argv[++i], &o.step))
-        return s_usage("--step needs a non-negative integer", argv[i]);
+        return kg_ckpt_cli_usage("--step needs a non-negative integer", argv[i]);
     } else if (strcmp(a, "--run") == 0 && more) {
       o.run = argv[++i];
     } else if (strcmp(a, "--into") == 0 && more) {
@@ -210,16 +228,41 @@ s_seal(int argc, char **argv)
       o.output = argv[++i];
     } else if (strcmp(a, "--zstd") == 0) {
       o.zstd = true;
+    } else if (strcmp(a, "--time") == 0 && more) {
+      if (kg_ckpt_parse_time(argv[++i], &o.now_ms) < 0 || o.now_ms <= 0)
+        return kg_ckpt_cli_usage("--time needs ms since the epoch or ISO 8601", argv[i]);
+    } else if (strcmp(a, "--after") == 0 && more) {
+      after = argv[++i];
+    } else if (strcmp(a, "--rank") == 0 && more) {
+      if (!s_parse_i64(argv[++i], &o.rank))
+        return kg_ckpt_cli_usage("--rank needs a non-negative integer", argv[i]);
+    } else if (strcmp(a, "--world-size") == 0 && more) {
+      if (!s_parse_i64(argv[++i], &o.world_size) || o.world_size < 1)
+        return kg_ckpt_cli_usage("--world-size needs a positive integer", argv[i]);
+    } else if (strcmp(a, "--format") == 0 && more) {
+      const char *f = argv[++i];
+      if (strcmp(f, "1") != 0 && strcmp(f, "2") != 0)
+        return kg_ckpt_cli_usage("--format is 1 or 2", f);
+      o.format = f[0] - '0';
+    } else if (strcmp(a, "--remove-dir") == 0) {
+      remove_dir = true;
+    } else if ((r = kg_ckpt_cli_retain_opt(argc, argv, &i, &keep, &every)) != 0) {
+      if (r < 0)
+        return KG_EXIT_USAGE;
     } else if (a[0] == '-' || o.dir) {
-      return s_usage("unexpected argument", a);
+      return kg_ckpt_cli_usage("unexpected argument", a);
     } else {
       o.dir = a;
     }
   }
   if (!o.dir || o.step < 0 || !o.into == !o.output)
-    return s_usage("seal needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
+    return kg_ckpt_cli_usage("seal needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
   if (!o.run)
     o.run = getenv("KGUARD_RUN_ID");
+  if (o.world_size == 1)
+    o.world_size = 0; /* one rank: a plain checkpoint */
+  if (o.world_size >= 2 && (o.rank >= o.world_size || o.output))
+    return kg_ckpt_cli_usage("--rank must be below --world-size, and shards need --into", NULL);
   unsigned char sk[KG_KEYS_SECRET_BYTES];
   int rc = kg_keys_load_secret(NULL, true, sk);
   if (rc < 0) {
@@ -228,17 +271,57 @@ s_seal(int argc, char **argv)
   }
   o.sk = sk;
   char out[PATH_MAX], why[512];
+  /* Background saves: the previous step's seal finishes first. */
+  if (after && (rc = kg_ckpt_gc_wait_writer(after)) < 0)
+    fprintf(stderr, "kguard ckpt seal: waiting for '%s': %s (sealing anyway)\n", after,
+            kg_strerror(rc));
   rc = kg_ckpt_seal(&o, out, sizeof out, why, sizeof why);
+  char set[PATH_MAX] = "";
+  int setrc = 0;
+  if (rc == 0 && o.world_size >= 2)
+    setrc = kg_ckpt_set_try_index(o.into, sk, o.run ? o.run : "default", o.step,
+                                  o.world_size, set, sizeof set);
   memset(sk, 0, sizeof sk);
+  if (setrc < 0)
+    fprintf(stderr, "kguard ckpt seal: writing the set index: %s (the shard is sealed)\n",
+            kg_strerror(setrc));
+  else if (set[0])
+    fprintf(stderr, "kguard ckpt seal: set complete: %s\n", set);
+  if (remove_dir) {
+    int e = kg_ckpt_remove_tree_at(AT_FDCWD, o.dir);
+    if (e < 0)
+      fprintf(stderr, "kguard ckpt seal: removing '%s': %s\n", o.dir, kg_strerror(e));
+  }
   if (rc < 0) {
     fprintf(stderr, "kguard ckpt seal: %s\n", why);
     return rc == KG_EUSAGE || rc == KG_EEXISTS ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   printf("%s\n", out);
+  fflush(stdout);
+  /* Retention: after this seal, with the public half of the key. */
+  if (keep > 0 && o.into) {
+    unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+    if ((rc = kg_ckpt_retain_prune(o.into, kg_ckpt_cli_public_key(pkbuf), keep, every, NULL, 0, false,
+                                   stderr)) < 0)
+      fprintf(stderr, "kguard ckpt seal: pruning '%s': %s (the seal itself succeeded)\n",
+              o.into, kg_strerror(rc));
+  }
   return KG_EXIT_OK;
 }
 
 /* ---- verify ----------------------------------------------------------------- */
+
+/*  The progress line the supervisor reads on stderr to push back its
+    stall deadline (see FORMAT.md, "Progress"). */
+static void
+s_progress_line(void *arg, uint64_t done, uint64_t total)
+{
+  (void) arg;
+  fprintf(stderr, "kguard-progress %llu %llu\n", (unsigned long long) done,
+          (unsigned long long) total);
+  fflush(stderr);
+}
+
 
 static int
 s_verify(int argc, char **argv)
@@ -246,15 +329,21 @@ s_verify(int argc, char **argv)
   int worst = 0, files = 0;
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   const unsigned char *pk = NULL;
+  bool progress = false;
   for (int i = 1; i < argc; i++)
-    if (s_is_help(argv[i])) {
+    if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_verify, stdout);
       return KG_EXIT_OK;
+    } else if (strcmp(argv[i], "--progress") == 0) {
+      progress = true;
     }
-  pk = s_public_key(pkbuf);
+  pk = kg_ckpt_cli_public_key(pkbuf);
+  kg_ckpt_sink_t watch = {.progress = s_progress_line};
   for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--progress") == 0)
+      continue;
     kg_ckpt_report_t r;
-    int rc = kg_ckpt_verify(argv[i], pk, 0, NULL, &r);
+    int rc = kg_ckpt_verify(argv[i], pk, 0, progress ? &watch : NULL, &r);
     files++;
     if (rc == 0)
       printf("%s: valid: step %" PRId64 ", run %s, sealed %s, key %s, manifest blake2b-256:%.16s\n",
@@ -268,136 +357,11 @@ s_verify(int argc, char **argv)
     kg_ckpt_report_clear(&r);
   }
   if (files == 0)
-    return s_usage("verify needs at least one FILE", NULL);
+    return kg_ckpt_cli_usage("verify needs at least one FILE", NULL);
   return worst;
 }
 
 /* ---- list / latest -------------------------------------------------------- */
-
-static const char *
-s_entry_status(const kg_ckpt_entry_t *e)
-{
-  return e->leftover ? "leftover" : kg_ckpt_status_name(e->rc);
-}
-
-static int
-s_list(int argc, char **argv)
-{
-  const char *dir = NULL;
-  bool json = false;
-  for (int i = 1; i < argc; i++) {
-    if (s_is_help(argv[i])) {
-      fputs(s_help_list, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if (argv[i][0] == '-' || dir) {
-      return s_usage("unexpected argument", argv[i]);
-    } else {
-      dir = argv[i];
-    }
-  }
-  if (!dir)
-    return s_usage("list needs CKPT_DIR", NULL);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-  int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, s_public_key(pkbuf), true, &rc);
-  if (!list) {
-    fprintf(stderr, "kguard ckpt list: %s: %s\n", dir, kg_strerror(rc));
-    return KG_EXIT_SYSTEM;
-  }
-  char when[32];
-  if (json) {
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < list->count; i++) {
-      const kg_ckpt_entry_t *e = &list->entries[i];
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddStringToObject(o, "archive", e->path);
-      cJSON_AddStringToObject(o, "status", s_entry_status(e));
-      cJSON_AddStringToObject(o, "reason", e->reason);
-      if (e->authenticated) {
-        cJSON_AddNumberToObject(o, "step", (double) e->step);
-        cJSON_AddStringToObject(o, "run", e->run);
-        cJSON_AddStringToObject(o, "sealed_at",
-                                kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
-        cJSON_AddNumberToObject(o, "sealed_at_ms", (double) e->sealed_at_ms);
-      } else {
-        cJSON_AddNullToObject(o, "step");
-        cJSON_AddNullToObject(o, "sealed_at");
-      }
-      cJSON_AddNumberToObject(o, "size", (double) e->size);
-      cJSON_AddItemToArray(arr, o);
-    }
-    char *text = cJSON_Print(arr);
-    printf("%s\n", text ? text : "[]");
-    free(text);
-    cJSON_Delete(arr);
-  } else {
-    printf("%-10s  %-24s  %12s  %-10s  %s\n", "STEP", "SEALED (UTC)", "SIZE", "STATUS", "FILE");
-    for (size_t i = 0; i < list->count; i++) {
-      const kg_ckpt_entry_t *e = &list->entries[i];
-      char step[24] = "-";
-      if (e->authenticated)
-        snprintf(step, sizeof step, "%" PRId64, e->step);
-      printf("%-10s  %-24s  %12" PRIu64 "  %-10s  %s\n", step,
-             e->authenticated ? kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when) : "-",
-             e->size, s_entry_status(e), e->name);
-    }
-  }
-  kg_ckpt_list_destroy(&list);
-  return KG_EXIT_OK;
-}
-
-static int
-s_latest(int argc, char **argv)
-{
-  const char *dir = NULL;
-  int64_t before = INT64_MAX;
-  for (int i = 1; i < argc; i++) {
-    if (s_is_help(argv[i])) {
-      fputs(s_help_latest, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--before") == 0 && i + 1 < argc) {
-      if (kg_ckpt_parse_time(argv[++i], &before) < 0)
-        return s_usage("--before needs ISO 8601 or ms since the epoch", argv[i]);
-    } else if (argv[i][0] == '-' || dir) {
-      return s_usage("unexpected argument", argv[i]);
-    } else {
-      dir = argv[i];
-    }
-  }
-  if (!dir)
-    return s_usage("latest needs CKPT_DIR", NULL);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-  const unsigned char *pk = s_public_key(pkbuf);
-  int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, pk, false, &rc);
-  if (!list) {
-    fprintf(stderr, "kguard ckpt latest: %s: %s\n", dir, kg_strerror(rc));
-    return rc == -ENOENT ? 1 : KG_EXIT_SYSTEM;
-  }
-  size_t chosen = 0;
-  rc = kg_ckpt_list_latest(list, pk, before, &chosen);
-  size_t upto = rc == 0 ? chosen : list->count;
-  char buf[700];
-  for (size_t i = 0; i < upto; i++) {
-    const char *why = kg_ckpt_list_skip_reason(list, i, before, buf, sizeof buf);
-    fprintf(stderr, "skipped %s: %s\n", list->entries[i].name, why ? why : "not chosen");
-  }
-  int code = 1;
-  if (rc == 0) {
-    const kg_ckpt_entry_t *e = &list->entries[chosen];
-    char when[32];
-    printf("%s\n", e->path);
-    fprintf(stderr, "chosen %s: step %" PRId64 ", sealed %s, valid\n", e->name, e->step,
-            kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
-    code = 0;
-  } else {
-    fprintf(stderr, "kguard ckpt latest: no consistent checkpoint in %s\n", dir);
-  }
-  kg_ckpt_list_destroy(&list);
-  return code;
-}
 
 /* ---- restore / quarantine / resume-prepare ---------------------------------- */
 
@@ -407,19 +371,19 @@ s_restore(int argc, char **argv)
   const char *pos[2] = {NULL, NULL};
   int npos = 0;
   for (int i = 1; i < argc; i++) {
-    if (s_is_help(argv[i])) {
+    if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_restore, stdout);
       return KG_EXIT_OK;
     }
     if (argv[i][0] == '-' || npos == 2)
-      return s_usage("unexpected argument", argv[i]);
+      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
     pos[npos++] = argv[i];
   }
   if (npos != 2)
-    return s_usage("restore needs FILE and DEST", NULL);
+    return kg_ckpt_cli_usage("restore needs FILE and DEST", NULL);
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   kg_ckpt_report_t r;
-  int rc = kg_ckpt_restore(pos[0], pos[1], s_public_key(pkbuf), &r);
+  int rc = kg_ckpt_restore(pos[0], pos[1], kg_ckpt_cli_public_key(pkbuf), NULL, &r);
   if (rc == 0)
     printf("%s: restored step %" PRId64 " into %s\n", pos[0], r.manifest->step, pos[1]);
   else if (kg_ckpt_status_of(rc) > 0)
@@ -437,28 +401,28 @@ s_quarantine(int argc, char **argv)
   const char *dir = NULL, *incident = NULL;
   int64_t from = -1;
   for (int i = 1; i < argc; i++) {
-    if (s_is_help(argv[i])) {
+    if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_quarantine, stdout);
       return KG_EXIT_OK;
     } else if (strcmp(argv[i], "--incident") == 0 && i + 1 < argc) {
       incident = argv[++i];
     } else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
       if (kg_ckpt_parse_time(argv[++i], &from) < 0)
-        return s_usage("--from needs ISO 8601 or ms since the epoch", argv[i]);
+        return kg_ckpt_cli_usage("--from needs ISO 8601 or ms since the epoch", argv[i]);
     } else if (argv[i][0] == '-' || dir) {
-      return s_usage("unexpected argument", argv[i]);
+      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
     } else {
       dir = argv[i];
     }
   }
   if (!dir || !incident || from < 0)
-    return s_usage("quarantine needs CKPT_DIR, --incident ID and --from TIME", NULL);
+    return kg_ckpt_cli_usage("quarantine needs CKPT_DIR, --incident ID and --from TIME", NULL);
   if (!kg_ckpt_quarantine_id_ok(incident))
-    return s_usage("incident id must be 1-128 of [A-Za-z0-9._:-], not starting with '.'",
+    return kg_ckpt_cli_usage("incident id must be 1-128 of [A-Za-z0-9._:-], not starting with '.'",
                    incident);
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, s_public_key(pkbuf), false, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, kg_ckpt_cli_public_key(pkbuf), false, &rc);
   if (!list) {
     fprintf(stderr, "kguard ckpt quarantine: %s: %s\n", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
@@ -495,7 +459,7 @@ s_resume(int argc, char **argv)
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
-    if (s_is_help(a)) {
+    if (kg_ckpt_cli_is_help(a)) {
       fputs(s_help_resume, stdout);
       return KG_EXIT_OK;
     } else if (strcmp(a, "--dir") == 0 && more) {
@@ -518,15 +482,18 @@ s_resume(int argc, char **argv)
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   cJSON *out = NULL;
   char why[600] = "";
-  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, s_public_key(pkbuf), &out, why,
-                                  sizeof why);
+  kg_ckpt_sink_t watch = {.progress = s_progress_line};
+  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, &watch, kg_ckpt_cli_public_key(pkbuf),
+                                  &out, why, sizeof why);
   if (rc < 0)
     return s_json_error(rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM, why);
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(out, "status");
+  bool failed = cJSON_IsString(status) && strcmp(status->valuestring, "failed") == 0;
   char *text = cJSON_PrintUnformatted(out);
   printf("%s\n", text);
   free(text);
   cJSON_Delete(out);
-  return KG_EXIT_OK;
+  return failed ? KG_EXIT_SYSTEM : KG_EXIT_OK;
 }
 
 int
@@ -539,7 +506,7 @@ kg_ckpt_cli_main(int argc, char **argv)
   const char *cmd = argv[1];
   argc--;
   argv++;
-  if (s_is_help(cmd) || strcmp(cmd, "help") == 0) {
+  if (kg_ckpt_cli_is_help(cmd) || strcmp(cmd, "help") == 0) {
     fputs(s_help_main, stdout);
     return KG_EXIT_OK;
   }
@@ -548,16 +515,22 @@ kg_ckpt_cli_main(int argc, char **argv)
   if (strcmp(cmd, "verify") == 0)
     return s_verify(argc, argv);
   if (strcmp(cmd, "list") == 0)
-    return s_list(argc, argv);
+    return kg_ckpt_cli_list(argc, argv);
   if (strcmp(cmd, "latest") == 0)
-    return s_latest(argc, argv);
+    return kg_ckpt_cli_latest(argc, argv);
   if (strcmp(cmd, "restore") == 0)
     return s_restore(argc, argv);
   if (strcmp(cmd, "quarantine") == 0)
     return s_quarantine(argc, argv);
   if (strcmp(cmd, "resume-prepare") == 0)
     return s_resume(argc, argv);
-  return s_usage("unknown ckpt command", cmd);
+  if (strcmp(cmd, "manifest") == 0)
+    return kg_ckpt_cli_manifest(argc, argv);
+  if (strcmp(cmd, "gc") == 0)
+    return kg_ckpt_cli_gc(argc, argv);
+  if (strcmp(cmd, "prune") == 0)
+    return kg_ckpt_cli_prune(argc, argv);
+  return kg_ckpt_cli_usage("unknown ckpt command", cmd);
 }
 
 int
@@ -565,7 +538,7 @@ kg_ckpt_keygen_main(int argc, char **argv)
 {
   bool force = false;
   for (int i = 1; i < argc; i++) {
-    if (s_is_help(argv[i])) {
+    if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_keygen, stdout);
       return KG_EXIT_OK;
     } else if (strcmp(argv[i], "--force") == 0) {

@@ -26,6 +26,8 @@ s_fill(kg_ckpt_entry_t *e, const kg_ckpt_report_t *r, bool full)
     e->sealed_at_ms = r->manifest->sealed_at_ms;
     e->time_ms = e->sealed_at_ms;
     snprintf(e->run, sizeof e->run, "%s", r->manifest->run);
+    e->rank = r->manifest->rank;
+    e->world_size = r->manifest->world_size;
   }
 }
 
@@ -153,6 +155,9 @@ kg_ckpt_list_skip_reason(const kg_ckpt_list_t *self, size_t i, int64_t before_ms
              kg_clock_iso_ms(before_ms, (char[32]){0}, 32));
   else if (e->rc != 0)
     snprintf(buf, size, "%s: %s", kg_ckpt_status_name(e->rc), e->reason);
+  else if (e->world_size >= 2)
+    snprintf(buf, size, "shard of rank %lld of %lld: chosen only with its complete set",
+             (long long) e->rank, (long long) e->world_size);
   else if (!e->full)
     snprintf(buf, size, "not verified yet");
   else
@@ -166,7 +171,8 @@ kg_ckpt_list_latest(kg_ckpt_list_t *self, const unsigned char *pk, int64_t befor
 {
   for (size_t i = 0; i < self->count; i++) {
     kg_ckpt_entry_t *e = &self->entries[i];
-    if (e->leftover || e->moved_to || !e->authenticated || e->sealed_at_ms >= before_ms)
+    if (e->leftover || e->moved_to || !e->authenticated || e->sealed_at_ms >= before_ms
+        || e->world_size >= 2)
       continue;
     if (kg_ckpt_list_verify(self, i, pk) == 0) {
       *index = i;

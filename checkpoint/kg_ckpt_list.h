@@ -31,6 +31,7 @@ typedef struct {
   uint64_t size;              /* bytes on disk */
   char manifest_digest[65];   /* hex BLAKE2b-256 of the manifest bytes */
   char *moved_to;             /* set once quarantined */
+  int64_t rank, world_size;   /* a shard of a set when world_size >= 2 */
 } kg_ckpt_entry_t;
 
 typedef struct {

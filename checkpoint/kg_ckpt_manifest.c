@@ -28,11 +28,35 @@ kg_ckpt_manifest_destroy(kg_ckpt_manifest_t **p)
   if (!p || !*p)
     return;
   kg_ckpt_manifest_t *self = *p;
-  for (size_t i = 0; i < self->count; i++)
+  for (size_t i = 0; i < self->count; i++) {
     free(self->members[i].path);
+    free(self->members[i].chunks);
+  }
   free(self->members);
   free(self);
   *p = NULL;
+}
+
+size_t
+kg_ckpt_manifest_chunks(uint64_t size)
+{
+  return size == 0 ? 1 : (size_t) ((size + KG_CKPT_CHUNK_SIZE - 1) / KG_CKPT_CHUNK_SIZE);
+}
+
+int
+kg_ckpt_manifest_alloc_chunks(kg_ckpt_manifest_t *self)
+{
+  size_t total = 0;
+  for (size_t i = 0; i < self->count; i++) {
+    kg_ckpt_member_t *m = &self->members[i];
+    m->nchunks = kg_ckpt_manifest_chunks(m->size);
+    if ((total += m->nchunks) > KG_CKPT_CHUNKS_MAX)
+      return KG_ETOOBIG;
+    free(m->chunks);
+    if (!(m->chunks = calloc(m->nchunks, sizeof *m->chunks)))
+      return KG_ENOMEM;
+  }
+  return 0;
 }
 
 int
@@ -98,6 +122,12 @@ kg_ckpt_manifest_encode(const kg_ckpt_manifest_t *self)
   cJSON_AddStringToObject(root, "digest", "blake2b-256");
   cJSON_AddStringToObject(root, "compression", self->zstd ? "zstd" : "none");
   cJSON_AddNumberToObject(root, "total_size", (double) self->total_size);
+  if (self->version >= 2)
+    cJSON_AddNumberToObject(root, "chunk_size", (double) KG_CKPT_CHUNK_SIZE);
+  if (self->world_size > 0) {
+    cJSON_AddNumberToObject(root, "rank", (double) self->rank);
+    cJSON_AddNumberToObject(root, "world_size", (double) self->world_size);
+  }
   cJSON *arr = cJSON_AddArrayToObject(root, "members");
   for (size_t i = 0; arr && i < self->count; i++) {
     const kg_ckpt_member_t *m = &self->members[i];
@@ -111,7 +141,23 @@ kg_ckpt_manifest_encode(const kg_ckpt_manifest_t *self)
     }
     cJSON_AddStringToObject(o, "path", m->path);
     cJSON_AddNumberToObject(o, "size", (double) m->size);
-    cJSON_AddStringToObject(o, "blake2b", hex);
+    if (self->version < 2) {
+      cJSON_AddStringToObject(o, "blake2b", hex);
+      continue;
+    }
+    cJSON *ch = cJSON_AddArrayToObject(o, "chunks");
+    for (size_t k = 0; ch && k < m->nchunks; k++) {
+      kg_ckpt_hex(m->chunks[k], KG_CKPT_DIGEST_BYTES, hex);
+      cJSON *str = cJSON_CreateString(hex);
+      if (!str || !cJSON_AddItemToArray(ch, str)) {
+        cJSON_Delete(str);
+        ch = NULL;
+      }
+    }
+    if (!ch) {
+      arr = NULL;
+      break;
+    }
   }
   char *text = arr ? cJSON_Print(root) : NULL;
   cJSON_Delete(root);
@@ -180,10 +226,17 @@ kg_ckpt_manifest_decode(const char *json, size_t len, kg_ckpt_manifest_t **out,
     FAIL(KG_ECKPT_MALFORMED, "manifest is not a JSON object");
   if (!(s = s_str(root, "format", 64)) || strcmp(s, "kguard-checkpoint") != 0)
     FAIL(KG_ECKPT_MALFORMED, "manifest format is not kguard-checkpoint");
-  if (!s_int(root, "version", &n) || n != KG_CKPT_FORMAT_VERSION)
+  if (!s_int(root, "version", &n) || n < 1 || n > KG_CKPT_FORMAT_VERSION)
     FAIL(KG_ECKPT_MALFORMED, "unsupported manifest version");
   if (!(self = kg_ckpt_manifest_new()))
     FAIL(KG_ENOMEM, "out of memory");
+  self->version = (int) n;
+  int64_t chunk_size;
+  if (self->version >= 2
+      && (!s_int(root, "chunk_size", &chunk_size) || (uint64_t) chunk_size != KG_CKPT_CHUNK_SIZE))
+    FAIL(KG_ECKPT_MALFORMED, "manifest chunk_size is not %llu",
+         (unsigned long long) KG_CKPT_CHUNK_SIZE);
+  size_t chunks_total = 0;
   if (!(s = s_str(root, "run", KG_CKPT_RUN_MAX)))
     FAIL(KG_ECKPT_MALFORMED, "manifest run id missing or too long");
   snprintf(self->run, sizeof self->run, "%s", s);
@@ -226,8 +279,33 @@ kg_ckpt_manifest_decode(const char *json, size_t len, kg_ckpt_manifest_t **out,
     int idx = kg_ckpt_manifest_add(self, path, (uint64_t) size);
     if (idx < 0)
       FAIL(idx, "manifest member '%.200s': %s", path, kg_strerror(idx));
-    if (!hex || !s_unhex(hex, self->members[idx].digest, KG_CKPT_DIGEST_BYTES))
-      FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has no valid blake2b digest", path);
+    kg_ckpt_member_t *mem = &self->members[idx];
+    if (self->version < 2) {
+      if (!hex || !s_unhex(hex, mem->digest, KG_CKPT_DIGEST_BYTES))
+        FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has no valid blake2b digest", path);
+      continue;
+    }
+    const cJSON *ch = cJSON_GetObjectItemCaseSensitive(o, "chunks");
+    mem->nchunks = kg_ckpt_manifest_chunks(mem->size);
+    if (!cJSON_IsArray(ch) || (size_t) cJSON_GetArraySize(ch) != mem->nchunks
+        || (chunks_total += mem->nchunks) > KG_CKPT_CHUNKS_MAX)
+      FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' does not list one digest per %llu-byte "
+           "chunk", path, (unsigned long long) KG_CKPT_CHUNK_SIZE);
+    if (!(mem->chunks = calloc(mem->nchunks, sizeof *mem->chunks)))
+      FAIL(KG_ENOMEM, "out of memory");
+    size_t k = 0;
+    const cJSON *d;
+    cJSON_ArrayForEach(d, ch)
+    {
+      if (!cJSON_IsString(d) || !s_unhex(d->valuestring, mem->chunks[k++], KG_CKPT_DIGEST_BYTES))
+        FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has an invalid chunk digest", path);
+    }
+  }
+  if (cJSON_GetObjectItemCaseSensitive(root, "world_size")) {
+    if (!s_int(root, "world_size", &self->world_size) || self->world_size < 2
+        || self->world_size > KG_CKPT_WORLD_MAX || !s_int(root, "rank", &self->rank)
+        || self->rank >= self->world_size)
+      FAIL(KG_ECKPT_MALFORMED, "manifest rank/world_size invalid");
   }
   int64_t total;
   if (!s_int(root, "total_size", &total) || (uint64_t) total != self->total_size)

@@ -27,7 +27,15 @@ typedef struct {
   uint64_t written;                  /* of that member                     */
   kg_ckpt_hashpool_t *pool;
   kg_ckpt_hashjob_t *job;            /* that member's check                */
+  const kg_ckpt_sink_t *watch;       /* the caller's progress, or NULL     */
 } s_sink_t;
+
+static void
+s_progress(void *arg, uint64_t done, uint64_t total)
+{
+  s_sink_t *s = arg;
+  s->watch->progress(s->watch->arg, done, total);
+}
 
 /*  Open (creating) each directory of path's parent under rootfd without
     following links; returns the parent's fd and sets *leaf. */
@@ -79,8 +87,9 @@ s_begin(void *arg, const kg_ckpt_member_t *m)
   close(dirfd);
   if (s->fd < 0)
     return e;
-  s->job = kg_ckpt_hashpool_add(s->pool, s->fd, m->size, m->digest, m);
-  if (!s->job)
+  /* Version 2 members are checked chunk by chunk by verify itself. */
+  s->job = m->chunks ? NULL : kg_ckpt_hashpool_add(s->pool, s->fd, m->size, m->digest, m);
+  if (!s->job && !m->chunks)
     return -errno;
   s->written = 0;
   return 0;
@@ -93,7 +102,8 @@ s_data(void *arg, const void *buf, size_t len)
   int rc = kg_file_write_all(s->fd, buf, len);
   if (rc == 0) {
     s->written += len;
-    kg_ckpt_hashpool_progress(s->pool, s->job, s->written);
+    if (s->job)
+      kg_ckpt_hashpool_progress(s->pool, s->job, s->written);
   }
   return rc;
 }
@@ -120,7 +130,7 @@ s_finish(void *arg, const kg_ckpt_member_t **bad)
 
 int
 kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
-                kg_ckpt_report_t *report)
+                const kg_ckpt_sink_t *watch, kg_ckpt_report_t *report)
 {
   memset(report, 0, sizeof *report);
   char parent[PATH_MAX], tmp[PATH_MAX + 64], dbuf[PATH_MAX];
@@ -177,9 +187,10 @@ kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
     snprintf(report->reason, sizeof report->reason, "cannot start the hashing threads");
     close(rootfd);
   } else {
-    s_sink_t s = {.rootfd = rootfd, .fd = -1, .pool = pool};
+    s_sink_t s = {.rootfd = rootfd, .fd = -1, .pool = pool, .watch = watch};
     kg_ckpt_sink_t sink = {.arg = &s, .begin = s_begin, .data = s_data, .end = s_end,
-                           .finish = s_finish};
+                           .finish = s_finish,
+                           .progress = watch && watch->progress ? s_progress : NULL};
     rc = kg_ckpt_verify(archive, pk, 0, &sink, report);
     kg_ckpt_hashpool_destroy(&pool);   /* stops the workers on an early error */
     if (s.fd >= 0) /* a member cut short by an error */

@@ -15,10 +15,11 @@
 #include "kg_ckpt_verify.h"
 
 /*  Restore archive into dest, which must not exist (its parent is created,
-    mode 0700, if missing). pk: the public key (NULL: nothing verifies).
+    mode 0700, if missing). watch: only its progress callback is used
+    (NULL: none). pk: the public key (NULL: nothing verifies).
     Fills *report (caller clears it). Returns 0, a KG_ECKPT_* verdict,
     KG_EEXISTS if dest exists, or -errno. */
 int kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
-                    kg_ckpt_report_t *report);
+                    const kg_ckpt_sink_t *watch, kg_ckpt_report_t *report);
 
 #endif

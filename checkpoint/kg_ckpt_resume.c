@@ -1,14 +1,22 @@
 /*  kg_ckpt_resume: select + quarantine + restore in one call. */
 #include "kg_ckpt_resume.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kg_clock.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
+#include "kg_ckpt_retain.h"
+#include "kg_ckpt_set.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 
@@ -25,10 +33,134 @@ s_add_pair(cJSON *arr, const char *archive, const char *key, const char *value,
 }
 
 int
-kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
-                       const char *dest, const unsigned char *pk, cJSON **out, char *why,
-                       size_t whysize)
+kg_ckpt_resume_copies_remove(const char *dir, const char *keep)
 {
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return errno == ENOENT ? 0 : -errno;
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    int e = -errno;
+    close(dfd);
+    return e;
+  }
+  int rc = 0;
+  size_t plen = strlen(KG_CKPT_COPY_PREFIX);
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (strncmp(de->d_name, KG_CKPT_COPY_PREFIX, plen) != 0)
+      continue;
+    if (keep && strcmp(de->d_name + plen, keep) == 0)
+      continue;
+    int e = kg_ckpt_remove_tree_at(dirfd(d), de->d_name);
+    if (e < 0 && rc == 0)
+      rc = e;
+  }
+  closedir(d);
+  return rc;
+}
+
+/*  Check the candidate where it lies (uncompressed), or restore it into
+    dir/.restored-<incident> (zstd: its bytes cannot be read in place).
+    Returns verify's/restore's code; *copy is set when a copy was made. */
+static int
+s_prepare_one(const char *dir, const kg_ckpt_entry_t *e, const char *incident,
+              const unsigned char *pk, const kg_ckpt_sink_t *watch, kg_ckpt_report_t *rep,
+              char *copy, size_t copysize, bool *zstd)
+{
+  /* Which kind: authenticate the manifest only (cheap). */
+  int rc = kg_ckpt_verify(e->path, pk, KG_CKPT_VERIFY_MANIFEST_ONLY, NULL, rep);
+  if (rc != 0)
+    return rc;
+  *zstd = rep->manifest->zstd;
+  kg_ckpt_report_clear(rep);
+  if (!*zstd)
+    return kg_ckpt_verify(e->path, pk, 0, watch, rep);
+  if (snprintf(copy, copysize, "%s/" KG_CKPT_COPY_PREFIX "%s", dir, incident)
+      >= (int) copysize) {
+    snprintf(rep->reason, sizeof rep->reason, "path too long");
+    return rep->rc = KG_ETOOBIG;
+  }
+  /* A copy of an earlier attempt for this incident is not trusted. */
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    kg_ckpt_remove_tree_at(dfd, strrchr(copy, '/') + 1);
+    close(dfd);
+  }
+  return kg_ckpt_restore(e->path, copy, pk, watch, rep);
+}
+
+/*  The JSON of a restored set: the index is "archive"; every shard is read
+    in place ("dir": ""). */
+static void
+s_add_set(cJSON *root, const kg_ckpt_set_t *st)
+{
+  char when[32], digest[80];
+  cJSON_AddStringToObject(root, "archive", st->path);
+  char *abs = realpath(st->path, NULL);
+  cJSON_AddStringToObject(root, "archive_abs", abs ? abs : st->path);
+  free(abs);
+  cJSON_AddNumberToObject(root, "step", (double) st->step);
+  cJSON_AddStringToObject(root, "run", st->run);
+  cJSON_AddStringToObject(root, "sealed_at", kg_clock_iso_ms(st->sealed_at_ms, when, sizeof when));
+  cJSON_AddNumberToObject(root, "sealed_at_ms", (double) st->sealed_at_ms);
+  snprintf(digest, sizeof digest, "blake2b-256:%s", st->digest);
+  cJSON_AddStringToObject(root, "digest", digest);
+  cJSON_AddStringToObject(root, "dir", "");
+  cJSON_AddBoolToObject(root, "in_place", true);
+  cJSON_AddStringToObject(root, "compression", "none");
+  cJSON *set = cJSON_AddObjectToObject(root, "set");
+  cJSON_AddNumberToObject(set, "world_size", (double) st->world_size);
+  cJSON *arr = cJSON_AddArrayToObject(set, "shards");
+  for (int64_t r = 0; arr && r < st->world_size; r++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", (double) r);
+    cJSON_AddStringToObject(o, "archive", st->shards[r].archive);
+    cJSON_AddItemToArray(arr, o);
+  }
+}
+
+/*  Try the sets sealed after `until` (newest first, advancing *j): skip
+    those not strictly before T, verify the others completely. Returns the
+    chosen set, or NULL; *failed set on a system error. */
+static const kg_ckpt_set_t *
+s_try_sets(const kg_ckpt_sets_t *sets, size_t *j, int64_t until, int64_t before_ms,
+           const unsigned char *pk, const kg_ckpt_sink_t *watch, cJSON *skipped,
+           char *failbuf, size_t failsize, const char **failed)
+{
+  char reason[1100], when[32];
+  for (; sets && *j < sets->count && !*failed; (*j)++) {
+    const kg_ckpt_set_t *st = &sets->sets[*j];
+    if (st->sealed_at_ms < until && st->rc == 0)
+      return NULL;
+    if (st->rc == 0 && st->sealed_at_ms >= before_ms) {
+      snprintf(reason, sizeof reason, "set sealed at %s, at or after the failure",
+               kg_clock_iso_ms(st->sealed_at_ms, when, sizeof when));
+      s_add_pair(skipped, st->path, NULL, NULL, reason);
+      continue;
+    }
+    int rc = kg_ckpt_set_verify(st, pk, watch, reason, sizeof reason);
+    if (rc == 0)
+      return st;
+    if (kg_ckpt_status_of(rc) < 0) {
+      snprintf(failbuf, failsize, "verifying set '%.300s' failed: %.500s", st->path, reason);
+      *failed = failbuf;
+      s_add_pair(skipped, st->path, NULL, NULL, failbuf);
+      return NULL;
+    }
+    char line[1200];
+    snprintf(line, sizeof line, "%s: %s", kg_ckpt_status_name(rc), reason);
+    s_add_pair(skipped, st->path, NULL, NULL, line);
+  }
+  return NULL;
+}
+
+int
+kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
+                       const char *dest, const kg_ckpt_sink_t *watch,
+                       const unsigned char *pk, cJSON **out, char *why, size_t whysize)
+{
+  (void) dest; /* accepted for compatibility: nothing is copied there */
   *out = NULL;
   if (!kg_ckpt_quarantine_id_ok(incident)) {
     snprintf(why, whysize, "bad incident id '%.100s' (use [A-Za-z0-9._:-])", incident);
@@ -63,37 +195,77 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
     s_add_pair(quarantined, e->path, "to", e->moved_to, reason);
   }
 
-  /* Newest first among those sealed strictly before T; restore verifies
-     while extracting, so a candidate that fails is simply skipped. */
+  /* Copies made for earlier incidents: the run has moved past them. The
+     marker goes first: it tells a seal finishing meanwhile (a background
+     seal captured before T) that this incident's copy is still needed. */
+  kg_ckpt_resume_copies_remove(dir, NULL);
+  if (list)
+    kg_ckpt_retain_mark(dir, incident, before_ms, NULL);
+
+  /* Newest first among those sealed strictly before T; each candidate is
+     verified completely (in place when uncompressed), so one that fails is
+     simply skipped. A system error (unreadable disk, no space for a zstd
+     copy) ends the search: the checkpoint existed but could not be
+     restored, which is "failed", never "none". */
   kg_ckpt_entry_t *chosen = NULL;
   kg_ckpt_report_t rep = {0};
-  for (size_t i = 0; i < n && !chosen; i++) {
+  char copy[PATH_MAX] = "";
+  bool zstd = false;
+  const char *failed = NULL;
+  char failbuf[900];
+  int src;
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &src);
+  const kg_ckpt_set_t *cset = NULL;
+  size_t j = 0;
+  for (size_t i = 0; i < n && !chosen && !cset && !failed; i++) {
     kg_ckpt_entry_t *e = &list->entries[i];
+    if ((cset = s_try_sets(sets, &j, e->time_ms, before_ms, pk, watch, skipped, failbuf,
+                           sizeof failbuf, &failed)) || failed)
+      break;
     if (e->moved_to)
       continue;
+    if (e->world_size >= 2 && !e->leftover && e->rc == 0) {
+      snprintf(reason, sizeof reason, "shard of rank %lld of %lld: chosen only with its "
+               "complete set", (long long) e->rank, (long long) e->world_size);
+      s_add_pair(skipped, e->path, NULL, NULL, reason);
+      continue;
+    }
     if (e->leftover || !e->authenticated || e->rc != 0) {
       snprintf(reason, sizeof reason, "%s: %s", e->leftover ? "incomplete" : kg_ckpt_status_name(e->rc),
                e->reason);
       s_add_pair(skipped, e->path, NULL, NULL, reason);
       continue;
     }
-    rc = kg_ckpt_restore(e->path, dest, pk, &rep);
+    copy[0] = '\0';
+    rc = s_prepare_one(dir, e, incident, pk, watch, &rep, copy, sizeof copy, &zstd);
     if (rc == 0) {
       chosen = e;
       break;
     }
     if (kg_ckpt_status_of(rc) < 0) {
-      snprintf(why, whysize, "restoring '%s' into '%s': %s", e->path, dest, rep.reason);
+      snprintf(failbuf, sizeof failbuf, "%s '%s' failed: %s",
+               zstd ? "restoring" : "verifying", e->path, rep.reason);
+      failed = failbuf;
+      s_add_pair(skipped, e->path, NULL, NULL, failbuf);
       kg_ckpt_report_clear(&rep);
-      goto fail;
+      break;
     }
     snprintf(reason, sizeof reason, "%s: %s", kg_ckpt_status_name(rc), rep.reason);
     s_add_pair(skipped, e->path, NULL, NULL, reason);
     kg_ckpt_report_clear(&rep);
   }
-  cJSON_AddStringToObject(root, "status", chosen ? "restored" : "none");
-  if (chosen) {
+  if (!chosen && !cset && !failed)
+    cset = s_try_sets(sets, &j, INT64_MIN, before_ms, pk, watch, skipped, failbuf,
+                      sizeof failbuf, &failed);
+  cJSON_AddStringToObject(root, "status",
+                          chosen || cset ? "restored" : failed ? "failed" : "none");
+  if (cset) {
+    s_add_set(root, cset);
+  } else if (chosen) {
     cJSON_AddStringToObject(root, "archive", chosen->path);
+    char *abs = realpath(chosen->path, NULL);
+    cJSON_AddStringToObject(root, "archive_abs", abs ? abs : chosen->path);
+    free(abs);
     cJSON_AddNumberToObject(root, "step", (double) chosen->step);
     cJSON_AddStringToObject(root, "run", chosen->run);
     cJSON_AddStringToObject(root, "sealed_at",
@@ -102,7 +274,11 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
     char digest[80];
     snprintf(digest, sizeof digest, "blake2b-256:%s", rep.manifest_digest);
     cJSON_AddStringToObject(root, "digest", digest);
-    cJSON_AddStringToObject(root, "dir", dest);
+    /* "": nothing was copied, the kernel reads the archive in place. */
+    cJSON_AddStringToObject(root, "dir", copy);
+    cJSON_AddBoolToObject(root, "in_place", copy[0] == '\0');
+    cJSON_AddStringToObject(root, "compression", zstd ? "zstd" : "none");
+    cJSON_AddNumberToObject(root, "bytes", (double) rep.archive_size);
     kg_ckpt_report_clear(&rep);
   } else {
     cJSON_AddNullToObject(root, "archive");
@@ -113,6 +289,12 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
     cJSON_AddNullToObject(root, "digest");
     cJSON_AddNullToObject(root, "dir");
   }
+  if (failed)
+    cJSON_AddStringToObject(root, "error", failed);
+  /* An open incident protects what it restored from pruning (kg_ckpt_retain.h). */
+  if (chosen || cset)
+    kg_ckpt_retain_mark(dir, incident, before_ms, chosen ? chosen->name : NULL);
+  kg_ckpt_sets_destroy(&sets);
   cJSON_AddStringToObject(root, "digest_of", "manifest");
   cJSON_AddNumberToObject(root, "before_ms", (double) before_ms);
   cJSON_AddStringToObject(root, "incident", incident);

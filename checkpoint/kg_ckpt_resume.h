@@ -8,18 +8,40 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
+#include "kg_ckpt_verify.h"
+
+/* Where a zstd checkpoint is restored: CKPT_DIR/.restored-<incident>
+   (beside the archives, same filesystem; never the home state directory).
+   Dot-named, so never taken for a checkpoint. */
+#define KG_CKPT_COPY_PREFIX ".restored-"
+
 /*  Prepare a resume. dir: checkpoint directory (missing = no checkpoints);
-    before_ms: fault time T; incident: id for quarantine; dest: a new
-    directory to restore into; pk: public key (NULL: nothing verifies).
+    before_ms: fault time T; incident: id for quarantine; dest: accepted
+    for compatibility and unused (nothing is copied into the home state
+    directory any more); watch: its progress callback, if any, sees the
+    bytes read of each candidate; pk: public key (NULL: nothing verifies).
+    An uncompressed candidate is verified completely in place and not
+    copied ("dir": "", "in_place": true): the kernel reads its members from
+    the archive. A zstd candidate is restored into
+    dir/.restored-<incident> ("dir" names it). Copies left by earlier
+    incidents are removed first.
     On success (0) *out is a new JSON object (caller deletes):
-      {"status": "restored"|"none", "archive", "step", "run", "sealed_at",
-       "sealed_at_ms", "digest", "digest_of": "manifest", "dir",
+      {"status": "restored"|"none"|"failed", "archive", "archive_abs",
+       "step", "run", "sealed_at", "sealed_at_ms", "digest",
+       "digest_of": "manifest", "dir", "in_place", "compression", "bytes",
+       "error" (only when failed),
        "quarantined": [{"archive", "to", "reason"}],
        "skipped": [{"archive", "reason"}]}
-    (archive..dir are null when status is "none"). Returns a negative code
-    on bad arguments or a system failure (*out NULL, why filled). */
+    (archive..dir are null unless status is "restored"; "failed": a
+    candidate could not be read or copied for a system reason, and nothing
+    partial remains). Returns a negative code on bad arguments or when the
+    directory cannot be scanned (*out NULL, why filled). */
 int kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
-                           const char *dest, const unsigned char *pk, cJSON **out, char *why,
-                           size_t whysize);
+                           const char *dest, const kg_ckpt_sink_t *watch,
+                           const unsigned char *pk, cJSON **out, char *why, size_t whysize);
+
+/*  Remove dir/.restored-* copies, except dir/.restored-<keep> when keep is
+    not NULL. Returns 0 or the first -errno. */
+int kg_ckpt_resume_copies_remove(const char *dir, const char *keep);
 
 #endif

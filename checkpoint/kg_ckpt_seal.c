@@ -1,5 +1,6 @@
 /*  kg_ckpt_seal: hash, sign and write a checkpoint archive atomically. */
 #include "kg_ckpt_seal.h"
+#include "kg_ckpt_seal_names.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -10,6 +11,7 @@
 #include <pthread.h>
 #include <sodium.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "kg_clock.h"
+#include "kg_ckpt_gc.h"
 #include "kg_ckpt_hasher.h"
 #include "kg_ckpt_manifest.h"
 #include "kg_ckpt_util.h"
@@ -129,17 +132,30 @@ s_hash_one(s_hash_job_t *job, size_t i, unsigned char *buf)
   crypto_generichash_state hs;
   crypto_generichash_init(&hs, NULL, 0, KG_CKPT_DIGEST_BYTES);
   uint64_t total = 0;
+  size_t k = 0;
   ssize_t n;
-  while ((n = read(fd, buf, IO_BLOCK)) > 0) {
+  for (;;) {
+    size_t want = IO_BLOCK;
+    if (mem->chunks) { /* v2: stop at each chunk's end */
+      uint64_t to_end = KG_CKPT_CHUNK_SIZE - total % KG_CKPT_CHUNK_SIZE;
+      if (to_end < want)
+        want = (size_t) to_end;
+    }
+    if ((n = read(fd, buf, want)) <= 0)
+      break;
     crypto_generichash_update(&hs, buf, (size_t) n);
     total += (uint64_t) n;
+    if (mem->chunks && total % KG_CKPT_CHUNK_SIZE == 0 && k + 1 < mem->nchunks) {
+      crypto_generichash_final(&hs, mem->chunks[k++], KG_CKPT_DIGEST_BYTES);
+      crypto_generichash_init(&hs, NULL, 0, KG_CKPT_DIGEST_BYTES);
+    }
   }
   int rc = n < 0 ? -errno : 0;
   close(fd);
-  if (rc == 0 && total != (uint64_t) st.st_size)
+  if (rc == 0 && (total != (uint64_t) st.st_size || total != mem->size))
     rc = -EAGAIN; /* changed while we read it */
-  mem->size = total;
-  crypto_generichash_final(&hs, mem->digest, KG_CKPT_DIGEST_BYTES);
+  crypto_generichash_final(&hs, mem->chunks ? mem->chunks[k] : mem->digest,
+                           KG_CKPT_DIGEST_BYTES);
   return rc;
 }
 
@@ -273,10 +289,15 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
     goto out;
   }
   uint64_t left = mem->size;
+  size_t chunk = 0;
   while (left > 0) {
     if (h)
       buf = kg_ckpt_hasher_slot(h);
-    ssize_t n = read(fd, buf, left < IO_BLOCK ? (size_t) left : IO_BLOCK);
+    size_t want = left < IO_BLOCK ? (size_t) left : IO_BLOCK;
+    uint64_t done = mem->size - left;
+    if (hash && mem->chunks && KG_CKPT_CHUNK_SIZE - done % KG_CKPT_CHUNK_SIZE < want)
+      want = (size_t) (KG_CKPT_CHUNK_SIZE - done % KG_CKPT_CHUNK_SIZE);
+    ssize_t n = read(fd, buf, want);
     if (n <= 0) {
       rc = n < 0 ? -errno : -EAGAIN;
       s_fail(why, whysize, rc, "reading '%s': %s", mem->path);
@@ -284,6 +305,10 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
     }
     if (h)
       kg_ckpt_hasher_push(h, (size_t) n);
+    /* v2: a chunk ends here (the last one ends with the member, below). */
+    if (h && mem->chunks && (done + (uint64_t) n) % KG_CKPT_CHUNK_SIZE == 0
+        && chunk + 1 < mem->nchunks)
+      kg_ckpt_hasher_end(h, mem->chunks[chunk++]);
     if ((rc = s_write_bytes(a, buf, (size_t) n)) < 0) {
       s_fail(why, whysize, rc, "writing the archive: %s%s", "");
       goto out;
@@ -297,7 +322,7 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
       rc = -EAGAIN;
       goto out;
     }
-    kg_ckpt_hasher_end(h, mem->digest);
+    kg_ckpt_hasher_end(h, mem->chunks ? mem->chunks[chunk] : mem->digest);
   }
 out:
   close(fd);
@@ -404,8 +429,11 @@ s_write_one_pass(int outfd, s_hash_job_t *job, const unsigned char *sk, time_t m
                  size_t whysize)
 {
   kg_ckpt_manifest_t *m = job->m;
-  for (size_t i = 0; i < m->count; i++)
+  for (size_t i = 0; i < m->count; i++) {
     memset(m->members[i].digest, 0, sizeof m->members[i].digest);
+    if (m->members[i].chunks)
+      memset(m->members[i].chunks, 0, m->members[i].nchunks * KG_CKPT_DIGEST_BYTES);
+  }
   char *placeholder = kg_ckpt_manifest_encode(m);
   char *json = NULL;
   unsigned char zero_sig[crypto_sign_BYTES] = {0}, sig[crypto_sign_BYTES];
@@ -440,45 +468,16 @@ out:
   return rc;
 }
 
-/* ---- names and the atomic commit --------------------------------------- */
-
-bool
-kg_ckpt_seal_is_archive_name(const char *name)
-{
-  size_t n = strlen(name);
-  if (n == 0 || name[0] == '.')
-    return false;
-  size_t a = strlen(KG_CKPT_SUFFIX), b = strlen(KG_CKPT_SUFFIX_ZSTD);
-  return (n > a && strcmp(name + n - a, KG_CKPT_SUFFIX) == 0)
-         || (n > b && strcmp(name + n - b, KG_CKPT_SUFFIX_ZSTD) == 0);
-}
-
-bool
-kg_ckpt_seal_is_leftover_name(const char *name)
-{
-  return name[0] == '.' && strstr(name, KG_CKPT_TMP_MARK) != NULL;
-}
-
-static int
-s_rename_noreplace(const char *from, const char *to)
-{
-  if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
-    return 0;
-  if (errno != EINVAL && errno != ENOSYS)
-    return errno == EEXIST ? KG_EEXISTS : -errno;
-  /* Filesystems without RENAME_NOREPLACE: link refuses to replace too. */
-  if (link(from, to) < 0)
-    return errno == EEXIST ? KG_EEXISTS : -errno;
-  unlink(from);
-  return 0;
-}
+/* ---- sealing ------------------------------------------------------------ */
 
 int
 kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, size_t whysize)
 {
   char final[PATH_MAX], tmp[PATH_MAX + 64], dir[PATH_MAX];
   why[0] = '\0';
-  if (!o->dir || (!o->into == !o->output) || !o->sk || o->step < 0)
+  if (!o->dir || (!o->into == !o->output) || !o->sk || o->step < 0
+      || (o->world_size >= 2 && (o->rank < 0 || o->rank >= o->world_size
+                                 || o->world_size > KG_CKPT_WORLD_MAX)))
     return s_fail(why, whysize, KG_EUSAGE, "bad seal options%s%s", "");
   /* No sodium_init() here, on purpose: see "Why there is no sodium_init()" in
      kg_ckpt_util.h. */
@@ -519,6 +518,15 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   snprintf(m->producer, sizeof m->producer, "%s", o->producer ? o->producer : "kguard");
   kg_keys_id(o->sk + 32, m->key_id);
   m->zstd = o->zstd;
+  m->version = o->format == 1 ? 1 : KG_CKPT_FORMAT_VERSION;
+  if (m->version >= 2 && (rc = kg_ckpt_manifest_alloc_chunks(m)) < 0) {
+    s_fail(why, whysize, rc, "chunk digests: %s%s", "");
+    goto out;
+  }
+  if (o->world_size >= 2) {
+    m->rank = o->rank;
+    m->world_size = o->world_size;
+  }
 
   /* Names: final and a dot-named temporary beside it. */
   if (o->into) {
@@ -534,8 +542,13 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
       if (*p != '-' && *p != ':' && *p != '.')
         compact[k++] = *p;
     compact[k] = '\0';
-    if (snprintf(final, sizeof final, "%s/step-%010lld-%s%s", o->into, (long long) o->step,
-                 compact, o->zstd ? KG_CKPT_SUFFIX_ZSTD : KG_CKPT_SUFFIX) >= (int) sizeof final) {
+    char shard[48] = "";
+    if (o->world_size >= 2)
+      snprintf(shard, sizeof shard, "-rank%lldof%lld", (long long) o->rank,
+               (long long) o->world_size);
+    if (snprintf(final, sizeof final, "%s/step-%010lld-%s%s%s", o->into, (long long) o->step,
+                 compact, shard, o->zstd ? KG_CKPT_SUFFIX_ZSTD : KG_CKPT_SUFFIX)
+        >= (int) sizeof final) {
       rc = s_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->into);
       goto out;
     }
@@ -550,8 +563,10 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     rc = s_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", final);
     goto out;
   }
-  if ((outfd = mkostemp(tmp, O_CLOEXEC)) < 0) {
-    rc = s_fail(why, whysize, -errno, "creating a temporary file in '%s': %s", dir);
+  /* Temporaries of seals whose writer is gone (kg_ckpt_gc.h). */
+  kg_ckpt_gc(dir, INT64_MIN, NULL);
+  if ((rc = kg_ckpt_seal_tmp_create(tmp, &outfd)) < 0) {
+    s_fail(why, whysize, rc, "creating a temporary file in '%s': %s", dir);
     goto out;
   }
   have_tmp = true;
@@ -585,7 +600,13 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     goto out;
   }
   outfd = -1;
-  if ((rc = s_rename_noreplace(tmp, final)) < 0) {
+  /* Two seals of one step in the same millisecond: the second takes
+     "...-N" before the suffix rather than failing. */
+  for (int k = 2; (rc = kg_ckpt_seal_rename_noreplace(tmp, final)) == KG_EEXISTS && o->into && k < 100;
+       k++)
+    if ((rc = kg_ckpt_seal_numbered(final, sizeof final, o->zstd, k)) < 0)
+      break;
+  if (rc < 0) {
     s_fail(why, whysize, rc, "renaming into place '%s': %s", final);
     goto out;
   }
@@ -597,6 +618,10 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     goto out;
   }
   snprintf(out, size, "%s", final);
+  /* A newer checkpoint is sealed: copies of zstd checkpoints restored
+     earlier are behind the run now. */
+  if (o->into)
+    kg_ckpt_gc(dir, now, NULL);
 out:
   if (outfd >= 0)
     close(outfd);

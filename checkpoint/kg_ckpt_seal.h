@@ -38,6 +38,9 @@ typedef struct {
   const unsigned char *sk;   /* KG_KEYS_SECRET_BYTES signing key */
   int64_t now_ms;            /* seal time; 0 = now */
   const char *producer;      /* NULL for "kguard" */
+  int format;                /* manifest version: 0 = current (2), or 1 */
+  int64_t rank;              /* shard of a set: rank (0..world_size-1) */
+  int64_t world_size;        /* >= 2 for a shard, else 0 */
 } kg_ckpt_seal_opts_t;
 
 /*  Seal opts->dir. On success returns 0 and writes the archive's path into

@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "kg_ckpt_chunker.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 #include "kg_keys.h"
@@ -110,6 +112,101 @@ s_check_type(kg_ckpt_report_t *r, struct archive_entry *e, const char *name)
   return 0;
 }
 
+
+/* ---- the archive reader: progress and the slow-disk test hook ----------- */
+
+typedef struct {
+  int fd;
+  unsigned char *buf;              /* READ_BLOCK bytes                     */
+  uint64_t done, total;            /* bytes of the file read, its size     */
+  const kg_ckpt_sink_t *sink;      /* progress callback, or NULL           */
+  int64_t last_report_ns;          /* when progress was last reported      */
+  uint64_t last_report_done;
+  uint64_t bps;                    /* test hook: read rate cap, 0 = none   */
+  int64_t start_ns;
+} s_reader_t;
+
+static int64_t
+s_now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void
+s_report(s_reader_t *rd, bool force)
+{
+  if (!rd->sink || !rd->sink->progress)
+    return;
+  int64_t now = s_now_ns();
+  if (!force && (now - rd->last_report_ns < 1000000000LL || rd->done == rd->last_report_done))
+    return;
+  rd->last_report_ns = now;
+  rd->last_report_done = rd->done;
+  rd->sink->progress(rd->sink->arg, rd->done, rd->total);
+}
+
+/*  The test hook's rate cap: wait until done bytes are due. This is a
+    simulated slow disk, not synchronisation: nothing waits for anything
+    else to happen. */
+static void
+s_throttle(s_reader_t *rd)
+{
+  if (!rd->bps)
+    return;
+  int64_t due = rd->start_ns + (int64_t) ((double) rd->done * 1e9 / (double) rd->bps);
+  int64_t now;
+  while ((now = s_now_ns()) < due) {
+    int64_t left = due - now;
+    if (left > 200000000LL)
+      left = 200000000LL; /* keep reporting progress while slowed */
+    struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
+    nanosleep(&ts, NULL);
+    s_report(rd, false);
+  }
+}
+
+static la_ssize_t
+s_read_cb(struct archive *a, void *arg, const void **out)
+{
+  s_reader_t *rd = arg;
+  size_t want = READ_BLOCK;
+  if (rd->bps && want > rd->bps / 8 + 4096)
+    want = rd->bps / 8 + 4096; /* smaller reads so that the cap is smooth */
+  ssize_t n;
+  do
+    n = read(rd->fd, rd->buf, want);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    archive_set_error(a, errno, "read: %s", strerror(errno));
+    return -1;
+  }
+  rd->done += (uint64_t) n;
+  s_throttle(rd);
+  s_report(rd, false);
+  *out = rd->buf;
+  return n;
+}
+
+static void
+s_reader_init(s_reader_t *rd, int fd, uint64_t total, const kg_ckpt_sink_t *sink)
+{
+  memset(rd, 0, sizeof *rd);
+  rd->fd = fd;
+  rd->total = total;
+  rd->sink = sink;
+  rd->start_ns = s_now_ns();
+  const char *bps = getenv(KG_CKPT_TEST_READ_BPS_ENV);
+  if (bps && *bps) {
+    char *end;
+    unsigned long long v = strtoull(bps, &end, 10);
+    if (*end == '\0' && v > 0)
+      rd->bps = v;
+  }
+  s_report(rd, true);
+}
+
 /* ---- plain zip files (torch.save) ------------------------------------- */
 
 static int
@@ -177,8 +274,21 @@ done:
 /*  Plain verify hashes here, as the data streams past. A sink with finish
     (restore) hashes what it wrote in its own threads and is asked at the
     end. */
+static int s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
+                            kg_ckpt_chunker_t *c);
+
 static int
 s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink)
+{
+  kg_ckpt_chunker_t c = {0};
+  int rc = s_verify_members(a, r, sink, &c);
+  kg_ckpt_chunker_stop(&c);
+  return rc;
+}
+
+static int
+s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
+                 kg_ckpt_chunker_t *c)
 {
   bool sink_hashes = sink && sink->finish;
   kg_ckpt_manifest_t *m = r->manifest;
@@ -212,6 +322,13 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
                    (unsigned long long) hsize, (unsigned long long) mem->size);
     if (sink && sink->begin && (rc = sink->begin(sink->arg, mem)) < 0)
       return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+    bool chunked = mem->chunks != NULL;
+    if (chunked) {
+      free(c->got);
+      if (kg_ckpt_chunker_start(c) < 0 || !(c->got = calloc(mem->nchunks, sizeof *c->got)))
+        return s_set(r, KG_ENOMEM, name, "out of memory");
+    }
+    bool hash_here = !sink_hashes && !chunked;
     crypto_generichash_state st;
     crypto_generichash_init(&st, NULL, 0, KG_CKPT_DIGEST_BYTES);
     uint64_t got = 0;
@@ -225,8 +342,10 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
       if (len > mem->size - got)
         return s_set(r, KG_ECKPT_UNSAFE, name,
                      "member '%s' holds more than its manifest size", name);
+      if (chunked)
+        kg_ckpt_chunker_feed(c, mem, got, buf, len);
       got += len;
-      if (!sink_hashes)
+      if (hash_here)
         crypto_generichash_update(&st, buf, len);
       if (sink && sink->data && (rc = sink->data(sink->arg, buf, len)) < 0)
         return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
@@ -236,7 +355,13 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
     if (got != mem->size)
       return s_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after %llu of %llu bytes",
                    name, (unsigned long long) got, (unsigned long long) mem->size);
-    if (!sink_hashes) {
+    long bad;
+    if (chunked && (bad = kg_ckpt_chunker_check(c, mem)) >= 0)
+      return s_set(r, KG_ECKPT_CORRUPT, name,
+                   "member '%s' does not match its digest (chunk %ld, bytes %llu..%llu)", name,
+                   bad, (unsigned long long) bad * KG_CKPT_CHUNK_SIZE,
+                   (unsigned long long) (bad + 1) * KG_CKPT_CHUNK_SIZE - 1);
+    if (hash_here) {
       unsigned char digest[KG_CKPT_DIGEST_BYTES];
       crypto_generichash_final(&st, digest, sizeof digest);
       if (sodium_memcmp(digest, mem->digest, sizeof digest) != 0)
@@ -387,14 +512,17 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
     rc = s_verify_zip(fd, r);
     goto out;
   }
+  s_reader_t rd;
+  s_reader_init(&rd, fd, r->archive_size, sink);
   struct archive *a = archive_read_new();
-  if (!a) {
+  if (!a || !(rd.buf = malloc(READ_BLOCK))) {
+    archive_read_free(a);
     rc = s_set(r, KG_ENOMEM, NULL, "out of memory");
     goto out;
   }
   archive_read_support_filter_zstd(a);
   archive_read_support_format_tar(a);
-  if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
+  if (archive_read_open2(a, &rd, NULL, s_read_cb, NULL, NULL) != ARCHIVE_OK) {
     /* Our archives start with the manifest's header (or zstd's magic): one
        that cannot even be opened was cut inside its first header. */
     static const unsigned char zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
@@ -416,6 +544,8 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
     }
   }
   archive_read_free(a);
+  free(rd.buf);
+  s_report(&rd, true);
 out:
   close(fd);
   return rc;

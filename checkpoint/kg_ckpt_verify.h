@@ -53,7 +53,19 @@ typedef struct {
      set to the first one that did not, or a negative code (with *bad set
      to the member concerned, or NULL). */
   int (*finish)(void *arg, const kg_ckpt_member_t **bad);
+  /* Optional. Called once before the first byte (done 0), then whenever
+     at least a second has passed since the last call and more bytes of
+     the archive file were read, and once at the end: done is the bytes of
+     the archive file read so far, total its size. */
+  void (*progress)(void *arg, uint64_t done, uint64_t total);
 } kg_ckpt_sink_t;
+
+/*  Test hook (documented in FORMAT.md): when the environment variable
+    KGUARD_TEST_READ_BPS holds a positive integer, every archive read by
+    verify, restore and resume-prepare is slowed to that many bytes per
+    second, so that tests can make a small checkpoint take as long as a big
+    one on a slow disk. */
+#define KG_CKPT_TEST_READ_BPS_ENV "KGUARD_TEST_READ_BPS"
 
 typedef struct {
   int rc;                          /* 0, a KG_ECKPT_* code, or -errno */

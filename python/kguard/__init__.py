@@ -9,6 +9,6 @@
 Standard library plus torch only; kguard puts this package on the guarded
 kernel's PYTHONPATH, so nothing needs installing.
 """
-from .checkpoint import Resume, check_targets, resume, save
+from .checkpoint import PendingSeal, Resume, check_targets, resume, save
 
-__all__ = ["save", "resume", "check_targets", "Resume"]
+__all__ = ["save", "resume", "check_targets", "Resume", "PendingSeal"]

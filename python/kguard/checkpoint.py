@@ -4,15 +4,19 @@ save() writes with torch.save into a private temporary directory, then
 synchronises the device: a checkpoint written after a sticky device fault
 would hold garbage copied from a poisoned context, and the sync is what
 reveals the fault. Only if the sync succeeds is the directory sealed into a
-signed archive by `kguard ckpt seal`. resume() reads what kguard restored
-after a forced restart (environment variables set by the supervisor).
+signed archive by `kguard ckpt seal`. resume() finds what kguard verified
+after a forced restart (environment variables set by the supervisor) and
+reads its members in place (kguard.archive), each checked as it is read.
 """
+import fcntl
+import json
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 
-__all__ = ["save", "resume", "check_targets", "Resume"]
+__all__ = ["save", "resume", "check_targets", "Resume", "PendingSeal"]
 
 
 def _bin():
@@ -36,7 +40,59 @@ def _synchronize(torch):
         emulate.synchronize()
 
 
-def save(state, step, name="state.pt"):
+def _rank_world():
+    """(rank, world size) of this process: $KGUARD_RANK or $RANK, and
+    $WORLD_SIZE (torchrun's variables); (0, 1) outside a multi-rank job."""
+    try:
+        world = int(os.environ.get("WORLD_SIZE") or 1)
+        rank = int(os.environ.get("KGUARD_RANK") or os.environ.get("RANK") or 0)
+    except ValueError as exc:
+        raise ValueError(f"RANK/KGUARD_RANK and WORLD_SIZE must be integers: {exc}") from None
+    if world < 1 or not 0 <= rank < world:
+        raise ValueError(f"rank {rank} is not within WORLD_SIZE {world}")
+    return rank, world
+
+
+class PendingSeal:
+    """A background seal started by save(..., background=True).
+
+    The seal runs in its own process and session: it finishes even if this
+    kernel is killed (the staging directory's lock passes to it), and it
+    starts only after the previous background seal of this process ended,
+    so a later step is never sealed first.
+    """
+
+    def __init__(self, proc, stage, step, out):
+        self.step = step
+        self._proc, self._stage, self._out = proc, stage, out
+        self._path = None
+
+    def done(self):
+        """True once the seal process has ended (sealed or failed)."""
+        return self._proc.poll() is not None
+
+    def wait(self, timeout=None):
+        """Wait for the seal; return the archive's path or raise
+        RuntimeError saying why it failed."""
+        if self._path is None:
+            rc = self._proc.wait(timeout)
+            self._out.seek(0)
+            text = self._out.read().decode(errors="replace")
+            if rc != 0:
+                raise RuntimeError(f"kguard ckpt seal of step {self.step} failed "
+                                   f"(exit {rc}): {text.strip()}")
+            self._path = text.strip().splitlines()[-1]
+        return self._path
+
+    def __repr__(self):
+        state = "done" if self.done() else "sealing"
+        return f"PendingSeal(step={self.step}, {state})"
+
+
+_last_background = None
+
+
+def save(state, step, name="state.pt", background=False):
     """Save state for step and seal it; return the archive's path.
 
     state is anything torch.save accepts. The archive goes to
@@ -44,7 +100,14 @@ def save(state, step, name="state.pt"):
     (default `kguard` on PATH), run id $KGUARD_RUN_ID (default "default").
     If the device synchronisation raises, nothing is sealed and the error is
     re-raised; if sealing fails, RuntimeError says why.
+
+    background=True returns a PendingSeal as soon as the state is written
+    and the device synchronised; the archive is hashed, signed and synced
+    by a separate process while training goes on (.wait() gives the path).
+    The seal records the time the state was captured, so a seal still
+    running at a later fault is not taken for one made after it.
     """
+    global _last_background
     import torch
 
     step = int(step)
@@ -57,12 +120,38 @@ def save(state, step, name="state.pt"):
     # Beside the archives (same filesystem, no surprise tmpfs limits); the
     # dot name is never taken for a checkpoint by `kguard ckpt list/latest`.
     tmp = tempfile.mkdtemp(prefix=".kguard-save-", dir=ckpt_dir)
+    # Held while we write (and, for a background seal, by the seal process
+    # until it ends): `kguard ckpt gc` and later seals remove staging
+    # directories whose lock is free, i.e. whose writer died mid-save.
+    lock = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    handed_over = False
     try:
         torch.save(state, os.path.join(tmp, name))
         _synchronize(torch)  # raises on a faulted device: never seal then
+        captured_ms = int(time.time() * 1000)
         cmd = [_bin(), "ckpt", "seal", tmp, "--step", str(step),
                "--run", os.environ.get("KGUARD_RUN_ID") or "default",
                "--into", ckpt_dir]
+        rank, world = _rank_world()
+        if world > 1:
+            cmd += ["--rank", str(rank), "--world-size", str(world)]
+        if background:
+            # Dated when the state was captured, not when the seal ends: a
+            # seal still running at a later fault is not taken for one made
+            # after it. (A foreground seal keeps its end time, as before.)
+            cmd += ["--time", str(captured_ms)]
+            prev = _last_background
+            if prev is not None and not prev.done():
+                cmd += ["--after", prev._stage]
+            cmd += ["--remove-dir"]
+            out = tempfile.TemporaryFile()  # survives this process, unlike a pipe
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, pass_fds=(lock,),
+                                    start_new_session=True)
+            handed_over = True
+            _last_background = PendingSeal(proc, tmp, step, out)
+            return _last_background
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, check=False)
         if proc.returncode != 0:
@@ -71,39 +160,94 @@ def save(state, step, name="state.pt"):
                 f"{proc.stderr.strip() or proc.stdout.strip()}")
         return proc.stdout.strip().splitlines()[-1]
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not handed_over:
+            shutil.rmtree(tmp, ignore_errors=True)
+        os.close(lock)
 
 
 class Resume:
-    """What kguard restored before starting this kernel."""
+    """What kguard restored before starting this kernel.
 
-    def __init__(self, dir, step, archive):
+    archive: the verified checkpoint. dir: a directory holding its members
+    when kguard had to copy them out (zstd archives), else None: members
+    are then read straight from the archive, each checked against its
+    signed digest as it is read (kguard.archive).
+    """
+
+    def __init__(self, dir, step, archive, digest=None):
         self.dir = dir
         self.step = step
         self.archive = archive
+        self.digest = digest
+        self._archive = None
+
+    def open(self, name="state.pt"):
+        """A binary file object of the named member. From the archive, it
+        raises kguard.archive.CheckpointError before returning if the member
+        does not match its digest, and every byte read from it was checked."""
+        if self.dir:
+            return open(os.path.join(self.dir, name), "rb")
+        if self._archive is None:
+            self._archive = self._open_archive()
+        return self._archive.open(name)
+
+    def _open_archive(self):
+        from .archive import Archive, CheckpointError
+
+        top = Archive(self.archive, expect_digest=self.digest)
+        if not self.archive.endswith(".kgset.tar"):
+            return top
+        # A checkpoint set: this rank's shard, as the signed index names it.
+        with top.open("KGUARD-SET.json") as f:
+            index = json.load(f)
+        rank, world = _rank_world()
+        if world != index["world_size"]:
+            raise CheckpointError(f"{self.archive}: a set of {index['world_size']} ranks, "
+                                  f"but WORLD_SIZE is {world}")
+        shard = next(s for s in index["shards"] if s["rank"] == rank)
+        path = os.path.join(os.path.dirname(self.archive), shard["archive"])
+        return Archive(path, expect_digest=shard["manifest_digest"])
 
     def load(self, name="state.pt", map_location=None, **kwargs):
-        """torch.load the named file of the restored directory."""
+        """torch.load of the named member (from the restored directory or,
+        checked as it is read, from the archive)."""
         import torch
 
-        return torch.load(os.path.join(self.dir, name), map_location=map_location, **kwargs)
+        if self.dir:
+            return torch.load(os.path.join(self.dir, name), map_location=map_location, **kwargs)
+        with self.open(name) as f:
+            return torch.load(f, map_location=map_location, **kwargs)
 
     def __repr__(self):
         return f"Resume(dir={self.dir!r}, step={self.step!r}, archive={self.archive!r})"
 
 
+def _archive_path(archive):
+    """The archive as the kernel can open it: kguard may hand over a path
+    relative to its own working directory; the archive always lies at the
+    top of $KGUARD_CKPT_DIR."""
+    if not archive or os.path.isfile(archive):
+        return archive
+    alt = os.path.join(_ckpt_dir(), os.path.basename(archive))
+    return alt if os.path.isfile(alt) else None
+
+
 def resume():
-    """Return Resume(dir, step, archive) if kguard restored a checkpoint for
-    this kernel (KGUARD_RESUME_DIR and friends), else None."""
-    d = os.environ.get("KGUARD_RESUME_DIR")
-    if not d or not os.path.isdir(d):
+    """Return a Resume if kguard restored a checkpoint for this kernel
+    (KGUARD_RESUME_ARCHIVE, with KGUARD_RESUME_DIR when members were copied
+    out, KGUARD_RESUME_STEP, optional KGUARD_RESUME_DIGEST), else None."""
+    d = os.environ.get("KGUARD_RESUME_DIR") or None
+    archive = _archive_path(os.environ.get("KGUARD_RESUME_ARCHIVE") or None)
+    if d and not os.path.isdir(d):
+        d = None
+    if not d and not archive:
         return None
     step = os.environ.get("KGUARD_RESUME_STEP")
     try:
         step = int(step) if step not in (None, "") else None
     except ValueError:
         step = None
-    return Resume(d, step, os.environ.get("KGUARD_RESUME_ARCHIVE") or None)
+    return Resume(d, step, archive, os.environ.get("KGUARD_RESUME_DIGEST") or None)
 
 
 def check_targets(target, classes, ignore_index=-100):

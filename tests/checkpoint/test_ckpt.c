@@ -21,6 +21,7 @@
 #include "kg_ckpt_manifest.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
+#include "kg_ckpt_retain.h"
 #include "kg_ckpt_seal.h"
 #include "kg_ckpt_util.h"
 #include "kg_ckpt_verify.h"
@@ -133,10 +134,15 @@ KG_TEST(manifest_round_trip_and_rejects)
   KG_CHECK_INT(kg_ckpt_manifest_add(m, "b", 5), 0);
   KG_CHECK_INT(kg_ckpt_manifest_add(m, "a", 7), 1);
   KG_CHECK_INT(kg_ckpt_manifest_sort(m), 0);
+  KG_CHECK_INT(kg_ckpt_manifest_alloc_chunks(m), 0);
+  m->members[0].chunks[0][0] = 0xab;
   char *json = kg_ckpt_manifest_encode(m);
   kg_ckpt_manifest_t *back = NULL;
   char why[256];
   KG_CHECK_INT(kg_ckpt_manifest_decode(json, strlen(json), &back, why, sizeof why), 0);
+  KG_CHECK_INT(back->version, 2);
+  KG_CHECK_INT(back->members[0].nchunks, 1);
+  KG_CHECK_INT(back->members[0].chunks[0][0], 0xab);
   KG_CHECK_INT(back->count, 2);
   KG_CHECK_STR(back->members[0].path, "a");
   KG_CHECK_INT(back->total_size, 12);
@@ -144,6 +150,16 @@ KG_TEST(manifest_round_trip_and_rejects)
   KG_CHECK(kg_ckpt_manifest_find(back, "c") == NULL);
   kg_ckpt_manifest_destroy(&back);
   KG_CHECK(back == NULL);
+  /* Version 1 (one whole-member digest) still round-trips. */
+  m->version = 1;
+  m->members[1].digest[0] = 0xcd;
+  free(json);
+  json = kg_ckpt_manifest_encode(m);
+  KG_CHECK_INT(kg_ckpt_manifest_decode(json, strlen(json), &back, why, sizeof why), 0);
+  KG_CHECK_INT(back->version, 1);
+  KG_CHECK(back->members[1].chunks == NULL && back->members[1].digest[0] == 0xcd);
+  kg_ckpt_manifest_destroy(&back);
+  m->version = 2;
 
   /* A signed-looking manifest still may not name escaping paths. */
   free(m->members[0].path);
@@ -159,7 +175,7 @@ KG_TEST(manifest_round_trip_and_rejects)
   KG_CHECK_INT(kg_ckpt_manifest_decode(json, strlen(json), &back, why, sizeof why),
                KG_ECKPT_UNSAFE); /* duplicate */
   KG_CHECK_INT(kg_ckpt_manifest_decode("[1]", 3, &back, why, sizeof why), KG_ECKPT_MALFORMED);
-  KG_CHECK_INT(kg_ckpt_manifest_decode("{\"format\":\"kguard-checkpoint\",\"version\":2}", 42,
+  KG_CHECK_INT(kg_ckpt_manifest_decode("{\"format\":\"kguard-checkpoint\",\"version\":3}", 42,
                                        &back, why, sizeof why),
                KG_ECKPT_MALFORMED);
   free(json);
@@ -188,16 +204,96 @@ KG_TEST(seal_verify_restore)
 
   char dest[PATH_MAX + 32], f[PATH_MAX + 64];
   snprintf(dest, sizeof dest, "%s/new/out", s_root);
-  KG_CHECK_INT(kg_ckpt_restore(zpath, dest, s_pk, &r), 0);
+  KG_CHECK_INT(kg_ckpt_restore(zpath, dest, s_pk, NULL, &r), 0);
   kg_ckpt_report_clear(&r);
   snprintf(f, sizeof f, "%s/d/extra.bin", dest);
   struct stat st;
   KG_CHECK_INT(stat(f, &st), 0);
   KG_CHECK_INT(st.st_size, 777);
   /* Destination exists: refused, untouched. */
-  KG_CHECK_INT(kg_ckpt_restore(path, dest, s_pk, &r), KG_EEXISTS);
+  KG_CHECK_INT(kg_ckpt_restore(path, dest, s_pk, NULL, &r), KG_EEXISTS);
   kg_ckpt_report_clear(&r);
   s_teardown();
+}
+
+/* Seals of one step in the same millisecond used to collide on the final
+   name (the second failed as a usage error); now each gets its own. */
+KG_TEST(same_millisecond_seals_get_unique_names)
+{
+  s_setup();
+  char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+  KG_CHECK_INT(s_seal(7, 5000000, false, a), 0);
+  KG_CHECK_INT(s_seal(7, 5000000, false, b), 0);
+  KG_CHECK_INT(s_seal(7, 5000000, false, c), 0);
+  KG_CHECK(strcmp(a, b) != 0 && strcmp(b, c) != 0 && strcmp(a, c) != 0);
+  KG_CHECK(strstr(b, "-2.kgckpt.tar") != NULL);
+  KG_CHECK(strstr(c, "-3.kgckpt.tar") != NULL);
+  kg_ckpt_report_t r;
+  const char *all[] = {a, b, c};
+  for (int i = 0; i < 3; i++) {
+    KG_CHECK_INT(kg_ckpt_verify(all[i], s_pk, 0, NULL, &r), 0);
+    kg_ckpt_report_clear(&r);
+  }
+  s_teardown();
+}
+
+/* Retention plan by table: items newest first as (authenticated, verified,
+   named, step, time); "K" kept, "R" removed. */
+KG_TEST(retain_plan_table)
+{
+  struct {
+    const char *what;
+    int keep;
+    int64_t every;
+    int64_t open[2];
+    size_t nopen;
+    size_t n;
+    kg_ckpt_retain_item_t it[6];
+    const char *want;
+  } t[] = {
+    {"nothing verified: nothing removed", 1, 0, {0}, 0, 3,
+     {{true, false, false, 3, 300}, {true, false, false, 2, 200}, {true, false, false, 1, 100}},
+     "KKK"},
+    {"keep 2 from the newest valid", 2, 0, {0}, 0, 4,
+     {{true, true, false, 4, 400}, {true, false, false, 3, 300}, {true, false, false, 2, 200},
+      {true, false, false, 1, 100}},
+     "KKRR"},
+    {"newer than V (unverified or corrupt) always kept", 1, 0, {0}, 0, 4,
+     {{true, false, false, 4, 400}, {true, true, false, 3, 300}, {true, false, false, 2, 200},
+      {true, false, false, 1, 100}},
+     "KKRR"},
+    {"keep-every 10", 1, 10, {0}, 0, 4,
+     {{true, true, false, 31, 400}, {true, false, false, 30, 300}, {true, false, false, 20, 200},
+      {true, false, false, 15, 100}},
+     "KKKR"},
+    {"open incident keeps the newest before T", 1, 0, {250}, 1, 4,
+     {{true, true, false, 4, 400}, {true, false, false, 3, 300}, {true, false, false, 2, 200},
+      {true, false, false, 1, 100}},
+     "KRKR"},
+    {"a marker's archive is kept", 1, 0, {0}, 0, 3,
+     {{true, true, false, 3, 300}, {true, false, false, 2, 200}, {true, false, true, 1, 100}},
+     "KRK"},
+    {"unauthenticated never removed, not counted", 2, 0, {0}, 0, 4,
+     {{true, true, false, 4, 400}, {false, false, false, -1, 350}, {true, false, false, 3, 300},
+      {true, false, false, 2, 200}},
+     "KKKR"},
+  };
+  for (size_t c = 0; c < sizeof t / sizeof *t; c++) {
+    bool rm[6];
+    size_t n = kg_ckpt_retain_plan(t[c].it, t[c].n, t[c].keep, t[c].every, t[c].open,
+                                   t[c].nopen, rm);
+    char got[8] = "";
+    size_t want_r = 0;
+    for (size_t i = 0; i < t[c].n; i++) {
+      got[i] = rm[i] ? 'R' : 'K';
+      want_r += t[c].want[i] == 'R';
+    }
+    got[t[c].n] = '\0';
+    if (strcmp(got, t[c].want) != 0)
+      fprintf(stderr, "case '%s': got %s\n", t[c].what, got);
+    KG_CHECK_STR(got, t[c].want);
+    KG_CHECK_INT(n, want_r);
+  }
 }
 
 KG_TEST(list_latest_before_and_quarantine)
@@ -400,6 +496,7 @@ KG_TEST(hashpool_follows_growing_files)
 
 KG_TEST_MAIN(KG_CASE(time_parse_and_format), KG_CASE(member_names),
              KG_CASE(manifest_round_trip_and_rejects), KG_CASE(seal_verify_restore),
+             KG_CASE(same_millisecond_seals_get_unique_names), KG_CASE(retain_plan_table),
              KG_CASE(list_latest_before_and_quarantine), KG_CASE(seal_write_error_leaves_nothing),
              KG_CASE(seal_refuses_links), KG_CASE(hasher_matches_one_shot_digests),
              KG_CASE(hashpool_follows_growing_files))

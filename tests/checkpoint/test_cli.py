@@ -1,5 +1,6 @@
 """CLI behaviour: list ordering, latest --before, quarantine, resume-prepare
 JSON, --help, and a SIGKILL in the middle of sealing."""
+import fcntl
 import json
 import os
 import shutil
@@ -114,14 +115,19 @@ def test_resume_prepare(tmp_path, keyenv, payload):
     assert out["archive"] == paths[0]
     assert out["sealed_at_ms"] == rows[2]["sealed_at_ms"] < t_fault
     assert out["digest"].startswith("blake2b-256:") and out["digest_of"] == "manifest"
-    assert out["dir"] == str(dest)
+    # Checked in place: nothing copied, into DEST or anywhere else.
+    assert out["dir"] == "" and out["in_place"] is True and out["compression"] == "none"
+    assert out["archive_abs"] == os.path.realpath(paths[0])
+    assert not dest.exists() and not (tmp_path / "state").exists()
     assert [q["archive"] for q in out["quarantined"]] == [paths[2]]
     assert out["quarantined"][0]["to"].startswith(str(ck / "quarantine" / "inc-9"))
     assert [s["archive"] for s in out["skipped"]] == [paths[1]]
     assert "corrupt" in out["skipped"][0]["reason"]
     assert os.path.exists(paths[1])  # corrupt but older than T: left in place
-    assert (dest / "state.pt").read_bytes() == (payload / "state.pt").read_bytes()
-    assert (dest / "sub" / "notes.txt").read_bytes() == (payload / "sub" / "notes.txt").read_bytes()
+    assert sorted(os.listdir(ck)) == sorted([os.path.basename(paths[0]),
+                                             os.path.basename(paths[1]), "quarantine",
+                                             ".incident-inc-9"])
+    assert "kguard-progress 0 " in p.stderr
 
     # Nothing before T left: status none, exit 0, DEST not created.
     dest2 = tmp_path / "state" / "restored" / "inc-10"
@@ -156,6 +162,30 @@ def test_zstd_round_trip(tmp_path, keyenv, payload):
     dest = tmp_path / "out"
     assert run("ckpt", "restore", path, str(dest)).returncode == 0
     assert (dest / "state.pt").read_bytes() == (payload / "state.pt").read_bytes()
+
+
+def test_resume_prepare_zstd_copies_beside_the_archives(tmp_path, keyenv, payload):
+    """A zstd checkpoint cannot be read in place: it is restored into
+    CKPT_DIR/.restored-ID (not into --into, the home state directory), and
+    the copy goes once a newer checkpoint is sealed."""
+    ck = tmp_path / "ck"
+    path = seal(payload, ck, 5, "--zstd")
+    t_fault = listing(ck)[0]["sealed_at_ms"] + 1
+    into = tmp_path / "state" / "restored" / "z1"
+    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
+            "--incident", "z1", "--into", str(into), "--json")
+    out = json.loads(p.stdout)
+    assert p.returncode == 0 and out["status"] == "restored" and out["archive"] == path
+    assert out["dir"] == str(ck / ".restored-z1") and out["in_place"] is False
+    assert (ck / ".restored-z1" / "state.pt").read_bytes() == (payload / "state.pt").read_bytes()
+    assert not (tmp_path / "state").exists()
+    assert [r["status"] for r in listing(ck)] == ["valid"]  # the copy is no checkpoint
+    # A background seal of a state captured before the fault keeps the copy...
+    seal(payload, ck, 6, "--time", str(t_fault - 1))
+    assert (ck / ".restored-z1" / "state.pt").exists()
+    # ...a checkpoint sealed after it means the run moved on.
+    seal(payload, ck, 7)
+    assert not (ck / ".restored-z1").exists()
 
 
 def wait_for(cond, deadline_s, what):
@@ -205,6 +235,39 @@ def test_sigkill_mid_seal_leaves_no_final_file(tmp_path, keyenv, payload):
     assert [r["status"] for r in rows].count("leftover") == 1
     assert [r["step"] for r in rows if r["status"] == "valid"] == [1]
 
+    # The killed writer's lock is gone with it: gc removes its temporary,
+    # never a sealed archive.
+    p = run("ckpt", "gc", str(ck), check=True)
+    assert p.stdout.startswith("removed 1 ")
+    assert os.listdir(ck) == [os.path.basename(good)]
+
+
+def test_gc_keeps_what_a_live_writer_holds(tmp_path, keyenv, payload):
+    """A temporary (or kguard.save staging directory) whose writer still
+    holds its lock is kept by gc and by a later seal; once the lock is free
+    it is removed."""
+    ck = tmp_path / "ck"
+    good = seal(payload, ck, 1)
+    tmp = ck / ".step-0000000002-20260101T000000000Z.kgckpt.tar.tmp-abcdef"
+    tmp.write_bytes(b"x" * 4096)
+    stage = ck / ".kguard-save-abc123"
+    stage.mkdir()
+    (stage / "state.pt").write_bytes(b"y" * 100)
+    f = os.open(tmp, os.O_RDONLY)
+    d = os.open(stage, os.O_RDONLY)
+    fcntl.flock(f, fcntl.LOCK_EX)
+    fcntl.flock(d, fcntl.LOCK_EX)
+    try:
+        p = run("ckpt", "gc", str(ck), check=True)
+        assert "removed 0 " in p.stdout and "2 still being written" in p.stdout
+        later = seal(payload, ck, 3)  # a later seal collects too, but not these
+        assert tmp.exists() and stage.exists()
+    finally:
+        os.close(f)
+        os.close(d)
+    later2 = seal(payload, ck, 4)
+    assert sorted(os.listdir(ck)) == sorted(os.path.basename(x) for x in (good, later, later2))
+
 
 def test_ckpt_commands_find_their_helper(tmp_path, keyenv, payload):
     """`kguard ckpt`/`keygen` exec kguard-ckpt: beside kguard (build tree) or
@@ -230,3 +293,65 @@ def test_ckpt_commands_find_their_helper(tmp_path, keyenv, payload):
     assert p.returncode == 111
     assert "kguard-ckpt" in p.stderr and "libexec/kguard" in p.stderr
     assert not fresh.exists()   # nothing was done without the helper
+
+
+def test_keep_prunes_after_a_newer_one_verified(tmp_path, keyenv, payload):
+    """seal --keep 2 prunes older checkpoints once a newer one verified;
+    the checkpoint an open incident restored, keep-every multiples,
+    quarantine and unauthenticated files survive; --resolve closes."""
+    ck = tmp_path / "ck"
+    p10 = seal(payload, ck, 10)
+    p20 = seal(payload, ck, 20)
+    t_fault = listing(ck)[0]["sealed_at_ms"]  # step 20 at/after the fault
+    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
+            "--incident", "inc-1", "--into", str(tmp_path / "x"), "--json")
+    assert json.loads(p.stdout)["archive"] == p10
+    stray = ck / "step-0000000001-20200101T000000000Z.kgckpt.tar"
+    stray.write_bytes(b"not an archive")
+    later = [seal(payload, ck, s, "--keep", "2", "--keep-every", "100") for s in (30, 100, 40, 50)]
+    names = set(os.listdir(ck))
+    # Kept: newest two (50, 40), the keep-every multiple (100), the open
+    # incident's restore (10), the stray file; 30 is gone.
+    assert os.path.basename(later[-1]) in names and os.path.basename(later[-2]) in names
+    assert os.path.basename(later[1]) in names and os.path.basename(p10) in names
+    assert stray.name in names and os.path.basename(later[0]) not in names
+    assert os.listdir(ck / "quarantine" / "inc-1") == [os.path.basename(p20)]
+    # Closing the incident lets its checkpoint go at the next prune.
+    assert run("ckpt", "prune", str(ck), "--resolve", "inc-1").returncode == 0
+    p = run("ckpt", "prune", str(ck), "--keep", "2", "--keep-every", "100", check=True)
+    assert "removed " in p.stdout and os.path.basename(p10) in p.stdout
+    assert not os.path.exists(p10)
+    # Corrupt the newest: nothing newer than the newest valid one goes,
+    # and the rest is judged from the valid one down.
+    with open(later[-1], "r+b") as f:
+        f.seek(os.path.getsize(later[-1]) - 3000)
+        f.write(b"\xff" * 8)
+    p = run("ckpt", "prune", str(ck), "--keep", "1", check=True)
+    assert os.path.exists(later[-1]) and os.path.exists(later[-2])
+    assert run("ckpt", "prune", str(ck)).returncode == 100
+
+
+def test_resume_prepare_says_failed_when_a_verified_checkpoint_cannot_be_restored(
+        tmp_path, keyenv):
+    """A zstd checkpoint whose copy does not fit (a 4 MiB tmpfs): status
+    "failed" with the reason, exit 111, nothing partial left; never "none"."""
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(ck)],
+                      capture_output=True).returncode != 0:
+        import pytest
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        src = tmp_path / "src"
+        src.mkdir()
+        (src / "state.pt").write_bytes(b"\0" * (16 << 20))  # compresses to almost nothing
+        path = seal(src, ck, 3, "--zstd")
+        p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", "99999999999999",
+                "--incident", "full1", "--into", str(tmp_path / "x"), "--json")
+        out = json.loads(p.stdout)
+        assert p.returncode == 111 and out["status"] == "failed", p.stdout
+        assert path in out["error"] and "No space left" in out["error"]
+        assert out["archive"] is None and out["dir"] is None
+        assert sorted(os.listdir(ck)) == sorted([os.path.basename(path), ".incident-full1"])
+    finally:
+        subprocess.run(["umount", str(ck)], check=True)

@@ -1,4 +1,5 @@
 """kguard.save / kguard.resume through the real binary, and check_targets."""
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import torch  # noqa: E402
 
 import kguard  # noqa: E402
 from kguard import checkpoint as kc  # noqa: E402
+from kguard.archive import CheckpointError  # noqa: E402
 from conftest import run  # noqa: E402
 
 
@@ -17,7 +19,8 @@ from conftest import run  # noqa: E402
 def ckenv(tmp_path, monkeypatch, keyenv):
     monkeypatch.setenv("KGUARD_CKPT_DIR", str(tmp_path / "ck"))
     monkeypatch.setenv("KGUARD_RUN_ID", "run-py")
-    for k in ("KGUARD_RESUME_DIR", "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE", "KGUARD_EMULATE"):
+    for k in ("KGUARD_RESUME_DIR", "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE",
+              "KGUARD_RESUME_DIGEST", "KGUARD_EMULATE"):
         monkeypatch.delenv(k, raising=False)
     return tmp_path
 
@@ -35,13 +38,28 @@ def test_save_then_resume_round_trip(ckenv, monkeypatch):
     p = run("ckpt", "resume-prepare", "--dir", str(ckenv / "ck"), "--before", "99999999999999",
             "--incident", "t1", "--into", str(dest), "--json")
     assert p.returncode == 0, p.stderr
-    monkeypatch.setenv("KGUARD_RESUME_DIR", str(dest))
+    out = json.loads(p.stdout)
+    assert out["dir"] == "" and not dest.exists()
+    # What the supervisor hands the next kernel: the archive, no directory.
     monkeypatch.setenv("KGUARD_RESUME_STEP", "41")
-    monkeypatch.setenv("KGUARD_RESUME_ARCHIVE", path)
+    monkeypatch.setenv("KGUARD_RESUME_ARCHIVE", out["archive"])
+    monkeypatch.setenv("KGUARD_RESUME_DIGEST", out["digest"])
     r = kguard.resume()
-    assert r.dir == str(dest) and r.step == 41 and r.archive == path
+    assert r.dir is None and r.step == 41 and r.archive == path
     loaded = r.load()
     assert loaded["step"] == 41 and torch.equal(loaded["w"], state["w"])
+    assert sorted(os.listdir(ckenv / "ck")) == [".incident-t1", os.path.basename(path)]
+
+    # A manifest other than the one kguard verified is refused.
+    monkeypatch.setenv("KGUARD_RESUME_DIGEST", "blake2b-256:" + "0" * 64)
+    with pytest.raises(CheckpointError, match="replaced"):
+        kguard.resume().load()
+
+    # The older contract (a restored directory) still loads.
+    assert run("ckpt", "restore", path, str(dest)).returncode == 0
+    monkeypatch.setenv("KGUARD_RESUME_DIR", str(dest))
+    r = kguard.resume()
+    assert r.dir == str(dest) and torch.equal(r.load()["w"], state["w"])
 
 
 def test_failed_device_sync_is_never_sealed(ckenv, monkeypatch):

@@ -1,0 +1,227 @@
+/*  kg_ckpt_cli_list: `kguard ckpt list` and `kguard ckpt latest`, sets
+    included. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_clock.h"
+#include "kg_ckpt_cli_maint.h"
+#include "kg_ckpt_list.h"
+#include "kg_ckpt_set.h"
+#include "kg_cli.h"
+#include "kg_error.h"
+#include "kg_keys.h"
+
+static const char s_help_list[] =
+  "usage: kguard ckpt list CKPT_DIR [--json]\n"
+  "\n"
+  "Verify every checkpoint in CKPT_DIR and print a table, newest first: step,\n"
+  "seal time, size, status, file. Leftovers of interrupted seals are shown as\n"
+  "'leftover'. --json prints an array of objects instead.\n"
+  "exit: 0, 100 usage, 111 system (CKPT_DIR unreadable).\n";
+
+static const char s_help_latest[] =
+  "usage: kguard ckpt latest CKPT_DIR [--before TIME]\n"
+  "\n"
+  "Print the last consistent checkpoint (or complete set of rank shards: its\n"
+  "index set-*.kgset.tar): the newest one sealed strictly before\n"
+  "TIME (default: now and later) that verifies completely. Each newer file that\n"
+  "was passed over is reported on stderr with the reason.\n"
+  "exit: 0 found, 1 none, 100 usage, 111 system.\n";
+
+static const char *
+s_entry_status(const kg_ckpt_entry_t *e)
+{
+  return e->leftover ? "leftover" : kg_ckpt_status_name(e->rc);
+}
+
+/*  Checkpoint sets: appended to arr as {"kind": "set", ...} rows, or
+    printed after the table when arr is NULL. */
+static void
+s_list_sets(const char *dir, const unsigned char *pk, cJSON *arr)
+{
+  int rc;
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &rc);
+  if (!sets)
+    return;
+  char when[32], reason[1024];
+  for (size_t i = 0; i < sets->count; i++) {
+    const kg_ckpt_set_t *s = &sets->sets[i];
+    rc = kg_ckpt_set_verify(s, pk, NULL, reason, sizeof reason);
+    if (arr) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "kind", "set");
+      cJSON_AddStringToObject(o, "archive", s->path);
+      cJSON_AddStringToObject(o, "status", kg_ckpt_status_name(rc));
+      cJSON_AddStringToObject(o, "reason", reason);
+      cJSON_AddNumberToObject(o, "step", (double) s->step);
+      cJSON_AddStringToObject(o, "run", s->run);
+      cJSON_AddNumberToObject(o, "world_size", (double) s->world_size);
+      cJSON_AddNumberToObject(o, "sealed_at_ms", (double) s->sealed_at_ms);
+      cJSON_AddItemToArray(arr, o);
+    } else {
+      if (i == 0)
+        printf("\nSETS\n");
+      printf("%-10" PRId64 "  %-24s  %5" PRId64 " ranks  %-10s  %s%s%s\n", s->step,
+             s->sealed_at_ms >= 0 ? kg_clock_iso_ms(s->sealed_at_ms, when, sizeof when) : "-",
+             s->world_size, kg_ckpt_status_name(rc), strrchr(s->path, '/') + 1,
+             rc ? ": " : "", rc ? reason : "");
+    }
+  }
+  kg_ckpt_sets_destroy(&sets);
+}
+
+int
+kg_ckpt_cli_list(int argc, char **argv)
+{
+  const char *dir = NULL;
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    if (kg_ckpt_cli_is_help(argv[i])) {
+      fputs(s_help_list, stdout);
+      return KG_EXIT_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (argv[i][0] == '-' || dir) {
+      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
+    } else {
+      dir = argv[i];
+    }
+  }
+  if (!dir)
+    return kg_ckpt_cli_usage("list needs CKPT_DIR", NULL);
+  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  int rc;
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, kg_ckpt_cli_public_key(pkbuf), true, &rc);
+  if (!list) {
+    fprintf(stderr, "kguard ckpt list: %s: %s\n", dir, kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
+  }
+  char when[32];
+  if (json) {
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < list->count; i++) {
+      const kg_ckpt_entry_t *e = &list->entries[i];
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "archive", e->path);
+      cJSON_AddStringToObject(o, "status", s_entry_status(e));
+      cJSON_AddStringToObject(o, "reason", e->reason);
+      if (e->authenticated) {
+        cJSON_AddNumberToObject(o, "step", (double) e->step);
+        cJSON_AddStringToObject(o, "run", e->run);
+        cJSON_AddStringToObject(o, "sealed_at",
+                                kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
+        cJSON_AddNumberToObject(o, "sealed_at_ms", (double) e->sealed_at_ms);
+      } else {
+        cJSON_AddNullToObject(o, "step");
+        cJSON_AddNullToObject(o, "sealed_at");
+      }
+      cJSON_AddNumberToObject(o, "size", (double) e->size);
+      if (e->world_size >= 2) {
+        cJSON_AddNumberToObject(o, "rank", (double) e->rank);
+        cJSON_AddNumberToObject(o, "world_size", (double) e->world_size);
+      }
+      cJSON_AddItemToArray(arr, o);
+    }
+    s_list_sets(dir, kg_ckpt_cli_public_key(pkbuf), arr);
+    char *text = cJSON_Print(arr);
+    printf("%s\n", text ? text : "[]");
+    free(text);
+    cJSON_Delete(arr);
+  } else {
+    printf("%-10s  %-24s  %12s  %-10s  %s\n", "STEP", "SEALED (UTC)", "SIZE", "STATUS", "FILE");
+    for (size_t i = 0; i < list->count; i++) {
+      const kg_ckpt_entry_t *e = &list->entries[i];
+      char step[24] = "-";
+      if (e->authenticated)
+        snprintf(step, sizeof step, "%" PRId64, e->step);
+      printf("%-10s  %-24s  %12" PRIu64 "  %-10s  %s\n", step,
+             e->authenticated ? kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when) : "-",
+             e->size, s_entry_status(e), e->name);
+    }
+    s_list_sets(dir, kg_ckpt_cli_public_key(pkbuf), NULL);
+  }
+  kg_ckpt_list_destroy(&list);
+  return KG_EXIT_OK;
+}
+
+int
+kg_ckpt_cli_latest(int argc, char **argv)
+{
+  const char *dir = NULL;
+  int64_t before = INT64_MAX;
+  for (int i = 1; i < argc; i++) {
+    if (kg_ckpt_cli_is_help(argv[i])) {
+      fputs(s_help_latest, stdout);
+      return KG_EXIT_OK;
+    } else if (strcmp(argv[i], "--before") == 0 && i + 1 < argc) {
+      if (kg_ckpt_parse_time(argv[++i], &before) < 0)
+        return kg_ckpt_cli_usage("--before needs ISO 8601 or ms since the epoch", argv[i]);
+    } else if (argv[i][0] == '-' || dir) {
+      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
+    } else {
+      dir = argv[i];
+    }
+  }
+  if (!dir)
+    return kg_ckpt_cli_usage("latest needs CKPT_DIR", NULL);
+  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  const unsigned char *pk = kg_ckpt_cli_public_key(pkbuf);
+  int rc;
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, pk, false, &rc);
+  if (!list) {
+    fprintf(stderr, "kguard ckpt latest: %s: %s\n", dir, kg_strerror(rc));
+    return rc == -ENOENT ? 1 : KG_EXIT_SYSTEM;
+  }
+  size_t chosen = 0;
+  rc = kg_ckpt_list_latest(list, pk, before, &chosen);
+  size_t upto = rc == 0 ? chosen : list->count;
+  char buf[700];
+  for (size_t i = 0; i < upto; i++) {
+    const char *why = kg_ckpt_list_skip_reason(list, i, before, buf, sizeof buf);
+    fprintf(stderr, "skipped %s: %s\n", list->entries[i].name, why ? why : "not chosen");
+  }
+  int code = 1;
+  /* A complete, verified set newer than the plain choice wins. */
+  int64_t plain_ms = rc == 0 ? list->entries[chosen].sealed_at_ms : INT64_MIN;
+  int srcode;
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &srcode);
+  for (size_t k = 0; sets && k < sets->count; k++) {
+    const kg_ckpt_set_t *st = &sets->sets[k];
+    if (st->rc == 0 && st->sealed_at_ms <= plain_ms)
+      break;
+    char why[1100];
+    if (st->rc == 0 && st->sealed_at_ms >= before) {
+      fprintf(stderr, "skipped %s: set sealed at or after --before\n", st->path);
+      continue;
+    }
+    if (kg_ckpt_set_verify(st, pk, NULL, why, sizeof why) == 0) {
+      printf("%s\n", st->path);
+      fprintf(stderr, "chosen set %s: step %" PRId64 ", %" PRId64 " ranks, valid\n", st->path,
+              st->step, st->world_size);
+      kg_ckpt_sets_destroy(&sets);
+      kg_ckpt_list_destroy(&list);
+      return 0;
+    }
+    fprintf(stderr, "skipped %s: %s\n", st->path, why);
+  }
+  kg_ckpt_sets_destroy(&sets);
+  if (rc == 0) {
+    const kg_ckpt_entry_t *e = &list->entries[chosen];
+    char when[32];
+    printf("%s\n", e->path);
+    fprintf(stderr, "chosen %s: step %" PRId64 ", sealed %s, valid\n", e->name, e->step,
+            kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
+    code = 0;
+  } else {
+    fprintf(stderr, "kguard ckpt latest: no consistent checkpoint in %s\n", dir);
+  }
+  kg_ckpt_list_destroy(&list);
+  return code;
+}
+
