@@ -178,7 +178,7 @@ static void
 s_set_failing(kg_sup_t *S, const char *parent)
 {
   kg_pending_entry_t *e = parent ? kg_pending_find(S->pending, parent) : NULL;
-  if (!e && S->running_id[0])
+  if (!e && S->running_id)
     e = kg_pending_find(S->pending, S->running_id);   /* the kernel said busy for it */
   /* Only a guess if neither the evidence nor the kernel's busy status named it. */
   S->failing_guessed = e == NULL;
@@ -262,7 +262,8 @@ kg__guard_kernel_started(kg_sup_t *S)
   free(S->failing_msg_id);
   S->failing_msg_id = NULL;
   S->failing_replied = false;
-  S->abort_idle_id[0] = S->abort_probe_id[0] = '\0';   /* that kernel is gone */
+  kg__set_str(&S->abort_idle_id, NULL);   /* that kernel is gone */
+  kg__set_str(&S->abort_probe_id, NULL);
 }
 
 void

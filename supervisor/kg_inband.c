@@ -74,15 +74,26 @@ kg__inband_match(kg_msg_t *msg)
   return s_inband_line(msg) != NULL;
 }
 
+static bool s_inband_run(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch, char *line);
+
 bool
 kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
 {
   const char *p = s_inband_line(msg);
   if (!p)
     return false;
-  char line[256];
-  size_t n = strcspn(p, "\n");
-  snprintf(line, sizeof line, "%.*s", (int) (n < 255 ? n : 255), p);
+  /* The whole first line, however long the user made it. */
+  char *line = strndup(p, strcspn(p, "\n"));
+  if (!line)
+    return false;
+  bool handled = s_inband_run(S, msg, ch, line);
+  free(line);
+  return handled;
+}
+
+static bool
+s_inband_run(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch, char *line)
+{
   char *save = NULL;
   strtok_r(line, " \t\r", &save);
   const char *cmd = strtok_r(NULL, " \t\r", &save);

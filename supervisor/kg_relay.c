@@ -178,7 +178,7 @@ s_holds_queue(const kg_pending_entry_t *e)
 static bool
 s_execute_in_flight(kg_sup_t *S)
 {
-  if (S->abort_idle_id[0] || S->abort_probe_id[0])
+  if (S->abort_idle_id || S->abort_probe_id)
     return true;
   for (size_t i = 0; i < kg_pending_count(S->pending); i++)
     if (s_holds_queue(kg_pending_at(S->pending, i)))
@@ -433,7 +433,7 @@ s_running_expiry(const kg_sup_t *S)
 static int64_t
 s_probe_expiry(const kg_sup_t *S)
 {
-  return S->abort_idle_id[0] || S->abort_probe_id[0] ? S->abort_probe_ms + KG__ABORT_PROBE_MS
+  return S->abort_idle_id || S->abort_probe_id ? S->abort_probe_ms + KG__ABORT_PROBE_MS
                                                       : 0;
 }
 
@@ -462,7 +462,8 @@ kg__relay_timers(kg_sup_t *S, int64_t now)
   if (probe_expiry && now >= probe_expiry) {
     kg_warning("no idle or no answer to kguard's probe after an error: the next request "
                "goes in");
-    S->abort_idle_id[0] = S->abort_probe_id[0] = '\0';
+    kg__set_str(&S->abort_idle_id, NULL);
+    kg__set_str(&S->abort_probe_id, NULL);
     kg__flush_held(S);
   }
 }
@@ -502,8 +503,8 @@ static void
 s_send_probe(kg_sup_t *S)
 {
   kg__send_nudge(S);
-  snprintf(S->abort_probe_id, sizeof S->abort_probe_id, "%s",
-           S->nudge_ids[(S->nudge_next + KG__NUDGE_MAX - 1) % KG__NUDGE_MAX]);
+  kg__set_str(&S->abort_probe_id,
+              S->nudge_ids[(S->nudge_next + KG__NUDGE_MAX - 1) % KG__NUDGE_MAX]);
 }
 
 static void
@@ -534,12 +535,12 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
     e = kg_pending_find(S->pending, parent);
     if (state && strcmp(state, "busy") == 0 && e
         && strcmp(e->msg_type, "execute_request") == 0)
-      snprintf(S->running_id, sizeof S->running_id, "%s", parent);
+      kg__set_str(&S->running_id, parent);
     if (state && strcmp(state, "idle") == 0 && e && e->forwarded && !e->idle_ms)
       e->idle_ms = kg_clock_mono_ms();   /* idle before (or without) its reply */
-    if (state && strcmp(state, "idle") == 0 && S->abort_idle_id[0]
+    if (state && strcmp(state, "idle") == 0 && S->abort_idle_id
         && strcmp(parent, S->abort_idle_id) == 0) {
-      S->abort_idle_id[0] = '\0';
+      kg__set_str(&S->abort_idle_id, NULL);
       s_send_probe(S);   /* see s_kernel_reply */
     }
   }
@@ -599,8 +600,8 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
       S->got_info_reply = true;
       s_check_ready(S);
     }
-    if (S->abort_probe_id[0] && strcmp(parent, S->abort_probe_id) == 0) {
-      S->abort_probe_id[0] = '\0';   /* the kernel has stopped aborting */
+    if (S->abort_probe_id && strcmp(parent, S->abort_probe_id) == 0) {
+      kg__set_str(&S->abort_probe_id, NULL);   /* the kernel has stopped aborting */
       kg__flush_held(S);
     }
     return;
@@ -670,7 +671,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
       if (idle_seen)
         s_send_probe(S);
       else
-        snprintf(S->abort_idle_id, sizeof S->abort_idle_id, "%s", parent ? parent : "");
+        kg__set_str(&S->abort_idle_id, parent ? parent : "");
     }
     kg__flush_held(S);
   }
@@ -703,7 +704,7 @@ kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
     if (s_accept(S, msg, S->inner_signer, S->front_signer, "kernel", ch)) {
       const char *session = kg_msg_session(msg);
       if (session && *session && strcmp(session, S->session) != 0)
-        snprintf(S->session, sizeof S->session, "%s", session);
+        kg__set_str(&S->session, session);
       if (ch == KG_CH_IOPUB)
         s_kernel_iopub(S, msg);
       else if (ch == KG_CH_STDIN)

@@ -103,7 +103,8 @@ struct kg_supervisor_t {
   kg_ring_t *err_ring;
   kg_pending_t *pending;
   cJSON *info_cache;            /*  last kernel_info_reply content           */
-  char session[64];             /*  inner kernel's session as last seen      */
+  char *session;                /*  inner kernel's session as last seen
+                                    (owned; any length: the kernel chose it) */
   int execution_count;          /*  last seen                                */
 
   /* STARTING */
@@ -140,11 +141,13 @@ struct kg_supervisor_t {
   char *failing_code;
   bool failing_replied;         /*  its real execute_reply was relayed       */
   bool failing_guessed;         /*  chosen without a parent (raw evidence)   */
-  char running_id[64];          /*  execute request the kernel said busy for */
-  char abort_idle_id[64];       /*  after an error reply that made the kernel
+  /*  Request ids below are owned strings or NULL: a peer chose them, so
+      they have any length (a truncated copy never matches again). */
+  char *running_id;             /*  execute request the kernel said busy for */
+  char *abort_idle_id;          /*  after an error reply that made the kernel
                                     abort its own queue: that request, whose
                                     idle is awaited, then                    */
-  char abort_probe_id[64];      /*  kguard's probe kernel_info_request, whose
+  char *abort_probe_id;         /*  kguard's probe kernel_info_request, whose
                                     reply is awaited before the next request
                                     goes in (kg_relay.c)                     */
   int64_t abort_probe_ms;       /*  when that error reply came               */
@@ -172,6 +175,10 @@ struct kg_supervisor_t {
 };
 
 typedef struct kg_supervisor_t kg_sup_t;
+
+/*  Replace the owned string *field with a copy of value (NULL or "" clear
+    it). */
+void kg__set_str(char **field, const char *value);
 
 /* kg_supervisor.c */
 void kg__fire(kg_sup_t *S, kg_event_t event);

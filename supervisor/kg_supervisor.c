@@ -30,6 +30,16 @@
 /* ------------------------------------------------------------------------
    Set-up and teardown. */
 
+void
+kg__set_str(char **field, const char *value)
+{
+  char *copy = value && *value ? strdup(value) : NULL;
+  if (value && *value && !copy)
+    return;   /* out of memory: keep the old value rather than none */
+  free(*field);
+  *field = copy;
+}
+
 static int
 s_open_logs(kg_sup_t *S)
 {
@@ -196,7 +206,11 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
       goto fail;
     }
   }
-  kg_uuid4(S->session);   /* until the kernel's own session is seen */
+  char uuid[37];
+  kg_uuid4(uuid);   /* until the kernel's own session is seen */
+  kg__set_str(&S->session, uuid);
+  if (!S->session)
+    goto fail;
   S->running = true;
   kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", S->name, S->inner_argv[0],
             (long) getpid(), S->state_dir);
@@ -267,6 +281,10 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(S->restore_error);
   free(S->down_reason);
   free(S->shutdown_msg_id);
+  free(S->session);
+  free(S->running_id);
+  free(S->abort_idle_id);
+  free(S->abort_probe_id);
   s_free_envp(&S->kernel_envp);
   if (S->inner_argv)
     for (size_t i = 0; i < S->inner_argc; i++)
@@ -364,7 +382,7 @@ s_start_kernel(kg_sup_t *S)
   S->stop_reason = KG__STOP_NONE;
   S->kill_sent = false;
   S->we_killed = false;
-  S->running_id[0] = '\0';
+  kg__set_str(&S->running_id, NULL);
 
   snprintf(S->inner_info->transport, sizeof S->inner_info->transport, "ipc");
   snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->runtime_dir);
