@@ -67,7 +67,9 @@ s_fill_info_from(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info
   if (S->restore_result) {
     const cJSON *r = S->restore_result;
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(r, "status");
-    if (cJSON_IsString(status) && strcmp(status->valuestring, "restored") == 0) {
+    const cJSON *archive = cJSON_GetObjectItemCaseSensitive(r, "archive");
+    if (cJSON_IsString(status) && strcmp(status->valuestring, "restored") == 0
+        && cJSON_IsString(archive) && *archive->valuestring) {
       info->checkpoint_restored = true;
       const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "step");
       info->restored_step = cJSON_IsNumber(v) ? (int64_t) v->valuedouble : -1;
@@ -85,6 +87,38 @@ static void
 s_fill_info(kg_sup_t *S, kg_notice_info_t *info)
 {
   s_fill_info_from(S, S->diag, info);
+}
+
+/*  {status, step, archive, error} of the last restore, or NULL if none was
+    attempted. status: "restored", "none" or "failed" (a helper that
+    stalled or ended without a result is "failed"). */
+static cJSON *
+s_checkpoint_meta(kg_sup_t *S)
+{
+  const cJSON *r = S->restore_result;
+  if (!r && !S->restore_error)
+    return NULL;
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(r, "status");
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(r, "step");
+  const cJSON *archive = cJSON_GetObjectItemCaseSensitive(r, "archive");
+  const cJSON *error = cJSON_GetObjectItemCaseSensitive(r, "error");
+  cJSON *c = cJSON_CreateObject();
+  const char *st = cJSON_IsString(status) ? status->valuestring : "failed";
+  if (!r && S->restore_error && strncmp(S->restore_error, "no checkpoint directory", 23) == 0)
+    st = "none";
+  cJSON_AddStringToObject(c, "status", st);
+  if (cJSON_IsNumber(step))
+    cJSON_AddNumberToObject(c, "step", step->valuedouble);
+  else
+    cJSON_AddNullToObject(c, "step");
+  cJSON_AddStringToObject(c, "archive", cJSON_IsString(archive) ? archive->valuestring : "");
+  if (S->restore_error)
+    cJSON_AddStringToObject(c, "error", S->restore_error);
+  else if (cJSON_IsString(error))
+    cJSON_AddStringToObject(c, "error", error->valuestring);
+  else
+    cJSON_AddNullToObject(c, "error");
+  return c;
 }
 
 /*  Publish a display_data notice with parent (may be NULL). extra (may be
@@ -110,6 +144,15 @@ s_publish_notice(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *inf
       cJSON_SetValuestring(t, s);
       free(s);
     }
+  }
+  if (kind == KG_NOTICE_STICKY_RESTART || kind == KG_NOTICE_DOWN) {
+    /* what the restore did, for `kguard run` and other clients */
+    cJSON *k = cJSON_GetObjectItemCaseSensitive(meta, "kguard");
+    cJSON *c = s_checkpoint_meta(S);
+    if (cJSON_IsObject(k) && c)
+      cJSON_AddItemToObject(k, "checkpoint", c);
+    else
+      cJSON_Delete(c);
   }
   cJSON *content = cJSON_CreateObject();
   cJSON_AddItemToObject(content, "data", data);
@@ -167,8 +210,10 @@ s_open_incident(kg_sup_t *S, bool sticky)
   kg__write_incident(S);
   kg_notice("incident %s (%s): %s", kg_incident_id(S->incident), sticky ? "sticky" : "advice",
             S->incident_path ? S->incident_path : "(not written)");
-  if (sticky)
+  if (sticky) {
+    kg_gate_set_incident(S->gate, kg_incident_id(S->incident));
     kg__start_probe(S);
+  }
 }
 
 /* ------------------------------------------------------------------------
@@ -243,6 +288,7 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
            m && m->family ? m->family->id : "?", m && m->rule_id ? m->rule_id : "?");
   s_set_failing(S, parent ? parent : kg_diagnosis_parent(S->diag));
   S->stop_reason = KG__STOP_STICKY;
+  kg_gate_fault(S->gate, KG_GATE_FAULT_STICKY, kg_clock_mono_ms());
   if (S->state == KG_ST_STARTING)
     s_open_incident(S, true);   /* no CLOSING from STARTING: record it now */
   kg__fire(S, KG_EV_STICKY);
@@ -528,6 +574,8 @@ kg__guard_after_stop(kg_sup_t *S)
        ends with kguard's reply and idle. */
     s_publish_notice(S, act == KG_POLICY_RESTART ? KG_NOTICE_KERNEL_DIED : KG_NOTICE_DOWN,
                      &info, parent, NULL);
+    /* the stale window starts */
+    kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
     cJSON_Delete(parent);
     kg__answer_all(S, false, "KernelDied", evalue);
     kg__settle_status(S, NULL);
@@ -566,8 +614,11 @@ kg__guard_on_ready(kg_sup_t *S)
       snprintf(extra + n, sizeof extra - n, "%sThis kernel runs in %s.", n ? " " : "",
                kg__diag_label(S));
     }
-    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "sticky") == 0)
+    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "sticky") == 0) {
       s_publish_notice(S, KG_NOTICE_STICKY_RESTART, &info, S->failing_header, extra);
+      /* the stale window starts */
+    kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
+    }
     else if (cJSON_IsString(kind) && strcmp(kind->valuestring, "diagnostic") == 0) {
       info.family = NULL;
       info.checkpoint_restored = false;
@@ -592,6 +643,7 @@ kg__guard_enter_down(kg_sup_t *S)
     info.reason = S->down_reason;
     s_publish_notice(S, KG_NOTICE_DOWN, &info, S->failing_header, NULL);
   }
+  kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
   cJSON_Delete(S->after_ready_notice);
   S->after_ready_notice = NULL;
   kg__settle_status(S, NULL);

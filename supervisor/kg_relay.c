@@ -186,18 +186,30 @@ s_execute_in_flight(kg_sup_t *S)
   return false;
 }
 
-/*  Whether a shell message that just arrived may be delivered now rather
-    than queued: nothing ahead of it in kguard's queue, and an open gate with
-    no execute in flight (or, gate closed, a `%kguard` cell: kguard answers
-    it itself). */
-static bool
-s_shell_turn(kg_sup_t *S, bool inband)
+/*  The stale-request rule (kg_gate.h): e reached kguard after a fault and
+    before (or just after) the user could see it: answered, never run. */
+static void
+s_answer_stale(kg_sup_t *S, kg_pending_entry_t *e)
 {
-  if (kg_pending_held_shell(S->pending) > 0)
-    return false;
-  if (kg_state_gate_open(S->state))
-    return !s_execute_in_flight(S);
-  return inband || S->state == KG_ST_DOWN;
+  const char *id = kg_gate_incident(S->gate);
+  bool died = kg_gate_fault_cause(S->gate) == KG_GATE_FAULT_DIED;
+  size_t len = strlen(id) + 512;
+  char *evalue = malloc(len);
+  if (!evalue) {
+    kg__answer_error(S, e, "KernelRestarted", "this request did not run");
+    return;
+  }
+  snprintf(evalue, len,
+           "this request did not run: it was sent before the %s%s%s%s could be seen "
+           "(it reached kguard during the restart, or less than %.3g s after kguard's "
+           "notice); kguard does not run it in the fresh kernel. Run the cell again if "
+           "you still want it.",
+           died ? "kernel's death" : "sticky GPU error", *id ? " (incident " : "", id,
+           *id ? ")" : "", (double) kg_gate_window_ms(S->gate) / 1000.0);
+  kg_notice("stale execute_request %s answered KernelRestarted (stale-request rule)",
+            e->msg_id);
+  kg__answer_error(S, e, "KernelRestarted", evalue);
+  free(evalue);
 }
 
 void
@@ -210,7 +222,8 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     return;
   }
   if (ch == KG_CH_STDIN) {
-    if (kg_state_gate_open(S->state))
+    kg_gate_input_t in = {.state = S->state, .channel = ch, .kind = KG_GATE_MSG_OTHER};
+    if (kg_gate_decide(S->gate, &in).action == KG_GATE_FORWARD)
       s_forward(S, ch, msg, NULL);
     else
       kg_info("%s dropped: the kernel that asked for input is gone", type);
@@ -275,26 +288,49 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       kg__doom_queue(S);
     return;
   }
-  if (S->state == KG_ST_DOWN && !inband) {
-    if (is_request && (e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms())))
-      s_deliver(S, ch, msg, e);
+  kg_gate_input_t in = {
+    .state = S->state,
+    .channel = ch,
+    .kind = inband ? KG_GATE_MSG_INBAND
+            : strcmp(type, "execute_request") == 0 ? KG_GATE_MSG_EXECUTE
+            : is_request ? KG_GATE_MSG_REQUEST : KG_GATE_MSG_OTHER,
+    .in_flight = s_execute_in_flight(S),
+    .queue_waiting = kg_pending_held_shell(S->pending) > 0,
+    .now_ms = kg_clock_mono_ms(),
+  };
+  if (in.kind == KG_GATE_MSG_EXECUTE) {
+    const cJSON *date = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_HEADER),
+                                                         "date");
+    in.sent_wall_ms = kg_gate_date_ms(cJSON_IsString(date) ? date->valuestring : NULL);
+  }
+  kg_gate_decision_t d = kg_gate_decide(S->gate, &in);
+  if (d.action == KG_GATE_DROP) {
+    kg_debug("%s dropped: nothing can take it now", type);
     return;
   }
-  if (is_request && !inband) {
-    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
+  /* Every request kguard lets in is recorded (a `%kguard` cell delivered
+     now records itself). */
+  if (is_request && (!inband || d.action == KG_GATE_HOLD)) {
+    e = kg_pending_add(S->pending, msg, ch, in.now_ms);
     if (!e) {
       S->n_malformed++;
       kg_warning("dropped a %s: unable to record it", type);
       return;
     }
   }
-  if (ch == KG_CH_SHELL ? s_shell_turn(S, inband) : kg_state_gate_open(S->state)) {
+  switch (d.action) {
+  case KG_GATE_FORWARD:
     s_deliver(S, ch, msg, e);
     return;
-  }
-  if (inband && !(e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms()))) {
-    S->n_malformed++;
+  case KG_GATE_ANSWER:
+    if (d.why == KG_GATE_WHY_STALE)
+      s_answer_stale(S, e);
+    else
+      s_deliver(S, ch, msg, e);   /* DOWN: kguard answers */
     return;
+  case KG_GATE_HOLD:
+  case KG_GATE_DROP:
+    break;
   }
   if (kg_pending_hold(S->pending, msg_p, ch) != 0) {
     kg_warning("held queue full: %s answered with an error", type);

@@ -18,6 +18,8 @@
 #include "kg_classifier.h"
 #include "kg_conninfo.h"
 #include "kg_diagnosis.h"
+#include "kg_gate.h"
+#include "kg_helper.h"
 #include "kg_incident.h"
 #include "kg_msg.h"
 #include "kg_pending.h"
@@ -35,7 +37,8 @@
 #define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
 #define KG__SHUTDOWN_REPLY_MS 1000
-#define KG__HELPER_TIMEOUT_MS 30000
+#define KG__HELPER_STALL_MS 30000 /* a helper silent this long is killed */
+#define KG__RESTORE_NOTICE_MS 2000 /* a restore this long gets a progress notice */
 #define KG__ABORT_PROBE_MS 2000   /*  after an error reply: wait for the probe */
 #define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
 #define KG__TRIM_DELAY_MS 500     /*  ... frees memory this long after the last */
@@ -58,13 +61,6 @@ typedef enum {
   KG__EXIT_DONE
 } kg__exit_phase_t;
 
-/*  A helper child whose stdout kguard reads (checkpoint, probe). */
-typedef struct {
-  kg_child_t *child;
-  char *out;                    /*  collected stdout (bounded)               */
-  size_t out_len;
-  int64_t deadline_ms;
-} kg__helper_t;
 
 struct kg_supervisor_t {
   /* configuration */
@@ -102,6 +98,7 @@ struct kg_supervisor_t {
   kg_ring_t *out_ring;
   kg_ring_t *err_ring;
   kg_pending_t *pending;
+  kg_gate_t *gate;              /*  routing decision, stale-request rule     */
   cJSON *info_cache;            /*  last kernel_info_reply content           */
   char *session;                /*  inner kernel's session as last seen
                                     (owned; any length: the kernel chose it) */
@@ -134,6 +131,7 @@ struct kg_supervisor_t {
   kg_diagnosis_t *diag;         /*  the running kernel's evidence            */
   kg_diagnosis_t *prev_diag;    /*  the previous kernel's, for its notices   */
   kg_policy_t *policy;
+  kg_policy_config_t policy_config;   /*  as configured, for %kguard status  */
   kg_incident_t *incident;      /*  the current incident, if any             */
   char *incident_path;
   cJSON *failing_header;        /*  header of the failing request            */
@@ -166,8 +164,9 @@ struct kg_supervisor_t {
   bool resume_pending;          /*  give KGUARD_RESUME_* to the next kernel  */
   cJSON *after_ready_notice;    /*  {"kind":..., "parent": header} or NULL   */
   char *down_reason;
-  kg__helper_t ckpt;
-  kg__helper_t probe;
+  kg_helper_t *ckpt;            /*  `kguard ckpt resume-prepare`             */
+  kg_helper_t *probe;           /*  `python -m kguard.probe` (versions)      */
+  bool restore_noticed;         /*  the long-restore progress notice is out  */
   char **kernel_envp;           /*  environment of the running kernel        */
 
   /* counters */
@@ -232,8 +231,10 @@ void kg__write_incident(kg_sup_t *S);
 /* kg_helpers.c */
 void kg__start_probe(kg_sup_t *S);
 void kg__guard_start_restore(kg_sup_t *S);
-void kg__guard_helpers_poll(kg_sup_t *S, int fd);
+void kg__guard_helpers_poll(kg_sup_t *S);
 void kg__guard_helpers_timers(kg_sup_t *S, int64_t now);
+int64_t kg__helpers_deadline(const kg_sup_t *S);
+void kg__restore_progress_text(kg_sup_t *S, char *buf, size_t len);
 
 /* kg_inband.c */
 bool kg__inband_match(kg_msg_t *msg);

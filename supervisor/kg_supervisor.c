@@ -178,11 +178,16 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   }
   S->diag = kg_diagnosis_new(S->rules);
   S->prev_diag = kg_diagnosis_new(S->rules);
-  S->policy = kg_policy_new(NULL);
+  S->policy_config = config->policy;
+  S->policy = kg_policy_new(&S->policy_config);
+  S->gate = kg_gate_new(config->stale_window_ms);
+  S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
+  S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
   S->out_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
   S->err_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
-  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->out_ring || !S->err_ring)
+  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->out_ring || !S->err_ring
+      || !S->gate || !S->ckpt || !S->probe)
     goto fail;
 
   rc = kg_paths_runtime_dir(S->runtime_dir, sizeof S->runtime_dir);
@@ -223,15 +228,6 @@ fail:
 }
 
 static void
-s_helper_free(kg__helper_t *h)
-{
-  kg_child_destroy(&h->child);
-  free(h->out);
-  h->out = NULL;
-  h->out_len = 0;
-}
-
-static void
 s_free_envp(char ***envp_p)
 {
   if (!*envp_p)
@@ -249,8 +245,8 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
     return;
   kg_sup_t *S = *self_p;
   kg_child_destroy(&S->child);
-  s_helper_free(&S->ckpt);
-  s_helper_free(&S->probe);
+  kg_helper_destroy(&S->ckpt);
+  kg_helper_destroy(&S->probe);
   for (int ch = 0; ch < KG_CH_COUNT; ch++) {
     kg_socket_close(&S->front[ch]);
     kg_socket_close(&S->kern[ch]);
@@ -264,6 +260,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_signer_destroy(&S->front_signer);
   kg_signer_destroy(&S->inner_signer);
   kg_pending_destroy(&S->pending);
+  kg_gate_destroy(&S->gate);
   kg_ring_destroy(&S->out_ring);
   kg_ring_destroy(&S->err_ring);
   kg_diagnosis_destroy(&S->diag);
@@ -550,6 +547,9 @@ s_on_child_exit(kg_sup_t *S)
   kg_warning("kernel #%d (pid %ld) died on its own: %s", S->generation,
              (long) kg_child_pid(S->child), how);
   S->stop_reason = kg__guard_child_exit(S) ? KG__STOP_STICKY : KG__STOP_DIED;
+  kg_gate_fault(S->gate, S->stop_reason == KG__STOP_STICKY ? KG_GATE_FAULT_STICKY
+                                                           : KG_GATE_FAULT_DIED,
+                kg_clock_mono_ms());
   kg__fire(S, KG_EV_CHILD_EXIT);
 }
 
@@ -562,7 +562,7 @@ kg__on_signal(kg_sup_t *S)
     case SIGCHLD:
       if (S->child && !kg_child_exited(S->child) && kg_child_reap(S->child) == 1)
         s_on_child_exit(S);
-      kg__guard_helpers_poll(S, -1);
+      kg__guard_helpers_poll(S);
       break;
     case SIGINT:
       /* jupyter_client's signal-mode interrupt: forward to the kernel's group. */
@@ -695,10 +695,7 @@ kg__timeout_ms(kg_sup_t *S)
   default:
     break;
   }
-  if (S->ckpt.child)
-    cands[2] = S->ckpt.deadline_ms;
-  if (S->probe.child)
-    cands[3] = S->probe.deadline_ms;
+  cands[2] = kg__helpers_deadline(S);
   for (int i = 0; i < 5; i++)
     if (cands[i] > 0 && cands[i] < next)
       next = cands[i];

@@ -63,7 +63,11 @@ def test_long_ids_sticky_restart(env):
     r2 = col.wait_reply(queued, timeout=60)
     assert r1["content"]["status"] == "error"
     assert r2["content"]["ename"] == "KernelRestarted"
-    wait_until(lambda: kernel_pid(col), 60, "the fresh kernel")
+    # the notice says the fresh kernel is ready (earlier requests are stale)
+    col.wait_iopub(bad, lambda m: m["msg_type"] == "display_data"
+                   and m["content"].get("metadata", {}).get("kguard", {}).get("event")
+                   == "sticky-restart", timeout=90, what="the notice")
+    kernel_pid(col)
     _assert_cpu_flat(col, kguard_pid(km))
 
 
