@@ -166,8 +166,10 @@ kg_supervisor_run(kg_supervisor_t *S)
     for (int i = 0; i < n; i++) {
       if (!items[i].revents)
         continue;
-      if (kinds[i] == S_PIPE)
+      if (kinds[i] == S_PIPE) {
         kg__guard_drain_pipes(S);
+        kg__flush_held(S);   /* a suspicion while idle: the probe goes in */
+      }
       else if (kinds[i] == S_HELPER)
         kg__guard_helpers_poll(S);
     }

@@ -22,6 +22,7 @@
 #include "kg_helper.h"
 #include "kg_incident.h"
 #include "kg_msg.h"
+#include "kg_notice.h"
 #include "kg_pending.h"
 #include "kg_policy.h"
 #include "kg_ring.h"
@@ -37,6 +38,7 @@
 #define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
 #define KG__SHUTDOWN_REPLY_MS 1000
+#define KG__CHECK_MS 10000        /* the device probe's answer (issue 16)   */
 #define KG__HELPER_STALL_MS 30000 /* a helper silent this long is killed */
 #define KG__RESTORE_NOTICE_MS 2000 /* a restore this long gets a progress notice */
 #define KG__ABORT_PROBE_MS 2000   /*  after an error reply: wait for the probe */
@@ -150,6 +152,13 @@ struct kg_supervisor_t {
                                     goes in (kg_relay.c)                     */
   int64_t abort_probe_ms;       /*  when that error reply came               */
   int64_t trim_at_ms;           /*  give freed message memory back then      */
+  /* suspicion and device probe (kg_check.c) */
+  char *check_id;               /*  kguard's probe execute_request, or NULL  */
+  int64_t check_started_ms, check_deadline_ms;
+  int64_t suspect_mono_ms;      /*  when the suspicion came (monotonic)      */
+  kg_msg_t *check_reply;        /*  the suspected cell's reply, held until the
+                                    probe decides (owned)                    */
+  cJSON *check_idle;            /*  that cell's header when its idle was held */
   int exit_status;              /*  wait status of the stopped kernel        */
   bool exit_known;              /*  it ended by itself (not killed by us)    */
   bool we_killed;               /*  STOPPING signalled it                    */
@@ -179,6 +188,11 @@ typedef struct kg_supervisor_t kg_sup_t;
     it). */
 void kg__set_str(char **field, const char *value);
 
+/* kg_kernel.c: the entry action of STARTING; 0, or a negative code with
+   S->down_reason set (the caller fires SPAWN_FAILED) */
+int kg__kernel_start(kg_sup_t *S);
+void kg__free_envp(char ***envp_p);   /* free a NULL-terminated array */
+
 /* kg_supervisor.c */
 void kg__fire(kg_sup_t *S, kg_event_t event);
 void kg__begin_exit(kg_sup_t *S, bool wait_for_reply);
@@ -197,6 +211,16 @@ void kg__doom_queue(kg_sup_t *S);
 void kg__relay_timers(kg_sup_t *S, int64_t now);
 int64_t kg__relay_deadline(const kg_sup_t *S);
 void kg__send_nudge(kg_sup_t *S);
+
+/* kg_relay.c, shared with kg_relay_kernel.c */
+int kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch,
+                   kg_msg_t **msg_p);
+bool kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer,
+                      kg_signer_t *resign_with, const char *side, kg_channel_t ch);
+void kg__relay_note_size(kg_sup_t *S, const kg_msg_t *msg);
+bool kg__relay_holds_queue(const kg_pending_entry_t *e);
+bool kg__relay_kernel_busy(kg_sup_t *S);
+void kg__relay_abort_queue(kg_sup_t *S, kg_msg_t *reply);
 
 /* kg_synth.c */
 void kg__publish(kg_sup_t *S, const char *type, const cJSON *parent, cJSON **content_p,
@@ -226,6 +250,15 @@ void kg__guard_enter_closing(kg_sup_t *S);
 void kg__guard_after_stop(kg_sup_t *S);
 void kg__guard_on_ready(kg_sup_t *S);
 void kg__guard_enter_down(kg_sup_t *S);
+void kg__guard_confirm(kg_sup_t *S, const kg_match_t *probe);
+void kg__guard_clear_suspicion(kg_sup_t *S);
+
+/* kg_notify.c */
+void kg__notice_fill(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info);
+void kg__notice_fill_current(kg_sup_t *S, kg_notice_info_t *info);
+void kg__notice_publish(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *info,
+                        const cJSON *parent, const char *extra);
+void kg__incident_open(kg_sup_t *S, bool sticky);
 void kg__write_incident(kg_sup_t *S);
 
 /* kg_helpers.c */
@@ -235,6 +268,14 @@ void kg__guard_helpers_poll(kg_sup_t *S);
 void kg__guard_helpers_timers(kg_sup_t *S, int64_t now);
 int64_t kg__helpers_deadline(const kg_sup_t *S);
 void kg__restore_progress_text(kg_sup_t *S, char *buf, size_t len);
+
+/* kg_check.c */
+bool kg__check_pending(const kg_sup_t *S);
+void kg__check_start(kg_sup_t *S);
+bool kg__check_iopub(kg_sup_t *S, kg_msg_t *msg);
+bool kg__check_reply(kg_sup_t *S, kg_msg_t *msg);
+int64_t kg__check_deadline(const kg_sup_t *S);
+bool kg__check_timers(kg_sup_t *S, int64_t now);
 
 /* kg_inband.c */
 bool kg__inband_match(kg_msg_t *msg);
