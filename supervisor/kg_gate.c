@@ -14,6 +14,8 @@ struct kg_gate_t {
   int64_t fault_ms;             /*  T                                         */
   int64_t notice_ms;            /*  0: notice not published yet               */
   int64_t notice_wall_ms;
+  int64_t told_wall_ms;         /*  first time the frontend was told (reply
+                                    metadata or notice); 0: not yet        */
   char *incident;               /*  owned, or NULL                            */
 };
 
@@ -47,7 +49,15 @@ kg_gate_fault(kg_gate_t *self, kg_gate_fault_t cause, int64_t now_ms)
   self->cause = cause;
   self->fault_ms = now_ms;
   self->notice_ms = 0;
+  self->told_wall_ms = 0;
   kg_gate_set_incident(self, NULL);
+}
+
+void
+kg_gate_told(kg_gate_t *self, int64_t wall_ms)
+{
+  if (self->fault && self->notice_ms == 0 && self->told_wall_ms == 0)
+    self->told_wall_ms = wall_ms > 0 ? wall_ms : 1;
 }
 
 void
@@ -64,6 +74,8 @@ kg_gate_notice(kg_gate_t *self, int64_t now_ms, int64_t wall_ms)
   if (self->fault && self->notice_ms == 0) {
     self->notice_ms = now_ms > 0 ? now_ms : 1;
     self->notice_wall_ms = wall_ms;
+    if (self->told_wall_ms == 0)
+      self->told_wall_ms = wall_ms > 0 ? wall_ms : 1;
   }
 }
 
@@ -79,11 +91,12 @@ kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms)
 {
   if (!self->fault || now_ms < self->fault_ms)
     return false;
-  if (self->notice_ms == 0)
-    return true;   /* nobody can have seen the failure yet */
-  if (now_ms >= self->notice_ms + self->window_ms)
-    return false;
-  return sent_wall_ms <= 0 || sent_wall_ms < self->notice_wall_ms;
+  if (self->notice_ms && now_ms >= self->notice_ms + self->window_ms)
+    return false;   /* the window after the notice is over */
+  if (self->told_wall_ms == 0)
+    return true;    /* nobody can have seen the failure yet */
+  /* made before the frontend was told: sent by someone who did not know */
+  return sent_wall_ms <= 0 || sent_wall_ms < self->told_wall_ms;
 }
 
 int64_t

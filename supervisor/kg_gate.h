@@ -14,7 +14,8 @@
 
     The stale-request rule (issue 9). After a fault at T (a sticky GPU error,
     or the kernel's death), an execute_request that reaches kguard after T
-    and before kguard has published the notice for that incident, or within
+    and before kguard has told the frontend (the failing cell's reply with
+    kguard's metadata, or the notice, whichever comes first), or within
     the stale window after the notice (default 2 s), was sent by a frontend
     that had not yet seen the failure: a browser's Run All sends every cell
     at once, and over a slow link the later ones arrive while kguard is
@@ -115,6 +116,12 @@ void kg_gate_set_incident(kg_gate_t *self, const char *incident_id);
     and wall_ms (Unix ms): the stale window starts. Without a fault, or
     after this fault's notice, nothing. */
 void kg_gate_notice(kg_gate_t *self, int64_t now_ms, int64_t wall_ms);
+
+/*  The frontend was told of the current fault at wall_ms (Unix ms) before
+    the notice (the failing cell's reply carrying kguard's metadata): a
+    request made after that, arriving before the window ends, runs (in the
+    fresh kernel). Only the first call per fault counts. */
+void kg_gate_told(kg_gate_t *self, int64_t wall_ms);
 
 /*  The user asked for a restart: the rule ends at once. */
 void kg_gate_clear(kg_gate_t *self);

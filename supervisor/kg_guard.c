@@ -216,6 +216,9 @@ kg__guard_reply(kg_sup_t *S, kg_msg_t *msg)
     cJSON_AddItemToObject(meta, "kguard", kg_notice_metadata(KG_NOTICE_STICKY_RESTART, &info));
     kg_msg_set_json(msg, KG_PART_METADATA, meta);
     cJSON_Delete(meta);
+    /* The frontend learns of the fault from this reply: a request made
+       after it was made by someone who knew (kg_gate.h). */
+    kg_gate_told(S->gate, kg_clock_wall_ms());
   }
 }
 

@@ -240,6 +240,26 @@ KG_TEST(gate_stale_window_edges)
   kg_gate_destroy(&g);
 }
 
+/*  Told by the failing cell's reply before the notice: a request made after
+    that runs (kguard run re-runs cells as soon as it has the reply); one
+    made before is stale until the window after the notice ends. */
+KG_TEST(gate_told_before_notice)
+{
+  kg_gate_t *g = kg_gate_new(2000);
+  kg_gate_fault(g, KG_GATE_FAULT_STICKY, 1000);
+  kg_gate_told(g, 1700000001200);   /* the failing reply, with kguard's metadata */
+  KG_CHECK(kg_gate_stale(g, 1300, 1700000000900));    /* made before it */
+  KG_CHECK(kg_gate_stale(g, 1300, 0));                /* no date */
+  KG_CHECK(!kg_gate_stale(g, 1300, 1700000001250));   /* made after it */
+  kg_gate_told(g, 1700000009999);   /* only the first counts */
+  KG_CHECK(!kg_gate_stale(g, 1300, 1700000001250));
+  kg_gate_notice(g, 5000, 1700000005000);
+  KG_CHECK(kg_gate_stale(g, 5300, 1700000000900));    /* in the window, made before */
+  KG_CHECK(!kg_gate_stale(g, 5300, 1700000001250));
+  KG_CHECK(!kg_gate_stale(g, 7000, 1700000000900));   /* after the window */
+  kg_gate_destroy(&g);
+}
+
 KG_TEST(gate_header_dates)
 {
   KG_CHECK(kg_gate_date_ms("1970-01-01T00:00:01Z") == 1000);
@@ -253,5 +273,5 @@ KG_TEST(gate_header_dates)
     KG_CHECK(kg_gate_date_ms(bad[i]) == 0);
 }
 
-KG_TEST_MAIN(KG_CASE(gate_table_every_state), KG_CASE(gate_table_rows), KG_CASE(gate_header_dates),
+KG_TEST_MAIN(KG_CASE(gate_table_every_state), KG_CASE(gate_table_rows), KG_CASE(gate_header_dates), KG_CASE(gate_told_before_notice),
              KG_CASE(gate_stale_every_arrival_order), KG_CASE(gate_stale_window_edges))
