@@ -507,8 +507,8 @@ kg__guard_enter_down(kg_sup_t *S)
   /* In order: KernelDown for each (a `%kguard restart` among them leaves
      DOWN; what follows it then waits for the new kernel). */
   kg__flush_held(S);
-  if (S->state != KG_ST_DOWN)
-    return;
+  if (S->state != KG_ST_DOWN || kg__events_pending(S))
+    return;   /* a `%kguard restart` among them leaves DOWN */
   size_t i = 0;
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);

@@ -372,7 +372,9 @@ kg__flush_held(kg_sup_t *S)
   bool answered;
   if (S->state == KG_ST_READY && !S->check_reply && !kg__relay_kernel_busy(S))
     kg__check_start(S);   /* a suspicion while the kernel is idle */
-  while ((kg_state_gate_open(S->state) || S->state == KG_ST_DOWN)
+  /* (a posted transition, e.g. a `%kguard restart` just handled, stops the
+     delivery: what follows waits for the state it leads to) */
+  while ((kg_state_gate_open(S->state) || S->state == KG_ST_DOWN) && !kg__events_pending(S)
          && (msg = kg_pending_unhold(S->pending, false, &ch))) {
     kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
     if (!answered)
@@ -381,7 +383,7 @@ kg__flush_held(kg_sup_t *S)
   }
   while (((kg_state_gate_open(S->state) && !s_execute_in_flight(S))
           || S->state == KG_ST_DOWN)
-         && (msg = kg_pending_unhold(S->pending, true, &ch))) {
+         && !kg__events_pending(S) && (msg = kg_pending_unhold(S->pending, true, &ch))) {
     kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
     if (!answered)
       s_deliver(S, ch, msg, e);

@@ -31,6 +31,7 @@
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
+#define KG__EVQ_MAX 16           /* events posted during one transition   */
 #define KG__NUDGE_MAX 16          /* own kernel_info ids remembered        */
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
 #define KG__RING_BYTES (256u * 1024u)
@@ -114,6 +115,11 @@ struct kg_supervisor_t {
   int64_t next_nudge_ms;
   int nudge_interval_ms;
 
+  /* the state machine's event queue (kg__fire) */
+  kg_event_t ev_queue[KG__EVQ_MAX];
+  int ev_head, ev_count;
+  bool ev_applying;
+
   /* deadlines */
   int64_t state_deadline_ms;    /*  start timeout, evidence, grace, backoff  */
   bool kill_sent;               /*  STOPPING: SIGKILL already sent           */
@@ -194,7 +200,8 @@ int kg__kernel_start(kg_sup_t *S);
 void kg__free_envp(char ***envp_p);   /* free a NULL-terminated array */
 
 /* kg_supervisor.c */
-void kg__fire(kg_sup_t *S, kg_event_t event);
+void kg__fire(kg_sup_t *S, kg_event_t event);   /* post; applied after the current transition */
+bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in the queue */
 void kg__begin_exit(kg_sup_t *S, bool wait_for_reply);
 void kg__enter(kg_sup_t *S, kg_state_t st);   /* a state's entry action */
 void kg__on_signal(kg_sup_t *S);              /* drain the signalfd */

@@ -341,8 +341,10 @@ kg__enter(kg_sup_t *S, kg_state_t st)
   }
 }
 
-void
-kg__fire(kg_sup_t *S, kg_event_t event)
+/*  Apply one event: the table says where it leads, the new state's entry
+    action runs. Events the entry action posts wait in the queue. */
+static void
+s_apply(kg_sup_t *S, kg_event_t event)
 {
   kg_state_t next = kg_state_next(S->state, event);
   if (next == KG_ST_NONE) {
@@ -357,6 +359,36 @@ kg__fire(kg_sup_t *S, kg_event_t event)
     return;
   }
   kg__enter(S, next);
+}
+
+/*  Post an event. Outside a transition it is applied at once (and whatever
+    the entry actions post after it, in order); inside one (an entry action
+    posting the next event) it waits until the current transition has
+    finished, so no transition ever runs inside another. */
+void
+kg__fire(kg_sup_t *S, kg_event_t event)
+{
+  if (S->ev_count == KG__EVQ_MAX) {
+    kg_error("event queue full: %s dropped", kg_event_name(event));
+    return;
+  }
+  S->ev_queue[(S->ev_head + S->ev_count++) % KG__EVQ_MAX] = event;
+  if (S->ev_applying)
+    return;
+  S->ev_applying = true;
+  while (S->ev_count > 0) {
+    kg_event_t ev = S->ev_queue[S->ev_head];
+    S->ev_head = (S->ev_head + 1) % KG__EVQ_MAX;
+    S->ev_count--;
+    s_apply(S, ev);
+  }
+  S->ev_applying = false;
+}
+
+bool
+kg__events_pending(const kg_sup_t *S)
+{
+  return S->ev_count > 0;
 }
 
 /*  Shutdown. With wait_for_reply the frontend's shutdown_request was

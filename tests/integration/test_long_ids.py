@@ -13,16 +13,27 @@ LONG = 4096
 SETUP = "import os, kguard.emulate as em\n"
 
 
-def _send(kc, channel, msg_type, content, tag):
-    """Send msg_type with a 4 KiB msg_id, session and username; return the id."""
+def _make(kc, msg_type, content, tag):
+    """msg_type with a 4 KiB msg_id, session and username, made now."""
     msg = kc.session.msg(msg_type, content)
     msg_id = tag + "-" + "i" * LONG
     msg["header"]["msg_id"] = msg_id
     msg["msg_id"] = msg_id
     msg["header"]["session"] = "s" * LONG
     msg["header"]["username"] = "u" * LONG
+    return msg
+
+
+def _send(kc, channel, msg_type, content, tag):
+    """Send msg_type with a 4 KiB msg_id, session and username; return the id."""
+    msg = _make(kc, msg_type, content, tag)
     channel.send(msg)
-    return msg_id
+    return msg["header"]["msg_id"]
+
+
+def _exec_content(code):
+    return dict(code=code, silent=False, store_history=True, user_expressions={},
+                allow_stdin=False, stop_on_error=True)
 
 
 def _execute(kc, code, tag, **kw):
@@ -57,8 +68,11 @@ def test_long_ids_sticky_restart(env):
     col = Collector(kc)
     kernel_pid(col)
     col.run(SETUP)
-    bad = _execute(kc, "em.step(2)", "fail")
-    queued = _execute(kc, "print('queued')", "queued")
+    msgs = [_make(kc, "execute_request", _exec_content("em.step(2)"), "fail"),
+            _make(kc, "execute_request", _exec_content("print('queued')"), "queued")]
+    for m in msgs:   # Run All: both made before either is sent
+        kc.shell_channel.send(m)
+    bad, queued = (m["header"]["msg_id"] for m in msgs)
     r1 = col.wait_reply(bad, timeout=60)
     r2 = col.wait_reply(queued, timeout=60)
     assert r1["content"]["status"] == "error"
@@ -76,8 +90,15 @@ def test_long_ids_kernel_death(env):
     km, kc = env.start()
     col = Collector(kc)
     kernel_pid(col)
-    dying = _execute(kc, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "die")
-    queued = _execute(kc, "print('queued')", "queued")
+    # Run All: both made before either is sent (the second is queued behind
+    # the first; made after the death's notice it would legitimately run)
+    msgs = [_make(kc, "execute_request",
+                  _exec_content("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),
+                  "die"),
+            _make(kc, "execute_request", _exec_content("print('queued')"), "queued")]
+    for m in msgs:
+        kc.shell_channel.send(m)
+    dying, queued = (m["header"]["msg_id"] for m in msgs)
     r1 = col.wait_reply(dying, timeout=60)
     r2 = col.wait_reply(queued, timeout=60)
     assert r1["content"]["ename"] == "KernelDied"
