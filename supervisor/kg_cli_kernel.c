@@ -1,5 +1,7 @@
 /*  kguard kernel: run as a Jupyter kernel that supervises another one. */
+#include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,17 @@ s_usage(FILE *out)
     "                               $XDG_STATE_HOME/kguard, ~/.local/state/kguard)\n"
     "  --rules FILE                 classification rules (default the shipped ones,\n"
     "                               or $KGUARD_RULES)\n"
+    "  --stale-window SEC           after a sticky error or the kernel's death, an\n"
+    "                               execute_request that arrives before kguard's\n"
+    "                               notice or within SEC seconds after it was sent\n"
+    "                               before the user saw the failure: it is answered\n"
+    "                               KernelRestarted, never run (default 2; 0 ends\n"
+    "                               the rule at the notice)\n"
+    "  --max-restarts N             automatic restarts allowed per window (default 3)\n"
+    "  --restart-window SEC         that window, sliding (default 600)\n"
+    "  --backoff SEC                delay before the 2nd restart of a window,\n"
+    "                               doubling after (default 1; the first is at once)\n"
+    "  --backoff-max SEC            cap of that delay (default 30)\n"
     "  -h, --help                   this text\n"
     "\n"
     "In a notebook cell: `%kguard status`, `%kguard restart`, `%kguard restart\n"
@@ -42,10 +55,28 @@ s_usage(FILE *out)
     out);
 }
 
+/*  Parse a duration in seconds (a non-negative decimal, at most a day) into
+    *ms; print what is wrong and return -1 for anything else. */
+static int
+s_seconds(const char *flag, const char *text, int64_t *ms)
+{
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno || end == text || *end || !(v >= 0) || v > 86400) {
+    fprintf(stderr, "kguard kernel: %s takes seconds (a number from 0 to 86400), not '%s'\n",
+            flag, text);
+    return -1;
+  }
+  *ms = (int64_t) (v * 1000.0 + 0.5);
+  return 0;
+}
+
 int
 kg_cli_kernel_main(int argc, char **argv)
 {
-  enum { O_IMODE = 1000, O_CKPT, O_NAME, O_STATE, O_RULES };
+  enum { O_IMODE = 1000, O_CKPT, O_NAME, O_STATE, O_RULES, O_STALE, O_MAXR, O_RWIN, O_BACKOFF,
+         O_BACKOFF_MAX };
   static const struct option opts[] = {
     {"connection-file", required_argument, NULL, 'f'},
     {"interrupt-mode", required_argument, NULL, O_IMODE},
@@ -53,9 +84,16 @@ kg_cli_kernel_main(int argc, char **argv)
     {"name", required_argument, NULL, O_NAME},
     {"state-dir", required_argument, NULL, O_STATE},
     {"rules", required_argument, NULL, O_RULES},
+    {"stale-window", required_argument, NULL, O_STALE},
+    {"max-restarts", required_argument, NULL, O_MAXR},
+    {"restart-window", required_argument, NULL, O_RWIN},
+    {"backoff", required_argument, NULL, O_BACKOFF},
+    {"backoff-max", required_argument, NULL, O_BACKOFF_MAX},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
-  kg_supervisor_config_t cfg = {.interrupt_mode = "signal"};
+  kg_supervisor_config_t cfg = {.interrupt_mode = "signal", .stale_window_ms = -1};
+  kg_policy_config_default(&cfg.policy);
+  int64_t ms = 0;
   optind = 1;
   int c;
   while ((c = getopt_long(argc, argv, "+f:h", opts, NULL)) != -1) {
@@ -83,6 +121,38 @@ kg_cli_kernel_main(int argc, char **argv)
     case O_RULES:
       cfg.rules_file = optarg;
       break;
+    case O_STALE:
+      if (s_seconds("--stale-window", optarg, &ms) != 0)
+        return KG_EXIT_USAGE;
+      cfg.stale_window_ms = ms;
+      break;
+    case O_MAXR: {
+      char *end = NULL;
+      errno = 0;
+      long n = strtol(optarg, &end, 10);
+      if (errno || end == optarg || *end || n < 0 || n > 1000000) {
+        fprintf(stderr, "kguard kernel: --max-restarts must be a whole number >= 0, not '%s'\n",
+                optarg);
+        return KG_EXIT_USAGE;
+      }
+      cfg.policy.max_restarts = (int) n;
+      break;
+    }
+    case O_RWIN:
+      if (s_seconds("--restart-window", optarg, &ms) != 0)
+        return KG_EXIT_USAGE;
+      cfg.policy.window_ms = ms;
+      break;
+    case O_BACKOFF:
+      if (s_seconds("--backoff", optarg, &ms) != 0)
+        return KG_EXIT_USAGE;
+      cfg.policy.backoff_initial_ms = ms;
+      break;
+    case O_BACKOFF_MAX:
+      if (s_seconds("--backoff-max", optarg, &ms) != 0)
+        return KG_EXIT_USAGE;
+      cfg.policy.backoff_max_ms = ms;
+      break;
     case 'h':
       s_usage(stdout);
       return KG_EXIT_OK;
@@ -90,6 +160,11 @@ kg_cli_kernel_main(int argc, char **argv)
       s_usage(stderr);
       return KG_EXIT_USAGE;
     }
+  }
+  if (cfg.policy.backoff_max_ms < cfg.policy.backoff_initial_ms) {
+    fprintf(stderr, "kguard kernel: --backoff-max (%.3g s) is below --backoff (%.3g s)\n",
+            (double) cfg.policy.backoff_max_ms / 1000, (double) cfg.policy.backoff_initial_ms / 1000);
+    return KG_EXIT_USAGE;
   }
   if (!cfg.connection_file) {
     fprintf(stderr, "kguard kernel: missing -f CONNECTION_FILE (see kguard kernel --help)\n");

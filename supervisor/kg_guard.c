@@ -32,153 +32,13 @@
 
 
 /* ------------------------------------------------------------------------
-   Notices. */
-
-/*  Fill a notice from diag (the running kernel's, or after a restart the
-    previous kernel's) and what the supervisor knows. */
-static void
-s_fill_info_from(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info)
-{
-  memset(info, 0, sizeof *info);
-  const kg_match_t *m = kg_diagnosis_match(diag);
-  if (m) {
-    info->family = m->family;
-    info->rule_id = m->rule_id;
-    info->note = m->note;
-    info->matched_line = m->line;
-  }
-  info->backend = S->backend != KG_BACKEND_UNKNOWN ? S->backend : kg_diagnosis_backend(diag);
-  info->assertion_line = kg_diagnosis_assertion(diag);
-  info->execution_count = -1;
-  info->cell_code = S->failing_code;
-  if (S->incident) {
-    info->incident_id = kg_incident_id(S->incident);
-    info->incident_path = S->incident_path;
-    /* The notice names the cell by the execution count the record holds. */
-    const cJSON *cell = cJSON_GetObjectItemCaseSensitive(kg_incident_json(S->incident), "cell");
-    const cJSON *count = cJSON_GetObjectItemCaseSensitive(cell, "execution_count");
-    if (cJSON_IsNumber(count))
-      info->execution_count = count->valueint;
-  }
-  info->diagnostic = S->diagnostic;
-  info->restart_count = kg_policy_restart_count(S->policy);
-  info->exit_code = -1;
-  info->restored_step = -1;
-  if (S->restore_result) {
-    const cJSON *r = S->restore_result;
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(r, "status");
-    if (cJSON_IsString(status) && strcmp(status->valuestring, "restored") == 0) {
-      info->checkpoint_restored = true;
-      const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "step");
-      info->restored_step = cJSON_IsNumber(v) ? (int64_t) v->valuedouble : -1;
-      v = cJSON_GetObjectItemCaseSensitive(r, "archive");
-      info->restored_archive = cJSON_IsString(v) ? v->valuestring : NULL;
-      v = cJSON_GetObjectItemCaseSensitive(r, "sealed_at");
-      info->restored_sealed = cJSON_IsString(v) ? v->valuestring : NULL;
-      v = cJSON_GetObjectItemCaseSensitive(r, "digest");
-      info->restored_digest = cJSON_IsString(v) ? v->valuestring : NULL;
-    }
-  }
-}
-
-static void
-s_fill_info(kg_sup_t *S, kg_notice_info_t *info)
-{
-  s_fill_info_from(S, S->diag, info);
-}
-
-/*  Publish a display_data notice with parent (may be NULL). extra (may be
-    NULL) is appended to the plain and markdown texts. */
-static void
-s_publish_notice(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *info,
-                 const cJSON *parent, const char *extra)
-{
-  cJSON *data = NULL, *meta = NULL;
-  if (kg_notice_build(kind, info, &data, &meta) != 0)
-    return;
-  if (extra && *extra) {
-    const char *keys[] = {"text/plain", "text/markdown"};
-    for (int i = 0; i < 2; i++) {
-      cJSON *t = cJSON_GetObjectItemCaseSensitive(data, keys[i]);
-      if (!cJSON_IsString(t))
-        continue;
-      size_t len = strlen(t->valuestring) + strlen(extra) + 4;
-      char *s = malloc(len);
-      if (!s)
-        continue;
-      snprintf(s, len, "%s\n\n%s", t->valuestring, extra);
-      cJSON_SetValuestring(t, s);
-      free(s);
-    }
-  }
-  cJSON *content = cJSON_CreateObject();
-  cJSON_AddItemToObject(content, "data", data);
-  cJSON_AddItemToObject(content, "metadata", meta ? meta : cJSON_CreateObject());
-  cJSON_AddItemToObject(content, "transient", cJSON_CreateObject());
-  kg__publish(S, "display_data", parent, &content, NULL);
-  kg_notice("notice to the notebook: %s", kg_notice_event(kind));
-}
-
-/* ------------------------------------------------------------------------
-   Incidents. */
-
-void
-kg__write_incident(kg_sup_t *S)
-{
-  if (!S->incident)
-    return;
-  char dir[PATH_MAX + 16];
-  snprintf(dir, sizeof dir, "%s/incidents", S->state_dir);
-  char *path = NULL;
-  int rc = kg_incident_write(S->incident, dir, &path);
-  if (rc) {
-    kg_error("unable to write incident %s: %s", kg_incident_id(S->incident), kg_strerror(rc));
-    return;
-  }
-  free(S->incident_path);
-  S->incident_path = path;
-}
-
-static void
-s_open_incident(kg_sup_t *S, bool sticky)
-{
-  kg_incident_destroy(&S->incident);
-  free(S->incident_path);
-  S->incident_path = NULL;
-  S->incident = kg_incident_new(kg_clock_wall_ms());
-  if (!S->incident)
-    return;
-  kg_incident_set_diagnosis(S->incident, S->diag);
-  kg_incident_set_cell(S->incident, S->failing_code, S->failing_msg_id, S->execution_count + 1);
-  kg_incident_set_last_step(S->incident, kg_diagnosis_last_step(S->diag));
-  kg_incident_set_env(S->incident, S->kernel_envp);
-  kg_incident_set_restarts(S->incident, kg_policy_restart_count(S->policy));
-  cJSON *j = kg_incident_json(S->incident);
-  cJSON *pend = cJSON_AddArrayToObject(j, "pending_requests");
-  for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
-    kg_pending_entry_t *e = kg_pending_at(S->pending, i);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "msg_id", e->msg_id);
-    cJSON_AddStringToObject(o, "msg_type", e->msg_type);
-    cJSON_AddItemToArray(pend, o);
-  }
-  cJSON_AddStringToObject(j, "kernel_log", S->kernel_log_path);
-  cJSON_AddNumberToObject(j, "kernel_pid", S->child ? kg_child_pid(S->child) : -1);
-  kg__write_incident(S);
-  kg_notice("incident %s (%s): %s", kg_incident_id(S->incident), sticky ? "sticky" : "advice",
-            S->incident_path ? S->incident_path : "(not written)");
-  if (sticky)
-    kg__start_probe(S);
-}
-
-/* ------------------------------------------------------------------------
    Evidence. */
 
 static void
 s_set_failing(kg_sup_t *S, const char *parent)
 {
   kg_pending_entry_t *e = parent ? kg_pending_find(S->pending, parent) : NULL;
-  if (!e && S->running_id[0])
+  if (!e && S->running_id)
     e = kg_pending_find(S->pending, S->running_id);   /* the kernel said busy for it */
   /* Only a guess if neither the evidence nor the kernel's busy status named it. */
   S->failing_guessed = e == NULL;
@@ -204,6 +64,20 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
 {
   if (ev == KG_DIAG_NONE)
     return;
+  if (ev == KG_DIAG_SUSPECT) {
+    const kg_match_t *sm = kg_diagnosis_suspicion(S->diag);
+    if (S->state != KG_ST_READY) {
+      kg_notice("GPU error text (%s) in the output while the kernel is %s: logged only",
+                sm && sm->family ? sm->family->id : "?", kg_state_name(S->state));
+      kg_diagnosis_clear_suspicion(S->diag);
+      return;
+    }
+    S->suspect_mono_ms = kg_clock_mono_ms();
+    kg_warning("suspicion: GPU error text (%s) in %s output, not raised by the cell; the "
+               "device is probed when the cell ends", sm && sm->family ? sm->family->id : "?",
+               sm && sm->source == KG_SRC_STREAM ? "printed" : "raw pipe");
+    return;
+  }
   const kg_match_t *m = kg_diagnosis_match(S->diag);
   if (kg_diagnosis_backend(S->diag) != KG_BACKEND_UNKNOWN)
     S->backend = kg_diagnosis_backend(S->diag);
@@ -222,12 +96,12 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
     char *keep_path = S->incident_path;
     S->incident = NULL;
     S->incident_path = NULL;
-    s_open_incident(S, false);
+    kg__incident_open(S, false);
     kg_notice_info_t info;
-    s_fill_info(S, &info);
+    kg__notice_fill_current(S, &info);
     info.restored_step = -1;
     info.checkpoint_restored = false;
-    s_publish_notice(S, KG_NOTICE_ADVICE, &info, e ? e->header : NULL, NULL);
+    kg__notice_publish(S, KG_NOTICE_ADVICE, &info, e ? e->header : NULL, NULL);
     kg_incident_destroy(&S->incident);
     free(S->incident_path);
     S->incident = keep;
@@ -243,9 +117,29 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
            m && m->family ? m->family->id : "?", m && m->rule_id ? m->rule_id : "?");
   s_set_failing(S, parent ? parent : kg_diagnosis_parent(S->diag));
   S->stop_reason = KG__STOP_STICKY;
-  if (S->state == KG_ST_STARTING)
-    s_open_incident(S, true);   /* no CLOSING from STARTING: record it now */
+  kg_gate_fault(S->gate, KG_GATE_FAULT_STICKY, kg_clock_mono_ms());
+  if (S->state == KG_ST_STARTING) {
+    kg__incident_open(S, true);   /* no CLOSING from STARTING: record it now */
+    kg__start_probe(S);           /* versions, from a fresh process */
+  }
   kg__fire(S, KG_EV_STICKY);
+}
+
+/*  The device probe confirmed the suspicion (probe: its error as matched,
+    NULL for no answer): a sticky fault with T at the first evidence. */
+void
+kg__guard_confirm(kg_sup_t *S, const kg_match_t *probe)
+{
+  kg_diag_event_t ev = kg_diagnosis_confirm(S->diag, probe, kg_clock_wall_ms());
+  if (ev == KG_DIAG_STICKY)
+    kg_gate_fault(S->gate, KG_GATE_FAULT_STICKY, S->suspect_mono_ms);
+  s_on_event(S, ev, NULL);
+}
+
+void
+kg__guard_clear_suspicion(kg_sup_t *S)
+{
+  kg_diagnosis_clear_suspicion(S->diag);
 }
 
 void
@@ -262,7 +156,12 @@ kg__guard_kernel_started(kg_sup_t *S)
   free(S->failing_msg_id);
   S->failing_msg_id = NULL;
   S->failing_replied = false;
-  S->abort_idle_id[0] = S->abort_probe_id[0] = '\0';   /* that kernel is gone */
+  kg__set_str(&S->abort_idle_id, NULL);   /* that kernel is gone */
+  kg__set_str(&S->check_id, NULL);
+  kg_msg_destroy(&S->check_reply);
+  cJSON_Delete(S->check_idle);
+  S->check_idle = NULL;
+  kg__set_str(&S->abort_probe_id, NULL);
 }
 
 void
@@ -311,12 +210,15 @@ kg__guard_reply(kg_sup_t *S, kg_msg_t *msg)
     if (!meta)
       meta = cJSON_CreateObject();
     kg_notice_info_t info;
-    s_fill_info(S, &info);
+    kg__notice_fill_current(S, &info);
     info.restarted = true;
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "kguard");
     cJSON_AddItemToObject(meta, "kguard", kg_notice_metadata(KG_NOTICE_STICKY_RESTART, &info));
     kg_msg_set_json(msg, KG_PART_METADATA, meta);
     cJSON_Delete(meta);
+    /* The frontend learns of the fault from this reply: a request made
+       after it was made by someone who knew (kg_gate.h). */
+    kg_gate_told(S->gate, kg_clock_wall_ms());
   }
 }
 
@@ -368,7 +270,8 @@ kg__guard_child_exit(kg_sup_t *S)
   if (kg_diagnosis_backend(S->diag) != KG_BACKEND_UNKNOWN)
     S->backend = kg_diagnosis_backend(S->diag);
   s_set_failing(S, kg_diagnosis_parent(S->diag));
-  s_open_incident(S, true);
+  kg__incident_open(S, true);
+  kg__start_probe(S);   /* versions, from a fresh process */
   return true;
 }
 
@@ -387,7 +290,8 @@ kg__guard_enter_closing(kg_sup_t *S)
   size_t dropped = kg_pending_drop_held(S->pending, true);
   kg_notice("gate closed: %zu outstanding request(s) will be answered with KernelRestarted "
             "(%zu message(s) dropped from kguard's queue)", doomed, dropped);
-  s_open_incident(S, true);
+  kg__incident_open(S, true);
+  kg__start_probe(S);   /* versions, from a fresh process */
   if (!S->failing_msg_id || !kg_pending_find(S->pending, S->failing_msg_id))
     S->state_deadline_ms = kg_clock_mono_ms();   /* no reply to wait for */
 }
@@ -516,7 +420,7 @@ kg__guard_after_stop(kg_sup_t *S)
     cJSON *parent = run ? cJSON_Duplicate(run->header, 1) : NULL;
     kg_policy_action_t act = kg_policy_decide(S->policy, kg_clock_mono_ms(), NULL, &delay, &reason);
     kg_notice_info_t info;
-    s_fill_info(S, &info);
+    kg__notice_fill_current(S, &info);
     info.family = NULL;
     info.checkpoint_restored = false;
     info.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -525,8 +429,10 @@ kg__guard_after_stop(kg_sup_t *S)
     info.reason = reason;
     /* The notice first: it is part of the running cell's output, which
        ends with kguard's reply and idle. */
-    s_publish_notice(S, act == KG_POLICY_RESTART ? KG_NOTICE_KERNEL_DIED : KG_NOTICE_DOWN,
+    kg__notice_publish(S, act == KG_POLICY_RESTART ? KG_NOTICE_KERNEL_DIED : KG_NOTICE_DOWN,
                      &info, parent, NULL);
+    /* the stale window starts */
+    kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
     cJSON_Delete(parent);
     kg__answer_all(S, false, "KernelDied", evalue);
     kg__settle_status(S, NULL);
@@ -555,7 +461,7 @@ kg__guard_on_ready(kg_sup_t *S)
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(S->after_ready_notice, "kind");
     const cJSON *parent = cJSON_GetObjectItemCaseSensitive(S->after_ready_notice, "parent");
     kg_notice_info_t info;
-    s_fill_info_from(S, S->prev_diag, &info);
+    kg__notice_fill(S, S->prev_diag, &info);
     info.restarted = true;
     char extra[512] = "";
     if (S->restore_error && !info.checkpoint_restored)
@@ -565,12 +471,15 @@ kg__guard_on_ready(kg_sup_t *S)
       snprintf(extra + n, sizeof extra - n, "%sThis kernel runs in %s.", n ? " " : "",
                kg__diag_label(S));
     }
-    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "sticky") == 0)
-      s_publish_notice(S, KG_NOTICE_STICKY_RESTART, &info, S->failing_header, extra);
+    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "sticky") == 0) {
+      kg__notice_publish(S, KG_NOTICE_STICKY_RESTART, &info, S->failing_header, extra);
+      /* the stale window starts */
+    kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
+    }
     else if (cJSON_IsString(kind) && strcmp(kind->valuestring, "diagnostic") == 0) {
       info.family = NULL;
       info.checkpoint_restored = false;
-      s_publish_notice(S, KG_NOTICE_DIAGNOSTIC, &info, cJSON_IsObject(parent) ? parent : NULL,
+      kg__notice_publish(S, KG_NOTICE_DIAGNOSTIC, &info, cJSON_IsObject(parent) ? parent : NULL,
                        extra);
     }
     cJSON_Delete(S->after_ready_notice);
@@ -586,19 +495,20 @@ kg__guard_enter_down(kg_sup_t *S)
   kg_error("kguard is DOWN: %s", S->down_reason ? S->down_reason : "");
   if (S->stop_reason == KG__STOP_STICKY) {
     kg_notice_info_t info;
-    s_fill_info(S, &info);
+    kg__notice_fill_current(S, &info);
     info.checkpoint_restored = false;
     info.reason = S->down_reason;
-    s_publish_notice(S, KG_NOTICE_DOWN, &info, S->failing_header, NULL);
+    kg__notice_publish(S, KG_NOTICE_DOWN, &info, S->failing_header, NULL);
   }
+  kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
   cJSON_Delete(S->after_ready_notice);
   S->after_ready_notice = NULL;
   kg__settle_status(S, NULL);
   /* In order: KernelDown for each (a `%kguard restart` among them leaves
      DOWN; what follows it then waits for the new kernel). */
   kg__flush_held(S);
-  if (S->state != KG_ST_DOWN)
-    return;
+  if (S->state != KG_ST_DOWN || kg__events_pending(S))
+    return;   /* a `%kguard restart` among them leaves DOWN */
   size_t i = 0;
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);

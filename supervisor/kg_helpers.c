@@ -4,7 +4,9 @@
     incident record) and the checkpoint restore (`kguard ckpt
     resume-prepare`: select, quarantine and restore the last checkpoint
     sealed before the fault, JSON on stdout). Their stdout is collected
-    (bounded), their stderr goes to the log, each has a deadline.
+    (bounded), their stderr goes to the log, each has a STALL deadline
+    (kg_helper: killed after 30 s without a byte, never for running long
+    while it reports progress).
 */
 #include "kg_sup_priv.h"
 
@@ -18,7 +20,6 @@
 #include "kg_error.h"
 #include "kg_log.h"
 
-#define S_HELPER_OUT_MAX (1024u * 1024u)
 
 static const char *
 s_interpreter(kg_sup_t *S)
@@ -27,20 +28,6 @@ s_interpreter(kg_sup_t *S)
   const char *base = strrchr(a0, '/');
   base = base ? base + 1 : a0;
   return strncmp(base, "python", 6) == 0 ? a0 : NULL;
-}
-
-static void
-s_start_helper(kg_sup_t *S, kg__helper_t *h, char *const *argv, const char *what)
-{
-  kg_child_destroy(&h->child);
-  free(h->out);
-  h->out = NULL;
-  h->out_len = 0;
-  kg_child_opts_t opts = {.argv = argv, .envp = S->kernel_envp, .capture = true};
-  int rc = kg_child_spawn(&opts, &h->child);
-  if (rc)
-    kg_warning("unable to start the %s (%s): %s", what, argv[0], kg_strerror(rc));
-  h->deadline_ms = kg_clock_mono_ms() + KG__HELPER_TIMEOUT_MS;
 }
 
 /*  Versions (Python, torch, CUDA/HIP, device) from a separate process:
@@ -52,40 +39,58 @@ kg__start_probe(kg_sup_t *S)
   if (!py || !S->python_dir[0])
     return;
   char *argv[] = {(char *) py, "-m", "kguard.probe", NULL};
-  s_start_helper(S, &S->probe, argv, "version probe");
+  kg_helper_start(S->probe, argv, S->kernel_envp, kg_clock_mono_ms());
 }
 
 /* ------------------------------------------------------------------------
    Checkpoint restore (RESTORING) and the helpers' output. */
 
+static const char *
+s_json_str(const cJSON *o, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/*  What resume-prepare said (or why it said nothing): a restore counts as
+    restored when it names an archive (its `dir` may be "": restored in
+    place); a failed restore says so (restore_error), never "none found". */
 static void
 s_restore_done(kg_sup_t *S)
 {
   S->resume_pending = false;
   const cJSON *r = S->restore_result;
-  const cJSON *status = cJSON_GetObjectItemCaseSensitive(r, "status");
-  if (cJSON_IsString(status) && strcmp(status->valuestring, "restored") == 0) {
-    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(r, "dir");
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(r, "archive");
+  const char *status = s_json_str(r, "status");
+  const char *archive = s_json_str(r, "archive");
+  if (r && strcmp(status, "restored") == 0 && *archive) {
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(r, "step");
-    snprintf(S->resume_dir, sizeof S->resume_dir, "%s", cJSON_IsString(dir) ? dir->valuestring
-                                                                           : "");
-    snprintf(S->resume_archive, sizeof S->resume_archive, "%s",
-             cJSON_IsString(arch) ? arch->valuestring : "");
+    snprintf(S->resume_dir, sizeof S->resume_dir, "%s", s_json_str(r, "dir"));
+    snprintf(S->resume_archive, sizeof S->resume_archive, "%s", archive);
     S->resume_step = cJSON_IsNumber(step) ? (long long) step->valuedouble : -1;
-    S->resume_pending = S->resume_dir[0] != '\0';
+    S->resume_pending = true;
     kg_notice("checkpoint restored: step %lld from %s into %s", S->resume_step,
-              S->resume_archive, S->resume_dir);
-  } else
+              S->resume_archive, *S->resume_dir ? S->resume_dir : "(in place)");
+  } else {
+    if (r && strcmp(status, "failed") == 0 && !S->restore_error) {
+      const char *err = s_json_str(r, "error");
+      size_t len = strlen(err) + 64;
+      S->restore_error = malloc(len);
+      if (S->restore_error)
+        snprintf(S->restore_error, len, "the checkpoint restore failed: %s",
+                 *err ? err : "no reason given");
+    }
     kg_notice("no checkpoint restored%s%s", S->restore_error ? ": " : "",
               S->restore_error ? S->restore_error : "");
+  }
   if (S->incident) {
     cJSON *c = r ? cJSON_Duplicate(r, 1) : NULL;
     if (!c && S->restore_error) {
       c = cJSON_CreateObject();
       cJSON_AddStringToObject(c, "status", "failed");
       cJSON_AddStringToObject(c, "error", S->restore_error);
-    }
+    } else if (c && S->restore_error && strcmp(status, "restored") != 0
+               && !cJSON_GetObjectItemCaseSensitive(c, "kguard_error"))
+      cJSON_AddStringToObject(c, "kguard_error", S->restore_error);
     kg_incident_take_checkpoint(S->incident, &c);
     cJSON_Delete(c);
     kg__write_incident(S);
@@ -118,60 +123,46 @@ kg__guard_start_restore(kg_sup_t *S)
                   "--incident", (char *) kg_incident_id(S->incident), "--into", into, "--json",
                   NULL};
   kg_notice("restoring the last checkpoint sealed before T=%s from %s", before, S->ckpt_dir);
-  s_start_helper(S, &S->ckpt, argv, "checkpoint restore");
-  if (!S->ckpt.child) {
+  S->restore_noticed = false;
+  if (kg_helper_start(S->ckpt, argv, S->kernel_envp, kg_clock_mono_ms()) != 0) {
     S->restore_error = strdup("unable to start `kguard ckpt resume-prepare`");
     s_restore_done(S);
   }
 }
 
-static void
-s_helper_read(kg__helper_t *h)
+/*  The restore's latest progress, "" if none: for the log and %kguard status. */
+void
+kg__restore_progress_text(kg_sup_t *S, char *buf, size_t len)
 {
-  char buf[8192];
-  for (;;) {
-    ssize_t n = kg_child_read(h->child, 1, buf, sizeof buf);
-    if (n <= 0)
-      break;
-    if (h->out_len + (size_t) n > S_HELPER_OUT_MAX)
-      continue;
-    char *g = realloc(h->out, h->out_len + (size_t) n + 1);
-    if (!g)
-      continue;
-    h->out = g;
-    memcpy(h->out + h->out_len, buf, (size_t) n);
-    h->out_len += (size_t) n;
-    h->out[h->out_len] = '\0';
-  }
-  for (;;) {   /* stderr goes to the log only */
-    ssize_t n = kg_child_read(h->child, 2, buf, sizeof buf - 1);
-    if (n <= 0)
-      break;
-    buf[n] = '\0';
-    kg_info("helper: %s", buf);
-  }
+  kg_helper_progress_text(S->ckpt, kg_clock_mono_ms(), buf, len);
 }
 
 static void
 s_ckpt_finished(kg_sup_t *S)
 {
-  kg__helper_t *h = &S->ckpt;
-  int st = kg_child_status(h->child);
-  cJSON *j = h->out ? cJSON_Parse(h->out) : NULL;
-  if (cJSON_IsObject(j))
+  int st = kg_helper_status(S->ckpt);
+  const char *out = kg_helper_out(S->ckpt);
+  cJSON *j = *out ? cJSON_Parse(out) : NULL;
+  if (cJSON_IsObject(j) && !kg_helper_stalled(S->ckpt))
     S->restore_result = j;
   else
     cJSON_Delete(j);
-  if (!S->restore_result) {
+  char progress[160] = "";
+  kg__restore_progress_text(S, progress, sizeof progress);
+  if (kg_helper_stalled(S->ckpt)) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "the checkpoint restore stalled (no output for %d s%s%s) and "
+             "was killed", KG__HELPER_STALL_MS / 1000, *progress ? " after " : "", progress);
+    S->restore_error = strdup(buf);
+  } else if (!S->restore_result) {
     char how[64], buf[512];
     kg_child_describe(st, how, sizeof how);
-    snprintf(buf, sizeof buf, "`kguard ckpt resume-prepare` failed (%s)", how);
+    snprintf(buf, sizeof buf, "the checkpoint restore failed: `kguard ckpt resume-prepare` "
+             "ended (%s) without a result", how);
     S->restore_error = strdup(buf);
   }
-  kg_child_destroy(&h->child);
-  free(h->out);
-  h->out = NULL;
-  h->out_len = 0;
+  if (*progress)
+    kg_info("checkpoint restore: %s", progress);
   if (S->state == KG_ST_RESTORING)
     s_restore_done(S);
 }
@@ -179,8 +170,8 @@ s_ckpt_finished(kg_sup_t *S)
 static void
 s_probe_finished(kg_sup_t *S)
 {
-  kg__helper_t *h = &S->probe;
-  cJSON *j = h->out ? cJSON_Parse(h->out) : NULL;
+  const char *out = kg_helper_out(S->probe);
+  cJSON *j = *out ? cJSON_Parse(out) : NULL;
   if (cJSON_IsObject(j)) {
     const cJSON *hip = cJSON_GetObjectItemCaseSensitive(j, "hip");
     const cJSON *torch_hip = cJSON_GetObjectItemCaseSensitive(j, "torch_hip");
@@ -199,43 +190,68 @@ s_probe_finished(kg_sup_t *S)
     kg__write_incident(S);
   }
   cJSON_Delete(j);
-  kg_child_destroy(&h->child);
-  free(h->out);
-  h->out = NULL;
-  h->out_len = 0;
+}
+
+/*  A restore that takes long gets one notice with its progress, in the
+    failing cell (whose idle waits for the final notice anyway). */
+static void
+s_restore_notice(kg_sup_t *S, int64_t now)
+{
+  int64_t started = 0;
+  if (S->restore_noticed || !kg_helper_running(S->ckpt)
+      || !kg_helper_progress(S->ckpt, NULL, NULL, &started, NULL)
+      || now - started < KG__RESTORE_NOTICE_MS)
+    return;
+  S->restore_noticed = true;
+  char progress[160], text[256];
+  kg__restore_progress_text(S, progress, sizeof progress);
+  snprintf(text, sizeof text, "kguard: restoring the last good checkpoint: %s", progress);
+  kg_notice("%s", text);
+  cJSON *content = cJSON_CreateObject();
+  cJSON *data = cJSON_AddObjectToObject(content, "data");
+  cJSON_AddStringToObject(data, "text/plain", text);
+  cJSON *meta = cJSON_AddObjectToObject(content, "metadata");
+  cJSON *k = cJSON_AddObjectToObject(meta, "kguard");
+  cJSON_AddStringToObject(k, "event", "restore-progress");
+  cJSON_AddItemToObject(content, "transient", cJSON_CreateObject());
+  kg__publish(S, "display_data", S->failing_header, &content, NULL);
 }
 
 void
-kg__guard_helpers_poll(kg_sup_t *S, int fd)
+kg__guard_helpers_poll(kg_sup_t *S)
 {
-  kg__helper_t *hs[2] = {&S->ckpt, &S->probe};
-  for (int i = 0; i < 2; i++) {
-    kg__helper_t *h = hs[i];
-    if (!h->child)
-      continue;
-    if (fd >= 0 && kg_child_stdout_fd(h->child) != fd)
-      continue;
-    s_helper_read(h);
-    if (kg_child_reap(h->child) == 1) {
-      s_helper_read(h);
-      if (i == 0)
-        s_ckpt_finished(S);
-      else
-        s_probe_finished(S);
-    }
-  }
+  int64_t now = kg_clock_mono_ms();
+  if (kg_helper_pump(S->ckpt, now))
+    s_ckpt_finished(S);
+  else
+    s_restore_notice(S, now);
+  if (kg_helper_pump(S->probe, now))
+    s_probe_finished(S);
+}
+
+int64_t
+kg__helpers_deadline(const kg_sup_t *S)
+{
+  int64_t a = kg_helper_deadline(S->ckpt), b = kg_helper_deadline(S->probe);
+  int64_t c = 0;
+  /* the progress notice is due KG__RESTORE_NOTICE_MS after the start */
+  int64_t started = 0;
+  if (!S->restore_noticed && kg_helper_running(S->ckpt)
+      && kg_helper_progress(S->ckpt, NULL, NULL, &started, NULL))
+    c = started + KG__RESTORE_NOTICE_MS;
+  int64_t next = 0;
+  int64_t cands[3] = {a, b, c};
+  for (int i = 0; i < 3; i++)
+    if (cands[i] && (!next || cands[i] < next))
+      next = cands[i];
+  return next;
 }
 
 void
 kg__guard_helpers_timers(kg_sup_t *S, int64_t now)
 {
   kg__relay_timers(S, now);   /* the loop's one timer hook for kguard's parts */
-  kg__helper_t *hs[2] = {&S->ckpt, &S->probe};
-  for (int i = 0; i < 2; i++) {
-    if (hs[i]->child && now >= hs[i]->deadline_ms) {
-      kg_warning("%s timed out: killed", i == 0 ? "checkpoint restore" : "version probe");
-      kg_child_kill_group(hs[i]->child, SIGKILL);
-      hs[i]->deadline_ms = now + 5000;
-    }
-  }
+  kg_helper_timers(S->ckpt, now);
+  kg_helper_timers(S->probe, now);
+  s_restore_notice(S, now);
 }

@@ -34,7 +34,10 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
 {
   int n = snprintf(buf, len,
                    "kguard: state %s, kernel #%d%s, pid %ld\n"
-                   "restarts: %d (policy window: %d)\n"
+                   "restarts: %d since the last manual restart; %d of %d allowed in "
+                   "the last %.3g s\n"
+                   "back-off: %.3g s doubling up to %.3g s (the first restart at once)\n"
+                   "stale window: %.3g s after a failure's notice\n"
                    "diagnostic mode: %s\n"
                    "state dir: %s\ncheckpoints: %s\nkernel log: %s\n",
                    kg_state_name(S->state), S->generation,
@@ -42,8 +45,17 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
                    S->child ? (long) kg_child_pid(S->child) : -1L,
                    kg_policy_restart_count(S->policy),
                    kg_policy_restarts_in_window(S->policy, kg_clock_mono_ms()),
+                   S->policy_config.max_restarts,
+                   (double) S->policy_config.window_ms / 1000.0,
+                   (double) S->policy_config.backoff_initial_ms / 1000.0,
+                   (double) S->policy_config.backoff_max_ms / 1000.0,
+                   (double) kg_gate_window_ms(S->gate) / 1000.0,
                    S->diagnostic ? kg__diag_label(S) : "off", S->state_dir, S->ckpt_dir,
                    S->kernel_log_path);
+  char progress[160] = "";
+  kg__restore_progress_text(S, progress, sizeof progress);
+  if (n > 0 && (size_t) n < len && *progress)
+    n += snprintf(buf + n, len - (size_t) n, "checkpoint restore: %s\n", progress);
   if (n > 0 && (size_t) n < len && S->incident)
     n += snprintf(buf + n, len - (size_t) n, "last incident: %s (%s)\n",
                   kg_incident_id(S->incident), S->incident_path ? S->incident_path : "");
@@ -74,15 +86,26 @@ kg__inband_match(kg_msg_t *msg)
   return s_inband_line(msg) != NULL;
 }
 
+static bool s_inband_run(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch, char *line);
+
 bool
 kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
 {
   const char *p = s_inband_line(msg);
   if (!p)
     return false;
-  char line[256];
-  size_t n = strcspn(p, "\n");
-  snprintf(line, sizeof line, "%.*s", (int) (n < 255 ? n : 255), p);
+  /* The whole first line, however long the user made it. */
+  char *line = strndup(p, strcspn(p, "\n"));
+  if (!line)
+    return false;
+  bool handled = s_inband_run(S, msg, ch, line);
+  free(line);
+  return handled;
+}
+
+static bool
+s_inband_run(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch, char *line)
+{
   char *save = NULL;
   strtok_r(line, " \t\r", &save);
   const char *cmd = strtok_r(NULL, " \t\r", &save);
@@ -120,6 +143,7 @@ kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
   kg__answer_stream(S, e, text, true);
   kg_notice("restart requested in-band%s", diagnostic ? " (diagnostic)" : "");
   S->stop_reason = KG__STOP_USER;
+  kg_gate_clear(S->gate);   /* what follows is meant for the new kernel */
   if (S->state == KG_ST_DOWN || S->state == KG_ST_BACKOFF) {
     kg_policy_reset(S->policy);
     free(S->down_reason);

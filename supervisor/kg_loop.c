@@ -125,15 +125,16 @@ kg_supervisor_run(kg_supervisor_t *S)
         args[n++] = which;
       }
     }
-    kg__helper_t *helpers[2] = {&S->ckpt, &S->probe};
-    for (int i = 0; i < 2; i++) {
-      if (!helpers[i]->child || kg_child_stdout_fd(helpers[i]->child) < 0)
-        continue;
-      items[n] = (struct pollfd){.fd = kg_child_stdout_fd(helpers[i]->child),
-                                 .events = POLLIN};
-      kinds[n] = S_HELPER;
-      args[n++] = kg_child_stdout_fd(helpers[i]->child);
-    }
+    kg_helper_t *helpers[2] = {S->ckpt, S->probe};
+    for (int i = 0; i < 2; i++)
+      for (int which = 1; which <= 2; which++) {
+        int fd = kg_helper_fd(helpers[i], which);
+        if (fd < 0)
+          continue;
+        items[n] = (struct pollfd){.fd = fd, .events = POLLIN};
+        kinds[n] = S_HELPER;
+        args[n++] = fd;
+      }
 
     int rc = poll(items, (nfds_t) n, pending ? 0 : (int) kg__timeout_ms(S));
     if (rc < 0) {
@@ -176,10 +177,12 @@ kg_supervisor_run(kg_supervisor_t *S)
     for (int i = 0; i < n; i++) {
       if (!items[i].revents)
         continue;
-      if (kinds[i] == S_PIPE)
+      if (kinds[i] == S_PIPE) {
         kg__guard_drain_pipes(S);
+        kg__flush_held(S);   /* a suspicion while idle: the probe goes in */
+      }
       else if (kinds[i] == S_HELPER)
-        kg__guard_helpers_poll(S, args[i]);
+        kg__guard_helpers_poll(S);
     }
     for (int slot = 0; slot < 4; slot++) {
       if (!ready[slot] || S->front[s_front_ch[slot]] != z.sock[slot])

@@ -1,5 +1,7 @@
-/*  kg_relay: message routing between the frontend and the inner kernel, the
-    gate, and kguard's shell queue.
+/*  kg_relay: what the frontend sends, on its way to the inner kernel, and
+    kguard's shell queue (the kernel's side: kg_relay_kernel.c, which calls
+    into this file and never the other way). Where each message goes is
+    decided by kg_gate (pure).
 
     Requests from the frontend are verified with the frontend's key (forged,
     unsigned, replayed or malformed ones are dropped, counted and logged, never
@@ -41,28 +43,10 @@ s_ends_with(const char *s, const char *suffix)
   return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-static bool
-s_is_nudge(kg_sup_t *S, const char *parent)
-{
-  if (!parent || !*parent)
-    return false;
-  for (int i = 0; i < KG__NUDGE_MAX; i++)
-    if (strcmp(S->nudge_ids[i], parent) == 0)
-      return true;
-  return false;
-}
-
-static void
-s_check_ready(kg_sup_t *S)
-{
-  if (S->state == KG_ST_STARTING && S->got_info_reply && S->got_iopub)
-    kg__fire(S, KG_EV_KERNEL_READY);
-}
-
 /*  Receive one message; 1 if one was taken, 0 if none, -1 on a socket
     error. Oversized messages are counted and skipped. */
-static int
-s_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_msg_t **msg_p)
+int
+kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_msg_t **msg_p)
 {
   for (;;) {
     int rc = kg_msg_recv(socket, ZMQ_DONTWAIT, msg_p);
@@ -86,8 +70,8 @@ s_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_msg_t **
 
 /*  Parse and check a received message (a large one is re-signed for the
     other side meanwhile); on failure count, log, return false. */
-static bool
-s_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, kg_signer_t *resign_with,
+bool
+kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, kg_signer_t *resign_with,
          const char *side, kg_channel_t ch)
 {
   int rc = kg_msg_parse_resign(msg, signer, resign_with);
@@ -112,8 +96,8 @@ s_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, kg_signer_t *resign_wi
     largest block freed), so without a trim kguard would stay at its peak
     for the rest of the session. Trimming once the burst is over keeps the
     burst itself fast (blocks are reused) and the idle process small. */
-static void
-s_note_size(kg_sup_t *S, const kg_msg_t *msg)
+void
+kg__relay_note_size(kg_sup_t *S, const kg_msg_t *msg)
 {
   if (kg_msg_size(msg) >= KG__TRIM_MIN)
     S->trim_at_ms = kg_clock_mono_ms() + KG__TRIM_DELAY_MS;
@@ -172,36 +156,58 @@ s_deliver(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
     so a cell waiting its turn can never run in a kernel that a sticky error
     has poisoned meanwhile. (An execute_request ipykernel drops unanswered,
     without code or silent, does not hold the queue.) */
-static bool
-s_holds_queue(const kg_pending_entry_t *e)
+bool
+kg__relay_holds_queue(const kg_pending_entry_t *e)
 {
   return e->forwarded && !e->doomed && e->well_formed
          && strcmp(e->msg_type, "execute_request") == 0;
 }
 
-static bool
-s_execute_in_flight(kg_sup_t *S)
+/*  An execute the kernel is running, or kguard's stop_on_error probe. */
+bool
+kg__relay_kernel_busy(kg_sup_t *S)
 {
-  if (S->abort_idle_id[0] || S->abort_probe_id[0])
+  if (S->abort_idle_id || S->abort_probe_id)
     return true;
   for (size_t i = 0; i < kg_pending_count(S->pending); i++)
-    if (s_holds_queue(kg_pending_at(S->pending, i)))
+    if (kg__relay_holds_queue(kg_pending_at(S->pending, i)))
       return true;
   return false;
 }
 
-/*  Whether a shell message that just arrived may be delivered now rather
-    than queued: nothing ahead of it in kguard's queue, and an open gate with
-    no execute in flight (or, gate closed, a `%kguard` cell: kguard answers
-    it itself). */
+/*  Nothing more goes in: the kernel is busy, or a suspicion is being
+    checked (kg_check.c; requests wait, and follow the stale rule if the
+    fault is confirmed). */
 static bool
-s_shell_turn(kg_sup_t *S, bool inband)
+s_execute_in_flight(kg_sup_t *S)
 {
-  if (kg_pending_held_shell(S->pending) > 0)
-    return false;
-  if (kg_state_gate_open(S->state))
-    return !s_execute_in_flight(S);
-  return inband || S->state == KG_ST_DOWN;
+  return kg__check_pending(S) || kg__relay_kernel_busy(S);
+}
+
+/*  The stale-request rule (kg_gate.h): e reached kguard after a fault and
+    before (or just after) the user could see it: answered, never run. */
+static void
+s_answer_stale(kg_sup_t *S, kg_pending_entry_t *e)
+{
+  const char *id = kg_gate_incident(S->gate);
+  bool died = kg_gate_fault_cause(S->gate) == KG_GATE_FAULT_DIED;
+  size_t len = strlen(id) + 512;
+  char *evalue = malloc(len);
+  if (!evalue) {
+    kg__answer_error(S, e, "KernelRestarted", "this request did not run");
+    return;
+  }
+  snprintf(evalue, len,
+           "this request did not run: it was sent before the %s%s%s%s could be seen "
+           "(it reached kguard during the restart, or less than %.3g s after kguard's "
+           "notice); kguard does not run it in the fresh kernel. Run the cell again if "
+           "you still want it.",
+           died ? "kernel's death" : "sticky GPU error", *id ? " (incident " : "", id,
+           *id ? ")" : "", (double) kg_gate_window_ms(S->gate) / 1000.0);
+  kg_notice("stale execute_request %s answered KernelRestarted (stale-request rule)",
+            e->msg_id);
+  kg__answer_error(S, e, "KernelRestarted", evalue);
+  free(evalue);
 }
 
 void
@@ -214,7 +220,8 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     return;
   }
   if (ch == KG_CH_STDIN) {
-    if (kg_state_gate_open(S->state))
+    kg_gate_input_t in = {.state = S->state, .channel = ch, .kind = KG_GATE_MSG_OTHER};
+    if (kg_gate_decide(S->gate, &in).action == KG_GATE_FORWARD)
       s_forward(S, ch, msg, NULL);
     else
       kg_info("%s dropped: the kernel that asked for input is gone", type);
@@ -279,26 +286,49 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       kg__doom_queue(S);
     return;
   }
-  if (S->state == KG_ST_DOWN && !inband) {
-    if (is_request && (e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms())))
-      s_deliver(S, ch, msg, e);
+  kg_gate_input_t in = {
+    .state = S->state,
+    .channel = ch,
+    .kind = inband ? KG_GATE_MSG_INBAND
+            : strcmp(type, "execute_request") == 0 ? KG_GATE_MSG_EXECUTE
+            : is_request ? KG_GATE_MSG_REQUEST : KG_GATE_MSG_OTHER,
+    .in_flight = s_execute_in_flight(S),
+    .queue_waiting = kg_pending_held_shell(S->pending) > 0,
+    .now_ms = kg_clock_mono_ms(),
+  };
+  if (in.kind == KG_GATE_MSG_EXECUTE) {
+    const cJSON *date = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_HEADER),
+                                                         "date");
+    in.sent_wall_ms = kg_gate_date_ms(cJSON_IsString(date) ? date->valuestring : NULL);
+  }
+  kg_gate_decision_t d = kg_gate_decide(S->gate, &in);
+  if (d.action == KG_GATE_DROP) {
+    kg_debug("%s dropped: nothing can take it now", type);
     return;
   }
-  if (is_request && !inband) {
-    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
+  /* Every request kguard lets in is recorded (a `%kguard` cell delivered
+     now records itself). */
+  if (is_request && (!inband || d.action == KG_GATE_HOLD)) {
+    e = kg_pending_add(S->pending, msg, ch, in.now_ms);
     if (!e) {
       S->n_malformed++;
       kg_warning("dropped a %s: unable to record it", type);
       return;
     }
   }
-  if (ch == KG_CH_SHELL ? s_shell_turn(S, inband) : kg_state_gate_open(S->state)) {
+  switch (d.action) {
+  case KG_GATE_FORWARD:
     s_deliver(S, ch, msg, e);
     return;
-  }
-  if (inband && !(e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms()))) {
-    S->n_malformed++;
+  case KG_GATE_ANSWER:
+    if (d.why == KG_GATE_WHY_STALE)
+      s_answer_stale(S, e);
+    else
+      s_deliver(S, ch, msg, e);   /* DOWN: kguard answers */
     return;
+  case KG_GATE_HOLD:
+  case KG_GATE_DROP:
+    break;
   }
   if (kg_pending_hold(S->pending, msg_p, ch) != 0) {
     kg_warning("held queue full: %s answered with an error", type);
@@ -313,10 +343,10 @@ kg__on_front(kg_sup_t *S, kg_channel_t ch)
 {
   for (int i = 0; i < S_BATCH && S->running; i++) {
     kg_msg_t *msg = NULL;
-    if (s_recv(S, S->front[ch], "frontend", ch, &msg) <= 0)
+    if (kg__relay_recv(S, S->front[ch], "frontend", ch, &msg) <= 0)
       return;
-    s_note_size(S, msg);
-    if (s_accept(S, msg, S->front_signer, S->inner_signer, "frontend", ch))
+    kg__relay_note_size(S, msg);
+    if (kg__relay_accept(S, msg, S->front_signer, S->inner_signer, "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
     kg_msg_destroy(&msg);
   }
@@ -327,7 +357,7 @@ kg__on_hb(kg_sup_t *S)
 {
   for (int i = 0; i < S_BATCH; i++) {
     kg_msg_t *msg = NULL;
-    if (s_recv(S, S->front[KG_CH_HB], "frontend", KG_CH_HB, &msg) <= 0)
+    if (kg__relay_recv(S, S->front[KG_CH_HB], "frontend", KG_CH_HB, &msg) <= 0)
       return;
     kg_msg_send_raw(msg, S->front[KG_CH_HB], ZMQ_DONTWAIT);
     kg_msg_destroy(&msg);
@@ -344,7 +374,11 @@ kg__flush_held(kg_sup_t *S)
   kg_channel_t ch;
   kg_msg_t *msg;
   bool answered;
-  while ((kg_state_gate_open(S->state) || S->state == KG_ST_DOWN)
+  if (S->state == KG_ST_READY && !S->check_reply && !kg__relay_kernel_busy(S))
+    kg__check_start(S);   /* a suspicion while the kernel is idle */
+  /* (a posted transition, e.g. a `%kguard restart` just handled, stops the
+     delivery: what follows waits for the state it leads to) */
+  while ((kg_state_gate_open(S->state) || S->state == KG_ST_DOWN) && !kg__events_pending(S)
          && (msg = kg_pending_unhold(S->pending, false, &ch))) {
     kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
     if (!answered)
@@ -353,7 +387,7 @@ kg__flush_held(kg_sup_t *S)
   }
   while (((kg_state_gate_open(S->state) && !s_execute_in_flight(S))
           || S->state == KG_ST_DOWN)
-         && (msg = kg_pending_unhold(S->pending, true, &ch))) {
+         && !kg__events_pending(S) && (msg = kg_pending_unhold(S->pending, true, &ch))) {
     kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
     if (!answered)
       s_deliver(S, ch, msg, e);
@@ -388,8 +422,8 @@ kg__doom_queue(kg_sup_t *S)
     that asked for it (and was not silent), every execute_request queued at
     that moment is answered "aborted", in order; the other requests among
     them still go to the kernel. */
-static void
-s_abort_queue(kg_sup_t *S, kg_msg_t *reply)
+void
+kg__relay_abort_queue(kg_sup_t *S, kg_msg_t *reply)
 {
   const cJSON *meta = kg_msg_json(reply, KG_PART_METADATA);
   size_t n = kg_pending_held_shell(S->pending), aborted = 0;
@@ -411,322 +445,3 @@ s_abort_queue(kg_sup_t *S, kg_msg_t *reply)
     kg_notice("stop_on_error: %zu queued execute_request(s) aborted", aborted);
 }
 
-/*  The in-flight execute_request's reply arrived: before the next request
-    goes in, judge everything the kernel wrote before replying (a sticky
-    sign on raw stderr is in the pipe already: the kernel wrote it before it
-    sent the reply). */
-static void
-s_settle_evidence(kg_sup_t *S)
-{
-  kg__guard_drain_pipes(S);
-}
-
-/*  The relay's deadlines, each computed in one place for both the loop's
-    wait (kg__relay_deadline) and the action (kg__relay_timers); 0: none. */
-
-/*  An execute_request the kernel went idle for without replying must not
-    hold the queue for ever. */
-static int64_t
-s_running_expiry(const kg_sup_t *S)
-{
-  kg_pending_entry_t *run = kg_pending_running(S->pending);
-  return run ? kg_pending_idle_expiry(S->pending, run) : 0;
-}
-
-/*  A kernel that does not answer the probe must not hold the queue. */
-static int64_t
-s_probe_expiry(const kg_sup_t *S)
-{
-  return S->abort_idle_id[0] || S->abort_probe_id[0] ? S->abort_probe_ms + KG__ABORT_PROBE_MS
-                                                      : 0;
-}
-
-int64_t
-kg__relay_deadline(const kg_sup_t *S)
-{
-  int64_t cands[4] = {S->trim_at_ms, s_running_expiry(S), s_probe_expiry(S),
-                      kg_ratelog_deadline(S->droplog)};
-  int64_t next = 0;
-  for (int i = 0; i < 4; i++)
-    if (cands[i] && (!next || cands[i] < next))
-      next = cands[i];
-  return next;
-}
-
-void
-kg__relay_timers(kg_sup_t *S, int64_t now)
-{
-  kg__droplog_flush(S, now, false);
-  if (S->trim_at_ms && now >= S->trim_at_ms) {
-    S->trim_at_ms = 0;
-    malloc_trim(0);
-  }
-  int64_t run_expiry = s_running_expiry(S);
-  if (run_expiry && now >= run_expiry && kg_pending_expire(S->pending, now) > 0)
-    kg__flush_held(S);
-  int64_t probe_expiry = s_probe_expiry(S);
-  if (probe_expiry && now >= probe_expiry) {
-    kg_warning("no idle or no answer to kguard's probe after an error: the next request "
-               "goes in");
-    S->abort_idle_id[0] = S->abort_probe_id[0] = '\0';
-    kg__flush_held(S);
-  }
-}
-
-void
-kg__droplog_flush(kg_sup_t *S, int64_t now, bool force)
-{
-  char *line = kg_ratelog_summary(S->droplog, now, force);
-  if (line)
-    kg_warning("%s", line);
-  free(line);
-}
-
-void
-kg__send_nudge(kg_sup_t *S)
-{
-  cJSON *content = cJSON_CreateObject();
-  kg_msg_t *m = kg_msg_new("kernel_info_request", S->session, NULL, &content);
-  if (!m)
-    return;
-  snprintf(S->nudge_ids[S->nudge_next], sizeof S->nudge_ids[0], "%s", kg_msg_id(m));
-  S->nudge_next = (S->nudge_next + 1) % KG__NUDGE_MAX;
-  if (kg_msg_send(m, S->kern[KG_CH_SHELL], S->inner_signer, ZMQ_DONTWAIT) != 0)
-    kg_debug("nudge not sent (kernel not connected yet)");
-  kg_msg_destroy(&m);
-}
-
-/* ------------------------------------------------------------------------
-   From the kernel. */
-
-static void
-s_route_back(kg_sup_t *S, kg_msg_t *msg, kg_pending_entry_t *e, kg_channel_t ch)
-{
-  if (kg_msg_set_idents(msg, e->idents, e->ident_count) != 0)
-    return;
-  int rc = kg_msg_send(msg, S->front[ch], S->front_signer, 0);
-  if (rc)
-    kg_warning("unable to send %s to the frontend: %s", kg_msg_type(msg), kg_strerror(rc));
-  else
-    S->n_relayed++;
-}
-
-/*  After an error reply that made the kernel abort its own queue: kguard's
-    probe, whose reply says the kernel has stopped aborting. */
-static void
-s_send_probe(kg_sup_t *S)
-{
-  kg__send_nudge(S);
-  snprintf(S->abort_probe_id, sizeof S->abort_probe_id, "%s",
-           S->nudge_ids[(S->nudge_next + KG__NUDGE_MAX - 1) % KG__NUDGE_MAX]);
-}
-
-static void
-s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
-{
-  S->got_iopub = true;
-  const char *parent = kg_msg_parent_id(msg);
-  if (s_is_nudge(S, parent)) {
-    s_check_ready(S);
-    return;
-  }
-  /* Output while READY is relayed before it is classified: classifying it
-     cannot change where it goes (a failing cell's own output is relayed in
-     CLOSING too), and a stream message can be megabytes, so parsing it
-     first would hold up the frontend and every message behind it. */
-  if (S->state == KG_ST_READY && strcmp(kg_msg_type(msg), "stream") == 0) {
-    if (kg_msg_send(msg, S->front[KG_CH_IOPUB], S->front_signer, 0) == 0)
-      S->n_relayed++;
-    kg__guard_iopub(S, msg);
-    return;
-  }
-  const char *state = NULL;   /* execution_state of a status with a parent */
-  kg_pending_entry_t *e = NULL;
-  if (strcmp(kg_msg_type(msg), "status") == 0 && parent && *parent) {
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
-                                                       "execution_state");
-    state = cJSON_IsString(st) ? st->valuestring : NULL;
-    e = kg_pending_find(S->pending, parent);
-    if (state && strcmp(state, "busy") == 0 && e
-        && strcmp(e->msg_type, "execute_request") == 0)
-      snprintf(S->running_id, sizeof S->running_id, "%s", parent);
-    if (state && strcmp(state, "idle") == 0 && e && e->forwarded && !e->idle_ms)
-      e->idle_ms = kg_clock_mono_ms();   /* idle before (or without) its reply */
-    if (state && strcmp(state, "idle") == 0 && S->abort_idle_id[0]
-        && strcmp(parent, S->abort_idle_id) == 0) {
-      S->abort_idle_id[0] = '\0';
-      s_send_probe(S);   /* see s_kernel_reply */
-    }
-  }
-  kg__guard_iopub(S, msg);
-  switch (S->state) {
-  case KG_ST_READY:
-  case KG_ST_EXITING:
-    break;
-  case KG_ST_CLOSING:
-  case KG_ST_STOPPING:
-    /* Only the failing request's outputs: the user sees the real traceback;
-       the queued requests are answered by kguard. */
-    if (!parent || !S->failing_msg_id || strcmp(parent, S->failing_msg_id) != 0)
-      return;
-    break;
-  default:
-    if (!parent || !*parent)
-      return;   /* the new kernel's own `starting`: kguard sent one already */
-    break;
-  }
-  /* M2: one busy and one idle per request. kguard may have said busy for it
-     already (it answers it itself), or idle for it (the kernel was gone). */
-  if (state && strcmp(state, "busy") == 0) {
-    if (kg_pending_busy_is_open(S->pending, parent))
-      return;
-    kg_pending_busy_open(S->pending, kg_msg_json(msg, KG_PART_PARENT), kg_msg_session(msg));
-  } else if (state && strcmp(state, "idle") == 0) {
-    /* The failing cell's idle waits for kguard's notice (published once the
-       fresh kernel is ready, or on going DOWN): frontends stop collecting a
-       cell's output at its idle. The ledger keeps it open until then. */
-    if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING)
-      return;
-    if (!kg_pending_busy_close(S->pending, parent))
-      return;
-  }
-  int rc = kg_msg_send(msg, S->front[KG_CH_IOPUB], S->front_signer, 0);
-  if (rc == 0)
-    S->n_relayed++;
-  s_check_ready(S);
-}
-
-static void
-s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg)
-{
-  const char *parent = kg_msg_parent_id(msg);
-  const char *type = kg_msg_type(msg);
-  bool is_info = strcmp(type, "kernel_info_reply") == 0;
-  if (is_info) {
-    cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
-    if (content) {
-      cJSON_Delete(S->info_cache);
-      S->info_cache = cJSON_Duplicate(content, 1);
-    }
-  }
-  if (s_is_nudge(S, parent)) {
-    if (is_info) {
-      S->got_info_reply = true;
-      s_check_ready(S);
-    }
-    if (S->abort_probe_id[0] && strcmp(parent, S->abort_probe_id) == 0) {
-      S->abort_probe_id[0] = '\0';   /* the kernel has stopped aborting */
-      kg__flush_held(S);
-    }
-    return;
-  }
-  bool is_exec = strcmp(type, "execute_reply") == 0;
-  kg_pending_entry_t *e = kg_pending_find(S->pending, parent);
-  /* The reply that ends the in-flight execute_request: the next request
-     goes in only after what the kernel said before it has been judged. */
-  bool ends_flight = is_exec && e && s_holds_queue(e);
-  bool idle_seen = e && e->idle_ms > 0;
-  bool abort_queue = false;
-  if (ends_flight) {
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
-                                                       "status");
-    abort_queue = cJSON_IsString(st) && strcmp(st->valuestring, "error") == 0 && !e->silent
-                  && e->stop_on_error;
-    if (S->state == KG_ST_READY)
-      s_settle_evidence(S);
-  }
-  if (is_exec) {
-    const cJSON *count = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
-                                                          "execution_count");
-    if (cJSON_IsNumber(count))
-      S->execution_count = count->valueint;
-  }
-  kg__guard_reply(S, msg);
-  e = kg_pending_find(S->pending, parent);
-  if (!e) {
-    kg_pending_entry_t *x = kg_pending_find_expired(S->pending, parent);
-    if (x) {
-      kg_info("late %s for an expired request: routed", type);
-      s_route_back(S, msg, x, x->channel);
-      kg_pending_remove(S->pending, parent);
-    } else {
-      S->n_unrouted++;
-      kg_debug("%s for an unknown request dropped", type);
-    }
-    if (ends_flight)
-      kg__flush_held(S);
-    return;
-  }
-  if (e->doomed)
-    return;   /* kguard answers it (KernelRestarted) */
-  s_route_back(S, msg, e, e->channel);
-  bool failing = S->failing_msg_id && parent && strcmp(parent, S->failing_msg_id) == 0;
-  if (s_ends_with(type, "_reply")) {
-    kg_pending_remove(S->pending, parent);
-    if (failing && is_exec)
-      kg__guard_failing_done(S, msg);
-    if (S->state == KG_ST_EXITING && strcmp(type, "shutdown_reply") == 0
-        && S->exit_phase == KG__EXIT_WAIT_REPLY) {
-      S->exit_phase = KG__EXIT_WAIT_CHILD;
-      S->exit_deadline_ms = kg_clock_mono_ms() + 300;
-    }
-  }
-  if (ends_flight && S->state == KG_ST_READY) {
-    if (abort_queue) {
-      s_abort_queue(S, msg);
-      /* ipykernel itself goes on aborting every execute_request that
-         reaches it until an event it schedules (call_later(0)) after this
-         reply has been dispatched; one that lands first is aborted although
-         it was sent after the error. So nothing more goes in until kguard's
-         probe, a kernel_info_request (never aborted) sent once the kernel
-         said idle for this request (so after it scheduled that event), has
-         been answered: by then the event is queued ahead of anything new. */
-      S->abort_probe_ms = kg_clock_mono_ms();
-      if (idle_seen)
-        s_send_probe(S);
-      else
-        snprintf(S->abort_idle_id, sizeof S->abort_idle_id, "%s", parent ? parent : "");
-    }
-    kg__flush_held(S);
-  }
-  (void) ch;
-}
-
-static void
-s_kernel_stdin(kg_sup_t *S, kg_msg_t *msg)
-{
-  const char *parent = kg_msg_parent_id(msg);
-  kg_pending_entry_t *e = kg_pending_find(S->pending, parent);
-  if (!e)
-    e = kg_pending_find_expired(S->pending, parent);
-  if (!e || e->doomed || !kg_state_gate_open(S->state)) {
-    S->n_unrouted++;
-    kg_info("%s with no waiting request dropped", kg_msg_type(msg));
-    return;
-  }
-  s_route_back(S, msg, e, KG_CH_STDIN);
-}
-
-void
-kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
-{
-  void *socket = S->kern[ch];
-  for (int i = 0; i < S_BATCH && S->kern[ch] == socket; i++) {
-    kg_msg_t *msg = NULL;
-    if (s_recv(S, socket, "kernel", ch, &msg) <= 0)
-      return;
-    if (s_accept(S, msg, S->inner_signer, S->front_signer, "kernel", ch)) {
-      const char *session = kg_msg_session(msg);
-      if (session && *session && strcmp(session, S->session) != 0)
-        snprintf(S->session, sizeof S->session, "%s", session);
-      if (ch == KG_CH_IOPUB)
-        s_kernel_iopub(S, msg);
-      else if (ch == KG_CH_STDIN)
-        s_kernel_stdin(S, msg);
-      else
-        s_kernel_reply(S, ch, msg);
-    }
-    s_note_size(S, msg);
-    kg_msg_destroy(&msg);
-  }
-}

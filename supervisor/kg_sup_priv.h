@@ -19,8 +19,11 @@
 #include "kg_conninfo.h"
 #include "kg_diagnosis.h"
 #include "kg_heartbeat.h"
+#include "kg_gate.h"
+#include "kg_helper.h"
 #include "kg_incident.h"
 #include "kg_msg.h"
+#include "kg_notice.h"
 #include "kg_pending.h"
 #include "kg_ratelog.h"
 #include "kg_policy.h"
@@ -31,6 +34,7 @@
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
+#define KG__EVQ_MAX 16           /* events posted during one transition   */
 #define KG__NUDGE_MAX 16          /* own kernel_info ids remembered        */
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
 #define KG__RING_BYTES (256u * 1024u)
@@ -38,9 +42,11 @@
 #define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
 #define KG__SHUTDOWN_REPLY_MS 1000
-#define KG__HELPER_TIMEOUT_MS 30000
 #define KG__DROPLOG_BURST 5        /* dropped messages logged in full ...   */
 #define KG__DROPLOG_INTERVAL_MS 10000 /* ... per kind per interval          */
+#define KG__CHECK_MS 10000        /* the device probe's answer (issue 16)   */
+#define KG__HELPER_STALL_MS 30000 /* a helper silent this long is killed */
+#define KG__RESTORE_NOTICE_MS 2000 /* a restore this long gets a progress notice */
 #define KG__ABORT_PROBE_MS 2000   /*  after an error reply: wait for the probe */
 #define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
 #define KG__TRIM_DELAY_MS 500     /*  ... frees memory this long after the last */
@@ -63,13 +69,6 @@ typedef enum {
   KG__EXIT_DONE
 } kg__exit_phase_t;
 
-/*  A helper child whose stdout kguard reads (checkpoint, probe). */
-typedef struct {
-  kg_child_t *child;
-  char *out;                    /*  collected stdout (bounded)               */
-  size_t out_len;
-  int64_t deadline_ms;
-} kg__helper_t;
 
 struct kg_supervisor_t {
   /* configuration */
@@ -111,8 +110,10 @@ struct kg_supervisor_t {
   kg_ring_t *out_ring;
   kg_ring_t *err_ring;
   kg_pending_t *pending;
+  kg_gate_t *gate;              /*  routing decision, stale-request rule     */
   cJSON *info_cache;            /*  last kernel_info_reply content           */
-  char session[64];             /*  inner kernel's session as last seen      */
+  char *session;                /*  inner kernel's session as last seen
+                                    (owned; any length: the kernel chose it) */
   int execution_count;          /*  last seen                                */
 
   /* STARTING */
@@ -122,6 +123,11 @@ struct kg_supervisor_t {
   int nudge_next;
   int64_t next_nudge_ms;
   int nudge_interval_ms;
+
+  /* the state machine's event queue (kg__fire) */
+  kg_event_t ev_queue[KG__EVQ_MAX];
+  int ev_head, ev_count;
+  bool ev_applying;
 
   /* deadlines */
   int64_t state_deadline_ms;    /*  start timeout, evidence, grace, backoff  */
@@ -142,6 +148,7 @@ struct kg_supervisor_t {
   kg_diagnosis_t *diag;         /*  the running kernel's evidence            */
   kg_diagnosis_t *prev_diag;    /*  the previous kernel's, for its notices   */
   kg_policy_t *policy;
+  kg_policy_config_t policy_config;   /*  as configured, for %kguard status  */
   kg_incident_t *incident;      /*  the current incident, if any             */
   char *incident_path;
   cJSON *failing_header;        /*  header of the failing request            */
@@ -149,15 +156,24 @@ struct kg_supervisor_t {
   char *failing_code;
   bool failing_replied;         /*  its real execute_reply was relayed       */
   bool failing_guessed;         /*  chosen without a parent (raw evidence)   */
-  char running_id[64];          /*  execute request the kernel said busy for */
-  char abort_idle_id[64];       /*  after an error reply that made the kernel
+  /*  Request ids below are owned strings or NULL: a peer chose them, so
+      they have any length (a truncated copy never matches again). */
+  char *running_id;             /*  execute request the kernel said busy for */
+  char *abort_idle_id;          /*  after an error reply that made the kernel
                                     abort its own queue: that request, whose
                                     idle is awaited, then                    */
-  char abort_probe_id[64];      /*  kguard's probe kernel_info_request, whose
+  char *abort_probe_id;         /*  kguard's probe kernel_info_request, whose
                                     reply is awaited before the next request
                                     goes in (kg_relay.c)                     */
   int64_t abort_probe_ms;       /*  when that error reply came               */
   int64_t trim_at_ms;           /*  give freed message memory back then      */
+  /* suspicion and device probe (kg_check.c) */
+  char *check_id;               /*  kguard's probe execute_request, or NULL  */
+  int64_t check_started_ms, check_deadline_ms;
+  int64_t suspect_mono_ms;      /*  when the suspicion came (monotonic)      */
+  kg_msg_t *check_reply;        /*  the suspected cell's reply, held until the
+                                    probe decides (owned)                    */
+  cJSON *check_idle;            /*  that cell's header when its idle was held */
   int exit_status;              /*  wait status of the stopped kernel        */
   bool exit_known;              /*  it ended by itself (not killed by us)    */
   bool we_killed;               /*  STOPPING signalled it                    */
@@ -172,8 +188,9 @@ struct kg_supervisor_t {
   bool resume_pending;          /*  give KGUARD_RESUME_* to the next kernel  */
   cJSON *after_ready_notice;    /*  {"kind":..., "parent": header} or NULL   */
   char *down_reason;
-  kg__helper_t ckpt;
-  kg__helper_t probe;
+  kg_helper_t *ckpt;            /*  `kguard ckpt resume-prepare`             */
+  kg_helper_t *probe;           /*  `python -m kguard.probe` (versions)      */
+  bool restore_noticed;         /*  the long-restore progress notice is out  */
   char **kernel_envp;           /*  environment of the running kernel        */
 
   /* counters */
@@ -184,8 +201,18 @@ struct kg_supervisor_t {
 
 typedef struct kg_supervisor_t kg_sup_t;
 
+/*  Replace the owned string *field with a copy of value (NULL or "" clear
+    it). */
+void kg__set_str(char **field, const char *value);
+
+/* kg_kernel.c: the entry action of STARTING; 0, or a negative code with
+   S->down_reason set (the caller fires SPAWN_FAILED) */
+int kg__kernel_start(kg_sup_t *S);
+void kg__free_envp(char ***envp_p);   /* free a NULL-terminated array */
+
 /* kg_supervisor.c */
-void kg__fire(kg_sup_t *S, kg_event_t event);
+void kg__fire(kg_sup_t *S, kg_event_t event);   /* post; applied after the current transition */
+bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in the queue */
 void kg__begin_exit(kg_sup_t *S, bool wait_for_reply);
 void kg__enter(kg_sup_t *S, kg_state_t st);   /* a state's entry action */
 void kg__on_signal(kg_sup_t *S);              /* drain the signalfd */
@@ -204,6 +231,16 @@ void kg__doom_queue(kg_sup_t *S);
 void kg__relay_timers(kg_sup_t *S, int64_t now);
 int64_t kg__relay_deadline(const kg_sup_t *S);
 void kg__send_nudge(kg_sup_t *S);
+
+/* kg_relay.c, shared with kg_relay_kernel.c */
+int kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch,
+                   kg_msg_t **msg_p);
+bool kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer,
+                      kg_signer_t *resign_with, const char *side, kg_channel_t ch);
+void kg__relay_note_size(kg_sup_t *S, const kg_msg_t *msg);
+bool kg__relay_holds_queue(const kg_pending_entry_t *e);
+bool kg__relay_kernel_busy(kg_sup_t *S);
+void kg__relay_abort_queue(kg_sup_t *S, kg_msg_t *reply);
 
 /* kg_synth.c */
 void kg__publish(kg_sup_t *S, const char *type, const cJSON *parent, cJSON **content_p,
@@ -233,13 +270,32 @@ void kg__guard_enter_closing(kg_sup_t *S);
 void kg__guard_after_stop(kg_sup_t *S);
 void kg__guard_on_ready(kg_sup_t *S);
 void kg__guard_enter_down(kg_sup_t *S);
+void kg__guard_confirm(kg_sup_t *S, const kg_match_t *probe);
+void kg__guard_clear_suspicion(kg_sup_t *S);
+
+/* kg_notify.c */
+void kg__notice_fill(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info);
+void kg__notice_fill_current(kg_sup_t *S, kg_notice_info_t *info);
+void kg__notice_publish(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *info,
+                        const cJSON *parent, const char *extra);
+void kg__incident_open(kg_sup_t *S, bool sticky);
 void kg__write_incident(kg_sup_t *S);
 
 /* kg_helpers.c */
 void kg__start_probe(kg_sup_t *S);
 void kg__guard_start_restore(kg_sup_t *S);
-void kg__guard_helpers_poll(kg_sup_t *S, int fd);
+void kg__guard_helpers_poll(kg_sup_t *S);
 void kg__guard_helpers_timers(kg_sup_t *S, int64_t now);
+int64_t kg__helpers_deadline(const kg_sup_t *S);
+void kg__restore_progress_text(kg_sup_t *S, char *buf, size_t len);
+
+/* kg_check.c */
+bool kg__check_pending(const kg_sup_t *S);
+void kg__check_start(kg_sup_t *S);
+bool kg__check_iopub(kg_sup_t *S, kg_msg_t *msg);
+bool kg__check_reply(kg_sup_t *S, kg_msg_t *msg);
+int64_t kg__check_deadline(const kg_sup_t *S);
+bool kg__check_timers(kg_sup_t *S, int64_t now);
 
 /* kg_inband.c */
 bool kg__inband_match(kg_msg_t *msg);

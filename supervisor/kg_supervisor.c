@@ -31,6 +31,16 @@
 /* ------------------------------------------------------------------------
    Set-up and teardown. */
 
+void
+kg__set_str(char **field, const char *value)
+{
+  char *copy = value && *value ? strdup(value) : NULL;
+  if (value && *value && !copy)
+    return;   /* out of memory: keep the old value rather than none */
+  free(*field);
+  *field = copy;
+}
+
 static int
 s_open_logs(kg_sup_t *S)
 {
@@ -175,11 +185,16 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   }
   S->diag = kg_diagnosis_new(S->rules);
   S->prev_diag = kg_diagnosis_new(S->rules);
-  S->policy = kg_policy_new(NULL);
+  S->policy_config = config->policy;
+  S->policy = kg_policy_new(&S->policy_config);
+  S->gate = kg_gate_new(config->stale_window_ms);
+  S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
+  S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
   S->out_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
   S->err_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
-  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->out_ring || !S->err_ring)
+  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->out_ring || !S->err_ring
+      || !S->gate || !S->ckpt || !S->probe)
     goto fail;
 
   rc = kg_paths_runtime_dir(S->runtime_dir, sizeof S->runtime_dir);
@@ -214,7 +229,11 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     kg_error("unable to start the heartbeat thread: %s", kg_strerror(rc));
     goto fail;
   }
-  kg_uuid4(S->session);   /* until the kernel's own session is seen */
+  char uuid[37];
+  kg_uuid4(uuid);   /* until the kernel's own session is seen */
+  kg__set_str(&S->session, uuid);
+  if (!S->session)
+    goto fail;
   S->running = true;
   kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", S->name, S->inner_argv[0],
             (long) getpid(), S->state_dir);
@@ -226,26 +245,6 @@ fail:
   return NULL;
 }
 
-static void
-s_helper_free(kg__helper_t *h)
-{
-  kg_child_destroy(&h->child);
-  free(h->out);
-  h->out = NULL;
-  h->out_len = 0;
-}
-
-static void
-s_free_envp(char ***envp_p)
-{
-  if (!*envp_p)
-    return;
-  for (char **e = *envp_p; *e; e++)
-    free(*e);
-  free(*envp_p);
-  *envp_p = NULL;
-}
-
 void
 kg_supervisor_destroy(kg_supervisor_t **self_p)
 {
@@ -253,8 +252,8 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
     return;
   kg_sup_t *S = *self_p;
   kg_child_destroy(&S->child);
-  s_helper_free(&S->ckpt);
-  s_helper_free(&S->probe);
+  kg_helper_destroy(&S->ckpt);
+  kg_helper_destroy(&S->probe);
   kg_heartbeat_destroy(&S->heartbeat);
   for (int ch = 0; ch < KG_CH_COUNT; ch++) {
     kg_socket_close(&S->front[ch]);
@@ -270,6 +269,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_signer_destroy(&S->inner_signer);
   kg_ratelog_destroy(&S->droplog);
   kg_pending_destroy(&S->pending);
+  kg_gate_destroy(&S->gate);
   kg_ring_destroy(&S->out_ring);
   kg_ring_destroy(&S->err_ring);
   kg_diagnosis_destroy(&S->diag);
@@ -287,7 +287,14 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(S->restore_error);
   free(S->down_reason);
   free(S->shutdown_msg_id);
-  s_free_envp(&S->kernel_envp);
+  free(S->session);
+  free(S->running_id);
+  free(S->abort_idle_id);
+  free(S->abort_probe_id);
+  free(S->check_id);
+  kg_msg_destroy(&S->check_reply);
+  cJSON_Delete(S->check_idle);
+  kg__free_envp(&S->kernel_envp);
   if (S->inner_argv)
     for (size_t i = 0; i < S->inner_argc; i++)
       free(S->inner_argv[i]);
@@ -305,146 +312,6 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
 }
 
 /* ------------------------------------------------------------------------
-   Starting a kernel. */
-
-static int
-s_connect_kernel(kg_sup_t *S)
-{
-  for (int ch = 0; ch < KG_CH_COUNT; ch++)
-    kg_socket_close(&S->kern[ch]);
-  snprintf(S->routing_id, sizeof S->routing_id, "kguard-%ld-%d", (long) getpid(), S->generation);
-  static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_IOPUB, KG_CH_STDIN, KG_CH_CONTROL};
-  for (size_t i = 0; i < 4; i++) {
-    int rc = 0;
-    S->kern[chans[i]] = kg_socket_connect(S->ctx, S->inner_info, chans[i], S->routing_id, &rc);
-    if (!S->kern[chans[i]]) {
-      kg_error("unable to connect to the kernel's %s channel: %s", kg_channel_name(chans[i]),
-               kg_strerror(rc));
-      return rc ? rc : KG_EINTERNAL;
-    }
-  }
-  return 0;
-}
-
-/*  Replace every occurrence of pattern in a with repl (new string). */
-static char *
-s_replace(const char *a, const char *pattern, const char *repl)
-{
-  size_t pl = strlen(pattern), rl = strlen(repl), count = 0;
-  for (const char *h = a; pl && (h = strstr(h, pattern)); h += pl)
-    count++;
-  char *out = malloc(strlen(a) + count * rl + 1);
-  if (!out)
-    return NULL;
-  char *o = out;
-  const char *h;
-  while (pl && (h = strstr(a, pattern))) {
-    memcpy(o, a, (size_t) (h - a));
-    o += h - a;
-    memcpy(o, repl, rl);
-    o += rl;
-    a = h + pl;
-  }
-  strcpy(o, a);
-  return out;
-}
-
-/*  The inner argv with its connection file placeholder pointing at the inner
-    kernel's own file. jupyter_client formats the WHOLE kernelspec argv, so
-    the inner part arrives with the frontend's path already in place of
-    {connection_file}: both forms are replaced. */
-static char **
-s_expand_argv(kg_sup_t *S)
-{
-  char **argv = calloc(S->inner_argc + 1, sizeof *argv);
-  if (!argv)
-    return NULL;
-  for (size_t i = 0; i < S->inner_argc; i++) {
-    char *a = s_replace(S->inner_argv[i], "{connection_file}", S->inner_conn_path);
-    argv[i] = a ? s_replace(a, S->conn_path, S->inner_conn_path) : NULL;
-    free(a);
-    if (!argv[i]) {
-      s_free_envp(&argv);
-      return NULL;
-    }
-  }
-  return argv;
-}
-
-/*  Entry action of STARTING: a fresh connection file, key and sockets, then
-    the process. */
-static void
-s_start_kernel(kg_sup_t *S)
-{
-  S->generation++;
-  S->got_info_reply = false;
-  S->got_iopub = false;
-  S->nudge_interval_ms = 50;
-  S->next_nudge_ms = kg_clock_mono_ms();
-  S->state_deadline_ms = kg_clock_mono_ms() + KG__START_TIMEOUT_MS;
-  S->stop_reason = KG__STOP_NONE;
-  S->kill_sent = false;
-  S->we_killed = false;
-  S->running_id[0] = '\0';
-
-  snprintf(S->inner_info->transport, sizeof S->inner_info->transport, "ipc");
-  snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->runtime_dir);
-  for (int ch = 0; ch < KG_CH_COUNT; ch++)
-    S->inner_info->ports[ch] = 1 + ch + 5 * (S->generation % 10000);
-  /* The frontend's key (the file lives in kguard's 0700 runtime dir): the
-     kernel's signatures go to the frontend as they are, no HMAC again. */
-  int rc = kg_conninfo_share_key(S->inner_info, S->front_info);
-  if (rc == 0) {
-    kg_signer_destroy(&S->inner_signer);
-    S->inner_signer = kg_signer_new(S->inner_info->key, S->inner_info->key_len, 0);
-    if (!S->inner_signer)
-      rc = KG_ENOMEM;
-  }
-  if (rc == 0 && (rc = kg_conninfo_save(S->inner_info, S->inner_conn_path)) != 0)
-    kg_error("unable to write %s: %s", S->inner_conn_path, kg_strerror(rc));
-  if (rc == 0)
-    rc = s_connect_kernel(S);
-
-  char **argv = rc == 0 ? s_expand_argv(S) : NULL;
-  s_free_envp(&S->kernel_envp);
-  if (argv)
-    kg__guard_env(S, &S->kernel_envp);
-  if (!argv || !S->kernel_envp) {
-    if (rc == 0)
-      rc = KG_ENOMEM;
-  }
-  if (rc == 0) {
-    kg_ring_clear(S->out_ring);
-    kg_ring_clear(S->err_ring);
-    if (S->log_fd >= 0)
-      dprintf(S->log_fd, "\n--- kguard: kernel #%d starting: %s%s ---\n", S->generation,
-              argv[0], S->diagnostic ? " (diagnostic)" : "");
-    kg_child_opts_t opts = {.argv = argv, .envp = S->kernel_envp, .capture = true,
-                            .keeper = true};
-    rc = kg_child_spawn(&opts, &S->child);
-    if (rc) {
-      free(S->down_reason);
-      char buf[PATH_MAX + 200];
-      snprintf(buf, sizeof buf, "unable to start the kernel `%s`: %s", argv[0],
-               kg_strerror(rc));
-      S->down_reason = strdup(buf);
-      kg_error("%s; kguard stays up and answers requests with KernelDown "
-               "(fix the kernelspec, then `%%kguard restart`)", buf);
-    }
-  }
-  s_free_envp(&argv);
-  if (rc) {
-    if (!S->down_reason)
-      S->down_reason = strdup("unable to prepare the kernel's connection");
-    kg__fire(S, KG_EV_SPAWN_FAILED);
-    return;
-  }
-  kg__guard_kernel_started(S);
-  kg_notice("kernel #%d started: pid %ld%s", S->generation, (long) kg_child_pid(S->child),
-            S->diagnostic ? " (diagnostic, not for timing)" : "");
-}
-
-/* ------------------------------------------------------------------------
    The state machine's entry actions. */
 
 void
@@ -452,7 +319,8 @@ kg__enter(kg_sup_t *S, kg_state_t st)
 {
   switch (st) {
   case KG_ST_STARTING:
-    s_start_kernel(S);
+    if (kg__kernel_start(S) != 0)
+      kg__fire(S, KG_EV_SPAWN_FAILED);
     break;
   case KG_ST_READY:
     S->state_deadline_ms = 0;
@@ -494,8 +362,10 @@ kg__enter(kg_sup_t *S, kg_state_t st)
   }
 }
 
-void
-kg__fire(kg_sup_t *S, kg_event_t event)
+/*  Apply one event: the table says where it leads, the new state's entry
+    action runs. Events the entry action posts wait in the queue. */
+static void
+s_apply(kg_sup_t *S, kg_event_t event)
 {
   kg_state_t next = kg_state_next(S->state, event);
   if (next == KG_ST_NONE) {
@@ -510,6 +380,36 @@ kg__fire(kg_sup_t *S, kg_event_t event)
     return;
   }
   kg__enter(S, next);
+}
+
+/*  Post an event. Outside a transition it is applied at once (and whatever
+    the entry actions post after it, in order); inside one (an entry action
+    posting the next event) it waits until the current transition has
+    finished, so no transition ever runs inside another. */
+void
+kg__fire(kg_sup_t *S, kg_event_t event)
+{
+  if (S->ev_count == KG__EVQ_MAX) {
+    kg_error("event queue full: %s dropped", kg_event_name(event));
+    return;
+  }
+  S->ev_queue[(S->ev_head + S->ev_count++) % KG__EVQ_MAX] = event;
+  if (S->ev_applying)
+    return;
+  S->ev_applying = true;
+  while (S->ev_count > 0) {
+    kg_event_t ev = S->ev_queue[S->ev_head];
+    S->ev_head = (S->ev_head + 1) % KG__EVQ_MAX;
+    S->ev_count--;
+    s_apply(S, ev);
+  }
+  S->ev_applying = false;
+}
+
+bool
+kg__events_pending(const kg_sup_t *S)
+{
+  return S->ev_count > 0;
 }
 
 /*  Shutdown. With wait_for_reply the frontend's shutdown_request was
@@ -556,6 +456,9 @@ s_on_child_exit(kg_sup_t *S)
   kg_warning("kernel #%d (pid %ld) died on its own: %s", S->generation,
              (long) kg_child_pid(S->child), how);
   S->stop_reason = kg__guard_child_exit(S) ? KG__STOP_STICKY : KG__STOP_DIED;
+  kg_gate_fault(S->gate, S->stop_reason == KG__STOP_STICKY ? KG_GATE_FAULT_STICKY
+                                                           : KG_GATE_FAULT_DIED,
+                kg_clock_mono_ms());
   kg__fire(S, KG_EV_CHILD_EXIT);
 }
 
@@ -568,7 +471,7 @@ kg__on_signal(kg_sup_t *S)
     case SIGCHLD:
       if (S->child && !kg_child_exited(S->child) && kg_child_reap(S->child) == 1)
         s_on_child_exit(S);
-      kg__guard_helpers_poll(S, -1);
+      kg__guard_helpers_poll(S);
       break;
     case SIGINT:
       /* jupyter_client's signal-mode interrupt: forward to the kernel's group. */
@@ -702,11 +605,8 @@ kg__timeout_ms(kg_sup_t *S)
   default:
     break;
   }
-  if (S->ckpt.child)
-    cands[2] = S->ckpt.deadline_ms;
-  if (S->probe.child)
-    cands[3] = S->probe.deadline_ms;
-  for (int i = 0; i < 6; i++)
+  cands[2] = kg__helpers_deadline(S);
+  for (int i = 0; i < 5; i++)
     if (cands[i] > 0 && cands[i] < next)
       next = cands[i];
   return next <= now ? 0 : (long) (next - now);

@@ -11,6 +11,10 @@
 #ifndef KG_SUPERVISOR_H
 #define KG_SUPERVISOR_H
 
+#include <stdint.h>
+
+#include "kg_policy.h"
+
 typedef struct {
   const char *connection_file;  /*  the frontend's (required)                 */
   char *const *inner_argv;      /*  NULL-terminated; may hold {connection_file}*/
@@ -18,6 +22,9 @@ typedef struct {
   const char *checkpoints;      /*  checkpoint dir, NULL = ./kguard-checkpoints */
   const char *name;             /*  kernelspec name, for logs (may be NULL)   */
   const char *rules_file;       /*  NULL = the shipped rules                  */
+  int64_t stale_window_ms;      /*  stale-request window after a fault's
+                                    notice (kg_gate.h); < 0 = 2 s             */
+  kg_policy_config_t policy;    /*  restart budget and back-off (kg_policy.h) */
 } kg_supervisor_config_t;
 
 typedef struct kg_supervisor_t kg_supervisor_t;

@@ -11,6 +11,7 @@
 */
 #include "kg_sup_priv.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
 
@@ -139,21 +140,32 @@ kg__error_content(const char *ename, const char *evalue)
   return c;
 }
 
-static void
-s_reply_type(const char *request, char *buf, size_t len)
+/*  The reply's msg_type for a request's (a new string the caller frees, or
+    NULL on allocation failure): any length, a peer chose it. */
+static char *
+s_reply_type(const char *request)
 {
   size_t n = strlen(request);
   if (n > 8 && strcmp(request + n - 8, "_request") == 0)
-    snprintf(buf, len, "%.*s_reply", (int) (n - 8), request);
-  else
-    snprintf(buf, len, "%s_reply", request);
+    n -= 8;
+  char *out = malloc(n + sizeof "_reply");
+  if (out) {
+    memcpy(out, request, n);
+    memcpy(out + n, "_reply", sizeof "_reply");
+  }
+  return out;
 }
 
 void
 kg__answer_error(kg_sup_t *S, kg_pending_entry_t *e, const char *ename, const char *evalue)
 {
-  char id[128];
-  snprintf(id, sizeof id, "%s", e->msg_id);
+  /* e is freed by kg_pending_remove below: keep the whole id (any length;
+     a truncated copy would miss the entry and leave it for ever). */
+  char *id = strdup(e->msg_id);
+  if (!id) {
+    kg_pending_remove(S->pending, e->msg_id);   /* never left for ever */
+    return;
+  }
   kg__status_busy(S, e->header);
   bool exec = strcmp(e->msg_type, "execute_request") == 0;
   if (exec) {
@@ -168,12 +180,13 @@ kg__answer_error(kg_sup_t *S, kg_pending_entry_t *e, const char *ename, const ch
     cJSON_AddItemToObject(content, "user_expressions", cJSON_CreateObject());
     cJSON_AddItemToObject(content, "payload", cJSON_CreateArray());
   }
-  char type[128];
-  s_reply_type(e->msg_type, type, sizeof type);
-  kg__reply(S, e, type, &content);
+  char *type = s_reply_type(e->msg_type);
+  kg__reply(S, e, type ? type : "error_reply", &content);
+  free(type);
   kg__status_idle(S, e->header);
   kg_info("answered %s %s with %s", e->msg_type, id, ename);
   kg_pending_remove(S->pending, id);
+  free(id);
 }
 
 void
@@ -223,8 +236,13 @@ kg__answer_all(kg_sup_t *S, bool doomed_only, const char *ename, const char *eva
 void
 kg__answer_stream(kg_sup_t *S, kg_pending_entry_t *e, const char *text, bool ok)
 {
-  char id[128];
-  snprintf(id, sizeof id, "%s", e->msg_id);
+  /* e is freed by kg_pending_remove below: keep the whole id (any length;
+     a truncated copy would miss the entry and leave it for ever). */
+  char *id = strdup(e->msg_id);
+  if (!id) {
+    kg_pending_remove(S->pending, e->msg_id);   /* never left for ever */
+    return;
+  }
   kg__status_busy(S, e->header);
   cJSON *stream = cJSON_CreateObject();
   cJSON_AddStringToObject(stream, "name", ok ? "stdout" : "stderr");
@@ -244,6 +262,7 @@ kg__answer_stream(kg_sup_t *S, kg_pending_entry_t *e, const char *text, bool ok)
   kg__reply(S, e, "execute_reply", &content);
   kg__status_idle(S, e->header);
   kg_pending_remove(S->pending, id);
+  free(id);
 }
 
 /*  ipykernel 6.17's _send_abort_reply: content {"status": "aborted"} only
@@ -253,8 +272,13 @@ kg__answer_stream(kg_sup_t *S, kg_pending_entry_t *e, const char *text, bool ok)
 void
 kg__answer_aborted(kg_sup_t *S, kg_pending_entry_t *e, const cJSON *error_metadata)
 {
-  char id[128];
-  snprintf(id, sizeof id, "%s", e->msg_id);
+  /* e is freed by kg_pending_remove below: keep the whole id (any length;
+     a truncated copy would miss the entry and leave it for ever). */
+  char *id = strdup(e->msg_id);
+  if (!id) {
+    kg_pending_remove(S->pending, e->msg_id);   /* never left for ever */
+    return;
+  }
   kg__status_busy(S, e->header);
   cJSON *meta = cJSON_CreateObject();
   char started[32];
@@ -269,11 +293,12 @@ kg__answer_aborted(kg_sup_t *S, kg_pending_entry_t *e, const cJSON *error_metada
   cJSON_AddStringToObject(meta, "status", "aborted");
   cJSON *content = cJSON_CreateObject();
   cJSON_AddStringToObject(content, "status", "aborted");
-  char type[128];
-  s_reply_type(e->msg_type, type, sizeof type);
-  s_reply_meta(S, e, type, &content, meta);
+  char *type = s_reply_type(e->msg_type);
+  s_reply_meta(S, e, type ? type : "error_reply", &content, meta);
+  free(type);
   cJSON_Delete(meta);
   kg__status_idle(S, e->header);
   kg_info("aborted %s %s (stop_on_error)", e->msg_type, id);
   kg_pending_remove(S->pending, id);
+  free(id);
 }

@@ -224,7 +224,7 @@ def _parse(spec):
     return cfg
 
 
-_state = {"spec": None, "config": None, "poison": None, "fired": False}
+_state = {"spec": None, "config": None, "poison": None, "fired": False, "device": None}
 
 
 def config():
@@ -252,7 +252,7 @@ def poisoned():
 def reset():
     """Forget this process's emulation state (tests only: a real poisoned
     context cannot be reset)."""
-    _state.update(spec=None, config=None, poison=None, fired=False)
+    _state.update(spec=None, config=None, poison=None, fired=False, device=None)
 
 
 def _raw_stderr(text):
@@ -335,6 +335,10 @@ def _fire(kind, n, bad_threads=(3,), stderr_only=False):
         if kind == "rocm-abort":
             lines = lines.replace(HSA_ABORT_LINE, "")
         _raw_stderr(lines)
+        if sticky:
+            # The device faulted even though step() carries on: kguard's
+            # device probe (probe()) finds it, as it would on a real GPU.
+            _state["device"] = kind
         return
     if lines:
         _raw_stderr(lines)
@@ -388,6 +392,15 @@ def step(n, targets=None, classes=None, ignore_index=-100):
     if cfg.mark:
         sys.stdout.write("kguard: completed step %d\n" % n)
         sys.stdout.flush()
+
+
+def probe():
+    """What kguard's device probe sees (kguard emulation): raises the sticky
+    error when an emulated device fault happened in this process (also in
+    stderr-only mode, where step() itself went on), else returns."""
+    kind = _state["poison"] or _state["device"]
+    if kind is not None:
+        raise _make(kind)
 
 
 def synchronize():

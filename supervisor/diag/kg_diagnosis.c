@@ -46,6 +46,10 @@ struct kg_diagnosis_t {
   kg_diag_event_t cur_event;
 
   bool sticky;
+  bool suspect;              /* a sticky family seen in text that proves nothing */
+  kg_match_t suspect_match;
+  int64_t suspect_ms;
+  char *suspect_parent;
   bool has_match;
   kg_match_t match;          /* established family (sticky, else last advice) */
   int64_t fault_ms;          /* T; -1 none                                    */
@@ -121,6 +125,9 @@ s_clear(kg_diagnosis_t *self)
   free(self->last_parent);
   free(self->assertion);
   free(self->advice_parent);
+  free(self->suspect_parent);
+  self->suspect_parent = NULL;
+  self->suspect = false;
   self->parent = self->last_parent = self->assertion = self->advice_parent = NULL;
   self->advice_parent_set = false;
   self->nadvised = 0;
@@ -277,6 +284,18 @@ s_sign(kg_diagnosis_t *self, const kg_match_t *m, const char *parent, int64_t t)
   }
 
   s_pending_prune(self, parent, t);
+  if (!kg_diagnosis_source_is_proof(m->source)) {
+    /* Printed or raw text: a suspicion at most, never advice. Kept as an
+       earlier sign in case the fault is confirmed. */
+    s_pending_add(self, parent, t);
+    if (!m->family->sticky || self->suspect)
+      return KG_DIAG_NONE;
+    self->suspect = true;
+    self->suspect_match = *m;
+    self->suspect_ms = t;
+    s_set_str(&self->suspect_parent, parent ? parent : self->last_parent);
+    return KG_DIAG_SUSPECT;
+  }
   if (m->family->sticky) {
     self->sticky = true;
     self->has_match = true;
@@ -292,6 +311,8 @@ s_sign(kg_diagnosis_t *self, const kg_match_t *m, const char *parent, int64_t t)
           p->t < self->fault_ms)
         self->fault_ms = p->t;
     }
+    if (self->suspect && self->suspect_ms < self->fault_ms)
+      self->fault_ms = self->suspect_ms;   /* T: the first evidence */
     /* A first error recorded for another request is not this fault's. */
     if (self->first_error && self->parent) {
       const cJSON *fp = cJSON_GetObjectItemCaseSensitive(self->first_error, "parent_msg_id");
@@ -603,6 +624,10 @@ kg_diagnosis_feed_exit(kg_diagnosis_t *self, int exit_code, int signo, int64_t n
   kg_match_t m;
   if (kg_classifier_match(self->rules, KG_SRC_EXIT, text, strlen(text), &m))
     ev = s_max(ev, s_sign(self, &m, NULL, now_ms));
+  /* A death by a signal after a sticky sign in the text (SIGABRT after a
+     device assertion or an HSA queue abort line) proves it. */
+  if (!self->sticky && self->suspect && exit_code < 0 && signo > 0)
+    ev = s_max(ev, kg_diagnosis_confirm(self, NULL, now_ms));
   if (self->sticky)
     s_follow_line(self, KG_SRC_EXIT, text, now_ms);
   return ev;
@@ -610,6 +635,69 @@ kg_diagnosis_feed_exit(kg_diagnosis_t *self, int exit_code, int signo, int64_t n
 
 /* ------------------------------------------------------------------------ */
 /*  Accessors                                                                */
+
+bool
+kg_diagnosis_source_is_proof(kg_source_t source)
+{
+  return (source & (KG_SRC_IOPUB_ERROR | KG_SRC_EXECUTE_REPLY | KG_SRC_EXIT)) != 0;
+}
+
+bool
+kg_diagnosis_suspect(const kg_diagnosis_t *self)
+{
+  return self->suspect && !self->sticky;
+}
+
+const kg_match_t *
+kg_diagnosis_suspicion(const kg_diagnosis_t *self)
+{
+  return self->suspect ? &self->suspect_match : NULL;
+}
+
+const char *
+kg_diagnosis_suspect_parent(const kg_diagnosis_t *self)
+{
+  return self->suspect ? self->suspect_parent : NULL;
+}
+
+kg_diag_event_t
+kg_diagnosis_confirm(kg_diagnosis_t *self, const kg_match_t *probe, int64_t now_ms)
+{
+  if (self->sticky || !self->suspect)
+    return KG_DIAG_NONE;
+  self->sticky = true;
+  self->has_match = true;
+  self->match = self->suspect_match;   /* the first sign names the fault */
+  if (!self->parent)
+    s_set_str(&self->parent, self->suspect_parent);
+  self->fault_ms = self->suspect_ms;
+  for (size_t i = 0; i < self->npending; i++) {
+    const s_pending_t *p = &self->pending[i];
+    if ((!p->parent || !self->parent || strcmp(p->parent, self->parent) == 0)
+        && p->t < self->fault_ms)
+      self->fault_ms = p->t;   /* the same request's earlier signs */
+  }
+  /* The suspicion's line first, then the proof, in the order they came. */
+  s_follow_line(self, self->suspect_match.source, self->suspect_match.line,
+                self->suspect_ms);
+  if (probe)
+    s_follow_line(self, KG_SRC_EXECUTE_REPLY, probe->line, now_ms);
+  else
+    s_follow_line(self, KG_SRC_EXIT, "kguard's device probe found the device faulty or did not answer", now_ms);
+  return KG_DIAG_STICKY;
+}
+
+void
+kg_diagnosis_clear_suspicion(kg_diagnosis_t *self)
+{
+  self->suspect = false;
+  free(self->suspect_parent);
+  self->suspect_parent = NULL;
+  /* the signs it left must not make a later fault's T earlier */
+  for (size_t i = 0; i < self->npending; i++)
+    free(self->pending[i].parent);
+  self->npending = 0;
+}
 
 void
 kg_diagnosis_set_backend(kg_diagnosis_t *self, kg_backend_t backend)

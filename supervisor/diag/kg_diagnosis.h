@@ -20,6 +20,17 @@
     family when one was already established in this process, or when an
     `Assertion`, 700 or 719 line was already seen.
 
+    Proof and suspicion (issue 16): a sticky family establishes the fault
+    only from PROOF: the cell's uncaught error (iopub `error`, error
+    `execute_reply`) or the process's death (a rule for the exit, or any
+    death by a signal while a suspicion stands: SIGABRT after a device
+    assertion). The same text anywhere else (iopub `stream`, raw
+    stdout/stderr: a print, a log viewer, a subprocess) is a SUSPICION:
+    KG_DIAG_SUSPECT once; the supervisor then probes the device and calls
+    kg_diagnosis_confirm or kg_diagnosis_clear_suspicion. T stays the time
+    of the first evidence, suspicion included. Non-sticky families give
+    ADVICE only as the cell's uncaught error, never for a printed mention.
+
     Each feed returns what changed: KG_DIAG_STICKY exactly once per process
     (the first time a sticky family is established: close the gate, restart);
     KG_DIAG_ADVICE the first time a non-sticky family is seen for a request;
@@ -41,6 +52,9 @@
 typedef enum {
   KG_DIAG_NONE = 0, /* nothing new                                             */
   KG_DIAG_ADVICE,   /* a non-sticky family, first seen for this request         */
+  KG_DIAG_SUSPECT,  /* a sticky family in text that proves nothing by itself
+                       (printed, raw pipes): check the device (once per
+                       suspicion, until confirmed or cleared)                   */
   KG_DIAG_STICKY    /* a sticky family is now established (once per process)   */
 } kg_diag_event_t;
 
@@ -85,6 +99,28 @@ kg_diag_event_t kg_diagnosis_feed_error(kg_diagnosis_t *self, kg_source_t source
     fault line establishes that line's sticky family (STICKY if not yet). */
 kg_diag_event_t kg_diagnosis_feed_exit(kg_diagnosis_t *self, int exit_code, int signo,
                                        int64_t now_ms);
+
+/*  True for the sources that prove a fault (uncaught error, death); false
+    for the ones that only raise a suspicion. Pure. */
+bool kg_diagnosis_source_is_proof(kg_source_t source);
+
+/*  True while a suspicion stands (neither confirmed nor cleared). */
+bool kg_diagnosis_suspect(const kg_diagnosis_t *self);
+
+/*  The suspicion's match and parent msg_id (NULL if none; borrowed). */
+const kg_match_t *kg_diagnosis_suspicion(const kg_diagnosis_t *self);
+const char *kg_diagnosis_suspect_parent(const kg_diagnosis_t *self);
+
+/*  The device probe confirmed the suspicion (probe: the probe's error as
+    matched, or NULL for a probe that never answered) at now_ms: the sticky
+    family of the suspicion is established with T = the first evidence.
+    Returns KG_DIAG_STICKY, or KG_DIAG_NONE without a suspicion or when a
+    fault is already established. */
+kg_diag_event_t kg_diagnosis_confirm(kg_diagnosis_t *self, const kg_match_t *probe,
+                                     int64_t now_ms);
+
+/*  The device probe passed: the suspicion is forgotten (T with it). */
+void kg_diagnosis_clear_suspicion(kg_diagnosis_t *self);
 
 /*  The backend learnt elsewhere (probe.py); used when the text does not say. */
 void kg_diagnosis_set_backend(kg_diagnosis_t *self, kg_backend_t backend);

@@ -66,9 +66,12 @@ KG_TEST(fault_time_is_earliest_sign)
   s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, "loading data\n", 900, KG_DIAG_NONE);
   KG_CHECK_INT(kg_diagnosis_fault_time(d), -1);
   /* the device printf arrives on raw stderr before the traceback */
-  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("3") "\n", 1000, KG_DIAG_STICKY);
+  /* (a suspicion: raw text proves nothing by itself, issue 16) */
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("3") "\n", 1000, KG_DIAG_SUSPECT);
+  KG_CHECK(!kg_diagnosis_sticky(d));
+  /* the cell's uncaught error proves it; T stays the first evidence */
   cJSON *e = s_error("AcceleratorError", CUDA_710);
-  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "req-2", 1500), KG_DIAG_NONE);
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "req-2", 1500), KG_DIAG_STICKY);
   /* the execute_reply repeats it: not counted twice */
   cJSON_AddStringToObject(e, "status", "error");
   KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_EXECUTE_REPLY, e, "req-2", 1600), KG_DIAG_NONE);
@@ -112,8 +115,9 @@ KG_TEST(assertion_split_across_raw_reads)
   KG_CHECK_INT(kg_diagnosis_feed(d, KG_SRC_RAW_STDERR, NULL, NULL, line, cut, 500), KG_DIAG_NONE);
   KG_CHECK_INT(kg_diagnosis_feed(d, KG_SRC_RAW_STDERR, NULL, NULL, line + cut,
                                  strlen(line) - cut, 700),
-               KG_DIAG_STICKY);
+               KG_DIAG_SUSPECT);
   KG_CHECK_STR(kg_diagnosis_assertion(d), ASSERT_LINE("7"));
+  KG_CHECK_INT(kg_diagnosis_confirm(d, NULL, 900), KG_DIAG_STICKY);   /* the probe failed */
   /* T is when the line's first byte arrived */
   KG_CHECK_INT(kg_diagnosis_fault_time(d), 500);
   kg_diagnosis_destroy(&d);
@@ -128,8 +132,10 @@ KG_TEST(line_split_across_stream_messages)
   s_feed_str(d, KG_SRC_STREAM, "stderr", "req-9", "ead: [1,0,0] noise\n", 150, KG_DIAG_NONE);
   s_feed_str(d, KG_SRC_STREAM, "stdout", "req-1", "ead: [1,0,0] noise\n", 160, KG_DIAG_NONE);
   s_feed_str(d, KG_SRC_STREAM, "stderr", "req-1", "ead: [2,0,0] Assertion `t >= 0 && t < n_classes` failed.\n",
-             200, KG_DIAG_STICKY);
+             200, KG_DIAG_SUSPECT);
   KG_CHECK_STR(kg_diagnosis_assertion(d), ASSERT_LINE("2"));
+  KG_CHECK_STR(kg_diagnosis_suspect_parent(d), "req-1");
+  KG_CHECK_INT(kg_diagnosis_confirm(d, NULL, 300), KG_DIAG_STICKY);
   KG_CHECK_STR(kg_diagnosis_parent(d), "req-1");
   KG_CHECK_INT(kg_diagnosis_fault_time(d), 100);
   kg_diagnosis_destroy(&d);
@@ -138,7 +144,8 @@ KG_TEST(line_split_across_stream_messages)
 KG_TEST(cublas_after_assert_belongs_to_assert)
 {
   kg_diagnosis_t *d = s_new();
-  s_feed_str(d, KG_SRC_RAW_STDOUT, NULL, NULL, ASSERT_LINE("0") "\n", 10, KG_DIAG_STICKY);
+  s_feed_str(d, KG_SRC_RAW_STDOUT, NULL, NULL, ASSERT_LINE("0") "\n", 10, KG_DIAG_SUSPECT);
+  KG_CHECK_INT(kg_diagnosis_confirm(d, NULL, 15), KG_DIAG_STICKY);
   cJSON *e = s_error("RuntimeError", "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling "
                                      "`cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, "
                                      "b, ldb, &beta, c, ldc)`");
@@ -155,7 +162,8 @@ KG_TEST(cublas_after_assert_belongs_to_assert)
   cJSON_Delete(e);
   KG_CHECK_STR(kg_diagnosis_match(d)->family->id, "cublas-cudnn");
   KG_CHECK(!kg_diagnosis_sticky(d));
-  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("0") "\n", 30, KG_DIAG_STICKY);
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("0") "\n", 30, KG_DIAG_SUSPECT);
+  KG_CHECK_INT(kg_diagnosis_confirm(d, NULL, 40), KG_DIAG_STICKY);
   KG_CHECK_STR(kg_diagnosis_match(d)->family->id, "device-assert");
   KG_CHECK_INT(kg_diagnosis_fault_time(d), 20);
   KG_CHECK_STR(kg_diagnosis_parent(d), "req-1");
@@ -204,7 +212,8 @@ KG_TEST(oom_is_advice)
   cJSON_Delete(e);
   KG_CHECK(!kg_diagnosis_sticky(d));
   /* a sticky fault in a later cell: T is not moved back to the old OOM */
-  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("1") "\n", 90000, KG_DIAG_STICKY);
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("1") "\n", 90000, KG_DIAG_SUSPECT);
+  KG_CHECK_INT(kg_diagnosis_confirm(d, NULL, 90100), KG_DIAG_STICKY);
   KG_CHECK_INT(kg_diagnosis_fault_time(d), 90000);
   kg_diagnosis_destroy(&d);
 }
@@ -249,14 +258,16 @@ KG_TEST(signature_normalised)
   KG_CHECK_INT(kg_diagnosis_signature(d, "x", a, sizeof a), KG_ENOTFOUND);
   s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL,
              "../aten/src/ATen/native/cuda/Loss.cu:250: k: block: [0,0,0], thread: [3,0,0] "
-             "Assertion `t >= 0 && t < n_classes` failed.\n", 1, KG_DIAG_STICKY);
+             "Assertion `t >= 0 && t < n_classes` failed.\n", 1, KG_DIAG_SUSPECT);
+  KG_CHECK_INT(kg_diagnosis_confirm(d, NULL, 2), KG_DIAG_STICKY);
   KG_CHECK_INT(kg_diagnosis_signature(d, "loss = crit(out, y)", a, sizeof a), 0);
   kg_diagnosis_reset(d);
   KG_CHECK(!kg_diagnosis_sticky(d));
   KG_CHECK_INT(kg_diagnosis_fault_time(d), -1);
   s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL,
              "../aten/src/ATen/native/cuda/Loss.cu:250: k: block: [5,0,0], thread: [91,0,0] "
-             "Assertion `t >= 0 && t < n_classes` failed.\n", 1, KG_DIAG_STICKY);
+             "Assertion `t >= 0 && t < n_classes` failed.\n", 1, KG_DIAG_SUSPECT);
+  KG_CHECK_INT(kg_diagnosis_confirm(d, NULL, 2), KG_DIAG_STICKY);
   KG_CHECK_INT(kg_diagnosis_signature(d, "loss = crit(out, y)", b, sizeof b), 0);
   KG_CHECK_STR(a, b);
   KG_CHECK(!strncmp(a, "device-assert:", 14));
@@ -276,14 +287,92 @@ KG_TEST(step_marker_and_following_bounded)
   kg_diagnosis_t *d = s_new();
   s_feed_str(d, KG_SRC_STREAM, "stdout", "r", "kguard: completed step 29\n", 1, KG_DIAG_NONE);
   KG_CHECK_INT(kg_diagnosis_last_step(d), 29);
-  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("0") "\n", 2, KG_DIAG_STICKY);
-  for (int i = 0; i < KG_DIAG_MAX_FOLLOWING + 10; i++)
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("0") "\n", 2, KG_DIAG_SUSPECT);
+  /* confirmed: the suspicion's line and the probe's verdict come first */
+  KG_CHECK_INT(kg_diagnosis_confirm(d, NULL, 2), KG_DIAG_STICKY);
+  for (int i = 0; i < KG_DIAG_MAX_FOLLOWING + 10 - 2; i++)
     s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("1") "\n", 3 + i, KG_DIAG_NONE);
   cJSON *j = kg_diagnosis_to_json(d);
   KG_CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "following")), KG_DIAG_MAX_FOLLOWING);
   KG_CHECK_INT(cJSON_GetObjectItem(j, "following_dropped")->valueint, 10);
   KG_CHECK_INT(cJSON_GetObjectItem(j, "last_step")->valueint, 29);
   cJSON_Delete(j);
+  kg_diagnosis_destroy(&d);
+}
+
+/*  Issue 16, by table: the same sticky text is proof only as the cell's
+    uncaught error or with a death; printed anywhere else it is a suspicion;
+    a non-sticky family printed gives nothing (advice only when uncaught). */
+KG_TEST(suspicion_vs_proof_per_source)
+{
+  static const struct {
+    kg_source_t source;
+    const char *text;
+    kg_diag_event_t expect;
+  } rows[] = {
+    {KG_SRC_STREAM, "RuntimeError: CUDA error: device-side assert triggered\n", KG_DIAG_SUSPECT},
+    {KG_SRC_STREAM, ASSERT_LINE("3") "\n", KG_DIAG_SUSPECT},
+    {KG_SRC_RAW_STDERR, ASSERT_LINE("3") "\n", KG_DIAG_SUSPECT},
+    {KG_SRC_RAW_STDOUT, "RuntimeError: CUDA error: unspecified launch failure\n", KG_DIAG_SUSPECT},
+    {KG_SRC_STREAM, "previous run failed with CUDA error: an illegal memory access was "
+                    "encountered\n", KG_DIAG_SUSPECT},
+    {KG_SRC_STREAM, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+     KG_DIAG_NONE},
+    {KG_SRC_RAW_STDERR, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+     KG_DIAG_NONE},
+    {KG_SRC_STREAM, "epoch 3 loss 0.25\n", KG_DIAG_NONE},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    kg_diagnosis_t *d = s_new();
+    const char *name = rows[i].source == KG_SRC_STREAM ? "stdout" : NULL;
+    const char *parent = rows[i].source == KG_SRC_STREAM ? "p" : NULL;
+    kg_diag_event_t ev = kg_diagnosis_feed(d, rows[i].source, name, parent, rows[i].text,
+                                           strlen(rows[i].text), 100);
+    if (ev != rows[i].expect)
+      fprintf(stderr, "row %zu: event %d, expected %d\n", i, ev, rows[i].expect);
+    KG_CHECK_INT(ev, rows[i].expect);
+    KG_CHECK(!kg_diagnosis_sticky(d));
+    KG_CHECK_INT(kg_diagnosis_suspect(d), rows[i].expect == KG_DIAG_SUSPECT);
+    /* a second mention while the suspicion stands is not a second probe */
+    KG_CHECK_INT(kg_diagnosis_feed(d, rows[i].source, name, parent, rows[i].text,
+                                   strlen(rows[i].text), 200), KG_DIAG_NONE);
+    if (rows[i].expect == KG_DIAG_SUSPECT) {
+      /* the probe passed: cleared, nothing established, T forgotten */
+      kg_diagnosis_clear_suspicion(d);
+      KG_CHECK(!kg_diagnosis_suspect(d));
+      KG_CHECK_INT(kg_diagnosis_fault_time(d), -1);
+      /* the same text later is a new suspicion */
+      KG_CHECK_INT(kg_diagnosis_feed(d, rows[i].source, name, parent, rows[i].text,
+                                     strlen(rows[i].text), 300), KG_DIAG_SUSPECT);
+    }
+    kg_diagnosis_destroy(&d);
+  }
+  /* proof: the uncaught error, error reply; a death by a signal after a
+     suspicion; a plain exit after a suspicion proves nothing */
+  kg_diagnosis_t *d = s_new();
+  cJSON *e = s_error("RuntimeError", "CUDA error: device-side assert triggered");
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "p", 5), KG_DIAG_STICKY);
+  kg_diagnosis_destroy(&d);
+  d = s_new();
+  cJSON_AddStringToObject(e, "status", "error");
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_EXECUTE_REPLY, e, "p", 5), KG_DIAG_STICKY);
+  cJSON_Delete(e);
+  kg_diagnosis_destroy(&d);
+  d = s_new();
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("3") "\n", 10, KG_DIAG_SUSPECT);
+  KG_CHECK_INT(kg_diagnosis_feed_exit(d, -1, SIGABRT, 20), KG_DIAG_STICKY);
+  KG_CHECK_INT(kg_diagnosis_fault_time(d), 10);
+  kg_diagnosis_destroy(&d);
+  d = s_new();
+  s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("3") "\n", 10, KG_DIAG_SUSPECT);
+  KG_CHECK_INT(kg_diagnosis_feed_exit(d, 0, 0, 20), KG_DIAG_NONE);
+  KG_CHECK(!kg_diagnosis_sticky(d));
+  kg_diagnosis_destroy(&d);
+  /* an OOM as the cell's uncaught error is advice */
+  d = s_new();
+  e = s_error("OutOfMemoryError", "CUDA out of memory. Tried to allocate 2.00 GiB.");
+  KG_CHECK_INT(kg_diagnosis_feed_error(d, KG_SRC_IOPUB_ERROR, e, "p", 5), KG_DIAG_ADVICE);
+  cJSON_Delete(e);
   kg_diagnosis_destroy(&d);
 }
 
@@ -335,7 +424,7 @@ KG_TEST(linebuf)
   KG_CHECK(lb == NULL);
 }
 
-KG_TEST_MAIN(KG_CASE(fault_time_is_earliest_sign), KG_CASE(assertion_split_across_raw_reads),
+KG_TEST_MAIN(KG_CASE(suspicion_vs_proof_per_source), KG_CASE(fault_time_is_earliest_sign), KG_CASE(assertion_split_across_raw_reads),
              KG_CASE(line_split_across_stream_messages),
              KG_CASE(cublas_after_assert_belongs_to_assert),
              KG_CASE(rocm_719_launch_failure_likely_assert), KG_CASE(oom_is_advice),

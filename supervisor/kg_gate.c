@@ -1,0 +1,188 @@
+/*  kg_gate: the pure routing decision and the stale-request rule (see
+    kg_gate.h). */
+#include "kg_gate.h"
+
+#include <stdlib.h>
+#include <stdio.h>
+#include <time.h>
+#include <string.h>
+
+struct kg_gate_t {
+  int64_t window_ms;            /*  stale window after the notice             */
+  bool fault;                   /*  a fault whose window has not been cleared */
+  kg_gate_fault_t cause;
+  int64_t fault_ms;             /*  T                                         */
+  int64_t notice_ms;            /*  0: notice not published yet               */
+  int64_t notice_wall_ms;
+  int64_t told_wall_ms;         /*  first time the frontend was told (reply
+                                    metadata or notice); 0: not yet        */
+  char *incident;               /*  owned, or NULL                            */
+};
+
+kg_gate_t *
+kg_gate_new(int64_t stale_window_ms)
+{
+  kg_gate_t *self = calloc(1, sizeof *self);
+  if (self)
+    self->window_ms = stale_window_ms < 0 ? KG_GATE_STALE_WINDOW_MS_DEFAULT : stale_window_ms;
+  return self;
+}
+
+void
+kg_gate_destroy(kg_gate_t **self_p)
+{
+  if (!self_p || !*self_p)
+    return;
+  free((*self_p)->incident);
+  free(*self_p);
+  *self_p = NULL;
+}
+
+void
+kg_gate_fault(kg_gate_t *self, kg_gate_fault_t cause, int64_t now_ms)
+{
+  /* One incident, one T: a death while stopping after a sticky error is the
+     same incident, and its window has not started yet. */
+  if (self->fault && self->notice_ms == 0)
+    return;
+  self->fault = true;
+  self->cause = cause;
+  self->fault_ms = now_ms;
+  self->notice_ms = 0;
+  self->told_wall_ms = 0;
+  kg_gate_set_incident(self, NULL);
+}
+
+void
+kg_gate_told(kg_gate_t *self, int64_t wall_ms)
+{
+  if (self->fault && self->notice_ms == 0 && self->told_wall_ms == 0)
+    self->told_wall_ms = wall_ms > 0 ? wall_ms : 1;
+}
+
+void
+kg_gate_set_incident(kg_gate_t *self, const char *incident_id)
+{
+  char *copy = incident_id && *incident_id ? strdup(incident_id) : NULL;
+  free(self->incident);
+  self->incident = copy;
+}
+
+void
+kg_gate_notice(kg_gate_t *self, int64_t now_ms, int64_t wall_ms)
+{
+  if (self->fault && self->notice_ms == 0) {
+    self->notice_ms = now_ms > 0 ? now_ms : 1;
+    self->notice_wall_ms = wall_ms;
+    if (self->told_wall_ms == 0)
+      self->told_wall_ms = wall_ms > 0 ? wall_ms : 1;
+  }
+}
+
+void
+kg_gate_clear(kg_gate_t *self)
+{
+  self->fault = false;
+  self->notice_ms = 0;
+}
+
+bool
+kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms)
+{
+  if (!self->fault || now_ms < self->fault_ms)
+    return false;
+  if (self->notice_ms && now_ms >= self->notice_ms + self->window_ms)
+    return false;   /* the window after the notice is over */
+  if (self->told_wall_ms == 0)
+    return true;    /* nobody can have seen the failure yet */
+  /* made before the frontend was told: sent by someone who did not know */
+  return sent_wall_ms <= 0 || sent_wall_ms < self->told_wall_ms;
+}
+
+int64_t
+kg_gate_date_ms(const char *iso)
+{
+  int Y, M, D, h, m, n = 0;
+  double sec;
+  if (!iso || sscanf(iso, "%4d-%2d-%2dT%2d:%2d:%lf%n", &Y, &M, &D, &h, &m, &sec, &n) != 6
+      || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec < 0 || sec >= 61)
+    return 0;
+  const char *p = iso + n;
+  long offset = 0;
+  if (*p == '+' || *p == '-') {
+    int oh, om;
+    if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2 || oh > 23 || om > 59)
+      return 0;
+    offset = (oh * 60L + om) * 60L * (*p == '-' ? -1 : 1);
+    p += 6;
+  } else if (*p == 'Z' || *p == 'z')
+    p++;
+  if (*p)
+    return 0;
+  struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D, .tm_hour = h,
+                  .tm_min = m};
+  time_t t = timegm(&tm);
+  if (t == (time_t) -1)
+    return 0;
+  return ((int64_t) t - offset) * 1000 + (int64_t) (sec * 1000.0);
+}
+
+const char *
+kg_gate_incident(const kg_gate_t *self)
+{
+  return self->incident ? self->incident : "";
+}
+
+kg_gate_fault_t
+kg_gate_fault_cause(const kg_gate_t *self)
+{
+  return self->cause;
+}
+
+int64_t
+kg_gate_window_ms(const kg_gate_t *self)
+{
+  return self->window_ms;
+}
+
+static kg_gate_decision_t
+s_decision(kg_gate_action_t action, kg_gate_why_t why)
+{
+  kg_gate_decision_t d = {action, why};
+  return d;
+}
+
+kg_gate_decision_t
+kg_gate_decide(const kg_gate_t *self, const kg_gate_input_t *in)
+{
+  bool open = kg_state_gate_open(in->state);
+  if (in->state == KG_ST_EXITING)
+    return s_decision(KG_GATE_DROP, KG_GATE_WHY_NONE);
+  if (in->channel == KG_CH_STDIN)   /* input for the kernel that asked */
+    return s_decision(open ? KG_GATE_FORWARD : KG_GATE_DROP, KG_GATE_WHY_NONE);
+  if (in->state == KG_ST_DOWN) {
+    /* In order behind a queued `%kguard restart`; else kguard answers. */
+    if (in->kind == KG_GATE_MSG_INBAND)
+      return s_decision(in->queue_waiting ? KG_GATE_HOLD : KG_GATE_FORWARD, KG_GATE_WHY_NONE);
+    if (in->kind == KG_GATE_MSG_OTHER)
+      return s_decision(KG_GATE_DROP, KG_GATE_WHY_NONE);
+    return s_decision(KG_GATE_ANSWER, KG_GATE_WHY_DOWN);
+  }
+  if (in->kind == KG_GATE_MSG_EXECUTE && kg_gate_stale(self, in->now_ms, in->sent_wall_ms))
+    return s_decision(KG_GATE_ANSWER, KG_GATE_WHY_STALE);
+  if (in->channel == KG_CH_SHELL) {
+    /* One execute_request in the kernel at a time, in arrival order; a
+       `%kguard` cell is answered by kguard even while the gate is closed. */
+    bool turn = !in->queue_waiting
+                && (open ? !in->in_flight : in->kind == KG_GATE_MSG_INBAND);
+    return s_decision(turn ? KG_GATE_FORWARD : KG_GATE_HOLD, KG_GATE_WHY_NONE);
+  }
+  return s_decision(open ? KG_GATE_FORWARD : KG_GATE_HOLD, KG_GATE_WHY_NONE);
+}
+
+const char *
+kg_gate_action_name(kg_gate_action_t action)
+{
+  static const char *names[] = {"FORWARD", "ANSWER", "HOLD", "DROP"};
+  return (unsigned) action < sizeof names / sizeof names[0] ? names[action] : "?";
+}

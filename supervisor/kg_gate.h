@@ -1,0 +1,146 @@
+/*  kg_gate: where a message from the frontend goes, decided without sockets
+    and without a clock of its own: (message kind, what the supervisor knows,
+    now) in, an action out. Pure, so that it is proven by tables
+    (tests/unit/supervisor: every kernel state x message kind x queue x
+    timing) rather than by racing a kernel.
+
+    Actions:
+      FORWARD   deliver now (to the kernel, or to kguard's own handler for a
+                `%kguard` cell, or while DOWN to kguard's KernelDown answer)
+      ANSWER    kguard answers it itself with an error and it never runs
+                anywhere (why: kg_gate_why_t)
+      HOLD      keep it in kguard's queue, in arrival order, until its turn
+      DROP      nothing can take it (stdin input for a kernel that is gone)
+
+    The stale-request rule (issue 9). After a fault at T (a sticky GPU error,
+    or the kernel's death), an execute_request that reaches kguard after T
+    and before kguard has told the frontend (the failing cell's reply with
+    kguard's metadata, or the notice, whichever comes first), or within
+    the stale window after the notice (default 2 s), was sent by a frontend
+    that had not yet seen the failure: a browser's Run All sends every cell
+    at once, and over a slow link the later ones arrive while kguard is
+    restarting. Running it in the fresh kernel would rerun a training cell
+    from scratch on top of the run. It is answered KernelRestarted naming the
+    incident. Requests that arrive later run, and so does one that arrives
+    within the window but whose header says it was created after the notice
+    was published (its `date`, set by the frontend when it made the request:
+    that frontend had the notice; a request without a readable date counts
+    as created before). This assumes the frontend's clock is not ahead of
+    kguard's by more than the link's delay; a frontend clock that is behind
+    only makes the rule stricter. A restart the user asks for
+    (`%kguard restart`) ends the rule: what follows it is meant for the new
+    kernel. (ipykernel has the same problem inside one process and the same
+    answer: after an error it aborts what arrives within
+    stop_on_error_timeout.)
+
+    Ownership: the gate owns its incident id copy; nothing else.
+*/
+#ifndef KG_GATE_H
+#define KG_GATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kg_conninfo.h"
+#include "kg_state.h"
+
+#define KG_GATE_STALE_WINDOW_MS_DEFAULT 2000
+
+typedef enum {
+  KG_GATE_FORWARD = 0,
+  KG_GATE_ANSWER,
+  KG_GATE_HOLD,
+  KG_GATE_DROP
+} kg_gate_action_t;
+
+typedef enum {
+  KG_GATE_WHY_NONE = 0,
+  KG_GATE_WHY_STALE,            /*  sent before the user saw the fault        */
+  KG_GATE_WHY_DOWN              /*  no kernel (policy gave up, spawn failed)  */
+} kg_gate_why_t;
+
+/*  What arrived. */
+typedef enum {
+  KG_GATE_MSG_EXECUTE = 0,      /*  execute_request (not a %kguard cell)      */
+  KG_GATE_MSG_INBAND,           /*  execute_request that is a %kguard cell    */
+  KG_GATE_MSG_REQUEST,          /*  any other *_request                       */
+  KG_GATE_MSG_OTHER,            /*  comm_msg, input_reply...                  */
+  KG_GATE_MSG_COUNT
+} kg_gate_msg_t;
+
+/*  What caused the fault the stale rule is about. */
+typedef enum {
+  KG_GATE_FAULT_STICKY = 0,
+  KG_GATE_FAULT_DIED
+} kg_gate_fault_t;
+
+/*  What the supervisor knows when a message arrives. */
+typedef struct {
+  kg_state_t state;             /*  the kernel's life-cycle state             */
+  kg_channel_t channel;         /*  shell, control or stdin                   */
+  kg_gate_msg_t kind;
+  bool in_flight;               /*  an execute_request is in the kernel (or
+                                    kguard's stop_on_error probe is pending) */
+  bool queue_waiting;           /*  kguard's shell queue holds messages       */
+  int64_t now_ms;               /*  monotonic                                 */
+  int64_t sent_wall_ms;         /*  the request header's date (Unix ms), 0 if
+                                    absent or unreadable                     */
+} kg_gate_input_t;
+
+typedef struct {
+  kg_gate_action_t action;
+  kg_gate_why_t why;            /*  for ANSWER                                */
+} kg_gate_decision_t;
+
+typedef struct kg_gate_t kg_gate_t;
+
+/*  A gate with the given stale window (ms; < 0: the default). NULL on
+    allocation failure. */
+kg_gate_t *kg_gate_new(int64_t stale_window_ms);
+
+/*  Free self and set *self_p to NULL. Safe on NULL. */
+void kg_gate_destroy(kg_gate_t **self_p);
+
+/*  Where the message described by in goes. Pure: reads self, changes
+    nothing. */
+kg_gate_decision_t kg_gate_decide(const kg_gate_t *self, const kg_gate_input_t *in);
+
+/*  A fault was detected at now_ms (the first one of an incident counts: a
+    second fault before the notice of the first keeps T). */
+void kg_gate_fault(kg_gate_t *self, kg_gate_fault_t cause, int64_t now_ms);
+
+/*  The incident's id, for the answer's text (copied; NULL clears). */
+void kg_gate_set_incident(kg_gate_t *self, const char *incident_id);
+
+/*  kguard published the notice for the current fault at now_ms (monotonic)
+    and wall_ms (Unix ms): the stale window starts. Without a fault, or
+    after this fault's notice, nothing. */
+void kg_gate_notice(kg_gate_t *self, int64_t now_ms, int64_t wall_ms);
+
+/*  The frontend was told of the current fault at wall_ms (Unix ms) before
+    the notice (the failing cell's reply carrying kguard's metadata): a
+    request made after that, arriving before the window ends, runs (in the
+    fresh kernel). Only the first call per fault counts. */
+void kg_gate_told(kg_gate_t *self, int64_t wall_ms);
+
+/*  The user asked for a restart: the rule ends at once. */
+void kg_gate_clear(kg_gate_t *self);
+
+/*  True if an execute_request arriving at now_ms (monotonic), created at
+    sent_wall_ms (Unix ms from its header, 0 unknown), is stale. */
+bool kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms);
+
+/*  A Jupyter header date (ISO 8601: "2026-12-03T04:55:00.123456Z", or with
+    "+HH:MM"/"-HH:MM", or without a zone: UTC, as the protocol says) in Unix
+    ms; 0 for NULL or anything else. */
+int64_t kg_gate_date_ms(const char *iso);
+
+/*  The incident id (borrowed, "" if none), the fault's cause, the window. */
+const char *kg_gate_incident(const kg_gate_t *self);
+kg_gate_fault_t kg_gate_fault_cause(const kg_gate_t *self);
+int64_t kg_gate_window_ms(const kg_gate_t *self);
+
+/*  "FORWARD", "ANSWER"... Static storage. */
+const char *kg_gate_action_name(kg_gate_action_t action);
+
+#endif

@@ -1,0 +1,277 @@
+/*  kg_gate proven by tables: every kernel state x channel x message kind x
+    queue x timing of the stale-request rule, without sockets or a clock. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kg_gate.h"
+#include "kg_test.h"
+
+enum { PH_NO_FAULT = 0, PH_BEFORE_NOTICE, PH_IN_WINDOW, PH_AFTER_WINDOW, PH_COUNT };
+
+/*  A gate in the given phase, and the time a message arrives in it. */
+static kg_gate_t *
+s_gate_in_phase(int phase, int64_t *now)
+{
+  kg_gate_t *g = kg_gate_new(2000);
+  *now = 500;
+  if (phase >= PH_BEFORE_NOTICE) {
+    kg_gate_fault(g, KG_GATE_FAULT_STICKY, 1000);
+    kg_gate_set_incident(g, "20261203T000000Z-abc");
+    *now = 1300;   /* 0.3 s after T: during the restart */
+  }
+  if (phase >= PH_IN_WINDOW) {
+    kg_gate_notice(g, 5000, 1700000005000);
+    *now = 5300;   /* 0.3 s after the notice */
+  }
+  if (phase == PH_AFTER_WINDOW)
+    *now = 7000;   /* the window is [notice, notice + 2 s) */
+  return g;
+}
+
+KG_TEST(gate_table_every_state)
+{
+  static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN};
+  size_t rows = 0;
+  for (int st = 0; st < KG_ST_COUNT; st++)
+    for (size_t c = 0; c < 3; c++)
+      for (int kind = 0; kind < KG_GATE_MSG_COUNT; kind++)
+        for (int flight = 0; flight < 2; flight++)
+          for (int queued = 0; queued < 2; queued++)
+            for (int ph = 0; ph < PH_COUNT; ph++)
+             for (int sent = 0; sent < 3; sent++) {
+              /* the request's header date: unknown, before, after the notice */
+              static const int64_t sent_at[] = {0, 1700000004000, 1700000005100};
+              int64_t now;
+              kg_gate_t *g = s_gate_in_phase(ph, &now);
+              kg_gate_input_t in = {.state = (kg_state_t) st, .channel = chans[c],
+                                    .kind = (kg_gate_msg_t) kind, .in_flight = flight,
+                                    .queue_waiting = queued, .now_ms = now,
+                                    .sent_wall_ms = sent_at[sent]};
+              kg_gate_decision_t d = kg_gate_decide(g, &in);
+              /* the same input with no fault at all */
+              kg_gate_t *clean = kg_gate_new(2000);
+              kg_gate_decision_t base = kg_gate_decide(clean, &in);
+              kg_gate_destroy(&clean);
+              kg_gate_destroy(&g);
+              rows++;
+              bool open = kg_state_gate_open((kg_state_t) st);
+              /* before the notice always; in the window unless its header
+                 says it was made after the notice */
+              bool stale = ph == PH_BEFORE_NOTICE || (ph == PH_IN_WINDOW && sent != 2);
+              char where[160];
+              snprintf(where, sizeof where, "state %s ch %d kind %d flight %d queued %d phase %d",
+                       kg_state_name((kg_state_t) st), (int) chans[c], kind, flight, queued, ph);
+              if (st == KG_ST_EXITING) {
+                KG_CHECK_INT(d.action, KG_GATE_DROP);
+                continue;
+              }
+              if (chans[c] == KG_CH_STDIN) {
+                KG_CHECK_INT(d.action, open ? KG_GATE_FORWARD : KG_GATE_DROP);
+                continue;
+              }
+              if (st == KG_ST_DOWN) {
+                /* no kernel: kguard answers requests, keeps %kguard in order */
+                if (kind == KG_GATE_MSG_EXECUTE || kind == KG_GATE_MSG_REQUEST) {
+                  KG_CHECK_INT(d.action, KG_GATE_ANSWER);
+                  KG_CHECK_INT(d.why, KG_GATE_WHY_DOWN);
+                } else if (kind == KG_GATE_MSG_INBAND)
+                  KG_CHECK_INT(d.action, queued ? KG_GATE_HOLD : KG_GATE_FORWARD);
+                else
+                  KG_CHECK_INT(d.action, KG_GATE_DROP);
+                continue;
+              }
+              if (kind == KG_GATE_MSG_EXECUTE && stale) {
+                /* the race of issue 9: never run, whatever else holds */
+                if (d.action != KG_GATE_ANSWER || d.why != KG_GATE_WHY_STALE)
+                  fprintf(stderr, "not answered stale: %s\n", where);
+                KG_CHECK_INT(d.action, KG_GATE_ANSWER);
+                KG_CHECK_INT(d.why, KG_GATE_WHY_STALE);
+                continue;
+              }
+              /* outside the rule the fault changes nothing */
+              KG_CHECK_INT(d.action, base.action);
+              KG_CHECK(d.action != KG_GATE_ANSWER && d.action != KG_GATE_DROP);
+              if (chans[c] == KG_CH_SHELL) {
+                /* one execute in flight, arrival order, %kguard even when closed */
+                bool turn = !queued && (open ? !flight : kind == KG_GATE_MSG_INBAND);
+                KG_CHECK_INT(d.action, turn ? KG_GATE_FORWARD : KG_GATE_HOLD);
+              } else
+                KG_CHECK_INT(d.action, open ? KG_GATE_FORWARD : KG_GATE_HOLD);
+            }
+  KG_CHECK_INT(rows, KG_ST_COUNT * 3 * KG_GATE_MSG_COUNT * 2 * 2 * PH_COUNT * 3);
+}
+
+/*  Spot rows stated outright (the reported runs). */
+KG_TEST(gate_table_rows)
+{
+  static const struct {
+    kg_state_t state;
+    kg_channel_t ch;
+    kg_gate_msg_t kind;
+    bool flight, queued;
+    int phase;
+    int64_t sent;
+    kg_gate_action_t action;
+    kg_gate_why_t why;
+  } rows[] = {
+    /* Run All cells arriving while kguard restarts: answered, not held */
+    {KG_ST_STOPPING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE, 0,
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+    {KG_ST_RESTORING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE, 0,
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+    {KG_ST_STARTING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE, 0,
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+    /* ...and in the fresh kernel, just after the notice */
+    {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 0,
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+    /* in the window, made after the notice (the frontend had it): it runs */
+    {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 1700000005100,
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+    /* ... made before it (queued on a slow link): answered */
+    {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 1700000004000,
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+    /* before the notice the date does not matter */
+    {KG_ST_STARTING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE,
+     1700000099000, KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+    /* after the window it runs */
+    {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_AFTER_WINDOW, 0,
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+    /* kernel_info during the restart waits for the fresh kernel */
+    {KG_ST_STARTING, KG_CH_SHELL, KG_GATE_MSG_REQUEST, false, false, PH_BEFORE_NOTICE, 0,
+     KG_GATE_HOLD, KG_GATE_WHY_NONE},
+    /* %kguard status during the restart is answered by kguard */
+    {KG_ST_BACKOFF, KG_CH_SHELL, KG_GATE_MSG_INBAND, false, false, PH_BEFORE_NOTICE, 0,
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+    /* one execute in flight: the next waits */
+    {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, true, false, PH_NO_FAULT, 0, KG_GATE_HOLD,
+     KG_GATE_WHY_NONE},
+    {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_REQUEST, false, true, PH_NO_FAULT, 0, KG_GATE_HOLD,
+     KG_GATE_WHY_NONE},
+    /* control never waits behind the shell queue */
+    {KG_ST_READY, KG_CH_CONTROL, KG_GATE_MSG_REQUEST, true, true, PH_NO_FAULT, 0,
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+    {KG_ST_CLOSING, KG_CH_CONTROL, KG_GATE_MSG_REQUEST, false, false, PH_BEFORE_NOTICE, 0,
+     KG_GATE_HOLD, KG_GATE_WHY_NONE},
+    {KG_ST_DOWN, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 0, KG_GATE_ANSWER,
+     KG_GATE_WHY_DOWN},
+    {KG_ST_READY, KG_CH_STDIN, KG_GATE_MSG_OTHER, true, true, PH_IN_WINDOW, 0,
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+    {KG_ST_STOPPING, KG_CH_STDIN, KG_GATE_MSG_OTHER, false, false, PH_BEFORE_NOTICE, 0,
+     KG_GATE_DROP, KG_GATE_WHY_NONE},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    int64_t now;
+    kg_gate_t *g = s_gate_in_phase(rows[i].phase, &now);
+    kg_gate_input_t in = {rows[i].state, rows[i].ch, rows[i].kind, rows[i].flight,
+                          rows[i].queued, now, rows[i].sent};
+    kg_gate_decision_t d = kg_gate_decide(g, &in);
+    if (d.action != rows[i].action || d.why != rows[i].why)
+      fprintf(stderr, "row %zu: %s/%d, expected %s/%d\n", i, kg_gate_action_name(d.action),
+              d.why, kg_gate_action_name(rows[i].action), rows[i].why);
+    KG_CHECK_INT(d.action, rows[i].action);
+    KG_CHECK_INT(d.why, rows[i].why);
+    kg_gate_destroy(&g);
+  }
+}
+
+/*  Every order of {fault, notice, request} at times 1, 2, 3 (ms): the
+    request is stale exactly when it comes after the fault (a notice only
+    starts the window, and 1 ms later the window is still open). */
+KG_TEST(gate_stale_every_arrival_order)
+{
+  static const char *orders[] = {"FNR", "FRN", "NFR", "NRF", "RFN", "RNF"};
+  for (size_t o = 0; o < 6; o++) {
+    kg_gate_t *g = kg_gate_new(2000);
+    bool stale = false, fault_seen = false;
+    for (int i = 0; i < 3; i++) {
+      int64_t t = i + 1;
+      switch (orders[o][i]) {
+      case 'F':
+        kg_gate_fault(g, KG_GATE_FAULT_STICKY, t);
+        fault_seen = true;
+        break;
+      case 'N':
+        kg_gate_notice(g, t, 1700000000000 + t);
+        break;
+      case 'R':
+        stale = kg_gate_stale(g, t, 0);
+        KG_CHECK_INT(stale, fault_seen);
+        break;
+      }
+    }
+    kg_gate_destroy(&g);
+  }
+}
+
+/*  The window's edges, one T per incident, the user's restart, a death. */
+KG_TEST(gate_stale_window_edges)
+{
+  kg_gate_t *g = kg_gate_new(-1);
+  KG_CHECK_INT(kg_gate_window_ms(g), KG_GATE_STALE_WINDOW_MS_DEFAULT);
+  KG_CHECK(!kg_gate_stale(g, 10, 0));
+  kg_gate_notice(g, 10, 0);   /* no fault: nothing */
+  KG_CHECK(!kg_gate_stale(g, 11, 0));
+  kg_gate_fault(g, KG_GATE_FAULT_STICKY, 1000);
+  KG_CHECK(!kg_gate_stale(g, 999, 0));   /* arrived before T: doomed elsewhere */
+  KG_CHECK(kg_gate_stale(g, 1000, 0));
+  kg_gate_fault(g, KG_GATE_FAULT_DIED, 3000);   /* same incident: T kept */
+  KG_CHECK_INT(kg_gate_fault_cause(g), KG_GATE_FAULT_STICKY);
+  KG_CHECK(kg_gate_stale(g, 60000, 0));   /* no notice yet: stale however long */
+  kg_gate_set_incident(g, "inc-1");
+  KG_CHECK_STR(kg_gate_incident(g), "inc-1");
+  kg_gate_notice(g, 61000, 1700000061000);
+  KG_CHECK(kg_gate_stale(g, 62999, 0));
+  KG_CHECK(!kg_gate_stale(g, 63000, 0));
+  /* a new fault after the window: a new incident, a new T */
+  kg_gate_fault(g, KG_GATE_FAULT_DIED, 70000);
+  KG_CHECK_INT(kg_gate_fault_cause(g), KG_GATE_FAULT_DIED);
+  KG_CHECK_STR(kg_gate_incident(g), "");
+  KG_CHECK(kg_gate_stale(g, 70001, 0));
+  kg_gate_clear(g);   /* %kguard restart: what follows is for the new kernel */
+  KG_CHECK(!kg_gate_stale(g, 70002, 0));
+  kg_gate_destroy(&g);
+  KG_CHECK(g == NULL);
+  /* window 0: the rule ends with the notice */
+  g = kg_gate_new(0);
+  kg_gate_fault(g, KG_GATE_FAULT_STICKY, 5);
+  kg_gate_notice(g, 6, 1700000000006);
+  KG_CHECK(!kg_gate_stale(g, 6, 0));
+  kg_gate_destroy(&g);
+}
+
+/*  Told by the failing cell's reply before the notice: a request made after
+    that runs (kguard run re-runs cells as soon as it has the reply); one
+    made before is stale until the window after the notice ends. */
+KG_TEST(gate_told_before_notice)
+{
+  kg_gate_t *g = kg_gate_new(2000);
+  kg_gate_fault(g, KG_GATE_FAULT_STICKY, 1000);
+  kg_gate_told(g, 1700000001200);   /* the failing reply, with kguard's metadata */
+  KG_CHECK(kg_gate_stale(g, 1300, 1700000000900));    /* made before it */
+  KG_CHECK(kg_gate_stale(g, 1300, 0));                /* no date */
+  KG_CHECK(!kg_gate_stale(g, 1300, 1700000001250));   /* made after it */
+  kg_gate_told(g, 1700000009999);   /* only the first counts */
+  KG_CHECK(!kg_gate_stale(g, 1300, 1700000001250));
+  kg_gate_notice(g, 5000, 1700000005000);
+  KG_CHECK(kg_gate_stale(g, 5300, 1700000000900));    /* in the window, made before */
+  KG_CHECK(!kg_gate_stale(g, 5300, 1700000001250));
+  KG_CHECK(!kg_gate_stale(g, 7000, 1700000000900));   /* after the window */
+  kg_gate_destroy(&g);
+}
+
+KG_TEST(gate_header_dates)
+{
+  KG_CHECK(kg_gate_date_ms("1970-01-01T00:00:01Z") == 1000);
+  KG_CHECK(kg_gate_date_ms("2023-11-14T22:13:20.250Z") == 1700000000250);
+  KG_CHECK(kg_gate_date_ms("2023-11-14T22:13:20.250123+00:00") == 1700000000250);
+  KG_CHECK(kg_gate_date_ms("2023-11-15T00:13:20.5+02:00") == 1700000000500);
+  KG_CHECK(kg_gate_date_ms("2023-11-14T22:13:20") == 1700000000000);   /* no zone: UTC */
+  static const char *bad[] = {NULL, "", "yesterday", "2023-13-01T00:00:00Z",
+                              "2023-11-14T22:13:20Zjunk", "2023-11-14 22:13", "2023-11-14T25:00:00Z"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    KG_CHECK(kg_gate_date_ms(bad[i]) == 0);
+}
+
+KG_TEST_MAIN(KG_CASE(gate_table_every_state), KG_CASE(gate_table_rows), KG_CASE(gate_header_dates), KG_CASE(gate_told_before_notice),
+             KG_CASE(gate_stale_every_arrival_order), KG_CASE(gate_stale_window_edges))
