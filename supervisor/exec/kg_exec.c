@@ -102,6 +102,10 @@ s_preempt(kg_exec_s *E, int sig)
 static void
 s_fault(kg_exec_s *E, const char *why)
 {
+  /* The failure or the stall after the text is the proof: the suspicion
+     becomes the established fault (T stays the text's time). */
+  if (kg_diagnosis_suspect(E->diag))
+    kg_diagnosis_confirm(E->diag, NULL, kg_clock_wall_ms());
   const kg_match_t *m = kg_diagnosis_match(E->diag);
   E->fault_wall_ms = kg_diagnosis_fault_time(E->diag);
   if (E->fault_wall_ms < 0)
@@ -448,7 +452,8 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
     if (ev.kind == KG_EXE_STICKY) {
       E->step_at_suspicion = E->last_step;
       E->fault_mono_ms = kg_clock_mono_ms();
-      const kg_match_t *m = kg_diagnosis_match(E->diag);
+      const kg_match_t *m = kg_diagnosis_suspect(E->diag) ? kg_diagnosis_suspicion(E->diag)
+                                                             : kg_diagnosis_match(E->diag);
       kg_notice("exec: sticky error text seen (%s): a fault once a process fails or "
                 "training stalls for %lld ms", m && m->family ? m->family->id : "?",
                 (long long) E->cfg.stall_ms);

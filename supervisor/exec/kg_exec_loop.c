@@ -261,7 +261,9 @@ s_read_group(kg_exec_s *E, int which)
       E->last_step = step;
       kg_ex_fire(E, KG_EXE_STEP, step);
     }
-    if (d == KG_DIAG_STICKY)
+    /* Text on the group's pipes proves nothing by itself (a suspicion,
+       issue 16): the proof is a failure or a stall after it (kg_exec.c). */
+    if (d == KG_DIAG_SUSPECT || d == KG_DIAG_STICKY)
       kg_ex_fire(E, KG_EXE_STICKY, 0);
   }
 }

@@ -63,7 +63,7 @@ if world > 1:
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
 start = 0
 r = kguard.resume()
-if r is not None and os.environ.get("KGUARD_RESUME_DIR"):
+if r is not None:
     # Multi-node: kguard exec restores each rank into KGUARD_RESUME_DIR/rank-R.
     name = os.path.join(f"rank-{rank}", "state.pt") if world > 1 else "state.pt"
     state = r.load(name)
