@@ -1,4 +1,4 @@
-"""Checkpoints that kguard can verify, and the seed's target check.
+"""Checkpoints that kguard can verify, and a check of class targets before a loss.
 
 save() writes with torch.save into a private temporary directory, then
 synchronises the device: a checkpoint written after a sticky device fault
