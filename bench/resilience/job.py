@@ -13,7 +13,8 @@ one of two savers:
                    the "newest file" resume of a script under torchrun alone
 
 Faults (the emulated CUDA texts, python/kguard/emulate.py):
-  --fault-steps 5,40   an illegal memory access at each listed step, once per
+  --fault-steps 5,40   a sticky fault at each listed step (--fault-kinds in
+                       turn; default an illegal memory access), once per
                        step across restarts (a marker file in --marks), or
                        at every start (--fault-always: a deterministic bug)
   --on-fault hang      the poisoned rank stays alive and blocked (as one stuck
@@ -41,6 +42,8 @@ p.add_argument("--ballast-mb", type=float, default=0,
                help="extra state per checkpoint, so that writes take time a kill can hit")
 p.add_argument("--fault-steps", default="")
 p.add_argument("--fault-rank", type=int, default=0)
+p.add_argument("--fault-kinds", default="cuda-illegal-address",
+               help="emulated kinds, used in turn by the listed fault steps")
 p.add_argument("--fault-always", action="store_true")
 p.add_argument("--on-fault", choices=["raise", "hang"], default="raise")
 p.add_argument("--marks", default="")
@@ -61,7 +64,8 @@ torch.manual_seed(0)
 w = torch.randn(args.work, args.work) / args.work ** 0.5
 ckpt = os.environ.get("KGUARD_CKPT_DIR") or "ckpt"
 plain_dir = os.path.join(ckpt, "plain", f"rank-{rank}")
-faults = {int(s) for s in args.fault_steps.split(",") if s}
+faults = sorted(int(s) for s in args.fault_steps.split(",") if s)
+kinds = args.fault_kinds.split(",")
 
 
 def report(**kw):
@@ -113,9 +117,10 @@ def fault(n):
             os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return
-    report(event="fault", step=n)
+    kind = kinds[faults.index(n) % len(kinds)]
+    report(event="fault", step=n, kind=kind)
     try:
-        emulate._fire("cuda-illegal-address", n)
+        emulate._fire(kind, n)
     except Exception as e:
         if args.on_fault == "hang":
             print(f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
