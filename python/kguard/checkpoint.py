@@ -1,4 +1,4 @@
-"""Checkpoints that kguard can verify, and the seed's target check.
+"""Checkpoints that kguard can verify, and a check of class targets before a loss.
 
 save() writes with torch.save into a private temporary directory, then
 synchronises the device: a checkpoint written after a sticky device fault
@@ -23,8 +23,25 @@ def _bin():
     return os.environ.get("KGUARD_BIN") or "kguard"
 
 
+def _rank_dir_rank():
+    """This process's rank when kguard exec runs it as one rank of a
+    multi-node job ($KGUARD_CKPT_LAYOUT=rank-dirs and WORLD_SIZE > 1), else
+    None. Rank R then seals into $KGUARD_CKPT_DIR/rank-R, on storage every
+    node shares, and kguard exec restores it into $KGUARD_RESUME_DIR/rank-R."""
+    if os.environ.get("KGUARD_CKPT_LAYOUT") != "rank-dirs":
+        return None
+    rank, world = _rank_world()
+    return rank if world > 1 else None
+
+
 def _ckpt_dir():
-    return os.environ.get("KGUARD_CKPT_DIR") or "kguard-checkpoints"
+    base = os.environ.get("KGUARD_CKPT_DIR") or "kguard-checkpoints"
+    rank = _rank_dir_rank()
+    if rank is None:
+        return base
+    sub = f"rank-{rank}"
+    # A script written for the old contract joined rank-$RANK itself.
+    return base if os.path.basename(os.path.normpath(base)) == sub else os.path.join(base, sub)
 
 
 def _synchronize(torch):
@@ -96,7 +113,8 @@ def save(state, step, name="state.pt", background=False):
     """Save state for step and seal it; return the archive's path.
 
     state is anything torch.save accepts. The archive goes to
-    $KGUARD_CKPT_DIR (default ./kguard-checkpoints), sealed by $KGUARD_BIN
+    $KGUARD_CKPT_DIR (default ./kguard-checkpoints; under a multi-node
+    `kguard exec`, its subdirectory rank-$RANK), sealed by $KGUARD_BIN
     (default `kguard` on PATH), run id $KGUARD_RUN_ID (default "default").
     If the device synchronisation raises, nothing is sealed and the error is
     re-raised; if sealing fails, RuntimeError says why.
@@ -232,12 +250,39 @@ def _archive_path(archive):
     return alt if os.path.isfile(alt) else None
 
 
+def _rank_resume(rank):
+    """(dir, archive) restored for this rank of a multi-node kguard exec job:
+    kguard exec restores every rank of a node into $KGUARD_RESUME_DIR/rank-R
+    and names one archive (its first rank's) in $KGUARD_RESUME_ARCHIVE."""
+    base = os.environ.get("KGUARD_RESUME_DIR") or None
+    if not base:
+        return None, None
+    d = os.path.join(base, f"rank-{rank}")
+    if not os.path.isdir(d):
+        raise RuntimeError(f"kguard exec restored step {os.environ.get('KGUARD_RESUME_STEP')} "
+                           f"into {base}, but not rank {rank}'s checkpoint ({d} is missing): "
+                           f"starting this rank over would make the ranks disagree")
+    archive = _archive_path(os.environ.get("KGUARD_RESUME_ARCHIVE") or None)
+    mine = os.path.abspath(_ckpt_dir())
+    if archive and os.path.dirname(os.path.abspath(archive)) != mine:
+        archive = None  # another rank's archive: the restored copy in d is ours
+    return d, archive
+
+
 def resume():
     """Return a Resume if kguard restored a checkpoint for this kernel
     (KGUARD_RESUME_ARCHIVE, with KGUARD_RESUME_DIR when members were copied
-    out, KGUARD_RESUME_STEP, optional KGUARD_RESUME_DIGEST), else None."""
-    d = os.environ.get("KGUARD_RESUME_DIR") or None
-    archive = _archive_path(os.environ.get("KGUARD_RESUME_ARCHIVE") or None)
+    out, KGUARD_RESUME_STEP, optional KGUARD_RESUME_DIGEST), else None.
+
+    Under a multi-node `kguard exec` (WORLD_SIZE > 1), each rank gets its own
+    restored copy, $KGUARD_RESUME_DIR/rank-$RANK: Resume.dir names it, so
+    load("state.pt") reads this rank's state, as in a single process."""
+    rank = _rank_dir_rank()
+    if rank is not None:
+        d, archive = _rank_resume(rank)
+    else:
+        d = os.environ.get("KGUARD_RESUME_DIR") or None
+        archive = _archive_path(os.environ.get("KGUARD_RESUME_ARCHIVE") or None)
     if d and not os.path.isdir(d):
         d = None
     if not d and not archive:

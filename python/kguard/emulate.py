@@ -49,7 +49,7 @@ Modifiers:
 Independently of KGUARD_EMULATE, `step(n, targets=t, classes=c)` checks the
 class targets like the real nll_loss CUDA kernel does: a target outside
 [0, c) (other than ignore_index, -100) triggers the device assert (CUDA form,
-or the ROCm 719 form when KGUARD_EMULATE names a rocm- kind), so the seed's
+or the ROCm 719 form when KGUARD_EMULATE names a rocm- kind), so the classic
 "class 4 in a 4-class problem" bug reproduces on a CPU.
 
 Every line this module writes itself starts with or contains

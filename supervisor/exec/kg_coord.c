@@ -123,7 +123,24 @@ s_run(char **argv, char **out)
   return st;
 }
 
-/*  Every archive of every rank, from `kguard ckpt list --json`. */
+/*  The rank of listing row e found in directory rank-dir_rank: the signed
+    manifest's rank where the row has one, else the directory's; -1 for a
+    set index row or an archive that cannot serve this job. */
+static int
+s_row_rank(const cJSON *e, int dir_rank, int world)
+{
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
+  if (cJSON_IsString(kind) && strcmp(kind->valuestring, "set") == 0)
+    return -1;   /* a set index: its shards are listed on their own */
+  const cJSON *rank = cJSON_GetObjectItemCaseSensitive(e, "rank");
+  const cJSON *ws = cJSON_GetObjectItemCaseSensitive(e, "world_size");
+  return kg_coord_archive_rank(cJSON_IsNumber(rank) ? (int64_t) rank->valuedouble : -1,
+                               cJSON_IsNumber(ws) ? (int64_t) ws->valuedouble : -1,
+                               dir_rank, world);
+}
+
+/*  Every archive of every rank, from `kguard ckpt list --json` of each
+    rank-R directory; the rank is the signed manifest's where present. */
 static int
 s_scan(s_coord_t *C, int world, kg_coord_archive_t **out, cJSON **listing)
 {
@@ -152,7 +169,8 @@ s_scan(s_coord_t *C, int world, kg_coord_archive_t **out, cJSON **listing)
       const cJSON *step = cJSON_GetObjectItemCaseSensitive(e, "step");
       const cJSON *status = cJSON_GetObjectItemCaseSensitive(e, "status");
       const cJSON *sealed = cJSON_GetObjectItemCaseSensitive(e, "sealed_at_ms");
-      if (!cJSON_IsNumber(step) || !cJSON_IsString(status))
+      int rank = s_row_rank(e, r, world);
+      if (!cJSON_IsNumber(step) || !cJSON_IsString(status) || rank < 0)
         continue;
       if (n == alloc) {
         alloc = alloc ? alloc * 2 : 64;
@@ -162,7 +180,7 @@ s_scan(s_coord_t *C, int world, kg_coord_archive_t **out, cJSON **listing)
         *out = g;
       }
       (*out)[n++] = (kg_coord_archive_t){
-        .rank = r, .step = (int64_t) step->valuedouble,
+        .rank = rank, .step = (int64_t) step->valuedouble,
         .sealed_at_ms = cJSON_IsNumber(sealed) ? (int64_t) sealed->valuedouble : 0,
         .valid = strcmp(status->valuestring, "valid") == 0};
     }
@@ -171,18 +189,23 @@ s_scan(s_coord_t *C, int world, kg_coord_archive_t **out, cJSON **listing)
   return n;
 }
 
-/*  The archive path of rank r at step s in listing, or NULL. */
+/*  The archive path of rank r at step s in listing (one array per rank-R
+    directory; its own directory first), or NULL. */
 static const char *
-s_archive(cJSON *listing, int r, int64_t s)
+s_archive(cJSON *listing, int world, int r, int64_t s)
 {
-  const cJSON *e;
-  cJSON_ArrayForEach(e, cJSON_GetArrayItem(listing, r)) {
-    const cJSON *step = cJSON_GetObjectItemCaseSensitive(e, "step");
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(e, "status");
-    const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "archive");
-    if (cJSON_IsNumber(step) && (int64_t) step->valuedouble == s && cJSON_IsString(status)
-        && strcmp(status->valuestring, "valid") == 0 && cJSON_IsString(path))
-      return path->valuestring;
+  for (int k = 0; k < world; k++) {
+    int d = (r + k) % world;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetArrayItem(listing, d)) {
+      const cJSON *step = cJSON_GetObjectItemCaseSensitive(e, "step");
+      const cJSON *status = cJSON_GetObjectItemCaseSensitive(e, "status");
+      const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "archive");
+      if (cJSON_IsNumber(step) && (int64_t) step->valuedouble == s && cJSON_IsString(status)
+          && strcmp(status->valuestring, "valid") == 0 && cJSON_IsString(path)
+          && s_row_rank(e, d, world) == r)
+        return path->valuestring;
+    }
   }
   return NULL;
 }
@@ -351,7 +374,7 @@ s_decide(s_coord_t *C)
       for (int r = 0; r < world; r++) {
         char key[16];
         snprintf(key, sizeof key, "%d", r);
-        const char *p = s_archive(listing, r, s);
+        const char *p = s_archive(listing, world, r, s);
         cJSON_AddItemToObject(arch, key, p ? cJSON_CreateString(p) : cJSON_CreateNull());
       }
     } else {

@@ -33,6 +33,18 @@ kg_coord_pick_step(const kg_coord_archive_t *archives, int n, int world, int64_t
 }
 
 int
+kg_coord_archive_rank(int64_t manifest_rank, int64_t manifest_world, int dir_rank, int world)
+{
+  int64_t r = dir_rank;
+  if (manifest_rank >= 0) {
+    if (manifest_world >= 0 && manifest_world != world)
+      return -1;   /* another job's shard: its state does not fit this one */
+    r = manifest_rank;
+  }
+  return r >= 0 && r < world ? (int) r : -1;
+}
+
+int
 kg_coord_root(const kg_coord_report_t *reports, int n)
 {
   int root = -1;

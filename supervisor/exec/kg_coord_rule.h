@@ -32,6 +32,15 @@ typedef struct {
 int64_t kg_coord_pick_step(const kg_coord_archive_t *archives, int n, int world,
                            int64_t fault_step, const bool *fault_ranks, int64_t fault_ms);
 
+/*  The rank an archive found in CKPT_DIR/rank-<dir_rank> belongs to.
+    manifest_rank/manifest_world: its signed manifest's "rank"/"world_size"
+    (as `kguard ckpt list --json` shows them), -1 when it has none (sealed
+    before checkpoint sets, or by a single process). The signed rank wins
+    over the directory it lies in; without one the directory name decides.
+    Returns -1 when the archive cannot serve this job of world ranks: a
+    shard of a job of another size, or a rank outside 0..world-1. */
+int kg_coord_archive_rank(int64_t manifest_rank, int64_t manifest_world, int dir_rank, int world);
+
 /*  One node's report after its tree stopped. */
 typedef struct {
   bool sticky;                 /* a proven sticky fault on that node         */

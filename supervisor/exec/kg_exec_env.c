@@ -22,7 +22,7 @@ s_overridden(const char *entry)
                                 "KGUARD_CKPT_DIR", "KGUARD_RESUME_DIR", "KGUARD_RESUME_STEP",
                                 "KGUARD_RESUME_ARCHIVE", "KGUARD_INCIDENT",
                                 "KGUARD_EXEC_GENERATION", "KGUARD_RUN_ID",
-                                "TORCHELASTIC_ERROR_FILE", NULL};
+                                "KGUARD_CKPT_LAYOUT", "TORCHELASTIC_ERROR_FILE", NULL};
   for (int i = 0; names[i]; i++) {
     size_t n = strlen(names[i]);
     if (strncmp(entry, names[i], n) == 0 && entry[n] == '=')
@@ -90,6 +90,10 @@ kg_ex_build_env(kg_exec_s *E)
   if (E->cfg.ckpt_dir)
     rc |= s_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", E->cfg.ckpt_dir);
   rc |= s_push(&env, &n, &alloc, "KGUARD_RUN_ID", E->cfg.name);
+  /* Multi-node: rank r seals into KGUARD_CKPT_DIR/rank-r and finds its
+     restore in KGUARD_RESUME_DIR/rank-r (kguard.save/resume join it). */
+  if (E->multi)
+    rc |= s_push(&env, &n, &alloc, "KGUARD_CKPT_LAYOUT", "rank-dirs");
   snprintf(buf, sizeof buf, "%d", E->generation);
   rc |= s_push(&env, &n, &alloc, "KGUARD_EXEC_GENERATION", buf);
   /* torchrun's agent (@record) writes its failure here. */

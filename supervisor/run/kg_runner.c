@@ -21,6 +21,7 @@
 #include "kg_cli.h"
 #include "kg_error.h"
 #include "kg_outputs.h"
+#include "kg_run_record.h"
 
 /*  How long to wait for a cell's iopub idle once its reply has arrived
     (nbclient waits 4 s; kguard relays through one more hop). */
@@ -41,14 +42,7 @@ typedef struct {
   size_t ncode;
   int restarts;                 /*  restarts followed so far               */
   int executions;               /*  execute_requests sent                  */
-  int64_t restored_step;        /*  last restored checkpoint step, or -1   */
-  cJSON *incidents;             /*  borrowed: metadata.kguard.incidents    */
-  cJSON *paths;                 /*  incident file paths seen (array)       */
-  cJSON *handled;               /*  incident ids and msg_ids of failures
-                                    already acted on (array of strings)    */
-  cJSON *ckpt_failed;           /*  checkpoints kguard verified but could
-                                    not restore: [{incident, step, archive,
-                                    error}]                                */
+  kg_run_record_t *record;      /*  incidents and checkpoints learnt       */
   int sigints;                  /*  SIGINTs received                       */
   int stop_signal;              /*  a signal that ends the run now, or 0   */
 } s_run_t;
@@ -89,185 +83,7 @@ s_blank(const char *code)
 }
 
 /*  ------------------------------------------------------------------------
-    kguard events: the notice metadata {"event": ..., "family": ...,
-    "incident": ..., "restored_step": ..., "restored_archive": ...}. */
-
-static const char *
-s_incident_path(s_run_t *run, const cJSON *kg, char *buf, size_t len)
-{
-  const char *path = s_string(kg, "incident_path");
-  if (path)
-    return path;
-  const char *id = s_string(kg, "incident");
-  if (!id || !run->cfg->state_dir)
-    return NULL;
-  snprintf(buf, len, "%s/incidents/%s.json", run->cfg->state_dir, id);
-  return buf;
-}
-
-/*  Remember an event seen during the cell (once per event and incident). */
-static void
-s_note_event(s_cell_t *cell, const cJSON *kg, const char *text)
-{
-  const char *event = s_string(kg, "event");
-  if (!event)
-    return;
-  const char *incident = s_string(kg, "incident");
-  cJSON *seen;
-  cJSON_ArrayForEach(seen, cell->events) {
-    if (s_is(s_string(seen, "event"), event)
-        && (s_is(s_string(seen, "incident"), incident)
-            || (!incident && !s_string(seen, "incident")))) {
-      /*  The reply and the notice tell of the same incident; the later
-          one may know more (the restored checkpoint). */
-      const cJSON *item;
-      cJSON_ArrayForEach(item, kg) {
-        if (cJSON_IsNull(item) || !item->string)
-          continue;
-        cJSON_DeleteItemFromObjectCaseSensitive(seen, item->string);
-        cJSON_AddItemToObject(seen, item->string, cJSON_Duplicate(item, true));
-      }
-      if (text && !cJSON_GetObjectItemCaseSensitive(seen, "notice"))
-        cJSON_AddStringToObject(seen, "notice", text);
-      return;
-    }
-  }
-  cJSON *copy = cJSON_Duplicate(kg, true);
-  if (!copy)
-    return;
-  if (text)
-    cJSON_AddStringToObject(copy, "notice", text);
-  cJSON_AddItemToArray(cell->events, copy);
-}
-
-/*  The strongest event of the cell: down > restart > the rest. */
-static const char *
-s_cell_event(const s_cell_t *cell)
-{
-  const char *best = NULL;
-  const cJSON *ev;
-  cJSON_ArrayForEach(ev, cell->events) {
-    const char *e = s_string(ev, "event");
-    if (s_is(e, "down"))
-      return "down";
-    if (s_is(e, "sticky-restart") || s_is(e, "kernel-died"))
-      best = e;
-    else if (!best)
-      best = e;
-  }
-  const char *ename = s_string(cell->reply, "ename");
-  if (s_is(ename, "KernelDown"))
-    return "down";
-  if (!best && s_is(ename, "KernelRestarted"))
-    return "sticky-restart";
-  return best;
-}
-
-/*  ------------------------------------------------------------------------
     One cell. */
-
-static bool
-s_is_handled(const s_run_t *run, const char *incident, const char *parent)
-{
-  const cJSON *h;
-  cJSON_ArrayForEach(h, run->handled) {
-    if (s_is(h->valuestring, incident) || s_is(h->valuestring, parent))
-      return true;
-  }
-  return false;
-}
-
-static void
-s_handle(s_run_t *run, const char *id)
-{
-  if (id && !s_is_handled(run, id, NULL))
-    cJSON_AddItemToArray(run->handled, cJSON_CreateString(id));
-}
-
-/*  A notice's metadata.kguard.checkpoint {status, step, archive, error}:
-    status "failed" means a verified checkpoint sealed before the fault
-    existed but could not be restored, so the fresh kernel starts over while
-    the user expects it to resume. Recorded once per incident; the run then
-    cannot end as a plain success. */
-static void
-s_note_checkpoint(s_run_t *run, const cJSON *kg)
-{
-  const cJSON *ck = cJSON_GetObjectItemCaseSensitive(kg, "checkpoint");
-  if (!s_is(s_string(ck, "status"), "failed"))
-    return;
-  const char *incident = s_string(kg, "incident");
-  const cJSON *rec;
-  cJSON_ArrayForEach(rec, run->ckpt_failed) {
-    if (s_is(s_string(rec, "incident"), incident)
-        || (!incident && !s_string(rec, "incident")))
-      return;
-  }
-  cJSON *item = cJSON_CreateObject();
-  if (!item)
-    return;
-  if (incident)
-    cJSON_AddStringToObject(item, "incident", incident);
-  else
-    cJSON_AddNullToObject(item, "incident");
-  const char *keys[] = {"step", "archive", "error"};
-  for (size_t i = 0; i < 3; i++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ck, keys[i]);
-    cJSON_AddItemToObject(item, keys[i], v ? cJSON_Duplicate(v, true) : cJSON_CreateNull());
-  }
-  cJSON_AddItemToArray(run->ckpt_failed, item);
-  const cJSON *step = cJSON_GetObjectItemCaseSensitive(ck, "step");
-  const char *archive = s_string(ck, "archive");
-  const char *error = s_string(ck, "error");
-  char stepbuf[32] = "?";
-  if (cJSON_IsNumber(step))
-    snprintf(stepbuf, sizeof stepbuf, "%lld", (long long) step->valuedouble);
-  kg_progress_event(run->pr, true, "checkpoint of step %s%s%s%s was verified but could NOT "
-                    "be restored%s%s: training in the fresh kernel starts over", stepbuf,
-                    archive ? " (" : "", archive ? archive : "", archive ? ")" : "",
-                    error ? ": " : "", error ? error : "");
-}
-
-/*  kguard publishes its notice once the fresh kernel is ready, i.e. after
-    the failing cell's reply, while the re-run is already under way. Such a
-    notice completes what is known about an incident already acted on: the
-    checkpoint that was restored. */
-static void
-s_complete_incident(s_run_t *run, const cJSON *kg, const char *text)
-{
-  const char *incident = s_string(kg, "incident");
-  const cJSON *step = cJSON_GetObjectItemCaseSensitive(kg, "restored_step");
-  const char *archive = s_string(kg, "restored_archive");
-  cJSON *rec;
-  cJSON_ArrayForEach(rec, run->incidents) {
-    if (!incident || !s_is(s_string(rec, "incident"), incident))
-      continue;
-    const char *keys[] = {"restored_step", "restored_archive"};
-    for (int i = 0; i < 2; i++) {
-      const cJSON *v = cJSON_GetObjectItemCaseSensitive(kg, keys[i]);
-      if (v && !cJSON_IsNull(v)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(rec, keys[i]);
-        cJSON_AddItemToObject(rec, keys[i], cJSON_Duplicate(v, true));
-      }
-    }
-    if (text && !cJSON_GetObjectItemCaseSensitive(rec, "notice"))
-      cJSON_AddStringToObject(rec, "notice", text);
-  }
-  if (!s_is(s_string(kg, "event"), "sticky-restart")
-      && !s_is(s_string(kg, "event"), "kernel-died"))
-    return;
-  if (s_is(s_string(cJSON_GetObjectItemCaseSensitive(kg, "checkpoint"), "status"),
-           "failed"))
-    return;                     /*  told by s_note_checkpoint               */
-  if (cJSON_IsNumber(step)) {
-    run->restored_step = (int64_t) step->valuedouble;
-    kg_progress_event(run->pr, true, "checkpoint of step %lld verified and restored%s%s%s; "
-                      "training resumes from it", (long long) run->restored_step,
-                      archive ? " (" : "", archive ? archive : "", archive ? ")" : "");
-  }
-  else
-    kg_progress_event(run->pr, true, "no verified checkpoint sealed before the fault was "
-                      "restored: training starts over");
-}
 
 /*  --log-output: the cell's output as it arrives, as papermill logs it:
     streams, the text of results and displays, errors. */
@@ -309,11 +125,11 @@ s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(content, "data");
     const char *text = s_string(data, "text/plain");
     kg_progress_block(run->pr, true, "  kguard | ", text);
-    s_note_checkpoint(run, kg);
-    if (!mine && s_is_handled(run, s_string(kg, "incident"), parent))
-      s_complete_incident(run, kg, text);
+    kg_run_record_checkpoint(run->record, kg);
+    if (!mine && kg_run_record_is_handled(run->record, s_string(kg, "incident"), parent))
+      kg_run_record_complete(run->record, kg, text);
     else
-      s_note_event(cell, kg, text);
+      kg_run_events_note(cell->events, kg, text);
   }
   if (!mine)
     return;
@@ -342,8 +158,8 @@ s_on_shell(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
   const cJSON *kg = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_METADATA),
                                                      "kguard");
   if (cJSON_IsObject(kg)) {
-    s_note_checkpoint(run, kg);
-    s_note_event(cell, kg, NULL);
+    kg_run_record_checkpoint(run->record, kg);
+    kg_run_events_note(cell->events, kg, NULL);
   }
 }
 
@@ -467,50 +283,6 @@ s_execute(s_run_t *run, size_t index, s_cell_t *cell, const char *code)
 /*  ------------------------------------------------------------------------
     The run. */
 
-static void
-s_record_incidents(s_run_t *run, size_t index, const s_cell_t *cell)
-{
-  const cJSON *ev;
-  cJSON_ArrayForEach(ev, cell->events) {
-    /*  A failure that put kguard DOWN is recorded as that, not also as a
-        restart. */
-    const char *incident = s_string(ev, "incident");
-    bool superseded = false;
-    const cJSON *other;
-    cJSON_ArrayForEach(other, cell->events) {
-      superseded = superseded || (other != ev && incident
-                                  && s_is(s_string(other, "incident"), incident)
-                                  && s_is(s_string(other, "event"), "down"));
-    }
-    if (superseded)
-      continue;
-    cJSON *rec = cJSON_Duplicate(ev, true);
-    if (!rec)
-      continue;
-    cJSON_AddNumberToObject(rec, "cell", (double) index + 1);
-    cJSON_AddNumberToObject(rec, "execution", run->executions);
-    const char *ename = s_string(cell->reply, "ename");
-    if (ename && !cJSON_GetObjectItemCaseSensitive(rec, "ename")) {
-      cJSON_AddStringToObject(rec, "ename", ename);
-      const char *evalue = s_string(cell->reply, "evalue");
-      cJSON_AddStringToObject(rec, "evalue", evalue ? evalue : "");
-    }
-    char buf[4096];
-    const char *path = s_incident_path(run, ev, buf, sizeof buf);
-    if (path) {
-      if (!cJSON_GetObjectItemCaseSensitive(rec, "incident_path"))
-        cJSON_AddStringToObject(rec, "incident_path", path);
-      bool known = false;
-      const cJSON *p;
-      cJSON_ArrayForEach(p, run->paths)
-        known = known || s_is(p->valuestring, path);
-      if (!known)
-        cJSON_AddItemToArray(run->paths, cJSON_CreateString(path));
-    }
-    cJSON_AddItemToArray(run->incidents, rec);
-  }
-}
-
 /*  The terminal story of a restart. */
 static void
 s_tell_restart(s_run_t *run, size_t pos, const s_cell_t *cell)
@@ -538,12 +310,12 @@ s_tell_restart(s_run_t *run, size_t pos, const s_cell_t *cell)
                       run->code[run->ncode - 1] + 1);
   const cJSON *step = cJSON_GetObjectItemCaseSensitive(kg, "restored_step");
   if (cJSON_IsNumber(step) && cJSON_GetObjectItemCaseSensitive(kg, "notice"))
-    s_complete_incident(run, kg, NULL);
+    kg_run_record_complete(run->record, kg, NULL);
   else
     kg_progress_event(run->pr, true, "kguard restores the last checkpoint sealed before the "
                       "fault into the fresh kernel");
   char buf[4096];
-  const char *path = kg ? s_incident_path(run, kg, buf, sizeof buf) : NULL;
+  const char *path = kg ? kg_run_record_incident_path(run->record, kg, buf, sizeof buf) : NULL;
   if (path)
     kg_progress_event(run->pr, true, "incident record: %s", path);
   kg_progress_event(run->pr, true, "restart %d (of at most %d): re-running cells 1..%zu "
@@ -581,19 +353,20 @@ s_summary(s_run_t *run, int code, size_t cells_done)
                      : code == KG_RUN_EXIT_NOT_RESTORED
                      ? "finished WITHOUT the checkpoint it should have resumed from"
                      : "stopped";
-  if (run->restored_step >= 0)
+  int64_t restored = kg_run_record_restored_step(run->record);
+  if (restored >= 0)
     kg_progress_event(run->pr, true, "%s: %zu of %zu code cells done, %d execution%s, "
                       "%d restart%s, checkpoint step %lld restored", what, cells_done,
                       run->ncode, run->executions, run->executions == 1 ? "" : "s",
                       run->restarts, run->restarts == 1 ? "" : "s",
-                      (long long) run->restored_step);
+                      (long long) restored);
   else
     kg_progress_event(run->pr, true, "%s: %zu of %zu code cells done, %d execution%s, "
                       "%d restart%s", what, cells_done, run->ncode, run->executions,
                       run->executions == 1 ? "" : "s", run->restarts,
                       run->restarts == 1 ? "" : "s");
   const cJSON *p;
-  cJSON_ArrayForEach(p, run->paths)
+  cJSON_ArrayForEach(p, kg_run_record_paths(run->record))
     kg_progress_event(run->pr, true, "  incident record:   %s", p->valuestring);
   if (run->cfg->log_path)
     kg_progress_event(run->pr, true, "  kernel log:        %s", run->cfg->log_path);
@@ -615,12 +388,13 @@ s_metadata(s_run_t *run, const char *result, size_t cells_done)
   cJSON_AddNumberToObject(info, "cells_done", (double) cells_done);
   cJSON_AddNumberToObject(info, "executions", run->executions);
   cJSON_AddNumberToObject(info, "restarts", run->restarts);
-  if (run->restored_step >= 0)
-    cJSON_AddNumberToObject(info, "restored_step", (double) run->restored_step);
+  int64_t restored = kg_run_record_restored_step(run->record);
+  if (restored >= 0)
+    cJSON_AddNumberToObject(info, "restored_step", (double) restored);
   else
     cJSON_AddNullToObject(info, "restored_step");
   cJSON_AddItemToObject(info, "checkpoints_not_restored",
-                        cJSON_Duplicate(run->ckpt_failed, true));
+                        cJSON_Duplicate(kg_run_record_not_restored(run->record), true));
 }
 
 static void
@@ -641,15 +415,11 @@ s_log_tail(s_run_t *run)
   kg_progress_block(run->pr, true, "  | ", start ? start + 1 : buf);
 }
 
-/*  The failure of cell has been acted on: its notices arriving later only
-    complete the record. */
+/*  Record the kguard events of cell (code cell index) in the notebook. */
 static void
-s_handle_cell(s_run_t *run, const s_cell_t *cell)
+s_record(s_run_t *run, size_t index, const s_cell_t *cell)
 {
-  s_handle(run, cell->msg_id);
-  const cJSON *ev;
-  cJSON_ArrayForEach(ev, cell->events)
-    s_handle(run, s_string(ev, "incident"));
+  kg_run_record_incidents(run->record, index, run->executions, cell->events, cell->reply);
 }
 
 /*  Execute the cells; returns the exit code and how many cells were done. */
@@ -670,7 +440,7 @@ s_loop(s_run_t *run, size_t *done)
     int rc = cell.events ? s_execute(run, index, &cell, code) : KG_ENOMEM;
     free(code);
     int exit_code = -1;
-    const char *event = s_cell_event(&cell);
+    const char *event = kg_run_events_strongest(cell.events, cell.reply);
     const char *status = s_string(cell.reply, "status");
     if (rc != 0) {
       kg_progress_cell_end(run->pr, "failed");
@@ -693,15 +463,15 @@ s_loop(s_run_t *run, size_t *done)
     }
     else if (s_is(event, "down")) {
       kg_progress_cell_end(run->pr, "down");
-      s_handle_cell(run, &cell);
-      s_record_incidents(run, index, &cell);
+      kg_run_record_acted_on(run->record, cell.msg_id, cell.events);
+      s_record(run, index, &cell);
       s_tell_down(run, index, &cell);
       exit_code = KG_RUN_EXIT_GAVE_UP;
     }
     else if (s_is(event, "sticky-restart") || s_is(event, "kernel-died")) {
       kg_progress_cell_end(run->pr, "kernel restarted");
-      s_record_incidents(run, index, &cell);
-      s_handle_cell(run, &cell);
+      s_record(run, index, &cell);
+      kg_run_record_acted_on(run->record, cell.msg_id, cell.events);
       run->restarts++;
       if (run->restarts > run->cfg->max_restarts) {
         kg_progress_event(run->pr, true, "gave up: more than %d restart%s (--max-restarts)",
@@ -717,7 +487,7 @@ s_loop(s_run_t *run, size_t *done)
     }
     else if (cell.timed_out) {
       kg_progress_cell_end(run->pr, "timed out");
-      s_record_incidents(run, index, &cell);
+      s_record(run, index, &cell);
       exit_code = KG_RUN_EXIT_TIMEOUT;
     }
     else if (cell.user_interrupt) {
@@ -726,13 +496,13 @@ s_loop(s_run_t *run, size_t *done)
     }
     else if (!s_is(status, "ok") && !kg_notebook_has_tag(run->nb, index, "raises-exception")) {
       kg_progress_cell_end(run->pr, status ? status : "error");
-      s_record_incidents(run, index, &cell);
+      s_record(run, index, &cell);
       s_tell_error(run, index, &cell);
       exit_code = KG_RUN_EXIT_CELL_ERROR;
     }
     else {
       kg_progress_cell_end(run->pr, s_is(status, "ok") ? "ok" : "error (raises-exception)");
-      s_record_incidents(run, index, &cell);
+      s_record(run, index, &cell);
       pos++;
       if (pos > *done)
         *done = pos;
@@ -762,22 +532,19 @@ s_result_name(int code)
 int
 kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *pr)
 {
-  s_run_t run = {.nb = nb, .cfg = cfg, .pr = pr, .restored_step = -1};
+  s_run_t run = {.nb = nb, .cfg = cfg, .pr = pr};
   int code = KG_EXIT_SYSTEM;
   size_t done = 0;
   size_t ncells = kg_notebook_cell_count(nb);
   run.code = calloc(ncells + 1, sizeof *run.code);
   run.outputs = kg_outputs_new();
-  run.paths = cJSON_CreateArray();
-  run.handled = cJSON_CreateArray();
-  run.ckpt_failed = cJSON_CreateArray();
   cJSON *kguard = kg_notebook_kguard_metadata(nb);
   if (kguard) {
     cJSON_DeleteItemFromObjectCaseSensitive(kguard, "incidents");
-    run.incidents = cJSON_AddArrayToObject(kguard, "incidents");
+    run.record = kg_run_record_new(cJSON_AddArrayToObject(kguard, "incidents"),
+                                   cfg->state_dir, pr);
   }
-  if (!run.code || !run.outputs || !run.paths || !run.handled || !run.incidents
-      || !run.ckpt_failed) {
+  if (!run.code || !run.outputs || !run.record) {
     kg_progress_event(pr, true, "out of memory");
     goto done;
   }
@@ -818,7 +585,7 @@ kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *p
                     run.ncode == 1 ? "" : "s");
 
   code = s_loop(&run, &done);
-  if (code == 0 && cJSON_GetArraySize(run.ckpt_failed) > 0)
+  if (code == 0 && cJSON_GetArraySize(kg_run_record_not_restored(run.record)) > 0)
     code = KG_RUN_EXIT_NOT_RESTORED;
   s_metadata(&run, s_result_name(code), done);
   rc = kg_notebook_save(nb, cfg->output_path);
@@ -840,9 +607,7 @@ done:
   }
   kg_client_destroy(&run.client);
   kg_outputs_destroy(&run.outputs);
-  cJSON_Delete(run.paths);
-  cJSON_Delete(run.handled);
-  cJSON_Delete(run.ckpt_failed);
+  kg_run_record_destroy(&run.record);
   free(run.code);
   return code;
 }

@@ -20,7 +20,8 @@ def ckenv(tmp_path, monkeypatch, keyenv):
     monkeypatch.setenv("KGUARD_CKPT_DIR", str(tmp_path / "ck"))
     monkeypatch.setenv("KGUARD_RUN_ID", "run-py")
     for k in ("KGUARD_RESUME_DIR", "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE",
-              "KGUARD_RESUME_DIGEST", "KGUARD_EMULATE"):
+              "KGUARD_RESUME_DIGEST", "KGUARD_EMULATE", "KGUARD_CKPT_LAYOUT", "RANK",
+              "KGUARD_RANK", "WORLD_SIZE"):
         monkeypatch.delenv(k, raising=False)
     return tmp_path
 
@@ -113,3 +114,53 @@ def test_import_needs_nothing_but_stdlib():
                        env={k: v for k, v in os.environ.items() if not k.startswith("KGUARD_RESUME")})
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "None"
+
+
+def test_multi_node_exec_ranks_seal_and_resume_in_their_own_directories(ckenv, monkeypatch):
+    # What a multi-node `kguard exec` gives rank 1 of 2 (torchrun's RANK/WORLD_SIZE).
+    monkeypatch.setenv("KGUARD_CKPT_LAYOUT", "rank-dirs")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    path = kguard.save({"step": 6, "rank": 1}, 6)
+    assert os.path.dirname(path) == str(ckenv / "ck" / "rank-1")
+    assert path.endswith("-rank1of2.kgckpt.tar")   # the signed manifest says rank 1 of 2
+    m = json.loads(run("ckpt", "manifest", path).stdout)["manifest"]
+    assert (m["rank"], m["world_size"]) == (1, 2)
+    # A script written for the old contract joined rank-$RANK itself: same directory.
+    monkeypatch.setenv("KGUARD_CKPT_DIR", str(ckenv / "ck" / "rank-1"))
+    assert os.path.dirname(kguard.save({"step": 7}, 7)) == str(ckenv / "ck" / "rank-1")
+    monkeypatch.setenv("KGUARD_CKPT_DIR", str(ckenv / "ck"))
+
+    # kguard exec restored each rank of the node into RESUME_DIR/rank-R and names the
+    # node's first rank's archive; rank 1 loads its own copy under the plain name.
+    base = ckenv / "restored"
+    base.mkdir()
+    assert run("ckpt", "restore", path, str(base / "rank-1")).returncode == 0
+    monkeypatch.setenv("KGUARD_RESUME_DIR", str(base))
+    monkeypatch.setenv("KGUARD_RESUME_STEP", "6")
+    monkeypatch.setenv("KGUARD_RESUME_ARCHIVE", path)
+    r = kguard.resume()
+    assert r.dir == str(base / "rank-1") and r.step == 6 and r.archive == path
+    assert r.load() == {"step": 6, "rank": 1}
+    # Another rank's archive is not passed off as this rank's.
+    monkeypatch.setenv("KGUARD_RESUME_ARCHIVE", str(ckenv / "ck" / "rank-0" / "x.kgckpt.tar"))
+    (ckenv / "ck" / "rank-0").mkdir()
+    (ckenv / "ck" / "rank-0" / "x.kgckpt.tar").write_bytes(b"")
+    assert kguard.resume().archive is None
+    # A restore that left this rank out is an error, never a silent start over.
+    monkeypatch.setenv("RANK", "0")
+    with pytest.raises(RuntimeError, match="not rank 0's checkpoint"):
+        kguard.resume()
+
+
+def test_without_kguard_exec_layout_world_size_changes_no_directory(ckenv, monkeypatch):
+    # torchrun alone (or one node): every rank seals a shard into KGUARD_CKPT_DIR itself.
+    monkeypatch.delenv("KGUARD_CKPT_LAYOUT", raising=False)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    path = kguard.save({"step": 3}, 3)
+    assert os.path.dirname(path) == str(ckenv / "ck")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("KGUARD_CKPT_LAYOUT", "rank-dirs")   # one process: unchanged
+    assert os.path.dirname(kguard.save({"step": 4}, 4)) == str(ckenv / "ck")

@@ -41,6 +41,30 @@ KG_TEST(agreed_step_is_newest_that_every_rank_verifies)
   KG_CHECK_INT(kg_coord_pick_step(all, 6, 3, -1, NULL, 0), -1);
 }
 
+KG_TEST(archive_rank_is_the_manifests_else_the_directorys)
+{
+  static const struct {
+    int64_t manifest_rank, manifest_world;
+    int dir_rank, world, want;
+  } t[] = {
+    {-1, -1, 0, 2, 0},   /* an archive sealed before sets: its directory says */
+    {-1, -1, 1, 2, 1},
+    {-1, -1, 2, 2, -1},  /* a directory beyond this job's ranks */
+    {1, 2, 1, 2, 1},     /* a shard where it belongs */
+    {1, 2, 0, 2, 1},     /* a shard copied into another rank's directory: the signed rank */
+    {0, 4, 0, 2, -1},    /* a shard of a 4-rank job cannot resume a 2-rank one */
+    {3, -1, 0, 2, -1},   /* a signed rank outside the job */
+    {1, -1, 0, 2, 1},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    int got = kg_coord_archive_rank(t[i].manifest_rank, t[i].manifest_world, t[i].dir_rank,
+                                    t[i].world);
+    if (got != t[i].want)
+      fprintf(stderr, "row %zu: %d\n", i, got);
+    KG_CHECK_INT(got, t[i].want);
+  }
+}
+
 KG_TEST(root_cause_is_the_earliest_sticky_report)
 {
   kg_coord_report_t r1[] = {{false, 0}, {true, 500}, {true, 400}};
@@ -103,5 +127,6 @@ KG_TEST(keys_derive_from_the_secret_and_reject_weak_files)
 }
 
 KG_TEST_MAIN(KG_CASE(agreed_step_is_newest_that_every_rank_verifies),
+             KG_CASE(archive_rank_is_the_manifests_else_the_directorys),
              KG_CASE(root_cause_is_the_earliest_sticky_report),
              KG_CASE(keys_derive_from_the_secret_and_reject_weak_files))

@@ -5,8 +5,9 @@ a checkpoint ends with exactly the parameters of a run without faults.
 Checkpoints with kguard.save every --every steps; resumes with
 kguard.resume(); prints "kguard: completed step N" after each step (the
 progress kguard exec reads). Under torchrun (WORLD_SIZE > 1) it trains with
-DistributedDataParallel over gloo; each rank seals its own checkpoints into
-$KGUARD_CKPT_DIR/rank-R.
+DistributedDataParallel over gloo; under a multi-node kguard exec,
+kguard.save/resume put each rank's checkpoints into $KGUARD_CKPT_DIR/rank-R
+and read its restore from $KGUARD_RESUME_DIR/rank-R by themselves.
 
 The emulated GPU fault (KGUARD_EMULATE, python/kguard/emulate.py) fires in
 rank --fault-rank only. --on-fault hang keeps the poisoned process alive and
@@ -37,8 +38,6 @@ rank = int(os.environ.get("RANK", "0"))
 world = int(os.environ.get("WORLD_SIZE", "1"))
 if rank != args.fault_rank:
     os.environ.pop("KGUARD_EMULATE", None)
-if world > 1 and os.environ.get("KGUARD_CKPT_DIR"):
-    os.environ["KGUARD_CKPT_DIR"] = os.path.join(os.environ["KGUARD_CKPT_DIR"], f"rank-{rank}")
 
 import torch  # noqa: E402
 import kguard  # noqa: E402
@@ -64,9 +63,7 @@ opt = torch.optim.SGD(model.parameters(), lr=0.05)
 start = 0
 r = kguard.resume()
 if r is not None:
-    # Multi-node: kguard exec restores each rank into KGUARD_RESUME_DIR/rank-R.
-    name = os.path.join(f"rank-{rank}", "state.pt") if world > 1 else "state.pt"
-    state = r.load(name)
+    state = r.load()  # under a multi-node kguard exec: this rank's own copy
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["opt"])
     start = int(state["step"])

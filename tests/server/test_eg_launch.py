@@ -186,7 +186,7 @@ def test_sticky_error_restarts_in_place(gateway, tmp_path):
     reply, msgs = col.run("import os; print(os.environ['KGUARD_CKPT_DIR'])")
     assert stdout_of(msgs) == "%s\n" % ckpt       # --checkpoints reaches kguard kernel
     # Cell 0 holds the kernel until both later cells were sent, so the queued one is in kguard's
-    # queue when cell 1 fails (what arrives after the failure is another matter: kg_stale).
+    # queue when cell 1 fails (what arrives after the failure is another matter: kg_gate_stale).
     go = tmp_path / "go"
     hold = kc.execute("import os, time, kguard.emulate as em\n"
                       "while not os.path.exists(%r): time.sleep(0.01)" % str(go))
