@@ -2,7 +2,8 @@
     replies, cached kernel_info, stream answers to in-band commands.
 
     Each gets a fresh msg_id (jupyter_client rejects a signature it has seen),
-    parent = the request's header, and the inner kernel's session as last
+    parent = the request's header, and the session of that request's busy
+    (kg_pending) while it is open, else the inner kernel's session as last
     seen, so frontends that track the session see one kernel (M5).
 
     busy/idle go through the ledger (kg_pending): a request the kernel
@@ -45,11 +46,25 @@ s_publish_as(kg_sup_t *S, const char *session, const char *type, const cJSON *pa
   kg_msg_destroy(&m);
 }
 
+/*  The session for a message kguard writes about the request whose header
+    is parent: the one its busy went out under, while that busy is open
+    (the failing cell's notice comes from the fresh kernel's time, but
+    belongs with the old kernel's busy and idle); otherwise the inner
+    kernel's session as last seen. */
+static const char *
+s_session_for(kg_sup_t *S, const cJSON *parent)
+{
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(parent, "msg_id");
+  const char *session =
+    cJSON_IsString(id) ? kg_pending_busy_session(S->pending, id->valuestring) : NULL;
+  return session && *session ? session : S->session;
+}
+
 void
 kg__publish(kg_sup_t *S, const char *type, const cJSON *parent, cJSON **content_p,
             cJSON **metadata_p)
 {
-  s_publish_as(S, S->session, type, parent, content_p, metadata_p);
+  s_publish_as(S, s_session_for(S, parent), type, parent, content_p, metadata_p);
 }
 
 void
@@ -108,7 +123,7 @@ static void
 s_reply_meta(kg_sup_t *S, kg_pending_entry_t *e, const char *type, cJSON **content_p,
              const cJSON *metadata)
 {
-  kg_msg_t *m = kg_msg_new(type, S->session, e->header, content_p);
+  kg_msg_t *m = kg_msg_new(type, s_session_for(S, e->header), e->header, content_p);
   if (!m)
     return;
   if (metadata)

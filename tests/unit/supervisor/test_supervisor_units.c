@@ -282,7 +282,13 @@ KG_TEST(pending_busy_ledger)
   KG_CHECK(kg_pending_busy_at(p, 0, &h, &session));
   KG_CHECK_STR(cJSON_GetObjectItem(h, "msg_id")->valuestring, "m1");
   KG_CHECK_STR(session, "s-old");   /* the session of the first busy */
+  /* what kguard writes for m1 (the sticky notice, after a restart gave the
+     kernel a new session) goes out under m1's busy session */
+  KG_CHECK_STR(kg_pending_busy_session(p, "m1"), "s-old");
+  KG_CHECK(kg_pending_busy_session(p, "m3") == NULL);
+  KG_CHECK(kg_pending_busy_session(p, NULL) == NULL);
   KG_CHECK(kg_pending_busy_close(p, "m1"));
+  KG_CHECK(kg_pending_busy_session(p, "m1") == NULL);
   KG_CHECK(!kg_pending_busy_close(p, "m1"));   /* one idle only */
   KG_CHECK(!kg_pending_busy_is_open(p, "m1"));
   KG_CHECK(!kg_pending_busy_at(p, 1, &h, &session));
