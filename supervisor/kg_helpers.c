@@ -17,25 +17,19 @@
 #include <sys/stat.h>
 
 #include "kg_clock.h"
+#include "kg_language.h"
 #include "kg_error.h"
 #include "kg_log.h"
 
-
-static const char *
-s_interpreter(kg_sup_t *S)
-{
-  const char *a0 = S->inner_argv[0];
-  const char *base = strrchr(a0, '/');
-  base = base ? base + 1 : a0;
-  return strncmp(base, "python", 6) == 0 ? a0 : NULL;
-}
 
 /*  Versions (Python, torch, CUDA/HIP, device) from a separate process:
     never from the poisoned one. */
 void
 kg__start_probe(kg_sup_t *S)
 {
-  const char *py = s_interpreter(S);
+  /* by the kernel's language (its kernel_info_reply, cached, or the
+     kernelspec's), not by argv[0]'s name: kg_language.h */
+  const char *py = kg_language_interpreter(kg__language(S), S->inner_argv);
   if (!py || !S->python_dir[0])
     return;
   char *argv[] = {(char *) py, "-m", "kguard.probe", NULL};

@@ -84,7 +84,7 @@ struct kg_supervisor_t {
   char runtime_dir[PATH_MAX];
   char inner_conn_path[PATH_MAX];
   char kernel_log_path[PATH_MAX];
-  char guess_language[32];
+  char *spec_language;           /*  the kernelspec's language, or NULL     */
 
   /* transport */
   kg_sigsrc_t *sig;
@@ -301,6 +301,10 @@ bool kg__check_timers(kg_sup_t *S, int64_t now);
 bool kg__inband_match(kg_msg_t *msg);
 bool kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch);
 const char *kg__diag_label(kg_sup_t *S);
+
+/* kg_supervisor.c: the kernel's language (kg_language.h): its cached
+   kernel_info_reply, else the kernelspec's, else argv's guess. Borrowed. */
+const char *kg__language(const kg_sup_t *S);
 
 /* kg_kenv.c */
 void kg__guard_env(kg_sup_t *S, char ***envp_p);

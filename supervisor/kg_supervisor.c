@@ -6,6 +6,7 @@
     (kg_state) and the deadlines the loop waits for.
 */
 #include "kg_sup_priv.h"
+#include "kg_language.h"
 #include "kg_sup_parent.h"
 
 #include <errno.h>
@@ -81,11 +82,13 @@ s_copy_argv(kg_sup_t *S, char *const *argv)
     if (!(S->inner_argv[i] = strdup(argv[i])))
       return KG_ENOMEM;
   S->inner_argc = n;
-  const char *base = strrchr(argv[0], '/');
-  base = base ? base + 1 : argv[0];
-  snprintf(S->guess_language, sizeof S->guess_language, "%s",
-           strstr(base, "python") ? "python" : "unknown");
   return 0;
+}
+
+const char *
+kg__language(const kg_sup_t *S)
+{
+  return kg_language_of(S->info_cache, S->spec_language, S->inner_argv);
 }
 
 kg_supervisor_t *
@@ -104,6 +107,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->inner_message_interrupts = config->interrupt_mode
                                 && strcmp(config->interrupt_mode, "message") == 0;
   if (s_copy_argv(S, config->inner_argv) != 0)
+    goto fail;
+  if (config->language && *config->language && !(S->spec_language = strdup(config->language)))
     goto fail;
 
   /* Signals first: libzmq's threads must inherit the blocked mask. */
@@ -288,6 +293,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(S->down_reason);
   free(S->shutdown_msg_id);
   free(S->session);
+  free(S->spec_language);
   free(S->running_id);
   free(S->abort_idle_id);
   free(S->abort_probe_id);

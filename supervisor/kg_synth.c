@@ -218,7 +218,7 @@ kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e)
     cJSON_AddStringToObject(content, "implementation", "kguard");
     cJSON_AddStringToObject(content, "implementation_version", KGUARD_VERSION);
     cJSON *li = cJSON_AddObjectToObject(content, "language_info");
-    cJSON_AddStringToObject(li, "name", S->guess_language);
+    cJSON_AddStringToObject(li, "name", kg__language(S));
     char banner[1024];
     snprintf(banner, sizeof banner, "kguard: the kernel is %s%s%s",
              S->state == KG_ST_DOWN ? "down" : "starting",
