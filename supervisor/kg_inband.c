@@ -124,8 +124,8 @@ s_inband_run(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch, char *line)
     kg__answer_stream(S, e, "usage: %kguard restart [--diagnostic] | %kguard status\n", false);
     return true;
   }
-  if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_RESTORING
-      || S->state == KG_ST_EXITING) {
+  if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING
+      || S->state == KG_ST_RESTORING || kg_state_exiting(S->state)) {
     kg__answer_stream(S, e, "kguard: a restart is already in progress\n", true);
     return true;
   }

@@ -109,9 +109,8 @@ kg__kernel_start(kg_sup_t *S)
   S->next_nudge_ms = kg_clock_mono_ms();
   S->state_deadline_ms = kg_clock_mono_ms() + KG__START_TIMEOUT_MS;
   S->stop_reason = KG__STOP_NONE;
-  S->kill_sent = false;
   S->we_killed = false;
-  kg__set_str(&S->running_id, NULL);
+  kg_gate_set_running(S->gate, NULL);
 
   snprintf(S->inner_info->transport, sizeof S->inner_info->transport, "ipc");
   snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->runtime_dir);

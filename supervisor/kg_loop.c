@@ -88,7 +88,7 @@ kg_supervisor_run(kg_supervisor_t *S)
   int kinds[24], args[24];
   bool ready[S_ZSOCKS];
   while (S->running) {
-    if (S->state == KG_ST_EXITING && S->exit_phase == KG__EXIT_DONE)
+    if (S->state == KG_ST_EXITED)
       break;
     int n = 0;
     bool pending = false;

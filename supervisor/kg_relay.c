@@ -167,7 +167,7 @@ kg__relay_holds_queue(const kg_pending_entry_t *e)
 bool
 kg__relay_kernel_busy(kg_sup_t *S)
 {
-  if (S->abort_idle_id || S->abort_probe_id)
+  if (kg_gate_abort_active(S->gate))
     return true;
   for (size_t i = 0; i < kg_pending_count(S->pending); i++)
     if (kg__relay_holds_queue(kg_pending_at(S->pending, i)))
@@ -215,7 +215,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 {
   kg_msg_t *msg = *msg_p;
   const char *type = kg_msg_type(msg);
-  if (S->state == KG_ST_EXITING) {
+  if (kg_state_exiting(S->state)) {
     kg_debug("%s ignored: shutting down", type);
     return;
   }
@@ -240,7 +240,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
     if (kg_state_gate_open(S->state) && S->child && !kg_child_exited(S->child)) {
       s_forward(S, ch, msg, e);
-      kg__begin_exit(S, true);
+      kg__fire(S, KG_EV_SHUTDOWN_REQUEST);   /* its reply awaited */
     } else {
       if (e) {
         cJSON *content = cJSON_CreateObject();
@@ -249,7 +249,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
         kg__reply(S, e, "shutdown_reply", &content);
         kg_pending_remove(S->pending, S->shutdown_msg_id);
       }
-      kg__begin_exit(S, false);
+      kg__fire(S, KG_EV_SHUTDOWN);
     }
     return;
   }

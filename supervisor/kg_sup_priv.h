@@ -47,7 +47,6 @@
 #define KG__CHECK_MS 10000        /* the device probe's answer (issue 16)   */
 #define KG__HELPER_STALL_MS 30000 /* a helper silent this long is killed */
 #define KG__RESTORE_NOTICE_MS 2000 /* a restore this long gets a progress notice */
-#define KG__ABORT_PROBE_MS 2000   /*  after an error reply: wait for the probe */
 #define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
 #define KG__TRIM_DELAY_MS 500     /*  ... frees memory this long after the last */
 
@@ -59,16 +58,6 @@ typedef enum {
   KG__STOP_USER,                /*  %kguard restart / kguard restart          */
   KG__STOP_TIMEOUT              /*  never became ready                       */
 } kg__stop_t;
-
-/*  Shutdown sub-phases of EXITING. */
-typedef enum {
-  KG__EXIT_WAIT_REPLY = 0,      /*  shutdown_request forwarded, reply awaited */
-  KG__EXIT_WAIT_CHILD,          /*  the kernel exits on its own              */
-  KG__EXIT_TERM,                /*  SIGTERM sent                              */
-  KG__EXIT_KILL,                /*  SIGKILL sent                              */
-  KG__EXIT_DONE
-} kg__exit_phase_t;
-
 
 struct kg_supervisor_t {
   /* configuration */
@@ -131,13 +120,10 @@ struct kg_supervisor_t {
 
   /* deadlines */
   int64_t state_deadline_ms;    /*  start timeout, evidence, grace, backoff  */
-  bool kill_sent;               /*  STOPPING: SIGKILL already sent           */
   kg__stop_t stop_reason;
   int64_t backoff_ms;           /*  delay chosen by the policy               */
 
-  /* EXITING */
-  kg__exit_phase_t exit_phase;
-  int64_t exit_deadline_ms;
+  /* EXITING .. EXITED (the exit phases are states: kg_state.h) */
   char *shutdown_msg_id;        /*  the frontend's shutdown_request          */
   bool shutdown_restart;        /*  its content.restart                      */
   bool running;
@@ -156,16 +142,7 @@ struct kg_supervisor_t {
   char *failing_code;
   bool failing_replied;         /*  its real execute_reply was relayed       */
   bool failing_guessed;         /*  chosen without a parent (raw evidence)   */
-  /*  Request ids below are owned strings or NULL: a peer chose them, so
-      they have any length (a truncated copy never matches again). */
-  char *running_id;             /*  execute request the kernel said busy for */
-  char *abort_idle_id;          /*  after an error reply that made the kernel
-                                    abort its own queue: that request, whose
-                                    idle is awaited, then                    */
-  char *abort_probe_id;         /*  kguard's probe kernel_info_request, whose
-                                    reply is awaited before the next request
-                                    goes in (kg_relay.c)                     */
-  int64_t abort_probe_ms;       /*  when that error reply came               */
+  /*  The running request and ipykernel's stop_on_error probe: kg_gate. */
   int64_t trim_at_ms;           /*  give freed message memory back then      */
   /* suspicion and device probe (kg_check.c) */
   char *check_id;               /*  kguard's probe execute_request, or NULL  */
@@ -213,7 +190,6 @@ void kg__free_envp(char ***envp_p);   /* free a NULL-terminated array */
 /* kg_supervisor.c */
 void kg__fire(kg_sup_t *S, kg_event_t event);   /* post; applied after the current transition */
 bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in the queue */
-void kg__begin_exit(kg_sup_t *S, bool wait_for_reply);
 void kg__enter(kg_sup_t *S, kg_state_t st);   /* a state's entry action */
 void kg__on_signal(kg_sup_t *S);              /* drain the signalfd */
 void kg__timers(kg_sup_t *S);                 /* act on deadlines reached */

@@ -294,9 +294,6 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(S->shutdown_msg_id);
   free(S->session);
   free(S->spec_language);
-  free(S->running_id);
-  free(S->abort_idle_id);
-  free(S->abort_probe_id);
   free(S->check_id);
   kg_msg_destroy(&S->check_reply);
   cJSON_Delete(S->check_idle);
@@ -320,6 +317,52 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
 /* ------------------------------------------------------------------------
    The state machine's entry actions. */
 
+/*  The shutdown states' entry actions. Everything ends within
+    jupyter_client's 2.5 s: the kernel's shutdown_reply awaited 1 s, then
+    0.3 s for it to exit on its own, SIGTERM, SIGKILL, 0.5 s each. */
+static void
+s_enter_exit(kg_sup_t *S, kg_state_t st)
+{
+  int64_t now = kg_clock_mono_ms();
+  bool alive = S->child && !kg_child_exited(S->child);
+  if (!alive && st != KG_ST_EXITED) {
+    kg__fire(S, KG_EV_CHILD_EXIT);   /* no kernel to wait for */
+    return;
+  }
+  switch (st) {
+  case KG_ST_EXITING:
+    S->state_deadline_ms = now + KG__SHUTDOWN_REPLY_MS;
+    break;
+  case KG_ST_EXIT_WAIT: {
+    /* The kernel did not answer in time: answer for it. */
+    kg_pending_entry_t *e = kg_pending_find(S->pending, S->shutdown_msg_id);
+    if (e) {
+      cJSON *content = cJSON_CreateObject();
+      cJSON_AddStringToObject(content, "status", "ok");
+      cJSON_AddBoolToObject(content, "restart", S->shutdown_restart);
+      kg__reply(S, e, "shutdown_reply", &content);
+      kg_pending_remove(S->pending, S->shutdown_msg_id);
+    }
+    S->state_deadline_ms = now + 300;
+    break;
+  }
+  case KG_ST_EXIT_TERM:
+    kg_child_kill_group(S->child, SIGTERM);
+    S->state_deadline_ms = now + 500;
+    break;
+  case KG_ST_EXIT_KILL:
+    kg_child_kill_group(S->child, SIGKILL);
+    S->state_deadline_ms = now + 500;
+    break;
+  default:   /* EXITED */
+    if (alive)
+      kg_warning("the kernel did not go away after SIGKILL; exiting anyway");
+    S->state_deadline_ms = 0;
+    break;
+  }
+}
+
+
 void
 kg__enter(kg_sup_t *S, kg_state_t st)
 {
@@ -339,13 +382,17 @@ kg__enter(kg_sup_t *S, kg_state_t st)
     kg__guard_enter_closing(S);
     break;
   case KG_ST_STOPPING:
-    S->kill_sent = false;
     if (S->child && !kg_child_exited(S->child)) {
       S->we_killed = true;
       kg_child_kill_group(S->child, SIGTERM);
       S->state_deadline_ms = kg_clock_mono_ms() + KG__TERM_GRACE_MS;
     } else
       kg__guard_after_stop(S);
+    break;
+  case KG_ST_KILLING:
+    kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", S->generation);
+    kg_child_kill_group(S->child, SIGKILL);
+    S->state_deadline_ms = kg_clock_mono_ms() + 2000;
     break;
   case KG_ST_RESTORING:
     kg__guard_start_restore(S);
@@ -362,6 +409,12 @@ kg__enter(kg_sup_t *S, kg_state_t st)
     kg__guard_enter_down(S);
     break;
   case KG_ST_EXITING:
+  case KG_ST_EXIT_WAIT:
+  case KG_ST_EXIT_TERM:
+  case KG_ST_EXIT_KILL:
+  case KG_ST_EXITED:
+    s_enter_exit(S, st);
+    break;
   case KG_ST_NONE:
   case KG_ST_COUNT:
     break;
@@ -381,10 +434,6 @@ s_apply(kg_sup_t *S, kg_event_t event)
   kg_info("state %s --%s--> %s", kg_state_name(S->state), kg_event_name(event),
           kg_state_name(next));
   S->state = next;
-  if (next == KG_ST_EXITING) {
-    kg__begin_exit(S, false);
-    return;
-  }
   kg__enter(S, next);
 }
 
@@ -418,28 +467,6 @@ kg__events_pending(const kg_sup_t *S)
   return S->ev_count > 0;
 }
 
-/*  Shutdown. With wait_for_reply the frontend's shutdown_request was
-    forwarded and its reply is awaited briefly; otherwise the group is
-    terminated at once. Everything ends within jupyter_client's 2.5 s. */
-void
-kg__begin_exit(kg_sup_t *S, bool wait_for_reply)
-{
-  S->state = KG_ST_EXITING;
-  int64_t now = kg_clock_mono_ms();
-  if (!S->child || kg_child_exited(S->child)) {
-    S->exit_phase = KG__EXIT_DONE;
-    return;
-  }
-  if (wait_for_reply) {
-    S->exit_phase = KG__EXIT_WAIT_REPLY;
-    S->exit_deadline_ms = now + KG__SHUTDOWN_REPLY_MS;
-  } else {
-    kg_child_kill_group(S->child, SIGTERM);
-    S->exit_phase = KG__EXIT_TERM;
-    S->exit_deadline_ms = now + 500;
-  }
-}
-
 /* ------------------------------------------------------------------------
    Signals, children, timers. */
 
@@ -449,12 +476,12 @@ s_on_child_exit(kg_sup_t *S)
   kg__guard_drain_pipes(S);
   char how[64];
   kg_child_describe(kg_child_status(S->child), how, sizeof how);
-  if (S->state == KG_ST_EXITING) {
+  if (kg_state_exiting(S->state)) {
     kg_info("kernel exited (%s)", how);
-    S->exit_phase = KG__EXIT_DONE;
+    kg__fire(S, KG_EV_CHILD_EXIT);
     return;
   }
-  if (S->state == KG_ST_STOPPING) {
+  if (S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING) {
     kg_info("kernel #%d stopped (%s)", S->generation, how);
     kg__guard_after_stop(S);
     return;
@@ -489,49 +516,10 @@ kg__on_signal(kg_sup_t *S)
       break;
     default:
       kg_notice("received SIG%s: shutting down", sigabbrev_np(sig));
-      if (S->state != KG_ST_EXITING)
+      if (!kg_state_exiting(S->state))
         kg__fire(S, KG_EV_SHUTDOWN);
       break;
     }
-  }
-}
-
-static void
-s_exit_timers(kg_sup_t *S, int64_t now)
-{
-  if (S->exit_phase == KG__EXIT_DONE || now < S->exit_deadline_ms)
-    return;
-  switch (S->exit_phase) {
-  case KG__EXIT_WAIT_REPLY: {
-    /* The kernel did not answer in time: answer for it. */
-    kg_pending_entry_t *e = kg_pending_find(S->pending, S->shutdown_msg_id);
-    if (e) {
-      cJSON *content = cJSON_CreateObject();
-      cJSON_AddStringToObject(content, "status", "ok");
-      cJSON_AddBoolToObject(content, "restart", S->shutdown_restart);
-      kg__reply(S, e, "shutdown_reply", &content);
-      kg_pending_remove(S->pending, S->shutdown_msg_id);
-    }
-    S->exit_phase = KG__EXIT_WAIT_CHILD;
-    S->exit_deadline_ms = now + 300;
-    break;
-  }
-  case KG__EXIT_WAIT_CHILD:
-    kg_child_kill_group(S->child, SIGTERM);
-    S->exit_phase = KG__EXIT_TERM;
-    S->exit_deadline_ms = now + 500;
-    break;
-  case KG__EXIT_TERM:
-    kg_child_kill_group(S->child, SIGKILL);
-    S->exit_phase = KG__EXIT_KILL;
-    S->exit_deadline_ms = now + 500;
-    break;
-  case KG__EXIT_KILL:
-    kg_warning("the kernel did not go away after SIGKILL; exiting anyway");
-    S->exit_phase = KG__EXIT_DONE;
-    break;
-  case KG__EXIT_DONE:
-    break;
   }
 }
 
@@ -565,13 +553,12 @@ kg__timers(kg_sup_t *S)
       kg__fire(S, KG_EV_EVIDENCE_DONE);
     break;
   case KG_ST_STOPPING:
+    if (now >= S->state_deadline_ms && S->child && !kg_child_exited(S->child))
+      kg__fire(S, KG_EV_TIMER);   /* → KILLING */
+    break;
+  case KG_ST_KILLING:
     if (now >= S->state_deadline_ms && S->child && !kg_child_exited(S->child)) {
-      if (!S->kill_sent) {
-        kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", S->generation);
-        kg_child_kill_group(S->child, SIGKILL);
-        S->kill_sent = true;
-      } else
-        kg_warning("kernel #%d still not reaped after SIGKILL", S->generation);
+      kg_warning("kernel #%d still not reaped after SIGKILL", S->generation);
       S->state_deadline_ms = now + 2000;
     }
     break;
@@ -580,7 +567,11 @@ kg__timers(kg_sup_t *S)
       kg__fire(S, KG_EV_TIMER);
     break;
   case KG_ST_EXITING:
-    s_exit_timers(S, now);
+  case KG_ST_EXIT_WAIT:
+  case KG_ST_EXIT_TERM:
+  case KG_ST_EXIT_KILL:
+    if (now >= S->state_deadline_ms)
+      kg__fire(S, KG_EV_TIMER);
     break;
   default:
     break;
@@ -602,11 +593,13 @@ kg__timeout_ms(kg_sup_t *S)
     break;
   case KG_ST_CLOSING:
   case KG_ST_STOPPING:
+  case KG_ST_KILLING:
   case KG_ST_BACKOFF:
-    cands[0] = S->state_deadline_ms;
-    break;
   case KG_ST_EXITING:
-    cands[0] = S->exit_deadline_ms;
+  case KG_ST_EXIT_WAIT:
+  case KG_ST_EXIT_TERM:
+  case KG_ST_EXIT_KILL:
+    cands[0] = S->state_deadline_ms;
     break;
   default:
     break;
