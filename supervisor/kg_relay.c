@@ -343,23 +343,11 @@ kg__on_front(kg_sup_t *S, kg_channel_t ch)
 {
   for (int i = 0; i < S_BATCH && S->running; i++) {
     kg_msg_t *msg = NULL;
-    if (kg__relay_recv(S, S->front[ch], "frontend", ch, &msg) <= 0)
+    if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
       return;
     kg__relay_note_size(S, msg);
-    if (kg__relay_accept(S, msg, S->front_signer, S->inner_signer, "frontend", ch))
+    if (kg__relay_accept(S, msg, kg_front_signer(S->front), S->inner_signer, "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
-    kg_msg_destroy(&msg);
-  }
-}
-
-void
-kg__on_hb(kg_sup_t *S)
-{
-  for (int i = 0; i < S_BATCH; i++) {
-    kg_msg_t *msg = NULL;
-    if (kg__relay_recv(S, S->front[KG_CH_HB], "frontend", KG_CH_HB, &msg) <= 0)
-      return;
-    kg_msg_send_raw(msg, S->front[KG_CH_HB], ZMQ_DONTWAIT);
     kg_msg_destroy(&msg);
   }
 }

@@ -144,7 +144,7 @@ s_route_back(kg_sup_t *S, kg_msg_t *msg, kg_pending_entry_t *e, kg_channel_t ch)
 {
   if (kg_msg_set_idents(msg, e->idents, e->ident_count) != 0)
     return;
-  int rc = kg_msg_send(msg, S->front[ch], S->front_signer, 0);
+  int rc = kg_front_send(S->front, ch, msg);
   if (rc)
     kg_warning("unable to send %s to the frontend: %s", kg_msg_type(msg), kg_strerror(rc));
   else
@@ -177,7 +177,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
      CLOSING too), and a stream message can be megabytes, so parsing it
      first would hold up the frontend and every message behind it. */
   if (S->state == KG_ST_READY && strcmp(kg_msg_type(msg), "stream") == 0) {
-    if (kg_msg_send(msg, S->front[KG_CH_IOPUB], S->front_signer, 0) == 0)
+    if (kg_front_send(S->front, KG_CH_IOPUB, msg) == 0)
       S->n_relayed++;
     kg__guard_iopub(S, msg);
     return;
@@ -242,7 +242,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
     if (!kg_pending_busy_close(S->pending, parent))
       return;
   }
-  int rc = kg_msg_send(msg, S->front[KG_CH_IOPUB], S->front_signer, 0);
+  int rc = kg_front_send(S->front, KG_CH_IOPUB, msg);
   if (rc == 0)
     S->n_relayed++;
   s_check_ready(S);
@@ -396,7 +396,7 @@ kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
     kg_msg_t *msg = NULL;
     if (kg__relay_recv(S, socket, "kernel", ch, &msg) <= 0)
       return;
-    if (kg__relay_accept(S, msg, S->inner_signer, S->front_signer, "kernel", ch)) {
+    if (kg__relay_accept(S, msg, S->inner_signer, kg_front_signer(S->front), "kernel", ch)) {
       const char *session = kg_msg_session(msg);
       if (session && *session && strcmp(session, S->session) != 0)
         kg__set_str(&S->session, session);

@@ -18,7 +18,7 @@
 #include "kg_classifier.h"
 #include "kg_conninfo.h"
 #include "kg_diagnosis.h"
-#include "kg_heartbeat.h"
+#include "kg_front.h"
 #include "kg_gate.h"
 #include "kg_helper.h"
 #include "kg_incident.h"
@@ -82,11 +82,9 @@ struct kg_supervisor_t {
   void *ctx;
   kg_conninfo_t *front_info;
   kg_conninfo_t *inner_info;
-  kg_signer_t *front_signer;
+  kg_front_t *front;            /*  the frontend's bound sockets, heartbeat
+                                    thread and signer (kg_front.h)           */
   kg_signer_t *inner_signer;
-  kg_heartbeat_t *heartbeat;   /* echoes on the bound hb socket (its own
-                                  thread; front[KG_CH_HB] is NULL) */
-  void *front[KG_CH_COUNT];     /*  bound: ROUTER x3 + hb ROUTER, PUB iopub  */
   void *kern[KG_CH_COUNT];      /*  DEALER x3 (one routing id), SUB iopub    */
   char routing_id[40];
 
@@ -198,7 +196,6 @@ long kg__timeout_ms(kg_sup_t *S);             /* until the next deadline */
 /* kg_relay.c */
 void kg__on_front(kg_sup_t *S, kg_channel_t ch);
 void kg__on_kernel(kg_sup_t *S, kg_channel_t ch);
-void kg__on_hb(kg_sup_t *S);
 /*  Log the dropped-message summary if its interval ended (or now, if force). */
 void kg__droplog_flush(kg_sup_t *S, int64_t now, bool force);
 void kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p);

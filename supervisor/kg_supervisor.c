@@ -168,10 +168,9 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     }
     goto fail;
   }
-  S->front_signer = kg_signer_new(S->front_info->key, S->front_info->key_len, 65536);
   S->droplog = kg_ratelog_new(KG_DROP_COUNT, kg_msg_drop_names, KG__DROPLOG_BURST,
                               KG__DROPLOG_INTERVAL_MS);
-  if (!S->front_signer || !S->droplog)
+  if (!S->droplog)
     goto fail;
 
   /* Diagnosis: the rules are data; bad rules are a configuration error. */
@@ -215,25 +214,9 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     kg_error("unable to create the zmq context: %s", zmq_strerror(errno));
     goto fail;
   }
-  for (int ch = 0; ch < KG_CH_COUNT; ch++) {
-    if (ch == KG_CH_HB)
-      continue;   /* the heartbeat thread's, below */
-    S->front[ch] = kg_socket_bind(S->ctx, S->front_info, (kg_channel_t) ch, &rc);
-    if (!S->front[ch]) {
-      kg_error("unable to bind the %s channel: %s", kg_channel_name((kg_channel_t) ch),
-               kg_strerror(rc));
-      goto fail;
-    }
-  }
-  /* Heartbeats are echoed in a thread (and a zmq context, so an I/O thread)
-     of their own, as ipykernel does, so a busy loop (a cell printing
-     hundreds of MB) never looks dead to the frontend. front[KG_CH_HB] stays
-     NULL. */
-  S->heartbeat = kg_heartbeat_bind(S->front_info, &rc);
-  if (!S->heartbeat) {
-    kg_error("unable to start the heartbeat thread: %s", kg_strerror(rc));
+  S->front = kg_front_bind(S->ctx, S->front_info, &rc);   /* logs what failed */
+  if (!S->front)
     goto fail;
-  }
   char uuid[37];
   kg_uuid4(uuid);   /* until the kernel's own session is seen */
   kg__set_str(&S->session, uuid);
@@ -259,18 +242,15 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_child_destroy(&S->child);
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
-  kg_heartbeat_destroy(&S->heartbeat);
-  for (int ch = 0; ch < KG_CH_COUNT; ch++) {
-    kg_socket_close(&S->front[ch]);
+  kg_front_destroy(&S->front);
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
     kg_socket_close(&S->kern[ch]);
-  }
   if (S->ctx)
     zmq_ctx_term(S->ctx);
   if (S->runtime_dir[0])
     kg_paths_remove_tree(S->runtime_dir);
   kg_conninfo_destroy(&S->front_info);
   kg_conninfo_destroy(&S->inner_info);
-  kg_signer_destroy(&S->front_signer);
   kg_signer_destroy(&S->inner_signer);
   kg_ratelog_destroy(&S->droplog);
   kg_pending_destroy(&S->pending);

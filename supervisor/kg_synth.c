@@ -27,23 +27,9 @@ static void
 s_publish_as(kg_sup_t *S, const char *session, const char *type, const cJSON *parent,
              cJSON **content_p, cJSON **metadata_p)
 {
-  kg_msg_t *m = kg_msg_new(type, session, parent, content_p);
-  if (!m) {
-    if (metadata_p) {
-      cJSON_Delete(*metadata_p);
-      *metadata_p = NULL;
-    }
-    return;
-  }
-  if (metadata_p && *metadata_p) {
-    kg_msg_set_json(m, KG_PART_METADATA, *metadata_p);
-    cJSON_Delete(*metadata_p);
-    *metadata_p = NULL;
-  }
-  kg_frame_t topic = {type, strlen(type)};
-  if (kg_msg_set_idents(m, &topic, 1) == 0)
-    kg_msg_send(m, S->front[KG_CH_IOPUB], S->front_signer, 0);
-  kg_msg_destroy(&m);
+  int rc = kg_front_publish(S->front, session, type, parent, content_p, metadata_p);
+  if (rc)
+    kg_warning("unable to publish %s: %s", type, kg_strerror(rc));
 }
 
 /*  The session for a message kguard writes about the request whose header
@@ -123,17 +109,10 @@ static void
 s_reply_meta(kg_sup_t *S, kg_pending_entry_t *e, const char *type, cJSON **content_p,
              const cJSON *metadata)
 {
-  kg_msg_t *m = kg_msg_new(type, s_session_for(S, e->header), e->header, content_p);
-  if (!m)
-    return;
-  if (metadata)
-    kg_msg_set_json(m, KG_PART_METADATA, metadata);
-  if (kg_msg_set_idents(m, e->idents, e->ident_count) == 0) {
-    int rc = kg_msg_send(m, S->front[e->channel], S->front_signer, 0);
-    if (rc)
-      kg_warning("unable to send %s: %s", type, kg_strerror(rc));
-  }
-  kg_msg_destroy(&m);
+  int rc = kg_front_reply(S->front, e->channel, e->idents, e->ident_count,
+                          s_session_for(S, e->header), type, e->header, content_p, metadata);
+  if (rc)
+    kg_warning("unable to send %s: %s", type, kg_strerror(rc));
 }
 
 void
