@@ -84,12 +84,12 @@ s_replace(const char *a, const char *pattern, const char *repl)
 static char **
 s_expand_argv(kg_sup_t *S)
 {
-  char **argv = calloc(S->inner_argc + 1, sizeof *argv);
+  char **argv = calloc(S->cfg->inner_argc + 1, sizeof *argv);
   if (!argv)
     return NULL;
-  for (size_t i = 0; i < S->inner_argc; i++) {
-    char *a = s_replace(S->inner_argv[i], "{connection_file}", S->inner_conn_path);
-    argv[i] = a ? s_replace(a, S->conn_path, S->inner_conn_path) : NULL;
+  for (size_t i = 0; i < S->cfg->inner_argc; i++) {
+    char *a = s_replace(S->cfg->inner_argv[i], "{connection_file}", S->cfg->inner_conn_path);
+    argv[i] = a ? s_replace(a, S->cfg->conn_path, S->cfg->inner_conn_path) : NULL;
     free(a);
     if (!argv[i]) {
       kg__free_envp(&argv);
@@ -113,7 +113,7 @@ kg__kernel_start(kg_sup_t *S)
   kg_gate_set_running(S->gate, NULL);
 
   snprintf(S->inner_info->transport, sizeof S->inner_info->transport, "ipc");
-  snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->runtime_dir);
+  snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->cfg->runtime_dir);
   for (int ch = 0; ch < KG_CH_COUNT; ch++)
     S->inner_info->ports[ch] = 1 + ch + 5 * (S->generation % 10000);
   /* The frontend's key (the file lives in kguard's 0700 runtime dir): the
@@ -125,8 +125,8 @@ kg__kernel_start(kg_sup_t *S)
     if (!S->inner_signer)
       rc = KG_ENOMEM;
   }
-  if (rc == 0 && (rc = kg_conninfo_save(S->inner_info, S->inner_conn_path)) != 0)
-    kg_error("unable to write %s: %s", S->inner_conn_path, kg_strerror(rc));
+  if (rc == 0 && (rc = kg_conninfo_save(S->inner_info, S->cfg->inner_conn_path)) != 0)
+    kg_error("unable to write %s: %s", S->cfg->inner_conn_path, kg_strerror(rc));
   if (rc == 0)
     rc = s_connect_kernel(S);
 

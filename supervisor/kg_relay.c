@@ -254,7 +254,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     return;
   }
   if (ch == KG_CH_CONTROL && strcmp(type, "interrupt_request") == 0
-      && !S->inner_message_interrupts) {
+      && !S->cfg->inner_message_interrupts) {
     /* The inner kernel takes interrupts as signals (ipykernel's default). */
     e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
     if (S->child && !kg_child_exited(S->child) && kg_state_gate_open(S->state)) {

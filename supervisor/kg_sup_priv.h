@@ -59,9 +59,11 @@ typedef enum {
   KG__STOP_TIMEOUT              /*  never became ready                       */
 } kg__stop_t;
 
-struct kg_supervisor_t {
-  /* configuration */
-  char conn_path[PATH_MAX];
+/*  The configuration: filled in once by kg_supervisor_new (from the
+    command line, the state directory and the environment), then read only
+    (the supervisor keeps it as a const pointer). */
+typedef struct {
+  char conn_path[PATH_MAX];     /*  the frontend's connection file           */
   char **inner_argv;            /*  owned copy, {connection_file} kept       */
   size_t inner_argc;
   bool inner_message_interrupts;/*  inner kernel's interrupt_mode = message  */
@@ -73,7 +75,12 @@ struct kg_supervisor_t {
   char runtime_dir[PATH_MAX];
   char inner_conn_path[PATH_MAX];
   char kernel_log_path[PATH_MAX];
-  char *spec_language;           /*  the kernelspec's language, or NULL     */
+  char *spec_language;          /*  the kernelspec's language, or NULL (owned) */
+  kg_policy_config_t policy_config;   /*  as configured, for %kguard status  */
+} kg__config_t;
+
+struct kg_supervisor_t {
+  const kg__config_t *cfg;      /*  owned; immutable after kg_supervisor_new */
 
   /* transport */
   kg_sigsrc_t *sig;
@@ -132,7 +139,6 @@ struct kg_supervisor_t {
   kg_diagnosis_t *diag;         /*  the running kernel's evidence            */
   kg_diagnosis_t *prev_diag;    /*  the previous kernel's, for its notices   */
   kg_policy_t *policy;
-  kg_policy_config_t policy_config;   /*  as configured, for %kguard status  */
   kg_incident_t *incident;      /*  the current incident, if any             */
   char *incident_path;
   cJSON *failing_header;        /*  header of the failing request            */

@@ -42,6 +42,14 @@ kg__set_str(char **field, const char *value)
   *field = copy;
 }
 
+/*  The configuration as kg_supervisor_new fills it in: the only writer.
+    Everything else reads it through the const S->cfg. */
+static kg__config_t *
+s_rw(kg_sup_t *S)
+{
+  return (kg__config_t *) S->cfg;
+}
+
 static int
 s_open_logs(kg_sup_t *S)
 {
@@ -51,7 +59,7 @@ s_open_logs(kg_sup_t *S)
   gmtime_r(&t, &tm);
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
   char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/logs/kguard-%s-%ld.log", S->state_dir, stamp, (long) getpid());
+  snprintf(path, sizeof path, "%s/logs/kguard-%s-%ld.log", s_rw(S)->state_dir, stamp, (long) getpid());
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd >= 0) {
     S->own_log = fdopen(fd, "a");
@@ -61,11 +69,11 @@ s_open_logs(kg_sup_t *S)
       close(fd);
   } else
     kg_warning("unable to open %s: %s", path, strerror(errno));
-  snprintf(S->kernel_log_path, sizeof S->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
-           S->state_dir, stamp, (long) getpid());
-  S->log_fd = open(S->kernel_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  snprintf(s_rw(S)->kernel_log_path, sizeof s_rw(S)->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
+           s_rw(S)->state_dir, stamp, (long) getpid());
+  S->log_fd = open(s_rw(S)->kernel_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (S->log_fd < 0)
-    kg_warning("unable to open %s: %s", S->kernel_log_path, strerror(errno));
+    kg_warning("unable to open %s: %s", s_rw(S)->kernel_log_path, strerror(errno));
   return 0;
 }
 
@@ -75,20 +83,20 @@ s_copy_argv(kg_sup_t *S, char *const *argv)
   size_t n = 0;
   while (argv[n])
     n++;
-  S->inner_argv = calloc(n + 1, sizeof *S->inner_argv);
-  if (!S->inner_argv)
+  s_rw(S)->inner_argv = calloc(n + 1, sizeof *s_rw(S)->inner_argv);
+  if (!s_rw(S)->inner_argv)
     return KG_ENOMEM;
   for (size_t i = 0; i < n; i++)
-    if (!(S->inner_argv[i] = strdup(argv[i])))
+    if (!(s_rw(S)->inner_argv[i] = strdup(argv[i])))
       return KG_ENOMEM;
-  S->inner_argc = n;
+  s_rw(S)->inner_argc = n;
   return 0;
 }
 
 const char *
 kg__language(const kg_sup_t *S)
 {
-  return kg_language_of(S->info_cache, S->spec_language, S->inner_argv);
+  return kg_language_of(S->info_cache, S->cfg->spec_language, S->cfg->inner_argv);
 }
 
 kg_supervisor_t *
@@ -98,17 +106,22 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   kg_sup_t *S = calloc(1, sizeof *S);
   if (!S)
     return NULL;
+  S->cfg = calloc(1, sizeof *S->cfg);
+  if (!S->cfg) {
+    free(S);
+    return NULL;
+  }
   S->log_fd = -1;
   S->resume_step = -1;
   S->execution_count = 0;
   S->state = KG_ST_STARTING;
-  snprintf(S->conn_path, sizeof S->conn_path, "%s", config->connection_file);
-  snprintf(S->name, sizeof S->name, "%s", config->name ? config->name : "");
-  S->inner_message_interrupts = config->interrupt_mode
+  snprintf(s_rw(S)->conn_path, sizeof s_rw(S)->conn_path, "%s", config->connection_file);
+  snprintf(s_rw(S)->name, sizeof s_rw(S)->name, "%s", config->name ? config->name : "");
+  s_rw(S)->inner_message_interrupts = config->interrupt_mode
                                 && strcmp(config->interrupt_mode, "message") == 0;
   if (s_copy_argv(S, config->inner_argv) != 0)
     goto fail;
-  if (config->language && *config->language && !(S->spec_language = strdup(config->language)))
+  if (config->language && *config->language && !(s_rw(S)->spec_language = strdup(config->language)))
     goto fail;
 
   /* Signals first: libzmq's threads must inherit the blocked mask. */
@@ -121,31 +134,31 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     kg_error("unable to watch the launcher: %s", strerror(errno));
     goto fail;
   }
-  int rc = kg_paths_state_dir(S->state_dir, sizeof S->state_dir);
+  int rc = kg_paths_state_dir(s_rw(S)->state_dir, sizeof s_rw(S)->state_dir);
   if (rc) {
-    kg_error("unable to create the state directory %s: %s", S->state_dir, kg_strerror(rc));
+    kg_error("unable to create the state directory %s: %s", s_rw(S)->state_dir, kg_strerror(rc));
     goto fail;
   }
   s_open_logs(S);
-  if (kg_paths_exe(S->exe, sizeof S->exe) != 0)
-    snprintf(S->exe, sizeof S->exe, "kguard");
-  if (kg_paths_python_dir(S->python_dir, sizeof S->python_dir) != 0)
+  if (kg_paths_exe(s_rw(S)->exe, sizeof s_rw(S)->exe) != 0)
+    snprintf(s_rw(S)->exe, sizeof s_rw(S)->exe, "kguard");
+  if (kg_paths_python_dir(s_rw(S)->python_dir, sizeof s_rw(S)->python_dir) != 0)
     kg_warning("kguard's Python package was not found (%s); the kernel will not "
-               "have kguard.save", S->python_dir);
+               "have kguard.save", s_rw(S)->python_dir);
   if (config->checkpoints && *config->checkpoints) {
     if (config->checkpoints[0] == '/')
-      snprintf(S->ckpt_dir, sizeof S->ckpt_dir, "%s", config->checkpoints);
+      snprintf(s_rw(S)->ckpt_dir, sizeof s_rw(S)->ckpt_dir, "%s", config->checkpoints);
     else {
       char cwd[PATH_MAX];
       if (!getcwd(cwd, sizeof cwd))
         snprintf(cwd, sizeof cwd, ".");
-      snprintf(S->ckpt_dir, sizeof S->ckpt_dir, "%.2000s/%.2000s", cwd, config->checkpoints);
+      snprintf(s_rw(S)->ckpt_dir, sizeof s_rw(S)->ckpt_dir, "%.2000s/%.2000s", cwd, config->checkpoints);
     }
   } else {
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
       snprintf(cwd, sizeof cwd, ".");
-    snprintf(S->ckpt_dir, sizeof S->ckpt_dir, "%.3000s/kguard-checkpoints", cwd);
+    snprintf(s_rw(S)->ckpt_dir, sizeof s_rw(S)->ckpt_dir, "%.3000s/kguard-checkpoints", cwd);
   }
 
   /* The frontend's connection file. */
@@ -154,14 +167,14 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   if (!S->front_info || !S->inner_info)
     goto fail;
   char err[256] = "";
-  rc = kg_conninfo_load(S->front_info, S->conn_path, err, sizeof err);
+  rc = kg_conninfo_load(S->front_info, s_rw(S)->conn_path, err, sizeof err);
   if (rc) {
     if (rc == KG_ECONNFILE || rc == KG_ESCHEME) {
-      kg_error("invalid connection file %s: %s", S->conn_path,
+      kg_error("invalid connection file %s: %s", s_rw(S)->conn_path,
                *err ? err : kg_strerror(rc));
       *exit_code = KG_EXIT_USAGE;
     } else {
-      kg_error("unable to read connection file %s: %s", S->conn_path,
+      kg_error("unable to read connection file %s: %s", s_rw(S)->conn_path,
                *err ? err : kg_strerror(rc));
       *exit_code = rc == -ENOENT || rc == -EACCES || rc == -EISDIR ? KG_EXIT_USAGE
                                                                     : KG_EXIT_SYSTEM;
@@ -189,8 +202,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   }
   S->diag = kg_diagnosis_new(S->rules);
   S->prev_diag = kg_diagnosis_new(S->rules);
-  S->policy_config = config->policy;
-  S->policy = kg_policy_new(&S->policy_config);
+  s_rw(S)->policy_config = config->policy;
+  S->policy = kg_policy_new(&s_rw(S)->policy_config);
   S->gate = kg_gate_new(config->stale_window_ms);
   S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
@@ -201,13 +214,13 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
       || !S->gate || !S->ckpt || !S->probe)
     goto fail;
 
-  rc = kg_paths_runtime_dir(S->runtime_dir, sizeof S->runtime_dir);
+  rc = kg_paths_runtime_dir(s_rw(S)->runtime_dir, sizeof s_rw(S)->runtime_dir);
   if (rc) {
     kg_error("unable to create a runtime directory: %s", kg_strerror(rc));
-    S->runtime_dir[0] = '\0';
+    s_rw(S)->runtime_dir[0] = '\0';
     goto fail;
   }
-  snprintf(S->inner_conn_path, sizeof S->inner_conn_path, "%.4000s/kernel.json", S->runtime_dir);
+  snprintf(s_rw(S)->inner_conn_path, sizeof s_rw(S)->inner_conn_path, "%.4000s/kernel.json", s_rw(S)->runtime_dir);
 
   S->ctx = zmq_ctx_new();
   if (!S->ctx) {
@@ -223,8 +236,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   if (!S->session)
     goto fail;
   S->running = true;
-  kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", S->name, S->inner_argv[0],
-            (long) getpid(), S->state_dir);
+  kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", s_rw(S)->name, s_rw(S)->inner_argv[0],
+            (long) getpid(), s_rw(S)->state_dir);
   *exit_code = 0;
   return S;
 
@@ -247,8 +260,8 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
     kg_socket_close(&S->kern[ch]);
   if (S->ctx)
     zmq_ctx_term(S->ctx);
-  if (S->runtime_dir[0])
-    kg_paths_remove_tree(S->runtime_dir);
+  if (S->cfg->runtime_dir[0])
+    kg_paths_remove_tree(S->cfg->runtime_dir);
   kg_conninfo_destroy(&S->front_info);
   kg_conninfo_destroy(&S->inner_info);
   kg_signer_destroy(&S->inner_signer);
@@ -273,15 +286,17 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(S->down_reason);
   free(S->shutdown_msg_id);
   free(S->session);
-  free(S->spec_language);
   free(S->check_id);
   kg_msg_destroy(&S->check_reply);
   cJSON_Delete(S->check_idle);
   kg__free_envp(&S->kernel_envp);
-  if (S->inner_argv)
-    for (size_t i = 0; i < S->inner_argc; i++)
-      free(S->inner_argv[i]);
-  free(S->inner_argv);
+  kg__config_t *C = s_rw(S);
+  if (C->inner_argv)
+    for (size_t i = 0; i < C->inner_argc; i++)
+      free(C->inner_argv[i]);
+  free(C->inner_argv);
+  free(C->spec_language);
+  free(C);
   if (S->log_fd >= 0)
     close(S->log_fd);
   kg_parentwatch_destroy(&S->parent);
