@@ -23,18 +23,6 @@
 #include "kg_log.h"
 #include "kg_socket.h"
 
-void
-kg__free_envp(char ***envp_p)
-{
-  if (!*envp_p)
-    return;
-  for (char **e = *envp_p; *e; e++)
-    free(*e);
-  free(*envp_p);
-  *envp_p = NULL;
-}
-
-
 static int
 s_connect_kernel(kg_sup_t *S)
 {

@@ -182,14 +182,18 @@ struct kg_supervisor_t {
 
 typedef struct kg_supervisor_t kg_sup_t;
 
+/* kg_sup_util.c (calls no other supervisor file) */
 /*  Replace the owned string *field with a copy of value (NULL or "" clear
-    it). */
+    it; out of memory keeps the old value). */
 void kg__set_str(char **field, const char *value);
+void kg__free_envp(char ***envp_p);   /* free a NULL-terminated array */
+/*  The kernel's language (kg_language.h): its cached kernel_info_reply,
+    else the kernelspec's, else argv's guess. Borrowed. */
+const char *kg__language(const kg_sup_t *S);
 
 /* kg_kernel.c: the entry action of STARTING; 0, or a negative code with
    S->down_reason set (the caller fires SPAWN_FAILED) */
 int kg__kernel_start(kg_sup_t *S);
-void kg__free_envp(char ***envp_p);   /* free a NULL-terminated array */
 
 /* kg_supervisor.c */
 void kg__fire(kg_sup_t *S, kg_event_t event);   /* post; applied after the current transition */
@@ -280,10 +284,6 @@ bool kg__check_timers(kg_sup_t *S, int64_t now);
 bool kg__inband_match(kg_msg_t *msg);
 bool kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch);
 const char *kg__diag_label(kg_sup_t *S);
-
-/* kg_supervisor.c: the kernel's language (kg_language.h): its cached
-   kernel_info_reply, else the kernelspec's, else argv's guess. Borrowed. */
-const char *kg__language(const kg_sup_t *S);
 
 /* kg_kenv.c */
 void kg__guard_env(kg_sup_t *S, char ***envp_p);

@@ -32,16 +32,6 @@
 /* ------------------------------------------------------------------------
    Set-up and teardown. */
 
-void
-kg__set_str(char **field, const char *value)
-{
-  char *copy = value && *value ? strdup(value) : NULL;
-  if (value && *value && !copy)
-    return;   /* out of memory: keep the old value rather than none */
-  free(*field);
-  *field = copy;
-}
-
 /*  The configuration as kg_supervisor_new fills it in: the only writer.
     Everything else reads it through the const S->cfg. */
 static kg__config_t *
@@ -91,12 +81,6 @@ s_copy_argv(kg_sup_t *S, char *const *argv)
       return KG_ENOMEM;
   s_rw(S)->inner_argc = n;
   return 0;
-}
-
-const char *
-kg__language(const kg_sup_t *S)
-{
-  return kg_language_of(S->info_cache, S->cfg->spec_language, S->cfg->inner_argv);
 }
 
 kg_supervisor_t *
