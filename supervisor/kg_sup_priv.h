@@ -18,6 +18,7 @@
 #include "kg_classifier.h"
 #include "kg_conninfo.h"
 #include "kg_diagnosis.h"
+#include "kg_evq.h"
 #include "kg_front.h"
 #include "kg_gate.h"
 #include "kg_helper.h"
@@ -34,7 +35,6 @@
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
-#define KG__EVQ_MAX 16           /* events posted during one transition   */
 #define KG__NUDGE_MAX 16          /* own kernel_info ids remembered        */
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
 #define KG__RING_BYTES (256u * 1024u)
@@ -118,10 +118,7 @@ struct kg_supervisor_t {
   int64_t next_nudge_ms;
   int nudge_interval_ms;
 
-  /* the state machine's event queue (kg__fire) */
-  kg_event_t ev_queue[KG__EVQ_MAX];
-  int ev_head, ev_count;
-  bool ev_applying;
+  kg_evq_t *evq;                /*  the state machine's event queue (kg__fire) */
 
   /* deadlines */
   int64_t state_deadline_ms;    /*  start timeout, evidence, grace, backoff  */

@@ -189,13 +189,14 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   s_rw(S)->policy_config = config->policy;
   S->policy = kg_policy_new(&s_rw(S)->policy_config);
   S->gate = kg_gate_new(config->stale_window_ms);
+  S->evq = kg_evq_new();
   S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
   S->out_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
   S->err_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
   if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->out_ring || !S->err_ring
-      || !S->gate || !S->ckpt || !S->probe)
+      || !S->gate || !S->evq || !S->ckpt || !S->probe)
     goto fail;
 
   rc = kg_paths_runtime_dir(s_rw(S)->runtime_dir, sizeof s_rw(S)->runtime_dir);
@@ -252,6 +253,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_ratelog_destroy(&S->droplog);
   kg_pending_destroy(&S->pending);
   kg_gate_destroy(&S->gate);
+  kg_evq_destroy(&S->evq);
   kg_ring_destroy(&S->out_ring);
   kg_ring_destroy(&S->err_ring);
   kg_diagnosis_destroy(&S->diag);
@@ -420,30 +422,23 @@ s_apply(kg_sup_t *S, kg_event_t event)
     the entry actions post after it, in order); inside one (an entry action
     posting the next event) it waits until the current transition has
     finished, so no transition ever runs inside another. */
+static void
+s_apply_cb(void *arg, kg_event_t event)
+{
+  s_apply(arg, event);
+}
+
 void
 kg__fire(kg_sup_t *S, kg_event_t event)
 {
-  if (S->ev_count == KG__EVQ_MAX) {
+  if (kg_evq_post(S->evq, event, s_apply_cb, S) != 0)
     kg_error("event queue full: %s dropped", kg_event_name(event));
-    return;
-  }
-  S->ev_queue[(S->ev_head + S->ev_count++) % KG__EVQ_MAX] = event;
-  if (S->ev_applying)
-    return;
-  S->ev_applying = true;
-  while (S->ev_count > 0) {
-    kg_event_t ev = S->ev_queue[S->ev_head];
-    S->ev_head = (S->ev_head + 1) % KG__EVQ_MAX;
-    S->ev_count--;
-    s_apply(S, ev);
-  }
-  S->ev_applying = false;
 }
 
 bool
 kg__events_pending(const kg_sup_t *S)
 {
-  return S->ev_count > 0;
+  return kg_evq_pending(S->evq);
 }
 
 /* ------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kg_error.h"
+#include "kg_evq.h"
 #include "kg_state.h"
 #include "kg_test.h"
 
@@ -107,5 +109,91 @@ KG_TEST(state_reachability)
   }
 }
 
+/*  The event queue with a recording apply: a table machine whose entry
+    actions post the next event, as the supervisor's do. */
+typedef struct {
+  kg_evq_t *q;
+  kg_state_t state;
+  int depth, max_depth;         /*  applies running at once                  */
+  kg_state_t seen[64];
+  int n_seen;
+  int posts_left;               /*  for the overflow case                     */
+} s_machine_t;
+
+static void
+s_apply(void *arg, kg_event_t ev)
+{
+  s_machine_t *m = arg;
+  m->depth++;
+  if (m->depth > m->max_depth)
+    m->max_depth = m->depth;
+  kg_state_t next = kg_state_next(m->state, ev);
+  if (next != KG_ST_NONE) {
+    m->state = next;
+    if (m->n_seen < 64)
+      m->seen[m->n_seen++] = next;
+    /* entry actions that post (STOPPING's group already gone, BACKOFF's
+       zero delay), like kg_supervisor.c's */
+    if (next == KG_ST_STOPPING)
+      kg_evq_post(m->q, KG_EV_STOPPED_RESTART, s_apply, m);
+    else if (next == KG_ST_BACKOFF) {
+      kg_evq_post(m->q, KG_EV_TIMER, s_apply, m);
+      /* queued behind TIMER: the state has not changed yet here */
+      KG_CHECK(kg_evq_pending(m->q));
+      KG_CHECK_INT(m->state, KG_ST_BACKOFF);
+    }
+  }
+  while (m->posts_left > 0) {   /* flood from inside a transition */
+    m->posts_left--;
+    int rc = kg_evq_post(m->q, KG_EV_USER_RESTART, s_apply, m);
+    if (m->posts_left < 1)
+      KG_CHECK_INT(rc, KG_ETOOBIG);   /* the 17th waiting event */
+  }
+  m->depth--;
+}
+
+KG_TEST(evq_posts_wait_for_the_running_transition)
+{
+  s_machine_t m = {.q = kg_evq_new(), .state = KG_ST_READY};
+  KG_CHECK(m.q != NULL);
+  KG_CHECK(!kg_evq_pending(m.q));
+  /* the kernel dies: READY → STOPPING → (posted) BACKOFF → (posted) STARTING,
+     each applied after the one that posted it returned */
+  KG_CHECK_INT(kg_evq_post(m.q, KG_EV_CHILD_EXIT, s_apply, &m), 0);
+  KG_CHECK_INT(m.state, KG_ST_STARTING);
+  KG_CHECK_INT(m.n_seen, 3);
+  KG_CHECK_INT(m.seen[0], KG_ST_STOPPING);
+  KG_CHECK_INT(m.seen[1], KG_ST_BACKOFF);
+  KG_CHECK_INT(m.seen[2], KG_ST_STARTING);
+  KG_CHECK_INT(m.max_depth, 1);   /* never nested */
+  KG_CHECK(!kg_evq_pending(m.q));
+  /* an event the state ignores changes nothing */
+  KG_CHECK_INT(kg_evq_post(m.q, KG_EV_RESTORED, s_apply, &m), 0);
+  KG_CHECK_INT(m.state, KG_ST_STARTING);
+  kg_evq_destroy(&m.q);
+  KG_CHECK(m.q == NULL);
+  kg_evq_destroy(&m.q);   /* safe twice */
+}
+
+KG_TEST(evq_overflow_is_refused)
+{
+  s_machine_t m = {.q = kg_evq_new(), .state = KG_ST_DOWN, .posts_left = KG_EVQ_MAX + 1};
+  /* the first apply (DOWN ignores TIMER) posts 17 more: 16 wait, the 17th
+     is refused; the 16 are applied in order: DOWN → STARTING → STOPPING,
+     whose posted STOPPED_RESTART waits behind the other 14 (ignored while
+     STOPPING), then → BACKOFF → STARTING */
+  KG_CHECK_INT(kg_evq_post(m.q, KG_EV_TIMER, s_apply, &m), 0);
+  KG_CHECK_INT(m.max_depth, 1);
+  KG_CHECK_INT(m.n_seen, 4);
+  KG_CHECK_INT(m.seen[0], KG_ST_STARTING);
+  KG_CHECK_INT(m.seen[1], KG_ST_STOPPING);
+  KG_CHECK_INT(m.seen[2], KG_ST_BACKOFF);
+  KG_CHECK_INT(m.seen[3], KG_ST_STARTING);
+  KG_CHECK_INT(m.state, KG_ST_STARTING);
+  KG_CHECK(!kg_evq_pending(m.q));
+  kg_evq_destroy(&m.q);
+}
+
 KG_TEST_MAIN(KG_CASE(state_every_state_event), KG_CASE(state_exit_phases),
-             KG_CASE(state_term_then_kill), KG_CASE(state_reachability))
+             KG_CASE(state_term_then_kill), KG_CASE(state_reachability),
+             KG_CASE(evq_posts_wait_for_the_running_transition), KG_CASE(evq_overflow_is_refused))
