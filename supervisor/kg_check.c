@@ -18,6 +18,7 @@
     Arrows: kg_relay.c -> kg_check.c -> kg_guard.c (never back).
 */
 #include "kg_sup_priv.h"
+#include "kg_language.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,23 +36,12 @@ kg__check_pending(const kg_sup_t *S)
   return S->check_id || (S->state == KG_ST_READY && kg_diagnosis_suspect(S->diag));
 }
 
-/*  The probe is Python: only for a Python inner kernel. */
-static bool
-s_python(const kg_sup_t *S)
-{
-  const cJSON *li = cJSON_GetObjectItemCaseSensitive(S->info_cache, "language_info");
-  const cJSON *name = cJSON_GetObjectItemCaseSensitive(li, "name");
-  if (cJSON_IsString(name))
-    return strcmp(name->valuestring, "python") == 0;
-  return strcmp(S->guess_language, "python") == 0;
-}
-
 void
 kg__check_start(kg_sup_t *S)
 {
   if (S->check_id || S->state != KG_ST_READY || !kg_diagnosis_suspect(S->diag))
     return;
-  if (!s_python(S)) {
+  if (!kg_language_is_python(kg__language(S))) {
     kg_notice("suspicion not checked: the inner kernel is not Python (log only)");
     kg__guard_clear_suspicion(S);
     return;

@@ -31,6 +31,11 @@ s_usage(FILE *out)
     "  --checkpoints DIR            checkpoint directory given to the kernel as\n"
     "                               KGUARD_CKPT_DIR (default ./kguard-checkpoints)\n"
     "  --name NAME                  kernelspec name, for the logs\n"
+    "  --language LANG              the kernelspec's language: kguard's Python\n"
+    "                               helpers (version and device probes) run only\n"
+    "                               for a Python kernel; its kernel_info_reply\n"
+    "                               decides once seen, the program's name before\n"
+    "                               when LANG is not given\n"
     "  --state-dir DIR              state directory (default $KGUARD_STATE_DIR,\n"
     "                               $XDG_STATE_HOME/kguard, ~/.local/state/kguard)\n"
     "  --rules FILE                 classification rules (default the shipped ones,\n"
@@ -76,12 +81,13 @@ int
 kg_cli_kernel_main(int argc, char **argv)
 {
   enum { O_IMODE = 1000, O_CKPT, O_NAME, O_STATE, O_RULES, O_STALE, O_MAXR, O_RWIN, O_BACKOFF,
-         O_BACKOFF_MAX };
+         O_BACKOFF_MAX, O_LANG };
   static const struct option opts[] = {
     {"connection-file", required_argument, NULL, 'f'},
     {"interrupt-mode", required_argument, NULL, O_IMODE},
     {"checkpoints", required_argument, NULL, O_CKPT},
     {"name", required_argument, NULL, O_NAME},
+    {"language", required_argument, NULL, O_LANG},
     {"state-dir", required_argument, NULL, O_STATE},
     {"rules", required_argument, NULL, O_RULES},
     {"stale-window", required_argument, NULL, O_STALE},
@@ -114,6 +120,13 @@ kg_cli_kernel_main(int argc, char **argv)
       break;
     case O_NAME:
       cfg.name = optarg;
+      break;
+    case O_LANG:
+      if (!*optarg) {
+        fprintf(stderr, "kguard kernel: --language needs a language name (python, r, ...)\n");
+        return KG_EXIT_USAGE;
+      }
+      cfg.language = optarg;
       break;
     case O_STATE:
       setenv("KGUARD_STATE_DIR", optarg, 1);

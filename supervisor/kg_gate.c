@@ -16,7 +16,24 @@ struct kg_gate_t {
   int64_t told_wall_ms;         /*  first time the frontend was told (reply
                                     metadata or notice); 0: not yet        */
   char *incident;               /*  owned, or NULL                            */
+  /* the kernel's own queue (kg_gate.h): ids owned, or NULL */
+  char *running_id;             /*  execute request the kernel said busy for  */
+  char *abort_idle_id;          /*  error reply seen, its idle awaited        */
+  char *abort_probe_id;         /*  kguard's probe, its reply awaited         */
+  int64_t abort_ms;             /*  when that error reply came                */
 };
+
+/*  Replace the owned string *field with a copy of value (NULL or "" clear
+    it; out of memory keeps the old value rather than none). */
+static void
+s_set(char **field, const char *value)
+{
+  char *copy = value && *value ? strdup(value) : NULL;
+  if (value && *value && !copy)
+    return;
+  free(*field);
+  *field = copy;
+}
 
 kg_gate_t *
 kg_gate_new(int64_t stale_window_ms)
@@ -33,6 +50,9 @@ kg_gate_destroy(kg_gate_t **self_p)
   if (!self_p || !*self_p)
     return;
   free((*self_p)->incident);
+  free((*self_p)->running_id);
+  free((*self_p)->abort_idle_id);
+  free((*self_p)->abort_probe_id);
   free(*self_p);
   *self_p = NULL;
 }
@@ -198,7 +218,7 @@ kg_gate_decision_t
 kg_gate_decide(const kg_gate_t *self, const kg_gate_input_t *in)
 {
   bool open = kg_state_gate_open(in->state);
-  if (in->state == KG_ST_EXITING)
+  if (kg_state_exiting(in->state))
     return s_decision(KG_GATE_DROP, KG_GATE_WHY_NONE);
   if (in->channel == KG_CH_STDIN)   /* input for the kernel that asked */
     return s_decision(open ? KG_GATE_FORWARD : KG_GATE_DROP, KG_GATE_WHY_NONE);
@@ -227,4 +247,73 @@ kg_gate_action_name(kg_gate_action_t action)
 {
   static const char *names[] = {"FORWARD", "ANSWER", "HOLD", "DROP"};
   return (unsigned) action < sizeof names / sizeof names[0] ? names[action] : "?";
+}
+
+bool
+kg_gate_abort_begin(kg_gate_t *self, const char *request_id, bool idle_seen, int64_t now_ms)
+{
+  self->abort_ms = now_ms;
+  s_set(&self->abort_probe_id, NULL);
+  if (idle_seen) {
+    s_set(&self->abort_idle_id, NULL);
+    return true;
+  }
+  /* a reply without a parent id: no idle can be matched to it, no wait */
+  s_set(&self->abort_idle_id, request_id);
+  return false;
+}
+
+bool
+kg_gate_abort_idle(kg_gate_t *self, const char *parent_id)
+{
+  if (!self->abort_idle_id || !parent_id || strcmp(parent_id, self->abort_idle_id) != 0)
+    return false;
+  s_set(&self->abort_idle_id, NULL);
+  return true;
+}
+
+void
+kg_gate_abort_probe_sent(kg_gate_t *self, const char *probe_id)
+{
+  s_set(&self->abort_probe_id, probe_id);
+}
+
+bool
+kg_gate_abort_answered(kg_gate_t *self, const char *parent_id)
+{
+  if (!self->abort_probe_id || !parent_id || strcmp(parent_id, self->abort_probe_id) != 0)
+    return false;
+  s_set(&self->abort_probe_id, NULL);
+  return true;
+}
+
+void
+kg_gate_abort_clear(kg_gate_t *self)
+{
+  s_set(&self->abort_idle_id, NULL);
+  s_set(&self->abort_probe_id, NULL);
+}
+
+bool
+kg_gate_abort_active(const kg_gate_t *self)
+{
+  return self->abort_idle_id || self->abort_probe_id;
+}
+
+int64_t
+kg_gate_abort_deadline(const kg_gate_t *self)
+{
+  return kg_gate_abort_active(self) ? self->abort_ms + KG_GATE_ABORT_PROBE_MS : 0;
+}
+
+void
+kg_gate_set_running(kg_gate_t *self, const char *request_id)
+{
+  s_set(&self->running_id, request_id);
+}
+
+const char *
+kg_gate_running(const kg_gate_t *self)
+{
+  return self->running_id;
 }

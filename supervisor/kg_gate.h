@@ -94,6 +94,10 @@ typedef struct {
 
 typedef struct kg_gate_t kg_gate_t;
 
+/*  How long kguard waits for the idle and the probe's answer after an
+    error reply before the next request goes in anyway. */
+#define KG_GATE_ABORT_PROBE_MS 2000
+
 /*  A gate with the given stale window (ms; < 0: the default). NULL on
     allocation failure. */
 kg_gate_t *kg_gate_new(int64_t stale_window_ms);
@@ -139,6 +143,41 @@ int64_t kg_gate_date_ms(const char *iso);
 const char *kg_gate_incident(const kg_gate_t *self);
 kg_gate_fault_t kg_gate_fault_cause(const kg_gate_t *self);
 int64_t kg_gate_window_ms(const kg_gate_t *self);
+
+/*  The kernel's own queue (ipykernel's stop_on_error). After an error
+    reply ipykernel aborts every execute_request that reaches it until an
+    event it schedules after that reply has run; one that lands first is
+    aborted although it was sent after the error. So nothing more goes in
+    (kg_gate_abort_active) until kguard's probe, a kernel_info_request
+    (never aborted) sent once the kernel said idle for the failing request,
+    has been answered: by then that event is queued ahead of anything new.
+    The ids are the peer's (any length), copied. Times are the caller's
+    monotonic ms; the gate reads no clock.
+
+    The sequence, each step one call:
+      error reply for request R:  kg_gate_abort_begin(R, idle_seen, now)
+        returns true if idle for R was seen already: send the probe now
+      idle for R:                 kg_gate_abort_idle(R) true: send the probe
+      probe sent with id P:       kg_gate_abort_probe_sent(P)
+      reply to P:                 kg_gate_abort_answered(P) true: go on
+      no idle or answer in time:  kg_gate_abort_deadline passed: clear
+    A kernel that is gone ends it (kg_gate_abort_clear). */
+bool kg_gate_abort_begin(kg_gate_t *self, const char *request_id, bool idle_seen,
+                         int64_t now_ms);
+bool kg_gate_abort_idle(kg_gate_t *self, const char *parent_id);
+void kg_gate_abort_probe_sent(kg_gate_t *self, const char *probe_id);
+bool kg_gate_abort_answered(kg_gate_t *self, const char *parent_id);
+void kg_gate_abort_clear(kg_gate_t *self);
+/*  True while the idle or the probe's answer is awaited: nothing goes in. */
+bool kg_gate_abort_active(const kg_gate_t *self);
+/*  When the wait gives up (the error reply's time + KG_GATE_ABORT_PROBE_MS),
+    or 0 if none is active. */
+int64_t kg_gate_abort_deadline(const kg_gate_t *self);
+
+/*  The execute_request the kernel said busy for (its status' parent), or
+    NULL: the request a raw-output fault belongs to. NULL or "" clears. */
+void kg_gate_set_running(kg_gate_t *self, const char *request_id);
+const char *kg_gate_running(const kg_gate_t *self);
 
 /*  "FORWARD", "ANSWER"... Static storage. */
 const char *kg_gate_action_name(kg_gate_action_t action);

@@ -38,8 +38,8 @@ static void
 s_set_failing(kg_sup_t *S, const char *parent)
 {
   kg_pending_entry_t *e = parent ? kg_pending_find(S->pending, parent) : NULL;
-  if (!e && S->running_id)
-    e = kg_pending_find(S->pending, S->running_id);   /* the kernel said busy for it */
+  if (!e && kg_gate_running(S->gate))
+    e = kg_pending_find(S->pending, kg_gate_running(S->gate));   /* the kernel said busy for it */
   /* Only a guess if neither the evidence nor the kernel's busy status named it. */
   S->failing_guessed = e == NULL;
   if (!e)
@@ -156,12 +156,11 @@ kg__guard_kernel_started(kg_sup_t *S)
   free(S->failing_msg_id);
   S->failing_msg_id = NULL;
   S->failing_replied = false;
-  kg__set_str(&S->abort_idle_id, NULL);   /* that kernel is gone */
+  kg_gate_abort_clear(S->gate);   /* that kernel is gone */
   kg__set_str(&S->check_id, NULL);
   kg_msg_destroy(&S->check_reply);
   cJSON_Delete(S->check_idle);
   S->check_idle = NULL;
-  kg__set_str(&S->abort_probe_id, NULL);
 }
 
 void

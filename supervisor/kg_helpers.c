@@ -17,26 +17,20 @@
 #include <sys/stat.h>
 
 #include "kg_clock.h"
+#include "kg_language.h"
 #include "kg_error.h"
 #include "kg_log.h"
 
-
-static const char *
-s_interpreter(kg_sup_t *S)
-{
-  const char *a0 = S->inner_argv[0];
-  const char *base = strrchr(a0, '/');
-  base = base ? base + 1 : a0;
-  return strncmp(base, "python", 6) == 0 ? a0 : NULL;
-}
 
 /*  Versions (Python, torch, CUDA/HIP, device) from a separate process:
     never from the poisoned one. */
 void
 kg__start_probe(kg_sup_t *S)
 {
-  const char *py = s_interpreter(S);
-  if (!py || !S->python_dir[0])
+  /* by the kernel's language (its kernel_info_reply, cached, or the
+     kernelspec's), not by argv[0]'s name: kg_language.h */
+  const char *py = kg_language_interpreter(kg__language(S), S->cfg->inner_argv);
+  if (!py || !S->cfg->python_dir[0])
     return;
   char *argv[] = {(char *) py, "-m", "kguard.probe", NULL};
   kg_helper_start(S->probe, argv, S->kernel_envp, kg_clock_mono_ms());
@@ -106,9 +100,9 @@ kg__guard_start_restore(kg_sup_t *S)
   free(S->restore_error);
   S->restore_error = NULL;
   struct stat st;
-  if (!S->incident || stat(S->ckpt_dir, &st) != 0 || !S->ckpt_dir[0]) {
+  if (!S->incident || stat(S->cfg->ckpt_dir, &st) != 0 || !S->cfg->ckpt_dir[0]) {
     char buf[PATH_MAX + 64];
-    snprintf(buf, sizeof buf, "no checkpoint directory %s", S->ckpt_dir);
+    snprintf(buf, sizeof buf, "no checkpoint directory %s", S->cfg->ckpt_dir);
     S->restore_error = strdup(buf);
     s_restore_done(S);
     return;
@@ -118,11 +112,13 @@ kg__guard_start_restore(kg_sup_t *S)
     t = kg_clock_wall_ms();
   char before[32], into[PATH_MAX + 64];
   snprintf(before, sizeof before, "%lld", (long long) t);
-  snprintf(into, sizeof into, "%s/restored/%s", S->state_dir, kg_incident_id(S->incident));
-  char *argv[] = {S->exe, "ckpt", "resume-prepare", "--dir", S->ckpt_dir, "--before", before,
+  snprintf(into, sizeof into, "%s/restored/%s", S->cfg->state_dir, kg_incident_id(S->incident));
+  /* execve's argv is char *const[]: the strings are not written */
+  char *argv[] = {(char *) S->cfg->exe, "ckpt", "resume-prepare", "--dir",
+                  (char *) S->cfg->ckpt_dir, "--before", before,
                   "--incident", (char *) kg_incident_id(S->incident), "--into", into, "--json",
                   NULL};
-  kg_notice("restoring the last checkpoint sealed before T=%s from %s", before, S->ckpt_dir);
+  kg_notice("restoring the last checkpoint sealed before T=%s from %s", before, S->cfg->ckpt_dir);
   S->restore_noticed = false;
   if (kg_helper_start(S->ckpt, argv, S->kernel_envp, kg_clock_mono_ms()) != 0) {
     S->restore_error = strdup("unable to start `kguard ckpt resume-prepare`");

@@ -45,13 +45,13 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
                    S->child ? (long) kg_child_pid(S->child) : -1L,
                    kg_policy_restart_count(S->policy),
                    kg_policy_restarts_in_window(S->policy, kg_clock_mono_ms()),
-                   S->policy_config.max_restarts,
-                   (double) S->policy_config.window_ms / 1000.0,
-                   (double) S->policy_config.backoff_initial_ms / 1000.0,
-                   (double) S->policy_config.backoff_max_ms / 1000.0,
+                   S->cfg->policy_config.max_restarts,
+                   (double) S->cfg->policy_config.window_ms / 1000.0,
+                   (double) S->cfg->policy_config.backoff_initial_ms / 1000.0,
+                   (double) S->cfg->policy_config.backoff_max_ms / 1000.0,
                    (double) kg_gate_window_ms(S->gate) / 1000.0,
-                   S->diagnostic ? kg__diag_label(S) : "off", S->state_dir, S->ckpt_dir,
-                   S->kernel_log_path);
+                   S->diagnostic ? kg__diag_label(S) : "off", S->cfg->state_dir, S->cfg->ckpt_dir,
+                   S->cfg->kernel_log_path);
   char progress[160] = "";
   kg__restore_progress_text(S, progress, sizeof progress);
   if (n > 0 && (size_t) n < len && *progress)
@@ -124,8 +124,8 @@ s_inband_run(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch, char *line)
     kg__answer_stream(S, e, "usage: %kguard restart [--diagnostic] | %kguard status\n", false);
     return true;
   }
-  if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_RESTORING
-      || S->state == KG_ST_EXITING) {
+  if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING
+      || S->state == KG_ST_RESTORING || kg_state_exiting(S->state)) {
     kg__answer_stream(S, e, "kguard: a restart is already in progress\n", true);
     return true;
   }

@@ -67,10 +67,10 @@ s_env_frontend(char ***env, size_t *n, size_t *alloc, kg_sup_t *S)
 {
   int rc = 0;
   char abs[PATH_MAX];
-  if (realpath(S->conn_path, abs))
+  if (realpath(S->cfg->conn_path, abs))
     rc |= s_env_push(env, n, alloc, "KGUARD_FRONTEND_CONNECTION_FILE", abs);
-  else if (S->conn_path[0] == '/')
-    rc |= s_env_push(env, n, alloc, "KGUARD_FRONTEND_CONNECTION_FILE", S->conn_path);
+  else if (S->cfg->conn_path[0] == '/')
+    rc |= s_env_push(env, n, alloc, "KGUARD_FRONTEND_CONNECTION_FILE", S->cfg->conn_path);
   const char *user = getenv("PYTHONSTARTUP");
   const char *ours = "/kguard/ipython_startup.py";
   size_t ul = user ? strlen(user) : 0, ol = strlen(ours);
@@ -78,9 +78,9 @@ s_env_frontend(char ***env, size_t *n, size_t *alloc, kg_sup_t *S)
     user = getenv("KGUARD_USER_PYTHONSTARTUP");
   if (user && *user)
     rc |= s_env_push(env, n, alloc, "KGUARD_USER_PYTHONSTARTUP", user);
-  if (S->python_dir[0]) {
+  if (S->cfg->python_dir[0]) {
     char startup[PATH_MAX + 64];
-    snprintf(startup, sizeof startup, "%s%s", S->python_dir, ours);
+    snprintf(startup, sizeof startup, "%s%s", S->cfg->python_dir, ours);
     rc |= s_env_push(env, n, alloc, "PYTHONSTARTUP", startup);
   } else if (user && *user)
     rc |= s_env_push(env, n, alloc, "PYTHONSTARTUP", user);
@@ -106,14 +106,14 @@ kg__guard_env(kg_sup_t *S, char ***envp_p)
   }
   const char *pp = getenv("PYTHONPATH");
   char buf[PATH_MAX * 2];
-  if (S->python_dir[0]) {
-    snprintf(buf, sizeof buf, "%s%s%s", S->python_dir, pp && *pp ? ":" : "", pp ? pp : "");
+  if (S->cfg->python_dir[0]) {
+    snprintf(buf, sizeof buf, "%s%s%s", S->cfg->python_dir, pp && *pp ? ":" : "", pp ? pp : "");
     rc |= s_env_push(&env, &n, &alloc, "PYTHONPATH", buf);
   } else if (pp)
     rc |= s_env_push(&env, &n, &alloc, "PYTHONPATH", pp);
-  rc |= s_env_push(&env, &n, &alloc, "KGUARD_BIN", S->exe);
-  rc |= s_env_push(&env, &n, &alloc, "KGUARD_STATE_DIR", S->state_dir);
-  rc |= s_env_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", S->ckpt_dir);
+  rc |= s_env_push(&env, &n, &alloc, "KGUARD_BIN", S->cfg->exe);
+  rc |= s_env_push(&env, &n, &alloc, "KGUARD_STATE_DIR", S->cfg->state_dir);
+  rc |= s_env_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", S->cfg->ckpt_dir);
   snprintf(buf, sizeof buf, "%ld", (long) getpid());
   rc |= s_env_push(&env, &n, &alloc, "JPY_PARENT_PID", buf);
   rc |= s_env_frontend(&env, &n, &alloc, S);

@@ -23,18 +23,6 @@
 #include "kg_log.h"
 #include "kg_socket.h"
 
-void
-kg__free_envp(char ***envp_p)
-{
-  if (!*envp_p)
-    return;
-  for (char **e = *envp_p; *e; e++)
-    free(*e);
-  free(*envp_p);
-  *envp_p = NULL;
-}
-
-
 static int
 s_connect_kernel(kg_sup_t *S)
 {
@@ -84,12 +72,12 @@ s_replace(const char *a, const char *pattern, const char *repl)
 static char **
 s_expand_argv(kg_sup_t *S)
 {
-  char **argv = calloc(S->inner_argc + 1, sizeof *argv);
+  char **argv = calloc(S->cfg->inner_argc + 1, sizeof *argv);
   if (!argv)
     return NULL;
-  for (size_t i = 0; i < S->inner_argc; i++) {
-    char *a = s_replace(S->inner_argv[i], "{connection_file}", S->inner_conn_path);
-    argv[i] = a ? s_replace(a, S->conn_path, S->inner_conn_path) : NULL;
+  for (size_t i = 0; i < S->cfg->inner_argc; i++) {
+    char *a = s_replace(S->cfg->inner_argv[i], "{connection_file}", S->cfg->inner_conn_path);
+    argv[i] = a ? s_replace(a, S->cfg->conn_path, S->cfg->inner_conn_path) : NULL;
     free(a);
     if (!argv[i]) {
       kg__free_envp(&argv);
@@ -109,12 +97,11 @@ kg__kernel_start(kg_sup_t *S)
   S->next_nudge_ms = kg_clock_mono_ms();
   S->state_deadline_ms = kg_clock_mono_ms() + KG__START_TIMEOUT_MS;
   S->stop_reason = KG__STOP_NONE;
-  S->kill_sent = false;
   S->we_killed = false;
-  kg__set_str(&S->running_id, NULL);
+  kg_gate_set_running(S->gate, NULL);
 
   snprintf(S->inner_info->transport, sizeof S->inner_info->transport, "ipc");
-  snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->runtime_dir);
+  snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->cfg->runtime_dir);
   for (int ch = 0; ch < KG_CH_COUNT; ch++)
     S->inner_info->ports[ch] = 1 + ch + 5 * (S->generation % 10000);
   /* The frontend's key (the file lives in kguard's 0700 runtime dir): the
@@ -126,8 +113,8 @@ kg__kernel_start(kg_sup_t *S)
     if (!S->inner_signer)
       rc = KG_ENOMEM;
   }
-  if (rc == 0 && (rc = kg_conninfo_save(S->inner_info, S->inner_conn_path)) != 0)
-    kg_error("unable to write %s: %s", S->inner_conn_path, kg_strerror(rc));
+  if (rc == 0 && (rc = kg_conninfo_save(S->inner_info, S->cfg->inner_conn_path)) != 0)
+    kg_error("unable to write %s: %s", S->cfg->inner_conn_path, kg_strerror(rc));
   if (rc == 0)
     rc = s_connect_kernel(S);
 

@@ -32,7 +32,9 @@
    both. */
 
 enum { S_FRONT, S_KERN, S_SIG, S_PIPE, S_HELPER, S_PARENT };
-#define S_ZSOCKS 8   /* four frontend sockets read, four kernel sockets */
+#define S_FRONT_SOCKS 3   /* the frontend's shell, control, stdin (the heartbeat
+                             echoes on its own thread: kg_heartbeat) */
+#define S_ZSOCKS 7        /* those and the kernel's shell, control, stdin, iopub */
 
 typedef struct {
   kg_sup_t *S;
@@ -41,13 +43,14 @@ typedef struct {
   bool drained[S_ZSOCKS]; /* the last receive said EAGAIN                  */
 } s_zset_t;
 
-static const kg_channel_t s_front_ch[4] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN, KG_CH_HB};
+static const kg_channel_t s_front_ch[S_FRONT_SOCKS] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN};
 static const kg_channel_t s_kern_ch[4] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN, KG_CH_IOPUB};
 
 static void *
 s_slot_socket(kg_sup_t *S, int slot)
 {
-  return slot < 4 ? S->front[s_front_ch[slot]] : S->kern[s_kern_ch[slot - 4]];
+  return slot < S_FRONT_SOCKS ? kg_front_socket(S->front, s_front_ch[slot])
+                              : S->kern[s_kern_ch[slot - S_FRONT_SOCKS]];
 }
 
 static void
@@ -88,7 +91,7 @@ kg_supervisor_run(kg_supervisor_t *S)
   int kinds[24], args[24];
   bool ready[S_ZSOCKS];
   while (S->running) {
-    if (S->state == KG_ST_EXITING && S->exit_phase == KG__EXIT_DONE)
+    if (S->state == KG_ST_EXITED)
       break;
     int n = 0;
     bool pending = false;
@@ -106,7 +109,7 @@ kg_supervisor_run(kg_supervisor_t *S)
         continue;
       pending = pending || z.check[slot];
       items[n] = (struct pollfd){.fd = fd, .events = POLLIN};
-      kinds[n] = slot < 4 ? S_FRONT : S_KERN;
+      kinds[n] = slot < S_FRONT_SOCKS ? S_FRONT : S_KERN;
       args[n++] = slot;
     }
     items[n] = (struct pollfd){.fd = kg_sigsrc_fd(S->sig), .events = POLLIN};
@@ -167,10 +170,10 @@ kg_supervisor_run(kg_supervisor_t *S)
        here was sent before what the pipes say now. A handler takes a
        bounded batch: unless its last receive found the socket empty, the
        socket is looked at again before the next wait. */
-    for (int slot = 4; slot < S_ZSOCKS; slot++)
-      if (ready[slot] && S->kern[s_kern_ch[slot - 4]] == z.sock[slot]) {
+    for (int slot = S_FRONT_SOCKS; slot < S_ZSOCKS; slot++)
+      if (ready[slot] && S->kern[s_kern_ch[slot - S_FRONT_SOCKS]] == z.sock[slot]) {
         z.drained[slot] = false;
-        kg__on_kernel(S, s_kern_ch[slot - 4]);
+        kg__on_kernel(S, s_kern_ch[slot - S_FRONT_SOCKS]);
         if (!z.drained[slot])
           z.check[slot] = true;
       }
@@ -184,14 +187,11 @@ kg_supervisor_run(kg_supervisor_t *S)
       else if (kinds[i] == S_HELPER)
         kg__guard_helpers_poll(S);
     }
-    for (int slot = 0; slot < 4; slot++) {
-      if (!ready[slot] || S->front[s_front_ch[slot]] != z.sock[slot])
+    for (int slot = 0; slot < S_FRONT_SOCKS; slot++) {
+      if (!ready[slot] || kg_front_socket(S->front, s_front_ch[slot]) != z.sock[slot])
         continue;
       z.drained[slot] = false;
-      if (s_front_ch[slot] == KG_CH_HB)
-        kg__on_hb(S);
-      else
-        kg__on_front(S, s_front_ch[slot]);
+      kg__on_front(S, s_front_ch[slot]);
       if (!z.drained[slot])
         z.check[slot] = true;
     }

@@ -157,7 +157,7 @@ kg__write_incident(kg_sup_t *S)
   if (!S->incident)
     return;
   char dir[PATH_MAX + 16];
-  snprintf(dir, sizeof dir, "%s/incidents", S->state_dir);
+  snprintf(dir, sizeof dir, "%s/incidents", S->cfg->state_dir);
   char *path = NULL;
   int rc = kg_incident_write(S->incident, dir, &path);
   if (rc) {
@@ -191,7 +191,7 @@ kg__incident_open(kg_sup_t *S, bool sticky)
     cJSON_AddStringToObject(o, "msg_type", e->msg_type);
     cJSON_AddItemToArray(pend, o);
   }
-  cJSON_AddStringToObject(j, "kernel_log", S->kernel_log_path);
+  cJSON_AddStringToObject(j, "kernel_log", S->cfg->kernel_log_path);
   cJSON_AddNumberToObject(j, "kernel_pid", S->child ? kg_child_pid(S->child) : -1);
   kg__write_incident(S);
   kg_notice("incident %s (%s): %s", kg_incident_id(S->incident), sticky ? "sticky" : "advice",

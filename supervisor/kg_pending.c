@@ -456,6 +456,13 @@ kg_pending_busy_is_open(const kg_pending_t *self, const char *msg_id)
   return s_busy_index(self, msg_id) >= 0;
 }
 
+const char *
+kg_pending_busy_session(const kg_pending_t *self, const char *msg_id)
+{
+  ssize_t i = s_busy_index(self, msg_id);
+  return i < 0 ? NULL : self->busy[i].session;
+}
+
 bool
 kg_pending_busy_close(kg_pending_t *self, const char *msg_id)
 {

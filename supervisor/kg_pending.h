@@ -128,6 +128,13 @@ int kg_pending_busy_open(kg_pending_t *self, const cJSON *header, const char *se
 /*  True if busy was published for msg_id and idle not yet. */
 bool kg_pending_busy_is_open(const kg_pending_t *self, const char *msg_id);
 
+/*  The session busy was published under for msg_id (borrowed, valid until
+    its record closes), or NULL if no busy is open for it: every message
+    kguard writes for that request goes out under it, so a frontend that
+    drops messages of an older session (JupyterLab: "Canceling handling of
+    old message") sees the request's busy, outputs and idle as one kernel. */
+const char *kg_pending_busy_session(const kg_pending_t *self, const char *msg_id);
+
 /*  Record that idle was published for msg_id. Returns true if busy was. */
 bool kg_pending_busy_close(kg_pending_t *self, const char *msg_id);
 

@@ -167,7 +167,7 @@ kg__relay_holds_queue(const kg_pending_entry_t *e)
 bool
 kg__relay_kernel_busy(kg_sup_t *S)
 {
-  if (S->abort_idle_id || S->abort_probe_id)
+  if (kg_gate_abort_active(S->gate))
     return true;
   for (size_t i = 0; i < kg_pending_count(S->pending); i++)
     if (kg__relay_holds_queue(kg_pending_at(S->pending, i)))
@@ -215,7 +215,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 {
   kg_msg_t *msg = *msg_p;
   const char *type = kg_msg_type(msg);
-  if (S->state == KG_ST_EXITING) {
+  if (kg_state_exiting(S->state)) {
     kg_debug("%s ignored: shutting down", type);
     return;
   }
@@ -240,7 +240,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
     if (kg_state_gate_open(S->state) && S->child && !kg_child_exited(S->child)) {
       s_forward(S, ch, msg, e);
-      kg__begin_exit(S, true);
+      kg__fire(S, KG_EV_SHUTDOWN_REQUEST);   /* its reply awaited */
     } else {
       if (e) {
         cJSON *content = cJSON_CreateObject();
@@ -249,12 +249,12 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
         kg__reply(S, e, "shutdown_reply", &content);
         kg_pending_remove(S->pending, S->shutdown_msg_id);
       }
-      kg__begin_exit(S, false);
+      kg__fire(S, KG_EV_SHUTDOWN);
     }
     return;
   }
   if (ch == KG_CH_CONTROL && strcmp(type, "interrupt_request") == 0
-      && !S->inner_message_interrupts) {
+      && !S->cfg->inner_message_interrupts) {
     /* The inner kernel takes interrupts as signals (ipykernel's default). */
     e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
     if (S->child && !kg_child_exited(S->child) && kg_state_gate_open(S->state)) {
@@ -343,23 +343,11 @@ kg__on_front(kg_sup_t *S, kg_channel_t ch)
 {
   for (int i = 0; i < S_BATCH && S->running; i++) {
     kg_msg_t *msg = NULL;
-    if (kg__relay_recv(S, S->front[ch], "frontend", ch, &msg) <= 0)
+    if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
       return;
     kg__relay_note_size(S, msg);
-    if (kg__relay_accept(S, msg, S->front_signer, S->inner_signer, "frontend", ch))
+    if (kg__relay_accept(S, msg, kg_front_signer(S->front), S->inner_signer, "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
-    kg_msg_destroy(&msg);
-  }
-}
-
-void
-kg__on_hb(kg_sup_t *S)
-{
-  for (int i = 0; i < S_BATCH; i++) {
-    kg_msg_t *msg = NULL;
-    if (kg__relay_recv(S, S->front[KG_CH_HB], "frontend", KG_CH_HB, &msg) <= 0)
-      return;
-    kg_msg_send_raw(msg, S->front[KG_CH_HB], ZMQ_DONTWAIT);
     kg_msg_destroy(&msg);
   }
 }

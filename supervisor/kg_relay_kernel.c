@@ -73,8 +73,7 @@ s_running_expiry(const kg_sup_t *S)
 static int64_t
 s_probe_expiry(const kg_sup_t *S)
 {
-  return S->abort_idle_id || S->abort_probe_id ? S->abort_probe_ms + KG__ABORT_PROBE_MS
-                                                      : 0;
+  return kg_gate_abort_deadline(S->gate);
 }
 
 int64_t
@@ -118,8 +117,7 @@ kg__relay_timers(kg_sup_t *S, int64_t now)
   if (probe_expiry && now >= probe_expiry) {
     kg_warning("no idle or no answer to kguard's probe after an error: the next request "
                "goes in");
-    kg__set_str(&S->abort_idle_id, NULL);
-    kg__set_str(&S->abort_probe_id, NULL);
+    kg_gate_abort_clear(S->gate);
     kg__flush_held(S);
   }
 }
@@ -146,7 +144,7 @@ s_route_back(kg_sup_t *S, kg_msg_t *msg, kg_pending_entry_t *e, kg_channel_t ch)
 {
   if (kg_msg_set_idents(msg, e->idents, e->ident_count) != 0)
     return;
-  int rc = kg_msg_send(msg, S->front[ch], S->front_signer, 0);
+  int rc = kg_front_send(S->front, ch, msg);
   if (rc)
     kg_warning("unable to send %s to the frontend: %s", kg_msg_type(msg), kg_strerror(rc));
   else
@@ -159,8 +157,8 @@ static void
 s_send_probe(kg_sup_t *S)
 {
   kg__send_nudge(S);
-  kg__set_str(&S->abort_probe_id,
-              S->nudge_ids[(S->nudge_next + KG__NUDGE_MAX - 1) % KG__NUDGE_MAX]);
+  kg_gate_abort_probe_sent(S->gate,
+                           S->nudge_ids[(S->nudge_next + KG__NUDGE_MAX - 1) % KG__NUDGE_MAX]);
 }
 
 static void
@@ -179,7 +177,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
      CLOSING too), and a stream message can be megabytes, so parsing it
      first would hold up the frontend and every message behind it. */
   if (S->state == KG_ST_READY && strcmp(kg_msg_type(msg), "stream") == 0) {
-    if (kg_msg_send(msg, S->front[KG_CH_IOPUB], S->front_signer, 0) == 0)
+    if (kg_front_send(S->front, KG_CH_IOPUB, msg) == 0)
       S->n_relayed++;
     kg__guard_iopub(S, msg);
     return;
@@ -193,22 +191,24 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
     e = kg_pending_find(S->pending, parent);
     if (state && strcmp(state, "busy") == 0 && e
         && strcmp(e->msg_type, "execute_request") == 0)
-      kg__set_str(&S->running_id, parent);
+      kg_gate_set_running(S->gate, parent);
     if (state && strcmp(state, "idle") == 0 && e && e->forwarded && !e->idle_ms)
       e->idle_ms = kg_clock_mono_ms();   /* idle before (or without) its reply */
-    if (state && strcmp(state, "idle") == 0 && S->abort_idle_id
-        && strcmp(parent, S->abort_idle_id) == 0) {
-      kg__set_str(&S->abort_idle_id, NULL);
+    if (state && strcmp(state, "idle") == 0 && kg_gate_abort_idle(S->gate, parent))
       s_send_probe(S);   /* see s_kernel_reply */
-    }
   }
   kg__guard_iopub(S, msg);
   switch (S->state) {
   case KG_ST_READY:
   case KG_ST_EXITING:
+  case KG_ST_EXIT_WAIT:
+  case KG_ST_EXIT_TERM:
+  case KG_ST_EXIT_KILL:
+  case KG_ST_EXITED:
     break;
   case KG_ST_CLOSING:
   case KG_ST_STOPPING:
+  case KG_ST_KILLING:
     /* Only the failing request's outputs: the user sees the real traceback;
        the queued requests are answered by kguard. */
     if (!parent || !S->failing_msg_id || strcmp(parent, S->failing_msg_id) != 0)
@@ -237,12 +237,12 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
     /* The failing cell's idle waits for kguard's notice (published once the
        fresh kernel is ready, or on going DOWN): frontends stop collecting a
        cell's output at its idle. The ledger keeps it open until then. */
-    if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING)
+    if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING)
       return;
     if (!kg_pending_busy_close(S->pending, parent))
       return;
   }
-  int rc = kg_msg_send(msg, S->front[KG_CH_IOPUB], S->front_signer, 0);
+  int rc = kg_front_send(S->front, KG_CH_IOPUB, msg);
   if (rc == 0)
     S->n_relayed++;
   s_check_ready(S);
@@ -271,10 +271,8 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       S->got_info_reply = true;
       s_check_ready(S);
     }
-    if (S->abort_probe_id && strcmp(parent, S->abort_probe_id) == 0) {
-      kg__set_str(&S->abort_probe_id, NULL);   /* the kernel has stopped aborting */
-      kg__flush_held(S);
-    }
+    if (kg_gate_abort_answered(S->gate, parent))
+      kg__flush_held(S);   /* the kernel has stopped aborting */
     return;
   }
   bool is_exec = strcmp(type, "execute_reply") == 0;
@@ -332,11 +330,8 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     kg_pending_remove(S->pending, parent);
     if (failing && is_exec)
       kg__guard_failing_done(S, msg);
-    if (S->state == KG_ST_EXITING && strcmp(type, "shutdown_reply") == 0
-        && S->exit_phase == KG__EXIT_WAIT_REPLY) {
-      S->exit_phase = KG__EXIT_WAIT_CHILD;
-      S->exit_deadline_ms = kg_clock_mono_ms() + 300;
-    }
+    if (strcmp(type, "shutdown_reply") == 0)
+      kg__fire(S, KG_EV_SHUTDOWN_REPLIED);   /* EXITING → EXIT_WAIT */
   }
   if (ends_flight && S->state == KG_ST_READY) {
     if (abort_queue) {
@@ -348,11 +343,8 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
          probe, a kernel_info_request (never aborted) sent once the kernel
          said idle for this request (so after it scheduled that event), has
          been answered: by then the event is queued ahead of anything new. */
-      S->abort_probe_ms = kg_clock_mono_ms();
-      if (idle_seen)
+      if (kg_gate_abort_begin(S->gate, parent, idle_seen, kg_clock_mono_ms()))
         s_send_probe(S);
-      else
-        kg__set_str(&S->abort_idle_id, parent ? parent : "");
     }
     kg__flush_held(S);
   }
@@ -404,7 +396,7 @@ kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
     kg_msg_t *msg = NULL;
     if (kg__relay_recv(S, socket, "kernel", ch, &msg) <= 0)
       return;
-    if (kg__relay_accept(S, msg, S->inner_signer, S->front_signer, "kernel", ch)) {
+    if (kg__relay_accept(S, msg, S->inner_signer, kg_front_signer(S->front), "kernel", ch)) {
       const char *session = kg_msg_session(msg);
       if (session && *session && strcmp(session, S->session) != 0)
         kg__set_str(&S->session, session);

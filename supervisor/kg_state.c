@@ -10,19 +10,29 @@
 #define BAK KG_ST_BACKOFF
 #define DWN KG_ST_DOWN
 #define EXI KG_ST_EXITING
+#define KIL KG_ST_KILLING
+#define EWT KG_ST_EXIT_WAIT
+#define ETM KG_ST_EXIT_TERM
+#define EKL KG_ST_EXIT_KILL
+#define EXD KG_ST_EXITED
 
 /*  s_table[state][event]. Rows follow kg_state_t, columns kg_event_t:
     READY SPAWNFAIL STARTTO STICKY EVDONE CHILDEXIT RESTART RESTORE GIVEUP
-    RESTORED TIMER USERRESTART SHUTDOWN */
+    RESTORED TIMER USERRESTART SHUTDOWN SHUTREQUEST SHUTREPLIED */
 static const kg_state_t s_table[KG_ST_COUNT][KG_EV_COUNT] = {
-  /* STARTING  */ {RDY, DWN, STO, STO, N,   STO, N,   N,   N,   N,   N,   STO, EXI},
-  /* READY     */ {N,   N,   N,   CLO, N,   STO, N,   N,   N,   N,   N,   STO, EXI},
-  /* CLOSING   */ {N,   N,   N,   N,   STO, STO, N,   N,   N,   N,   N,   N,   EXI},
-  /* STOPPING  */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   N,   N,   EXI},
-  /* RESTORING */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   BAK, N,   N,   EXI},
-  /* BACKOFF   */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, STA, EXI},
-  /* DOWN      */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, EXI},
-  /* EXITING   */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N},
+  /* STARTING  */ {RDY, DWN, STO, STO, N,   STO, N,   N,   N,   N,   N,   STO, ETM, EXI, N},
+  /* READY     */ {N,   N,   N,   CLO, N,   STO, N,   N,   N,   N,   N,   STO, ETM, EXI, N},
+  /* CLOSING   */ {N,   N,   N,   N,   STO, STO, N,   N,   N,   N,   N,   N,   ETM, EXI, N},
+  /* STOPPING  */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   KIL, N,   ETM, EXI, N},
+  /* KILLING   */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   N,   N,   ETM, EXI, N},
+  /* RESTORING */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   BAK, N,   N,   ETM, EXI, N},
+  /* BACKOFF   */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, STA, ETM, EXI, N},
+  /* DOWN      */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, ETM, EXI, N},
+  /* EXITING   */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   EWT, N,   ETM, N,   EWT},
+  /* EXIT_WAIT */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   ETM, N,   ETM, N,   N},
+  /* EXIT_TERM */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   EKL, N,   N,   N,   N},
+  /* EXIT_KILL */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   EXD, N,   N,   N,   N},
+  /* EXITED    */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N},
 };
 
 kg_state_t
@@ -36,8 +46,9 @@ kg_state_next(kg_state_t state, kg_event_t event)
 const char *
 kg_state_name(kg_state_t state)
 {
-  static const char *names[KG_ST_COUNT] = {"STARTING", "READY", "CLOSING", "STOPPING",
-                                           "RESTORING", "BACKOFF", "DOWN", "EXITING"};
+  static const char *names[KG_ST_COUNT] = {
+    "STARTING", "READY",   "CLOSING",   "STOPPING",  "KILLING",   "RESTORING", "BACKOFF",
+    "DOWN",     "EXITING", "EXIT_WAIT", "EXIT_TERM", "EXIT_KILL", "EXITED"};
   return state >= 0 && state < KG_ST_COUNT ? names[state] : "NONE";
 }
 
@@ -47,7 +58,8 @@ kg_event_name(kg_event_t event)
   static const char *names[KG_EV_COUNT] = {
     "KERNEL_READY", "SPAWN_FAILED", "START_TIMEOUT", "STICKY", "EVIDENCE_DONE",
     "CHILD_EXIT", "STOPPED_RESTART", "STOPPED_RESTORE", "STOPPED_GIVE_UP",
-    "RESTORED", "TIMER", "USER_RESTART", "SHUTDOWN"};
+    "RESTORED", "TIMER", "USER_RESTART", "SHUTDOWN", "SHUTDOWN_REQUEST",
+    "SHUTDOWN_REPLIED"};
   return event >= 0 && event < KG_EV_COUNT ? names[event] : "?";
 }
 
@@ -55,4 +67,10 @@ int
 kg_state_gate_open(kg_state_t state)
 {
   return state == KG_ST_READY;
+}
+
+int
+kg_state_exiting(kg_state_t state)
+{
+  return state >= KG_ST_EXITING && state <= KG_ST_EXITED;
 }

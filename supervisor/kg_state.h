@@ -10,11 +10,19 @@
       READY     relaying; the gate is open
       CLOSING   gate closed after a sticky sign; collecting the failing cell's
                 evidence until its reply arrives or a deadline
-      STOPPING  SIGTERM to the group, grace, SIGKILL, reap
+      STOPPING  SIGTERM to the group, grace (restart path)
+      KILLING   the grace ran out: SIGKILL to the group, reap
       RESTORING checkpoint child (kguard ckpt resume-prepare) running
       BACKOFF   waiting the restart delay the policy asked for
       DOWN      no kernel (spawn failed or policy gave up); requests get errors
-      EXITING   shutdown: reply, kill the group, close sockets, exit
+      EXITING   shutdown_request forwarded: the kernel's reply awaited
+      EXIT_WAIT the kernel exits on its own (shutdown_reply answered)
+      EXIT_TERM SIGTERM to the group, short grace
+      EXIT_KILL SIGKILL to the group, short grace
+      EXITED    done: the loop ends, sockets close, kguard exits
+
+    The exit phases are states like the others (no phase variable beside
+    the table): a deadline posts TIMER, the child's end CHILD_EXIT.
 */
 #ifndef KG_STATE_H
 #define KG_STATE_H
@@ -25,10 +33,15 @@ typedef enum {
   KG_ST_READY,
   KG_ST_CLOSING,
   KG_ST_STOPPING,
+  KG_ST_KILLING,
   KG_ST_RESTORING,
   KG_ST_BACKOFF,
   KG_ST_DOWN,
   KG_ST_EXITING,
+  KG_ST_EXIT_WAIT,
+  KG_ST_EXIT_TERM,
+  KG_ST_EXIT_KILL,
+  KG_ST_EXITED,
   KG_ST_COUNT
 } kg_state_t;
 
@@ -43,9 +56,14 @@ typedef enum {
   KG_EV_STOPPED_RESTORE,        /*  group gone; policy: restart with restore */
   KG_EV_STOPPED_GIVE_UP,        /*  group gone; policy: give up              */
   KG_EV_RESTORED,               /*  checkpoint child finished (either way)   */
-  KG_EV_TIMER,                  /*  backoff elapsed                          */
+  KG_EV_TIMER,                  /*  the state's deadline passed (backoff,
+                                    TERM grace, exit phases)                 */
   KG_EV_USER_RESTART,           /*  %kguard restart or kguard restart        */
-  KG_EV_SHUTDOWN,               /*  shutdown_request, SIGTERM, SIGHUP        */
+  KG_EV_SHUTDOWN,               /*  SIGTERM, SIGHUP, launcher gone, or a
+                                    shutdown_request kguard answered itself:
+                                    terminate the kernel now                 */
+  KG_EV_SHUTDOWN_REQUEST,       /*  shutdown_request forwarded to the kernel */
+  KG_EV_SHUTDOWN_REPLIED,       /*  the kernel's shutdown_reply came         */
   KG_EV_COUNT
 } kg_event_t;
 
@@ -58,5 +76,9 @@ const char *kg_event_name(kg_event_t event);
 
 /*  True in the states where the gate is open (requests reach the kernel). */
 int kg_state_gate_open(kg_state_t state);
+
+/*  True in the shutdown states (EXITING .. EXITED): nothing is relayed,
+    and kguard is on its way out. */
+int kg_state_exiting(kg_state_t state);
 
 #endif

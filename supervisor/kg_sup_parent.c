@@ -47,6 +47,6 @@ kg__parent_poll(kg_sup_t *S, bool fd_ready, int64_t now_ms)
   S->parent_gone = true;
   kg_notice("the launcher (pid %ld) is gone: shutting down with its kernel",
             (long) kg_parentwatch_pid(S->parent));
-  if (S->state != KG_ST_EXITING)
+  if (!kg_state_exiting(S->state))
     kg__fire(S, KG_EV_SHUTDOWN);
 }

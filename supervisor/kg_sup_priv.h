@@ -18,7 +18,8 @@
 #include "kg_classifier.h"
 #include "kg_conninfo.h"
 #include "kg_diagnosis.h"
-#include "kg_heartbeat.h"
+#include "kg_evq.h"
+#include "kg_front.h"
 #include "kg_gate.h"
 #include "kg_helper.h"
 #include "kg_incident.h"
@@ -34,7 +35,6 @@
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
-#define KG__EVQ_MAX 16           /* events posted during one transition   */
 #define KG__NUDGE_MAX 16          /* own kernel_info ids remembered        */
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
 #define KG__RING_BYTES (256u * 1024u)
@@ -47,7 +47,6 @@
 #define KG__CHECK_MS 10000        /* the device probe's answer (issue 16)   */
 #define KG__HELPER_STALL_MS 30000 /* a helper silent this long is killed */
 #define KG__RESTORE_NOTICE_MS 2000 /* a restore this long gets a progress notice */
-#define KG__ABORT_PROBE_MS 2000   /*  after an error reply: wait for the probe */
 #define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
 #define KG__TRIM_DELAY_MS 500     /*  ... frees memory this long after the last */
 
@@ -60,19 +59,11 @@ typedef enum {
   KG__STOP_TIMEOUT              /*  never became ready                       */
 } kg__stop_t;
 
-/*  Shutdown sub-phases of EXITING. */
-typedef enum {
-  KG__EXIT_WAIT_REPLY = 0,      /*  shutdown_request forwarded, reply awaited */
-  KG__EXIT_WAIT_CHILD,          /*  the kernel exits on its own              */
-  KG__EXIT_TERM,                /*  SIGTERM sent                              */
-  KG__EXIT_KILL,                /*  SIGKILL sent                              */
-  KG__EXIT_DONE
-} kg__exit_phase_t;
-
-
-struct kg_supervisor_t {
-  /* configuration */
-  char conn_path[PATH_MAX];
+/*  The configuration: filled in once by kg_supervisor_new (from the
+    command line, the state directory and the environment), then read only
+    (the supervisor keeps it as a const pointer). */
+typedef struct {
+  char conn_path[PATH_MAX];     /*  the frontend's connection file           */
   char **inner_argv;            /*  owned copy, {connection_file} kept       */
   size_t inner_argc;
   bool inner_message_interrupts;/*  inner kernel's interrupt_mode = message  */
@@ -84,7 +75,12 @@ struct kg_supervisor_t {
   char runtime_dir[PATH_MAX];
   char inner_conn_path[PATH_MAX];
   char kernel_log_path[PATH_MAX];
-  char guess_language[32];
+  char *spec_language;          /*  the kernelspec's language, or NULL (owned) */
+  kg_policy_config_t policy_config;   /*  as configured, for %kguard status  */
+} kg__config_t;
+
+struct kg_supervisor_t {
+  const kg__config_t *cfg;      /*  owned; immutable after kg_supervisor_new */
 
   /* transport */
   kg_sigsrc_t *sig;
@@ -93,11 +89,9 @@ struct kg_supervisor_t {
   void *ctx;
   kg_conninfo_t *front_info;
   kg_conninfo_t *inner_info;
-  kg_signer_t *front_signer;
+  kg_front_t *front;            /*  the frontend's bound sockets, heartbeat
+                                    thread and signer (kg_front.h)           */
   kg_signer_t *inner_signer;
-  kg_heartbeat_t *heartbeat;   /* echoes on the bound hb socket (its own
-                                  thread; front[KG_CH_HB] is NULL) */
-  void *front[KG_CH_COUNT];     /*  bound: ROUTER x3 + hb ROUTER, PUB iopub  */
   void *kern[KG_CH_COUNT];      /*  DEALER x3 (one routing id), SUB iopub    */
   char routing_id[40];
 
@@ -124,20 +118,14 @@ struct kg_supervisor_t {
   int64_t next_nudge_ms;
   int nudge_interval_ms;
 
-  /* the state machine's event queue (kg__fire) */
-  kg_event_t ev_queue[KG__EVQ_MAX];
-  int ev_head, ev_count;
-  bool ev_applying;
+  kg_evq_t *evq;                /*  the state machine's event queue (kg__fire) */
 
   /* deadlines */
   int64_t state_deadline_ms;    /*  start timeout, evidence, grace, backoff  */
-  bool kill_sent;               /*  STOPPING: SIGKILL already sent           */
   kg__stop_t stop_reason;
   int64_t backoff_ms;           /*  delay chosen by the policy               */
 
-  /* EXITING */
-  kg__exit_phase_t exit_phase;
-  int64_t exit_deadline_ms;
+  /* EXITING .. EXITED (the exit phases are states: kg_state.h) */
   char *shutdown_msg_id;        /*  the frontend's shutdown_request          */
   bool shutdown_restart;        /*  its content.restart                      */
   bool running;
@@ -148,7 +136,6 @@ struct kg_supervisor_t {
   kg_diagnosis_t *diag;         /*  the running kernel's evidence            */
   kg_diagnosis_t *prev_diag;    /*  the previous kernel's, for its notices   */
   kg_policy_t *policy;
-  kg_policy_config_t policy_config;   /*  as configured, for %kguard status  */
   kg_incident_t *incident;      /*  the current incident, if any             */
   char *incident_path;
   cJSON *failing_header;        /*  header of the failing request            */
@@ -156,16 +143,7 @@ struct kg_supervisor_t {
   char *failing_code;
   bool failing_replied;         /*  its real execute_reply was relayed       */
   bool failing_guessed;         /*  chosen without a parent (raw evidence)   */
-  /*  Request ids below are owned strings or NULL: a peer chose them, so
-      they have any length (a truncated copy never matches again). */
-  char *running_id;             /*  execute request the kernel said busy for */
-  char *abort_idle_id;          /*  after an error reply that made the kernel
-                                    abort its own queue: that request, whose
-                                    idle is awaited, then                    */
-  char *abort_probe_id;         /*  kguard's probe kernel_info_request, whose
-                                    reply is awaited before the next request
-                                    goes in (kg_relay.c)                     */
-  int64_t abort_probe_ms;       /*  when that error reply came               */
+  /*  The running request and ipykernel's stop_on_error probe: kg_gate. */
   int64_t trim_at_ms;           /*  give freed message memory back then      */
   /* suspicion and device probe (kg_check.c) */
   char *check_id;               /*  kguard's probe execute_request, or NULL  */
@@ -201,19 +179,22 @@ struct kg_supervisor_t {
 
 typedef struct kg_supervisor_t kg_sup_t;
 
+/* kg_sup_util.c (calls no other supervisor file) */
 /*  Replace the owned string *field with a copy of value (NULL or "" clear
-    it). */
+    it; out of memory keeps the old value). */
 void kg__set_str(char **field, const char *value);
+void kg__free_envp(char ***envp_p);   /* free a NULL-terminated array */
+/*  The kernel's language (kg_language.h): its cached kernel_info_reply,
+    else the kernelspec's, else argv's guess. Borrowed. */
+const char *kg__language(const kg_sup_t *S);
 
 /* kg_kernel.c: the entry action of STARTING; 0, or a negative code with
    S->down_reason set (the caller fires SPAWN_FAILED) */
 int kg__kernel_start(kg_sup_t *S);
-void kg__free_envp(char ***envp_p);   /* free a NULL-terminated array */
 
 /* kg_supervisor.c */
 void kg__fire(kg_sup_t *S, kg_event_t event);   /* post; applied after the current transition */
 bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in the queue */
-void kg__begin_exit(kg_sup_t *S, bool wait_for_reply);
 void kg__enter(kg_sup_t *S, kg_state_t st);   /* a state's entry action */
 void kg__on_signal(kg_sup_t *S);              /* drain the signalfd */
 void kg__timers(kg_sup_t *S);                 /* act on deadlines reached */
@@ -222,7 +203,6 @@ long kg__timeout_ms(kg_sup_t *S);             /* until the next deadline */
 /* kg_relay.c */
 void kg__on_front(kg_sup_t *S, kg_channel_t ch);
 void kg__on_kernel(kg_sup_t *S, kg_channel_t ch);
-void kg__on_hb(kg_sup_t *S);
 /*  Log the dropped-message summary if its interval ended (or now, if force). */
 void kg__droplog_flush(kg_sup_t *S, int64_t now, bool force);
 void kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p);

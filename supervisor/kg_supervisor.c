@@ -6,6 +6,7 @@
     (kg_state) and the deadlines the loop waits for.
 */
 #include "kg_sup_priv.h"
+#include "kg_language.h"
 #include "kg_sup_parent.h"
 
 #include <errno.h>
@@ -31,14 +32,12 @@
 /* ------------------------------------------------------------------------
    Set-up and teardown. */
 
-void
-kg__set_str(char **field, const char *value)
+/*  The configuration as kg_supervisor_new fills it in: the only writer.
+    Everything else reads it through the const S->cfg. */
+static kg__config_t *
+s_rw(kg_sup_t *S)
 {
-  char *copy = value && *value ? strdup(value) : NULL;
-  if (value && *value && !copy)
-    return;   /* out of memory: keep the old value rather than none */
-  free(*field);
-  *field = copy;
+  return (kg__config_t *) S->cfg;
 }
 
 static int
@@ -50,7 +49,7 @@ s_open_logs(kg_sup_t *S)
   gmtime_r(&t, &tm);
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
   char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/logs/kguard-%s-%ld.log", S->state_dir, stamp, (long) getpid());
+  snprintf(path, sizeof path, "%s/logs/kguard-%s-%ld.log", s_rw(S)->state_dir, stamp, (long) getpid());
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd >= 0) {
     S->own_log = fdopen(fd, "a");
@@ -60,11 +59,11 @@ s_open_logs(kg_sup_t *S)
       close(fd);
   } else
     kg_warning("unable to open %s: %s", path, strerror(errno));
-  snprintf(S->kernel_log_path, sizeof S->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
-           S->state_dir, stamp, (long) getpid());
-  S->log_fd = open(S->kernel_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  snprintf(s_rw(S)->kernel_log_path, sizeof s_rw(S)->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
+           s_rw(S)->state_dir, stamp, (long) getpid());
+  S->log_fd = open(s_rw(S)->kernel_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (S->log_fd < 0)
-    kg_warning("unable to open %s: %s", S->kernel_log_path, strerror(errno));
+    kg_warning("unable to open %s: %s", s_rw(S)->kernel_log_path, strerror(errno));
   return 0;
 }
 
@@ -74,17 +73,13 @@ s_copy_argv(kg_sup_t *S, char *const *argv)
   size_t n = 0;
   while (argv[n])
     n++;
-  S->inner_argv = calloc(n + 1, sizeof *S->inner_argv);
-  if (!S->inner_argv)
+  s_rw(S)->inner_argv = calloc(n + 1, sizeof *s_rw(S)->inner_argv);
+  if (!s_rw(S)->inner_argv)
     return KG_ENOMEM;
   for (size_t i = 0; i < n; i++)
-    if (!(S->inner_argv[i] = strdup(argv[i])))
+    if (!(s_rw(S)->inner_argv[i] = strdup(argv[i])))
       return KG_ENOMEM;
-  S->inner_argc = n;
-  const char *base = strrchr(argv[0], '/');
-  base = base ? base + 1 : argv[0];
-  snprintf(S->guess_language, sizeof S->guess_language, "%s",
-           strstr(base, "python") ? "python" : "unknown");
+  s_rw(S)->inner_argc = n;
   return 0;
 }
 
@@ -95,15 +90,22 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   kg_sup_t *S = calloc(1, sizeof *S);
   if (!S)
     return NULL;
+  S->cfg = calloc(1, sizeof *S->cfg);
+  if (!S->cfg) {
+    free(S);
+    return NULL;
+  }
   S->log_fd = -1;
   S->resume_step = -1;
   S->execution_count = 0;
   S->state = KG_ST_STARTING;
-  snprintf(S->conn_path, sizeof S->conn_path, "%s", config->connection_file);
-  snprintf(S->name, sizeof S->name, "%s", config->name ? config->name : "");
-  S->inner_message_interrupts = config->interrupt_mode
+  snprintf(s_rw(S)->conn_path, sizeof s_rw(S)->conn_path, "%s", config->connection_file);
+  snprintf(s_rw(S)->name, sizeof s_rw(S)->name, "%s", config->name ? config->name : "");
+  s_rw(S)->inner_message_interrupts = config->interrupt_mode
                                 && strcmp(config->interrupt_mode, "message") == 0;
   if (s_copy_argv(S, config->inner_argv) != 0)
+    goto fail;
+  if (config->language && *config->language && !(s_rw(S)->spec_language = strdup(config->language)))
     goto fail;
 
   /* Signals first: libzmq's threads must inherit the blocked mask. */
@@ -116,31 +118,31 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     kg_error("unable to watch the launcher: %s", strerror(errno));
     goto fail;
   }
-  int rc = kg_paths_state_dir(S->state_dir, sizeof S->state_dir);
+  int rc = kg_paths_state_dir(s_rw(S)->state_dir, sizeof s_rw(S)->state_dir);
   if (rc) {
-    kg_error("unable to create the state directory %s: %s", S->state_dir, kg_strerror(rc));
+    kg_error("unable to create the state directory %s: %s", s_rw(S)->state_dir, kg_strerror(rc));
     goto fail;
   }
   s_open_logs(S);
-  if (kg_paths_exe(S->exe, sizeof S->exe) != 0)
-    snprintf(S->exe, sizeof S->exe, "kguard");
-  if (kg_paths_python_dir(S->python_dir, sizeof S->python_dir) != 0)
+  if (kg_paths_exe(s_rw(S)->exe, sizeof s_rw(S)->exe) != 0)
+    snprintf(s_rw(S)->exe, sizeof s_rw(S)->exe, "kguard");
+  if (kg_paths_python_dir(s_rw(S)->python_dir, sizeof s_rw(S)->python_dir) != 0)
     kg_warning("kguard's Python package was not found (%s); the kernel will not "
-               "have kguard.save", S->python_dir);
+               "have kguard.save", s_rw(S)->python_dir);
   if (config->checkpoints && *config->checkpoints) {
     if (config->checkpoints[0] == '/')
-      snprintf(S->ckpt_dir, sizeof S->ckpt_dir, "%s", config->checkpoints);
+      snprintf(s_rw(S)->ckpt_dir, sizeof s_rw(S)->ckpt_dir, "%s", config->checkpoints);
     else {
       char cwd[PATH_MAX];
       if (!getcwd(cwd, sizeof cwd))
         snprintf(cwd, sizeof cwd, ".");
-      snprintf(S->ckpt_dir, sizeof S->ckpt_dir, "%.2000s/%.2000s", cwd, config->checkpoints);
+      snprintf(s_rw(S)->ckpt_dir, sizeof s_rw(S)->ckpt_dir, "%.2000s/%.2000s", cwd, config->checkpoints);
     }
   } else {
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
       snprintf(cwd, sizeof cwd, ".");
-    snprintf(S->ckpt_dir, sizeof S->ckpt_dir, "%.3000s/kguard-checkpoints", cwd);
+    snprintf(s_rw(S)->ckpt_dir, sizeof s_rw(S)->ckpt_dir, "%.3000s/kguard-checkpoints", cwd);
   }
 
   /* The frontend's connection file. */
@@ -149,24 +151,23 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   if (!S->front_info || !S->inner_info)
     goto fail;
   char err[256] = "";
-  rc = kg_conninfo_load(S->front_info, S->conn_path, err, sizeof err);
+  rc = kg_conninfo_load(S->front_info, s_rw(S)->conn_path, err, sizeof err);
   if (rc) {
     if (rc == KG_ECONNFILE || rc == KG_ESCHEME) {
-      kg_error("invalid connection file %s: %s", S->conn_path,
+      kg_error("invalid connection file %s: %s", s_rw(S)->conn_path,
                *err ? err : kg_strerror(rc));
       *exit_code = KG_EXIT_USAGE;
     } else {
-      kg_error("unable to read connection file %s: %s", S->conn_path,
+      kg_error("unable to read connection file %s: %s", s_rw(S)->conn_path,
                *err ? err : kg_strerror(rc));
       *exit_code = rc == -ENOENT || rc == -EACCES || rc == -EISDIR ? KG_EXIT_USAGE
                                                                     : KG_EXIT_SYSTEM;
     }
     goto fail;
   }
-  S->front_signer = kg_signer_new(S->front_info->key, S->front_info->key_len, 65536);
   S->droplog = kg_ratelog_new(KG_DROP_COUNT, kg_msg_drop_names, KG__DROPLOG_BURST,
                               KG__DROPLOG_INTERVAL_MS);
-  if (!S->front_signer || !S->droplog)
+  if (!S->droplog)
     goto fail;
 
   /* Diagnosis: the rules are data; bad rules are a configuration error. */
@@ -185,58 +186,43 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   }
   S->diag = kg_diagnosis_new(S->rules);
   S->prev_diag = kg_diagnosis_new(S->rules);
-  S->policy_config = config->policy;
-  S->policy = kg_policy_new(&S->policy_config);
+  s_rw(S)->policy_config = config->policy;
+  S->policy = kg_policy_new(&s_rw(S)->policy_config);
   S->gate = kg_gate_new(config->stale_window_ms);
+  S->evq = kg_evq_new();
   S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
   S->out_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
   S->err_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
   if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->out_ring || !S->err_ring
-      || !S->gate || !S->ckpt || !S->probe)
+      || !S->gate || !S->evq || !S->ckpt || !S->probe)
     goto fail;
 
-  rc = kg_paths_runtime_dir(S->runtime_dir, sizeof S->runtime_dir);
+  rc = kg_paths_runtime_dir(s_rw(S)->runtime_dir, sizeof s_rw(S)->runtime_dir);
   if (rc) {
     kg_error("unable to create a runtime directory: %s", kg_strerror(rc));
-    S->runtime_dir[0] = '\0';
+    s_rw(S)->runtime_dir[0] = '\0';
     goto fail;
   }
-  snprintf(S->inner_conn_path, sizeof S->inner_conn_path, "%.4000s/kernel.json", S->runtime_dir);
+  snprintf(s_rw(S)->inner_conn_path, sizeof s_rw(S)->inner_conn_path, "%.4000s/kernel.json", s_rw(S)->runtime_dir);
 
   S->ctx = zmq_ctx_new();
   if (!S->ctx) {
     kg_error("unable to create the zmq context: %s", zmq_strerror(errno));
     goto fail;
   }
-  for (int ch = 0; ch < KG_CH_COUNT; ch++) {
-    if (ch == KG_CH_HB)
-      continue;   /* the heartbeat thread's, below */
-    S->front[ch] = kg_socket_bind(S->ctx, S->front_info, (kg_channel_t) ch, &rc);
-    if (!S->front[ch]) {
-      kg_error("unable to bind the %s channel: %s", kg_channel_name((kg_channel_t) ch),
-               kg_strerror(rc));
-      goto fail;
-    }
-  }
-  /* Heartbeats are echoed in a thread (and a zmq context, so an I/O thread)
-     of their own, as ipykernel does, so a busy loop (a cell printing
-     hundreds of MB) never looks dead to the frontend. front[KG_CH_HB] stays
-     NULL. */
-  S->heartbeat = kg_heartbeat_bind(S->front_info, &rc);
-  if (!S->heartbeat) {
-    kg_error("unable to start the heartbeat thread: %s", kg_strerror(rc));
+  S->front = kg_front_bind(S->ctx, S->front_info, &rc);   /* logs what failed */
+  if (!S->front)
     goto fail;
-  }
   char uuid[37];
   kg_uuid4(uuid);   /* until the kernel's own session is seen */
   kg__set_str(&S->session, uuid);
   if (!S->session)
     goto fail;
   S->running = true;
-  kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", S->name, S->inner_argv[0],
-            (long) getpid(), S->state_dir);
+  kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", s_rw(S)->name, s_rw(S)->inner_argv[0],
+            (long) getpid(), s_rw(S)->state_dir);
   *exit_code = 0;
   return S;
 
@@ -254,22 +240,20 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_child_destroy(&S->child);
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
-  kg_heartbeat_destroy(&S->heartbeat);
-  for (int ch = 0; ch < KG_CH_COUNT; ch++) {
-    kg_socket_close(&S->front[ch]);
+  kg_front_destroy(&S->front);
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
     kg_socket_close(&S->kern[ch]);
-  }
   if (S->ctx)
     zmq_ctx_term(S->ctx);
-  if (S->runtime_dir[0])
-    kg_paths_remove_tree(S->runtime_dir);
+  if (S->cfg->runtime_dir[0])
+    kg_paths_remove_tree(S->cfg->runtime_dir);
   kg_conninfo_destroy(&S->front_info);
   kg_conninfo_destroy(&S->inner_info);
-  kg_signer_destroy(&S->front_signer);
   kg_signer_destroy(&S->inner_signer);
   kg_ratelog_destroy(&S->droplog);
   kg_pending_destroy(&S->pending);
   kg_gate_destroy(&S->gate);
+  kg_evq_destroy(&S->evq);
   kg_ring_destroy(&S->out_ring);
   kg_ring_destroy(&S->err_ring);
   kg_diagnosis_destroy(&S->diag);
@@ -288,17 +272,17 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(S->down_reason);
   free(S->shutdown_msg_id);
   free(S->session);
-  free(S->running_id);
-  free(S->abort_idle_id);
-  free(S->abort_probe_id);
   free(S->check_id);
   kg_msg_destroy(&S->check_reply);
   cJSON_Delete(S->check_idle);
   kg__free_envp(&S->kernel_envp);
-  if (S->inner_argv)
-    for (size_t i = 0; i < S->inner_argc; i++)
-      free(S->inner_argv[i]);
-  free(S->inner_argv);
+  kg__config_t *C = s_rw(S);
+  if (C->inner_argv)
+    for (size_t i = 0; i < C->inner_argc; i++)
+      free(C->inner_argv[i]);
+  free(C->inner_argv);
+  free(C->spec_language);
+  free(C);
   if (S->log_fd >= 0)
     close(S->log_fd);
   kg_parentwatch_destroy(&S->parent);
@@ -313,6 +297,52 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
 
 /* ------------------------------------------------------------------------
    The state machine's entry actions. */
+
+/*  The shutdown states' entry actions. Everything ends within
+    jupyter_client's 2.5 s: the kernel's shutdown_reply awaited 1 s, then
+    0.3 s for it to exit on its own, SIGTERM, SIGKILL, 0.5 s each. */
+static void
+s_enter_exit(kg_sup_t *S, kg_state_t st)
+{
+  int64_t now = kg_clock_mono_ms();
+  bool alive = S->child && !kg_child_exited(S->child);
+  if (!alive && st != KG_ST_EXITED) {
+    kg__fire(S, KG_EV_CHILD_EXIT);   /* no kernel to wait for */
+    return;
+  }
+  switch (st) {
+  case KG_ST_EXITING:
+    S->state_deadline_ms = now + KG__SHUTDOWN_REPLY_MS;
+    break;
+  case KG_ST_EXIT_WAIT: {
+    /* The kernel did not answer in time: answer for it. */
+    kg_pending_entry_t *e = kg_pending_find(S->pending, S->shutdown_msg_id);
+    if (e) {
+      cJSON *content = cJSON_CreateObject();
+      cJSON_AddStringToObject(content, "status", "ok");
+      cJSON_AddBoolToObject(content, "restart", S->shutdown_restart);
+      kg__reply(S, e, "shutdown_reply", &content);
+      kg_pending_remove(S->pending, S->shutdown_msg_id);
+    }
+    S->state_deadline_ms = now + 300;
+    break;
+  }
+  case KG_ST_EXIT_TERM:
+    kg_child_kill_group(S->child, SIGTERM);
+    S->state_deadline_ms = now + 500;
+    break;
+  case KG_ST_EXIT_KILL:
+    kg_child_kill_group(S->child, SIGKILL);
+    S->state_deadline_ms = now + 500;
+    break;
+  default:   /* EXITED */
+    if (alive)
+      kg_warning("the kernel did not go away after SIGKILL; exiting anyway");
+    S->state_deadline_ms = 0;
+    break;
+  }
+}
+
 
 void
 kg__enter(kg_sup_t *S, kg_state_t st)
@@ -333,13 +363,17 @@ kg__enter(kg_sup_t *S, kg_state_t st)
     kg__guard_enter_closing(S);
     break;
   case KG_ST_STOPPING:
-    S->kill_sent = false;
     if (S->child && !kg_child_exited(S->child)) {
       S->we_killed = true;
       kg_child_kill_group(S->child, SIGTERM);
       S->state_deadline_ms = kg_clock_mono_ms() + KG__TERM_GRACE_MS;
     } else
       kg__guard_after_stop(S);
+    break;
+  case KG_ST_KILLING:
+    kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", S->generation);
+    kg_child_kill_group(S->child, SIGKILL);
+    S->state_deadline_ms = kg_clock_mono_ms() + 2000;
     break;
   case KG_ST_RESTORING:
     kg__guard_start_restore(S);
@@ -356,6 +390,12 @@ kg__enter(kg_sup_t *S, kg_state_t st)
     kg__guard_enter_down(S);
     break;
   case KG_ST_EXITING:
+  case KG_ST_EXIT_WAIT:
+  case KG_ST_EXIT_TERM:
+  case KG_ST_EXIT_KILL:
+  case KG_ST_EXITED:
+    s_enter_exit(S, st);
+    break;
   case KG_ST_NONE:
   case KG_ST_COUNT:
     break;
@@ -375,10 +415,6 @@ s_apply(kg_sup_t *S, kg_event_t event)
   kg_info("state %s --%s--> %s", kg_state_name(S->state), kg_event_name(event),
           kg_state_name(next));
   S->state = next;
-  if (next == KG_ST_EXITING) {
-    kg__begin_exit(S, false);
-    return;
-  }
   kg__enter(S, next);
 }
 
@@ -386,52 +422,23 @@ s_apply(kg_sup_t *S, kg_event_t event)
     the entry actions post after it, in order); inside one (an entry action
     posting the next event) it waits until the current transition has
     finished, so no transition ever runs inside another. */
+static void
+s_apply_cb(void *arg, kg_event_t event)
+{
+  s_apply(arg, event);
+}
+
 void
 kg__fire(kg_sup_t *S, kg_event_t event)
 {
-  if (S->ev_count == KG__EVQ_MAX) {
+  if (kg_evq_post(S->evq, event, s_apply_cb, S) != 0)
     kg_error("event queue full: %s dropped", kg_event_name(event));
-    return;
-  }
-  S->ev_queue[(S->ev_head + S->ev_count++) % KG__EVQ_MAX] = event;
-  if (S->ev_applying)
-    return;
-  S->ev_applying = true;
-  while (S->ev_count > 0) {
-    kg_event_t ev = S->ev_queue[S->ev_head];
-    S->ev_head = (S->ev_head + 1) % KG__EVQ_MAX;
-    S->ev_count--;
-    s_apply(S, ev);
-  }
-  S->ev_applying = false;
 }
 
 bool
 kg__events_pending(const kg_sup_t *S)
 {
-  return S->ev_count > 0;
-}
-
-/*  Shutdown. With wait_for_reply the frontend's shutdown_request was
-    forwarded and its reply is awaited briefly; otherwise the group is
-    terminated at once. Everything ends within jupyter_client's 2.5 s. */
-void
-kg__begin_exit(kg_sup_t *S, bool wait_for_reply)
-{
-  S->state = KG_ST_EXITING;
-  int64_t now = kg_clock_mono_ms();
-  if (!S->child || kg_child_exited(S->child)) {
-    S->exit_phase = KG__EXIT_DONE;
-    return;
-  }
-  if (wait_for_reply) {
-    S->exit_phase = KG__EXIT_WAIT_REPLY;
-    S->exit_deadline_ms = now + KG__SHUTDOWN_REPLY_MS;
-  } else {
-    kg_child_kill_group(S->child, SIGTERM);
-    S->exit_phase = KG__EXIT_TERM;
-    S->exit_deadline_ms = now + 500;
-  }
+  return kg_evq_pending(S->evq);
 }
 
 /* ------------------------------------------------------------------------
@@ -443,12 +450,12 @@ s_on_child_exit(kg_sup_t *S)
   kg__guard_drain_pipes(S);
   char how[64];
   kg_child_describe(kg_child_status(S->child), how, sizeof how);
-  if (S->state == KG_ST_EXITING) {
+  if (kg_state_exiting(S->state)) {
     kg_info("kernel exited (%s)", how);
-    S->exit_phase = KG__EXIT_DONE;
+    kg__fire(S, KG_EV_CHILD_EXIT);
     return;
   }
-  if (S->state == KG_ST_STOPPING) {
+  if (S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING) {
     kg_info("kernel #%d stopped (%s)", S->generation, how);
     kg__guard_after_stop(S);
     return;
@@ -483,49 +490,10 @@ kg__on_signal(kg_sup_t *S)
       break;
     default:
       kg_notice("received SIG%s: shutting down", sigabbrev_np(sig));
-      if (S->state != KG_ST_EXITING)
+      if (!kg_state_exiting(S->state))
         kg__fire(S, KG_EV_SHUTDOWN);
       break;
     }
-  }
-}
-
-static void
-s_exit_timers(kg_sup_t *S, int64_t now)
-{
-  if (S->exit_phase == KG__EXIT_DONE || now < S->exit_deadline_ms)
-    return;
-  switch (S->exit_phase) {
-  case KG__EXIT_WAIT_REPLY: {
-    /* The kernel did not answer in time: answer for it. */
-    kg_pending_entry_t *e = kg_pending_find(S->pending, S->shutdown_msg_id);
-    if (e) {
-      cJSON *content = cJSON_CreateObject();
-      cJSON_AddStringToObject(content, "status", "ok");
-      cJSON_AddBoolToObject(content, "restart", S->shutdown_restart);
-      kg__reply(S, e, "shutdown_reply", &content);
-      kg_pending_remove(S->pending, S->shutdown_msg_id);
-    }
-    S->exit_phase = KG__EXIT_WAIT_CHILD;
-    S->exit_deadline_ms = now + 300;
-    break;
-  }
-  case KG__EXIT_WAIT_CHILD:
-    kg_child_kill_group(S->child, SIGTERM);
-    S->exit_phase = KG__EXIT_TERM;
-    S->exit_deadline_ms = now + 500;
-    break;
-  case KG__EXIT_TERM:
-    kg_child_kill_group(S->child, SIGKILL);
-    S->exit_phase = KG__EXIT_KILL;
-    S->exit_deadline_ms = now + 500;
-    break;
-  case KG__EXIT_KILL:
-    kg_warning("the kernel did not go away after SIGKILL; exiting anyway");
-    S->exit_phase = KG__EXIT_DONE;
-    break;
-  case KG__EXIT_DONE:
-    break;
   }
 }
 
@@ -559,13 +527,12 @@ kg__timers(kg_sup_t *S)
       kg__fire(S, KG_EV_EVIDENCE_DONE);
     break;
   case KG_ST_STOPPING:
+    if (now >= S->state_deadline_ms && S->child && !kg_child_exited(S->child))
+      kg__fire(S, KG_EV_TIMER);   /* → KILLING */
+    break;
+  case KG_ST_KILLING:
     if (now >= S->state_deadline_ms && S->child && !kg_child_exited(S->child)) {
-      if (!S->kill_sent) {
-        kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", S->generation);
-        kg_child_kill_group(S->child, SIGKILL);
-        S->kill_sent = true;
-      } else
-        kg_warning("kernel #%d still not reaped after SIGKILL", S->generation);
+      kg_warning("kernel #%d still not reaped after SIGKILL", S->generation);
       S->state_deadline_ms = now + 2000;
     }
     break;
@@ -574,7 +541,11 @@ kg__timers(kg_sup_t *S)
       kg__fire(S, KG_EV_TIMER);
     break;
   case KG_ST_EXITING:
-    s_exit_timers(S, now);
+  case KG_ST_EXIT_WAIT:
+  case KG_ST_EXIT_TERM:
+  case KG_ST_EXIT_KILL:
+    if (now >= S->state_deadline_ms)
+      kg__fire(S, KG_EV_TIMER);
     break;
   default:
     break;
@@ -596,11 +567,13 @@ kg__timeout_ms(kg_sup_t *S)
     break;
   case KG_ST_CLOSING:
   case KG_ST_STOPPING:
+  case KG_ST_KILLING:
   case KG_ST_BACKOFF:
-    cands[0] = S->state_deadline_ms;
-    break;
   case KG_ST_EXITING:
-    cands[0] = S->exit_deadline_ms;
+  case KG_ST_EXIT_WAIT:
+  case KG_ST_EXIT_TERM:
+  case KG_ST_EXIT_KILL:
+    cands[0] = S->state_deadline_ms;
     break;
   default:
     break;

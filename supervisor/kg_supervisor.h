@@ -22,6 +22,8 @@ typedef struct {
   const char *checkpoints;      /*  checkpoint dir, NULL = ./kguard-checkpoints */
   const char *name;             /*  kernelspec name, for logs (may be NULL)   */
   const char *rules_file;       /*  NULL = the shipped rules                  */
+  const char *language;         /*  the kernelspec's language, NULL = unknown
+                                    (which helpers run: kg_language.h)        */
   int64_t stale_window_ms;      /*  stale-request window after a fault's
                                     notice (kg_gate.h); < 0 = 2 s             */
   kg_policy_config_t policy;    /*  restart budget and back-off (kg_policy.h) */

@@ -2,7 +2,8 @@
     replies, cached kernel_info, stream answers to in-band commands.
 
     Each gets a fresh msg_id (jupyter_client rejects a signature it has seen),
-    parent = the request's header, and the inner kernel's session as last
+    parent = the request's header, and the session of that request's busy
+    (kg_pending) while it is open, else the inner kernel's session as last
     seen, so frontends that track the session see one kernel (M5).
 
     busy/idle go through the ledger (kg_pending): a request the kernel
@@ -26,30 +27,30 @@ static void
 s_publish_as(kg_sup_t *S, const char *session, const char *type, const cJSON *parent,
              cJSON **content_p, cJSON **metadata_p)
 {
-  kg_msg_t *m = kg_msg_new(type, session, parent, content_p);
-  if (!m) {
-    if (metadata_p) {
-      cJSON_Delete(*metadata_p);
-      *metadata_p = NULL;
-    }
-    return;
-  }
-  if (metadata_p && *metadata_p) {
-    kg_msg_set_json(m, KG_PART_METADATA, *metadata_p);
-    cJSON_Delete(*metadata_p);
-    *metadata_p = NULL;
-  }
-  kg_frame_t topic = {type, strlen(type)};
-  if (kg_msg_set_idents(m, &topic, 1) == 0)
-    kg_msg_send(m, S->front[KG_CH_IOPUB], S->front_signer, 0);
-  kg_msg_destroy(&m);
+  int rc = kg_front_publish(S->front, session, type, parent, content_p, metadata_p);
+  if (rc)
+    kg_warning("unable to publish %s: %s", type, kg_strerror(rc));
+}
+
+/*  The session for a message kguard writes about the request whose header
+    is parent: the one its busy went out under, while that busy is open
+    (the failing cell's notice comes from the fresh kernel's time, but
+    belongs with the old kernel's busy and idle); otherwise the inner
+    kernel's session as last seen. */
+static const char *
+s_session_for(kg_sup_t *S, const cJSON *parent)
+{
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(parent, "msg_id");
+  const char *session =
+    cJSON_IsString(id) ? kg_pending_busy_session(S->pending, id->valuestring) : NULL;
+  return session && *session ? session : S->session;
 }
 
 void
 kg__publish(kg_sup_t *S, const char *type, const cJSON *parent, cJSON **content_p,
             cJSON **metadata_p)
 {
-  s_publish_as(S, S->session, type, parent, content_p, metadata_p);
+  s_publish_as(S, s_session_for(S, parent), type, parent, content_p, metadata_p);
 }
 
 void
@@ -108,17 +109,10 @@ static void
 s_reply_meta(kg_sup_t *S, kg_pending_entry_t *e, const char *type, cJSON **content_p,
              const cJSON *metadata)
 {
-  kg_msg_t *m = kg_msg_new(type, S->session, e->header, content_p);
-  if (!m)
-    return;
-  if (metadata)
-    kg_msg_set_json(m, KG_PART_METADATA, metadata);
-  if (kg_msg_set_idents(m, e->idents, e->ident_count) == 0) {
-    int rc = kg_msg_send(m, S->front[e->channel], S->front_signer, 0);
-    if (rc)
-      kg_warning("unable to send %s: %s", type, kg_strerror(rc));
-  }
-  kg_msg_destroy(&m);
+  int rc = kg_front_reply(S->front, e->channel, e->idents, e->ident_count,
+                          s_session_for(S, e->header), type, e->header, content_p, metadata);
+  if (rc)
+    kg_warning("unable to send %s: %s", type, kg_strerror(rc));
 }
 
 void
@@ -203,7 +197,7 @@ kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e)
     cJSON_AddStringToObject(content, "implementation", "kguard");
     cJSON_AddStringToObject(content, "implementation_version", KGUARD_VERSION);
     cJSON *li = cJSON_AddObjectToObject(content, "language_info");
-    cJSON_AddStringToObject(li, "name", S->guess_language);
+    cJSON_AddStringToObject(li, "name", kg__language(S));
     char banner[1024];
     snprintf(banner, sizeof banner, "kguard: the kernel is %s%s%s",
              S->state == KG_ST_DOWN ? "down" : "starting",

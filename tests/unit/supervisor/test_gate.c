@@ -62,7 +62,7 @@ KG_TEST(gate_table_every_state)
               char where[160];
               snprintf(where, sizeof where, "state %s ch %d kind %d flight %d queued %d phase %d",
                        kg_state_name((kg_state_t) st), (int) chans[c], kind, flight, queued, ph);
-              if (st == KG_ST_EXITING) {
+              if (kg_state_exiting((kg_state_t) st)) {
                 KG_CHECK_INT(d.action, KG_GATE_DROP);
                 continue;
               }
@@ -301,5 +301,54 @@ KG_TEST(gate_header_dates)
   }
 }
 
+/*  ipykernel's stop_on_error: after an error reply nothing goes in until the
+    idle for it and the answer to kguard's probe, each arrival order, or the
+    deadline; ids of any length. */
+KG_TEST(gate_abort_probe_sequence)
+{
+  char long_id[4097];
+  memset(long_id, 'r', sizeof long_id - 1);
+  long_id[sizeof long_id - 1] = 0;
+  for (int idle_first = 0; idle_first < 2; idle_first++) {
+    kg_gate_t *g = kg_gate_new(-1);
+    KG_CHECK(!kg_gate_abort_active(g));
+    KG_CHECK(kg_gate_abort_deadline(g) == 0);
+    /* idle already seen: the probe goes at once; else it waits for the idle */
+    KG_CHECK_INT(kg_gate_abort_begin(g, long_id, idle_first, 100), idle_first);
+    if (!idle_first) {
+      KG_CHECK(kg_gate_abort_active(g));
+      KG_CHECK(kg_gate_abort_deadline(g) == 100 + KG_GATE_ABORT_PROBE_MS);
+      KG_CHECK(!kg_gate_abort_idle(g, "another"));
+      KG_CHECK(!kg_gate_abort_idle(g, NULL));
+      KG_CHECK(kg_gate_abort_idle(g, long_id));
+      KG_CHECK(!kg_gate_abort_idle(g, long_id));   /* once */
+    }
+    kg_gate_abort_probe_sent(g, "probe-1");
+    KG_CHECK(kg_gate_abort_active(g));
+    KG_CHECK(kg_gate_abort_deadline(g) == 100 + KG_GATE_ABORT_PROBE_MS);
+    KG_CHECK(!kg_gate_abort_answered(g, long_id));
+    KG_CHECK(kg_gate_abort_active(g));
+    KG_CHECK(kg_gate_abort_answered(g, "probe-1"));
+    KG_CHECK(!kg_gate_abort_active(g));
+    KG_CHECK(kg_gate_abort_deadline(g) == 0);
+    /* a kernel that is gone ends the wait */
+    kg_gate_abort_begin(g, "x", false, 500);
+    kg_gate_abort_clear(g);
+    KG_CHECK(!kg_gate_abort_active(g));
+    /* a reply without a parent: no idle can match it, no wait */
+    KG_CHECK(!kg_gate_abort_begin(g, NULL, false, 600));
+    KG_CHECK(!kg_gate_abort_active(g));
+    kg_gate_destroy(&g);
+  }
+  kg_gate_t *g = kg_gate_new(-1);
+  KG_CHECK(kg_gate_running(g) == NULL);
+  kg_gate_set_running(g, long_id);
+  KG_CHECK_STR(kg_gate_running(g), long_id);
+  kg_gate_set_running(g, "");
+  KG_CHECK(kg_gate_running(g) == NULL);
+  kg_gate_destroy(&g);
+}
+
 KG_TEST_MAIN(KG_CASE(gate_table_every_state), KG_CASE(gate_table_rows), KG_CASE(gate_header_dates), KG_CASE(gate_told_before_notice),
-             KG_CASE(gate_stale_every_arrival_order), KG_CASE(gate_stale_window_edges))
+             KG_CASE(gate_stale_every_arrival_order), KG_CASE(gate_stale_window_edges),
+             KG_CASE(gate_abort_probe_sequence))

@@ -282,7 +282,13 @@ KG_TEST(pending_busy_ledger)
   KG_CHECK(kg_pending_busy_at(p, 0, &h, &session));
   KG_CHECK_STR(cJSON_GetObjectItem(h, "msg_id")->valuestring, "m1");
   KG_CHECK_STR(session, "s-old");   /* the session of the first busy */
+  /* what kguard writes for m1 (the sticky notice, after a restart gave the
+     kernel a new session) goes out under m1's busy session */
+  KG_CHECK_STR(kg_pending_busy_session(p, "m1"), "s-old");
+  KG_CHECK(kg_pending_busy_session(p, "m3") == NULL);
+  KG_CHECK(kg_pending_busy_session(p, NULL) == NULL);
   KG_CHECK(kg_pending_busy_close(p, "m1"));
+  KG_CHECK(kg_pending_busy_session(p, "m1") == NULL);
   KG_CHECK(!kg_pending_busy_close(p, "m1"));   /* one idle only */
   KG_CHECK(!kg_pending_busy_is_open(p, "m1"));
   KG_CHECK(!kg_pending_busy_at(p, 1, &h, &session));
@@ -315,10 +321,16 @@ KG_TEST(state_table_paths)
   KG_CHECK_INT(kg_state_next(KG_ST_STOPPING, KG_EV_STOPPED_GIVE_UP), KG_ST_DOWN);
   KG_CHECK_INT(kg_state_next(KG_ST_DOWN, KG_EV_USER_RESTART), KG_ST_STARTING);
   KG_CHECK_INT(kg_state_next(KG_ST_STARTING, KG_EV_SPAWN_FAILED), KG_ST_DOWN);
-  /* shutdown from everywhere but EXITING */
-  for (int st = 0; st < KG_ST_COUNT; st++)
-    KG_CHECK_INT(kg_state_next((kg_state_t) st, KG_EV_SHUTDOWN),
-                 st == KG_ST_EXITING ? KG_ST_NONE : KG_ST_EXITING);
+  /* shutdown from everywhere but the shutdown states: a forwarded
+     shutdown_request awaits the kernel's reply (EXITING), a signal
+     terminates the kernel at once (EXIT_TERM) */
+  for (int st = 0; st < KG_ST_COUNT; st++) {
+    bool exiting = kg_state_exiting((kg_state_t) st);
+    KG_CHECK_INT(kg_state_next((kg_state_t) st, KG_EV_SHUTDOWN_REQUEST),
+                 exiting ? KG_ST_NONE : KG_ST_EXITING);
+    if (!exiting)
+      KG_CHECK_INT(kg_state_next((kg_state_t) st, KG_EV_SHUTDOWN), KG_ST_EXIT_TERM);
+  }
   KG_CHECK_STR(kg_state_name(KG_ST_RESTORING), "RESTORING");
   KG_CHECK_STR(kg_event_name(KG_EV_STICKY), "STICKY");
 }

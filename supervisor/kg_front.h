@@ -1,0 +1,70 @@
+/*  kg_front: the frontend's side of kguard. Owns the sockets bound from the
+    frontend's connection file (ROUTER shell, control, stdin; PUB iopub),
+    the heartbeat echo thread (kg_heartbeat), and the signer with the
+    frontend's key; writes the messages kguard makes itself.
+
+    What it writes (kg_front_publish, kg_front_reply) always gets a fresh
+    msg_id (jupyter_client rejects a signature it has seen), the parent
+    header it is given, the session it is given (the caller chooses: the
+    session of the request's busy, kg_pending_busy_session, or the inner
+    kernel's as last seen) and a signature with the frontend's key.
+
+    It knows no kernel, no state and no supervisor: callers hand it what to
+    send and read what it received from its sockets. */
+#ifndef KG_FRONT_H
+#define KG_FRONT_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "kg_conninfo.h"
+#include "kg_msg.h"
+#include "kg_signer.h"
+
+typedef struct kg_front_t kg_front_t;
+
+/*  Bind the channels of info (borrowed; read only here) in ctx and start
+    the heartbeat thread. NULL on failure with *err a negative code; the
+    message naming the channel is logged. */
+kg_front_t *kg_front_bind(void *ctx, const kg_conninfo_t *info, int *err);
+
+/*  A front over sockets the caller bound (tests: inproc pairs), taking
+    ownership of each sockets[ch] (set to NULL; KG_CH_HB is ignored, no
+    heartbeat thread) and signing with key (copied; key_len 0: no signing).
+    NULL on allocation failure (the sockets are then left with the caller). */
+kg_front_t *kg_front_adopt(void *sockets[KG_CH_COUNT], const void *key, size_t key_len);
+
+/*  Close the sockets (linger 0), stop the heartbeat, free self; *self_p
+    becomes NULL. Safe on NULL. Before the zmq context is terminated. */
+void kg_front_destroy(kg_front_t **self_p);
+
+/*  The bound socket of channel ch (borrowed), NULL for KG_CH_HB (its own
+    thread) or an unbound channel. */
+void *kg_front_socket(const kg_front_t *self, kg_channel_t ch);
+
+/*  The signer with the frontend's key (borrowed): checks what the frontend
+    sends, signs what kguard sends it. */
+kg_signer_t *kg_front_signer(const kg_front_t *self);
+
+/*  Send msg (borrowed; its identities set by the caller) on channel ch,
+    signed with the frontend's key (a message relayed with its own valid
+    signature keeps it: kg_msg_send). 0 or a negative code. */
+int kg_front_send(kg_front_t *self, kg_channel_t ch, kg_msg_t *msg);
+
+/*  Publish on iopub a message of type under session, with parent (a
+    header, borrowed; NULL: none), taking *content_p and, if given,
+    *metadata_p (both set to NULL, also on failure). Topic = type.
+    0 or a negative code. */
+int kg_front_publish(kg_front_t *self, const char *session, const char *type,
+                     const cJSON *parent, cJSON **content_p, cJSON **metadata_p);
+
+/*  Reply on channel ch to the request whose header is parent and whose
+    routing identities are idents[0..count) (borrowed), under session,
+    taking *content_p (set to NULL); metadata is borrowed (NULL: {}).
+    0 or a negative code. */
+int kg_front_reply(kg_front_t *self, kg_channel_t ch, const kg_frame_t *idents, size_t count,
+                   const char *session, const char *type, const cJSON *parent,
+                   cJSON **content_p, const cJSON *metadata);
+
+#endif
