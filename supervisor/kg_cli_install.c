@@ -361,6 +361,12 @@ kg_cli_install_main(int argc, char **argv)
     cJSON_AddItemToArray(av, cJSON_CreateString("--interrupt-mode"));
     cJSON_AddItemToArray(av, cJSON_CreateString(spec->interrupt_mode));
   }
+  /* The kernel's language decides which helpers run against it (the
+     version and device probes are Python): known before its first reply. */
+  if (spec->language && *spec->language) {
+    cJSON_AddItemToArray(av, cJSON_CreateString("--language"));
+    cJSON_AddItemToArray(av, cJSON_CreateString(spec->language));
+  }
   if (ckpt) {
     cJSON_AddItemToArray(av, cJSON_CreateString("--checkpoints"));
     cJSON_AddItemToArray(av, cJSON_CreateString(ckpt));

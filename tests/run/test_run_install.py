@@ -150,6 +150,10 @@ def test_non_python_kernel_wrapped_relayed_restarted(tmp_path, env):
     spec = json.loads((kdir / "kernel.json").read_text())
     assert spec["language"] == "fakelang"
     assert spec["argv"][spec["argv"].index("--") + 1] == "{resource_dir}/fakelang-kernel"
+    # kguard kernel learns the language before the kernel's first reply, so
+    # no Python-only helper (version or device probe) is ever run against it.
+    head = spec["argv"][:spec["argv"].index("--")]
+    assert head[head.index("--language") + 1] == "fakelang"
     # Every resource file is carried over, executables stay executable.
     for rel in ("fakelang-kernel", "logo-32x32.png", "extra/data.txt"):
         assert (kdir / rel).read_bytes() == (HERE / "fakelang" / rel).read_bytes(), rel
