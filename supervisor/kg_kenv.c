@@ -1,4 +1,4 @@
-/*  kg_kenv: the inner kernel's environment (the brief's conventions):
+/*  kg_kenv: the inner kernel's environment :
     kguard's own environment, PYTHONPATH prefixed with kguard's Python
     package, KGUARD_BIN/STATE_DIR/CKPT_DIR, JPY_PARENT_PID = kguard, the
     diagnostic variables of a diagnostic restart, the KGUARD_RESUME_* of a
@@ -11,52 +11,27 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kg_envp.h"
+
 extern char **environ;
 
 /* ------------------------------------------------------------------------
    Environment of the inner kernel. */
 
-static int
-s_env_push(char ***env, size_t *n, size_t *alloc, const char *name, const char *value)
-{
-  if (*n + 2 > *alloc) {
-    size_t a = *alloc ? *alloc * 2 : 64;
-    char **g = realloc(*env, a * sizeof *g);
-    if (!g)
-      return -1;
-    *env = g;
-    *alloc = a;
-  }
-  size_t len = strlen(name) + strlen(value) + 2;
-  char *s = malloc(len);
-  if (!s)
-    return -1;
-  snprintf(s, len, "%s=%s", name, value);
-  (*env)[(*n)++] = s;
-  (*env)[*n] = NULL;
-  return 0;
-}
-
 static bool
 s_env_overridden(const char *entry)
 {
-  static const char *names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
+  static const char *const names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
                                 "KGUARD_CKPT_DIR", "JPY_PARENT_PID", "KGUARD_RESUME_DIR",
                                 "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE",
                                 "KGUARD_INCIDENT", "KGUARD_DIAGNOSTIC",
-                                /* front helper (issue 14, connection info) */
+                                /* the connection-file fix (s_env_frontend) */
                                 "KGUARD_FRONTEND_CONNECTION_FILE", "KGUARD_USER_PYTHONSTARTUP",
                                 "PYTHONSTARTUP", NULL};
-  for (int i = 0; names[i]; i++) {
-    size_t n = strlen(names[i]);
-    if (strncmp(entry, names[i], n) == 0 && entry[n] == '=')
-      return true;
-  }
-  return false;
+  return kg_envp_names_one_of(entry, names);
 }
 
-/*  --- front helper (issue 14): minimal hook, for the lead to keep or move ---
-    The kernel must report kguard's frontend connection file, never its own
+/*  The kernel must report kguard's frontend connection file, never its own
     (python/kguard/connection.py). KGUARD_FRONTEND_CONNECTION_FILE names it
     (absolute); PYTHONSTARTUP runs kguard/ipython_startup.py, which applies
     it in IPython kernels and then runs the user's own PYTHONSTARTUP, passed
@@ -68,22 +43,22 @@ s_env_frontend(char ***env, size_t *n, size_t *alloc, kg_sup_t *S)
   int rc = 0;
   char abs[PATH_MAX];
   if (realpath(S->cfg->conn_path, abs))
-    rc |= s_env_push(env, n, alloc, "KGUARD_FRONTEND_CONNECTION_FILE", abs);
+    rc |= kg_envp_push(env, n, alloc, "KGUARD_FRONTEND_CONNECTION_FILE", abs);
   else if (S->cfg->conn_path[0] == '/')
-    rc |= s_env_push(env, n, alloc, "KGUARD_FRONTEND_CONNECTION_FILE", S->cfg->conn_path);
+    rc |= kg_envp_push(env, n, alloc, "KGUARD_FRONTEND_CONNECTION_FILE", S->cfg->conn_path);
   const char *user = getenv("PYTHONSTARTUP");
   const char *ours = "/kguard/ipython_startup.py";
   size_t ul = user ? strlen(user) : 0, ol = strlen(ours);
   if (user && ul >= ol && strcmp(user + ul - ol, ours) == 0)
     user = getenv("KGUARD_USER_PYTHONSTARTUP");
   if (user && *user)
-    rc |= s_env_push(env, n, alloc, "KGUARD_USER_PYTHONSTARTUP", user);
+    rc |= kg_envp_push(env, n, alloc, "KGUARD_USER_PYTHONSTARTUP", user);
   if (S->cfg->python_dir[0]) {
     char startup[PATH_MAX + 64];
     snprintf(startup, sizeof startup, "%s%s", S->cfg->python_dir, ours);
-    rc |= s_env_push(env, n, alloc, "PYTHONSTARTUP", startup);
+    rc |= kg_envp_push(env, n, alloc, "PYTHONSTARTUP", startup);
   } else if (user && *user)
-    rc |= s_env_push(env, n, alloc, "PYTHONSTARTUP", user);
+    rc |= kg_envp_push(env, n, alloc, "PYTHONSTARTUP", user);
   return rc;
 }
 
@@ -102,40 +77,40 @@ kg__guard_env(kg_sup_t *S, char ***envp_p)
     char name[256];
     snprintf(name, sizeof name, "%.*s", (int) (eq - *e), *e);
     /* A diagnostic run adds these; other runs keep only what the user set. */
-    rc = s_env_push(&env, &n, &alloc, name, eq + 1);
+    rc = kg_envp_push(&env, &n, &alloc, name, eq + 1);
   }
   const char *pp = getenv("PYTHONPATH");
   char buf[PATH_MAX * 2];
   if (S->cfg->python_dir[0]) {
     snprintf(buf, sizeof buf, "%s%s%s", S->cfg->python_dir, pp && *pp ? ":" : "", pp ? pp : "");
-    rc |= s_env_push(&env, &n, &alloc, "PYTHONPATH", buf);
+    rc |= kg_envp_push(&env, &n, &alloc, "PYTHONPATH", buf);
   } else if (pp)
-    rc |= s_env_push(&env, &n, &alloc, "PYTHONPATH", pp);
-  rc |= s_env_push(&env, &n, &alloc, "KGUARD_BIN", S->cfg->exe);
-  rc |= s_env_push(&env, &n, &alloc, "KGUARD_STATE_DIR", S->cfg->state_dir);
-  rc |= s_env_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", S->cfg->ckpt_dir);
+    rc |= kg_envp_push(&env, &n, &alloc, "PYTHONPATH", pp);
+  rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_BIN", S->cfg->exe);
+  rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_STATE_DIR", S->cfg->state_dir);
+  rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", S->cfg->ckpt_dir);
   snprintf(buf, sizeof buf, "%ld", (long) getpid());
-  rc |= s_env_push(&env, &n, &alloc, "JPY_PARENT_PID", buf);
+  rc |= kg_envp_push(&env, &n, &alloc, "JPY_PARENT_PID", buf);
   rc |= s_env_frontend(&env, &n, &alloc, S);
   if (S->diagnostic) {
-    rc |= s_env_push(&env, &n, &alloc, "KGUARD_DIAGNOSTIC", "1");
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_DIAGNOSTIC", "1");
     if (S->backend != KG_BACKEND_ROCM && !getenv("CUDA_LAUNCH_BLOCKING"))
-      rc |= s_env_push(&env, &n, &alloc, "CUDA_LAUNCH_BLOCKING", "1");
+      rc |= kg_envp_push(&env, &n, &alloc, "CUDA_LAUNCH_BLOCKING", "1");
     if (S->backend != KG_BACKEND_CUDA) {
       if (!getenv("AMD_SERIALIZE_KERNEL"))
-        rc |= s_env_push(&env, &n, &alloc, "AMD_SERIALIZE_KERNEL", "3");
+        rc |= kg_envp_push(&env, &n, &alloc, "AMD_SERIALIZE_KERNEL", "3");
       if (S->backend == KG_BACKEND_ROCM && !getenv("HIP_LAUNCH_BLOCKING"))
-        rc |= s_env_push(&env, &n, &alloc, "HIP_LAUNCH_BLOCKING", "1");
+        rc |= kg_envp_push(&env, &n, &alloc, "HIP_LAUNCH_BLOCKING", "1");
     }
   }
   if (S->resume_pending) {
-    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", S->resume_dir);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", S->resume_dir);
     snprintf(buf, sizeof buf, "%lld", S->resume_step);
-    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
-    rc |= s_env_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
   }
   if (S->resume_pending && S->incident)
-    rc |= s_env_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(S->incident));
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(S->incident));
   if (rc) {
     for (size_t i = 0; i < n; i++)
       free(env[i]);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "kg_clock.h"
+#include "kg_envp.h"
 #include "kg_file.h"
 #include "kg_log.h"
 
@@ -18,38 +19,12 @@ extern char **environ;
 static bool
 s_overridden(const char *entry)
 {
-  static const char *names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
+  static const char *const names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
                                 "KGUARD_CKPT_DIR", "KGUARD_RESUME_DIR", "KGUARD_RESUME_STEP",
                                 "KGUARD_RESUME_ARCHIVE", "KGUARD_INCIDENT",
                                 "KGUARD_EXEC_GENERATION", "KGUARD_RUN_ID",
                                 "KGUARD_CKPT_LAYOUT", "TORCHELASTIC_ERROR_FILE", NULL};
-  for (int i = 0; names[i]; i++) {
-    size_t n = strlen(names[i]);
-    if (strncmp(entry, names[i], n) == 0 && entry[n] == '=')
-      return true;
-  }
-  return false;
-}
-
-static int
-s_push(char ***env, size_t *n, size_t *alloc, const char *name, const char *value)
-{
-  if (*n + 2 > *alloc) {
-    size_t a = *alloc ? *alloc * 2 : 64;
-    char **g = realloc(*env, a * sizeof *g);
-    if (!g)
-      return -1;
-    *env = g;
-    *alloc = a;
-  }
-  size_t len = strlen(name) + strlen(value) + 2;
-  char *s = malloc(len);
-  if (!s)
-    return -1;
-  snprintf(s, len, "%s=%s", name, value);
-  (*env)[(*n)++] = s;
-  (*env)[*n] = NULL;
-  return 0;
+  return kg_envp_names_one_of(entry, names);
 }
 
 void
@@ -74,37 +49,37 @@ kg_ex_build_env(kg_exec_s *E)
     if (s_overridden(*e) || !eq)
       continue;
     char *name = strndup(*e, (size_t) (eq - *e));
-    rc = name ? s_push(&env, &n, &alloc, name, eq + 1) : -1;
+    rc = name ? kg_envp_push(&env, &n, &alloc, name, eq + 1) : -1;
     free(name);
   }
   const char *pp = getenv("PYTHONPATH");
   char buf[PATH_MAX * 2 + 8];
   if (E->python_dir[0]) {
     snprintf(buf, sizeof buf, "%s%s%s", E->python_dir, pp && *pp ? ":" : "", pp ? pp : "");
-    rc |= s_push(&env, &n, &alloc, "PYTHONPATH", buf);
+    rc |= kg_envp_push(&env, &n, &alloc, "PYTHONPATH", buf);
   } else if (pp) {
-    rc |= s_push(&env, &n, &alloc, "PYTHONPATH", pp);
+    rc |= kg_envp_push(&env, &n, &alloc, "PYTHONPATH", pp);
   }
-  rc |= s_push(&env, &n, &alloc, "KGUARD_BIN", E->exe);
-  rc |= s_push(&env, &n, &alloc, "KGUARD_STATE_DIR", E->state_dir);
+  rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_BIN", E->exe);
+  rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_STATE_DIR", E->state_dir);
   if (E->cfg.ckpt_dir)
-    rc |= s_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", E->cfg.ckpt_dir);
-  rc |= s_push(&env, &n, &alloc, "KGUARD_RUN_ID", E->cfg.name);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", E->cfg.ckpt_dir);
+  rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RUN_ID", E->cfg.name);
   /* Multi-node: rank r seals into KGUARD_CKPT_DIR/rank-r and finds its
      restore in KGUARD_RESUME_DIR/rank-r (kguard.save/resume join it). */
   if (E->multi)
-    rc |= s_push(&env, &n, &alloc, "KGUARD_CKPT_LAYOUT", "rank-dirs");
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_CKPT_LAYOUT", "rank-dirs");
   snprintf(buf, sizeof buf, "%d", E->generation);
-  rc |= s_push(&env, &n, &alloc, "KGUARD_EXEC_GENERATION", buf);
+  rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_EXEC_GENERATION", buf);
   /* torchrun's agent (@record) writes its failure here. */
-  rc |= s_push(&env, &n, &alloc, "TORCHELASTIC_ERROR_FILE", E->error_file);
+  rc |= kg_envp_push(&env, &n, &alloc, "TORCHELASTIC_ERROR_FILE", E->error_file);
   if (E->resume_step >= 0 && E->resume_dir) {
-    rc |= s_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", E->resume_dir);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", E->resume_dir);
     snprintf(buf, sizeof buf, "%lld", (long long) E->resume_step);
-    rc |= s_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
-    rc |= s_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", E->resume_archive);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", E->resume_archive);
     if (E->incident)
-      rc |= s_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(E->incident));
+      rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(E->incident));
   }
   if (rc)
     kg_ex_free_env(&env);
