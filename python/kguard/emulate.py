@@ -19,6 +19,10 @@ KIND (backend-prefixed, texts as printed by PyTorch >= 2.8):
   rocm-abort             HIP with asserts built in: "Device-side assertion"
                          line and the HSA queue abort line on fd 2, then the
                          process dies by SIGABRT (as the HIP runtime does)
+  nccl-abort             a rank under NCCL: PyTorch's process-group watchdog
+                         hits the device-side assert (710) in the background,
+                         writes its abort lines on fd 2 and aborts the process
+                         (SIGABRT), as TORCH_NCCL_ASYNC_ERROR_HANDLING does
   cuda-illegal-address   700 illegal memory access, sticky
   rocm-illegal-address   700, HIP wording, sticky
   cuda-launch-failure    719, CUDA wording, sticky
@@ -81,6 +85,17 @@ NLL_ASSERT_LINE = ("../aten/src/ATen/native/cuda/Loss.cu:250: "
                    "thread: [{thread},0,0] Assertion `t >= 0 && t < n_classes` failed.\n")
 HIP_ASSERT_LINE = ("{file}:{line}: nll_loss_forward_reduce_cuda_kernel_2d: "
                    "Device-side assertion `t >= 0 && t < n_classes' failed.\n")
+# PyTorch's c10d watchdog when the CUDA error surfaces in its cudaEventQuery
+# (ProcessGroupNCCL, TORCH_NCCL_ASYNC_ERROR_HANDLING=3, the default).
+NCCL_WATCHDOG_LINES = (
+    "[rank{rank}]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank {rank}] Process group watchdog "
+    "thread terminated with exception: CUDA error: device-side assert triggered\n"
+    "[rank{rank}]:[E ProcessGroupNCCL.cpp:630] [Rank {rank}] Some NCCL operations have failed "
+    "or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations "
+    "might run on corrupted/incomplete data.\n"
+    "[rank{rank}]:[E ProcessGroupNCCL.cpp:636] [Rank {rank}] To avoid data inconsistency, we "
+    "are taking the entire process down.\n"
+    "terminate called after throwing an instance of 'c10::DistBackendError'\n")
 HSA_ABORT_LINE = (":0:rocdevice.cpp            :2614: 2817263451 us: 4242 : "
                   "[tid:0x7f1c2a7fc640] Device::callbackQueue aborting with error : "
                   "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware "
@@ -130,6 +145,7 @@ KINDS = {
     "cuda-assert": ("cuda", True),
     "rocm-assert": ("rocm", True),
     "rocm-abort": ("rocm", True),
+    "nccl-abort": ("cuda", True),
     "cuda-illegal-address": ("cuda", True),
     "rocm-illegal-address": ("rocm", True),
     "cuda-launch-failure": ("cuda", True),
@@ -145,7 +161,7 @@ KINDS = {
 def message(kind):
     """The exact PyTorch message for kind (kguard emulation), and its error code
     (None for errors PyTorch raises without one)."""
-    if kind in ("cuda-assert",):
+    if kind in ("cuda-assert", "nccl-abort"):
         return _cuda_sticky("device-side assert triggered", 710)
     if kind in ("rocm-assert", "rocm-abort"):
         return _hip_sticky("unspecified launch failure", 719)
@@ -317,6 +333,8 @@ def _device_assert_lines(kind, bad_threads):
         "ROCm" if kind.startswith("rocm") else "CUDA")
     if kind == "cuda-assert":
         return label + "".join(NLL_ASSERT_LINE.format(thread=t) for t in bad_threads[:32])
+    if kind == "nccl-abort":
+        return label + NCCL_WATCHDOG_LINES.format(rank=os.environ.get("RANK", "0"))
     if kind == "rocm-abort":
         return (label + "".join(HIP_ASSERT_LINE.format(
             file="/pytorch/aten/src/ATen/native/hip/Loss.hip", line=250)
@@ -342,8 +360,9 @@ def _fire(kind, n, bad_threads=(3,), stderr_only=False):
         return
     if lines:
         _raw_stderr(lines)
-    if kind == "rocm-abort":
-        # The HIP runtime aborts the process on a device assert (by design).
+    if kind in ("rocm-abort", "nccl-abort"):
+        # The HIP runtime aborts the process on a device assert (by design);
+        # so does PyTorch's NCCL watchdog once the CUDA error reaches it.
         sys.stdout.flush()
         sys.stderr.flush()
         signal.signal(signal.SIGABRT, signal.SIG_DFL)

@@ -161,6 +161,40 @@ def test_sigabrt_on_the_coordinator_host_all_resume(hosts, tmp_path, reference):
     assert "torchelastic_error_file" in local[0]["exec"]
 
 
+def test_poisoned_rank_alive_on_the_coordinator_host_all_resume(hosts, tmp_path, reference):
+    # The coordinator's own node hosts the poisoned rank, which stays alive
+    # and blocks its peer in the next collective: the coordinator must still
+    # decide for both (it runs outside the tree it kills).
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once", fault_node=0,
+                      kg_opts=("--stall-timeout", "4"), script_args=("--on-fault", "hang"))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "resumed from step 6" in r.output(), r.output()
+    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    job = [i for i in incidents(tmp_path / "state0") if "job" in i]
+    assert len(job) == 1
+    root = job[0]["job"]["root_cause"]
+    assert root["host"] == "node0" and root["rank"] == 0 and root["family"] == "illegal-address"
+
+
+def test_nccl_watchdog_abort_on_a_peer_host_all_resume(hosts, tmp_path, reference):
+    # PyTorch's NCCL watchdog meets the device-side assert, writes its abort
+    # lines and takes the process down with SIGABRT (emulated text and abort).
+    runs = _start_job(hosts, tmp_path, fault="nccl-abort:step=8:once", fault_node=1,
+                      kg_opts=("--stall-timeout", "20"))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "resumed from step 6" in r.output(), r.output()
+    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    job = [i for i in incidents(tmp_path / "state0") if "job" in i]
+    assert len(job) == 1
+    root = job[0]["job"]["root_cause"]
+    assert root["host"] == "node1" and root["rank"] == 1, root
+    assert [c["node"] for c in job[0]["job"]["consequences"]] == [0]
+
+
 def test_same_fault_twice_ends_the_job_with_the_permanent_code(hosts, tmp_path):
     runs = _start_job(hosts, tmp_path, fault="cuda-assert:step=5",
                       kg_opts=("--stall-timeout", "4", "--max-restarts", "5"))
