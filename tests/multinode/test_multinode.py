@@ -91,15 +91,21 @@ def reference(tmp_path_factory):
     return json.loads((shared / "out.json").read_text())["params"]
 
 
+def _assert_all_resumed(runs, tmp_path, reference, step):
+    """Every node's job ends well, every rank resumed from the agreed step,
+    and the final parameters equal the fault-free run's."""
+    codes = [r.wait(240) for r in runs]
+    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "resumed from step %d" % step in r.output(), r.output()
+    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+
+
 def test_poisoned_rank_alive_on_a_peer_host_all_resume_from_the_agreed_step(hosts, tmp_path,
                                                                            reference):
     runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once",
                       kg_opts=("--stall-timeout", "4"), script_args=("--on-fault", "hang"))
-    codes = [r.wait(240) for r in runs]
-    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
-    for r in runs:
-        assert "resumed from step 6" in r.output(), r.output()
-    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    _assert_all_resumed(runs, tmp_path, reference, 6)
     job = [i for i in incidents(tmp_path / "state0") if "job" in i]
     assert len(job) == 1
     root = job[0]["job"]["root_cause"]
@@ -120,11 +126,7 @@ def test_a_corrupt_archive_on_one_rank_makes_every_rank_fall_back_a_step(hosts, 
     mid = len(data) // 2
     data[mid:mid + 64] = bytes(b ^ 0xFF for b in data[mid:mid + 64])
     victim.write_bytes(bytes(data))
-    codes = [r.wait(240) for r in runs]
-    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
-    for r in runs:
-        assert "resumed from step 3" in r.output(), r.output()
-    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    _assert_all_resumed(runs, tmp_path, reference, 3)
     # Rank 1's step 6 is newer than the agreed step: quarantined, not deleted.
     assert list((tmp_path / "ckpt" / "rank-1" / "quarantine").rglob("step-0000000006-*"))
 
@@ -134,22 +136,14 @@ def test_a_fault_during_a_seal_quarantines_that_step_everywhere(hosts, tmp_path,
     runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=6:once",
                       kg_opts=("--stall-timeout", "4"),
                       script_args=("--on-fault", "hang", "--fault-at-seal"))
-    codes = [r.wait(240) for r in runs]
-    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
-    for r in runs:
-        assert "resumed from step 3" in r.output(), r.output()
-    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    _assert_all_resumed(runs, tmp_path, reference, 3)
     assert list((tmp_path / "ckpt" / "rank-0" / "quarantine").rglob("step-0000000006-*"))
 
 
 def test_sigabrt_on_the_coordinator_host_all_resume(hosts, tmp_path, reference):
     runs = _start_job(hosts, tmp_path, fault="rocm-abort:step=8:once", fault_node=0,
                       kg_opts=("--stall-timeout", "20"))
-    codes = [r.wait(240) for r in runs]
-    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
-    for r in runs:
-        assert "resumed from step 6" in r.output(), r.output()
-    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    _assert_all_resumed(runs, tmp_path, reference, 6)
     job = [i for i in incidents(tmp_path / "state0") if "job" in i]
     assert len(job) == 1 and job[0]["job"]["root_cause"]["host"] == "node0"
     # The healthy peer's failure is recorded as a consequence, not the cause.
@@ -167,11 +161,7 @@ def test_poisoned_rank_alive_on_the_coordinator_host_all_resume(hosts, tmp_path,
     # decide for both (it runs outside the tree it kills).
     runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once", fault_node=0,
                       kg_opts=("--stall-timeout", "4"), script_args=("--on-fault", "hang"))
-    codes = [r.wait(240) for r in runs]
-    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
-    for r in runs:
-        assert "resumed from step 6" in r.output(), r.output()
-    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    _assert_all_resumed(runs, tmp_path, reference, 6)
     job = [i for i in incidents(tmp_path / "state0") if "job" in i]
     assert len(job) == 1
     root = job[0]["job"]["root_cause"]
@@ -183,11 +173,7 @@ def test_nccl_watchdog_abort_on_a_peer_host_all_resume(hosts, tmp_path, referenc
     # lines and takes the process down with SIGABRT (emulated text and abort).
     runs = _start_job(hosts, tmp_path, fault="nccl-abort:step=8:once", fault_node=1,
                       kg_opts=("--stall-timeout", "20"))
-    codes = [r.wait(240) for r in runs]
-    assert codes == [0, 0], "\n\n".join(r.output() for r in runs)
-    for r in runs:
-        assert "resumed from step 6" in r.output(), r.output()
-    assert json.loads((tmp_path / "out.json").read_text())["params"] == reference
+    _assert_all_resumed(runs, tmp_path, reference, 6)
     job = [i for i in incidents(tmp_path / "state0") if "job" in i]
     assert len(job) == 1
     root = job[0]["job"]["root_cause"]
