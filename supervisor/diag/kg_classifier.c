@@ -51,6 +51,15 @@ static const struct {
   {"raw_stderr", KG_SRC_RAW_STDERR},   {"exit", KG_SRC_EXIT},
 };
 
+const char *
+kg_source_name(kg_source_t source)
+{
+  for (size_t i = 0; i < sizeof s_source_names / sizeof s_source_names[0]; i++)
+    if (s_source_names[i].bit == (unsigned) source)
+      return s_source_names[i].name;
+  return "unknown";
+}
+
 static void
 s_free_strv(char **v)
 {

@@ -100,6 +100,10 @@ int kg_classifier_default_path(char *buf, size_t size);
 /*  Free self and set *self_p to NULL. Safe on NULL. */
 void kg_classifier_destroy(kg_classifier_t **self_p);
 
+/*  The source's name as rules and incident records spell it ("iopub_error",
+    "raw_stderr", ...); "unknown" for anything else. Static string. */
+const char *kg_source_name(kg_source_t source);
+
 /*  Classify text (len bytes, need not be NUL-terminated) from source. Fills
     *match and returns true when a rule for that source matches; otherwise
     returns false with match->family NULL. */

@@ -9,37 +9,26 @@
 #include <string.h>
 
 #include "kg_error.h"
+#include "kg_errrecord.h"
 #include "kg_errtext.h"
 #include "kg_json.h"
 #include "kg_linebuf.h"
 #include "kg_log.h"
+#include "kg_signs.h"
+#include "kg_streamset.h"
+#include "kg_trail.h"
 
-#define MAX_STREAMS   8      /* iopub stream linebufs (parent × name) kept    */
-#define MAX_PENDING   16     /* non-sticky signs remembered before a fault    */
+#define MAX_ADVISED   16     /* families advised for one request              */
 #define MAX_TEXT      65536  /* cap on one error text / following entry       */
-#define RAW_SIGN_TTL  60000  /* raw signs older than this do not move T       */
 
 /*  The family a cuBLAS/cuDNN status error belongs to until a sticky fault
     claims it. Named here because the rule is about evidence order, not text. */
 #define BLAS_FAMILY "cublas-cudnn"
 
-typedef struct {
-  char *parent;        /* parent msg_id of the stream messages            */
-  char name[8];        /* "stdout" / "stderr"                              */
-  kg_linebuf_t *lb;
-  uint64_t used;       /* LRU tick                                         */
-} s_stream_t;
-
-typedef struct {
-  int64_t t;
-  char *parent;        /* NULL for raw evidence                            */
-} s_pending_t;
-
 struct kg_diagnosis_t {
   const kg_classifier_t *rules;
   kg_linebuf_t *raw_out, *raw_err;
-  s_stream_t streams[MAX_STREAMS];
-  uint64_t tick;
+  kg_streamset_t *streams;    /* iopub stream lines per (parent, name)        */
   /* context of the current feed, for the line callback */
   kg_source_t cur_source;
   const char *cur_parent;
@@ -59,17 +48,13 @@ struct kg_diagnosis_t {
   kg_backend_t backend_hint; /* from set_backend                              */
   char *assertion;
   int64_t last_step;
-  s_pending_t pending[MAX_PENDING];
-  size_t npending;
+  kg_signs_t *signs;         /* earlier signs that may move T back            */
   char *advice_parent;
-  const kg_family_t *advised[MAX_PENDING];
+  const kg_family_t *advised[MAX_ADVISED];
   size_t nadvised;
   bool advice_parent_set;
   cJSON *first_error;
-  cJSON *following;
-  size_t following_dropped;
-  char *tail[KG_DIAG_STDERR_TAIL];
-  size_t tail_start, tail_n;
+  kg_trail_t *trail;         /* what followed it, and the raw stderr tail     */
   bool exited;
   int exit_code, signo;
 };
@@ -95,8 +80,10 @@ kg_diagnosis_new(const kg_classifier_t *rules)
   self->rules = rules;
   self->raw_out = kg_linebuf_new(KG_DIAG_MAX_LINE);
   self->raw_err = kg_linebuf_new(KG_DIAG_MAX_LINE);
-  self->following = cJSON_CreateArray();
-  if (!self->raw_out || !self->raw_err || !self->following) {
+  self->streams = kg_streamset_new(KG_DIAG_MAX_LINE);
+  self->trail = kg_trail_new();
+  self->signs = kg_signs_new();
+  if (!self->raw_out || !self->raw_err || !self->streams || !self->trail || !self->signs) {
     kg_diagnosis_destroy(&self);
     return NULL;
   }
@@ -108,19 +95,12 @@ kg_diagnosis_new(const kg_classifier_t *rules)
 static void
 s_clear(kg_diagnosis_t *self)
 {
-  for (size_t i = 0; i < MAX_STREAMS; i++) {
-    free(self->streams[i].parent);
-    kg_linebuf_destroy(&self->streams[i].lb);
-    memset(&self->streams[i], 0, sizeof self->streams[i]);
-  }
-  for (size_t i = 0; i < self->npending; i++)
-    free(self->pending[i].parent);
-  self->npending = 0;
-  for (size_t i = 0; i < KG_DIAG_STDERR_TAIL; i++) {
-    free(self->tail[i]);
-    self->tail[i] = NULL;
-  }
-  self->tail_start = self->tail_n = 0;
+  if (self->streams)
+    kg_streamset_clear(self->streams);
+  if (self->trail)
+    kg_trail_clear(self->trail);
+  if (self->signs)
+    kg_signs_clear(self->signs);
   free(self->parent);
   free(self->last_parent);
   free(self->assertion);
@@ -133,9 +113,6 @@ s_clear(kg_diagnosis_t *self)
   self->nadvised = 0;
   cJSON_Delete(self->first_error);
   self->first_error = NULL;
-  cJSON_Delete(self->following);
-  self->following = NULL;
-  self->following_dropped = 0;
   self->sticky = self->has_match = false;
   memset(&self->match, 0, sizeof self->match);
   self->fault_ms = -1;
@@ -154,6 +131,9 @@ kg_diagnosis_destroy(kg_diagnosis_t **self_p)
   s_clear(self);
   kg_linebuf_destroy(&self->raw_out);
   kg_linebuf_destroy(&self->raw_err);
+  kg_streamset_destroy(&self->streams);
+  kg_trail_destroy(&self->trail);
+  kg_signs_destroy(&self->signs);
   free(self);
   *self_p = NULL;
 }
@@ -165,96 +145,11 @@ kg_diagnosis_reset(kg_diagnosis_t *self)
   kg_linebuf_flush(self->raw_out, NULL, NULL);
   kg_linebuf_flush(self->raw_err, NULL, NULL);
   s_clear(self);
-  self->following = cJSON_CreateArray();
   self->backend_hint = hint;
 }
 
 /* ------------------------------------------------------------------------ */
 /*  Evidence bookkeeping                                                     */
-
-static void
-s_tail_add(kg_diagnosis_t *self, const char *line)
-{
-  char *copy = strdup(line);
-  if (!copy)
-    return;
-  if (self->tail_n < KG_DIAG_STDERR_TAIL) {
-    self->tail[(self->tail_start + self->tail_n++) % KG_DIAG_STDERR_TAIL] = copy;
-  } else {
-    free(self->tail[self->tail_start]);
-    self->tail[self->tail_start] = copy;
-    self->tail_start = (self->tail_start + 1) % KG_DIAG_STDERR_TAIL;
-  }
-}
-
-static const char *
-s_source_name(kg_source_t source)
-{
-  switch (source) {
-  case KG_SRC_IOPUB_ERROR: return "iopub_error";
-  case KG_SRC_EXECUTE_REPLY: return "execute_reply";
-  case KG_SRC_STREAM: return "stream";
-  case KG_SRC_RAW_STDOUT: return "raw_stdout";
-  case KG_SRC_RAW_STDERR: return "raw_stderr";
-  case KG_SRC_EXIT: return "exit";
-  }
-  return "unknown";
-}
-
-/*  Append to "following", bounded. item is taken. */
-static void
-s_follow(kg_diagnosis_t *self, cJSON *item)
-{
-  if (!item)
-    return;
-  if (!self->following || cJSON_GetArraySize(self->following) >= KG_DIAG_MAX_FOLLOWING) {
-    self->following_dropped++;
-    cJSON_Delete(item);
-    return;
-  }
-  cJSON_AddItemToArray(self->following, item);
-}
-
-static void
-s_follow_line(kg_diagnosis_t *self, kg_source_t source, const char *line, int64_t t)
-{
-  cJSON *o = cJSON_CreateObject();
-  if (!o)
-    return;
-  cJSON_AddStringToObject(o, "source", s_source_name(source));
-  cJSON_AddNumberToObject(o, "time_ms", (double) t);
-  cJSON_AddStringToObject(o, "text", line);
-  s_follow(self, o);
-}
-
-static void
-s_pending_prune(kg_diagnosis_t *self, const char *parent, int64_t now)
-{
-  size_t w = 0;
-  for (size_t i = 0; i < self->npending; i++) {
-    s_pending_t *p = &self->pending[i];
-    bool stale = p->parent ? (parent && strcmp(p->parent, parent) != 0)
-                           : (now - p->t > RAW_SIGN_TTL);
-    if (stale)
-      free(p->parent);
-    else
-      self->pending[w++] = *p;
-  }
-  self->npending = w;
-}
-
-static void
-s_pending_add(kg_diagnosis_t *self, const char *parent, int64_t t)
-{
-  if (self->npending == MAX_PENDING) {
-    free(self->pending[0].parent);
-    memmove(self->pending, self->pending + 1, (MAX_PENDING - 1) * sizeof self->pending[0]);
-    self->npending--;
-  }
-  self->pending[self->npending].t = t;
-  self->pending[self->npending].parent = s_dup(parent);
-  self->npending++;
-}
 
 static void
 s_set_str(char **dst, const char *src)
@@ -283,11 +178,11 @@ s_sign(kg_diagnosis_t *self, const kg_match_t *m, const char *parent, int64_t t)
     return KG_DIAG_NONE;
   }
 
-  s_pending_prune(self, parent, t);
+  kg_signs_prune(self->signs, parent, t);
   if (!kg_diagnosis_source_is_proof(m->source)) {
     /* Printed or raw text: a suspicion at most, never advice. Kept as an
        earlier sign in case the fault is confirmed. */
-    s_pending_add(self, parent, t);
+    kg_signs_add(self->signs, parent, t);
     if (!m->family->sticky || self->suspect)
       return KG_DIAG_NONE;
     self->suspect = true;
@@ -305,12 +200,7 @@ s_sign(kg_diagnosis_t *self, const kg_match_t *m, const char *parent, int64_t t)
     self->fault_ms = t;
     /* T is the earliest sign: a cuBLAS error or an OOM of the same request
        that was reported before the assert is the fault surfacing early. */
-    for (size_t i = 0; i < self->npending; i++) {
-      const s_pending_t *p = &self->pending[i];
-      if ((!p->parent || !self->parent || strcmp(p->parent, self->parent) == 0) &&
-          p->t < self->fault_ms)
-        self->fault_ms = p->t;
-    }
+    self->fault_ms = kg_signs_earliest(self->signs, self->parent, self->fault_ms);
     if (self->suspect && self->suspect_ms < self->fault_ms)
       self->fault_ms = self->suspect_ms;   /* T: the first evidence */
     /* A first error recorded for another request is not this fault's. */
@@ -324,7 +214,7 @@ s_sign(kg_diagnosis_t *self, const kg_match_t *m, const char *parent, int64_t t)
     return KG_DIAG_STICKY;
   }
 
-  s_pending_add(self, parent, t);
+  kg_signs_add(self->signs, parent, t);
   if (!self->advice_parent_set || !(parent ? s_same(parent, self->advice_parent)
                                             : self->advice_parent == NULL)) {
     s_set_str(&self->advice_parent, parent);
@@ -334,7 +224,7 @@ s_sign(kg_diagnosis_t *self, const kg_match_t *m, const char *parent, int64_t t)
   for (size_t i = 0; i < self->nadvised; i++)
     if (self->advised[i] == m->family)
       return KG_DIAG_NONE;
-  if (self->nadvised < MAX_PENDING)
+  if (self->nadvised < MAX_ADVISED)
     self->advised[self->nadvised++] = m->family;
   self->has_match = true;
   self->match = *m;
@@ -368,19 +258,19 @@ s_line(kg_diagnosis_t *self, kg_source_t source, const char *parent, const char 
        bool truncated, int64_t t)
 {
   if (source == KG_SRC_RAW_STDERR)
-    s_tail_add(self, line);
+    kg_trail_tail_add(self->trail, line);
   s_step_marker(self, line);
   kg_match_t m;
   if (!kg_classifier_match(self->rules, source, line, strlen(line), &m)) {
     if (truncated)
-      kg_debug("diagnosis: a %s line longer than %d bytes was cut", s_source_name(source),
+      kg_debug("diagnosis: a %s line longer than %d bytes was cut", kg_source_name(source),
                KG_DIAG_MAX_LINE);
     return KG_DIAG_NONE;
   }
   bool was_sticky = self->sticky;
   kg_diag_event_t ev = s_sign(self, &m, parent, t);
   if (was_sticky) /* the sign that established the fault is "matched" */
-    s_follow_line(self, source, line, t);
+    kg_trail_follow_line(self->trail, source, line, t);
   return ev;
 }
 
@@ -393,43 +283,15 @@ s_on_line(void *arg, const char *line, size_t len, bool truncated, int64_t first
   self->cur_event = s_max(self->cur_event, ev);
 }
 
-static s_stream_t *
-s_stream(kg_diagnosis_t *self, const char *name, const char *parent)
+/*  A stream buffer about to be reused or flushed at the end: classify its
+    unterminated tail as a line of its request. */
+static void
+s_flush_stream(void *arg, const char *parent, kg_linebuf_t *lb)
 {
-  s_stream_t *free_slot = NULL, *lru = NULL;
-  for (size_t i = 0; i < MAX_STREAMS; i++) {
-    s_stream_t *s = &self->streams[i];
-    if (!s->lb) {
-      if (!free_slot)
-        free_slot = s;
-      continue;
-    }
-    if (strcmp(s->name, name) == 0 &&
-        (parent ? s_same(s->parent, parent) : s->parent == NULL)) {
-      s->used = ++self->tick;
-      return s;
-    }
-    if (!lru || s->used < lru->used)
-      lru = s;
-  }
-  s_stream_t *s = free_slot;
-  if (!s) {
-    /* Evict the least recently used request's buffer, classifying its tail. */
-    s = lru;
-    self->cur_source = KG_SRC_STREAM;
-    self->cur_parent = s->parent;
-    kg_linebuf_flush(s->lb, s_on_line, self);
-    free(s->parent);
-    s->parent = NULL;
-  } else {
-    s->lb = kg_linebuf_new(KG_DIAG_MAX_LINE);
-    if (!s->lb)
-      return NULL;
-  }
-  snprintf(s->name, sizeof s->name, "%s", name);
-  s->parent = s_dup(parent);
-  s->used = ++self->tick;
-  return s;
+  kg_diagnosis_t *self = arg;
+  self->cur_source = KG_SRC_STREAM;
+  self->cur_parent = parent;
+  kg_linebuf_flush(lb, s_on_line, self);
 }
 
 kg_diag_event_t
@@ -445,9 +307,7 @@ kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_n
   else if (source == KG_SRC_RAW_STDERR)
     lb = self->raw_err;
   else if (source == KG_SRC_STREAM) {
-    s_stream_t *s = s_stream(self, stream_name && strcmp(stream_name, "stderr") == 0
-                                     ? "stderr" : "stdout", parent_msg_id);
-    lb = s ? s->lb : NULL;
+    lb = kg_streamset_get(self->streams, stream_name, parent_msg_id, s_flush_stream, self);
   }
   if (!lb)
     return self->cur_event;
@@ -477,37 +337,6 @@ kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_n
 /* ------------------------------------------------------------------------ */
 /*  Errors                                                                   */
 
-static cJSON *
-s_error_record(kg_source_t source, const char *ename, const char *evalue, const cJSON *tb,
-               const char *parent, int64_t t)
-{
-  cJSON *o = cJSON_CreateObject();
-  if (!o)
-    return NULL;
-  cJSON_AddStringToObject(o, "source", s_source_name(source));
-  cJSON_AddStringToObject(o, "ename", ename);
-  cJSON_AddStringToObject(o, "evalue", evalue);
-  cJSON *arr = cJSON_AddArrayToObject(o, "traceback");
-  const cJSON *line;
-  if (arr && cJSON_IsArray(tb))
-    cJSON_ArrayForEach(line, tb) {
-      if (!cJSON_IsString(line))
-        continue;
-      char *copy = strdup(line->valuestring);
-      if (!copy)
-        break;
-      kg_errtext_strip_ansi(copy);
-      cJSON_AddItemToArray(arr, cJSON_CreateString(copy));
-      free(copy);
-    }
-  cJSON_AddNumberToObject(o, "time_ms", (double) t);
-  if (parent)
-    cJSON_AddStringToObject(o, "parent_msg_id", parent);
-  else
-    cJSON_AddNullToObject(o, "parent_msg_id");
-  return o;
-}
-
 static const char *
 s_str(const cJSON *obj, const char *key)
 {
@@ -536,27 +365,9 @@ kg_diagnosis_feed_error(kg_diagnosis_t *self, kg_source_t source, const cJSON *c
   }
 
   /* Text to classify: "ename: evalue" then the traceback, ANSI removed. */
-  size_t cap = strlen(ename) + strlen(evalue) + 4;
-  const cJSON *line;
-  if (cJSON_IsArray(tb))
-    cJSON_ArrayForEach(line, tb) if (cJSON_IsString(line)) cap += strlen(line->valuestring) + 1;
-  if (cap > MAX_TEXT)
-    cap = MAX_TEXT;
-  char *text = malloc(cap + 1);
+  char *text = kg_errrecord_text(ename, evalue, tb, MAX_TEXT);
   if (!text)
     return KG_DIAG_NONE;
-  int n = snprintf(text, cap + 1, "%s: %s\n", ename, evalue);
-  size_t used = n < 0 ? 0 : ((size_t) n > cap ? cap : (size_t) n);
-  if (cJSON_IsArray(tb))
-    cJSON_ArrayForEach(line, tb) {
-      if (!cJSON_IsString(line) || used >= cap)
-        continue;
-      n = snprintf(text + used, cap + 1 - used, "%s\n", line->valuestring);
-      used += n < 0 ? 0 : ((size_t) n > cap - used ? cap - used : (size_t) n);
-    }
-  text[used] = '\0';
-  kg_errtext_strip_ansi(text);
-
   kg_match_t m;
   bool gpu = kg_classifier_match(self->rules, source, text, strlen(text), &m);
   free(text);
@@ -575,13 +386,13 @@ kg_diagnosis_feed_error(kg_diagnosis_t *self, kg_source_t source, const cJSON *c
       self->first_error = NULL;
     }
   }
-  cJSON *rec = s_error_record(source, ename, evalue, tb, parent_msg_id, now_ms);
+  cJSON *rec = kg_errrecord_new(source, ename, evalue, tb, parent_msg_id, now_ms);
   if (!self->first_error) {
     self->first_error = rec;
     if (self->sticky && !self->parent && parent_msg_id)
       s_set_str(&self->parent, parent_msg_id);
   } else if (was_sticky || ev != KG_DIAG_NONE || self->sticky) {
-    s_follow(self, rec);
+    kg_trail_follow(self->trail, rec);
   } else {
     cJSON_Delete(rec);
   }
@@ -602,12 +413,7 @@ kg_diagnosis_feed_exit(kg_diagnosis_t *self, int exit_code, int signo, int64_t n
   kg_linebuf_flush(self->raw_out, s_on_line, self);
   self->cur_source = KG_SRC_RAW_STDERR;
   kg_linebuf_flush(self->raw_err, s_on_line, self);
-  for (size_t i = 0; i < MAX_STREAMS; i++)
-    if (self->streams[i].lb) {
-      self->cur_source = KG_SRC_STREAM;
-      self->cur_parent = self->streams[i].parent;
-      kg_linebuf_flush(self->streams[i].lb, s_on_line, self);
-    }
+  kg_streamset_each(self->streams, s_flush_stream, self);
   ev = self->cur_event;
   self->exited = true;
   self->exit_code = exit_code;
@@ -629,7 +435,7 @@ kg_diagnosis_feed_exit(kg_diagnosis_t *self, int exit_code, int signo, int64_t n
   if (!self->sticky && self->suspect && exit_code < 0 && signo > 0)
     ev = s_max(ev, kg_diagnosis_confirm(self, NULL, now_ms));
   if (self->sticky)
-    s_follow_line(self, KG_SRC_EXIT, text, now_ms);
+    kg_trail_follow_line(self->trail, KG_SRC_EXIT, text, now_ms);
   return ev;
 }
 
@@ -671,19 +477,15 @@ kg_diagnosis_confirm(kg_diagnosis_t *self, const kg_match_t *probe, int64_t now_
   if (!self->parent)
     s_set_str(&self->parent, self->suspect_parent);
   self->fault_ms = self->suspect_ms;
-  for (size_t i = 0; i < self->npending; i++) {
-    const s_pending_t *p = &self->pending[i];
-    if ((!p->parent || !self->parent || strcmp(p->parent, self->parent) == 0)
-        && p->t < self->fault_ms)
-      self->fault_ms = p->t;   /* the same request's earlier signs */
-  }
+  /* the same request's earlier signs */
+  self->fault_ms = kg_signs_earliest(self->signs, self->parent, self->fault_ms);
   /* The suspicion's line first, then the proof, in the order they came. */
-  s_follow_line(self, self->suspect_match.source, self->suspect_match.line,
+  kg_trail_follow_line(self->trail, self->suspect_match.source, self->suspect_match.line,
                 self->suspect_ms);
   if (probe)
-    s_follow_line(self, KG_SRC_EXECUTE_REPLY, probe->line, now_ms);
+    kg_trail_follow_line(self->trail, KG_SRC_EXECUTE_REPLY, probe->line, now_ms);
   else
-    s_follow_line(self, KG_SRC_EXIT, "kguard's device probe found the device faulty or did not answer", now_ms);
+    kg_trail_follow_line(self->trail, KG_SRC_EXIT, "kguard's device probe found the device faulty or did not answer", now_ms);
   return KG_DIAG_STICKY;
 }
 
@@ -694,9 +496,8 @@ kg_diagnosis_clear_suspicion(kg_diagnosis_t *self)
   free(self->suspect_parent);
   self->suspect_parent = NULL;
   /* the signs it left must not make a later fault's T earlier */
-  for (size_t i = 0; i < self->npending; i++)
-    free(self->pending[i].parent);
-  self->npending = 0;
+  if (self->signs)
+    kg_signs_clear(self->signs);
 }
 
 void
@@ -804,7 +605,7 @@ kg_diagnosis_to_json(const kg_diagnosis_t *self)
   if (m) {
     cJSON *mm = cJSON_AddObjectToObject(o, "matched");
     if (mm) {
-      cJSON_AddStringToObject(mm, "source", s_source_name(m->source));
+      cJSON_AddStringToObject(mm, "source", kg_source_name(m->source));
       cJSON_AddStringToObject(mm, "line", m->line);
     }
   } else {
@@ -815,13 +616,7 @@ kg_diagnosis_to_json(const kg_diagnosis_t *self)
     cJSON_AddItemToObject(o, "first_error", cJSON_Duplicate(self->first_error, true));
   else
     cJSON_AddNullToObject(o, "first_error");
-  cJSON_AddItemToObject(o, "following", self->following ? cJSON_Duplicate(self->following, true)
-                                                       : cJSON_CreateArray());
-  cJSON_AddNumberToObject(o, "following_dropped", (double) self->following_dropped);
-  cJSON *tail = cJSON_AddArrayToObject(o, "raw_stderr_tail");
-  for (size_t i = 0; tail && i < self->tail_n; i++)
-    cJSON_AddItemToArray(tail, cJSON_CreateString(
-                                 self->tail[(self->tail_start + i) % KG_DIAG_STDERR_TAIL]));
+  kg_trail_add_to_json(self->trail, o);
   if (self->exited) {
     cJSON *e = cJSON_AddObjectToObject(o, "exit");
     if (e) {

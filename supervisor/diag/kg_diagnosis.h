@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include "kg_classifier.h"
+#include "kg_trail.h"
 
 typedef enum {
   KG_DIAG_NONE = 0, /* nothing new                                             */
@@ -59,8 +60,8 @@ typedef enum {
 } kg_diag_event_t;
 
 /*  Bounds on what is kept. */
-#define KG_DIAG_MAX_FOLLOWING 32    /* messages kept after the first error     */
-#define KG_DIAG_STDERR_TAIL   100   /* raw stderr lines kept                   */
+#define KG_DIAG_MAX_FOLLOWING KG_TRAIL_MAX_FOLLOWING /* kept after the first error */
+#define KG_DIAG_STDERR_TAIL   KG_TRAIL_STDERR_TAIL   /* raw stderr lines kept      */
 #define KG_DIAG_MAX_LINE      8192  /* longest line before it is cut           */
 #define KG_DIAG_SIGNATURE_MAX 80    /* buffer size for kg_diagnosis_signature  */
 
