@@ -14,8 +14,7 @@
 
 #include "kg_error.h"
 #include "kg_file.h"
-#include "kg_prefilter.h"
-#include "kg_regex_lit.h"
+#include "kg_prefilter_builder.h"
 
 #define MAX_RULES_FILE (4u * 1024u * 1024u)
 #define MAX_FIELD      8192u
@@ -328,104 +327,35 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
   return s_string(obj, "note", false, where, &r->note, err, errlen);
 }
 
-/* ------------------------------------------------------------------------
-   The prefilter: for every rule, literals one of which every line it matches
-   must contain ("any": its list; "all": one of them; "regex": per top-level
-   alternative, the longest run of plain characters that alternative always
-   contains). A text with none of them cannot match any rule, whatever the
-   rules are; if a rule yields no usable literal, there is no prefilter.
-   The regex runs come from kg_regex_lit. */
-
-#define S_MIN_TRIGGER 3   /* shorter literals make the prefilter useless */
-
-typedef struct {
-  char **v;
-  size_t n, cap;
-} s_strlist_t;
-
-static int
-s_strlist_add(s_strlist_t *l, const char *s, size_t len)
-{
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 32;
-    char **v = realloc(l->v, cap * sizeof *v);
-    if (!v)
-      return KG_ENOMEM;
-    l->v = v;
-    l->cap = cap;
-  }
-  if (!(l->v[l->n] = strndup(s, len)))
-    return KG_ENOMEM;
-  l->n++;
-  return 0;
-}
-
-static void
-s_strlist_free(s_strlist_t *l)
-{
-  for (size_t i = 0; i < l->n; i++)
-    free(l->v[i]);
-  free(l->v);
-}
-
-/*  kg_regex_literals callback: keep an alternative's literal, or note that
-    it has none long enough to be worth a prefilter. */
-typedef struct {
-  s_strlist_t *l;
-  bool *usable;
-} s_lit_ctx_t;
-
-static int
-s_on_literal(const char *lit, size_t len, void *arg)
-{
-  s_lit_ctx_t *c = arg;
-  if (len < S_MIN_TRIGGER) {
-    *c->usable = false;
-    return 0;
-  }
-  return s_strlist_add(c->l, lit, len);
-}
-
+/*  The prefilter (kg_prefilter_builder.h): literals one of which every line
+    some rule matches must contain. */
 static int
 s_build_prefilter(kg_classifier_t *self, const cJSON *rules)
 {
-  s_strlist_t l = {0};
-  bool usable = true;
+  kg_prefilter_builder_t *b = kg_prefilter_builder_new();
+  if (!b)
+    return KG_ENOMEM;
   int rc = 0;
   size_t ri = 0;
   const cJSON *item;
   cJSON_ArrayForEach(item, rules) {
     const s_rule_t *r = &self->rules[ri++];
-    if (r->any) {
-      for (char **p = r->any; *p && !rc; p++) {
-        if (strlen(*p) < S_MIN_TRIGGER)
-          usable = false;
-        rc = s_strlist_add(&l, *p, strlen(*p));
-      }
-    } else if (r->all) {
-      const char *longest = r->all[0];
-      for (char **p = r->all; *p; p++)
-        if (strlen(*p) > strlen(longest))
-          longest = *p;
-      if (strlen(longest) < S_MIN_TRIGGER)
-        usable = false;
-      rc = s_strlist_add(&l, longest, strlen(longest));
-    } else if (r->has_regex) {
+    if (r->any)
+      rc = kg_prefilter_builder_any(b, r->any);
+    else if (r->all)
+      rc = kg_prefilter_builder_all(b, r->all);
+    else if (r->has_regex) {
       const cJSON *re = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(item, "match"), "regex");
-      s_lit_ctx_t ctx = {&l, &usable};
-      rc = kg_regex_literals(re->valuestring, s_on_literal, &ctx);
+      rc = kg_prefilter_builder_regex(b, re->valuestring);
     } else
-      usable = false;
-    if (rc || !usable)
+      kg_prefilter_builder_unusable(b);
+    if (rc)
       break;
   }
-  if (!rc && usable && l.n) {
-    self->prefilter = kg_prefilter_new((const char *const *) l.v, l.n);
-    if (!self->prefilter)
-      rc = KG_ENOMEM;
-  }
-  s_strlist_free(&l);
+  if (!rc)
+    rc = kg_prefilter_builder_finish(b, &self->prefilter);
+  kg_prefilter_builder_destroy(&b);
   return rc;
 }
 
@@ -659,47 +589,6 @@ size_t
 kg_classifier_rule_count(const kg_classifier_t *self)
 {
   return self ? self->nrules : 0;
-}
-
-/*  memmem over text for a literal. */
-static bool
-s_has(const char *text, size_t len, const char *needle)
-{
-  return memmem(text, len, needle, strlen(needle)) != NULL;
-}
-
-kg_backend_t
-kg_backend_detect(const char *text, size_t len)
-{
-  static const char *rocm[] = {"HIP error:", "HIP out of memory", "HIP warning:",
-                               "AMD_SERIALIZE_KERNEL", "hipError", "HSA_STATUS_",
-                               "Memory access fault by GPU node", "TORCH_USE_HIP_DSA",
-                               "PYTORCH_HIP_ALLOC_CONF", "HIP_LAUNCH_BLOCKING",
-                               "rocm.docs.amd.com", "Device-side assertion `"};
-  static const char *cuda[] = {"CUDA error:", "CUDA out of memory", "CUDA_LAUNCH_BLOCKING",
-                               "cudaError", "TORCH_USE_CUDA_DSA", "cuda runtime error (",
-                               "docs.nvidia.com/cuda"};
-  if (!text)
-    return KG_BACKEND_UNKNOWN;
-  /* ROCm first: hipified builds sometimes keep CUDA words (PYTORCH_CUDA_ALLOC_CONF,
-     'CUDA' dispatch keys), never the other way round. */
-  for (size_t i = 0; i < sizeof rocm / sizeof rocm[0]; i++)
-    if (s_has(text, len, rocm[i]))
-      return KG_BACKEND_ROCM;
-  for (size_t i = 0; i < sizeof cuda / sizeof cuda[0]; i++)
-    if (s_has(text, len, cuda[i]))
-      return KG_BACKEND_CUDA;
-  return KG_BACKEND_UNKNOWN;
-}
-
-const char *
-kg_backend_name(kg_backend_t backend)
-{
-  switch (backend) {
-  case KG_BACKEND_CUDA: return "cuda";
-  case KG_BACKEND_ROCM: return "rocm";
-  default: return "unknown";
-  }
 }
 
 const char *

@@ -32,11 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum {
-  KG_BACKEND_UNKNOWN = 0,
-  KG_BACKEND_CUDA,
-  KG_BACKEND_ROCM
-} kg_backend_t;
+#include "kg_backend.h"
 
 /*  Where a piece of evidence came from. Bit flags so a rule can list several. */
 typedef enum {
@@ -123,15 +119,6 @@ const kg_family_t *kg_classifier_family(const kg_classifier_t *self, const char 
 /*  Number of families / rules loaded. */
 size_t kg_classifier_family_count(const kg_classifier_t *self);
 size_t kg_classifier_rule_count(const kg_classifier_t *self);
-
-/*  Guess the backend from text alone: "CUDA error:" / "CUDA out of memory" /
-    CUDA_LAUNCH_BLOCKING → CUDA; "HIP error:", "HIP out of memory",
-    AMD_SERIALIZE_KERNEL, hipError..., HSA_STATUS_..., "Memory access fault by
-    GPU node" → ROCm; else UNKNOWN. */
-kg_backend_t kg_backend_detect(const char *text, size_t len);
-
-/*  "cuda", "rocm" or "unknown". */
-const char *kg_backend_name(kg_backend_t backend);
 
 /*  The family's hint for backend (hint_any when the specific one is missing
     or the backend is unknown). May be NULL. */
