@@ -10,6 +10,13 @@
 //   3. Cell > Run All Above, then Cell > Run All Below on the failing cell: training says it
 //      resumed from step N (the one kguard's notice names), no cell fails, a RESULT line
 //      appears (and its resumed_from=, if any, is N). The incident record agrees on N.
+//   4. The Run-All race (issue 9), repeated KG_BROWSER_RACE_ROUNDS times (default 6): a second
+//      notebook, on a kernelspec with --stale-window 0 (the rule then ends at kguard's notice,
+//      so the next round's Run All runs), whose failing cell writes PyTorch's assertion line to
+//      fd 2 before raising the device-side assert text (raw stderr may reach kguard before the
+//      queued requests do). Each round: the failing cell shows the error and the notice, the
+//      three cells queued behind it show KernelRestarted, and their marker files never appear:
+//      no queued cell ran in the fresh kernel, whatever the order of arrival.
 // Screenshots (browser-after-fault.png, browser.png; browser-failure.png on failure) and the
 // server log are saved in KG_BROWSER_ARTIFACTS.
 //
@@ -17,7 +24,7 @@
 // KGUARD_PYTHON (default /usr/bin/python3), KG_BROWSER_ARTIFACTS (default ./artifacts),
 // KG_BROWSER_NOTEBOOK (path of the notebook to drive; default: examples/train_classifier.ipynb
 // when it exists, else tests/browser/assert_demo.ipynb), KG_BROWSER_EMULATE_STEP (60),
-// KG_BROWSER_BUDGET_MS (270000, below ctest's TIMEOUT), KG_BROWSER_KEEP=1 keeps the temp dir.
+// KG_BROWSER_BUDGET_MS (360000, below ctest's TIMEOUT), KG_BROWSER_KEEP=1 keeps the temp dir.
 //
 // The server, its kernels and everything they started are stopped when the test ends, pass or
 // fail; every process started under the server carries a marker variable, and the test fails
@@ -38,7 +45,9 @@ const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = path.resolve(process.env.KG_BROWSER_ARTIFACTS || path.join(HERE, 'artifacts'));
 const KERNEL_NAME = 'kguard-test';
 const EMULATE_STEP = Number(process.env.KG_BROWSER_EMULATE_STEP || 60);
-const TOTAL_BUDGET_MS = Number(process.env.KG_BROWSER_BUDGET_MS || 270_000);
+const TOTAL_BUDGET_MS = Number(process.env.KG_BROWSER_BUDGET_MS || 360_000);
+const RACE_ROUNDS = Number(process.env.KG_BROWSER_RACE_ROUNDS || 6);
+const RACE_KERNEL = 'kguard-race';
 
 const t0 = Date.now();
 function log(msg) {
@@ -457,6 +466,89 @@ async function scenario(page, server, nbName) {
   return { train, queued, resumed };
 }
 
+// ---------------------------------------------------------------------------------------------
+// 4. The Run-All race, repeated.
+
+const ASSERT_LINE = '/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_'
+  + 'kernel_2d: block: [0,0,0], thread: [4,0,0] Assertion `t >= 0 && t < n_classes` failed.';
+const DEVICE_ASSERT = 'CUDA error: device-side assert triggered\\nCUDA kernel errors might be '
+  + 'asynchronously reported at some other API call, so the stacktrace below might be '
+  + 'incorrect.\\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\\nCompile with '
+  + '`TORCH_USE_CUDA_DSA` to enable device-side assertions.\\n';
+const RACE_MARKERS = ['race-marker-a', 'race-marker-b', 'race-probe'];
+
+function failingSource(round) {
+  // The round in a comment: the same failure twice in a row would stop restarts (kguard's
+  // policy), and a user who re-runs a failing notebook edits something first anyway.
+  return `# round ${round}\nimport os\nos.write(2, b${JSON.stringify(ASSERT_LINE + '\n')})\n`
+    + `raise RuntimeError(${JSON.stringify(DEVICE_ASSERT)})`;
+}
+
+function stageRaceNotebook(scratch, spec) {
+  const code = (src) => ({ cell_type: 'code', metadata: {}, execution_count: null, outputs: [],
+                           source: src });
+  const nb = {
+    nbformat: 4, nbformat_minor: 5,
+    metadata: { kernelspec: { name: RACE_KERNEL, display_name: `${spec.display_name} race`,
+                              language: 'python' } },
+    cells: [code('x = 1'), code(failingSource(1)),
+            code(`open(${JSON.stringify(RACE_MARKERS[0])}, 'a').write('ran\\n')`),
+            code(`open(${JSON.stringify(RACE_MARKERS[1])}, 'a').write('ran\\n')`),
+            code(`open(${JSON.stringify(RACE_MARKERS[2])}, 'a').write('ran\\n'); print('probe', x)`)],
+  };
+  fs.writeFileSync(path.join(scratch.work, 'race.ipynb'), JSON.stringify(nb, null, 1));
+  return 'race.ipynb';
+}
+
+// The race kernelspec: the main one's argv with the stale window ending at the notice and
+// restarts neither budgeted nor delayed (the rounds restart many times in a minute).
+function installRaceKernelspec(scratch, spec) {
+  const argv = [...spec.argv];
+  argv.splice(argv.indexOf('--'), 0, '--stale-window', '0', '--max-restarts', '1000',
+              '--backoff', '0', '--backoff-max', '0');
+  const kdir = path.join(scratch.prefix, 'share', 'jupyter', 'kernels', RACE_KERNEL);
+  fs.mkdirSync(kdir, { recursive: true });
+  fs.writeFileSync(path.join(kdir, 'kernel.json'),
+                   JSON.stringify({ ...spec, argv, display_name: `${spec.display_name} race` }));
+}
+
+async function raceRounds(page, server, nbName, scratch) {
+  const url = server.url(`/notebooks/${encodeURIComponent(nbName)}?token=${server.token}`);
+  await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 30_000 });
+  await page.locator(cellSel).first().waitFor({ timeout: 30_000 });
+  await waitKernelIdle(page, 60_000);
+  for (let round = 1; round <= RACE_ROUNDS; round++) {
+    if (round > 1) {
+      // The last round's outputs go first, so what is checked below is this round's.
+      await page.evaluate(([i, src]) => {
+        window.Jupyter.notebook.clear_all_output();
+        window.Jupyter.notebook.get_cell(i).set_text(src);
+      }, [1, failingSource(round)]);
+    }
+    await menu(page, 'celllink', 'run_all_cells');
+    const failing = page.locator(cellSel).nth(1);
+    await failing.locator('.output_error', { hasText: /device-side assert/i }).first()
+      .waitFor({ timeout: 90_000 });
+    await failing.locator('.output_markdown', { hasText: /kguard/i }).first()
+      .waitFor({ timeout: 90_000 });
+    await waitNoPendingCells(page, 90_000);
+    await waitKernelIdle(page, 60_000);
+    const cells = await cellTexts(page);
+    for (const i of [2, 3, 4]) {
+      if (!cells[i].errors.some((e) => /KernelRestarted/.test(e)))
+        fail(`race round ${round}: queued cell #${i} does not show KernelRestarted: `
+             + `${cells[i].output.slice(0, 300)}`);
+      if (cells[i].stdout.length > 0)
+        fail(`race round ${round}: queued cell #${i} ran: ${cells[i].stdout.join(' ')}`);
+    }
+    const ran = RACE_MARKERS.filter((m) => fs.existsSync(path.join(scratch.work, m)));
+    if (ran.length)
+      fail(`race round ${round}: queued cells ran in the fresh kernel (${ran.join(', ')} written)`);
+    log(`race round ${round}/${RACE_ROUNDS}: failing cell shown, 3 queued cells answered `
+        + 'KernelRestarted, none ran');
+  }
+}
+
 // Cross-check the page against kguard's incident record (state dir), when it says a step.
 function checkIncident(scratch, resumed) {
   const dir = path.join(scratch.state, 'incidents');
@@ -526,6 +618,8 @@ async function main() {
     const spec = installKernelspec(kguardBin, scratch);
     const src = pickNotebook();
     const { name } = stageNotebook(src, scratch, spec);
+    installRaceKernelspec(scratch, spec);
+    const raceName = stageRaceNotebook(scratch, spec);
     log(`notebook ${src}`);
     const env = {
       ...process.env,
@@ -560,6 +654,10 @@ async function main() {
     const res = await scenario(page, server, name);
     checkIncident(scratch, res.resumed);
     await screenshot(page, path.join(ARTIFACTS, 'browser.png'));
+    // A page of its own: leaving the first (edited) notebook would ask to confirm.
+    page = await context.newPage();
+    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
+    await raceRounds(page, server, raceName, scratch);
     ok = true;
   } catch (e) {
     console.log(`FAIL: ${e instanceof Fail ? e.message : (e.stack || e)}`);
