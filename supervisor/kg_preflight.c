@@ -27,6 +27,8 @@ struct kg_preflight_t {
   kg_preflight_verdict_t verdict;
   cJSON *report;
   int64_t started_ms, ms;
+  bool last_failed;             /*  the last verdict was FAILING or TIMEOUT
+                                    (kept across cancel and new starts)     */
 };
 
 /* ---- pure parts ---------------------------------------------------------- */
@@ -321,6 +323,14 @@ kg_preflight_destroy(kg_preflight_t **self_p)
   *self_p = NULL;
 }
 
+bool
+kg_preflight_should_start(const kg_preflight_t *self, bool first_start, bool after_sticky)
+{
+  if (!self || self->cfg.mode == KG_PREFLIGHT_NEVER)
+    return false;
+  return self->last_failed || kg_preflight_wanted(self->cfg.mode, first_start, after_sticky);
+}
+
 const kg_preflight_config_t *
 kg_preflight_config(const kg_preflight_t *self)
 {
@@ -445,6 +455,10 @@ kg_preflight_pump(kg_preflight_t *self, int64_t now_ms)
     self->verdict = KG_PREFLIGHT_UNAVAILABLE;   /* out of memory: no verdict */
   else
     cJSON_AddNumberToObject(self->report, "kguard_ms", (double) self->ms);
+  if (self->verdict == KG_PREFLIGHT_FAILING || self->verdict == KG_PREFLIGHT_TIMEOUT)
+    self->last_failed = true;
+  else if (self->verdict == KG_PREFLIGHT_OK)
+    self->last_failed = false;
   kg_info("pre-flight probe: %s in %lld ms: %s", kg_preflight_verdict_name(self->verdict),
           (long long) self->ms,
           self->report && s_str(self->report, "summary") ? s_str(self->report, "summary") : "");

@@ -128,6 +128,12 @@ kg_preflight_t *kg_preflight_new(const kg_preflight_config_t *cfg);
 /*  Kill and reap the probe if it runs, free everything, *self_p = NULL. */
 void kg_preflight_destroy(kg_preflight_t **self_p);
 
+/*  Whether this kernel start gets a probe: kg_preflight_wanted on the
+    configured mode, or, whatever the mode but never, the last verdict was
+    FAILING or TIMEOUT (a `%kguard restart` after a failing device checks it
+    again before the kernel is declared ready). */
+bool kg_preflight_should_start(const kg_preflight_t *self, bool first_start, bool after_sticky);
+
 /*  The configuration in force (borrowed). */
 const kg_preflight_config_t *kg_preflight_config(const kg_preflight_t *self);
 

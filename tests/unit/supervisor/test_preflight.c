@@ -303,6 +303,28 @@ KG_TEST(preflight_child_verdicts)
   unlink(s_fake);
 }
 
+KG_TEST(preflight_failed_device_is_checked_again)
+{
+  s_write_fake();
+  kg_preflight_config_t cfg = {.mode = KG_PREFLIGHT_STICKY, .timeout_s = 1};
+  kg_preflight_t *p = kg_preflight_new(&cfg);
+  KG_CHECK(!kg_preflight_should_start(p, true, false));   /* first start: sticky mode */
+  KG_CHECK(kg_preflight_should_start(p, false, true));
+  KG_CHECK_INT(kg_preflight_start(p, s_fake, s_env_failing, s_now()), 0);
+  KG_CHECK(s_run(p, 10000));
+  kg_preflight_cancel(p);   /* the kernel went DOWN; then `%kguard restart` */
+  KG_CHECK(kg_preflight_should_start(p, false, false));
+  KG_CHECK_INT(kg_preflight_start(p, s_fake, s_env_healthy, s_now()), 0);
+  KG_CHECK(s_run(p, 10000));
+  KG_CHECK(!kg_preflight_should_start(p, false, false));  /* healthy again */
+  kg_preflight_destroy(&p);
+  cfg.mode = KG_PREFLIGHT_NEVER;
+  p = kg_preflight_new(&cfg);
+  KG_CHECK(!kg_preflight_should_start(p, true, true));
+  kg_preflight_destroy(&p);
+  unlink(s_fake);
+}
+
 KG_TEST(preflight_child_backstop_kills_a_deaf_probe)
 {
   s_write_fake();
@@ -552,6 +574,7 @@ KG_TEST(inband_doctor_real_doctor)
 KG_TEST_MAIN(KG_CASE(preflight_config_table), KG_CASE(preflight_wanted_table),
              KG_CASE(preflight_judge_table), KG_CASE(preflight_down_reason),
              KG_CASE(preflight_memory_note_table), KG_CASE(preflight_child_verdicts),
+             KG_CASE(preflight_failed_device_is_checked_again),
              KG_CASE(preflight_child_backstop_kills_a_deaf_probe),
              KG_CASE(preflight_child_cancel_and_failed_start), KG_CASE(preflight_argv),
              KG_CASE(preflight_real_doctor_emulated), KG_CASE(inband_doctor_match_table),
