@@ -146,8 +146,10 @@ KG_TEST(preflight_judge_table)
     KG_CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "killed_by_kguard"))
              == t[i].killed);
     /* what a probe printed outside its contract is kept as evidence */
-    if (t[i].out && *t[i].out && !cJSON_IsObject(cJSON_Parse(t[i].out)))
+    cJSON *parsed = t[i].out ? cJSON_Parse(t[i].out) : NULL;
+    if (t[i].out && *t[i].out && !cJSON_IsObject(parsed))
       KG_CHECK_STR(s_str(r, "output"), t[i].out);
+    cJSON_Delete(parsed);
     cJSON_Delete(r);
   }
 }
