@@ -151,9 +151,12 @@ kg_preflight_judge(int wait_status, bool backstop_killed, const char *out, doubl
     v = KG_PREFLIGHT_OK;
   } else {
     v = KG_PREFLIGHT_UNAVAILABLE;
-    if (code == S_EXIT_OK)
-      snprintf(summary, sizeof summary, "the pre-flight probe exited 0 without its report "
-               "(status %s): no verdict on the device", status ? status : "missing");
+    if (code == S_EXIT_OK && j)
+      snprintf(summary, sizeof summary, "the pre-flight probe exited 0 but its report says "
+               "status %s: no verdict on the device", status ? status : "(none)");
+    else if (code == S_EXIT_OK)
+      snprintf(summary, sizeof summary, "the pre-flight probe exited 0 without its report: "
+               "no verdict on the device");
     else
       snprintf(summary, sizeof summary, "the pre-flight probe (`kguard doctor --preflight`) "
                "could not run (exit %d): no verdict on the device", code);
