@@ -18,6 +18,7 @@
 #include "kg_file.h"
 #include "kg_kernelspec.h"
 #include "kg_paths.h"
+#include "kg_preflight.h"
 
 static void
 s_usage(FILE *out)
@@ -27,6 +28,7 @@ s_usage(FILE *out)
     "                      [--user | --sys-prefix | --prefix P] [--checkpoints DIR]\n"
     "                      [--max-restarts N] [--restart-window SEC] [--backoff SEC]\n"
     "                      [--backoff-max SEC] [--stale-window SEC]\n"
+    "                      [--preflight never|sticky|first] [--preflight-timeout SEC]\n"
     "\n"
     "Write a kernelspec whose argv runs `kguard kernel ... -- <the wrapped argv>`,\n"
     "keeping the wrapped kernelspec's language, env, interrupt_mode and metadata,\n"
@@ -64,6 +66,16 @@ s_usage(FILE *out)
     "                       the user saw it are still dropped as stale instead of\n"
     "                       run in the fresh kernel (default: `kguard kernel`'s)\n"
     "SEC: a positive number of seconds (e.g. 0.5, 600); N: an integer 0..1000.\n"
+    "\n"
+    "device pre-flight (written into the kernelspec's env as KGUARD_PREFLIGHT and\n"
+    "KGUARD_PREFLIGHT_TIMEOUT; omitted: kguard's defaults):\n"
+    "  --preflight WHEN     when `kguard doctor --preflight` checks the devices the\n"
+    "                       kernel will see (allocate, launch, synchronise), beside\n"
+    "                       the kernel's start and before it is declared ready:\n"
+    "                       sticky (default) after a restart for a sticky GPU\n"
+    "                       error; first: also at the first start; never. A failing\n"
+    "                       or hung device stops kguard (down) instead of looping\n"
+    "  --preflight-timeout SEC  the probe's deadline (default 10, at most 3600)\n"
     "\n"
     "exit codes: 0 installed, 100 usage error (bad name or value, no such\n"
     "kernelspec: nothing written), 111 I/O error.\n",
@@ -210,7 +222,7 @@ int
 kg_cli_install_main(int argc, char **argv)
 {
   enum { O_KERNEL = 1000, O_NAME, O_DISPLAY, O_USER, O_SYSPREFIX, O_PREFIX, O_CKPT,
-         O_POLICY };
+         O_PREFLIGHT, O_PREFLIGHT_TIMEOUT, O_POLICY };
   s_policy_opt_t policy[] = {
     {"--max-restarts", true, NULL, 0}, {"--restart-window", false, NULL, 0},
     {"--backoff", false, NULL, 0}, {"--backoff-max", false, NULL, 0},
@@ -224,6 +236,8 @@ kg_cli_install_main(int argc, char **argv)
     {"sys-prefix", no_argument, NULL, O_SYSPREFIX},
     {"prefix", required_argument, NULL, O_PREFIX},
     {"checkpoints", required_argument, NULL, O_CKPT},
+    {"preflight", required_argument, NULL, O_PREFLIGHT},
+    {"preflight-timeout", required_argument, NULL, O_PREFLIGHT_TIMEOUT},
     {"max-restarts", required_argument, NULL, O_POLICY + 0},
     {"restart-window", required_argument, NULL, O_POLICY + 1},
     {"backoff", required_argument, NULL, O_POLICY + 2},
@@ -232,6 +246,7 @@ kg_cli_install_main(int argc, char **argv)
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
   const char *kernel = "python3", *name = NULL, *display = NULL, *prefix = NULL, *ckpt = NULL;
+  const char *preflight = NULL, *preflight_timeout = NULL;
   int where = 0;   /* 0 user, 1 sys-prefix, 2 prefix */
   int places = 0;
   optind = 1;
@@ -245,6 +260,8 @@ kg_cli_install_main(int argc, char **argv)
     case O_SYSPREFIX: where = 1; places++; break;
     case O_PREFIX: where = 2; prefix = optarg; places++; break;
     case O_CKPT: ckpt = optarg; break;
+    case O_PREFLIGHT: preflight = optarg; break;
+    case O_PREFLIGHT_TIMEOUT: preflight_timeout = optarg; break;
     case 'h': s_usage(stdout); return KG_EXIT_OK;
     default:
       if (c >= O_POLICY && c < O_POLICY + (int) npolicy) {
@@ -261,6 +278,16 @@ kg_cli_install_main(int argc, char **argv)
     fprintf(stderr, "kguard install: --backoff %s is longer than --backoff-max %s\n",
             policy[2].value, policy[3].value);
     return KG_EXIT_USAGE;
+  }
+  /* the values kguard kernel will read back: checked by the same parser */
+  if (preflight || preflight_timeout) {
+    kg_preflight_config_t pf;
+    char perr[256];
+    if (kg_preflight_config_parse(preflight, preflight_timeout, &pf, perr, sizeof perr) != 0) {
+      fprintf(stderr, "kguard install: %s: %s\n",
+              strstr(perr, "TIMEOUT") ? "--preflight-timeout" : "--preflight", perr);
+      return KG_EXIT_USAGE;
+    }
   }
   if (optind < argc || places > 1) {
     fprintf(stderr, "kguard install: %s (see kguard install --help)\n",
@@ -386,8 +413,18 @@ kg_cli_install_main(int argc, char **argv)
   cJSON_AddStringToObject(out, "language", spec->language);
   if (cJSON_GetObjectItemCaseSensitive(spec->json, "interrupt_mode"))
     cJSON_AddStringToObject(out, "interrupt_mode", spec->interrupt_mode);
-  if (spec->env)
-    cJSON_AddItemToObject(out, "env", cJSON_Duplicate(spec->env, 1));
+  cJSON *env = spec->env ? cJSON_Duplicate(spec->env, 1) : NULL;
+  if ((preflight || preflight_timeout) && !env)
+    env = cJSON_CreateObject();
+  const char *pf_vars[][2] = {{"KGUARD_PREFLIGHT", preflight},
+                              {"KGUARD_PREFLIGHT_TIMEOUT", preflight_timeout}};
+  for (size_t i = 0; i < 2; i++)
+    if (pf_vars[i][1]) {
+      cJSON_DeleteItemFromObjectCaseSensitive(env, pf_vars[i][0]);
+      cJSON_AddStringToObject(env, pf_vars[i][0], pf_vars[i][1]);
+    }
+  if (env)
+    cJSON_AddItemToObject(out, "env", env);
   cJSON *md = spec->metadata ? cJSON_Duplicate(spec->metadata, 1) : cJSON_CreateObject();
   cJSON *kgm = cJSON_AddObjectToObject(md, "kguard");
   cJSON_AddStringToObject(kgm, "wraps", kernel);
