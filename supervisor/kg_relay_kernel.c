@@ -104,8 +104,10 @@ void
 kg__relay_timers(kg_sup_t *S, int64_t now)
 {
   kg__droplog_flush(S, now, false);
-  if (kg__check_timers(S, now))
+  if (kg__check_timers(S, now)) {
+    kg__guard_confirm(S, NULL);   /* a hung device */
     s_release_reply(S);
+  }
   if (S->trim_at_ms && now >= S->trim_at_ms) {
     S->trim_at_ms = 0;
     malloc_trim(0);
@@ -131,7 +133,8 @@ kg__send_nudge(kg_sup_t *S)
     return;
   snprintf(S->nudge_ids[S->nudge_next], sizeof S->nudge_ids[0], "%s", kg_msg_id(m));
   S->nudge_next = (S->nudge_next + 1) % KG__NUDGE_MAX;
-  if (kg_msg_send(m, S->kern[KG_CH_SHELL], S->inner_signer, ZMQ_DONTWAIT) != 0)
+  if (kg_msg_send(m, kg_kernel_socket(S->kernel, KG_CH_SHELL), kg_kernel_signer(S->kernel),
+                  ZMQ_DONTWAIT) != 0)
     kg_debug("nudge not sent (kernel not connected yet)");
   kg_msg_destroy(&m);
 }
@@ -252,7 +255,11 @@ static void
 s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 {
   kg_msg_t *msg = *msg_p;
-  if (kg__check_reply(S, msg)) {
+  bool confirmed;
+  kg_match_t match;
+  if (kg__check_reply(S, msg, &confirmed, &match)) {
+    if (confirmed)
+      kg__guard_confirm(S, &match);
     s_release_reply(S);
     return;
   }
@@ -391,12 +398,13 @@ s_release_reply(kg_sup_t *S)
 void
 kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
 {
-  void *socket = S->kern[ch];
-  for (int i = 0; i < S_BATCH && S->kern[ch] == socket; i++) {
+  void *socket = kg_kernel_socket(S->kernel, ch);
+  for (int i = 0; i < S_BATCH && kg_kernel_socket(S->kernel, ch) == socket; i++) {
     kg_msg_t *msg = NULL;
     if (kg__relay_recv(S, socket, "kernel", ch, &msg) <= 0)
       return;
-    if (kg__relay_accept(S, msg, S->inner_signer, kg_front_signer(S->front), "kernel", ch)) {
+    if (kg__relay_accept(S, msg, kg_kernel_signer(S->kernel), kg_front_signer(S->front),
+                         "kernel", ch)) {
       const char *session = kg_msg_session(msg);
       if (session && *session && strcmp(session, S->session) != 0)
         kg__set_str(&S->session, session);
