@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kg_child.h"
+#include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_socket.h"
@@ -27,6 +28,7 @@ struct kg_kernel_t {
   kg_child_t *child;            /*  the process, until released              */
   kg_ring_t *ring[2];           /*  stdout, stderr                           */
   int generation;               /*  kernels started                          */
+  kg_ready_t *ready;            /*  kernel_info nudges, reply and iopub seen */
   bool signalled;               /*  SIGTERM/SIGKILL sent by kguard           */
   char *reason;                 /*  why the last start failed, or NULL       */
 };
@@ -45,7 +47,8 @@ kg_kernel_new(const kg_kernel_opts_t *opts)
   self->info = kg_conninfo_new();
   self->ring[0] = kg_ring_new(opts->ring_bytes, opts->log_fd);
   self->ring[1] = kg_ring_new(opts->ring_bytes, opts->log_fd);
-  if (!self->runtime_dir || !self->conn_path || !self->info || !self->ring[0]
+  self->ready = kg_ready_new();
+  if (!self->ready || !self->runtime_dir || !self->conn_path || !self->info || !self->ring[0]
       || !self->ring[1])
     kg_kernel_destroy(&self);
   return self;
@@ -70,6 +73,7 @@ kg_kernel_destroy(kg_kernel_t **self_p)
   kg_conninfo_destroy(&self->info);
   kg_ring_destroy(&self->ring[0]);
   kg_ring_destroy(&self->ring[1]);
+  kg_ready_destroy(&self->ready);
   free(self->runtime_dir);
   free(self->conn_path);
   free(self->reason);
@@ -139,6 +143,7 @@ kg_kernel_start(kg_kernel_t *self, char *const *argv, char *const *envp, const c
   }
   self->generation++;
   self->signalled = false;
+  kg_ready_reset(self->ready, kg_clock_mono_ms());   /* nothing seen, nudge at once */
   int rc = s_connection(self);
   if (rc == 0)
     rc = s_connect(self);
@@ -237,6 +242,12 @@ kg_kernel_drain(kg_kernel_t *self, kg_kernel_output_fn *fn, void *arg)
     }
   }
   return total;
+}
+
+kg_ready_t *
+kg_kernel_ready(const kg_kernel_t *self)
+{
+  return self->ready;
 }
 
 kg_ring_t *

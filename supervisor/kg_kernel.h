@@ -3,7 +3,8 @@
     kernel-side sockets (DEALER shell/control/stdin with one routing id, so
     the kernel's input_request finds its way back, and SUB iopub), its
     stdout/stderr pipes and the rings that keep their last bytes (and copy
-    everything to the kernel log), and the generation counter.
+    everything to the kernel log), the generation counter, and its readiness
+    bookkeeping (kg_ready: kguard's kernel_info nudges, reset at each start).
 
     It decides nothing and calls nothing above it: what happens is returned
     to the caller, who turns it into the supervisor's events:
@@ -16,7 +17,8 @@
                          in kg_kernel_status;
       kg_kernel_signal   TERM, then KILL when the caller's deadline passes
                          (the state table keeps the deadlines).
-    READY is the relay's to see (the kernel's kernel_info_reply and iopub).
+    READY: the relay tells the kg_ready tracker what the kernel answered
+    (kg_kernel_ready); the supervisor fires READY when it says done.
 
     Arrows: kg_supervisor.c and the relay -> kg_kernel.c -> kg_child,
     kg_ring, ipc/ (connection file, sockets, signer). Never back.
@@ -29,6 +31,7 @@
 #include <sys/types.h>
 
 #include "kg_conninfo.h"
+#include "kg_ready.h"
 #include "kg_ring.h"
 #include "kg_signer.h"
 
@@ -104,6 +107,9 @@ typedef void (kg_kernel_output_fn)(void *arg, int which, const char *data, size_
     own fd 1 or 2, then handed to fn(arg, ...) (fn may be NULL). Returns the
     bytes read. */
 size_t kg_kernel_drain(kg_kernel_t *self, kg_kernel_output_fn *fn, void *arg);
+
+/*  Its readiness tracker (reset by each start). Borrowed. */
+kg_ready_t *kg_kernel_ready(const kg_kernel_t *self);
 
 /*  The ring of stdout (which = 1) or stderr (2). Borrowed. */
 kg_ring_t *kg_kernel_ring(const kg_kernel_t *self, int which);

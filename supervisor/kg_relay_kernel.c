@@ -32,18 +32,13 @@ s_ends_with(const char *s, const char *suffix)
 static bool
 s_is_nudge(kg_sup_t *S, const char *parent)
 {
-  if (!parent || !*parent)
-    return false;
-  for (int i = 0; i < KG__NUDGE_MAX; i++)
-    if (strcmp(S->nudge_ids[i], parent) == 0)
-      return true;
-  return false;
+  return kg_ready_is_nudge(kg_kernel_ready(S->kernel), parent);
 }
 
 static void
 s_check_ready(kg_sup_t *S)
 {
-  if (S->state == KG_ST_STARTING && S->got_info_reply && S->got_iopub)
+  if (S->state == KG_ST_STARTING && kg_ready_done(kg_kernel_ready(S->kernel)))
     kg__fire(S, KG_EV_KERNEL_READY);
 }
 
@@ -131,8 +126,7 @@ kg__send_nudge(kg_sup_t *S)
   kg_msg_t *m = kg_msg_new("kernel_info_request", S->session, NULL, &content);
   if (!m)
     return;
-  snprintf(S->nudge_ids[S->nudge_next], sizeof S->nudge_ids[0], "%s", kg_msg_id(m));
-  S->nudge_next = (S->nudge_next + 1) % KG__NUDGE_MAX;
+  kg_ready_remember(kg_kernel_ready(S->kernel), kg_msg_id(m));
   if (kg_msg_send(m, kg_kernel_socket(S->kernel, KG_CH_SHELL), kg_kernel_signer(S->kernel),
                   ZMQ_DONTWAIT) != 0)
     kg_debug("nudge not sent (kernel not connected yet)");
@@ -160,14 +154,13 @@ static void
 s_send_probe(kg_sup_t *S)
 {
   kg__send_nudge(S);
-  kg_gate_abort_probe_sent(S->gate,
-                           S->nudge_ids[(S->nudge_next + KG__NUDGE_MAX - 1) % KG__NUDGE_MAX]);
+  kg_gate_abort_probe_sent(S->gate, kg_ready_last(kg_kernel_ready(S->kernel)));
 }
 
 static void
 s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
 {
-  S->got_iopub = true;
+  kg_ready_saw_iopub(kg_kernel_ready(S->kernel));
   const char *parent = kg_msg_parent_id(msg);
   if (s_is_nudge(S, parent)) {
     s_check_ready(S);
@@ -275,7 +268,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   }
   if (s_is_nudge(S, parent)) {
     if (is_info) {
-      S->got_info_reply = true;
+      kg_ready_saw_reply(kg_kernel_ready(S->kernel));
       s_check_ready(S);
     }
     if (kg_gate_abort_answered(S->gate, parent))

@@ -1,7 +1,7 @@
-/*  kg_sup_kernel: the supervisor's side of STARTING's entry action: reset
-    the readiness bookkeeping, build the kernel's argv (its connection file
-    placeholder pointing at the private file) and environment (kg_kenv.c),
-    and ask the kernel object (kg_kernel.h) to start it.
+/*  kg_sup_kernel: the supervisor's side of STARTING's entry action: the
+    start deadline, the kernel's argv (its connection file placeholder
+    pointing at the private file) and environment (kg_kenv.c), then the
+    kernel object (kg_kernel.h) starts it (and resets its readiness).
 
     Arrows: kg_supervisor.c -> kg_sup_kernel.c -> kg_kernel.c, kg_kenv.c;
     the caller fires SPAWN_FAILED on failure, or tells the guard of the
@@ -68,10 +68,6 @@ s_expand_argv(kg_sup_t *S)
 int
 kg__kernel_start(kg_sup_t *S)
 {
-  S->got_info_reply = false;
-  S->got_iopub = false;
-  S->nudge_interval_ms = 50;
-  S->next_nudge_ms = kg_clock_mono_ms();
   S->state_deadline_ms = kg_clock_mono_ms() + KG__START_TIMEOUT_MS;
   S->stop_reason = KG__STOP_NONE;
   kg_gate_set_running(S->gate, NULL);

@@ -39,7 +39,6 @@
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
-#define KG__NUDGE_MAX 16          /* own kernel_info ids remembered        */
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
 #define KG__RING_BYTES (256u * 1024u)   /* the kernel's stdout/stderr kept */
 #define KG__START_TIMEOUT_MS 60000
@@ -108,14 +107,6 @@ struct kg_supervisor_t {
   char *session;                /*  inner kernel's session as last seen
                                     (owned; any length: the kernel chose it) */
   int execution_count;          /*  last seen                                */
-
-  /* STARTING */
-  bool got_info_reply;
-  bool got_iopub;
-  char nudge_ids[KG__NUDGE_MAX][37];
-  int nudge_next;
-  int64_t next_nudge_ms;
-  int nudge_interval_ms;
 
   kg_evq_t *evq;                /*  the state machine's event queue (kg__fire) */
 

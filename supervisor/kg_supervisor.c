@@ -29,7 +29,6 @@
 
 static void s_apply_cb(void *arg, kg_event_t event);
 
-#define KG__NUDGE_ALIVE_MS 20   /* nudge interval once the kernel has answered */
 
 /* ------------------------------------------------------------------------
    Set-up and teardown. */
@@ -502,16 +501,9 @@ kg__timers(kg_sup_t *S)
   kg__guard_helpers_timers(S, now);
   switch (S->state) {
   case KG_ST_STARTING:
-    /* The kernel answered, so it is up: only the iopub subscription has to
-       reach it, which takes milliseconds. Do not wait out a back-off grown
-       while it was still importing. */
-    if (S->got_info_reply && !S->got_iopub && S->next_nudge_ms > now + KG__NUDGE_ALIVE_MS)
-      S->next_nudge_ms = now + KG__NUDGE_ALIVE_MS;
-    if (now >= S->next_nudge_ms && !(S->got_info_reply && S->got_iopub)) {
+    if (kg_ready_nudge_due(kg_kernel_ready(S->kernel), now)) {
       kg__send_nudge(S);
-      S->next_nudge_ms = now + S->nudge_interval_ms;
-      if (S->nudge_interval_ms < 1000)
-        S->nudge_interval_ms *= 2;
+      kg_ready_nudge_scheduled(kg_kernel_ready(S->kernel), now);
     }
     if (S->state == KG_ST_STARTING && now >= S->state_deadline_ms) {
       kg_error("kernel #%d did not become ready within %d s", kg_kernel_generation(S->kernel),
@@ -560,8 +552,7 @@ kg__timeout_ms(kg_sup_t *S)
   switch (S->state) {
   case KG_ST_STARTING:
     cands[0] = S->state_deadline_ms;
-    if (!(S->got_info_reply && S->got_iopub))
-      cands[1] = S->next_nudge_ms;
+    cands[1] = kg_ready_deadline(kg_kernel_ready(S->kernel));   /* 0 once ready */
     break;
   case KG_ST_CLOSING:
   case KG_ST_STOPPING:
