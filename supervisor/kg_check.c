@@ -10,12 +10,14 @@
     CUDA/HIP runtime already loaded, else nothing to probe; the labelled
     emulation answers as a poisoned device would). Its iopub output and reply
     never reach the frontend. A sticky error in its reply confirms the fault
-    (kg__guard_confirm); any other answer clears the suspicion; no answer
-    within KG__CHECK_MS (10 s) is a hung device: confirmed. Meanwhile the
+    (returned: the relay tells the guard, kg__guard_confirm); any other
+    answer clears the suspicion; no answer within KG__CHECK_MS (10 s) is a
+    hung device: confirmed. Meanwhile the
     relay holds every request (kg__check_pending), and the suspected cell's
     reply and idle, so that a confirmed fault is reported in that cell.
 
-    Arrows: kg_relay.c -> kg_check.c -> kg_guard.c (never back).
+    Arrows: kg_relay.c, kg_relay_kernel.c -> kg_check.c -> kg_sup_util.c,
+    the diagnosis; the verdict is returned, never passed up by a call.
 */
 #include "kg_sup_priv.h"
 #include "kg_language.h"
@@ -43,7 +45,7 @@ kg__check_start(kg_sup_t *S)
     return;
   if (!kg_language_is_python(kg__language(S))) {
     kg_notice("suspicion not checked: the inner kernel is not Python (log only)");
-    kg__guard_clear_suspicion(S);
+    kg_diagnosis_clear_suspicion(S->diag);
     return;
   }
   cJSON *content = cJSON_CreateObject();
@@ -54,14 +56,16 @@ kg__check_start(kg_sup_t *S)
   cJSON_AddBoolToObject(content, "allow_stdin", false);
   cJSON_AddBoolToObject(content, "stop_on_error", false);
   kg_msg_t *m = kg_msg_new("execute_request", S->session, NULL, &content);
-  int rc = m ? kg_msg_send(m, S->kern[KG_CH_SHELL], S->inner_signer, 0) : KG_ENOMEM;
+  int rc = m ? kg_msg_send(m, kg_kernel_socket(S->kernel, KG_CH_SHELL),
+                           kg_kernel_signer(S->kernel), 0)
+             : KG_ENOMEM;
   if (rc == 0)
     kg__set_str(&S->check_id, kg_msg_id(m));
   kg_msg_destroy(&m);
   if (rc || !S->check_id) {
     kg_warning("unable to send the device probe (%s): suspicion cleared, logged only",
                kg_strerror(rc ? rc : KG_ENOMEM));
-    kg__guard_clear_suspicion(S);
+    kg_diagnosis_clear_suspicion(S->diag);
     return;
   }
   S->check_started_ms = kg_clock_mono_ms();
@@ -77,8 +81,9 @@ kg__check_iopub(kg_sup_t *S, kg_msg_t *msg)
 }
 
 bool
-kg__check_reply(kg_sup_t *S, kg_msg_t *msg)
+kg__check_reply(kg_sup_t *S, kg_msg_t *msg, bool *confirmed, kg_match_t *match)
 {
+  *confirmed = false;
   const char *parent = kg_msg_parent_id(msg);
   if (!S->check_id || !parent || strcmp(parent, S->check_id) != 0)
     return false;
@@ -104,7 +109,8 @@ kg__check_reply(kg_sup_t *S, kg_msg_t *msg)
     if (sticky) {
       kg_error("device probe failed after %lld ms (%s): the suspicion is confirmed",
                (long long) took, m.family->id);
-      kg__guard_confirm(S, &m);
+      *confirmed = true;   /* the caller tells the guard (kg__guard_confirm) */
+      *match = m;
       return true;
     }
     kg_notice("device probe raised %s (not a GPU fault) after %lld ms: suspicion cleared", en,
@@ -112,7 +118,7 @@ kg__check_reply(kg_sup_t *S, kg_msg_t *msg)
   } else
     kg_notice("device probe passed after %lld ms: suspicion cleared, no restart",
               (long long) took);
-  kg__guard_clear_suspicion(S);
+  kg_diagnosis_clear_suspicion(S->diag);
   return true;
 }
 
@@ -130,6 +136,5 @@ kg__check_timers(kg_sup_t *S, int64_t now)
   kg_error("the device probe did not answer within %d s: a hung device, the suspicion is "
            "confirmed", KG__CHECK_MS / 1000);
   kg__set_str(&S->check_id, NULL);
-  kg__guard_confirm(S, NULL);
-  return true;
+  return true;   /* the caller tells the guard (kg__guard_confirm(S, NULL)) */
 }

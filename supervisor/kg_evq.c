@@ -9,6 +9,8 @@ struct kg_evq_t {
   kg_event_t ring[KG_EVQ_MAX];
   int head, count;
   bool applying;                /*  inside apply: posts only queue           */
+  kg_evq_apply_fn *apply;       /*  bound by kg_evq_bind, for kg_evq_fire    */
+  void *arg;
 };
 
 kg_evq_t *
@@ -43,6 +45,21 @@ kg_evq_post(kg_evq_t *self, kg_event_t event, kg_evq_apply_fn *apply, void *arg)
   }
   self->applying = false;
   return 0;
+}
+
+void
+kg_evq_bind(kg_evq_t *self, kg_evq_apply_fn *apply, void *arg)
+{
+  self->apply = apply;
+  self->arg = arg;
+}
+
+int
+kg_evq_fire(kg_evq_t *self, kg_event_t event)
+{
+  if (!self->apply)
+    return KG_EINTERNAL;
+  return kg_evq_post(self, event, self->apply, self->arg);
 }
 
 bool

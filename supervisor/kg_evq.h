@@ -30,6 +30,15 @@ void kg_evq_destroy(kg_evq_t **self_p);
     waiting (event is dropped; the caller logs it). */
 int kg_evq_post(kg_evq_t *self, kg_event_t event, kg_evq_apply_fn *apply, void *arg);
 
+/*  Bind the apply function that kg_evq_fire uses (the supervisor binds its
+    state table once, at construction), so the files that post events need
+    not know who applies them: their arrow points down, at the queue. */
+void kg_evq_bind(kg_evq_t *self, kg_evq_apply_fn *apply, void *arg);
+
+/*  kg_evq_post with the bound apply function. Returns as kg_evq_post, or
+    KG_EINTERNAL if nothing was bound (the event is dropped). */
+int kg_evq_fire(kg_evq_t *self, kg_event_t event);
+
 /*  True if an event waits (posted during the running transition). */
 bool kg_evq_pending(const kg_evq_t *self);
 

@@ -137,12 +137,6 @@ kg__guard_confirm(kg_sup_t *S, const kg_match_t *probe)
 }
 
 void
-kg__guard_clear_suspicion(kg_sup_t *S)
-{
-  kg_diagnosis_clear_suspicion(S->diag);
-}
-
-void
 kg__guard_kernel_started(kg_sup_t *S)
 {
   /* Keep the previous kernel's evidence for the notice shown once the fresh
@@ -234,29 +228,22 @@ kg__guard_raw(kg_sup_t *S, int which, const char *data, size_t len)
     same when the pipes wake it; the relay calls this before it lets the
     next request in, so that what the kernel wrote before replying is judged
     first. */
+static void
+s_raw_output(void *arg, int which, const char *data, size_t len)
+{
+  kg__guard_raw(arg, which, data, len);
+}
+
 void
 kg__guard_drain_pipes(kg_sup_t *S)
 {
-  if (!S->child)
-    return;
-  char buf[65536];
-  for (int which = 1; which <= 2; which++) {
-    for (int i = 0; i < 64; i++) {
-      ssize_t n = kg_child_read(S->child, which, buf, sizeof buf);
-      if (n <= 0)
-        break;
-      kg_ring_append(which == 1 ? S->out_ring : S->err_ring, buf, (size_t) n);
-      ssize_t w = write(which, buf, (size_t) n);   /* pass through */
-      (void) w;
-      kg__guard_raw(S, which, buf, (size_t) n);
-    }
-  }
+  kg_kernel_drain(S->kernel, s_raw_output, S);   /* RAW_OUTPUT, judged here */
 }
 
 bool
 kg__guard_child_exit(kg_sup_t *S)
 {
-  int st = kg_child_status(S->child);
+  int st = kg_kernel_status(S->kernel);
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
   kg_diag_event_t ev = kg_diagnosis_feed_exit(S->diag, code, sig, kg_clock_wall_ms());
@@ -379,14 +366,10 @@ s_after_sticky(kg_sup_t *S)
 void
 kg__guard_after_stop(kg_sup_t *S)
 {
-  int st = S->child ? kg_child_status(S->child) : 0;
-  bool exited = S->child && kg_child_exited(S->child);
-  if (S->child) {
-    kg_child_kill_group(S->child, SIGKILL);   /* leftovers of its group */
-    kg_child_destroy(&S->child);
-  }
+  bool exited, signalled;
+  int st = kg_kernel_release(S->kernel, &exited, &signalled);   /* and its group's leftovers */
   S->exit_status = st;
-  S->exit_known = exited && !S->we_killed;
+  S->exit_known = exited && !signalled;
   char how[64];
   kg_child_describe(st, how, sizeof how);
   int64_t delay = 0;
@@ -503,11 +486,11 @@ kg__guard_enter_down(kg_sup_t *S)
   cJSON_Delete(S->after_ready_notice);
   S->after_ready_notice = NULL;
   kg__settle_status(S, NULL);
-  /* In order: KernelDown for each (a `%kguard restart` among them leaves
-     DOWN; what follows it then waits for the new kernel). */
-  kg__flush_held(S);
-  if (S->state != KG_ST_DOWN || kg__events_pending(S))
-    return;   /* a `%kguard restart` among them leaves DOWN */
+}
+
+void
+kg__guard_down_answer(kg_sup_t *S)
+{
   size_t i = 0;
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);

@@ -246,7 +246,6 @@ kg__helpers_deadline(const kg_sup_t *S)
 void
 kg__guard_helpers_timers(kg_sup_t *S, int64_t now)
 {
-  kg__relay_timers(S, now);   /* the loop's one timer hook for kguard's parts */
   kg_helper_timers(S->ckpt, now);
   kg_helper_timers(S->probe, now);
   s_restore_notice(S, now);

@@ -13,19 +13,6 @@
 #include "kg_clock.h"
 #include "kg_log.h"
 
-const char *
-kg__diag_label(kg_sup_t *S)
-{
-  if (!S->diagnostic)
-    return "";
-  if (S->backend == KG_BACKEND_CUDA)
-    return "diagnostic, not for timing: CUDA_LAUNCH_BLOCKING=1";
-  if (S->backend == KG_BACKEND_ROCM)
-    return "diagnostic, not for timing: AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1";
-  return "diagnostic, not for timing: backend unknown, so both CUDA_LAUNCH_BLOCKING=1 and "
-         "AMD_SERIALIZE_KERNEL=3 are set";
-}
-
 /* ------------------------------------------------------------------------
    In-band commands: `%kguard restart [--diagnostic]`, `%kguard status`. */
 
@@ -40,9 +27,9 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
                    "stale window: %.3g s after a failure's notice\n"
                    "diagnostic mode: %s\n"
                    "state dir: %s\ncheckpoints: %s\nkernel log: %s\n",
-                   kg_state_name(S->state), S->generation,
+                   kg_state_name(S->state), kg_kernel_generation(S->kernel),
                    S->diagnostic ? " (diagnostic, not for timing)" : "",
-                   S->child ? (long) kg_child_pid(S->child) : -1L,
+                   (long) kg_kernel_pid(S->kernel),
                    kg_policy_restart_count(S->policy),
                    kg_policy_restarts_in_window(S->policy, kg_clock_mono_ms()),
                    S->cfg->policy_config.max_restarts,

@@ -1,161 +1,298 @@
-/*  kg_kernel: starting the inner kernel (the entry action of STARTING): a
-    fresh private connection file with its own random key in kguard's 0700
-    runtime directory, the kernel-side sockets (one routing id for shell,
-    control and stdin so the kernel's input_request finds its way), the
-    argv with {connection_file} (or the frontend's path, already substituted
-    by jupyter_client) pointing at that file, the environment (kg_kenv.c),
-    and the process (kg_child) with captured pipes.
+/*  kg_kernel: see kg_kernel.h. */
+#include "kg_kernel.h"
 
-    Arrows: kg_supervisor.c -> kg_kernel.c -> kg_kenv.c, kg_guard.c
-    (kg__guard_kernel_started); the caller fires SPAWN_FAILED on failure, so
-    no transition runs in here.
-*/
-#include "kg_sup_priv.h"
-
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zmq.h>
 
+#include "kg_child.h"
 #include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_socket.h"
 
-static int
-s_connect_kernel(kg_sup_t *S)
+struct kg_kernel_t {
+  void *ctx;                    /*  borrowed                                 */
+  char *runtime_dir;            /*  owned copies                             */
+  char *conn_path;
+  const kg_conninfo_t *key_from;/*  borrowed                                 */
+  int log_fd;                   /*  borrowed                                 */
+  kg_conninfo_t *info;          /*  the private connection file's contents   */
+  kg_signer_t *signer;          /*  its key                                  */
+  void *sock[KG_CH_COUNT];      /*  DEALER x3 (one routing id), SUB iopub    */
+  char routing_id[40];
+  kg_child_t *child;            /*  the process, until released              */
+  kg_ring_t *ring[2];           /*  stdout, stderr                           */
+  int generation;               /*  kernels started                          */
+  kg_ready_t *ready;            /*  kernel_info nudges, reply and iopub seen */
+  bool signalled;               /*  SIGTERM/SIGKILL sent by kguard           */
+  char *reason;                 /*  why the last start failed, or NULL       */
+};
+
+kg_kernel_t *
+kg_kernel_new(const kg_kernel_opts_t *opts)
+{
+  kg_kernel_t *self = calloc(1, sizeof *self);
+  if (!self)
+    return NULL;
+  self->ctx = opts->ctx;
+  self->key_from = opts->key_from;
+  self->log_fd = opts->log_fd;
+  self->runtime_dir = strdup(opts->runtime_dir ? opts->runtime_dir : "");
+  self->conn_path = strdup(opts->conn_path ? opts->conn_path : "");
+  self->info = kg_conninfo_new();
+  self->ring[0] = kg_ring_new(opts->ring_bytes, opts->log_fd);
+  self->ring[1] = kg_ring_new(opts->ring_bytes, opts->log_fd);
+  self->ready = kg_ready_new();
+  if (!self->ready || !self->runtime_dir || !self->conn_path || !self->info || !self->ring[0]
+      || !self->ring[1])
+    kg_kernel_destroy(&self);
+  return self;
+}
+
+static void
+s_close_sockets(kg_kernel_t *self)
 {
   for (int ch = 0; ch < KG_CH_COUNT; ch++)
-    kg_socket_close(&S->kern[ch]);
-  snprintf(S->routing_id, sizeof S->routing_id, "kguard-%ld-%d", (long) getpid(), S->generation);
+    kg_socket_close(&self->sock[ch]);
+}
+
+void
+kg_kernel_destroy(kg_kernel_t **self_p)
+{
+  if (!self_p || !*self_p)
+    return;
+  kg_kernel_t *self = *self_p;
+  kg_child_destroy(&self->child);   /* SIGKILL to its group if not reaped */
+  s_close_sockets(self);
+  kg_signer_destroy(&self->signer);
+  kg_conninfo_destroy(&self->info);
+  kg_ring_destroy(&self->ring[0]);
+  kg_ring_destroy(&self->ring[1]);
+  kg_ready_destroy(&self->ready);
+  free(self->runtime_dir);
+  free(self->conn_path);
+  free(self->reason);
+  free(self);
+  *self_p = NULL;
+}
+
+static void
+s_set_reason(kg_kernel_t *self, const char *reason)
+{
+  free(self->reason);
+  self->reason = reason ? strdup(reason) : NULL;
+}
+
+static int
+s_connect(kg_kernel_t *self)
+{
+  s_close_sockets(self);
+  snprintf(self->routing_id, sizeof self->routing_id, "kguard-%ld-%d", (long) getpid(),
+           self->generation);
   static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_IOPUB, KG_CH_STDIN, KG_CH_CONTROL};
   for (size_t i = 0; i < 4; i++) {
     int rc = 0;
-    S->kern[chans[i]] = kg_socket_connect(S->ctx, S->inner_info, chans[i], S->routing_id, &rc);
-    if (!S->kern[chans[i]]) {
-      kg_error("unable to connect to the kernel's %s channel: %s", kg_channel_name(chans[i]),
-               kg_strerror(rc));
+    self->sock[chans[i]] = kg_socket_connect(self->ctx, self->info, chans[i],
+                                             self->routing_id, &rc);
+    if (!self->sock[chans[i]]) {
+      kg_error("unable to connect to the kernel's %s channel: %s",
+               kg_channel_name(chans[i]), kg_strerror(rc));
       return rc ? rc : KG_EINTERNAL;
     }
   }
   return 0;
 }
 
-/*  Replace every occurrence of pattern in a with repl (new string). */
-static char *
-s_replace(const char *a, const char *pattern, const char *repl)
+/*  The connection file of this generation: ipc endpoints in the runtime
+    directory (fresh names per generation, so a late message of the old
+    kernel cannot reach the new sockets), and the shared key. */
+static int
+s_connection(kg_kernel_t *self)
 {
-  size_t pl = strlen(pattern), rl = strlen(repl), count = 0;
-  for (const char *h = a; pl && (h = strstr(h, pattern)); h += pl)
-    count++;
-  char *out = malloc(strlen(a) + count * rl + 1);
-  if (!out)
-    return NULL;
-  char *o = out;
-  const char *h;
-  while (pl && (h = strstr(a, pattern))) {
-    memcpy(o, a, (size_t) (h - a));
-    o += h - a;
-    memcpy(o, repl, rl);
-    o += rl;
-    a = h + pl;
+  snprintf(self->info->transport, sizeof self->info->transport, "ipc");
+  snprintf(self->info->ip, sizeof self->info->ip, "%.200s/k", self->runtime_dir);
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+    self->info->ports[ch] = 1 + ch + 5 * (self->generation % 10000);
+  /* The frontend's key (the file lives in kguard's 0700 runtime dir): the
+     kernel's signatures go to the frontend as they are, no HMAC again. */
+  int rc = self->key_from ? kg_conninfo_share_key(self->info, self->key_from)
+                          : kg_conninfo_set_random_key(self->info);
+  if (rc == 0) {
+    kg_signer_destroy(&self->signer);
+    self->signer = kg_signer_new(self->info->key, self->info->key_len, 0);
+    if (!self->signer)
+      rc = KG_ENOMEM;
   }
-  strcpy(o, a);
-  return out;
-}
-
-/*  The inner argv with its connection file placeholder pointing at the inner
-    kernel's own file. jupyter_client formats the WHOLE kernelspec argv, so
-    the inner part arrives with the frontend's path already in place of
-    {connection_file}: both forms are replaced. */
-static char **
-s_expand_argv(kg_sup_t *S)
-{
-  char **argv = calloc(S->cfg->inner_argc + 1, sizeof *argv);
-  if (!argv)
-    return NULL;
-  for (size_t i = 0; i < S->cfg->inner_argc; i++) {
-    char *a = s_replace(S->cfg->inner_argv[i], "{connection_file}", S->cfg->inner_conn_path);
-    argv[i] = a ? s_replace(a, S->cfg->conn_path, S->cfg->inner_conn_path) : NULL;
-    free(a);
-    if (!argv[i]) {
-      kg__free_envp(&argv);
-      return NULL;
-    }
-  }
-  return argv;
+  if (rc == 0 && (rc = kg_conninfo_save(self->info, self->conn_path)) != 0)
+    kg_error("unable to write %s: %s", self->conn_path, kg_strerror(rc));
+  return rc;
 }
 
 int
-kg__kernel_start(kg_sup_t *S)
+kg_kernel_start(kg_kernel_t *self, char *const *argv, char *const *envp, const char *banner)
 {
-  S->generation++;
-  S->got_info_reply = false;
-  S->got_iopub = false;
-  S->nudge_interval_ms = 50;
-  S->next_nudge_ms = kg_clock_mono_ms();
-  S->state_deadline_ms = kg_clock_mono_ms() + KG__START_TIMEOUT_MS;
-  S->stop_reason = KG__STOP_NONE;
-  S->we_killed = false;
-  kg_gate_set_running(S->gate, NULL);
-
-  snprintf(S->inner_info->transport, sizeof S->inner_info->transport, "ipc");
-  snprintf(S->inner_info->ip, sizeof S->inner_info->ip, "%.200s/k", S->cfg->runtime_dir);
-  for (int ch = 0; ch < KG_CH_COUNT; ch++)
-    S->inner_info->ports[ch] = 1 + ch + 5 * (S->generation % 10000);
-  /* The frontend's key (the file lives in kguard's 0700 runtime dir): the
-     kernel's signatures go to the frontend as they are, no HMAC again. */
-  int rc = kg_conninfo_share_key(S->inner_info, S->front_info);
-  if (rc == 0) {
-    kg_signer_destroy(&S->inner_signer);
-    S->inner_signer = kg_signer_new(S->inner_info->key, S->inner_info->key_len, 0);
-    if (!S->inner_signer)
-      rc = KG_ENOMEM;
+  s_set_reason(self, NULL);
+  if (self->child) {
+    s_set_reason(self, "the previous kernel was not released");
+    return KG_EINTERNAL;
   }
-  if (rc == 0 && (rc = kg_conninfo_save(S->inner_info, S->cfg->inner_conn_path)) != 0)
-    kg_error("unable to write %s: %s", S->cfg->inner_conn_path, kg_strerror(rc));
+  self->generation++;
+  self->signalled = false;
+  kg_ready_reset(self->ready, kg_clock_mono_ms());   /* nothing seen, nudge at once */
+  int rc = s_connection(self);
   if (rc == 0)
-    rc = s_connect_kernel(S);
-
-  char **argv = rc == 0 ? s_expand_argv(S) : NULL;
-  kg__free_envp(&S->kernel_envp);
-  if (argv)
-    kg__guard_env(S, &S->kernel_envp);
-  if (!argv || !S->kernel_envp) {
-    if (rc == 0)
-      rc = KG_ENOMEM;
-  }
-  if (rc == 0) {
-    kg_ring_clear(S->out_ring);
-    kg_ring_clear(S->err_ring);
-    if (S->log_fd >= 0)
-      dprintf(S->log_fd, "\n--- kguard: kernel #%d starting: %s%s ---\n", S->generation,
-              argv[0], S->diagnostic ? " (diagnostic)" : "");
-    /* The keeper: the kernel's whole group (DataLoader workers, Popen'd
-       children) dies with kguard, even when kguard is SIGKILLed. */
-    kg_child_opts_t opts = {.argv = argv, .envp = S->kernel_envp, .capture = true,
-                            .keeper = true};
-    rc = kg_child_spawn(&opts, &S->child);
-    if (rc) {
-      free(S->down_reason);
-      char buf[PATH_MAX + 200];
-      snprintf(buf, sizeof buf, "unable to start the kernel `%s`: %s", argv[0],
-               kg_strerror(rc));
-      S->down_reason = strdup(buf);
-      kg_error("%s; kguard stays up and answers requests with KernelDown "
-               "(fix the kernelspec, then `%%kguard restart`)", buf);
-    }
-  }
-  kg__free_envp(&argv);
+    rc = s_connect(self);
   if (rc) {
-    if (!S->down_reason)
-      S->down_reason = strdup("unable to prepare the kernel's connection");
+    s_set_reason(self, "unable to prepare the kernel's connection");
     return rc;
   }
-  kg__guard_kernel_started(S);
-  kg_notice("kernel #%d started: pid %ld%s", S->generation, (long) kg_child_pid(S->child),
-            S->diagnostic ? " (diagnostic, not for timing)" : "");
-  return 0;
+  kg_ring_clear(self->ring[0]);
+  kg_ring_clear(self->ring[1]);
+  if (banner && self->log_fd >= 0)
+    dprintf(self->log_fd, "%s", banner);
+  /* The keeper: the kernel's whole group (DataLoader workers, Popen'd
+     children) dies with kguard, even when kguard is SIGKILLed. */
+  kg_child_opts_t opts = {.argv = argv, .envp = envp, .capture = true, .keeper = true};
+  rc = kg_child_spawn(&opts, &self->child);
+  if (rc) {
+    char buf[PATH_MAX + 200];
+    snprintf(buf, sizeof buf, "unable to start the kernel `%s`: %s", argv[0],
+             kg_strerror(rc));
+    s_set_reason(self, buf);
+    if (!self->reason)
+      s_set_reason(self, "unable to start the kernel");
+    rc = KG_ESPAWN;
+  }
+  return rc;
 }
 
+const char *
+kg_kernel_reason(const kg_kernel_t *self)
+{
+  return self->reason ? self->reason : "";
+}
+
+int
+kg_kernel_generation(const kg_kernel_t *self)
+{
+  return self->generation;
+}
+
+bool
+kg_kernel_present(const kg_kernel_t *self)
+{
+  return self->child != NULL;
+}
+
+bool
+kg_kernel_alive(const kg_kernel_t *self)
+{
+  return self->child && !kg_child_exited(self->child);
+}
+
+pid_t
+kg_kernel_pid(const kg_kernel_t *self)
+{
+  return self->child ? kg_child_pid(self->child) : -1;
+}
+
+void *
+kg_kernel_socket(const kg_kernel_t *self, kg_channel_t ch)
+{
+  return ch >= 0 && ch < KG_CH_COUNT ? self->sock[ch] : NULL;
+}
+
+kg_signer_t *
+kg_kernel_signer(const kg_kernel_t *self)
+{
+  return self->signer;
+}
+
+int
+kg_kernel_output_fd(const kg_kernel_t *self, int which)
+{
+  if (!self->child)
+    return -1;
+  return which == 1 ? kg_child_stdout_fd(self->child) : kg_child_stderr_fd(self->child);
+}
+
+size_t
+kg_kernel_drain(kg_kernel_t *self, kg_kernel_output_fn *fn, void *arg)
+{
+  if (!self->child)
+    return 0;
+  char buf[65536];
+  size_t total = 0;
+  for (int which = 1; which <= 2; which++) {
+    for (int i = 0; i < 64; i++) {   /* bounded: the loop has others to serve */
+      ssize_t n = kg_child_read(self->child, which, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      kg_ring_append(self->ring[which - 1], buf, (size_t) n);
+      ssize_t w = write(which, buf, (size_t) n);   /* pass through */
+      (void) w;
+      total += (size_t) n;
+      if (fn)
+        fn(arg, which, buf, (size_t) n);
+    }
+  }
+  return total;
+}
+
+kg_ready_t *
+kg_kernel_ready(const kg_kernel_t *self)
+{
+  return self->ready;
+}
+
+kg_ring_t *
+kg_kernel_ring(const kg_kernel_t *self, int which)
+{
+  return self->ring[which == 1 ? 0 : 1];
+}
+
+int
+kg_kernel_signal(kg_kernel_t *self, int sig)
+{
+  if (!self->child)
+    return KG_ENOKERNEL;
+  if (sig == SIGTERM || sig == SIGKILL)
+    self->signalled = true;
+  return kg_child_kill_group(self->child, sig);
+}
+
+int
+kg_kernel_reap(kg_kernel_t *self)
+{
+  if (!self->child)
+    return KG_ENOKERNEL;
+  if (kg_child_exited(self->child))
+    return 1;
+  return kg_child_reap(self->child);
+}
+
+int
+kg_kernel_status(const kg_kernel_t *self)
+{
+  return self->child ? kg_child_status(self->child) : 0;
+}
+
+int
+kg_kernel_release(kg_kernel_t *self, bool *exited, bool *signalled)
+{
+  int st = self->child ? kg_child_status(self->child) : 0;
+  if (exited)
+    *exited = self->child && kg_child_exited(self->child);
+  if (signalled)
+    *signalled = self->child && self->signalled;
+  if (self->child) {
+    kg_child_kill_group(self->child, SIGKILL);   /* leftovers of its group */
+    kg_child_destroy(&self->child);
+  }
+  return st;
+}

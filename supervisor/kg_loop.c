@@ -50,7 +50,7 @@ static void *
 s_slot_socket(kg_sup_t *S, int slot)
 {
   return slot < S_FRONT_SOCKS ? kg_front_socket(S->front, s_front_ch[slot])
-                              : S->kern[s_kern_ch[slot - S_FRONT_SOCKS]];
+                              : kg_kernel_socket(S->kernel, s_kern_ch[slot - S_FRONT_SOCKS]);
 }
 
 static void
@@ -118,15 +118,13 @@ kg_supervisor_run(kg_supervisor_t *S)
       items[n] = (struct pollfd){.fd = kg_parentwatch_fd(S->parent), .events = POLLIN};
       kinds[n++] = S_PARENT;
     }
-    if (S->child) {
-      for (int which = 1; which <= 2; which++) {
-        int fd = which == 1 ? kg_child_stdout_fd(S->child) : kg_child_stderr_fd(S->child);
-        if (fd < 0)
-          continue;
-        items[n] = (struct pollfd){.fd = fd, .events = POLLIN};
-        kinds[n] = S_PIPE;
-        args[n++] = which;
-      }
+    for (int which = 1; which <= 2; which++) {
+      int fd = kg_kernel_output_fd(S->kernel, which);
+      if (fd < 0)
+        continue;
+      items[n] = (struct pollfd){.fd = fd, .events = POLLIN};
+      kinds[n] = S_PIPE;
+      args[n++] = which;
     }
     kg_helper_t *helpers[2] = {S->ckpt, S->probe};
     for (int i = 0; i < 2; i++)
@@ -171,7 +169,8 @@ kg_supervisor_run(kg_supervisor_t *S)
        bounded batch: unless its last receive found the socket empty, the
        socket is looked at again before the next wait. */
     for (int slot = S_FRONT_SOCKS; slot < S_ZSOCKS; slot++)
-      if (ready[slot] && S->kern[s_kern_ch[slot - S_FRONT_SOCKS]] == z.sock[slot]) {
+      if (ready[slot]
+          && kg_kernel_socket(S->kernel, s_kern_ch[slot - S_FRONT_SOCKS]) == z.sock[slot]) {
         z.drained[slot] = false;
         kg__on_kernel(S, s_kern_ch[slot - S_FRONT_SOCKS]);
         if (!z.drained[slot])

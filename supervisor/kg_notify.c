@@ -192,7 +192,7 @@ kg__incident_open(kg_sup_t *S, bool sticky)
     cJSON_AddItemToArray(pend, o);
   }
   cJSON_AddStringToObject(j, "kernel_log", S->cfg->kernel_log_path);
-  cJSON_AddNumberToObject(j, "kernel_pid", S->child ? kg_child_pid(S->child) : -1);
+  cJSON_AddNumberToObject(j, "kernel_pid", kg_kernel_pid(S->kernel));
   kg__write_incident(S);
   kg_notice("incident %s (%s): %s", kg_incident_id(S->incident), sticky ? "sticky" : "advice",
             S->incident_path ? S->incident_path : "(not written)");

@@ -108,7 +108,7 @@ s_forward(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
 {
   if (kg_msg_set_idents(msg, NULL, 0) != 0)
     return;
-  int rc = kg_msg_send(msg, S->kern[ch], S->inner_signer, 0);
+  int rc = kg_msg_send(msg, kg_kernel_socket(S->kernel, ch), kg_kernel_signer(S->kernel), 0);
   if (rc) {
     kg_error("unable to forward %s to the kernel: %s", kg_msg_type(msg), kg_strerror(rc));
     return;
@@ -238,7 +238,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
                                                             "restart");
     S->shutdown_restart = cJSON_IsTrue(restart);
     kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
-    if (kg_state_gate_open(S->state) && S->child && !kg_child_exited(S->child)) {
+    if (kg_state_gate_open(S->state) && kg_kernel_alive(S->kernel)) {
       s_forward(S, ch, msg, e);
       kg__fire(S, KG_EV_SHUTDOWN_REQUEST);   /* its reply awaited */
     } else {
@@ -257,9 +257,9 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       && !S->cfg->inner_message_interrupts) {
     /* The inner kernel takes interrupts as signals (ipykernel's default). */
     e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
-    if (S->child && !kg_child_exited(S->child) && kg_state_gate_open(S->state)) {
+    if (kg_kernel_alive(S->kernel) && kg_state_gate_open(S->state)) {
       kg_info("interrupt_request: SIGINT to the kernel's process group");
-      kg_child_kill_group(S->child, SIGINT);
+      kg_kernel_signal(S->kernel, SIGINT);
     }
     if (e) {
       cJSON *content = cJSON_CreateObject();
@@ -346,7 +346,8 @@ kg__on_front(kg_sup_t *S, kg_channel_t ch)
     if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
       return;
     kg__relay_note_size(S, msg);
-    if (kg__relay_accept(S, msg, kg_front_signer(S->front), S->inner_signer, "frontend", ch))
+    if (kg__relay_accept(S, msg, kg_front_signer(S->front), kg_kernel_signer(S->kernel),
+                         "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
     kg_msg_destroy(&msg);
   }
@@ -381,29 +382,6 @@ kg__flush_held(kg_sup_t *S)
       s_deliver(S, ch, msg, e);
     kg_msg_destroy(&msg);
   }
-}
-
-/*  The kernel is being stopped with requests queued behind the running
-    cell (sticky sign, death, out-of-band restart): they were meant for this
-    kernel, after that cell; kguard answers them (KernelRestarted, KernelDied)
-    and they never reach a kernel. What is not a request (comm_msg) is
-    dropped. */
-void
-kg__doom_queue(kg_sup_t *S)
-{
-  size_t doomed = 0;
-  for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
-    kg_pending_entry_t *e = kg_pending_at(S->pending, i);
-    if (e->forwarded || e->doomed
-        || (S->shutdown_msg_id && strcmp(e->msg_id, S->shutdown_msg_id) == 0))
-      continue;
-    e->doomed = true;
-    doomed++;
-  }
-  size_t dropped = kg_pending_drop_held(S->pending, true);
-  if (dropped || doomed)
-    kg_info("kguard's queue emptied: %zu message(s), %zu request(s) to answer", dropped,
-            doomed);
 }
 
 /*  stop_on_error as ipykernel does it: after an error reply to a request

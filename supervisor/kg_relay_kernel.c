@@ -32,18 +32,13 @@ s_ends_with(const char *s, const char *suffix)
 static bool
 s_is_nudge(kg_sup_t *S, const char *parent)
 {
-  if (!parent || !*parent)
-    return false;
-  for (int i = 0; i < KG__NUDGE_MAX; i++)
-    if (strcmp(S->nudge_ids[i], parent) == 0)
-      return true;
-  return false;
+  return kg_ready_is_nudge(kg_kernel_ready(S->kernel), parent);
 }
 
 static void
 s_check_ready(kg_sup_t *S)
 {
-  if (S->state == KG_ST_STARTING && S->got_info_reply && S->got_iopub)
+  if (S->state == KG_ST_STARTING && kg_ready_done(kg_kernel_ready(S->kernel)))
     kg__fire(S, KG_EV_KERNEL_READY);
 }
 
@@ -104,8 +99,10 @@ void
 kg__relay_timers(kg_sup_t *S, int64_t now)
 {
   kg__droplog_flush(S, now, false);
-  if (kg__check_timers(S, now))
+  if (kg__check_timers(S, now)) {
+    kg__guard_confirm(S, NULL);   /* a hung device */
     s_release_reply(S);
+  }
   if (S->trim_at_ms && now >= S->trim_at_ms) {
     S->trim_at_ms = 0;
     malloc_trim(0);
@@ -129,9 +126,9 @@ kg__send_nudge(kg_sup_t *S)
   kg_msg_t *m = kg_msg_new("kernel_info_request", S->session, NULL, &content);
   if (!m)
     return;
-  snprintf(S->nudge_ids[S->nudge_next], sizeof S->nudge_ids[0], "%s", kg_msg_id(m));
-  S->nudge_next = (S->nudge_next + 1) % KG__NUDGE_MAX;
-  if (kg_msg_send(m, S->kern[KG_CH_SHELL], S->inner_signer, ZMQ_DONTWAIT) != 0)
+  kg_ready_remember(kg_kernel_ready(S->kernel), kg_msg_id(m));
+  if (kg_msg_send(m, kg_kernel_socket(S->kernel, KG_CH_SHELL), kg_kernel_signer(S->kernel),
+                  ZMQ_DONTWAIT) != 0)
     kg_debug("nudge not sent (kernel not connected yet)");
   kg_msg_destroy(&m);
 }
@@ -157,14 +154,13 @@ static void
 s_send_probe(kg_sup_t *S)
 {
   kg__send_nudge(S);
-  kg_gate_abort_probe_sent(S->gate,
-                           S->nudge_ids[(S->nudge_next + KG__NUDGE_MAX - 1) % KG__NUDGE_MAX]);
+  kg_gate_abort_probe_sent(S->gate, kg_ready_last(kg_kernel_ready(S->kernel)));
 }
 
 static void
 s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
 {
-  S->got_iopub = true;
+  kg_ready_saw_iopub(kg_kernel_ready(S->kernel));
   const char *parent = kg_msg_parent_id(msg);
   if (s_is_nudge(S, parent)) {
     s_check_ready(S);
@@ -252,7 +248,11 @@ static void
 s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 {
   kg_msg_t *msg = *msg_p;
-  if (kg__check_reply(S, msg)) {
+  bool confirmed;
+  kg_match_t match;
+  if (kg__check_reply(S, msg, &confirmed, &match)) {
+    if (confirmed)
+      kg__guard_confirm(S, &match);
     s_release_reply(S);
     return;
   }
@@ -268,7 +268,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   }
   if (s_is_nudge(S, parent)) {
     if (is_info) {
-      S->got_info_reply = true;
+      kg_ready_saw_reply(kg_kernel_ready(S->kernel));
       s_check_ready(S);
     }
     if (kg_gate_abort_answered(S->gate, parent))
@@ -391,12 +391,13 @@ s_release_reply(kg_sup_t *S)
 void
 kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
 {
-  void *socket = S->kern[ch];
-  for (int i = 0; i < S_BATCH && S->kern[ch] == socket; i++) {
+  void *socket = kg_kernel_socket(S->kernel, ch);
+  for (int i = 0; i < S_BATCH && kg_kernel_socket(S->kernel, ch) == socket; i++) {
     kg_msg_t *msg = NULL;
     if (kg__relay_recv(S, socket, "kernel", ch, &msg) <= 0)
       return;
-    if (kg__relay_accept(S, msg, S->inner_signer, kg_front_signer(S->front), "kernel", ch)) {
+    if (kg__relay_accept(S, msg, kg_kernel_signer(S->kernel), kg_front_signer(S->front),
+                         "kernel", ch)) {
       const char *session = kg_msg_session(msg);
       if (session && *session && strcmp(session, S->session) != 0)
         kg__set_str(&S->session, session);

@@ -3,8 +3,11 @@
     and the one-execute-in-flight queue; kg_synth.c: messages kguard writes
     itself; kg_guard.c: evidence, sticky errors, incidents; kg_helpers.c: the
     probe and checkpoint children; kg_inband.c: %kguard cells; kg_kenv.c:
-    the kernel's environment). Not a public
-    header: names shared across those files carry the kg__ prefix.
+    the kernel's environment; kg_sup_kernel.c: starting the kernel object).
+    The inner kernel itself is an object (kg_kernel.h) held here. Not a
+    public header: names shared across those files carry the kg__ prefix.
+    They call each other one way only (docs/ARCHITECTURE.md, checked by
+    scripts/check-arrows.py).
 */
 #ifndef KG_SUP_PRIV_H
 #define KG_SUP_PRIV_H
@@ -23,6 +26,7 @@
 #include "kg_gate.h"
 #include "kg_helper.h"
 #include "kg_incident.h"
+#include "kg_kernel.h"
 #include "kg_msg.h"
 #include "kg_notice.h"
 #include "kg_pending.h"
@@ -35,9 +39,8 @@
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
-#define KG__NUDGE_MAX 16          /* own kernel_info ids remembered        */
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
-#define KG__RING_BYTES (256u * 1024u)
+#define KG__RING_BYTES (256u * 1024u)   /* the kernel's stdout/stderr kept */
 #define KG__START_TIMEOUT_MS 60000
 #define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
@@ -88,35 +91,22 @@ struct kg_supervisor_t {
   bool parent_gone;             /*  the launcher is gone: shutting down      */
   void *ctx;
   kg_conninfo_t *front_info;
-  kg_conninfo_t *inner_info;
   kg_front_t *front;            /*  the frontend's bound sockets, heartbeat
                                     thread and signer (kg_front.h)           */
-  kg_signer_t *inner_signer;
-  void *kern[KG_CH_COUNT];      /*  DEALER x3 (one routing id), SUB iopub    */
-  char routing_id[40];
+  kg_kernel_t *kernel;          /*  the inner kernel: process, pipes, rings,
+                                    connection file, sockets (kg_kernel.h)   */
 
   /* the kernel */
   kg_state_t state;
-  kg_child_t *child;
-  int generation;               /*  kernels started                          */
-  int log_fd;                   /*  logs/kernel-<id>.log                     */
+  int log_fd;                   /*  logs/kernel-<id>.log (the kernel's rings
+                                    write there)                             */
   FILE *own_log;                /*  logs/kguard-<id>.log                     */
-  kg_ring_t *out_ring;
-  kg_ring_t *err_ring;
   kg_pending_t *pending;
   kg_gate_t *gate;              /*  routing decision, stale-request rule     */
   cJSON *info_cache;            /*  last kernel_info_reply content           */
   char *session;                /*  inner kernel's session as last seen
                                     (owned; any length: the kernel chose it) */
   int execution_count;          /*  last seen                                */
-
-  /* STARTING */
-  bool got_info_reply;
-  bool got_iopub;
-  char nudge_ids[KG__NUDGE_MAX][37];
-  int nudge_next;
-  int64_t next_nudge_ms;
-  int nudge_interval_ms;
 
   kg_evq_t *evq;                /*  the state machine's event queue (kg__fire) */
 
@@ -154,7 +144,6 @@ struct kg_supervisor_t {
   cJSON *check_idle;            /*  that cell's header when its idle was held */
   int exit_status;              /*  wait status of the stopped kernel        */
   bool exit_known;              /*  it ended by itself (not killed by us)    */
-  bool we_killed;               /*  STOPPING signalled it                    */
   kg_backend_t backend;         /*  known backend (diagnosis or probe)       */
   bool diagnostic;              /*  the kernel being started is diagnostic   */
   bool want_diagnostic;         /*  the requested restart is diagnostic      */
@@ -179,7 +168,7 @@ struct kg_supervisor_t {
 
 typedef struct kg_supervisor_t kg_sup_t;
 
-/* kg_sup_util.c (calls no other supervisor file) */
+/* kg_sup_util.c (calls no other supervisor file, only its classes) */
 /*  Replace the owned string *field with a copy of value (NULL or "" clear
     it; out of memory keeps the old value). */
 void kg__set_str(char **field, const char *value);
@@ -187,14 +176,21 @@ void kg__free_envp(char ***envp_p);   /* free a NULL-terminated array */
 /*  The kernel's language (kg_language.h): its cached kernel_info_reply,
     else the kernelspec's, else argv's guess. Borrowed. */
 const char *kg__language(const kg_sup_t *S);
+/*  The diagnostic kernel's label ("" unless S->diagnostic). Static text. */
+const char *kg__diag_label(kg_sup_t *S);
+/*  Post event to the state machine's queue (kg_evq; the supervisor bound
+    its table): applied now, or after the running transition. */
+void kg__fire(kg_sup_t *S, kg_event_t event);
+bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in the queue */
+/*  Doom every request queued behind the running cell (they are answered,
+    never run) and drop the held non-requests. */
+void kg__doom_queue(kg_sup_t *S);
 
-/* kg_kernel.c: the entry action of STARTING; 0, or a negative code with
+/* kg_sup_kernel.c: the entry action of STARTING; 0, or a negative code with
    S->down_reason set (the caller fires SPAWN_FAILED) */
 int kg__kernel_start(kg_sup_t *S);
 
 /* kg_supervisor.c */
-void kg__fire(kg_sup_t *S, kg_event_t event);   /* post; applied after the current transition */
-bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in the queue */
 void kg__enter(kg_sup_t *S, kg_state_t st);   /* a state's entry action */
 void kg__on_signal(kg_sup_t *S);              /* drain the signalfd */
 void kg__timers(kg_sup_t *S);                 /* act on deadlines reached */
@@ -207,7 +203,6 @@ void kg__on_kernel(kg_sup_t *S, kg_channel_t ch);
 void kg__droplog_flush(kg_sup_t *S, int64_t now, bool force);
 void kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p);
 void kg__flush_held(kg_sup_t *S);
-void kg__doom_queue(kg_sup_t *S);
 void kg__relay_timers(kg_sup_t *S, int64_t now);
 int64_t kg__relay_deadline(const kg_sup_t *S);
 void kg__send_nudge(kg_sup_t *S);
@@ -249,9 +244,9 @@ bool kg__guard_child_exit(kg_sup_t *S);
 void kg__guard_enter_closing(kg_sup_t *S);
 void kg__guard_after_stop(kg_sup_t *S);
 void kg__guard_on_ready(kg_sup_t *S);
-void kg__guard_enter_down(kg_sup_t *S);
+void kg__guard_enter_down(kg_sup_t *S);   /* DOWN's notice; then the caller flushes */
+void kg__guard_down_answer(kg_sup_t *S);  /* KernelDown for every request still pending */
 void kg__guard_confirm(kg_sup_t *S, const kg_match_t *probe);
-void kg__guard_clear_suspicion(kg_sup_t *S);
 
 /* kg_notify.c */
 void kg__notice_fill(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info);
@@ -273,14 +268,16 @@ void kg__restore_progress_text(kg_sup_t *S, char *buf, size_t len);
 bool kg__check_pending(const kg_sup_t *S);
 void kg__check_start(kg_sup_t *S);
 bool kg__check_iopub(kg_sup_t *S, kg_msg_t *msg);
-bool kg__check_reply(kg_sup_t *S, kg_msg_t *msg);
+/*  True if msg is the probe's reply (consumed); *confirmed then says it
+    proved the suspicion, with the matching family in *match. */
+bool kg__check_reply(kg_sup_t *S, kg_msg_t *msg, bool *confirmed, kg_match_t *match);
 int64_t kg__check_deadline(const kg_sup_t *S);
+/*  True if the probe's deadline passed: a hung device, confirmed. */
 bool kg__check_timers(kg_sup_t *S, int64_t now);
 
 /* kg_inband.c */
 bool kg__inband_match(kg_msg_t *msg);
 bool kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch);
-const char *kg__diag_label(kg_sup_t *S);
 
 /* kg_kenv.c */
 void kg__guard_env(kg_sup_t *S, char ***envp_p);

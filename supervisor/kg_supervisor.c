@@ -27,7 +27,8 @@
 #include "kg_paths.h"
 #include "kg_socket.h"
 
-#define KG__NUDGE_ALIVE_MS 20   /* nudge interval once the kernel has answered */
+static void s_apply_cb(void *arg, kg_event_t event);
+
 
 /* ------------------------------------------------------------------------
    Set-up and teardown. */
@@ -147,8 +148,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
 
   /* The frontend's connection file. */
   S->front_info = kg_conninfo_new();
-  S->inner_info = kg_conninfo_new();
-  if (!S->front_info || !S->inner_info)
+  if (!S->front_info)
     goto fail;
   char err[256] = "";
   rc = kg_conninfo_load(S->front_info, s_rw(S)->conn_path, err, sizeof err);
@@ -193,11 +193,10 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
-  S->out_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
-  S->err_ring = kg_ring_new(KG__RING_BYTES, S->log_fd);
-  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->out_ring || !S->err_ring
+  if (!S->diag || !S->prev_diag || !S->policy || !S->pending
       || !S->gate || !S->evq || !S->ckpt || !S->probe)
     goto fail;
+  kg_evq_bind(S->evq, s_apply_cb, S);   /* kg__fire, from any file, applies here */
 
   rc = kg_paths_runtime_dir(s_rw(S)->runtime_dir, sizeof s_rw(S)->runtime_dir);
   if (rc) {
@@ -214,6 +213,12 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   }
   S->front = kg_front_bind(S->ctx, S->front_info, &rc);   /* logs what failed */
   if (!S->front)
+    goto fail;
+  kg_kernel_opts_t kopts = {.ctx = S->ctx, .runtime_dir = S->cfg->runtime_dir,
+                            .conn_path = S->cfg->inner_conn_path, .key_from = S->front_info,
+                            .log_fd = S->log_fd, .ring_bytes = KG__RING_BYTES};
+  S->kernel = kg_kernel_new(&kopts);
+  if (!S->kernel)
     goto fail;
   char uuid[37];
   kg_uuid4(uuid);   /* until the kernel's own session is seen */
@@ -237,25 +242,19 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   if (!self_p || !*self_p)
     return;
   kg_sup_t *S = *self_p;
-  kg_child_destroy(&S->child);
+  kg_kernel_destroy(&S->kernel);   /* its sockets close before the context */
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
   kg_front_destroy(&S->front);
-  for (int ch = 0; ch < KG_CH_COUNT; ch++)
-    kg_socket_close(&S->kern[ch]);
   if (S->ctx)
     zmq_ctx_term(S->ctx);
   if (S->cfg->runtime_dir[0])
     kg_paths_remove_tree(S->cfg->runtime_dir);
   kg_conninfo_destroy(&S->front_info);
-  kg_conninfo_destroy(&S->inner_info);
-  kg_signer_destroy(&S->inner_signer);
   kg_ratelog_destroy(&S->droplog);
   kg_pending_destroy(&S->pending);
   kg_gate_destroy(&S->gate);
   kg_evq_destroy(&S->evq);
-  kg_ring_destroy(&S->out_ring);
-  kg_ring_destroy(&S->err_ring);
   kg_diagnosis_destroy(&S->diag);
   kg_diagnosis_destroy(&S->prev_diag);
   kg_policy_destroy(&S->policy);
@@ -305,7 +304,7 @@ static void
 s_enter_exit(kg_sup_t *S, kg_state_t st)
 {
   int64_t now = kg_clock_mono_ms();
-  bool alive = S->child && !kg_child_exited(S->child);
+  bool alive = kg_kernel_alive(S->kernel);
   if (!alive && st != KG_ST_EXITED) {
     kg__fire(S, KG_EV_CHILD_EXIT);   /* no kernel to wait for */
     return;
@@ -328,11 +327,11 @@ s_enter_exit(kg_sup_t *S, kg_state_t st)
     break;
   }
   case KG_ST_EXIT_TERM:
-    kg_child_kill_group(S->child, SIGTERM);
+    kg_kernel_signal(S->kernel, SIGTERM);
     S->state_deadline_ms = now + 500;
     break;
   case KG_ST_EXIT_KILL:
-    kg_child_kill_group(S->child, SIGKILL);
+    kg_kernel_signal(S->kernel, SIGKILL);
     S->state_deadline_ms = now + 500;
     break;
   default:   /* EXITED */
@@ -351,10 +350,13 @@ kg__enter(kg_sup_t *S, kg_state_t st)
   case KG_ST_STARTING:
     if (kg__kernel_start(S) != 0)
       kg__fire(S, KG_EV_SPAWN_FAILED);
+    else
+      kg__guard_kernel_started(S);   /* fresh evidence for the fresh kernel */
     break;
   case KG_ST_READY:
     S->state_deadline_ms = 0;
-    kg_notice("kernel #%d ready (pid %ld)", S->generation, (long) kg_child_pid(S->child));
+    kg_notice("kernel #%d ready (pid %ld)", kg_kernel_generation(S->kernel),
+              (long) kg_kernel_pid(S->kernel));
     kg__guard_on_ready(S);
     kg__flush_held(S);
     break;
@@ -363,16 +365,15 @@ kg__enter(kg_sup_t *S, kg_state_t st)
     kg__guard_enter_closing(S);
     break;
   case KG_ST_STOPPING:
-    if (S->child && !kg_child_exited(S->child)) {
-      S->we_killed = true;
-      kg_child_kill_group(S->child, SIGTERM);
+    if (kg_kernel_alive(S->kernel)) {
+      kg_kernel_signal(S->kernel, SIGTERM);
       S->state_deadline_ms = kg_clock_mono_ms() + KG__TERM_GRACE_MS;
     } else
       kg__guard_after_stop(S);
     break;
   case KG_ST_KILLING:
-    kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", S->generation);
-    kg_child_kill_group(S->child, SIGKILL);
+    kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", kg_kernel_generation(S->kernel));
+    kg_kernel_signal(S->kernel, SIGKILL);
     S->state_deadline_ms = kg_clock_mono_ms() + 2000;
     break;
   case KG_ST_RESTORING:
@@ -388,6 +389,12 @@ kg__enter(kg_sup_t *S, kg_state_t st)
   case KG_ST_DOWN:
     S->state_deadline_ms = 0;
     kg__guard_enter_down(S);
+    /* In order: KernelDown for each held request (a `%kguard restart`
+       among them leaves DOWN; what follows it then waits for the new
+       kernel), then for the requests still pending. */
+    kg__flush_held(S);
+    if (S->state == KG_ST_DOWN && !kg__events_pending(S))
+      kg__guard_down_answer(S);
     break;
   case KG_ST_EXITING:
   case KG_ST_EXIT_WAIT:
@@ -418,8 +425,9 @@ s_apply(kg_sup_t *S, kg_event_t event)
   kg__enter(S, next);
 }
 
-/*  Post an event. Outside a transition it is applied at once (and whatever
-    the entry actions post after it, in order); inside one (an entry action
+/*  The queue's apply function (bound in kg_supervisor_new): kg__fire posts
+    an event; outside a transition it is applied at once (and whatever the
+    entry actions post after it, in order); inside one (an entry action
     posting the next event) it waits until the current transition has
     finished, so no transition ever runs inside another. */
 static void
@@ -428,18 +436,6 @@ s_apply_cb(void *arg, kg_event_t event)
   s_apply(arg, event);
 }
 
-void
-kg__fire(kg_sup_t *S, kg_event_t event)
-{
-  if (kg_evq_post(S->evq, event, s_apply_cb, S) != 0)
-    kg_error("event queue full: %s dropped", kg_event_name(event));
-}
-
-bool
-kg__events_pending(const kg_sup_t *S)
-{
-  return kg_evq_pending(S->evq);
-}
 
 /* ------------------------------------------------------------------------
    Signals, children, timers. */
@@ -449,19 +445,19 @@ s_on_child_exit(kg_sup_t *S)
 {
   kg__guard_drain_pipes(S);
   char how[64];
-  kg_child_describe(kg_child_status(S->child), how, sizeof how);
+  kg_child_describe(kg_kernel_status(S->kernel), how, sizeof how);
   if (kg_state_exiting(S->state)) {
     kg_info("kernel exited (%s)", how);
     kg__fire(S, KG_EV_CHILD_EXIT);
     return;
   }
   if (S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING) {
-    kg_info("kernel #%d stopped (%s)", S->generation, how);
+    kg_info("kernel #%d stopped (%s)", kg_kernel_generation(S->kernel), how);
     kg__guard_after_stop(S);
     return;
   }
-  kg_warning("kernel #%d (pid %ld) died on its own: %s", S->generation,
-             (long) kg_child_pid(S->child), how);
+  kg_warning("kernel #%d (pid %ld) died on its own: %s", kg_kernel_generation(S->kernel),
+             (long) kg_kernel_pid(S->kernel), how);
   S->stop_reason = kg__guard_child_exit(S) ? KG__STOP_STICKY : KG__STOP_DIED;
   kg_gate_fault(S->gate, S->stop_reason == KG__STOP_STICKY ? KG_GATE_FAULT_STICKY
                                                            : KG_GATE_FAULT_DIED,
@@ -476,16 +472,16 @@ kg__on_signal(kg_sup_t *S)
   while ((sig = kg_sigsrc_read(S->sig)) > 0) {
     switch (sig) {
     case SIGCHLD:
-      if (S->child && !kg_child_exited(S->child) && kg_child_reap(S->child) == 1)
+      if (kg_kernel_alive(S->kernel) && kg_kernel_reap(S->kernel) == 1)
         s_on_child_exit(S);
       kg__guard_helpers_poll(S);
       break;
     case SIGINT:
       /* jupyter_client's signal-mode interrupt: forward to the kernel's group. */
-      if (S->child && !kg_child_exited(S->child)
+      if (kg_kernel_alive(S->kernel)
           && (S->state == KG_ST_READY || S->state == KG_ST_STARTING)) {
         kg_info("interrupt: SIGINT to the kernel's process group");
-        kg_child_kill_group(S->child, SIGINT);
+        kg_kernel_signal(S->kernel, SIGINT);
       }
       break;
     default:
@@ -501,22 +497,16 @@ void
 kg__timers(kg_sup_t *S)
 {
   int64_t now = kg_clock_mono_ms();
+  kg__relay_timers(S, now);
   kg__guard_helpers_timers(S, now);
   switch (S->state) {
   case KG_ST_STARTING:
-    /* The kernel answered, so it is up: only the iopub subscription has to
-       reach it, which takes milliseconds. Do not wait out a back-off grown
-       while it was still importing. */
-    if (S->got_info_reply && !S->got_iopub && S->next_nudge_ms > now + KG__NUDGE_ALIVE_MS)
-      S->next_nudge_ms = now + KG__NUDGE_ALIVE_MS;
-    if (now >= S->next_nudge_ms && !(S->got_info_reply && S->got_iopub)) {
+    if (kg_ready_nudge_due(kg_kernel_ready(S->kernel), now)) {
       kg__send_nudge(S);
-      S->next_nudge_ms = now + S->nudge_interval_ms;
-      if (S->nudge_interval_ms < 1000)
-        S->nudge_interval_ms *= 2;
+      kg_ready_nudge_scheduled(kg_kernel_ready(S->kernel), now);
     }
     if (S->state == KG_ST_STARTING && now >= S->state_deadline_ms) {
-      kg_error("kernel #%d did not become ready within %d s", S->generation,
+      kg_error("kernel #%d did not become ready within %d s", kg_kernel_generation(S->kernel),
                KG__START_TIMEOUT_MS / 1000);
       S->stop_reason = KG__STOP_TIMEOUT;
       kg__fire(S, KG_EV_START_TIMEOUT);
@@ -527,12 +517,12 @@ kg__timers(kg_sup_t *S)
       kg__fire(S, KG_EV_EVIDENCE_DONE);
     break;
   case KG_ST_STOPPING:
-    if (now >= S->state_deadline_ms && S->child && !kg_child_exited(S->child))
+    if (now >= S->state_deadline_ms && kg_kernel_alive(S->kernel))
       kg__fire(S, KG_EV_TIMER);   /* → KILLING */
     break;
   case KG_ST_KILLING:
-    if (now >= S->state_deadline_ms && S->child && !kg_child_exited(S->child)) {
-      kg_warning("kernel #%d still not reaped after SIGKILL", S->generation);
+    if (now >= S->state_deadline_ms && kg_kernel_alive(S->kernel)) {
+      kg_warning("kernel #%d still not reaped after SIGKILL", kg_kernel_generation(S->kernel));
       S->state_deadline_ms = now + 2000;
     }
     break;
@@ -562,8 +552,7 @@ kg__timeout_ms(kg_sup_t *S)
   switch (S->state) {
   case KG_ST_STARTING:
     cands[0] = S->state_deadline_ms;
-    if (!(S->got_info_reply && S->got_iopub))
-      cands[1] = S->next_nudge_ms;
+    cands[1] = kg_ready_deadline(kg_kernel_ready(S->kernel));   /* 0 once ready */
     break;
   case KG_ST_CLOSING:
   case KG_ST_STOPPING:

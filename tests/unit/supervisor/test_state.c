@@ -194,6 +194,25 @@ KG_TEST(evq_overflow_is_refused)
   kg_evq_destroy(&m.q);
 }
 
+/*  kg_evq_fire: the files that post events do not know the supervisor;
+    they fire on the queue, which applies the table it was bound to, with
+    the same ordering as kg_evq_post. Unbound, an event is refused. */
+KG_TEST(evq_fire_applies_the_bound_table)
+{
+  s_machine_t m = {.q = kg_evq_new(), .state = KG_ST_READY};
+  KG_CHECK(m.q != NULL);
+  KG_CHECK_INT(kg_evq_fire(m.q, KG_EV_CHILD_EXIT), KG_EINTERNAL);   /* nothing bound */
+  KG_CHECK_INT(m.state, KG_ST_READY);
+  KG_CHECK(!kg_evq_pending(m.q));
+  kg_evq_bind(m.q, s_apply, &m);
+  KG_CHECK_INT(kg_evq_fire(m.q, KG_EV_CHILD_EXIT), 0);
+  KG_CHECK_INT(m.state, KG_ST_STARTING);   /* STOPPING, BACKOFF, STARTING in turn */
+  KG_CHECK_INT(m.n_seen, 3);
+  KG_CHECK_INT(m.max_depth, 1);            /* never nested */
+  kg_evq_destroy(&m.q);
+}
+
 KG_TEST_MAIN(KG_CASE(state_every_state_event), KG_CASE(state_exit_phases),
              KG_CASE(state_term_then_kill), KG_CASE(state_reachability),
-             KG_CASE(evq_posts_wait_for_the_running_transition), KG_CASE(evq_overflow_is_refused))
+             KG_CASE(evq_posts_wait_for_the_running_transition), KG_CASE(evq_overflow_is_refused),
+             KG_CASE(evq_fire_applies_the_bound_table))
