@@ -27,6 +27,7 @@ s_usage(FILE *out)
     "                      [--user | --sys-prefix | --prefix P] [--checkpoints DIR]\n"
     "                      [--max-restarts N] [--restart-window SEC] [--backoff SEC]\n"
     "                      [--backoff-max SEC] [--stale-window SEC]\n"
+    "                      [--standby] [--standby-imports MODULES]\n"
     "\n"
     "Write a kernelspec whose argv runs `kguard kernel ... -- <the wrapped argv>`,\n"
     "keeping the wrapped kernelspec's language, env, interrupt_mode and metadata,\n"
@@ -64,6 +65,15 @@ s_usage(FILE *out)
     "                       the user saw it are still dropped as stale instead of\n"
     "                       run in the fresh kernel (default: `kguard kernel`'s)\n"
     "SEC: a positive number of seconds (e.g. 0.5, 600); N: an integer 0..1000.\n"
+    "\n"
+    "  --standby            keep a warm standby kernel: a second kernel process,\n"
+    "                       started while the first runs, takes over at a restart\n"
+    "                       (no Python start, no imports), with the checkpoint\n"
+    "                       restore handed to it; costs one idle kernel's memory\n"
+    "  --standby-imports MODULES\n"
+    "                       comma-separated modules the standby imports ahead\n"
+    "                       (e.g. torch,numpy; no GPU is touched); implies\n"
+    "                       --standby (kernelspec env KGUARD_STANDBY_IMPORTS)\n"
     "\n"
     "exit codes: 0 installed, 100 usage error (bad name or value, no such\n"
     "kernelspec: nothing written), 111 I/O error.\n",
@@ -206,11 +216,32 @@ s_policy_parse(s_policy_opt_t *opt)
   return 0;
 }
 
+/*  "torch,numpy.linalg": dotted Python identifiers separated by commas. */
+static bool
+s_module_list_ok(const char *s)
+{
+  bool start = true;   /* at the start of a name or of a dotted part */
+  if (!*s)
+    return false;
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char) *s;
+    if (ch == ',' || ch == '.') {
+      if (start)
+        return false;
+      start = true;
+    } else if (isalpha(ch) || ch == '_' || (!start && isdigit(ch))) {
+      start = false;
+    } else
+      return false;
+  }
+  return !start;
+}
+
 int
 kg_cli_install_main(int argc, char **argv)
 {
   enum { O_KERNEL = 1000, O_NAME, O_DISPLAY, O_USER, O_SYSPREFIX, O_PREFIX, O_CKPT,
-         O_POLICY };
+         O_STANDBY, O_STANDBY_IMPORTS, O_POLICY };
   s_policy_opt_t policy[] = {
     {"--max-restarts", true, NULL, 0}, {"--restart-window", false, NULL, 0},
     {"--backoff", false, NULL, 0}, {"--backoff-max", false, NULL, 0},
@@ -224,6 +255,8 @@ kg_cli_install_main(int argc, char **argv)
     {"sys-prefix", no_argument, NULL, O_SYSPREFIX},
     {"prefix", required_argument, NULL, O_PREFIX},
     {"checkpoints", required_argument, NULL, O_CKPT},
+    {"standby", no_argument, NULL, O_STANDBY},
+    {"standby-imports", required_argument, NULL, O_STANDBY_IMPORTS},
     {"max-restarts", required_argument, NULL, O_POLICY + 0},
     {"restart-window", required_argument, NULL, O_POLICY + 1},
     {"backoff", required_argument, NULL, O_POLICY + 2},
@@ -232,6 +265,8 @@ kg_cli_install_main(int argc, char **argv)
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
   const char *kernel = "python3", *name = NULL, *display = NULL, *prefix = NULL, *ckpt = NULL;
+  const char *standby_imports = NULL;
+  bool standby = false;
   int where = 0;   /* 0 user, 1 sys-prefix, 2 prefix */
   int places = 0;
   optind = 1;
@@ -245,6 +280,16 @@ kg_cli_install_main(int argc, char **argv)
     case O_SYSPREFIX: where = 1; places++; break;
     case O_PREFIX: where = 2; prefix = optarg; places++; break;
     case O_CKPT: ckpt = optarg; break;
+    case O_STANDBY: standby = true; break;
+    case O_STANDBY_IMPORTS:
+      if (!s_module_list_ok(optarg)) {
+        fprintf(stderr, "kguard install: --standby-imports takes Python module names "
+                        "separated by commas (e.g. torch,numpy), not '%s'\n", optarg);
+        return KG_EXIT_USAGE;
+      }
+      standby_imports = optarg;
+      standby = true;
+      break;
     case 'h': s_usage(stdout); return KG_EXIT_OK;
     default:
       if (c >= O_POLICY && c < O_POLICY + (int) npolicy) {
@@ -379,6 +424,8 @@ kg_cli_install_main(int argc, char **argv)
     cJSON_AddItemToArray(av, cJSON_CreateString(policy[i].flag));
     cJSON_AddItemToArray(av, cJSON_CreateString(num));
   }
+  if (standby)
+    cJSON_AddItemToArray(av, cJSON_CreateString("--standby"));
   cJSON_AddItemToArray(av, cJSON_CreateString("--"));
   const cJSON *a;
   cJSON_ArrayForEach(a, spec->argv) cJSON_AddItemToArray(av, cJSON_CreateString(a->valuestring));
@@ -386,8 +433,15 @@ kg_cli_install_main(int argc, char **argv)
   cJSON_AddStringToObject(out, "language", spec->language);
   if (cJSON_GetObjectItemCaseSensitive(spec->json, "interrupt_mode"))
     cJSON_AddStringToObject(out, "interrupt_mode", spec->interrupt_mode);
-  if (spec->env)
-    cJSON_AddItemToObject(out, "env", cJSON_Duplicate(spec->env, 1));
+  cJSON *env = spec->env ? cJSON_Duplicate(spec->env, 1) : NULL;
+  if (standby_imports) {
+    if (!env)
+      env = cJSON_CreateObject();
+    cJSON_DeleteItemFromObjectCaseSensitive(env, "KGUARD_STANDBY_IMPORTS");
+    cJSON_AddStringToObject(env, "KGUARD_STANDBY_IMPORTS", standby_imports);
+  }
+  if (env)
+    cJSON_AddItemToObject(out, "env", env);
   cJSON *md = spec->metadata ? cJSON_Duplicate(spec->metadata, 1) : cJSON_CreateObject();
   cJSON *kgm = cJSON_AddObjectToObject(md, "kguard");
   cJSON_AddStringToObject(kgm, "wraps", kernel);
