@@ -29,6 +29,7 @@ s_usage(FILE *out)
     "                      [--max-restarts N] [--restart-window SEC] [--backoff SEC]\n"
     "                      [--backoff-max SEC] [--stale-window SEC]\n"
     "                      [--preflight never|sticky|first] [--preflight-timeout SEC]\n"
+    "                      [--standby] [--standby-imports MODULES]\n"
     "\n"
     "Write a kernelspec whose argv runs `kguard kernel ... -- <the wrapped argv>`,\n"
     "keeping the wrapped kernelspec's language, env, interrupt_mode and metadata,\n"
@@ -76,6 +77,16 @@ s_usage(FILE *out)
     "                       error; first: also at the first start; never. A failing\n"
     "                       or hung device stops kguard (down) instead of looping\n"
     "  --preflight-timeout SEC  the probe's deadline (default 10, at most 3600)\n"
+    "\n"
+    "warm standby:\n"
+    "  --standby            keep a warm standby kernel: a second kernel process,\n"
+    "                       started while the first runs, takes over at a restart\n"
+    "                       (no Python start, no imports), with the checkpoint\n"
+    "                       restore handed to it; costs one idle kernel's memory\n"
+    "  --standby-imports MODULES\n"
+    "                       comma-separated modules the standby imports ahead\n"
+    "                       (e.g. torch,numpy; no GPU is touched); implies\n"
+    "                       --standby (kernelspec env KGUARD_STANDBY_IMPORTS)\n"
     "\n"
     "exit codes: 0 installed, 100 usage error (bad name or value, no such\n"
     "kernelspec: nothing written), 111 I/O error.\n",
@@ -218,11 +229,32 @@ s_policy_parse(s_policy_opt_t *opt)
   return 0;
 }
 
+/*  "torch,numpy.linalg": dotted Python identifiers separated by commas. */
+static bool
+s_module_list_ok(const char *s)
+{
+  bool start = true;   /* at the start of a name or of a dotted part */
+  if (!*s)
+    return false;
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char) *s;
+    if (ch == ',' || ch == '.') {
+      if (start)
+        return false;
+      start = true;
+    } else if (isalpha(ch) || ch == '_' || (!start && isdigit(ch))) {
+      start = false;
+    } else
+      return false;
+  }
+  return !start;
+}
+
 int
 kg_cli_install_main(int argc, char **argv)
 {
   enum { O_KERNEL = 1000, O_NAME, O_DISPLAY, O_USER, O_SYSPREFIX, O_PREFIX, O_CKPT,
-         O_PREFLIGHT, O_PREFLIGHT_TIMEOUT, O_POLICY };
+         O_PREFLIGHT, O_PREFLIGHT_TIMEOUT, O_STANDBY, O_STANDBY_IMPORTS, O_POLICY };
   s_policy_opt_t policy[] = {
     {"--max-restarts", true, NULL, 0}, {"--restart-window", false, NULL, 0},
     {"--backoff", false, NULL, 0}, {"--backoff-max", false, NULL, 0},
@@ -238,6 +270,8 @@ kg_cli_install_main(int argc, char **argv)
     {"checkpoints", required_argument, NULL, O_CKPT},
     {"preflight", required_argument, NULL, O_PREFLIGHT},
     {"preflight-timeout", required_argument, NULL, O_PREFLIGHT_TIMEOUT},
+    {"standby", no_argument, NULL, O_STANDBY},
+    {"standby-imports", required_argument, NULL, O_STANDBY_IMPORTS},
     {"max-restarts", required_argument, NULL, O_POLICY + 0},
     {"restart-window", required_argument, NULL, O_POLICY + 1},
     {"backoff", required_argument, NULL, O_POLICY + 2},
@@ -247,6 +281,8 @@ kg_cli_install_main(int argc, char **argv)
     {NULL, 0, NULL, 0}};
   const char *kernel = "python3", *name = NULL, *display = NULL, *prefix = NULL, *ckpt = NULL;
   const char *preflight = NULL, *preflight_timeout = NULL;
+  const char *standby_imports = NULL;
+  bool standby = false;
   int where = 0;   /* 0 user, 1 sys-prefix, 2 prefix */
   int places = 0;
   optind = 1;
@@ -262,6 +298,16 @@ kg_cli_install_main(int argc, char **argv)
     case O_CKPT: ckpt = optarg; break;
     case O_PREFLIGHT: preflight = optarg; break;
     case O_PREFLIGHT_TIMEOUT: preflight_timeout = optarg; break;
+    case O_STANDBY: standby = true; break;
+    case O_STANDBY_IMPORTS:
+      if (!s_module_list_ok(optarg)) {
+        fprintf(stderr, "kguard install: --standby-imports takes Python module names "
+                        "separated by commas (e.g. torch,numpy), not '%s'\n", optarg);
+        return KG_EXIT_USAGE;
+      }
+      standby_imports = optarg;
+      standby = true;
+      break;
     case 'h': s_usage(stdout); return KG_EXIT_OK;
     default:
       if (c >= O_POLICY && c < O_POLICY + (int) npolicy) {
@@ -406,6 +452,8 @@ kg_cli_install_main(int argc, char **argv)
     cJSON_AddItemToArray(av, cJSON_CreateString(policy[i].flag));
     cJSON_AddItemToArray(av, cJSON_CreateString(num));
   }
+  if (standby)
+    cJSON_AddItemToArray(av, cJSON_CreateString("--standby"));
   cJSON_AddItemToArray(av, cJSON_CreateString("--"));
   const cJSON *a;
   cJSON_ArrayForEach(a, spec->argv) cJSON_AddItemToArray(av, cJSON_CreateString(a->valuestring));
@@ -423,6 +471,12 @@ kg_cli_install_main(int argc, char **argv)
       cJSON_DeleteItemFromObjectCaseSensitive(env, pf_vars[i][0]);
       cJSON_AddStringToObject(env, pf_vars[i][0], pf_vars[i][1]);
     }
+  if (standby_imports) {
+    if (!env)
+      env = cJSON_CreateObject();
+    cJSON_DeleteItemFromObjectCaseSensitive(env, "KGUARD_STANDBY_IMPORTS");
+    cJSON_AddStringToObject(env, "KGUARD_STANDBY_IMPORTS", standby_imports);
+  }
   if (env)
     cJSON_AddItemToObject(out, "env", env);
   cJSON *md = spec->metadata ? cJSON_Duplicate(spec->metadata, 1) : cJSON_CreateObject();

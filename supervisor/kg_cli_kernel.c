@@ -51,6 +51,12 @@ s_usage(FILE *out)
     "  --backoff SEC                delay before the 2nd restart of a window,\n"
     "                               doubling after (default 1; the first is at once)\n"
     "  --backoff-max SEC            cap of that delay (default 30)\n"
+    "  --standby                    keep a warm standby: a second kernel started\n"
+    "                               (imports done, no GPU touched) while this one\n"
+    "                               runs, that takes over at a restart instead of\n"
+    "                               a cold start; it costs one idle kernel's memory.\n"
+    "                               KGUARD_STANDBY_IMPORTS=torch,... names modules\n"
+    "                               it imports ahead\n"
     "  -h, --help                   this text\n"
     "\n"
     "In a notebook cell: `%kguard status`, `%kguard restart`, `%kguard restart\n"
@@ -81,7 +87,7 @@ int
 kg_cli_kernel_main(int argc, char **argv)
 {
   enum { O_IMODE = 1000, O_CKPT, O_NAME, O_STATE, O_RULES, O_STALE, O_MAXR, O_RWIN, O_BACKOFF,
-         O_BACKOFF_MAX, O_LANG };
+         O_BACKOFF_MAX, O_LANG, O_STANDBY };
   static const struct option opts[] = {
     {"connection-file", required_argument, NULL, 'f'},
     {"interrupt-mode", required_argument, NULL, O_IMODE},
@@ -95,6 +101,7 @@ kg_cli_kernel_main(int argc, char **argv)
     {"restart-window", required_argument, NULL, O_RWIN},
     {"backoff", required_argument, NULL, O_BACKOFF},
     {"backoff-max", required_argument, NULL, O_BACKOFF_MAX},
+    {"standby", no_argument, NULL, O_STANDBY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
   kg_supervisor_config_t cfg = {.interrupt_mode = "signal", .stale_window_ms = -1};
@@ -133,6 +140,9 @@ kg_cli_kernel_main(int argc, char **argv)
       break;
     case O_RULES:
       cfg.rules_file = optarg;
+      break;
+    case O_STANDBY:
+      cfg.standby = true;
       break;
     case O_STALE:
       if (s_seconds("--stale-window", optarg, &ms) != 0)

@@ -1,4 +1,5 @@
-/*  kg_kenv: the inner kernel's environment :
+/*  kg_kenv: the inner kernel's argv (its connection file in place) and
+    environment:
     kguard's own environment, PYTHONPATH prefixed with kguard's Python
     package, KGUARD_BIN/STATE_DIR/CKPT_DIR, JPY_PARENT_PID = kguard, the
     diagnostic variables of a diagnostic restart, the KGUARD_RESUME_* of a
@@ -27,7 +28,8 @@ s_env_overridden(const char *entry)
                                 "KGUARD_INCIDENT", "KGUARD_DIAGNOSTIC",
                                 /* the connection-file fix (s_env_frontend) */
                                 "KGUARD_FRONTEND_CONNECTION_FILE", "KGUARD_USER_PYTHONSTARTUP",
-                                "PYTHONSTARTUP", NULL};
+                                "PYTHONSTARTUP", "KGUARD_STANDBY", "KGUARD_HANDOVER_FILE",
+                                NULL};
   return kg_envp_names_one_of(entry, names);
 }
 
@@ -62,8 +64,9 @@ s_env_frontend(char ***env, size_t *n, size_t *alloc, kg_sup_t *S)
   return rc;
 }
 
-void
-kg__guard_env(kg_sup_t *S, char ***envp_p)
+/*  handover: NULL for the kernel about to run, else the standby's file. */
+static void
+s_env(kg_sup_t *S, const char *handover, char ***envp_p)
 {
   char **env = NULL;
   size_t n = 0, alloc = 0;
@@ -92,7 +95,11 @@ kg__guard_env(kg_sup_t *S, char ***envp_p)
   snprintf(buf, sizeof buf, "%ld", (long) getpid());
   rc |= kg_envp_push(&env, &n, &alloc, "JPY_PARENT_PID", buf);
   rc |= s_env_frontend(&env, &n, &alloc, S);
-  if (S->diagnostic) {
+  if (handover) {
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_STANDBY", "1");
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_HANDOVER_FILE", handover);
+  }
+  if (S->diagnostic && !handover) {
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_DIAGNOSTIC", "1");
     if (S->backend != KG_BACKEND_ROCM && !getenv("CUDA_LAUNCH_BLOCKING"))
       rc |= kg_envp_push(&env, &n, &alloc, "CUDA_LAUNCH_BLOCKING", "1");
@@ -103,13 +110,13 @@ kg__guard_env(kg_sup_t *S, char ***envp_p)
         rc |= kg_envp_push(&env, &n, &alloc, "HIP_LAUNCH_BLOCKING", "1");
     }
   }
-  if (S->resume_pending) {
+  if (S->resume_pending && !handover) {
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", S->resume_dir);
     snprintf(buf, sizeof buf, "%lld", S->resume_step);
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
   }
-  if (S->resume_pending && S->incident)
+  if (S->resume_pending && S->incident && !handover)
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(S->incident));
   if (rc) {
     for (size_t i = 0; i < n; i++)
@@ -120,3 +127,61 @@ kg__guard_env(kg_sup_t *S, char ***envp_p)
   *envp_p = env;
 }
 
+void
+kg__guard_env(kg_sup_t *S, char ***envp_p)
+{
+  s_env(S, NULL, envp_p);
+}
+
+void
+kg__guard_env_standby(kg_sup_t *S, const char *handover, char ***envp_p)
+{
+  s_env(S, handover, envp_p);
+}
+
+/* ------------------------------------------------------------------------
+   The inner kernel's argv. */
+
+/*  Replace every occurrence of pattern in a with repl (new string). */
+static char *
+s_replace(const char *a, const char *pattern, const char *repl)
+{
+  size_t pl = strlen(pattern), rl = strlen(repl), count = 0;
+  for (const char *h = a; pl && (h = strstr(h, pattern)); h += pl)
+    count++;
+  char *out = malloc(strlen(a) + count * rl + 1);
+  if (!out)
+    return NULL;
+  char *o = out;
+  const char *h;
+  while (pl && (h = strstr(a, pattern))) {
+    memcpy(o, a, (size_t) (h - a));
+    o += h - a;
+    memcpy(o, repl, rl);
+    o += rl;
+    a = h + pl;
+  }
+  strcpy(o, a);
+  return out;
+}
+
+/*  jupyter_client formats the WHOLE kernelspec argv, so the inner part
+    arrives with the frontend's path already in place of {connection_file}:
+    both forms are replaced (kg_sup_priv.h). */
+char **
+kg__kernel_argv(kg_sup_t *S, const char *conn_path)
+{
+  char **argv = calloc(S->cfg->inner_argc + 1, sizeof *argv);
+  if (!argv)
+    return NULL;
+  for (size_t i = 0; i < S->cfg->inner_argc; i++) {
+    char *a = s_replace(S->cfg->inner_argv[i], "{connection_file}", conn_path);
+    argv[i] = a ? s_replace(a, S->cfg->conn_path, conn_path) : NULL;
+    free(a);
+    if (!argv[i]) {
+      kg__free_envp(&argv);
+      return NULL;
+    }
+  }
+  return argv;
+}

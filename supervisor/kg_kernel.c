@@ -19,6 +19,7 @@ struct kg_kernel_t {
   void *ctx;                    /*  borrowed                                 */
   char *runtime_dir;            /*  owned copies                             */
   char *conn_path;
+  char *tag;                    /*  endpoint and routing id name             */
   const kg_conninfo_t *key_from;/*  borrowed                                 */
   int log_fd;                   /*  borrowed                                 */
   kg_conninfo_t *info;          /*  the private connection file's contents   */
@@ -44,11 +45,13 @@ kg_kernel_new(const kg_kernel_opts_t *opts)
   self->log_fd = opts->log_fd;
   self->runtime_dir = strdup(opts->runtime_dir ? opts->runtime_dir : "");
   self->conn_path = strdup(opts->conn_path ? opts->conn_path : "");
+  self->tag = strdup(opts->tag ? opts->tag : "k");
   self->info = kg_conninfo_new();
   self->ring[0] = kg_ring_new(opts->ring_bytes, opts->log_fd);
   self->ring[1] = kg_ring_new(opts->ring_bytes, opts->log_fd);
   self->ready = kg_ready_new();
-  if (!self->ready || !self->runtime_dir || !self->conn_path || !self->info || !self->ring[0]
+  if (!self->ready || !self->runtime_dir || !self->conn_path || !self->tag || !self->info
+      || !self->ring[0]
       || !self->ring[1])
     kg_kernel_destroy(&self);
   return self;
@@ -76,6 +79,7 @@ kg_kernel_destroy(kg_kernel_t **self_p)
   kg_ready_destroy(&self->ready);
   free(self->runtime_dir);
   free(self->conn_path);
+  free(self->tag);
   free(self->reason);
   free(self);
   *self_p = NULL;
@@ -92,8 +96,8 @@ static int
 s_connect(kg_kernel_t *self)
 {
   s_close_sockets(self);
-  snprintf(self->routing_id, sizeof self->routing_id, "kguard-%ld-%d", (long) getpid(),
-           self->generation);
+  snprintf(self->routing_id, sizeof self->routing_id, "kguard-%ld-%.8s%d", (long) getpid(),
+           self->tag, self->generation);
   static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_IOPUB, KG_CH_STDIN, KG_CH_CONTROL};
   for (size_t i = 0; i < 4; i++) {
     int rc = 0;
@@ -115,7 +119,7 @@ static int
 s_connection(kg_kernel_t *self)
 {
   snprintf(self->info->transport, sizeof self->info->transport, "ipc");
-  snprintf(self->info->ip, sizeof self->info->ip, "%.200s/k", self->runtime_dir);
+  snprintf(self->info->ip, sizeof self->info->ip, "%.200s/%.8s", self->runtime_dir, self->tag);
   for (int ch = 0; ch < KG_CH_COUNT; ch++)
     self->info->ports[ch] = 1 + ch + 5 * (self->generation % 10000);
   /* The frontend's key (the file lives in kguard's 0700 runtime dir): the
@@ -175,6 +179,12 @@ const char *
 kg_kernel_reason(const kg_kernel_t *self)
 {
   return self->reason ? self->reason : "";
+}
+
+const char *
+kg_kernel_conn_path(const kg_kernel_t *self)
+{
+  return self->conn_path;
 }
 
 int

@@ -49,6 +49,10 @@ typedef struct {
                                       per start are copied there; -1 none
                                       (borrowed)                               */
   size_t ring_bytes;              /*  last bytes of stdout/stderr kept (> 0)  */
+  const char *tag;                /*  names this object's ipc endpoints and
+                                      routing ids ("k" if NULL; copied): two
+                                      objects in one runtime directory (the
+                                      kernel and its warm standby) need two  */
 } kg_kernel_opts_t;
 
 /*  A kernel object with no process yet, or NULL (allocation failure). */
@@ -71,6 +75,10 @@ void kg_kernel_destroy(kg_kernel_t **self_p);
     directory"); another code when its connection could not be prepared. */
 int kg_kernel_start(kg_kernel_t *self, char *const *argv, char *const *envp,
                     const char *banner);
+
+/*  The private connection file's path (the argv's {connection_file}).
+    Borrowed. */
+const char *kg_kernel_conn_path(const kg_kernel_t *self);
 
 /*  Why the last start failed ("" if it did not). Borrowed. */
 const char *kg_kernel_reason(const kg_kernel_t *self);

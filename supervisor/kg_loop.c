@@ -31,7 +31,7 @@
    so consume the fd's edge-triggered readiness). kg_msg's observer reports
    both. */
 
-enum { S_FRONT, S_KERN, S_SIG, S_PIPE, S_HELPER, S_PARENT };
+enum { S_FRONT, S_KERN, S_SIG, S_PIPE, S_HELPER, S_STANDBY, S_PARENT };
 #define S_FRONT_SOCKS 3   /* the frontend's shell, control, stdin (the heartbeat
                              echoes on its own thread: kg_heartbeat) */
 #define S_ZSOCKS 7        /* those and the kernel's shell, control, stdin, iopub */
@@ -126,6 +126,13 @@ kg_supervisor_run(kg_supervisor_t *S)
       kinds[n] = S_PIPE;
       args[n++] = which;
     }
+    for (int which = 1; S->standby && which <= 2; which++) {
+      int fd = kg_kernel_output_fd(S->standby, which);
+      if (fd >= 0) {
+        items[n] = (struct pollfd){.fd = fd, .events = POLLIN};
+        kinds[n++] = S_STANDBY;
+      }
+    }
     kg_helper_t *helpers[2] = {S->ckpt, S->probe};
     for (int i = 0; i < 2; i++)
       for (int which = 1; which <= 2; which++) {
@@ -185,6 +192,8 @@ kg_supervisor_run(kg_supervisor_t *S)
       }
       else if (kinds[i] == S_HELPER)
         kg__guard_helpers_poll(S);
+      else if (kinds[i] == S_STANDBY)
+        kg__standby_drain(S);   /* kept in its log, never evidence */
     }
     for (int slot = 0; slot < S_FRONT_SOCKS; slot++) {
       if (!ready[slot] || kg_front_socket(S->front, s_front_ch[slot]) != z.sock[slot])

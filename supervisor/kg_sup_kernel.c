@@ -20,51 +20,6 @@
 #include "kg_log.h"
 #include "kg_socket.h"
 
-/*  Replace every occurrence of pattern in a with repl (new string). */
-static char *
-s_replace(const char *a, const char *pattern, const char *repl)
-{
-  size_t pl = strlen(pattern), rl = strlen(repl), count = 0;
-  for (const char *h = a; pl && (h = strstr(h, pattern)); h += pl)
-    count++;
-  char *out = malloc(strlen(a) + count * rl + 1);
-  if (!out)
-    return NULL;
-  char *o = out;
-  const char *h;
-  while (pl && (h = strstr(a, pattern))) {
-    memcpy(o, a, (size_t) (h - a));
-    o += h - a;
-    memcpy(o, repl, rl);
-    o += rl;
-    a = h + pl;
-  }
-  strcpy(o, a);
-  return out;
-}
-
-/*  The inner argv with its connection file placeholder pointing at the inner
-    kernel's own file. jupyter_client formats the WHOLE kernelspec argv, so
-    the inner part arrives with the frontend's path already in place of
-    {connection_file}: both forms are replaced. */
-static char **
-s_expand_argv(kg_sup_t *S)
-{
-  char **argv = calloc(S->cfg->inner_argc + 1, sizeof *argv);
-  if (!argv)
-    return NULL;
-  for (size_t i = 0; i < S->cfg->inner_argc; i++) {
-    char *a = s_replace(S->cfg->inner_argv[i], "{connection_file}", S->cfg->inner_conn_path);
-    argv[i] = a ? s_replace(a, S->cfg->conn_path, S->cfg->inner_conn_path) : NULL;
-    free(a);
-    if (!argv[i]) {
-      kg__free_envp(&argv);
-      return NULL;
-    }
-  }
-  return argv;
-}
-
 int
 kg__kernel_start(kg_sup_t *S)
 {
@@ -72,7 +27,12 @@ kg__kernel_start(kg_sup_t *S)
   S->stop_reason = KG__STOP_NONE;
   kg_gate_set_running(S->gate, NULL);
 
-  char **argv = s_expand_argv(S);
+  /*  A warm standby takes over: no process to start, only its readiness
+      (kernel_info) to see, as for a fresh one. */
+  if (kg__standby_promote(S))
+    return 0;
+
+  char **argv = kg__kernel_argv(S, kg_kernel_conn_path(S->kernel));
   kg__free_envp(&S->kernel_envp);
   if (argv)
     kg__guard_env(S, &S->kernel_envp);

@@ -80,6 +80,8 @@ typedef struct {
   char kernel_log_path[PATH_MAX];
   char *spec_language;          /*  the kernelspec's language, or NULL (owned) */
   kg_policy_config_t policy_config;   /*  as configured, for %kguard status  */
+  bool standby;                 /*  keep a warm standby kernel (kg_standby.c) */
+  char standby_conn_path[PATH_MAX]; /*  its private connection file          */
 } kg__config_t;
 
 struct kg_supervisor_t {
@@ -93,6 +95,11 @@ struct kg_supervisor_t {
   kg_conninfo_t *front_info;
   kg_front_t *front;            /*  the frontend's bound sockets, heartbeat
                                     thread and signer (kg_front.h)           */
+  kg_kernel_t *standby;         /*  the warm standby (--standby), or NULL:
+                                    started after READY, promoted to `kernel`
+                                    at the next start (kg_standby.c)          */
+  int64_t standby_started_ms;   /*  when it was started (monotonic)          */
+  int standby_failures;         /*  standbys that died before promotion      */
   kg_kernel_t *kernel;          /*  the inner kernel: process, pipes, rings,
                                     connection file, sockets (kg_kernel.h)   */
 
@@ -281,5 +288,22 @@ bool kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch);
 
 /* kg_kenv.c */
 void kg__guard_env(kg_sup_t *S, char ***envp_p);
+/*  The warm standby's environment: as a plain start's, without the
+    diagnostic and resume variables, with KGUARD_STANDBY=1 and
+    KGUARD_HANDOVER_FILE=handover (read by kguard.resume() once promoted). */
+void kg__guard_env_standby(kg_sup_t *S, const char *handover, char ***envp_p);
+
+/* kg_standby.c: the warm standby (kg_sup_kernel.c, kg_supervisor.c and the
+   loop call it; it calls kg_kernel, kg_kenv and kg_sup_kernel's argv) */
+void kg__standby_start(kg_sup_t *S);          /* after READY, if configured */
+bool kg__standby_promote(kg_sup_t *S);        /* at STARTING: true if it took over */
+void kg__standby_reap(kg_sup_t *S);           /* SIGCHLD: a standby that died */
+void kg__standby_drain(kg_sup_t *S);          /* read (and drop) its output */
+void kg__standby_stop(kg_sup_t *S);           /* kguard is exiting */
+/* kg_kenv.c */
+/*  The inner argv with {connection_file} (and the frontend's path, already
+    substituted by jupyter_client) replaced by conn_path; NULL-terminated,
+    free with kg__free_envp. NULL on allocation failure. */
+char **kg__kernel_argv(kg_sup_t *S, const char *conn_path);
 
 #endif

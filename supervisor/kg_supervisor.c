@@ -187,6 +187,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->diag = kg_diagnosis_new(S->rules);
   S->prev_diag = kg_diagnosis_new(S->rules);
   s_rw(S)->policy_config = config->policy;
+  s_rw(S)->standby = config->standby;
   S->policy = kg_policy_new(&s_rw(S)->policy_config);
   S->gate = kg_gate_new(config->stale_window_ms);
   S->evq = kg_evq_new();
@@ -220,6 +221,16 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->kernel = kg_kernel_new(&kopts);
   if (!S->kernel)
     goto fail;
+  if (S->cfg->standby) {
+    /*  A second kernel object with endpoints of its own; the two swap at a
+        promotion (kg_standby.c). */
+    snprintf(s_rw(S)->standby_conn_path, sizeof s_rw(S)->standby_conn_path,
+             "%.4000s/standby.json", S->cfg->runtime_dir);
+    kopts.conn_path = S->cfg->standby_conn_path;
+    kopts.tag = "s";
+    if (!(S->standby = kg_kernel_new(&kopts)))
+      goto fail;
+  }
   char uuid[37];
   kg_uuid4(uuid);   /* until the kernel's own session is seen */
   kg__set_str(&S->session, uuid);
@@ -243,6 +254,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
     return;
   kg_sup_t *S = *self_p;
   kg_kernel_destroy(&S->kernel);   /* its sockets close before the context */
+  kg_kernel_destroy(&S->standby);
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
   kg_front_destroy(&S->front);
@@ -359,6 +371,7 @@ kg__enter(kg_sup_t *S, kg_state_t st)
               (long) kg_kernel_pid(S->kernel));
     kg__guard_on_ready(S);
     kg__flush_held(S);
+    kg__standby_start(S);   /* the next restart's kernel, warming up */
     break;
   case KG_ST_CLOSING:
     S->state_deadline_ms = kg_clock_mono_ms() + KG__EVIDENCE_MS;
@@ -397,6 +410,9 @@ kg__enter(kg_sup_t *S, kg_state_t st)
       kg__guard_down_answer(S);
     break;
   case KG_ST_EXITING:
+    kg__standby_stop(S);   /* it holds nothing: no grace needed */
+    s_enter_exit(S, st);
+    break;
   case KG_ST_EXIT_WAIT:
   case KG_ST_EXIT_TERM:
   case KG_ST_EXIT_KILL:
@@ -474,6 +490,7 @@ kg__on_signal(kg_sup_t *S)
     case SIGCHLD:
       if (kg_kernel_alive(S->kernel) && kg_kernel_reap(S->kernel) == 1)
         s_on_child_exit(S);
+      kg__standby_reap(S);
       kg__guard_helpers_poll(S);
       break;
     case SIGINT:

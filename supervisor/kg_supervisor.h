@@ -27,6 +27,7 @@ typedef struct {
   int64_t stale_window_ms;      /*  stale-request window after a fault's
                                     notice (kg_gate.h); < 0 = 2 s             */
   kg_policy_config_t policy;    /*  restart budget and back-off (kg_policy.h) */
+  bool standby;                 /*  keep a warm standby kernel (kg_standby.c) */
 } kg_supervisor_config_t;
 
 typedef struct kg_supervisor_t kg_supervisor_t;

@@ -269,6 +269,33 @@ def _rank_resume(rank):
     return d, archive
 
 
+def _adopt_handover(environ=None):
+    """A warm standby kernel (`kguard kernel --standby`) was started before
+    the restore it resumes from existed: when kguard promotes it, it writes
+    what a cold start would have had in its environment (KGUARD_RESUME_*,
+    KGUARD_INCIDENT) to $KGUARD_HANDOVER_FILE, a JSON object in kguard's
+    private runtime directory. Adopt it into the environment, once."""
+    environ = os.environ if environ is None else environ
+    path = environ.get("KGUARD_HANDOVER_FILE")
+    if not path:
+        return
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return  # still a standby, or promoted with nothing to hand over
+    except (OSError, ValueError) as e:
+        raise RuntimeError(f"kguard: the restore handed to this kernel ({path}) "
+                           f"cannot be read: {e}") from e
+    if not isinstance(data, dict):
+        raise RuntimeError(f"kguard: the restore handed to this kernel ({path}) "
+                           f"is not a JSON object")
+    for key, value in data.items():
+        if key.startswith("KGUARD_") and isinstance(value, str):
+            environ[key] = value
+    environ.pop("KGUARD_HANDOVER_FILE", None)
+
+
 def resume():
     """Return a Resume if kguard restored a checkpoint for this kernel
     (KGUARD_RESUME_ARCHIVE, with KGUARD_RESUME_DIR when members were copied
@@ -277,6 +304,7 @@ def resume():
     Under a multi-node `kguard exec` (WORLD_SIZE > 1), each rank gets its own
     restored copy, $KGUARD_RESUME_DIR/rank-$RANK: Resume.dir names it, so
     load("state.pt") reads this rank's state, as in a single process."""
+    _adopt_handover()
     rank = _rank_dir_rank()
     if rank is not None:
         d, archive = _rank_resume(rank)

@@ -75,6 +75,7 @@ def startup(environ=None):
     environ = os.environ if environ is None else environ
     try:
         apply(environ=environ)
+        warm_up(environ=environ)
     finally:
         user = environ.pop(ENV_USER_STARTUP, "") or None
         environ.pop(ENV_FRONTEND, None)
@@ -83,6 +84,30 @@ def startup(environ=None):
         else:
             environ.pop("PYTHONSTARTUP", None)
     return user
+
+
+def warm_up(environ=None):
+    """In a warm standby kernel (KGUARD_STANDBY=1, `kguard kernel
+    --standby`): import the modules named in KGUARD_STANDBY_IMPORTS (comma
+    separated, e.g. "torch,numpy") ahead, so the kernel that takes over after
+    a restart has them loaded. Importing creates no GPU context (torch does
+    not initialise CUDA/HIP at import). A module that fails to import is
+    reported on stderr and skipped: the user's own cell will say why again.
+    Returns the names imported."""
+    environ = os.environ if environ is None else environ
+    if environ.get("KGUARD_STANDBY") != "1":
+        return []
+    done = []
+    for name in (environ.get("KGUARD_STANDBY_IMPORTS") or "").split(","):
+        name = name.strip()
+        if not name:
+            continue
+        try:
+            __import__(name)
+            done.append(name)
+        except Exception as e:  # noqa: BLE001 (any import error: report, go on)
+            print(f"kguard standby: import {name} failed: {e}", file=sys.stderr)
+    return done
 
 
 def _remove_quietly(path):

@@ -76,6 +76,30 @@ def test_policy_written_into_argv(tmp_path, env):
         assert head[head.index(flag) + 1] == value, flag
 
 
+def test_standby_written_and_starts(tmp_path, env):
+    """--standby-imports implies --standby: the flag in argv, the modules in
+    the kernelspec's env, and `kguard kernel` accepts what was written."""
+    prefix = tmp_path / "prefix"
+    out = _install(env, "--name", "warm", "--prefix", str(prefix),
+                   "--standby-imports", "json,os.path")
+    assert out.returncode == 0, out.stderr
+    spec = json.loads((prefix / "share/jupyter/kernels/warm/kernel.json").read_text())
+    assert "--standby" in spec["argv"][:spec["argv"].index("--")]
+    assert spec["env"]["KGUARD_STANDBY_IMPORTS"] == "json,os.path"
+    env["JUPYTER_PATH"] = str(prefix / "share" / "jupyter")
+    assert _drive(env, "warm", "1 + 1").returncode == 0
+
+
+@pytest.mark.parametrize("bad", ["", "torch,", ",torch", "a..b", "9lives", "torch numpy",
+                                 "os;rm"])
+def test_standby_imports_must_be_module_names(tmp_path, env, bad):
+    prefix = tmp_path / "prefix"
+    out = _install(env, "--prefix", str(prefix), "--standby-imports", bad)
+    assert out.returncode == 100, out
+    assert "Python module names" in out.stderr
+    assert not prefix.exists()
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--max-restarts", "-1"], "whole number of restarts from 0 to 1000"),
     (["--max-restarts", "2.5"], "whole number"),

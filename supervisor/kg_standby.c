@@ -1,0 +1,174 @@
+/*  kg_standby: the warm standby (`kguard kernel --standby`).
+
+    A second inner kernel, started once the active one is ready, from the
+    same argv with its own private connection file and sockets (a kg_kernel
+    of its own, tag "s"), its environment as the kernel's without the
+    diagnostic and resume variables, plus KGUARD_STANDBY=1 (ipython_startup
+    imports KGUARD_STANDBY_IMPORTS ahead, and nothing touches a GPU) and
+    KGUARD_HANDOVER_FILE. Nothing it says reaches the frontend: its sockets
+    are not polled and its output is read and dropped (kept in its log).
+
+    At the next start (a sticky fault, the kernel's death, a restart asked
+    for), once the old process is gone and the restore done, the standby is
+    promoted: the two kernel objects swap, the hand-over file gets the
+    KGUARD_RESUME_* a cold start would have had in its environment, and the
+    readiness is seen as for any start (kernel_info). A diagnostic restart
+    starts cold (its variables must be in the environment at start). A
+    standby that died before promotion is released; after three such
+    deaths no more are started (a cold start is the fallback).
+
+    Arrows: kg_sup_kernel.c, kg_supervisor.c, kg_loop.c -> kg_standby.c ->
+    kg_kernel.c, kg_kenv.c, kg_sup_kernel.c (argv). Nothing above.
+*/
+#include "kg_sup_priv.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kg_clock.h"
+#include "kg_error.h"
+#include "kg_log.h"
+
+#define S_MAX_FAILURES 3
+
+/*  The hand-over file of the standby object (beside its connection file). */
+static void
+s_handover_path(kg_sup_t *S, char *buf, size_t size)
+{
+  snprintf(buf, size, "%s.handover", kg_kernel_conn_path(S->standby));
+}
+
+void
+kg__standby_start(kg_sup_t *S)
+{
+  if (!S->cfg->standby || !S->standby || S->diagnostic || kg_kernel_present(S->standby)
+      || S->standby_failures >= S_MAX_FAILURES || !S->running)
+    return;
+  char handover[PATH_MAX + 16];
+  s_handover_path(S, handover, sizeof handover);
+  if (unlink(handover) != 0 && errno != ENOENT)
+    kg_warning("unable to remove %s: %s", handover, strerror(errno));
+  char **argv = kg__kernel_argv(S, kg_kernel_conn_path(S->standby));
+  char **envp = NULL;
+  if (argv)
+    kg__guard_env_standby(S, handover, &envp);
+  int rc = argv && envp ? 0 : KG_ENOMEM;
+  if (rc == 0) {
+    char banner[PATH_MAX + 100];
+    snprintf(banner, sizeof banner, "\n--- kguard: warm standby starting: %s ---\n", argv[0]);
+    rc = kg_kernel_start(S->standby, argv, envp, banner);
+  }
+  kg__free_envp(&argv);
+  kg__free_envp(&envp);
+  if (rc) {
+    S->standby_failures++;
+    kg_warning("the warm standby did not start (%s); restarts start cold",
+               rc == KG_ENOMEM ? "out of memory" : kg_kernel_reason(S->standby));
+    return;
+  }
+  S->standby_started_ms = kg_clock_mono_ms();
+  kg_info("warm standby started: pid %ld", (long) kg_kernel_pid(S->standby));
+}
+
+/*  What a cold start would have had in its environment, for kguard.resume()
+    in the promoted process. 0, or a negative code. */
+static int
+s_write_handover(kg_sup_t *S, const char *path)
+{
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return KG_ENOMEM;
+  if (S->resume_pending) {
+    char step[32];
+    snprintf(step, sizeof step, "%lld", S->resume_step);
+    cJSON_AddStringToObject(o, "KGUARD_RESUME_DIR", S->resume_dir);
+    cJSON_AddStringToObject(o, "KGUARD_RESUME_STEP", step);
+    cJSON_AddStringToObject(o, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
+    if (S->incident)
+      cJSON_AddStringToObject(o, "KGUARD_INCIDENT", kg_incident_id(S->incident));
+  }
+  char *text = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  if (!text)
+    return KG_ENOMEM;
+  /*  Written whole to a temporary, then renamed: the kernel never reads half. */
+  char tmp[PATH_MAX + 32];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int rc = 0;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  size_t len = strlen(text);
+  if (fd < 0 || write(fd, text, len) != (ssize_t) len || close(fd) != 0
+      || rename(tmp, path) != 0)
+    rc = errno ? -errno : KG_EINTERNAL;
+  if (rc && fd >= 0)
+    unlink(tmp);
+  free(text);
+  return rc;
+}
+
+bool
+kg__standby_promote(kg_sup_t *S)
+{
+  kg__standby_reap(S);   /* one that ended since the last SIGCHLD was read */
+  if (!S->standby || !kg_kernel_alive(S->standby) || S->diagnostic
+      || kg_kernel_present(S->kernel))
+    return false;
+  char handover[PATH_MAX + 16];
+  s_handover_path(S, handover, sizeof handover);
+  int rc = s_write_handover(S, handover);
+  if (rc) {
+    kg_warning("unable to hand the restore over to the warm standby (%s: %s); "
+               "starting a fresh kernel instead", handover, kg_strerror(rc));
+    kg_kernel_signal(S->standby, SIGKILL);
+    kg_kernel_release(S->standby, NULL, NULL);
+    return false;
+  }
+  kg_kernel_t *cold = S->kernel;
+  S->kernel = S->standby;
+  S->standby = cold;
+  kg__free_envp(&S->kernel_envp);   /* the standby's differs: not kept */
+  kg_notice("the warm standby (pid %ld, started %.1f s ago) takes over as the kernel%s",
+            (long) kg_kernel_pid(S->kernel),
+            (double) (kg_clock_mono_ms() - S->standby_started_ms) / 1000.0,
+            S->resume_pending ? "; the restore is handed over" : "");
+  return true;
+}
+
+void
+kg__standby_reap(kg_sup_t *S)
+{
+  if (!S->standby || !kg_kernel_alive(S->standby) || kg_kernel_reap(S->standby) != 1)
+    return;
+  int st = kg_kernel_release(S->standby, NULL, NULL);
+  S->standby_failures++;
+  char how[64];
+  if (WIFSIGNALED(st))
+    snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(st));
+  else
+    snprintf(how, sizeof how, "exit code %d", WEXITSTATUS(st));
+  kg_warning("the warm standby ended before it was needed (%s)%s", how,
+             S->standby_failures >= S_MAX_FAILURES ? "; no more are started" : "");
+}
+
+void
+kg__standby_drain(kg_sup_t *S)
+{
+  if (S->standby && kg_kernel_present(S->standby))
+    kg_kernel_drain(S->standby, NULL, NULL);
+}
+
+void
+kg__standby_stop(kg_sup_t *S)
+{
+  if (S->standby && kg_kernel_present(S->standby)) {
+    kg_kernel_signal(S->standby, SIGKILL);
+    kg_kernel_release(S->standby, NULL, NULL);
+  }
+}
