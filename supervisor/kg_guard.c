@@ -367,6 +367,9 @@ void
 kg__guard_after_stop(kg_sup_t *S)
 {
   bool exited, signalled;
+  kg_preflight_cancel(S->preflight);   /* verdict recorded; none is due any more */
+  if (kg_kernel_present(S->kernel))
+    S->prev_kernel_pid = (long) kg_kernel_pid(S->kernel);
   int st = kg_kernel_release(S->kernel, &exited, &signalled);   /* and its group's leftovers */
   S->exit_status = st;
   S->exit_known = exited && !signalled;
@@ -377,6 +380,9 @@ kg__guard_after_stop(kg_sup_t *S)
   switch (S->stop_reason) {
   case KG__STOP_STICKY:
     s_after_sticky(S);
+    return;
+  case KG__STOP_DEVICE:   /* the pre-flight: no loop, DOWN (down_reason set) */
+    kg__fire(S, KG_EV_STOPPED_GIVE_UP);
     return;
   case KG__STOP_USER:
     kg__answer_all(S, false, "KernelRestarted",
@@ -475,7 +481,9 @@ void
 kg__guard_enter_down(kg_sup_t *S)
 {
   kg_error("kguard is DOWN: %s", S->down_reason ? S->down_reason : "");
-  if (S->stop_reason == KG__STOP_STICKY) {
+  if (S->stop_reason == KG__STOP_DEVICE)
+    kg__preflight_down_notice(S);
+  else if (S->stop_reason == KG__STOP_STICKY) {
     kg_notice_info_t info;
     kg__notice_fill_current(S, &info);
     info.checkpoint_restored = false;

@@ -223,6 +223,7 @@ kg__guard_helpers_poll(kg_sup_t *S)
     s_restore_notice(S, now);
   if (kg_helper_pump(S->probe, now))
     s_probe_finished(S);
+  kg__gpu_poll(S);
 }
 
 int64_t
@@ -236,8 +237,8 @@ kg__helpers_deadline(const kg_sup_t *S)
       && kg_helper_progress(S->ckpt, NULL, NULL, &started, NULL))
     c = started + KG__RESTORE_NOTICE_MS;
   int64_t next = 0;
-  int64_t cands[3] = {a, b, c};
-  for (int i = 0; i < 3; i++)
+  int64_t cands[4] = {a, b, c, kg__gpu_deadline(S)};
+  for (int i = 0; i < 4; i++)
     if (cands[i] && (!next || cands[i] < next))
       next = cands[i];
   return next;
@@ -248,5 +249,6 @@ kg__guard_helpers_timers(kg_sup_t *S, int64_t now)
 {
   kg_helper_timers(S->ckpt, now);
   kg_helper_timers(S->probe, now);
+  kg__gpu_timers(S, now);
   s_restore_notice(S, now);
 }

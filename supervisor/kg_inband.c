@@ -106,9 +106,14 @@ s_inband_run(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch, char *line)
     kg__answer_stream(S, e, text, true);
     return true;
   }
+  if (cmd && strcmp(cmd, "doctor") == 0 && !opt) {
+    kg__doctor_start(S, e);   /* answered when `kguard doctor` ends */
+    return true;
+  }
   bool diagnostic = opt && strcmp(opt, "--diagnostic") == 0;
   if (!cmd || strcmp(cmd, "restart") != 0 || (opt && !diagnostic)) {
-    kg__answer_stream(S, e, "usage: %kguard restart [--diagnostic] | %kguard status\n", false);
+    kg__answer_stream(S, e, "usage: %kguard restart [--diagnostic] | %kguard status | "
+                      "%kguard doctor\n", false);
     return true;
   }
   if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING

@@ -87,8 +87,9 @@ kg_supervisor_run(kg_supervisor_t *S)
   kg__publish_status(S, NULL, "starting");
   kg__enter(S, S->state);
 
-  struct pollfd items[24];
-  int kinds[24], args[24];
+  struct pollfd items[32];   /* kguard's own fds: 7 sockets, signals, launcher,
+                                pipes of the kernel, standby and 4 helpers */
+  int kinds[32], args[32];
   bool ready[S_ZSOCKS];
   while (S->running) {
     if (S->state == KG_ST_EXITED)
@@ -144,6 +145,14 @@ kg_supervisor_run(kg_supervisor_t *S)
         args[n++] = fd;
       }
 
+    int gfds[4];
+    int ng = kg__gpu_fds(S, gfds, 4);
+    for (int i = 0; i < ng; i++) {
+      items[n] = (struct pollfd){.fd = gfds[i], .events = POLLIN};
+      kinds[n] = S_HELPER;
+      args[n++] = gfds[i];
+    }
+
     int rc = poll(items, (nfds_t) n, pending ? 0 : (int) kg__timeout_ms(S));
     if (rc < 0) {
       if (errno == EINTR)
@@ -190,8 +199,10 @@ kg_supervisor_run(kg_supervisor_t *S)
         kg__guard_drain_pipes(S);
         kg__flush_held(S);   /* a suspicion while idle: the probe goes in */
       }
-      else if (kinds[i] == S_HELPER)
+      else if (kinds[i] == S_HELPER) {
         kg__guard_helpers_poll(S);
+        kg__flush_held(S);   /* a helper that answered a cell (%kguard doctor) */
+      }
       else if (kinds[i] == S_STANDBY)
         kg__standby_drain(S);   /* kept in its log, never evidence */
     }

@@ -38,7 +38,8 @@ s_is_nudge(kg_sup_t *S, const char *parent)
 static void
 s_check_ready(kg_sup_t *S)
 {
-  if (S->state == KG_ST_STARTING && kg_ready_done(kg_kernel_ready(S->kernel)))
+  if (S->state == KG_ST_STARTING && kg_ready_done(kg_kernel_ready(S->kernel))
+      && !kg__preflight_holds_ready(S))   /* and the device's verdict, if one is due */
     kg__fire(S, KG_EV_KERNEL_READY);
 }
 

@@ -133,7 +133,10 @@ kg__standby_promote(kg_sup_t *S)
   kg_kernel_t *cold = S->kernel;
   S->kernel = S->standby;
   S->standby = cold;
-  kg__free_envp(&S->kernel_envp);   /* the standby's differs: not kept */
+  /*  What a cold start would have had (the pre-flight and %kguard doctor
+      run with it); the standby's own lacks only the hand-over. */
+  kg__free_envp(&S->kernel_envp);
+  kg__guard_env(S, &S->kernel_envp);
   kg_notice("the warm standby (pid %ld, started %.1f s ago) takes over as the kernel%s",
             (long) kg_kernel_pid(S->kernel),
             (double) (kg_clock_mono_ms() - S->standby_started_ms) / 1000.0,

@@ -26,6 +26,7 @@ kg__kernel_start(kg_sup_t *S)
   S->state_deadline_ms = kg_clock_mono_ms() + KG__START_TIMEOUT_MS;
   S->stop_reason = KG__STOP_NONE;
   kg_gate_set_running(S->gate, NULL);
+  S->kernel_starts++;
 
   /*  A warm standby takes over: no process to start, only its readiness
       (kernel_info) to see, as for a fresh one. */

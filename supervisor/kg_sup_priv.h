@@ -26,6 +26,8 @@
 #include "kg_gate.h"
 #include "kg_helper.h"
 #include "kg_incident.h"
+#include "kg_inband_doctor.h"
+#include "kg_preflight.h"
 #include "kg_kernel.h"
 #include "kg_msg.h"
 #include "kg_notice.h"
@@ -59,7 +61,8 @@ typedef enum {
   KG__STOP_DIED,                /*  it died on its own                       */
   KG__STOP_STICKY,              /*  sticky GPU error                         */
   KG__STOP_USER,                /*  %kguard restart / kguard restart          */
-  KG__STOP_TIMEOUT              /*  never became ready                       */
+  KG__STOP_TIMEOUT,             /*  never became ready                       */
+  KG__STOP_DEVICE               /*  the pre-flight found the device failing  */
 } kg__stop_t;
 
 /*  The configuration: filled in once by kg_supervisor_new (from the
@@ -166,6 +169,12 @@ struct kg_supervisor_t {
   kg_helper_t *probe;           /*  `python -m kguard.probe` (versions)      */
   bool restore_noticed;         /*  the long-restore progress notice is out  */
   char **kernel_envp;           /*  environment of the running kernel        */
+  int kernel_starts;            /*  kernels started or promoted, this kguard */
+  kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
+  bool preflight_after_sticky;  /*  this start follows a sticky error        */
+  long prev_kernel_pid;         /*  the stopped kernel's pid, for the memory note */
+  kg_inband_doctor_t *doctor;   /*  `%kguard doctor` (kg_sup_gpu.c)          */
+  char *doctor_msg_id;          /*  its request, answered when it ends       */
 
   /* counters */
   unsigned long n_forged, n_malformed, n_oversized, n_unrouted, n_relayed;
@@ -285,6 +294,18 @@ bool kg__check_timers(kg_sup_t *S, int64_t now);
 /* kg_inband.c */
 bool kg__inband_match(kg_msg_t *msg);
 bool kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch);
+
+/* kg_sup_gpu.c: the pre-flight probe and `%kguard doctor` (issue 13) */
+int kg__gpu_init(kg_sup_t *S);
+void kg__gpu_destroy(kg_sup_t *S);
+void kg__preflight_kernel_started(kg_sup_t *S, bool after_sticky);
+bool kg__preflight_holds_ready(const kg_sup_t *S);
+void kg__preflight_down_notice(kg_sup_t *S);
+void kg__doctor_start(kg_sup_t *S, kg_pending_entry_t *e);
+void kg__gpu_poll(kg_sup_t *S);
+void kg__gpu_timers(kg_sup_t *S, int64_t now);
+int64_t kg__gpu_deadline(const kg_sup_t *S);
+int kg__gpu_fds(const kg_sup_t *S, int *fds, int max);
 
 /* kg_kenv.c */
 void kg__guard_env(kg_sup_t *S, char ***envp_p);

@@ -195,7 +195,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
   if (!S->diag || !S->prev_diag || !S->policy || !S->pending
-      || !S->gate || !S->evq || !S->ckpt || !S->probe)
+      || !S->gate || !S->evq || !S->ckpt || !S->probe || kg__gpu_init(S) != 0)
     goto fail;
   kg_evq_bind(S->evq, s_apply_cb, S);   /* kg__fire, from any file, applies here */
 
@@ -257,6 +257,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_kernel_destroy(&S->standby);
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
+  kg__gpu_destroy(S);
   kg_front_destroy(&S->front);
   if (S->ctx)
     zmq_ctx_term(S->ctx);
@@ -359,12 +360,16 @@ void
 kg__enter(kg_sup_t *S, kg_state_t st)
 {
   switch (st) {
-  case KG_ST_STARTING:
+  case KG_ST_STARTING: {
+    bool after_sticky = S->stop_reason == KG__STOP_STICKY;   /* reset by the start */
     if (kg__kernel_start(S) != 0)
       kg__fire(S, KG_EV_SPAWN_FAILED);
-    else
+    else {
       kg__guard_kernel_started(S);   /* fresh evidence for the fresh kernel */
+      kg__preflight_kernel_started(S, after_sticky);   /* the device, beside it */
+    }
     break;
+  }
   case KG_ST_READY:
     S->state_deadline_ms = 0;
     kg_notice("kernel #%d ready (pid %ld)", kg_kernel_generation(S->kernel),

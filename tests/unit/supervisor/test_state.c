@@ -37,6 +37,9 @@ KG_TEST(state_every_state_event)
     KG_CHECK_INT(kg_state_gate_open((kg_state_t) st), st == KG_ST_READY);
   }
   KG_CHECK_STR(kg_event_name((kg_event_t) KG_EV_COUNT), "?");
+  /* a failing device at the start stops the fresh kernel; nowhere else */
+  KG_CHECK_INT(kg_state_next(KG_ST_STARTING, KG_EV_PREFLIGHT_FAILED), KG_ST_STOPPING);
+  KG_CHECK_INT(kg_state_next(KG_ST_READY, KG_EV_PREFLIGHT_FAILED), KG_ST_NONE);
   KG_CHECK_STR(kg_state_name(KG_ST_NONE), "NONE");
 }
 
