@@ -590,7 +590,7 @@ kg__timeout_ms(kg_sup_t *S)
     break;
   }
   cands[2] = kg__helpers_deadline(S);
-  for (int i = 0; i < 5; i++)
+  for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++)   /* all six: the launcher's too */
     if (cands[i] > 0 && cands[i] < next)
       next = cands[i];
   return next <= now ? 0 : (long) (next - now);
