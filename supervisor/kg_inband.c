@@ -27,7 +27,7 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
                    "stale window: %.3g s after a failure's notice\n"
                    "diagnostic mode: %s\n"
                    "state dir: %s\ncheckpoints: %s\nkernel log: %s\n",
-                   kg_state_name(S->state), kg_kernel_generation(S->kernel),
+                   kg_state_name(S->state), S->kernel_starts,
                    S->diagnostic ? " (diagnostic, not for timing)" : "",
                    (long) kg_kernel_pid(S->kernel),
                    kg_policy_restart_count(S->policy),

@@ -32,6 +32,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <zmq.h>
+
 #include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_log.h"
@@ -74,7 +76,8 @@ kg__standby_start(kg_sup_t *S)
     return;
   }
   S->standby_started_ms = kg_clock_mono_ms();
-  kg_info("warm standby started: pid %ld", (long) kg_kernel_pid(S->standby));
+  S->standby_warm = false;
+  kg_notice("warm standby started: pid %ld", (long) kg_kernel_pid(S->standby));
 }
 
 /*  What a cold start would have had in its environment, for kguard.resume()
@@ -133,14 +136,21 @@ kg__standby_promote(kg_sup_t *S)
   kg_kernel_t *cold = S->kernel;
   S->kernel = S->standby;
   S->standby = cold;
+  bool warm = S->standby_warm;
+  S->standby_warm = false;
+  /*  Its readiness is seen again, as the kernel's (nudges on the relay's
+      schedule); the ids of the warm-up nudges stay remembered, so their
+      late replies are never taken for a frontend's. */
+  kg_ready_reset(kg_kernel_ready(S->kernel), kg_clock_mono_ms());
   /*  What a cold start would have had (the pre-flight and %kguard doctor
       run with it); the standby's own lacks only the hand-over. */
   kg__free_envp(&S->kernel_envp);
   kg__guard_env(S, &S->kernel_envp);
-  kg_notice("the warm standby (pid %ld, started %.1f s ago) takes over as the kernel%s",
-            (long) kg_kernel_pid(S->kernel),
+  kg_notice("kernel #%d started: pid %ld (the warm standby%s, started %.1f s ago, takes "
+            "over%s)", S->kernel_starts, (long) kg_kernel_pid(S->kernel),
+            warm ? "" : ", not yet warm",
             (double) (kg_clock_mono_ms() - S->standby_started_ms) / 1000.0,
-            S->resume_pending ? "; the restore is handed over" : "");
+            S->resume_pending ? "; the restore handed over" : "");
   return true;
 }
 
@@ -158,6 +168,65 @@ kg__standby_reap(kg_sup_t *S)
     snprintf(how, sizeof how, "exit code %d", WEXITSTATUS(st));
   kg_warning("the warm standby ended before it was needed (%s)%s", how,
              S->standby_failures >= S_MAX_FAILURES ? "; no more are started" : "");
+}
+
+/*  Read what the standby's shell and iopub hold, without blocking: its
+    answer to a nudge and any iopub mean it is warm (kg_ready). Nothing of
+    it reaches the frontend. */
+static void
+s_read_standby(kg_sup_t *S, kg_ready_t *ready)
+{
+  static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_IOPUB};
+  for (size_t i = 0; i < 2; i++) {
+    void *sock = kg_kernel_socket(S->standby, chans[i]);
+    for (int n = 0; sock && n < 64; n++) {   /* bounded: the loop goes on */
+      kg_msg_t *m = NULL;
+      if (kg_msg_recv(sock, ZMQ_DONTWAIT, &m) != 0)
+        break;
+      if (kg_msg_parse(m, kg_kernel_signer(S->standby)) == 0) {
+        if (chans[i] == KG_CH_IOPUB)
+          kg_ready_saw_iopub(ready);
+        else if (kg_ready_is_nudge(ready, kg_msg_parent_id(m))
+                 && strcmp(kg_msg_type(m), "kernel_info_reply") == 0)
+          kg_ready_saw_reply(ready);
+      }
+      kg_msg_destroy(&m);
+    }
+  }
+}
+
+void
+kg__standby_timers(kg_sup_t *S, int64_t now)
+{
+  if (!S->standby || !kg_kernel_alive(S->standby) || S->standby_warm)
+    return;
+  kg_ready_t *ready = kg_kernel_ready(S->standby);
+  s_read_standby(S, ready);
+  if (kg_ready_done(ready)) {
+    S->standby_warm = true;
+    kg_notice("warm standby ready: pid %ld, %lld ms after its start",
+            (long) kg_kernel_pid(S->standby), (long long) (now - S->standby_started_ms));
+    return;
+  }
+  if (!kg_ready_nudge_due(ready, now))
+    return;
+  cJSON *content = cJSON_CreateObject();
+  kg_msg_t *m = kg_msg_new("kernel_info_request", S->session, NULL, &content);
+  if (!m)
+    return;
+  kg_ready_remember(ready, kg_msg_id(m));
+  (void) kg_msg_send(m, kg_kernel_socket(S->standby, KG_CH_SHELL), kg_kernel_signer(S->standby),
+                     ZMQ_DONTWAIT);   /* not connected yet: the next nudge */
+  kg_msg_destroy(&m);
+  kg_ready_nudge_scheduled(ready, now);
+}
+
+int64_t
+kg__standby_deadline(const kg_sup_t *S)
+{
+  if (!S->standby || !kg_kernel_alive(S->standby) || S->standby_warm)
+    return 0;
+  return kg_ready_deadline(kg_kernel_ready(S->standby));
 }
 
 void

@@ -46,7 +46,7 @@ kg__kernel_start(kg_sup_t *S)
   }
   char banner[PATH_MAX + 100];
   snprintf(banner, sizeof banner, "\n--- kguard: kernel #%d starting: %s%s ---\n",
-           kg_kernel_generation(S->kernel) + 1, argv[0],
+           S->kernel_starts, argv[0],
            S->diagnostic ? " (diagnostic)" : "");
   rc = kg_kernel_start(S->kernel, argv, S->kernel_envp, banner);
   kg__free_envp(&argv);
@@ -58,7 +58,7 @@ kg__kernel_start(kg_sup_t *S)
                "(fix the kernelspec, then `%%kguard restart`)", kg_kernel_reason(S->kernel));
     return rc;
   }
-  kg_notice("kernel #%d started: pid %ld%s", kg_kernel_generation(S->kernel),
+  kg_notice("kernel #%d started: pid %ld%s", S->kernel_starts,
             (long) kg_kernel_pid(S->kernel),
             S->diagnostic ? " (diagnostic, not for timing)" : "");
   return 0;

@@ -103,6 +103,7 @@ struct kg_supervisor_t {
                                     at the next start (kg_standby.c)          */
   int64_t standby_started_ms;   /*  when it was started (monotonic)          */
   int standby_failures;         /*  standbys that died before promotion      */
+  bool standby_warm;            /*  it has answered kernel_info (kg_ready)    */
   kg_kernel_t *kernel;          /*  the inner kernel: process, pipes, rings,
                                     connection file, sockets (kg_kernel.h)   */
 
@@ -320,6 +321,8 @@ void kg__standby_start(kg_sup_t *S);          /* after READY, if configured */
 bool kg__standby_promote(kg_sup_t *S);        /* at STARTING: true if it took over */
 void kg__standby_reap(kg_sup_t *S);           /* SIGCHLD: a standby that died */
 void kg__standby_drain(kg_sup_t *S);          /* read (and drop) its output */
+void kg__standby_timers(kg_sup_t *S, int64_t now);   /* nudges until it is warm */
+int64_t kg__standby_deadline(const kg_sup_t *S);     /* the next nudge, or 0 */
 void kg__standby_stop(kg_sup_t *S);           /* kguard is exiting */
 /* kg_kenv.c */
 /*  The inner argv with {connection_file} (and the frontend's path, already

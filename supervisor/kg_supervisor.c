@@ -372,7 +372,7 @@ kg__enter(kg_sup_t *S, kg_state_t st)
   }
   case KG_ST_READY:
     S->state_deadline_ms = 0;
-    kg_notice("kernel #%d ready (pid %ld)", kg_kernel_generation(S->kernel),
+    kg_notice("kernel #%d ready (pid %ld)", S->kernel_starts,
               (long) kg_kernel_pid(S->kernel));
     kg__guard_on_ready(S);
     kg__flush_held(S);
@@ -390,7 +390,7 @@ kg__enter(kg_sup_t *S, kg_state_t st)
       kg__guard_after_stop(S);
     break;
   case KG_ST_KILLING:
-    kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", kg_kernel_generation(S->kernel));
+    kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", S->kernel_starts);
     kg_kernel_signal(S->kernel, SIGKILL);
     S->state_deadline_ms = kg_clock_mono_ms() + 2000;
     break;
@@ -473,11 +473,11 @@ s_on_child_exit(kg_sup_t *S)
     return;
   }
   if (S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING) {
-    kg_info("kernel #%d stopped (%s)", kg_kernel_generation(S->kernel), how);
+    kg_info("kernel #%d stopped (%s)", S->kernel_starts, how);
     kg__guard_after_stop(S);
     return;
   }
-  kg_warning("kernel #%d (pid %ld) died on its own: %s", kg_kernel_generation(S->kernel),
+  kg_warning("kernel #%d (pid %ld) died on its own: %s", S->kernel_starts,
              (long) kg_kernel_pid(S->kernel), how);
   S->stop_reason = kg__guard_child_exit(S) ? KG__STOP_STICKY : KG__STOP_DIED;
   kg_gate_fault(S->gate, S->stop_reason == KG__STOP_STICKY ? KG_GATE_FAULT_STICKY
@@ -528,7 +528,7 @@ kg__timers(kg_sup_t *S)
       kg_ready_nudge_scheduled(kg_kernel_ready(S->kernel), now);
     }
     if (S->state == KG_ST_STARTING && now >= S->state_deadline_ms) {
-      kg_error("kernel #%d did not become ready within %d s", kg_kernel_generation(S->kernel),
+      kg_error("kernel #%d did not become ready within %d s", S->kernel_starts,
                KG__START_TIMEOUT_MS / 1000);
       S->stop_reason = KG__STOP_TIMEOUT;
       kg__fire(S, KG_EV_START_TIMEOUT);
@@ -544,7 +544,7 @@ kg__timers(kg_sup_t *S)
     break;
   case KG_ST_KILLING:
     if (now >= S->state_deadline_ms && kg_kernel_alive(S->kernel)) {
-      kg_warning("kernel #%d still not reaped after SIGKILL", kg_kernel_generation(S->kernel));
+      kg_warning("kernel #%d still not reaped after SIGKILL", S->kernel_starts);
       S->state_deadline_ms = now + 2000;
     }
     break;

@@ -34,6 +34,11 @@ def _one_standby(km, not_pid=None, timeout=60):
     return found[0]
 
 
+def _log(env):
+    return "".join(p.read_text(errors="replace")
+                   for p in sorted((env.state / "logs").glob("kguard-*.log")))
+
+
 def _wait_notice(col, msg_id, event, timeout=90):
     return col.wait_iopub(
         msg_id, lambda m: m["msg_type"] == "display_data"
@@ -53,6 +58,9 @@ def test_standby_takes_over_with_the_restore(env, monkeypatch):
     pid1 = kernel_pid(col)
     standby = _one_standby(km)
     assert standby != pid1
+    # kguard sees it answer kernel_info (never relayed) before any fault
+    wait_until(lambda: "warm standby ready: pid %d" % standby in _log(env), 60,
+               "the standby's readiness in kguard's log")
     reply, _ = col.run(SETUP + "import kguard\nprint(kguard.save({'w': 1}, step=10))",
                        timeout=60)
     assert reply["content"]["status"] == "ok", reply["content"]
@@ -68,6 +76,7 @@ def test_standby_takes_over_with_the_restore(env, monkeypatch):
     lines = stdout_of(msgs).split("\n")
     assert lines[0].split() == [str(standby), "1", "True"], lines   # the standby took over
     assert lines[1].split() == ["10", "10"], lines                  # with the restore
+    assert "pid %d (the warm standby, started" % standby in _log(env)
     wait_until(lambda: gone(pid1), 30, "the poisoned kernel's end")
     # a new standby behind it, not the kernel now running
     assert _one_standby(km, not_pid=standby) not in (pid1, standby)
