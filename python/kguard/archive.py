@@ -26,7 +26,7 @@ compared with its recorded digest.
 
 Member offsets come from the tar headers (stdlib tarfile); names, types
 and sizes must agree exactly with the authenticated manifest. Memory: a
-few chunk buffers (threads + 3 x 64 MiB) or one 4 MiB piece (version 1),
+few chunk buffers ((threads + 2) x 64 MiB) or one 4 MiB piece (version 1),
 whatever the member size.
 """
 import hashlib
@@ -153,7 +153,7 @@ class _Chunks:
     unchecked. Memory: (threads + KEEP + 1) chunk buffers, whatever the size.
     """
 
-    KEEP = 2  # verified chunks kept besides the window (zip readers seek to the end)
+    KEEP = 1  # verified chunks kept besides the window (zip readers seek to the end)
 
     def __init__(self, fd, name, offset, size, chunk_size, digests, threads):
         from concurrent.futures import ThreadPoolExecutor
