@@ -17,8 +17,14 @@ kg_ckpt_chunker_start(kg_ckpt_chunker_t *c)
   size_t want = cpus > 0 ? (size_t) cpus : 1;
   if (want > KG_CKPT_CHUNKER_MAX)
     want = KG_CKPT_CHUNKER_MAX;
+  size_t chunk_mib = KG_CKPT_CHUNK_SIZE >> 20;
+  size_t depth = want == 1 ? KG_CKPT_HASHER_SLOTS : KG_CKPT_CHUNKER_BUDGET_MIB / want;
+  if (depth > chunk_mib + KG_CKPT_HASHER_SLOTS)
+    depth = chunk_mib + KG_CKPT_HASHER_SLOTS;
+  if (depth < KG_CKPT_HASHER_SLOTS)
+    depth = KG_CKPT_HASHER_SLOTS;
   for (size_t i = 0; i < want; i++)
-    if ((c->h[c->n] = kg_ckpt_hasher_new()))
+    if ((c->h[c->n] = kg_ckpt_hasher_new_depth(depth)))
       c->n++;
   return c->n ? 0 : KG_ENOMEM;
 }

@@ -17,6 +17,7 @@
 
 #include "kg_clock.h"
 #include "kg_ckpt_cli_maint.h"
+#include "kg_ckpt_inflight.h"
 #include "kg_ckpt_gc.h"
 #include "kg_ckpt_retain.h"
 #include "kg_ckpt_list.h"
@@ -122,8 +123,13 @@ static const char s_help_quarantine[] =
 
 static const char s_help_resume[] =
   "usage: kguard ckpt resume-prepare --dir CKPT_DIR --before T_MS --incident ID\n"
-  "                                  --into DEST --json\n"
+  "                                  --into DEST --json [--seal-wait-stall-ms MS]\n"
   "\n"
+  "First waits for the seals still writing into CKPT_DIR (a background seal\n"
+  "outlives a faulted kernel): each ends sealed, and is then a candidate, or\n"
+  "dies, leaving nothing that is chosen; one making no progress for MS\n"
+  "(default 60000; 0: none is waited for) is excluded. \"waited\" lists them:\n"
+  "  [{\"writer\", \"outcome\": \"ended\"|\"excluded\", \"waited_ms\"}].\n"
   "For the supervisor after a sticky failure at T_MS: quarantine checkpoints\n"
   "sealed at or after T_MS, then verify completely, newest first, those sealed\n"
   "strictly before it until one is valid. An uncompressed checkpoint is checked\n"
@@ -275,7 +281,10 @@ s_seal(int argc, char **argv)
   if (after && (rc = kg_ckpt_gc_wait_writer(after)) < 0)
     fprintf(stderr, "kguard ckpt seal: waiting for '%s': %s (sealing anyway)\n", after,
             kg_strerror(rc));
+  kg_ckpt_inflight_test_hold("start");
   rc = kg_ckpt_seal(&o, out, sizeof out, why, sizeof why);
+  if (rc == 0)
+    kg_ckpt_inflight_test_hold("renamed");
   char set[PATH_MAX] = "";
   int setrc = 0;
   if (rc == 0 && o.world_size >= 2)
@@ -451,11 +460,29 @@ s_json_error(int code, const char *msg)
   return code;
 }
 
+struct s_wait_note {
+  bool said;
+};
+
+/*  While a seal in flight is waited for: one log line, then progress lines
+    (total unknown: 0) so the supervisor's stall deadline sees it alive. */
+static void
+s_wait_tick(void *arg, uint64_t bytes, size_t writers)
+{
+  struct s_wait_note *note = arg;
+  if (!note->said) {
+    fprintf(stderr, "kguard ckpt resume-prepare: waiting for %zu checkpoint writer%s in "
+            "flight to finish\n", writers, writers == 1 ? "" : "s");
+    note->said = true;
+  }
+  s_progress_line(NULL, bytes, 0);
+}
+
 static int
 s_resume(int argc, char **argv)
 {
   const char *dir = NULL, *incident = NULL, *dest = NULL;
-  int64_t before = -1;
+  int64_t before = -1, stall_ms = KG_CKPT_SEAL_WAIT_STALL_MS;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
@@ -471,6 +498,12 @@ s_resume(int argc, char **argv)
       incident = argv[++i];
     } else if (strcmp(a, "--into") == 0 && more) {
       dest = argv[++i];
+    } else if (strcmp(a, "--seal-wait-stall-ms") == 0 && more) {
+      char *end = NULL;
+      errno = 0;
+      stall_ms = strtoll(argv[++i], &end, 10);
+      if (errno || !end || *end || stall_ms < 0)
+        return s_json_error(KG_EXIT_USAGE, "--seal-wait-stall-ms needs milliseconds >= 0");
     } else if (strcmp(a, "--json") == 0) {
       /* JSON is the only output; the flag documents the contract. */
     } else {
@@ -483,10 +516,20 @@ s_resume(int argc, char **argv)
   cJSON *out = NULL;
   char why[600] = "";
   kg_ckpt_sink_t watch = {.progress = s_progress_line};
+  /* A seal still writing (a background seal outlives the faulted kernel)
+     finishes first, or is excluded once it stops making progress. */
+  cJSON *waited = cJSON_CreateArray();
+  struct s_wait_note note = {false};
+  if (kg_ckpt_inflight_wait(dir, stall_ms, s_wait_tick, &note, waited) < 0)
+    fprintf(stderr, "kguard ckpt resume-prepare: could not check for seals in flight in "
+            "'%s'; choosing without waiting\n", dir);
   int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, &watch, kg_ckpt_cli_public_key(pkbuf),
                                   &out, why, sizeof why);
-  if (rc < 0)
+  if (rc < 0) {
+    cJSON_Delete(waited);
     return s_json_error(rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM, why);
+  }
+  cJSON_AddItemToObject(out, "waited", waited);
   const cJSON *status = cJSON_GetObjectItemCaseSensitive(out, "status");
   bool failed = cJSON_IsString(status) && strcmp(status->valuestring, "failed") == 0;
   char *text = cJSON_PrintUnformatted(out);

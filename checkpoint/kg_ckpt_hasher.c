@@ -11,9 +11,10 @@
 #include "kg_ckpt_manifest.h"
 
 struct _kg_ckpt_hasher_t {
-  unsigned char *buf[KG_CKPT_HASHER_SLOTS];
-  size_t len[KG_CKPT_HASHER_SLOTS];
-  unsigned char *out[KG_CKPT_HASHER_SLOTS]; /* non-NULL: an end marker */
+  size_t slots;                             /* blocks in the ring */
+  unsigned char **buf;                      /* slots blocks of KG_CKPT_HASHER_BLOCK */
+  size_t *len;
+  unsigned char **out;                      /* non-NULL: an end marker */
   uint64_t issued;                          /* slots handed out */
   uint64_t pushed;                          /* slots queued */
   uint64_t hashed;                          /* slots the thread is done with */
@@ -34,7 +35,7 @@ s_run(void *arg)
       pthread_cond_wait(&self->cond, &self->lock);
     if (self->hashed == self->pushed)
       break;
-    size_t i = self->hashed % KG_CKPT_HASHER_SLOTS;
+    size_t i = self->hashed % self->slots;
     pthread_mutex_unlock(&self->lock);
     if (self->out[i]) {
       crypto_generichash_final(&self->state, self->out[i], KG_CKPT_DIGEST_BYTES);
@@ -53,10 +54,34 @@ s_run(void *arg)
 kg_ckpt_hasher_t *
 kg_ckpt_hasher_new(void)
 {
+  return kg_ckpt_hasher_new_depth(KG_CKPT_HASHER_SLOTS);
+}
+
+static void
+s_free_ring(kg_ckpt_hasher_t *self)
+{
+  for (size_t i = 0; self->buf && i < self->slots; i++)
+    free(self->buf[i]);
+  free(self->buf);
+  free(self->len);
+  free(self->out);
+}
+
+kg_ckpt_hasher_t *
+kg_ckpt_hasher_new_depth(size_t slots)
+{
   kg_ckpt_hasher_t *self = calloc(1, sizeof *self);
   if (!self)
     return NULL;
-  for (int i = 0; i < KG_CKPT_HASHER_SLOTS; i++)
+  self->slots = slots ? slots : 1;
+  self->buf = calloc(self->slots, sizeof *self->buf);
+  self->len = calloc(self->slots, sizeof *self->len);
+  self->out = calloc(self->slots, sizeof *self->out);
+  if (!self->buf || !self->len || !self->out)
+    goto fail;
+  /* Blocks over malloc's mmap threshold: pages count only once written,
+     so a deep ring costs memory only when the data fills it. */
+  for (size_t i = 0; i < self->slots; i++)
     if (!(self->buf[i] = malloc(KG_CKPT_HASHER_BLOCK)))
       goto fail;
   crypto_generichash_init(&self->state, NULL, 0, KG_CKPT_DIGEST_BYTES);
@@ -69,8 +94,7 @@ kg_ckpt_hasher_new(void)
   }
   return self;
 fail:
-  for (int i = 0; i < KG_CKPT_HASHER_SLOTS; i++)
-    free(self->buf[i]);
+  s_free_ring(self);
   free(self);
   return NULL;
 }
@@ -88,8 +112,7 @@ kg_ckpt_hasher_destroy(kg_ckpt_hasher_t **p)
   pthread_join(self->thread, NULL);
   pthread_mutex_destroy(&self->lock);
   pthread_cond_destroy(&self->cond);
-  for (int i = 0; i < KG_CKPT_HASHER_SLOTS; i++)
-    free(self->buf[i]);
+  s_free_ring(self);
   sodium_memzero(&self->state, sizeof self->state);
   free(self);
   *p = NULL;
@@ -100,18 +123,18 @@ kg_ckpt_hasher_slot(kg_ckpt_hasher_t *self)
 {
   assert(self->issued == self->pushed); /* the previous slot was pushed */
   pthread_mutex_lock(&self->lock);
-  /* Slot issued % SLOTS last held block issued - SLOTS: wait until hashed. */
-  while (self->issued - self->hashed >= KG_CKPT_HASHER_SLOTS)
+  /* Slot issued % slots last held block issued - SLOTS: wait until hashed. */
+  while (self->issued - self->hashed >= self->slots)
     pthread_cond_wait(&self->cond, &self->lock);
   pthread_mutex_unlock(&self->lock);
-  return self->buf[self->issued++ % KG_CKPT_HASHER_SLOTS];
+  return self->buf[self->issued++ % self->slots];
 }
 
 static void
 s_queue(kg_ckpt_hasher_t *self, size_t len, unsigned char *out)
 {
   assert(self->issued == self->pushed + 1); /* a slot was taken */
-  size_t i = self->pushed % KG_CKPT_HASHER_SLOTS;
+  size_t i = self->pushed % self->slots;
   self->len[i] = len;
   self->out[i] = out;
   pthread_mutex_lock(&self->lock);

@@ -11,7 +11,8 @@
         kg_ckpt_hasher_end(h, digest);    digest of everything pushed since the
                                           previous end is stored into digest
         kg_ckpt_hasher_wait(h);           every queued block hashed, digests stored
-    Memory: KG_CKPT_HASHER_SLOTS blocks, whatever the amount hashed. One
+    Memory: the ring's blocks (KG_CKPT_HASHER_SLOTS unless made deeper),
+    whatever the amount hashed. One
     producer thread only.
 */
 #ifndef KG_CKPT_HASHER_H
@@ -27,6 +28,10 @@ typedef struct _kg_ckpt_hasher_t kg_ckpt_hasher_t;
 /*  Start the hashing thread with a fresh digest. NULL on ENOMEM or when no
     thread could be started. Destroy with kg_ckpt_hasher_destroy. */
 kg_ckpt_hasher_t *kg_ckpt_hasher_new(void);
+
+/*  The same with a ring of slots blocks (kg_ckpt_hasher_new: KG_CKPT_HASHER_SLOTS).
+    A deeper ring lets the producer run further ahead of this hasher. */
+kg_ckpt_hasher_t *kg_ckpt_hasher_new_depth(size_t slots);
 
 /*  Stop the thread (after it hashed what was queued), free, NULL *p. */
 void kg_ckpt_hasher_destroy(kg_ckpt_hasher_t **p);

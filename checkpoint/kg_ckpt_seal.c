@@ -1,5 +1,6 @@
 /*  kg_ckpt_seal: hash, sign and write a checkpoint archive atomically. */
 #include "kg_ckpt_seal.h"
+#include "kg_ckpt_inflight.h"
 #include "kg_ckpt_seal_names.h"
 
 #include <archive.h>
@@ -593,6 +594,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
                               whysize)) < 0)
       goto out;
   }
+  kg_ckpt_inflight_test_hold("written");
   /* Any fsync or close error makes the archive untrustworthy: never retry. */
   if (fsync(outfd) < 0 || close(outfd) < 0) {
     outfd = -1;

@@ -5,22 +5,29 @@ copying it (a second copy of a 20 GB checkpoint in the home directory is
 what users cannot afford). The kernel then reads members straight from the
 archive. Nothing here trusts the file between that verification and the
 read: the signed manifest is authenticated again (`kguard ckpt manifest`),
-and every byte handed to the caller comes from a buffer whose digest was
-checked:
+its digest must be the one kguard verified, and every byte handed to the
+caller comes from a buffer whose digest was checked first.
 
-1. the member is read once, whole, and checked before a single byte is
-   returned (a mismatch anywhere, even in the last byte, raises): in a
-   version 2 archive each chunk against the manifest's chunk digest, on
-   several threads; in a version 1 archive its BLAKE2b-256 against the
-   manifest's, recording a BLAKE2b digest of each piece of PIECE bytes;
-2. reads are then served piece by piece, each piece read into memory and
-   its digest compared with the one recorded in step 1 before any of it is
-   copied out; a file changed since step 1 raises.
+Version 2 (one digest per 64 MiB chunk): chunks are read into reused
+buffers, a window ahead of the reader on one thread per core, each hashed
+and compared before any of its bytes is served. When kguard verified the
+whole archive just before (the supervisor's resume-prepare; the caller says
+so with prechecked=True and the manifest digest it verified), that is the
+only pass: every byte is read and hashed once, and a chunk changed since
+raises when it is reached, before torch.load sees any of it. Otherwise
+every chunk is checked before the first byte is returned (a mismatch
+anywhere, even in the last byte, raises and nothing is returned), and
+again as it is served.
+
+Version 1 (one digest per member): the member is read whole and checked,
+recording a BLAKE2b digest of each piece of PIECE bytes, before a byte is
+returned; reads are then served piece by piece, each piece re-read and
+compared with its recorded digest.
 
 Member offsets come from the tar headers (stdlib tarfile); names, types
-and sizes must agree exactly with the authenticated manifest. Memory: one
-piece (4 MiB; version 2: one 64 MiB chunk, a few during step 1), whatever
-the member size.
+and sizes must agree exactly with the authenticated manifest. Memory: a
+few chunk buffers ((threads + 2) x 64 MiB) or one 4 MiB piece (version 1),
+whatever the member size.
 """
 import hashlib
 import hmac
@@ -51,12 +58,17 @@ class Archive:
     archive: its path. kguard_bin: the kguard executable (default
     $KGUARD_BIN, else `kguard`). expect_digest: hex BLAKE2b-256 of the
     manifest that must be found (what the supervisor verified), or None.
+    prechecked: kguard verified every byte of the archive with that
+    manifest digest just before (`kguard ckpt resume-prepare`), so version 2
+    members are read in one pass, each chunk checked as it is read, instead
+    of being checked whole first (ignored without expect_digest).
     Raises CheckpointError when the manifest does not authenticate, the
     archive is compressed, or its headers disagree with the manifest.
     """
 
-    def __init__(self, archive, kguard_bin=None, expect_digest=None):
+    def __init__(self, archive, kguard_bin=None, expect_digest=None, prechecked=False):
         self.path = archive
+        self.prechecked = bool(prechecked and expect_digest)
         exe = kguard_bin or os.environ.get("KGUARD_BIN") or "kguard"
         proc = subprocess.run([exe, "ckpt", "manifest", archive], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, check=False)
@@ -122,49 +134,168 @@ class Archive:
         if "chunks" in e:  # version 2: one digest per chunk_size bytes
             raw = _VerifiedMember(self.path, member, self._offsets[member], e["size"],
                                   None, [bytes.fromhex(d) for d in e["chunks"]],
-                                  int(self.manifest["chunk_size"]))
+                                  int(self.manifest["chunk_size"]), self.prechecked)
         else:
             raw = _VerifiedMember(self.path, member, self._offsets[member], e["size"],
                                   bytes.fromhex(e["blake2b"]))
         return io.BufferedReader(raw, buffer_size=1 << 20)
 
 
+class _Chunks:
+    """Version 2 chunks of one member, each read once into a reused buffer,
+    hashed and compared with the manifest's digest on a worker thread
+    (os.preadv and hashlib release the GIL) before any of it is served.
+
+    A window of chunks after the one being served is read ahead, so a
+    sequential reader (torch.load) gets every core's BLAKE2b at once and
+    each byte is read and hashed once. A chunk asked for again after it
+    left the window (a seek back) is read and checked again, never served
+    unchecked. Memory: (threads + KEEP + 1) chunk buffers, whatever the size.
+    """
+
+    KEEP = 1  # verified chunks kept besides the window (zip readers seek to the end)
+
+    def __init__(self, fd, name, offset, size, chunk_size, digests, threads):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._fd, self._name, self._off, self._size = fd, name, offset, size
+        self._cs = chunk_size
+        self._digests = digests
+        self.n = max(1, (size + chunk_size - 1) // chunk_size)
+        if len(digests) != self.n:
+            raise CheckpointError(f"{name}: manifest lists {len(digests)} chunk digests "
+                                  f"for {self.n} chunks")
+        self._ahead = max(1, threads)
+        self._pool = ThreadPoolExecutor(max_workers=self._ahead)
+        self._free = []           # spare buffers
+        self._inflight = {}       # chunk -> Future of its verified memoryview
+        self._ready = {}          # chunk -> verified memoryview (insertion = age)
+        self._owner = {}          # chunk -> its buffer
+
+    def _want(self, i):
+        return min(self._cs, self._size - i * self._cs)
+
+    def _load(self, i, buf):
+        want = self._want(i)
+        view = memoryview(buf)[:want]
+        got = os.preadv(self._fd, [view], self._off + i * self._cs) if want else 0
+        if got != want:
+            raise CheckpointError(f"{self._name}: archive ends inside the member")
+        if not hmac.compare_digest(_b2(view).digest(), self._digests[i]):
+            start = i * self._cs
+            raise CheckpointError(
+                f"{self._name}: does not match its digest (chunk {i}, bytes {start}.."
+                f"{start + max(want, 1) - 1}); none of that chunk was returned")
+        return view
+
+    def _schedule(self, i):
+        if i >= self.n or i in self._ready or i in self._inflight:
+            return
+        buf = self._free.pop() if self._free else bytearray(self._cs if self.n > 1
+                                                               else self._want(0))
+        self._owner[i] = buf
+        self._inflight[i] = self._pool.submit(self._load, i, buf)
+
+    def _release(self, i):
+        self._ready.pop(i, None)
+        buf = self._owner.pop(i, None)
+        if buf is not None and len(buf) == self._cs:
+            self._free.append(buf)
+
+    def _reap(self, i):
+        """Wait for chunk i's read; on a mismatch its buffer goes back and
+        the error is raised."""
+        fut = self._inflight.pop(i)
+        try:
+            view = fut.result()
+        except BaseException:
+            self._release(i)
+            raise
+        self._ready[i] = view
+        return view
+
+    def get(self, i):
+        """Chunk i's bytes (a memoryview), verified. Raises CheckpointError."""
+        view = self._ready.pop(i, None)
+        if view is not None:
+            self._ready[i] = view  # most recently used
+        # Chunks in flight outside [i, i + ahead] are not wanted now.
+        for k in [k for k in self._inflight if not i <= k <= i + self._ahead]:
+            try:
+                self._reap(k)
+            except CheckpointError:
+                pass  # reported if and when it is asked for
+            self._release(k)
+        for k in range(i, min(self.n, i + self._ahead + 1)):
+            self._schedule(k)
+        if view is None:
+            view = self._reap(i)
+        # Keep the KEEP most recently used chunks outside the window.
+        old = [k for k in self._ready if not i <= k <= i + self._ahead]
+        for k in old[:max(0, len(old) - self.KEEP)]:
+            self._release(k)
+        return view
+
+    def close(self):
+        for k in list(self._inflight):
+            try:
+                self._reap(k)
+            except BaseException:
+                pass
+        self._pool.shutdown(wait=True)
+        self._ready.clear()
+        self._owner.clear()
+        self._free.clear()
+
+
+def _threads():
+    """Hashing threads: one per core the process may use, at most 8 (each
+    holds a 64 MiB chunk: 8 hash 5-8 GB/s, more than most disks read)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(8, n))
+
+
 class _VerifiedMember(io.RawIOBase):
-    def __init__(self, path, name, offset, size, digest, chunks=None, chunk_size=PIECE):
+    def __init__(self, path, name, offset, size, digest, chunks=None, chunk_size=PIECE,
+                 prechecked=False):
         super().__init__()
         self._name = f"{path}:{name}"
         self._off, self._size, self._pos = offset, size, 0
         self._psize = chunk_size
         self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         self._cache_idx, self._cache = -1, b""
+        self._chunks = None
         try:
             if chunks is None:
                 self._pieces = self._check_whole(digest)
             else:
-                self._check_chunks(chunks)
-                self._pieces = chunks
+                self._chunks = _Chunks(self._fd, self._name, offset, size, chunk_size,
+                                       chunks, _threads())
+                if not prechecked:
+                    self._check_chunks()
         except BaseException:
+            if self._chunks is not None:
+                self._chunks.close()
+                self._chunks = None
+            # Closed here and forgotten: close() (also run when the object
+            # is collected) must not close the number again, by then
+            # perhaps another file's.
             os.close(self._fd)
+            self._fd = -1
             raise
 
-    def _check_chunks(self, chunks):
-        """Version 2: every chunk against the manifest, several at once
-        (hashlib and pread release the GIL), before anything is returned."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        n = max(1, (self._size + self._psize - 1) // self._psize)
-        if len(chunks) != n:
-            raise CheckpointError(f"{self._name}: manifest lists {len(chunks)} chunk "
-                                  f"digests for {n} chunks")
-
-        def ok(i):
-            return hmac.compare_digest(_b2(self._read_piece_raw(i)).digest(), chunks[i])
-
-        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            for i, good in enumerate(pool.map(ok, range(n))):
-                if not good:
-                    raise CheckpointError(f"{self._name}: does not match its digest "
-                                          f"(chunk {i}); nothing of it was read")
+    def _check_chunks(self):
+        """Version 2, when nothing verified this archive just before: every
+        chunk against the manifest before anything is returned (so a
+        mismatch anywhere raises before the first byte). The chunks are then
+        checked again as they are served."""
+        for i in range(self._chunks.n):
+            self._chunks.get(i)
+        for i in range(self._chunks.n):
+            self._chunks._release(i)
 
     def _read_piece_raw(self, i):
         start = i * self._psize
@@ -187,6 +318,8 @@ class _VerifiedMember(io.RawIOBase):
         return pieces
 
     def _piece(self, i):
+        if self._chunks is not None:
+            return self._chunks.get(i)
         if i != self._cache_idx:
             buf = self._read_piece_raw(i)
             if not hmac.compare_digest(_b2(buf).digest(), self._pieces[i]):
@@ -222,6 +355,9 @@ class _VerifiedMember(io.RawIOBase):
 
     def close(self):
         if not self.closed and self._fd >= 0:
+            if self._chunks is not None:
+                self._chunks.close()
+                self._chunks = None
             os.close(self._fd)
             self._fd = -1
             self._cache = b""

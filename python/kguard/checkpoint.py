@@ -212,7 +212,13 @@ class Resume:
     def _open_archive(self):
         from .archive import Archive, CheckpointError
 
-        top = Archive(self.archive, expect_digest=self.digest)
+        # With the digest kguard handed over, resume-prepare has just
+        # verified every byte of this archive (of every shard of a set):
+        # members are then read once, each chunk checked as it is read.
+        # Without it, each member is checked whole before any byte is
+        # returned, then chunk by chunk again as it is served.
+        pre = bool(self.digest)
+        top = Archive(self.archive, expect_digest=self.digest, prechecked=pre)
         if not self.archive.endswith(".kgset.tar"):
             return top
         # A checkpoint set: this rank's shard, as the signed index names it.
@@ -224,7 +230,7 @@ class Resume:
                                   f"but WORLD_SIZE is {world}")
         shard = next(s for s in index["shards"] if s["rank"] == rank)
         path = os.path.join(os.path.dirname(self.archive), shard["archive"])
-        return Archive(path, expect_digest=shard["manifest_digest"])
+        return Archive(path, expect_digest=shard["manifest_digest"], prechecked=pre)
 
     def load(self, name="state.pt", map_location=None, **kwargs):
         """torch.load of the named member (from the restored directory or,

@@ -224,3 +224,78 @@ def test_version_2_chunk_digests_are_b2sum_checkable_and_name_the_bad_chunk(cken
     assert p.returncode == 2 and "chunk 1" in p.stdout
     with pytest.raises(CheckpointError, match="chunk 1"):
         Archive(path).open("state.pt")
+
+
+def seal_one(ckenv, data, step=5):
+    src = ckenv / f"src{step}"
+    src.mkdir()
+    (src / "state.pt").write_bytes(data)
+    p = subprocess.run([BIN, "ckpt", "seal", str(src), "--step", str(step), "--into",
+                        str(ckenv / "ck")], capture_output=True, text=True, check=True)
+    return p.stdout.strip()
+
+
+def count_hashed(monkeypatch):
+    """Count the bytes kguard.archive hashes."""
+    import kguard.archive as A
+
+    hashed = [0]
+    real = A._b2
+
+    def counting(data=b""):
+        hashed[0] += len(data)
+        return real(data)
+    monkeypatch.setattr(A, "_b2", counting)
+    return hashed
+
+
+def test_after_kguard_verified_it_each_byte_is_read_and_hashed_once(ckenv, monkeypatch):
+    chunk = 64 << 20
+    data = os.urandom(chunk + 4097)  # two chunks, the last short
+    path = seal_one(ckenv, data)
+    res = json.loads(subprocess.run(
+        [BIN, "ckpt", "resume-prepare", "--dir", str(ckenv / "ck"), "--before",
+         "99999999999999", "--incident", "once", "--into", str(ckenv / "x"), "--json"],
+        capture_output=True, text=True, check=True).stdout)
+    hashed = count_hashed(monkeypatch)
+    # What the supervisor hands over: the archive and the digest it verified.
+    monkeypatch.setenv("KGUARD_RESUME_ARCHIVE", res["archive"])
+    monkeypatch.setenv("KGUARD_RESUME_DIGEST", res["digest"])
+    with kguard.resume().open() as f:
+        assert hashlib.blake2b(f.read()).digest() == hashlib.blake2b(data).digest()
+    assert hashed[0] == len(data)
+    # Nobody verified it before: checked whole first, then as served.
+    hashed[0] = 0
+    with Archive(path).open("state.pt") as f:
+        assert f.read(10) == data[:10]
+        assert hashed[0] >= len(data)
+        f.read()
+    assert hashed[0] == 2 * len(data)
+
+
+def test_single_pass_serves_no_byte_of_a_chunk_changed_after_kguard_verified_it(ckenv,
+                                                                                monkeypatch):
+    chunk = 64 << 20
+    data = os.urandom(chunk + 100)
+    path = seal_one(ckenv, data)
+    res = json.loads(subprocess.run(
+        [BIN, "ckpt", "resume-prepare", "--dir", str(ckenv / "ck"), "--before",
+         "99999999999999", "--incident", "late", "--into", str(ckenv / "x"), "--json"],
+        capture_output=True, text=True, check=True).stdout)
+    off, _ = member_offset(path, "state.pt")
+    with open(path, "r+b") as g:  # chunk 1 altered after resume-prepare verified it
+        g.seek(off + chunk + 5)
+        g.write(bytes([data[chunk + 5] ^ 0xFF]))
+    f = Archive(path, expect_digest=res["digest"], prechecked=True).open("state.pt")
+    got = bytearray()
+    with pytest.raises(CheckpointError, match=r"chunk 1, bytes 67108864\.\.67108963"):
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            got += b
+    assert bytes(got) == data[:chunk]  # chunk 0 only: nothing of chunk 1
+    f.close()
+    # prechecked without the digest kguard verified counts for nothing.
+    with pytest.raises(CheckpointError, match="chunk 1"):
+        Archive(path, prechecked=True).open("state.pt")
