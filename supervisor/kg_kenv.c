@@ -25,6 +25,7 @@ s_env_overridden(const char *entry)
   static const char *const names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
                                 "KGUARD_CKPT_DIR", "JPY_PARENT_PID", "KGUARD_RESUME_DIR",
                                 "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE",
+                                "KGUARD_RESUME_DIGEST",
                                 "KGUARD_INCIDENT", "KGUARD_DIAGNOSTIC",
                                 /* the connection-file fix (s_env_frontend) */
                                 "KGUARD_FRONTEND_CONNECTION_FILE", "KGUARD_USER_PYTHONSTARTUP",
@@ -115,6 +116,11 @@ s_env(kg_sup_t *S, const char *handover, char ***envp_p)
     snprintf(buf, sizeof buf, "%lld", S->resume_step);
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
+    /*  The digest kguard verified: kguard.resume() refuses an archive that
+        differs, and reads each chunk once instead of checking it again. */
+    const cJSON *dg = cJSON_GetObjectItemCaseSensitive(S->restore_result, "digest");
+    if (cJSON_IsString(dg))
+      rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_DIGEST", dg->valuestring);
   }
   if (S->resume_pending && S->incident && !handover)
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(S->incident));

@@ -94,6 +94,9 @@ s_write_handover(kg_sup_t *S, const char *path)
     cJSON_AddStringToObject(o, "KGUARD_RESUME_DIR", S->resume_dir);
     cJSON_AddStringToObject(o, "KGUARD_RESUME_STEP", step);
     cJSON_AddStringToObject(o, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
+    const cJSON *dg = cJSON_GetObjectItemCaseSensitive(S->restore_result, "digest");
+    if (cJSON_IsString(dg))
+      cJSON_AddStringToObject(o, "KGUARD_RESUME_DIGEST", dg->valuestring);
     if (S->incident)
       cJSON_AddStringToObject(o, "KGUARD_INCIDENT", kg_incident_id(S->incident));
   }

@@ -139,9 +139,6 @@ def test_large_restore_from_a_slow_disk_outlasts_the_old_deadline_and_copies_not
     assert tree_bytes(d / "state") < (MIB << 20) // 8, "a copy in the state directory"
 
 
-@pytest.mark.xfail(strict=True, reason="hook not wired yet: supervisor/kg_kenv.c must export "
-                   "KGUARD_RESUME_DIGEST (resume-prepare's \"digest\") to the restored kernel; "
-                   "remove this mark once it does")
 def test_the_restored_kernel_gets_the_digest_kguard_verified_and_reads_once(large):
     run, _, _ = large
     res = resumed_line(run)
