@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""What a sticky restart costs, phase by phase, and what the pre-flight probe
-adds to it when it overlaps the fresh kernel's start (issue 13).
+"""What a sticky restart costs, phase by phase, what the pre-flight probe
+adds to it when it overlaps the fresh kernel's start, and what a warm
+standby (`kguard kernel --standby`) takes off (issue 13).
 
     /usr/bin/python3 bench/doctor/bench_restart.py --kguard build/dev/kguard \
         [--rounds 5] [--per-round 3]
 
-Two guarded ipykernels run side by side under the CPU emulation of a
+Three guarded ipykernels run side by side under the CPU emulation of a
 device-side assert (KGUARD_EMULATE=cuda-assert:step=2, no GPU): one with the
 pre-flight off (KGUARD_PREFLIGHT=never), one with it on (the default,
-sticky). Each holds one signed checkpoint (step 1) so the restore is real.
+sticky), and one with it on and a warm standby (its restarts wait until
+kguard has logged the standby warm, as faults minutes apart would; the
+standby's RSS is its memory cost). Each holds one signed checkpoint (step 1) so the restore is real.
 Restarts alternate between the two kernels (which goes first alternates
 between rounds); each restart is a cell whose code differs from the last
 (so the policy's "same failure twice" rule does not stop restarts), and the
@@ -42,6 +45,7 @@ import subprocess
 import tempfile
 import time
 
+import psutil
 from jupyter_client import KernelManager
 
 TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z kguard\[\d+\] \w: (.*)$")
@@ -112,13 +116,13 @@ def phases(log, gen):
     return r
 
 
-def spec(root, name, kguard, env):
+def spec(root, name, kguard, env, extra=()):
     d = os.path.join(root, "kernels", name)
     os.makedirs(d)
     with open(os.path.join(d, "kernel.json"), "w") as f:
         json.dump({"argv": [kguard, "kernel", "-f", "{connection_file}", "--name", name,
                             "--max-restarts", "1000", "--backoff", "0.001", "--backoff-max",
-                            "0.001", "--", "/usr/bin/python3", "-m", "ipykernel_launcher",
+                            "0.001", *extra, "--", "/usr/bin/python3", "-m", "ipykernel_launcher",
                             "-f", "{connection_file}"],
                    "display_name": name, "language": "python", "env": env}, f)
 
@@ -131,6 +135,8 @@ class Kernel:
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=120)
         self.gen = 1
+        self.standby = False
+        self.rss = []
 
     def wait(self, msg_id, pred, timeout):
         deadline = time.monotonic() + timeout
@@ -153,7 +159,33 @@ class Kernel:
             except queue.Empty:
                 break
 
+    def standby_warm(self):
+        """True when kguard has logged the latest standby warm."""
+        started = ready = -1
+        for i, (_, text) in enumerate(read_log(self.state)):
+            if text.startswith("warm standby started"):
+                started = i
+            elif text.startswith("warm standby ready"):
+                ready = i
+        return ready > started >= 0
+
+    def standby_rss_mib(self):
+        for p in psutil.Process(self.km.provisioner.process.pid).children():
+            try:
+                if p.environ().get("KGUARD_STANDBY") == "1":
+                    return p.memory_info().rss / 2**20
+            except psutil.Error:
+                pass
+        return float("nan")
+
     def restart_once(self, tag):
+        if self.standby:
+            deadline = time.monotonic() + 120
+            while not self.standby_warm():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the standby never became warm")
+                time.sleep(0.1)   # a benchmark's wait for a log line, not a test
+            self.rss.append(self.standby_rss_mib())
         msg_id = self.kc.execute("em.step(2)  # %s" % tag)
         self.wait(msg_id, lambda m: m["msg_type"] == "display_data"
                   and m["content"].get("metadata", {}).get("kguard", {}).get("event")
@@ -190,21 +222,24 @@ def main():
     base = {"KGUARD_EMULATE": "cuda-assert:step=2", "KGUARD_LOG_LEVEL": "info",
             "KGUARD_KEY_DIR": keys}
     kernels = {}
-    for name, mode in (("never", "never"), ("sticky", "sticky")):
+    names = ("never", "sticky", "standby")
+    for name, mode, extra in (("never", "never", ()), ("sticky", "sticky", ()),
+                              ("standby", "sticky", ("--standby",))):
         work = os.path.join(root, "work-" + name)
         os.makedirs(work)
         env = dict(base, KGUARD_PREFLIGHT=mode,
                    KGUARD_STATE_DIR=os.path.join(root, "state-" + name))
-        spec(root, name, kguard, env)
+        spec(root, name, kguard, env, extra)
         k = Kernel(name, work)
         k.state = env["KGUARD_STATE_DIR"]
+        k.standby = bool(extra)
         k.run("import kguard, kguard.emulate as em\nkguard.save({'w': 1}, step=1)\nem.step(1)")
         kernels[name] = k
     per = {n: [] for n in kernels}   # per round: list of phase dicts
     n = 0
     try:
         for r in range(a.rounds):
-            order = ["never", "sticky"] if r % 2 == 0 else ["sticky", "never"]
+            order = list(names) if r % 2 == 0 else list(reversed(names))
             got = {name: [] for name in kernels}
             for i in range(a.per_round):
                 for name in order:
@@ -222,23 +257,27 @@ def main():
             k.close()
     keys_shown = ("evidence", "kill", "restore", "own", "start", "total")
     print("\nms per restart: median of the per-round medians (min-max over rounds)")
-    print("%-10s %-22s %-22s" % ("phase", "pre-flight off", "pre-flight on"))
+    print("%-10s %-22s %-22s %-22s" % ("phase", "pre-flight off", "pre-flight on",
+                                        "on + warm standby"))
     med = {}
     for key in keys_shown + ("pf_ms", "pf_held"):
         row = []
-        for name in ("never", "sticky"):
+        for name in names:
             rounds = [statistics.median([p[key] for p in rs if key in p])
                       for rs in per[name] if any(key in p for p in rs)]
             med[(name, key)] = rounds
             row.append(q(rounds))
-        print("%-10s %-22s %-22s" % (key, row[0], row[1]))
+        print("%-10s %-22s %-22s %-22s" % (key, row[0], row[1], row[2]))
     for key in ("start", "total"):
         d = [b - a_ for a_, b in zip(med[("never", key)], med[("sticky", key)])]
         print("pre-flight adds to %-5s: %s ms (per-round differences)" % (key, q(d)))
     print("(pf_ms: the probe's own time; pf_held: share of restarts whose READY waited "
           "for the probe's verdict)")
-    print("restarts measured: %d + %d" % (sum(len(x) for x in per["never"]),
-                                         sum(len(x) for x in per["sticky"])))
+    d = [b - a_ for a_, b in zip(med[("sticky", "total")], med[("standby", "total")])]
+    print("the warm standby changes total by: %s ms (per-round differences)" % q(d))
+    print("the standby's RSS (MiB, what it costs while it waits): %s"
+          % q(kernels["standby"].rss))
+    print("restarts measured: %s" % " + ".join(str(sum(len(x) for x in per[n])) for n in names))
 
 
 if __name__ == "__main__":
