@@ -183,7 +183,9 @@ kg_jsonscan_string_pieces(kg_frame_t value, size_t max_raw, kg_jsonscan_piece_fn
   if (p == end)
     return 0;
   size_t cap = (size_t) (end - p) < max_raw ? (size_t) (end - p) : max_raw;
-  char *buf = malloc(cap + 3);   /* quotes and NUL around at most max_raw bytes */
+  /* quotes and NUL around at most max_raw bytes (and room for one escape
+     more, should a piece ever end after the escape that crosses max_raw) */
+  char *buf = malloc(cap + 12 + 3);
   if (!buf)
     return KG_ENOMEM;
   int rc = 0;
