@@ -2,16 +2,19 @@
 """Heartbeat latency and peak memory of kguard while a cell prints a burst.
 
     /usr/bin/python3 bench/relay/bench_heartbeat.py --kguard build-rperf/kguard \
-        [--compare before=/path/to/older/kguard] [--runs 3] [--mb 200]
+        [--compare before=/path/to/older/kguard] [--runs 3] [--mb 200] [--single-mb 50]
 
-For each binary (alternating, --runs times each): a fresh `kguard kernel`
-over ipykernel (jupyter_client's KernelManager); a thread pings the
-heartbeat channel (REQ, like jupyter_client's HBChannel) every 50 ms and
-records each echo's latency while a cell writes --mb MB to stdout in 1 MB
-writes; the client drains iopub and notes the largest stream message. Then
-kguard's VmHWM (peak RSS) against that largest message. Reports, per
-binary, the median and max heartbeat latency over all pings of all runs,
-and the peak RSS of each run. A benchmark, not a test: it asserts nothing.
+Two workloads, each in a fresh `kguard kernel` over ipykernel (jupyter_client's
+KernelManager), for each binary (alternating, --runs times each): a cell that
+writes --mb MB to stdout in 1 MB writes (ipykernel batches it into messages
+of ~100 MB), and a cell that writes one --single-mb MB string (one message).
+Meanwhile a thread pings the heartbeat channel (REQ, like jupyter_client's
+HBChannel) every 50 ms and records each echo's latency; the client drains
+iopub and notes the largest stream message. Then kguard's VmHWM (peak RSS)
+against that largest message, and (peak - RSS at rest) against it, RSS at
+rest being kguard's VmRSS once the kernel is ready. Reports, per workload
+and binary, the heartbeat latency over all pings of all runs and the ratios'
+median and quartiles over runs. A benchmark, not a test: it asserts nothing.
 """
 import argparse
 import json
