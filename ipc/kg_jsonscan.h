@@ -31,9 +31,11 @@
 int kg_jsonscan_members(const char *obj, size_t len, const char *const *keys, size_t nkeys,
                         kg_frame_t *spans);
 
-/*  Called with each decoded piece (NUL-terminated; len is strlen, so a
-    \u0000 ends the piece's text as it ends cJSON's valuestring). A
-    nonzero return stops the walk and is returned. */
+/*  Called with each decoded piece (NUL-terminated; len is strlen: a NUL,
+    raw or \u0000, ends the piece's text as it ends cJSON's valuestring,
+    but the next piece goes on after it, where a whole cJSON decoding
+    would have lost the rest of the string). A nonzero return stops the
+    walk and is returned. */
 typedef int (kg_jsonscan_piece_fn)(const char *text, size_t len, void *arg);
 
 /*  value: the raw text of a JSON string value, quotes included (a span
