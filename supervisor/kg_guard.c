@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "kg_clock.h"
-#include "kg_jsonscan.h"
 #include "kg_error.h"
+#include "kg_jsonscan.h"
 #include "kg_log.h"
 #include "kg_notice.h"
 
