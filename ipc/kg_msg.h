@@ -49,6 +49,20 @@ int kg_msg_recv(void *socket, int flags, kg_msg_t **msg_p);
     sequence with no delimiter (heartbeat) do not call it. */
 int kg_msg_parse(kg_msg_t *self, kg_signer_t *signer);
 
+/*  Split a message whose sender holds signer's key and reaches kguard only
+    through a private channel (the inner kernel, on ipc sockets in kguard's
+    0700 runtime directory), WITHOUT checking its signature: the message is
+    forwarded to a peer with that same key (the frontend), which checks it.
+    Verifying once, at the receiver, instead of twice: kguard's HMAC pass
+    over every byte of the kernel's output was half of its stream CPU.
+    kg_msg_send with a signer of that key then forwards the received
+    signature frame (shared, not copied) when it is in signing's spelling
+    (lowercase hex), so the peer gets the message byte for byte. Never use
+    it for a sender kguard acts on without the peer's check (the frontend's
+    requests: kg_msg_parse). Returns 0, KG_ENODELIM, KG_ESHORTMSG or
+    KG_EUSAGE (already split); the frames are not parsed as JSON. */
+int kg_msg_parse_trusted(kg_msg_t *self, const kg_signer_t *signer);
+
 /*  kg_msg_parse, for a message that will be relayed re-signed with
     resign_with: when the dict frames are large (KG_MSG_PRESIGN_MIN bytes or
     more), the relay's signature is computed in a second thread while this
@@ -112,8 +126,9 @@ int kg_msg_check_header(kg_msg_t *self);
 
 /*  Send self on socket: identities, delimiter, the signature, the frames,
     the buffers. The signature is the received one, shared not copied, when
-    kg_msg_parse checked it with signer's key (kg_signer_same_key) and no
-    dict frame was replaced since; otherwise a fresh one made with signer
+    kg_msg_parse checked it with signer's key (kg_signer_same_key), or
+    kg_msg_parse_trusted split it for that key, and no dict frame was
+    replaced since; otherwise a fresh one made with signer
     over the four dict frames. The message
     stays owned by the caller and can be sent again (frames are shared, not
     copied). flags as for zmq_msg_send (0 or ZMQ_DONTWAIT). Returns 0 or

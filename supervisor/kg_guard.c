@@ -27,6 +27,7 @@
 
 #include "kg_clock.h"
 #include "kg_error.h"
+#include "kg_jsonscan.h"
 #include "kg_log.h"
 #include "kg_notice.h"
 
@@ -157,6 +158,28 @@ kg__guard_kernel_started(kg_sup_t *S)
   S->check_idle = NULL;
 }
 
+/*  A stream's text, piece by piece (kg_jsonscan_stream). */
+typedef struct {
+  kg_sup_t *S;
+  bool is_stderr;               /* set by kg_jsonscan_stream before any piece */
+  const char *parent;
+  kg_diag_event_t ev;
+} s_stream_feed_t;
+
+static int
+s_stream_piece(const char *text, size_t len, void *arg)
+{
+  s_stream_feed_t *f = arg;
+  kg_diag_event_t ev = kg_diagnosis_feed(f->S->diag, KG_SRC_STREAM,
+                                         f->is_stderr ? "stderr" : "stdout", f->parent, text,
+                                         len, kg_clock_wall_ms());
+  if (ev > f->ev)
+    f->ev = ev;
+  return 0;
+}
+
+#define S_STREAM_PIECE (256u * 1024u)   /* raw bytes of a stream's text per feed */
+
 void
 kg__guard_iopub(kg_sup_t *S, kg_msg_t *msg)
 {
@@ -164,22 +187,22 @@ kg__guard_iopub(kg_sup_t *S, kg_msg_t *msg)
   bool is_error = strcmp(type, "error") == 0;
   if (!is_error && strcmp(type, "stream") != 0)
     return;
-  cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
-  if (!content)
-    return;
   const char *parent = kg_msg_parent_id(msg);
   kg_diag_event_t ev;
-  if (is_error)
-    ev = kg_diagnosis_feed_error(S->diag, KG_SRC_IOPUB_ERROR, content, parent, kg_clock_wall_ms());
-  else {
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(content, "name");
-    const cJSON *text = cJSON_GetObjectItemCaseSensitive(content, "text");
-    if (!cJSON_IsString(text))
+  if (is_error) {
+    cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
+    if (!content)
       return;
-    ev = kg_diagnosis_feed(S->diag, KG_SRC_STREAM, cJSON_IsString(name) ? name->valuestring
-                                                                        : "stdout",
-                           parent, text->valuestring, strlen(text->valuestring),
-                           kg_clock_wall_ms());
+    ev = kg_diagnosis_feed_error(S->diag, KG_SRC_IOPUB_ERROR, content, parent, kg_clock_wall_ms());
+  } else {
+    /* Read straight from the frame in bounded pieces: a stream message can
+       be a hundred MB, and a whole decoded copy would double kguard's peak
+       memory (the frame itself is shared with the frontend's send). */
+    s_stream_feed_t f = {.S = S, .parent = parent, .ev = KG_DIAG_NONE};
+    /* malformed text: the pieces decoded before it still count */
+    (void) kg_jsonscan_stream(kg_msg_part(msg, KG_PART_CONTENT), S_STREAM_PIECE, &f.is_stderr,
+                              s_stream_piece, &f);
+    ev = f.ev;
   }
   s_on_event(S, ev, parent);
 }

@@ -96,8 +96,12 @@ def status_kib(pid, field):
     return None
 
 
-def spread(v):
-    return f"{statistics.median(v):.1f} ({min(v):.1f}..{max(v):.1f})"
+def spread(v, digits=1):
+    """median [Q1..Q3] (min..max) of the per-round figures."""
+    q = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else [v[0]] * 3
+    f = f".{digits}f"
+    return (f"{statistics.median(v):{f}} [{q[0]:{f}}..{q[2]:{f}}] "
+            f"({min(v):{f}}..{max(v):{f}})")
 
 
 def main():
@@ -157,16 +161,16 @@ def main():
                 file=sys.stderr)
         print(f"zero-work kernel, lean client, {args.rounds} rounds x {args.pings} round trips; "
               f"streams of {args.stream_n} x {args.stream_size} B")
-        print("per-round median round trip, us: median (min..max over rounds)")
+        print("per-round median round trip, us: median [quartiles] (min..max over rounds)")
         for n in names:
             print(f"  {n:10} {spread(rtt[n])}")
-        print("difference to the floor per round, us: median (min..max)")
+        print("difference to the floor per round, us: median [quartiles] (min..max)")
         for n in ["direct"] + list(kguards):
             print(f"  {n:10} {spread([a - b for a, b in zip(rtt[n], rtt['floor'])])}")
-        print("stream throughput, MB/s, and ratio to the floor per round: median (min..max)")
+        print("stream throughput, MB/s, and ratio to the floor per round: median [quartiles] (min..max)")
         for n in names:
             ratio = [a / b for a, b in zip(tput[n], tput["floor"])]
-            print(f"  {n:10} {spread([t / 1e6 for t in tput[n]])}  x{spread(ratio)}")
+            print(f"  {n:10} {spread([t / 1e6 for t in tput[n]])}  x{spread(ratio, 2)}")
         for n in kguards:
             print(f"  {n} RSS at rest {spread([k / 1024 for k in rest[n]])} MiB, "
                   f"peak {spread([k / 1024 for k in peak[n]])} MiB")

@@ -2,16 +2,19 @@
 """Heartbeat latency and peak memory of kguard while a cell prints a burst.
 
     /usr/bin/python3 bench/relay/bench_heartbeat.py --kguard build-rperf/kguard \
-        [--compare before=/path/to/older/kguard] [--runs 3] [--mb 200]
+        [--compare before=/path/to/older/kguard] [--runs 3] [--mb 200] [--single-mb 50]
 
-For each binary (alternating, --runs times each): a fresh `kguard kernel`
-over ipykernel (jupyter_client's KernelManager); a thread pings the
-heartbeat channel (REQ, like jupyter_client's HBChannel) every 50 ms and
-records each echo's latency while a cell writes --mb MB to stdout in 1 MB
-writes; the client drains iopub and notes the largest stream message. Then
-kguard's VmHWM (peak RSS) against that largest message. Reports, per
-binary, the median and max heartbeat latency over all pings of all runs,
-and the peak RSS of each run. A benchmark, not a test: it asserts nothing.
+Two workloads, each in a fresh `kguard kernel` over ipykernel (jupyter_client's
+KernelManager), for each binary (alternating, --runs times each): a cell that
+writes --mb MB to stdout in 1 MB writes (ipykernel batches it into messages
+of ~100 MB), and a cell that writes one --single-mb MB string (one message).
+Meanwhile a thread pings the heartbeat channel (REQ, like jupyter_client's
+HBChannel) every 50 ms and records each echo's latency; the client drains
+iopub and notes the largest stream message. Then kguard's VmHWM (peak RSS)
+against that largest message, and (peak - RSS at rest) against it, RSS at
+rest being kguard's VmRSS once the kernel is ready. Reports, per workload
+and binary, the heartbeat latency over all pings of all runs and the ratios'
+median and quartiles over runs. A benchmark, not a test: it asserts nothing.
 """
 import argparse
 import json
@@ -49,18 +52,23 @@ def pinger(endpoint, stop, lat):
     s.close()
 
 
-def one_run(ksm, name, mb):
+def _status_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(field + ":"))
+
+
+def one_run(ksm, name, code):
     km = KernelManager(kernel_name=name, kernel_spec_manager=ksm)
     km.start_kernel()
     kc = km.client()
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=60)
+        rest = _status_kib(km.provisioner.process.pid, "VmRSS")
         info = km.get_connection_info()
         ep = "%s://%s:%d" % (info["transport"], info["ip"], info["hb_port"])
         stop, lat = threading.Event(), []
         t = threading.Thread(target=pinger, args=(ep, stop, lat))
-        code = f"import sys\nfor _ in range({mb}):\n    sys.stdout.write('x' * 1000000)\n"
         t.start()
         msg_id = kc.execute(code)
         largest = 0
@@ -75,13 +83,21 @@ def one_run(ksm, name, mb):
         stop.set()
         t.join()
         kc.get_shell_msg(timeout=60)
-        pid = km.provisioner.process.pid
-        with open(f"/proc/{pid}/status") as f:
-            hwm = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
-        return lat, hwm, largest
+        hwm = _status_kib(km.provisioner.process.pid, "VmHWM")
+        return lat, hwm, largest, rest
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=False)
+
+
+def _mq(xs):
+    """median (Q1-Q3) of xs."""
+    if not xs:
+        return "-"
+    if len(xs) < 2:
+        return f"{xs[0]:.2f}"
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return f"{statistics.median(xs):.2f} ({q[0]:.2f}-{q[2]:.2f})"
 
 
 def main():
@@ -91,7 +107,14 @@ def main():
     ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--mb", type=int, default=200)
+    ap.add_argument("--single-mb", type=int, default=50,
+                    help="also one cell printing one message of this many MB (0: not)")
     args = ap.parse_args()
+    workloads = {f"{args.mb} MB in 1 MB writes":
+                 f"import sys\nfor _ in range({args.mb}):\n    sys.stdout.write('x' * 1000000)\n"}
+    if args.single_mb:
+        workloads[f"one {args.single_mb} MB message"] = (
+            f"import sys\nsys.stdout.write('x' * {args.single_mb * 1000000})\nsys.stdout.flush()\n")
     bins = {"kguard": os.path.abspath(args.kguard)}
     for c in args.compare:
         n, _, p = c.partition("=")
@@ -106,26 +129,33 @@ def main():
                 json.dump({"argv": [exe, "kernel", "-f", "{connection_file}", "--"] + INNER,
                            "display_name": n, "language": "python"}, f)
         ksm = KernelSpecManager(kernel_dirs=[os.path.join(root, "kernels")])
-        res = {n: {"lat": [], "hwm": [], "largest": []} for n in bins}
+        res = {(w, n): {"lat": [], "hwm": [], "largest": [], "rest": []}
+               for w in workloads for n in bins}
         for r in range(args.runs):
-            for n in (list(bins) if r % 2 == 0 else list(bins)[::-1]):
-                lat, hwm, largest = one_run(ksm, n, args.mb)
-                res[n]["lat"] += lat
-                res[n]["hwm"].append(hwm)
-                res[n]["largest"].append(largest)
-                print(f"run {r + 1} {n}: {len(lat)} pings, max {max(lat) * 1e3:.1f} ms, "
-                      f"peak RSS {hwm / 1024:.0f} MiB, largest message {largest / 2**20:.1f} MiB",
-                      file=sys.stderr)
-        print(f"{args.mb} MB printed in 1 MB writes, {args.runs} runs per binary")
-        for n, d in res.items():
+            for w, code in workloads.items():
+                for n in (list(bins) if r % 2 == 0 else list(bins)[::-1]):
+                    lat, hwm, largest, rest = one_run(ksm, n, code)
+                    d = res[(w, n)]
+                    d["lat"] += lat
+                    d["hwm"].append(hwm)
+                    d["largest"].append(largest)
+                    d["rest"].append(rest)
+                    print(f"run {r + 1} {w} {n}: {len(lat)} pings, max {max(lat) * 1e3:.1f} ms, "
+                          f"peak RSS {hwm / 1024:.0f} MiB, largest message "
+                          f"{largest / 2**20:.1f} MiB", file=sys.stderr)
+        print(f"{args.runs} runs per binary and workload; ratios: median (Q1-Q3) over runs")
+        for (w, n), d in res.items():
             lat = sorted(d["lat"])
             p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
             ratios = [h * 1024 / l for h, l in zip(d["hwm"], d["largest"]) if l]
-            print(f"  {n:8} heartbeat latency: median {statistics.median(lat) * 1e3:.2f} ms, "
+            extra = [(h - r) * 1024 / l for h, r, l in zip(d["hwm"], d["rest"], d["largest"]) if l]
+            print(f"  {w}, {n}: heartbeat median {statistics.median(lat) * 1e3:.2f} ms, "
                   f"p99 {p99 * 1e3:.1f} ms, max {lat[-1] * 1e3:.1f} ms ({len(lat)} pings); "
+                  f"RSS at rest {statistics.median(d['rest']) / 1024:.1f} MiB; "
                   f"peak RSS {', '.join(f'{h / 1024:.0f}' for h in d['hwm'])} MiB; "
                   f"largest message {max(d['largest']) / 2**20:.1f} MiB; "
-                  f"peak/largest {', '.join(f'{x:.2f}' for x in ratios)}")
+                  f"peak/largest {_mq(ratios)} [{', '.join(f'{x:.2f}' for x in ratios)}]; "
+                  f"(peak - rest)/largest {_mq(extra)}")
     finally:
         shutil.rmtree(root, True)
 

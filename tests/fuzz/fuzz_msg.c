@@ -6,12 +6,20 @@
     fuzzer gets past the HMAC into header and JSON handling (a forged
     signature alone stops at kg_signer_verify, which is fuzzed too). The
     frames travel over a real inproc ZeroMQ pair, as from a peer, and are
-    decoded by kg_msg_recv + kg_msg_parse exactly as the relay does. */
+    decoded by kg_msg_recv + kg_msg_parse exactly as the relay does a
+    frontend's message. Flag bit 1: split with kg_msg_parse_trusted instead,
+    as the relay does a kernel's message, then read the content as a stream
+    (kg_jsonscan_stream, pieces of 16 + flags/4 raw bytes); whenever that
+    succeeds, the pieces must add up to cJSON's decoding of "text"
+    (a differential check: abort otherwise). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <zmq.h>
 
+#include <stdlib.h>
+
+#include "kg_jsonscan.h"
 #include "kg_msg.h"
 #include "kg_signer.h"
 
@@ -36,6 +44,48 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 #define S_MAX_FRAMES 64
+
+/*  The stream's pieces, concatenated. */
+typedef struct {
+  char *buf;
+  size_t len;
+} s_text_t;
+
+static int
+s_append(const char *text, size_t len, void *arg)
+{
+  s_text_t *t = arg;
+  char *b = realloc(t->buf, t->len + len + 1);
+  if (!b)
+    return -1;
+  memcpy(b + t->len, text, len);
+  t->len += len;
+  b[t->len] = '\0';
+  t->buf = b;
+  return 0;
+}
+
+static void
+s_check_stream(kg_msg_t *msg, size_t piece)
+{
+  kg_frame_t raw = kg_msg_part(msg, KG_PART_CONTENT);
+  s_text_t t = {NULL, 0};
+  bool is_stderr = false;
+  int rc = kg_jsonscan_stream(raw, piece, &is_stderr, s_append, &t);
+  const cJSON *whole = kg_msg_json(msg, KG_PART_CONTENT);
+  const cJSON *text = cJSON_GetObjectItemCaseSensitive(whole, "text");
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(whole, "name");
+  /* a NUL (raw, or \u0000) ends cJSON's whole string, but only the piece
+     it is in: what follows it is read here and was lost there */
+  bool nul = memmem(raw.data, raw.size, "u0000", 5) || memchr(raw.data, 0, raw.size);
+  if (rc == 0 && whole && !nul) {
+    if (!cJSON_IsString(text) || strcmp(text->valuestring, t.buf ? t.buf : "") != 0)
+      abort();
+    if (is_stderr != (cJSON_IsString(name) && strcmp(name->valuestring, "stderr") == 0))
+      abort();
+  }
+  free(t.buf);
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -71,7 +121,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   kg_msg_t *msg = NULL;
   if (kg_msg_recv(s_rx, 0, &msg) != 0)
     return 0;
-  if (kg_msg_parse(msg, s_signer) == 0) {
+  bool trusted = data[0] & 2;
+  int rc = trusted ? kg_msg_parse_trusted(msg, s_signer) : kg_msg_parse(msg, s_signer);
+  if (rc == 0 && trusted)
+    s_check_stream(msg, 16 + data[0] / 4);
+  if (rc == 0) {
     (void) kg_msg_check_header(msg);
     (void) kg_msg_type(msg);
     (void) kg_msg_id(msg);

@@ -48,6 +48,14 @@ def msg_seeds(out):
             frames.append(b"\x00binary-buffer\x01")
         for signed in (1, 0):
             put(out, "msg", "%s-%d" % (kind, signed), bytes([signed]) + SEP.join(frames))
+    # kernel-side streams (flag bit 1: split trusted, text read in pieces)
+    texts = ["hello\n" * 20, "caf\u00e9 \U0001F600\ttab \"q\" \\ end\n" * 8,
+             "RuntimeError: CUDA error: device-side assert triggered\n"]
+    for i, text in enumerate(texts):
+        m = s.msg("stream", content={"name": "stderr" if i else "stdout", "text": text})
+        frames = s.serialize(m, ident=[b"kernel.x.stream"])
+        for flags in (2, 2 + 4 * 7):
+            put(out, "msg", "stream-trusted-%d-%d" % (i, flags), bytes([flags]) + SEP.join(frames))
     put(out, "msg", "heartbeat", b"\x00ping")
     put(out, "msg", "no-delimiter", b"\x01a" + SEP + b"b")
 

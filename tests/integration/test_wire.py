@@ -85,3 +85,55 @@ def test_dropped_messages_logged_at_a_bounded_rate(env):
     # bounded: a handful of lines, not one per message
     assert len(full) + len(summaries) <= 14
 
+
+
+_CRAFTED = r'''
+import json
+_k = get_ipython().kernel
+_s = _k.session
+_p = _k.get_parent("shell")["header"]
+_frames = [
+    b"kernel.bytes.stream", b"<IDS|MSG>", None,
+    ('{"version": "5.3", "msg_type":"stream" ,  "session": "%s", "msg_id": "kg-bytes-1",'
+     ' "username":"u", "date": "2026-12-03T08:00:00.000001+00:00"}' % _s.session).encode(),
+    ('{ "msg_id" : "%s" , "session":"%s", "msg_type": "execute_request" }'
+     % (_p["msg_id"], _p["session"])).encode(),
+    b"{ }",
+    '{"text": "caf\\u00e9 \\ud83d\\ude00 t\\tab \u00e9\\n", "name" :"stdout"}'.encode(),
+    b"\x00\x01binary",
+]
+_frames[2] = _s.sign(_frames[3:7])
+_k.iopub_socket.send_multipart(_frames)
+open(DUMP_PATH, "w").write(json.dumps([f.hex() for f in _frames]))
+'''
+
+
+def test_kernel_messages_reach_the_frontend_byte_for_byte(env):
+    """What the kernel publishes reaches the frontend exactly as sent: its
+    topic, its signature and every dict frame with the kernel's own spacing,
+    key order and escapes (kguard neither re-signs nor re-serialises), and
+    jupyter_client accepts it. kguard still reads it: the text is stdout."""
+    env.spec()
+    km, kc = env.start()
+    col = Collector(kc)
+    info = km.get_connection_info()
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect("%s://%s:%d" % (info["transport"], info["ip"], info["iopub_port"]))
+    # the subscription is in place once this socket sees a cell's output
+    wait_until(lambda: col.run("print('sub')") and sub.poll(200), 30, "the raw subscriber")
+    dump = env.work / "crafted.json"
+    reply, msgs = col.run(_CRAFTED.replace("DUMP_PATH", repr(str(dump))))
+    assert reply["content"]["status"] == "ok"
+    sent = [bytes.fromhex(h) for h in json.loads(dump.read_text())]
+    got = None
+    while got is None:
+        assert sub.poll(10000), "the crafted message never reached the frontend"
+        frames = sub.recv_multipart()
+        if len(frames) == len(sent) and b"kg-bytes-1" in frames[3]:
+            got = frames
+    assert got == sent
+    crafted = [m for m in msgs if m["header"]["msg_id"] == "kg-bytes-1"]
+    assert len(crafted) == 1 and crafted[0]["content"]["text"] == "caf\u00e9 \U0001F600 t\tab \u00e9\n"
+    sub.close()

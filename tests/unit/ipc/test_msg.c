@@ -876,8 +876,136 @@ KG_TEST(same_key_forwards_signature)
   s_unpair();
 }
 
+/*  Send frames[0..n) (any bytes) as one message on sock. */
+static void
+s_send_frames(void *sock, size_t n, const kg_frame_t *frames)
+{
+  for (size_t i = 0; i < n; i++)
+    zmq_send(sock, frames[i].data, frames[i].size, i + 1 < n ? ZMQ_SNDMORE : 0);
+}
+
+/*  Receive one message: is frame 2 (after the topic and the delimiter)
+    the signature expect? */
+static bool
+s_topic_sig_is(const char *expect)
+{
+  zmq_msg_t raw[16];
+  size_t n = s_recv_raw(s_b, raw, 16);
+  bool ok = n >= 3 && zmq_msg_size(&raw[2]) == 64
+            && memcmp(zmq_msg_data(&raw[2]), expect, 64) == 0;
+  for (size_t i = 0; i < n; i++)
+    zmq_msg_close(&raw[i]);
+  return ok;
+}
+
+/*  Receive one whole message from sock and compare every frame with want. */
+static bool
+s_received_exactly(void *sock, size_t n, const kg_frame_t *want)
+{
+  zmq_msg_t raw[16];
+  size_t got = s_recv_raw(sock, raw, 16);
+  bool ok = got == n;
+  for (size_t i = 0; i < got; i++) {
+    ok = ok && zmq_msg_size(&raw[i]) == want[i].size
+         && memcmp(zmq_msg_data(&raw[i]), want[i].data, want[i].size) == 0;
+    zmq_msg_close(&raw[i]);
+  }
+  return ok;
+}
+
+/*  The kernel's side (kg_msg_parse_trusted): no HMAC is computed, and the
+    message goes on byte for byte (topic, signature, the four dicts with
+    their spacing, buffers), whatever its signature says: the receiver
+    checks it. A signature not in signing's spelling, or a changed dict,
+    is written anew. kg_msg_parse with the same bytes still rejects it. */
+KG_TEST(trusted_forwards_byte_for_byte)
+{
+  s_pair();
+  kg_signer_t *front = kg_signer_new("shared", 6, 0);
+  const char *dicts[4] = {
+    "{\"msg_id\": \"k1\", \"msg_type\": \"stream\", \"session\": \"ks\", "
+    "\"username\": \"u\", \"date\": \"2026-12-03T08:00:00.000001Z\", \"version\": \"5.3\"}",
+    "{\"msg_id\": \"p1\"}", "{}", "{\"name\": \"stdout\", \"text\": \"hi \\u00e9\\n\"}"};
+  kg_frame_t parts[4];
+  for (int i = 0; i < 4; i++)
+    parts[i] = (kg_frame_t) {dicts[i], strlen(dicts[i])};
+  char sig[65];
+  kg_signer_sign(front, parts, sig);
+  unsigned long macs = kg_signer_mac_count(front);
+  char good0 = sig[0];
+  kg_frame_t frames[8] = {{"kernel.1.stream", 15}, {"<IDS|MSG>", 9}, {sig, 64}, parts[0],
+                          parts[1], parts[2], parts[3], {"\0\1\2buf", 6}};
+  for (int forged = 0; forged <= 1; forged++) {
+    if (forged)
+      sig[0] = sig[0] == '0' ? '1' : '0';
+    s_send_frames(s_a, 8, frames);
+    kg_msg_t *m = NULL;
+    KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
+    KG_CHECK_INT(kg_msg_parse_trusted(m, front), 0);
+    KG_CHECK_INT(kg_msg_parse_trusted(m, front), KG_EUSAGE);
+    KG_CHECK_STR(kg_msg_type(m), "stream");
+    KG_CHECK_INT(kg_msg_send(m, s_a, front, 0), 0);
+    KG_CHECK(s_received_exactly(s_b, 8, frames));
+    KG_CHECK_INT(kg_signer_mac_count(front), macs);   /* neither checked nor signed */
+    kg_msg_destroy(&m);
+    /* the frontend's side checks the same bytes */
+    kg_signer_t *check = kg_signer_new("shared", 6, 64);
+    s_send_frames(s_a, 8, frames);
+    KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
+    KG_CHECK_INT(kg_msg_parse(m, check), forged ? KG_EBADSIG : 0);
+    kg_msg_destroy(&m);
+    kg_signer_destroy(&check);
+  }
+  sig[0] = good0;   /* the right one again */
+
+  /* a changed dict is signed anew */
+  s_send_frames(s_a, 8, frames);
+  kg_msg_t *m = NULL;
+  KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
+  KG_CHECK_INT(kg_msg_parse_trusted(m, front), 0);
+  cJSON *meta = cJSON_Parse("{\"kguard\":1}");
+  KG_CHECK_INT(kg_msg_set_json(m, KG_PART_METADATA, meta), 0);
+  cJSON_Delete(meta);
+  kg_frame_t changed[4] = {parts[0], parts[1], {"{\"kguard\":1}", 12}, parts[3]};
+  char want[65];
+  kg_signer_sign(front, changed, want);
+  KG_CHECK_INT(kg_msg_send(m, s_a, front, 0), 0);
+  KG_CHECK(s_topic_sig_is(want));
+  kg_msg_destroy(&m);
+
+  /* uppercase hex: sent on in lowercase (signed anew) */
+  char upper[65];
+  memcpy(upper, sig, sizeof upper);
+  for (char *c = upper; *c; c++)
+    if (*c >= 'a' && *c <= 'f')
+      *c = (char) (*c - 'a' + 'A');
+  frames[2].data = upper;
+  s_send_frames(s_a, 8, frames);
+  KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
+  KG_CHECK_INT(kg_msg_parse_trusted(m, front), 0);
+  KG_CHECK_INT(kg_msg_send(m, s_a, front, 0), 0);
+  KG_CHECK(s_topic_sig_is(sig));
+  kg_msg_destroy(&m);
+
+  /* framing is still checked */
+  const char *nodelim[3] = {"a", "b", "c"};
+  s_send_strs(s_a, 3, nodelim);
+  KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
+  KG_CHECK_INT(kg_msg_parse_trusted(m, front), KG_ENODELIM);
+  kg_msg_destroy(&m);
+  const char *shortm[4] = {"<IDS|MSG>", "sig", "{}", "{}"};
+  s_send_strs(s_a, 4, shortm);
+  KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
+  KG_CHECK_INT(kg_msg_parse_trusted(m, front), KG_ESHORTMSG);
+  kg_msg_destroy(&m);
+
+  kg_signer_destroy(&front);
+  s_unpair();
+}
+
 KG_TEST_MAIN(KG_CASE(parse_signed), KG_CASE(framing_errors), KG_CASE(bad_json_and_header),
              KG_CASE(identities), KG_CASE(buffers_and_resend), KG_CASE(set_json),
              KG_CASE(new_message), KG_CASE(heartbeat_raw), KG_CASE(too_many_frames),
              KG_CASE(too_many_bytes), KG_CASE(sockets), KG_CASE(resign_large),
-             KG_CASE(same_key_forwards_signature))
+             KG_CASE(same_key_forwards_signature),
+             KG_CASE(trusted_forwards_byte_for_byte))

@@ -1,0 +1,234 @@
+/*  kg_jsonscan: delimiting members of a JSON object and decoding one large
+    string value in bounded pieces (see kg_jsonscan.h). cJSON does every
+    decoding; this file only walks over string values (a JSON escape is a
+    backslash and one character, or \uXXXX; a surrogate pair is kept in one
+    piece because cJSON decodes it as one) and over the punctuation between
+    members. Every pointer stays inside [begin, end).
+*/
+#include "kg_jsonscan.h"
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_error.h"
+
+static bool
+s_hex4(const char *p)
+{
+  for (int i = 0; i < 4; i++) {
+    char c = p[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+      return false;
+  }
+  return true;
+}
+
+/*  Length of the escape starting at the backslash b (< e): 2, 6 for
+    \uXXXX, 12 for a high surrogate followed by a \uXXXX; 0 if it runs past
+    e or \u lacks its four hex digits. */
+static size_t
+s_escape_len(const char *b, const char *e)
+{
+  if (e - b < 2)
+    return 0;
+  if (b[1] != 'u')
+    return 2;
+  if (e - b < 6 || !s_hex4(b + 2))
+    return 0;
+  bool high = (b[2] == 'd' || b[2] == 'D')
+              && (b[3] == '8' || b[3] == '9' || b[3] == 'a' || b[3] == 'A' || b[3] == 'b'
+                  || b[3] == 'B');
+  if (high && e - b >= 12 && b[6] == '\\' && b[7] == 'u' && s_hex4(b + 8))
+    return 12;
+  return 6;
+}
+
+/*  p points at an opening quote: its closing quote, or NULL. Each quote
+    and backslash is found with memchr; the next quote found is kept until
+    the walk passes it (so a long string is scanned once, not once per
+    escape). */
+static const char *
+s_string_end(const char *p, const char *e)
+{
+  p++;
+  const char *q = memchr(p, '"', (size_t) (e - p));
+  for (;;) {
+    if (!q)
+      return NULL;
+    const char *b = memchr(p, '\\', (size_t) (q - p));
+    if (!b)
+      return q;
+    size_t u = s_escape_len(b, e);
+    if (!u)
+      return NULL;
+    p = b + u;
+    if (p > q)
+      q = p < e ? memchr(p, '"', (size_t) (e - p)) : NULL;
+  }
+}
+
+static const char *
+s_ws(const char *p, const char *e)
+{
+  while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+    p++;
+  return p;
+}
+
+/*  One member at p (its key's opening quote): note it in spans when wanted,
+    return the first byte after its value, or NULL if malformed. */
+static const char *
+s_member(const char *p, const char *e, const char *const *keys, size_t nkeys,
+         kg_frame_t *spans)
+{
+  const char *ke = p < e && *p == '"' ? s_string_end(p, e) : NULL;
+  if (!ke)
+    return NULL;
+  cJSON *key = cJSON_ParseWithLength(p, (size_t) (ke + 1 - p));
+  if (!cJSON_IsString(key)) {
+    cJSON_Delete(key);
+    return NULL;
+  }
+  p = s_ws(ke + 1, e);
+  const char *vs = p < e && *p == ':' ? s_ws(p + 1, e) : NULL;
+  const char *ve = NULL;
+  if (vs && vs < e && *vs == '"') {
+    const char *q = s_string_end(vs, e);
+    ve = q ? q + 1 : NULL;
+  } else if (vs && vs < e) {
+    const char *pe = NULL;
+    cJSON *v = cJSON_ParseWithLengthOpts(vs, (size_t) (e - vs), &pe, false);
+    ve = v && pe && pe > vs && pe <= e ? pe : NULL;
+    cJSON_Delete(v);
+  }
+  for (size_t i = 0; ve && i < nkeys; i++)
+    if (!spans[i].data && strcmp(keys[i], key->valuestring) == 0) {
+      spans[i].data = vs;
+      spans[i].size = (size_t) (ve - vs);
+    }
+  cJSON_Delete(key);
+  return ve;
+}
+
+int
+kg_jsonscan_members(const char *obj, size_t len, const char *const *keys, size_t nkeys,
+                    kg_frame_t *spans)
+{
+  for (size_t i = 0; i < nkeys; i++) {
+    spans[i].data = NULL;
+    spans[i].size = 0;
+  }
+  if (!obj)
+    return KG_EBADJSON;
+  const char *e = obj + len;
+  const char *p = s_ws(obj, e);
+  if (p == e || *p != '{')
+    return KG_EBADJSON;
+  p = s_ws(p + 1, e);
+  if (p < e && *p == '}')
+    p++;
+  else
+    for (;;) {
+      p = s_member(p, e, keys, nkeys, spans);
+      if (!p)
+        break;
+      p = s_ws(p, e);
+      if (p < e && *p == ',') {
+        p = s_ws(p + 1, e);
+        continue;
+      }
+      p = p < e && *p == '}' ? p + 1 : NULL;
+      break;
+    }
+  if (!p || s_ws(p, e) != e) {
+    for (size_t i = 0; i < nkeys; i++)
+      spans[i] = (kg_frame_t) {NULL, 0};
+    return KG_EBADJSON;
+  }
+  return 0;
+}
+
+/*  The last escape boundary in (p, limit], p being one: where a piece
+    starting at p may end. NULL if an escape is malformed. */
+static const char *
+s_cut(const char *p, const char *limit, const char *end)
+{
+  const char *q = p;
+  while (q < limit) {
+    const char *b = memchr(q, '\\', (size_t) (limit - q));
+    if (!b)
+      return limit;
+    size_t u = s_escape_len(b, end);
+    if (!u)
+      return NULL;
+    if (b + u > limit)
+      return b > p ? b : b + u;   /* never an empty piece */
+    q = b + u;
+  }
+  return q;
+}
+
+int
+kg_jsonscan_string_pieces(kg_frame_t value, size_t max_raw, kg_jsonscan_piece_fn *fn,
+                          void *arg)
+{
+  const char *v = value.data;
+  if (!v || value.size < 2 || v[0] != '"' || s_string_end(v, v + value.size) != v + value.size - 1)
+    return KG_EBADJSON;
+  if (max_raw < 16)
+    max_raw = 16;
+  const char *p = v + 1, *end = v + value.size - 1;
+  if (p == end)
+    return 0;
+  size_t cap = (size_t) (end - p) < max_raw ? (size_t) (end - p) : max_raw;
+  /* quotes and NUL around at most max_raw bytes (and room for one escape
+     more, should a piece ever end after the escape that crosses max_raw) */
+  char *buf = malloc(cap + 12 + 3);
+  if (!buf)
+    return KG_ENOMEM;
+  int rc = 0;
+  while (rc == 0 && p < end) {
+    const char *limit = (size_t) (end - p) > max_raw ? p + max_raw : end;
+    const char *cut = s_cut(p, limit, end);
+    if (!cut) {
+      rc = KG_EBADJSON;
+      break;
+    }
+    size_t n = (size_t) (cut - p);
+    buf[0] = '"';
+    memcpy(buf + 1, p, n);
+    buf[n + 1] = '"';
+    buf[n + 2] = '\0';
+    cJSON *s = cJSON_ParseWithLength(buf, n + 2);
+    if (!cJSON_IsString(s))
+      rc = KG_EBADJSON;
+    else
+      rc = fn(s->valuestring, strlen(s->valuestring), arg);
+    cJSON_Delete(s);
+    p = cut;
+  }
+  free(buf);
+  return rc;
+}
+
+int
+kg_jsonscan_stream(kg_frame_t content, size_t max_raw, bool *is_stderr,
+                   kg_jsonscan_piece_fn *fn, void *arg)
+{
+  static const char *const keys[2] = {"name", "text"};
+  kg_frame_t spans[2];
+  *is_stderr = false;
+  int rc = kg_jsonscan_members(content.data, content.size, keys, 2, spans);
+  if (rc != 0)
+    return rc;
+  if (spans[0].data) {
+    cJSON *name = cJSON_ParseWithLength(spans[0].data, spans[0].size);
+    *is_stderr = cJSON_IsString(name) && strcmp(name->valuestring, "stderr") == 0;
+    cJSON_Delete(name);
+  }
+  if (!spans[1].data || *(const char *) spans[1].data != '"')
+    return KG_ENOTFOUND;
+  return kg_jsonscan_string_pieces(spans[1], max_raw, fn, arg);
+}
