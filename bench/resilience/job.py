@@ -21,15 +21,23 @@ Faults (the emulated CUDA texts, python/kguard/emulate.py):
                        in its next collective); default: it raises and dies
 
 Writes one JSON line per start to --report (rank, resumed step, what was
-loaded) and prints "kguard: completed step N" after each step.
+loaded) and prints "kguard: completed step N" after each step. --timeline
+adds one "timeline" line per start with the wall-clock times of: entry
+(the interpreter runs this file), imported (torch and kguard imported),
+rendezvous (the process group initialised), loaded (the resume loaded),
+first_step (the first step completed). (No SIGTERM handler: a Python one
+would defer TERM while a rank blocks in a collective, unlike torchrun's
+workers, which die on it at once.)
 """
-import argparse
+import time  # noqa: I001 - first, so entry is the interpreter's start
+
+T_ENTRY = time.time()
+import argparse  # noqa: E402
 import glob
 import json
 import os
 import sys
 import threading
-import time
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=40)
@@ -48,6 +56,7 @@ p.add_argument("--fault-always", action="store_true")
 p.add_argument("--on-fault", choices=["raise", "hang"], default="raise")
 p.add_argument("--marks", default="")
 p.add_argument("--report", required=True)
+p.add_argument("--timeline", action="store_true")
 args = p.parse_args()
 
 import torch  # noqa: E402
@@ -56,10 +65,12 @@ import torch.distributed as dist  # noqa: E402
 import kguard  # noqa: E402
 from kguard import emulate  # noqa: E402
 
+T_IMPORTED = time.time()
 rank = int(os.environ.get("RANK", "0"))
 world = int(os.environ.get("WORLD_SIZE", "1"))
 if world > 1:
     dist.init_process_group("gloo")
+T_RDZV = time.time()
 torch.manual_seed(0)
 w = torch.randn(args.work, args.work) / args.work ** 0.5
 ckpt = os.environ.get("KGUARD_CKPT_DIR") or "ckpt"
@@ -106,6 +117,7 @@ else:
         report(event="resume", step=start, source=src, verified=False,
                intact=abs(float(w.sum()) - s["check"]) < 1e-3)
 report(event="start", step=start)
+T_LOADED = time.time()
 
 
 def fault(n):
@@ -147,6 +159,9 @@ for n in range(start + 1, args.steps + 1):
         dist.all_reduce(w)
         w /= world
     print(f"kguard: completed step {n}", flush=True)
+    if args.timeline and n == start + 1:
+        report(event="timeline", step=start, entry=T_ENTRY, imported=T_IMPORTED,
+               rendezvous=T_RDZV, loaded=T_LOADED, first_step=time.time())
     if n % args.every == 0:
         save(n)
 report(event="done", step=args.steps)
