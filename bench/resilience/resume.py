@@ -186,13 +186,15 @@ def trial(nodes, hosts):
             t_restoring = _first(logs[0], "restoring the last checkpoint", t_proof)
             t_gone = t_restoring
             t_decided = t_gone
-            t_restored = _first(logs[0], "exec: restored step", t_restoring)
+            restored = [_first(logs[0], "exec: restored step", t_restoring)]
         else:
             t_decided = max(_first(lg, "coordinator decided", t_proof) for lg in logs)
             t_gone = max(_last_before(lg, "ended", t_decided) for lg in logs)
-            t_restored = max(_first(lg, "ranks restored at step", t_proof) for lg in logs)
+            restored = [_first(lg, "ranks restored at step", t_proof) for lg in logs]
         t_gone = max(t_gone, t_deadn)
-        t_started = max(_first(lg, "exec: started", t_restored) for lg in logs)
+        t_restored = max(restored)
+        # each node starts once it restored (not once the slowest did)
+        t_started = max(_first(lg, "exec: started", r) for lg, r in zip(logs, restored))
         m = {k: max(e[k] for e in tl) for k in ("entry", "imported", "rendezvous", "loaded",
                                                  "first_step")}
         size = sum(p.stat().st_size for p in (shared / "ckpt").rglob("*.kgckpt.tar"))
