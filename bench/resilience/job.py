@@ -43,6 +43,9 @@ p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=40)
 p.add_argument("--every", type=int, default=5)
 p.add_argument("--work", type=int, default=60, help="matrix size of each step's work")
+p.add_argument("--step-ms", type=float, default=0,
+               help="a sleep per step besides the work: the device's share of a step, "
+                    "which keeps step times steady on a loaded CPU")
 p.add_argument("--saver", choices=["kguard", "plain", "both"], default="kguard",
                help="both: seal with kguard and write the plain file (bad-resume trials "
                     "judge both resume rules on the same damage); resumes as kguard")
@@ -155,6 +158,8 @@ for n in range(start + 1, args.steps + 1):
     for _ in range(20):
         x = torch.tanh(x @ w)
     w = w + 1e-3 * x
+    if args.step_ms > 0:
+        time.sleep(args.step_ms / 1000)
     if world > 1:
         dist.all_reduce(w)
         w /= world

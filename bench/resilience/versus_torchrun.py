@@ -254,7 +254,8 @@ def goodput():
                 tmp = Path(tempfile.mkdtemp(prefix="kg-good-"))
                 rep = tmp / "report.jsonl"
                 env = _env(tmp, KGUARD_CKPT_DIR=str(tmp / "ckpt"))
-                job = ["--steps", str(ARGS.steps), "--every", "5", "--work", "160",
+                job = ["--steps", str(ARGS.steps), "--every", str(ARGS.every), "--work",
+                       "160" if not ARGS.step_ms else "60", "--step-ms", str(ARGS.step_ms),
                        "--fault-steps", fs, "--fault-rank", "1", "--marks", str(tmp),
                        "--fault-kinds", ARGS.kinds, "--report", str(rep)]
                 if who == "kguard":
@@ -279,12 +280,22 @@ def goodput():
                 shutil.rmtree(tmp, ignore_errors=True)
             if len(walls) == 2:
                 res[who].append((walls[0], walls[1]))
-    print(f"goodput: 2 ranks, {ARGS.steps} steps, checkpoint every 5, sticky faults "
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"goodput: 2 ranks, {ARGS.steps} steps"
+          f"{f' of {ARGS.step_ms:g} ms + work' if ARGS.step_ms else ''}, checkpoint every "
+          f"{ARGS.every}, sticky faults "
           f"({ARGS.kinds} in turn) at steps {faults} (rank 1 raises), {ARGS.trials} trial(s)")
     for who, r in res.items():
         if r:
             print(f"  {who:8s} fault-free s {_stats([a for a, _ in r])}; with faults s "
                   f"{_stats([b for _, b in r])}; goodput {_stats([a / b for a, b in r])}")
+            cost = [(b - a) / ARGS.faults for a, b in r]
+            if ARGS.faults:
+                # The cost of one fault (lost steps since the checkpoint, the
+                # restart) does not depend on the job's length: a 10-minute
+                # job with a fault every 2 minutes (4 faults) from it.
+                print(f"  {'':8s} cost per fault s {_stats(cost)}; projected goodput of a "
+                      f"10-minute job with 4 faults {_stats([600 / (600 + 4 * c) for c in cost])}")
         if failed.get(who):
             print(f"  {who:8s} {failed[who]} trial(s) did not finish")
     return 0 if not failed else 1
@@ -299,6 +310,10 @@ def main():
     ap.add_argument("--max-restarts", type=int, default=3)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--faults", type=int, default=3)
+    ap.add_argument("--every", type=int, default=5, help="goodput: checkpoint every N steps")
+    ap.add_argument("--step-ms", type=float, default=0,
+                    help="goodput: a sleep per step (the device's share), so that steps "
+                         "keep their length on a loaded CPU; 0: CPU work only (160x160)")
     ap.add_argument("--ballast-mb", type=float, default=32)
     ap.add_argument("--kinds", default="cuda-illegal-address,cuda-launch-failure,cuda-assert",
                     help="goodput: the emulated sticky faults, in turn (one kind: every "
@@ -318,7 +333,8 @@ def main():
     if not os.access(ARGS.kguard, os.X_OK):
         print(f"skipped: no kguard binary at {ARGS.kguard} (--kguard)")
         return 77
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; "
+          f"load average {os.getloadavg()[0]:.1f} at the start")
     return {"detbug": detbug, "badresume": badresume, "goodput": goodput}[ARGS.what]()
 
 
