@@ -31,6 +31,7 @@ are counted.
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import random
@@ -82,9 +83,9 @@ def _exec(tmp, job_args, timeout):
 
 
 def _pct(v, q):
-    """The q-quantile, nearest rank (p99 of 200 is the 2nd worst)."""
+    """The q-quantile, nearest rank (p99 of 200 is the 3rd worst, of 100 the 2nd)."""
     s = sorted(v)
-    return s[min(len(s) - 1, max(0, int(round(q * len(s) + 0.5)) - 1))]
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
 
 
 def detect():
