@@ -144,7 +144,8 @@ def soak():
         terms = sum(1 for e in rep if e["event"] == "term")
         sus = sum(1 for _, m in logs if "sticky error text seen" in m)
         cleared = sum(1 for _, m in logs if "was not a fault" in m)
-        steps = sum(1 for line in out.splitlines() if line.startswith("kguard: completed step"))
+        # stdout and stderr share one pipe here: lines may interleave
+        steps = len(set(re.findall(r"kguard: completed step (\d+)", out)))
         tracebacks = out.count("Traceback (most recent call last)")
         kills = proofs + terms + (starts - 1) + (code != 0)
         print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; "
