@@ -274,7 +274,10 @@ def goodput():
                               l for l in out.splitlines() if not l.startswith("[default")
                           )[-1500:])
                     failed[who] = failed.get(who, 0) + 1
-                    shutil.rmtree(tmp, ignore_errors=True)
+                    # Kept whole for the post-mortem: the workers' own lines
+                    # (left out above), kguard's log and incidents.
+                    (tmp / "output.txt").write_text(out)
+                    print(f"  kept: {tmp} (output.txt, state/)")
                     break
                 walls.append(wall)
                 shutil.rmtree(tmp, ignore_errors=True)
