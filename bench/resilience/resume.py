@@ -168,8 +168,14 @@ def trial(nodes, hosts):
         stop.set()
         watcher.join(5)
         if codes != [0] * len(runs):
-            raise RuntimeError(f"exit codes {codes}:\n" +
-                               "\n\n".join(r.output()[-3000:] for r in runs))
+            keep = Path(tempfile.mkdtemp(prefix="kg-resume-failed-"))
+            for i, r in enumerate(runs):
+                (keep / f"node{i}.txt").write_text(r.output())
+            why = next((ln for r in runs for ln in r.output().splitlines()
+                        if "Error:" in ln and "emulat" not in ln and "CUDA" not in ln), "?")
+            print(f"a trial failed, exit codes {codes} (first error line: {why.strip()[:200]}); "
+                  f"whole output kept in {keep}", flush=True)
+            return None
         ev = [json.loads(x) for x in (shared / "report.jsonl").read_text().splitlines()]
         logs = [_logs(r.output()) for r in runs]
         t_err = next(e["t"] for e in ev if e["event"] == "fault")
@@ -240,6 +246,11 @@ def main():
             for _ in range(ARGS.trials):
                 with Hosts(ARGS.nodes) as h:
                     rows.append(trial(ARGS.nodes, h))
+        failed = sum(1 for r in rows if r is None)
+        rows = [r for r in rows if r is not None]
+        if not rows:
+            print(f"all {failed} trial(s) failed")
+            return 1
     except NetnsUnavailable as e:
         print(f"skipped: network namespaces unavailable: {e}")
         return 77
@@ -250,7 +261,9 @@ def main():
     print(f"time to resume: {where}, kguard exec --stall-timeout {ARGS.stall:g} "
           f"--kill-grace 3, poisoned rank alive; archives {rows[0]['archive_mb']:.1f} MiB per "
           f"rank; resumed from step {sorted({r['resumed_step'] for r in rows})}; "
-          f"{len(rows)} trials")
+          f"{len(rows)} trials complete")
+    if failed:
+        print(f"  {failed} trial(s) failed (above: not counted in the parts)")
     for k in PARTS:
         v = [r[k] for r in rows]
         print(f"  {k:10s} median {statistics.median(v):7.3f} s   min {min(v):7.3f}   "
@@ -259,7 +272,7 @@ def main():
         with open(ARGS.json, "a") as f:
             for r in rows:
                 f.write(json.dumps(dict(r, nodes=ARGS.nodes, load=load0)) + "\n")
-    ok = all(r["resumed_step"] == FAULT_STEP - 1 for r in rows)
+    ok = all(r["resumed_step"] == FAULT_STEP - 1 for r in rows) and not failed
     if not ok:
         print("a resume was not from the last step sealed before the fault")
     return 0 if ok else 1
