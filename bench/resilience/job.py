@@ -1,6 +1,6 @@
 """The training job of the resilience comparisons (bench/resilience/versus_torchrun.py).
 
-Runs under `torchrun --standalone` (one or more ranks, gloo) with or without
+Runs under `torchrun` on one host (one or more ranks, gloo) with or without
 `kguard exec` around it. Each step is real CPU work (matrix products, about
 --step-ms long on the machine that calibrates it) plus one all-reduce, so a
 rank that stops stops the others. Every --every steps it checkpoints with

@@ -10,7 +10,7 @@ The job is bench/resilience/job.py (real CPU work per step, gloo all-reduce,
 kguard.save every 3 steps with --ballast-mb of extra state per rank, and
 --timeline: each start reports when the interpreter entered, torch was
 imported, the process group formed, the resume was loaded and the first step
-completed). 1 host: `kguard exec -- torchrun --standalone --nproc_per_node 2`;
+completed). 1 host: `kguard exec -- torchrun --nproc_per_node 2` (its own rendezvous port);
 2 or 3 hosts: network namespaces on a bridge (tests/multinode/netns.py), one
 `kguard exec --nnodes N -- torchrun --nnodes N` per host, one rank each.
 At step 10 the last rank prints the emulated illegal memory access and stays
@@ -57,8 +57,10 @@ ROOT = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).resolve().parent / "job.py"
 sys.path.insert(0, str(ROOT / "tests" / "exec"))
 sys.path.insert(0, str(ROOT / "tests" / "multinode"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from exec_harness import Run  # noqa: E402
 from netns import Hosts, NetnsUnavailable  # noqa: E402
+from versus_torchrun import free_port  # noqa: E402
 
 LOG = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z kguard\[\d+\] \w: (.*)$")
 PARTS = ("detect", "kill", "mem-free", "tree-gone", "decide", "restore", "backoff", "launch", "import",
@@ -109,7 +111,11 @@ def _kg(shared, i, *multi):
 
 def _run_job(shared, nodes, hosts):
     if nodes == 1:
-        argv = _kg(shared, 0) + ["torchrun", "--standalone", "--nproc_per_node=2",
+        # a rendezvous on a free port, not --standalone's fixed localhost:29400
+        # (shared by every --standalone job on the host: see versus_torchrun.py)
+        argv = _kg(shared, 0) + ["torchrun", "--nnodes=1", "--rdzv_backend=c10d",
+                                 f"--rdzv_endpoint=localhost:{free_port()}",
+                                 "--nproc_per_node=2",
                                  "--max_restarts=0", "--redirects=2", "--tee=2",
                                  *_job(shared, 1, 2)]
         return [Run(argv, _env(shared))]
@@ -256,7 +262,7 @@ def main():
         return 77
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; "
           f"load average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end")
-    where = ("1 host, 2 ranks (torchrun --standalone)" if ARGS.nodes == 1 else
+    where = ("1 host, 2 ranks (torchrun, c10d rendezvous on a free port)" if ARGS.nodes == 1 else
              f"{ARGS.nodes} hosts (netns), 1 gloo rank each")
     print(f"time to resume: {where}, kguard exec --stall-timeout {ARGS.stall:g} "
           f"--kill-grace 3, poisoned rank alive; archives {rows[0]['archive_mb']:.1f} MiB per "

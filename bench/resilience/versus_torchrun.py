@@ -1,5 +1,5 @@
 """Resilience against torchrun alone (issue 15): the deterministic bug, bad
-resumes and goodput, on one host with `torchrun --standalone` (gloo, CPU).
+resumes and goodput, on one host with `torchrun` (gloo, CPU; its own rendezvous port).
 
     python3 bench/resilience/versus_torchrun.py detbug   [--trials 3] [--max-restarts 3]
     python3 bench/resilience/versus_torchrun.py badresume [--trials 50] [--ballast-mb 32]
@@ -47,6 +47,7 @@ import platform
 import random
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -69,10 +70,22 @@ def _env(tmp, **extra):
     return env
 
 
+def free_port():
+    """A port free now on localhost (the kernel's pick; a small race remains)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _torchrun(nproc, restarts, *job_args):
-    # --standalone: a local rendezvous on a free port, so trials never collide.
-    # --redirects/--tee: Debian's torch 1.13 torchrun fails without a value.
-    return ["torchrun", "--standalone", f"--nproc_per_node={nproc}",
+    # Not --standalone: Debian's torch 1.13 gives every --standalone job the
+    # rendezvous store localhost:29400, and a second job on the host becomes
+    # a client of the first one's store; when that job ends its store goes
+    # and the other torchrun exits 1 ("RendezvousConnectionError ... Broken
+    # pipe"). Our own rendezvous on a free port keeps trials (and other
+    # users' jobs) apart. --redirects/--tee: torch 1.13 fails without a value.
+    return ["torchrun", "--nnodes=1", "--rdzv_backend=c10d",
+            f"--rdzv_endpoint=localhost:{free_port()}", f"--nproc_per_node={nproc}",
             f"--max_restarts={restarts}", "--redirects=2", "--tee=2", str(JOB), *job_args]
 
 
