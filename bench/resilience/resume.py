@@ -219,6 +219,8 @@ def trial(nodes, hosts):
                 "rendezvous": m["rendezvous"] - m["imported"],
                 "load": m["loaded"] - m["rendezvous"], "first-step": m["first_step"] - m["loaded"],
                 "resume": m["first_step"] - t_proof, "resumed_step": tl[0]["step"],
+                "sigkill": sum(1 for lg in logs for _, msg in lg
+                               if "did not stop within its grace" in msg),
                 "archive_mb": size / max(n_arch, 1) / 2**20}
     finally:
         shutil.rmtree(shared, ignore_errors=True)
@@ -270,6 +272,8 @@ def main():
           f"{len(rows)} trials complete")
     if failed:
         print(f"  {failed} trial(s) failed (above: not counted in the parts)")
+    print(f"  trees that needed SIGKILL after the --kill-grace: "
+          f"{sum(r['sigkill'] for r in rows)} (node-trials)")
     for k in PARTS:
         v = [r[k] for r in rows]
         print(f"  {k:10s} median {statistics.median(v):7.3f} s   min {min(v):7.3f}   "
