@@ -281,7 +281,7 @@ def main():
     if ARGS.json:
         with open(ARGS.json, "a") as f:
             for r in rows:
-                f.write(json.dumps(dict(r, nodes=ARGS.nodes, load=load0)) + "\n")
+                f.write(json.dumps(dict(r, nodes=ARGS.nodes, loadavg=load0)) + "\n")
     ok = all(r["resumed_step"] == FAULT_STEP - 1 for r in rows) and not failed
     if not ok:
         print("a resume was not from the last step sealed before the fault")
