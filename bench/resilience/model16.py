@@ -22,9 +22,11 @@ Assumptions (each part is one of three kinds):
              report from every node and checks every rank's archives),
              launch (torchrun's agents' rendezvous on the master's store),
              rendezvous (gloo connects every pair of ranks). Modelled by a
-             least-squares line through the medians at 1, 2 and 3 hosts,
-             extrapolated (3 points: a rough slope; a quadratic term of
-             gloo's full mesh would show only at larger counts).
+             least-squares line through the medians at 2 and 3 hosts (one
+             host has no coordinator and a local rendezvous: another regime;
+             it is used only when it is all there is), extrapolated: two
+             points give a rough slope, and a quadratic term of gloo's full
+             mesh would show only at larger counts.
   restore    checkpoint read and verification, per node in parallel: the
              measured restore time (small archives: the fixed cost) plus
              --ranks-per-node x --shard-gb / --read-gbs (kguard verifies at
@@ -76,10 +78,13 @@ def main():
         elif k in SLOWEST:
             model[k], how[k] = max(allv), "slowest: worst of all"
         elif k in LINEAR:
-            if len(counts) >= 2:
-                c0, c1 = _fit(counts, [med[n][k] for n in counts])
+            # several hosts only when there are two such counts: one host has
+            # no coordinator and a local rendezvous, a different regime
+            xs = [n for n in counts if n > 1] if sum(n > 1 for n in counts) >= 2 else counts
+            if len(xs) >= 2:
+                c0, c1 = _fit(xs, [med[n][k] for n in xs])
                 model[k] = max(0.0, c0 + c1 * a.nodes)
-                how[k] = f"linear: {c0:.3f} + {c1:.3f} x nodes"
+                how[k] = f"linear in nodes {xs}: {c0:.3f} + {c1:.3f} x nodes"
             else:
                 model[k], how[k] = max(allv), "one host count only: worst"
         else:  # restore
