@@ -296,6 +296,9 @@ def goodput():
                 shutil.rmtree(tmp, ignore_errors=True)
             if len(walls) == 2:
                 res[who].append((walls[0], walls[1]))
+                print(f"  trial: {who} fault-free {walls[0]:.1f} s, with faults {walls[1]:.1f} s, "
+                      f"goodput {walls[0] / walls[1]:.3f}, load {os.getloadavg()[0]:.1f}",
+                      flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     print(f"goodput: 2 ranks, {ARGS.steps} steps"
           f"{f' of {ARGS.step_ms:g} ms + work' if ARGS.step_ms else ''}, checkpoint every "
