@@ -279,7 +279,6 @@ def trial(i, rng, save_ms):
     buf = b""
     t0 = time.monotonic()
     window = rng.uniform(0.05, ARGS.window)
-    victim_pid = None
     fault_ms = None
     deadline = t0 + 60
     saving_seen = 0

@@ -101,14 +101,14 @@ def main():
         print(f"| {k} | " + " | ".join(f"{med[n][k]:.2f}" for n in counts)
               + f" | {model[k]:.2f} | {how[k]} |")
     after = sum(model[k] for k in ORDER if k != "detect")
-    print(f"| **kill to first step** | " + " | ".join(
+    print("| **kill to first step** | " + " | ".join(
         f"{statistics.median(r['resume'] for r in rows if r['nodes'] == n):.2f}"
         for n in counts) + f" | **{after:.1f}** | sum of the parts after detect |")
     read = a.ranks_per_node * a.shard_gb / a.read_gbs
-    print(f"| kill to first step, less reading the checkpoint's bytes | "
+    print("| kill to first step, less reading the checkpoint's bytes | "
           + " | ".join("" for n in counts) + f" | {after - read:.1f} | the issue's "
           f"\"plus checkpoint read time\" apart |")
-    print(f"| fault to first step | " + " | ".join(
+    print("| fault to first step | " + " | ".join(
         f"{statistics.median(r['resume'] + r['detect'] for r in rows if r['nodes'] == n):.2f}"
         for n in counts) + f" | {after + model['detect']:.1f} | with detect |")
     return 0

@@ -63,8 +63,8 @@ from netns import Hosts, NetnsUnavailable  # noqa: E402
 from versus_torchrun import free_port  # noqa: E402
 
 LOG = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z kguard\[\d+\] \w: (.*)$")
-PARTS = ("detect", "kill", "mem-free", "tree-gone", "decide", "restore", "backoff", "launch", "import",
-         "rendezvous", "load", "first-step", "resume")
+PARTS = ("detect", "kill", "mem-free", "tree-gone", "decide", "restore", "backoff", "launch",
+         "import", "rendezvous", "load", "first-step", "resume")
 FAULT_STEP = 10
 
 
