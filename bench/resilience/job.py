@@ -1,6 +1,6 @@
 """The training job of the resilience comparisons (bench/resilience/versus_torchrun.py).
 
-Runs under `torchrun --standalone` (one or more ranks, gloo) with or without
+Runs under `torchrun` on one host (one or more ranks, gloo) with or without
 `kguard exec` around it. Each step is real CPU work (matrix products, about
 --step-ms long on the machine that calibrates it) plus one all-reduce, so a
 rank that stops stops the others. Every --every steps it checkpoints with
@@ -21,20 +21,31 @@ Faults (the emulated CUDA texts, python/kguard/emulate.py):
                        in its next collective); default: it raises and dies
 
 Writes one JSON line per start to --report (rank, resumed step, what was
-loaded) and prints "kguard: completed step N" after each step.
+loaded) and prints "kguard: completed step N" after each step. --timeline
+adds one "timeline" line per start with the wall-clock times of: entry
+(the interpreter runs this file), imported (torch and kguard imported),
+rendezvous (the process group initialised), loaded (the resume loaded),
+first_step (the first step completed). (No SIGTERM handler: a Python one
+would defer TERM while a rank blocks in a collective, unlike torchrun's
+workers, which die on it at once.)
 """
-import argparse
+import time  # noqa: I001 - first, so entry is the interpreter's start
+
+T_ENTRY = time.time()
+import argparse  # noqa: E402
 import glob
 import json
 import os
 import sys
 import threading
-import time
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=40)
 p.add_argument("--every", type=int, default=5)
 p.add_argument("--work", type=int, default=60, help="matrix size of each step's work")
+p.add_argument("--step-ms", type=float, default=0,
+               help="a sleep per step besides the work: the device's share of a step, "
+                    "which keeps step times steady on a loaded CPU")
 p.add_argument("--saver", choices=["kguard", "plain", "both"], default="kguard",
                help="both: seal with kguard and write the plain file (bad-resume trials "
                     "judge both resume rules on the same damage); resumes as kguard")
@@ -48,6 +59,7 @@ p.add_argument("--fault-always", action="store_true")
 p.add_argument("--on-fault", choices=["raise", "hang"], default="raise")
 p.add_argument("--marks", default="")
 p.add_argument("--report", required=True)
+p.add_argument("--timeline", action="store_true")
 args = p.parse_args()
 
 import torch  # noqa: E402
@@ -56,10 +68,12 @@ import torch.distributed as dist  # noqa: E402
 import kguard  # noqa: E402
 from kguard import emulate  # noqa: E402
 
+T_IMPORTED = time.time()
 rank = int(os.environ.get("RANK", "0"))
 world = int(os.environ.get("WORLD_SIZE", "1"))
 if world > 1:
     dist.init_process_group("gloo")
+T_RDZV = time.time()
 torch.manual_seed(0)
 w = torch.randn(args.work, args.work) / args.work ** 0.5
 ckpt = os.environ.get("KGUARD_CKPT_DIR") or "ckpt"
@@ -106,6 +120,7 @@ else:
         report(event="resume", step=start, source=src, verified=False,
                intact=abs(float(w.sum()) - s["check"]) < 1e-3)
 report(event="start", step=start)
+T_LOADED = time.time()
 
 
 def fault(n):
@@ -143,10 +158,15 @@ for n in range(start + 1, args.steps + 1):
     for _ in range(20):
         x = torch.tanh(x @ w)
     w = w + 1e-3 * x
+    if args.step_ms > 0:
+        time.sleep(args.step_ms / 1000)
     if world > 1:
         dist.all_reduce(w)
         w /= world
     print(f"kguard: completed step {n}", flush=True)
+    if args.timeline and n == start + 1:
+        report(event="timeline", step=start, entry=T_ENTRY, imported=T_IMPORTED,
+               rendezvous=T_RDZV, loaded=T_LOADED, first_step=time.time())
     if n % args.every == 0:
         save(n)
 report(event="done", step=args.steps)

@@ -1,5 +1,5 @@
 """Resilience against torchrun alone (issue 15): the deterministic bug, bad
-resumes and goodput, on one host with `torchrun --standalone` (gloo, CPU).
+resumes and goodput, on one host with `torchrun` (gloo, CPU; its own rendezvous port).
 
     python3 bench/resilience/versus_torchrun.py detbug   [--trials 3] [--max-restarts 3]
     python3 bench/resilience/versus_torchrun.py badresume [--trials 50] [--ballast-mb 32]
@@ -47,6 +47,7 @@ import platform
 import random
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -69,10 +70,22 @@ def _env(tmp, **extra):
     return env
 
 
+def free_port():
+    """A port free now on localhost (the kernel's pick; a small race remains)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _torchrun(nproc, restarts, *job_args):
-    # --standalone: a local rendezvous on a free port, so trials never collide.
-    # --redirects/--tee: Debian's torch 1.13 torchrun fails without a value.
-    return ["torchrun", "--standalone", f"--nproc_per_node={nproc}",
+    # Not --standalone: Debian's torch 1.13 gives every --standalone job the
+    # rendezvous store localhost:29400, and a second job on the host becomes
+    # a client of the first one's store; when that job ends its store goes
+    # and the other torchrun exits 1 ("RendezvousConnectionError ... Broken
+    # pipe"). Our own rendezvous on a free port keeps trials (and other
+    # users' jobs) apart. --redirects/--tee: torch 1.13 fails without a value.
+    return ["torchrun", "--nnodes=1", "--rdzv_backend=c10d",
+            f"--rdzv_endpoint=localhost:{free_port()}", f"--nproc_per_node={nproc}",
             f"--max_restarts={restarts}", "--redirects=2", "--tee=2", str(JOB), *job_args]
 
 
@@ -254,7 +267,8 @@ def goodput():
                 tmp = Path(tempfile.mkdtemp(prefix="kg-good-"))
                 rep = tmp / "report.jsonl"
                 env = _env(tmp, KGUARD_CKPT_DIR=str(tmp / "ckpt"))
-                job = ["--steps", str(ARGS.steps), "--every", "5", "--work", "160",
+                job = ["--steps", str(ARGS.steps), "--every", str(ARGS.every), "--work",
+                       "160" if not ARGS.step_ms else "60", "--step-ms", str(ARGS.step_ms),
                        "--fault-steps", fs, "--fault-rank", "1", "--marks", str(tmp),
                        "--fault-kinds", ARGS.kinds, "--report", str(rep)]
                 if who == "kguard":
@@ -273,18 +287,34 @@ def goodput():
                               l for l in out.splitlines() if not l.startswith("[default")
                           )[-1500:])
                     failed[who] = failed.get(who, 0) + 1
-                    shutil.rmtree(tmp, ignore_errors=True)
+                    # Kept whole for the post-mortem: the workers' own lines
+                    # (left out above), kguard's log and incidents.
+                    (tmp / "output.txt").write_text(out)
+                    print(f"  kept: {tmp} (output.txt, state/)")
                     break
                 walls.append(wall)
                 shutil.rmtree(tmp, ignore_errors=True)
             if len(walls) == 2:
                 res[who].append((walls[0], walls[1]))
-    print(f"goodput: 2 ranks, {ARGS.steps} steps, checkpoint every 5, sticky faults "
+                print(f"  trial: {who} fault-free {walls[0]:.1f} s, with faults {walls[1]:.1f} s, "
+                      f"goodput {walls[0] / walls[1]:.3f}, load {os.getloadavg()[0]:.1f}",
+                      flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"goodput: 2 ranks, {ARGS.steps} steps"
+          f"{f' of {ARGS.step_ms:g} ms + work' if ARGS.step_ms else ''}, checkpoint every "
+          f"{ARGS.every}, sticky faults "
           f"({ARGS.kinds} in turn) at steps {faults} (rank 1 raises), {ARGS.trials} trial(s)")
     for who, r in res.items():
         if r:
             print(f"  {who:8s} fault-free s {_stats([a for a, _ in r])}; with faults s "
                   f"{_stats([b for _, b in r])}; goodput {_stats([a / b for a, b in r])}")
+            cost = [(b - a) / ARGS.faults for a, b in r]
+            if ARGS.faults:
+                # The cost of one fault (lost steps since the checkpoint, the
+                # restart) does not depend on the job's length: a 10-minute
+                # job with a fault every 2 minutes (4 faults) from it.
+                print(f"  {'':8s} cost per fault s {_stats(cost)}; projected goodput of a "
+                      f"10-minute job with 4 faults {_stats([600 / (600 + 4 * c) for c in cost])}")
         if failed.get(who):
             print(f"  {who:8s} {failed[who]} trial(s) did not finish")
     return 0 if not failed else 1
@@ -299,6 +329,10 @@ def main():
     ap.add_argument("--max-restarts", type=int, default=3)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--faults", type=int, default=3)
+    ap.add_argument("--every", type=int, default=5, help="goodput: checkpoint every N steps")
+    ap.add_argument("--step-ms", type=float, default=0,
+                    help="goodput: a sleep per step (the device's share), so that steps "
+                         "keep their length on a loaded CPU; 0: CPU work only (160x160)")
     ap.add_argument("--ballast-mb", type=float, default=32)
     ap.add_argument("--kinds", default="cuda-illegal-address,cuda-launch-failure,cuda-assert",
                     help="goodput: the emulated sticky faults, in turn (one kind: every "
@@ -318,7 +352,8 @@ def main():
     if not os.access(ARGS.kguard, os.X_OK):
         print(f"skipped: no kguard binary at {ARGS.kguard} (--kguard)")
         return 77
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; "
+          f"load average {os.getloadavg()[0]:.1f} at the start")
     return {"detbug": detbug, "badresume": badresume, "goodput": goodput}[ARGS.what]()
 
 

@@ -109,6 +109,33 @@ class PendingSeal:
 _last_background = None
 
 
+def _locked_staging(ckpt_dir):
+    """A new staging directory in ckpt_dir and an fd holding its flock.
+
+    Beside the archives (same filesystem, no surprise tmpfs limits); the dot
+    name is never taken for a checkpoint by `kguard ckpt list/latest`. The
+    lock is held while we write (and, for a background seal, by the seal
+    process until it ends): `kguard ckpt gc` and every seal remove staging
+    directories whose lock is free, i.e. whose writer died mid-save. So does
+    another rank's seal between our mkdtemp and our flock: checked by inode
+    after locking, as the C seal does with its temporary, and taken anew."""
+    for _ in range(100):
+        tmp = tempfile.mkdtemp(prefix=".kguard-save-", dir=ckpt_dir)
+        try:
+            lock = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            continue                      # collected before we opened it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if os.stat(tmp).st_ino == os.fstat(lock).st_ino:
+                return tmp, lock
+        except FileNotFoundError:
+            pass                          # collected before we locked it
+        os.close(lock)
+    raise RuntimeError(f"kguard.save: no staging directory in {ckpt_dir} stayed ours "
+                       "(removed again and again before it was locked)")
+
+
 def save(state, step, name="state.pt", background=False):
     """Save state for step and seal it; return the archive's path.
 
@@ -135,14 +162,7 @@ def save(state, step, name="state.pt", background=False):
         raise ValueError(f"name must be a plain file name, got {name!r}")
     ckpt_dir = _ckpt_dir()
     os.makedirs(ckpt_dir, exist_ok=True)
-    # Beside the archives (same filesystem, no surprise tmpfs limits); the
-    # dot name is never taken for a checkpoint by `kguard ckpt list/latest`.
-    tmp = tempfile.mkdtemp(prefix=".kguard-save-", dir=ckpt_dir)
-    # Held while we write (and, for a background seal, by the seal process
-    # until it ends): `kguard ckpt gc` and later seals remove staging
-    # directories whose lock is free, i.e. whose writer died mid-save.
-    lock = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    tmp, lock = _locked_staging(ckpt_dir)
     handed_over = False
     try:
         torch.save(state, os.path.join(tmp, name))

@@ -63,6 +63,43 @@ def test_save_then_resume_round_trip(ckenv, monkeypatch):
     assert r.dir == str(dest) and torch.equal(r.load()["w"], state["w"])
 
 
+def _collect_once(monkeypatch, where):
+    """Another rank's seal collects staging directories whose lock is free
+    (kg_ckpt_gc): emulate it removing ours once, in the window `where`."""
+    done = []
+    real_mkdtemp, real_flock = kc.tempfile.mkdtemp, kc.fcntl.flock
+
+    def mkdtemp(*a, **kw):
+        d = real_mkdtemp(*a, **kw)
+        if where == "before-open" and not done:
+            done.append(d)
+            os.rmdir(d)
+        return d
+
+    def flock(fd, op):
+        if where == "before-lock" and not done:
+            d = os.readlink(f"/proc/self/fd/{fd}")
+            done.append(d)
+            os.rmdir(d)
+        return real_flock(fd, op)
+
+    monkeypatch.setattr(kc.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(kc.fcntl, "flock", flock)
+    return done
+
+
+@pytest.mark.parametrize("where", ["before-open", "before-lock"])
+def test_save_survives_a_collector_between_staging_and_lock(ckenv, monkeypatch, where):
+    # Two ranks saving into one directory: one rank's seal removed the other's
+    # fresh staging directory before its lock was taken; the save died with
+    # FileNotFoundError (the bench's unexplained exit 1). Now it takes a new one.
+    done = _collect_once(monkeypatch, where)
+    path = kguard.save({"w": torch.ones(3), "step": 7}, 7)
+    assert done, "the emulated collector never ran"
+    assert run("ckpt", "verify", path).returncode == 0
+    assert os.listdir(ckenv / "ck") == [os.path.basename(path)]
+
+
 def test_failed_device_sync_is_never_sealed(ckenv, monkeypatch):
     def boom(torch_mod):
         raise RuntimeError("CUDA error: device-side assert triggered")
