@@ -36,3 +36,28 @@ kg_envp_names_one_of(const char *entry, const char *const *names)
   }
   return false;
 }
+
+char **
+kg_envp_copy(const char *const *words, size_t n)
+{
+  char **v = calloc(n + 1, sizeof *v);
+  if (!v)
+    return NULL;
+  for (size_t i = 0; i < n; i++)
+    if (!(v[i] = strdup(words[i] ? words[i] : ""))) {
+      kg_envp_free(&v);
+      return NULL;
+    }
+  return v;
+}
+
+void
+kg_envp_free(char ***strv_p)
+{
+  if (!strv_p || !*strv_p)
+    return;
+  for (char **p = *strv_p; *p; p++)
+    free(*p);
+  free(*strv_p);
+  *strv_p = NULL;
+}

@@ -1,6 +1,8 @@
 /*  kg_inband_doctor: `%kguard doctor` in a notebook (see kg_inband_doctor.h). */
 #include "kg_inband_doctor.h"
 
+#include "kg_envp.h"
+
 #include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,27 +63,13 @@ kg_inband_doctor_argv(const char *exe, const char *python)
   char t[16];
   snprintf(t, sizeof t, "%d", KG_INBAND_DOCTOR_TOOL_S);
   const char *words[] = {exe, "doctor", "--format=markdown", "--timeout", t, "--python", python};
-  size_t n = python && *python ? 7 : 5;
-  char **argv = calloc(n + 1, sizeof *argv);
-  if (!argv)
-    return NULL;
-  for (size_t i = 0; i < n; i++)
-    if (!(argv[i] = strdup(words[i]))) {
-      kg_inband_doctor_argv_free(&argv);
-      return NULL;
-    }
-  return argv;
+  return kg_envp_copy(words, python && *python ? 7 : 5);
 }
 
 void
 kg_inband_doctor_argv_free(char ***argv_p)
 {
-  if (!argv_p || !*argv_p)
-    return;
-  for (char **p = *argv_p; *p; p++)
-    free(*p);
-  free(*argv_p);
-  *argv_p = NULL;
+  kg_envp_free(argv_p);
 }
 
 /*  The one line saying why there is no report. */

@@ -1,6 +1,8 @@
 /*  kg_preflight: the pre-flight device probe (see kg_preflight.h). */
 #include "kg_preflight.h"
 
+#include "kg_envp.h"
+
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -346,27 +348,13 @@ kg_preflight_argv(const char *exe, double timeout_s)
   char t[32];
   snprintf(t, sizeof t, "%.6g", timeout_s > 0 ? timeout_s : KG_PREFLIGHT_TIMEOUT_S_DEFAULT);
   const char *words[] = {exe, "doctor", "--preflight", "--json", "--timeout", t};
-  size_t n = sizeof words / sizeof words[0];
-  char **argv = calloc(n + 1, sizeof *argv);
-  if (!argv)
-    return NULL;
-  for (size_t i = 0; i < n; i++)
-    if (!(argv[i] = strdup(words[i]))) {
-      kg_preflight_argv_free(&argv);
-      return NULL;
-    }
-  return argv;
+  return kg_envp_copy(words, sizeof words / sizeof words[0]);
 }
 
 void
 kg_preflight_argv_free(char ***argv_p)
 {
-  if (!argv_p || !*argv_p)
-    return;
-  for (char **p = *argv_p; *p; p++)
-    free(*p);
-  free(*argv_p);
-  *argv_p = NULL;
+  kg_envp_free(argv_p);
 }
 
 static void

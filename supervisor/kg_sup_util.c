@@ -5,6 +5,8 @@
     it with the table the supervisor bound (kg_evq_bind). */
 #include "kg_sup_priv.h"
 
+#include "kg_envp.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,12 +75,7 @@ kg__doom_queue(kg_sup_t *S)
 void
 kg__free_envp(char ***envp_p)
 {
-  if (!*envp_p)
-    return;
-  for (char **e = *envp_p; *e; e++)
-    free(*e);
-  free(*envp_p);
-  *envp_p = NULL;
+  kg_envp_free(envp_p);
 }
 
 const char *
