@@ -90,15 +90,10 @@ kg_ckpt_gc(const char *dir, int64_t copies_before_ms, kg_ckpt_gc_stats_t *stats)
   if (!stats)
     stats = &dummy;
   memset(stats, 0, sizeof *stats);
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0)
-    return errno == ENOENT ? 0 : -errno;
-  DIR *d = fdopendir(dfd);
-  if (!d) {
-    int e = -errno;
-    close(dfd);
-    return e;
-  }
+  DIR *d = NULL;
+  int opened = kg_ckpt_opendir(dir, &d);
+  if (opened <= 0)
+    return opened;
   int first = 0;
   struct dirent *de;
   size_t svlen = strlen(KG_CKPT_SAVE_PREFIX);

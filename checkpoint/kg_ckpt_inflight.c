@@ -17,6 +17,7 @@
 #include "kg_clock.h"
 #include "kg_ckpt_gc.h"
 #include "kg_ckpt_seal.h"
+#include "kg_ckpt_util.h"
 
 static bool
 s_is_writer_name(const char *name)
@@ -56,15 +57,10 @@ s_scan(const char *dir, int *fd, char *name, size_t namesize, uint64_t *bytes, s
   *fd = -1;
   *bytes = 0;
   *count = 0;
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0)
-    return errno == ENOENT ? 0 : -errno;
-  DIR *d = fdopendir(dfd);
-  if (!d) {
-    int e = -errno;
-    close(dfd);
-    return e;
-  }
+  DIR *d = NULL;
+  int opened = kg_ckpt_opendir(dir, &d);
+  if (opened <= 0)
+    return opened;
   int rc = 0;
   struct dirent *de;
   while ((de = readdir(d))) {

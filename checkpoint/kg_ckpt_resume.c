@@ -35,15 +35,10 @@ s_add_pair(cJSON *arr, const char *archive, const char *key, const char *value,
 int
 kg_ckpt_resume_copies_remove(const char *dir, const char *keep)
 {
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0)
-    return errno == ENOENT ? 0 : -errno;
-  DIR *d = fdopendir(dfd);
-  if (!d) {
-    int e = -errno;
-    close(dfd);
-    return e;
-  }
+  DIR *d = NULL;
+  int opened = kg_ckpt_opendir(dir, &d);
+  if (opened <= 0)
+    return opened;
   int rc = 0;
   size_t plen = strlen(KG_CKPT_COPY_PREFIX);
   struct dirent *de;

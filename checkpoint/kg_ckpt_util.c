@@ -215,3 +215,18 @@ kg_ckpt_hex(const unsigned char *bin, size_t len, char *out)
   }
   out[2 * len] = '\0';
 }
+
+int
+kg_ckpt_opendir(const char *dir, DIR **d)
+{
+  *d = NULL;
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return errno == ENOENT ? 0 : -errno;
+  if (!(*d = fdopendir(dfd))) {
+    int e = -errno;
+    close(dfd);
+    return e;
+  }
+  return 1;
+}

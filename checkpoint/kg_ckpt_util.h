@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 
 /*  Why there is no sodium_init(): seal, verify and restore deliberately do not call
     sodium_init(). Its only effect on what they use (crypto_generichash,
@@ -52,6 +53,10 @@ int kg_ckpt_dirname(const char *path, char *buf, size_t size);
 int kg_ckpt_remove_tree_at(int dirfd, const char *name);
 
 /*  Lower-case hex of len bytes into out (at least 2*len+1 bytes). */
+/*  Open dir for reading its entries (O_DIRECTORY, close-on-exec): 1 with
+    *d set (closedir it), 0 if dir does not exist (*d NULL), or -errno. */
+int kg_ckpt_opendir(const char *dir, DIR **d);
+
 void kg_ckpt_hex(const unsigned char *bin, size_t len, char *out);
 
 #endif
