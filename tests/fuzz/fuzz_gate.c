@@ -446,7 +446,9 @@ s_settle(s_model_t *m)
 {
   static const kg_event_t progress[] = {KG_EV_EVIDENCE_DONE, KG_EV_STOPPED_RESTART,
                                         KG_EV_RESTORED, KG_EV_TIMER, KG_EV_KERNEL_READY};
-  for (int round = 0; round < 32; round++) {
+  /* each round lets at least one held execute run and end: enough rounds
+     for a queue of every request there can be, plus the restart's steps */
+  for (int round = 0; round < 2 * S_MAX_REQ + 16; round++) {
     m->now += 10000;   /* past any window and probe deadline */
     if (kg_gate_abort_active(m->gate) && m->now >= kg_gate_abort_deadline(m->gate))
       kg_gate_abort_clear(m->gate);
