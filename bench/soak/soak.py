@@ -105,6 +105,8 @@ def main():
     pid = km.provisioner.process.pid
     try:
         t0 = time.monotonic()
+        print("launch (kernel ready, no restart yet): fds %(fds)d, threads %(threads)d, "
+              "RSS %(rss_kib)d KiB" % probe(pid), flush=True)
         warm = a.warmup if a.warmup is not None else max(1, min(10, a.restarts // 4))
         for i in range(warm):
             one_round(kc, i)
