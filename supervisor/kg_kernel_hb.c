@@ -21,6 +21,7 @@ struct kg_kernel_hb_t {
   bool hung;
   bool answered;                /*  an echo came since the last deadline      */
   int missed;                   /*  deadlines in a row without an echo        */
+  uint64_t beats;               /*  echoes counted since arming               */
   uint64_t first_seq;           /*  the first ping of this arming             */
   uint64_t seq;                 /*  the last ping sent                        */
   int64_t deadline;             /*  next tick, 0 when not armed               */
@@ -142,6 +143,7 @@ s_drain(kg_kernel_hb_t *self)
     if (*end || k < self->first_seq || k > self->seq)
       continue;
     if (self->armed) {
+      self->beats++;
       self->answered = true;
       self->missed = 0;
     }
@@ -157,6 +159,7 @@ kg_kernel_hb_arm(kg_kernel_hb_t *self, bool on, int64_t now_ms)
   self->armed = on;
   self->hung = false;
   self->missed = 0;
+  self->beats = 0;
   self->answered = false;
   if (!on) {
     self->deadline = 0;
@@ -200,6 +203,12 @@ int
 kg_kernel_hb_missed(const kg_kernel_hb_t *self)
 {
   return self->missed;
+}
+
+uint64_t
+kg_kernel_hb_beats(const kg_kernel_hb_t *self)
+{
+  return self->beats;
 }
 
 int64_t

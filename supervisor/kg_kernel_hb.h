@@ -82,6 +82,10 @@ kg_khb_status_t kg_kernel_hb_tick(kg_kernel_hb_t *self, int64_t now_ms);
 kg_khb_status_t kg_kernel_hb_status(const kg_kernel_hb_t *self);
 int kg_kernel_hb_missed(const kg_kernel_hb_t *self);
 
+/*  Echoes of this arming's pings counted so far (a test's condition to
+    wait on; 0 after arming). */
+uint64_t kg_kernel_hb_beats(const kg_kernel_hb_t *self);
+
 /*  When tick must run next (monotonic ms), or 0 when not armed. */
 int64_t kg_kernel_hb_deadline(const kg_kernel_hb_t *self);
 
