@@ -75,7 +75,7 @@ def test_kernel_start_fault(tmp_path, fault):
         # libzmq aborts on a failed allocation by design: its alloc_assert
         # ("FATAL ERROR: OUT OF MEMORY (src/....cpp:N)"), its errno_assert
         # when a libc call inside it fails with ENOMEM ("Cannot allocate
-        # memory (src/ip_resolver.cpp:542)": getaddrinfo's allocation), or
+        # memory (src/ip_resolver.cpp:542)"), or
         # an uncaught std::bad_alloc from its C++ `new` (libzmq is the only C++ code in
         # kguard). Which allocation is the Nth depends on libzmq's I/O
         # thread, so either can be hit: a library behaviour, reported in
