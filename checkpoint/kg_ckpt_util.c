@@ -3,10 +3,10 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
-#include <pthread.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
