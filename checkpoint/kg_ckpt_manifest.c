@@ -219,9 +219,12 @@ kg_ckpt_manifest_decode(const char *json, size_t len, kg_ckpt_manifest_t **out,
 {
   int rc = 0;
   kg_ckpt_manifest_t *self = NULL;
-  cJSON *root = cJSON_ParseWithLength(json, len);
+  int parse_rc = 0;
+  cJSON *root = kg_ckpt_json_parse(json, len, &parse_rc);
   const char *s;
   int64_t n;
+  if (parse_rc == KG_ENOMEM)
+    FAIL(KG_ENOMEM, "out of memory while parsing the manifest");
   if (!cJSON_IsObject(root))
     FAIL(KG_ECKPT_MALFORMED, "manifest is not a JSON object");
   if (!(s = s_str(root, "format", 64)) || strcmp(s, "kguard-checkpoint") != 0)

@@ -56,8 +56,12 @@ s_cap_data(void *arg, const void *buf, size_t len)
 static int
 s_parse(kg_ckpt_set_t *s, const char *dir, const char *json, size_t len)
 {
-  cJSON *root = cJSON_ParseWithLength(json, len);
   int rc = KG_ECKPT_MALFORMED;
+  cJSON *root = kg_ckpt_json_parse(json, len, &rc);
+  if (!root && rc == KG_ENOMEM) {
+    snprintf(s->reason, sizeof s->reason, "out of memory while parsing the set index");
+    return rc;
+  }
   const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
   const cJSON *run = cJSON_GetObjectItemCaseSensitive(root, "run");
   const cJSON *step = cJSON_GetObjectItemCaseSensitive(root, "step");

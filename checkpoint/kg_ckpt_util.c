@@ -1,10 +1,12 @@
 /*  kg_ckpt_util: time, name checks and filesystem helpers for checkpoints. */
 #include "kg_ckpt_util.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,4 +231,35 @@ kg_ckpt_opendir(const char *dir, DIR **d)
     return e;
   }
   return 1;
+}
+
+/*  Allocation failures inside cJSON on this thread (kg_ckpt_json_parse). */
+static _Thread_local unsigned long s_json_nomem;
+static pthread_once_t s_json_once = PTHREAD_ONCE_INIT;
+
+static void *
+s_json_malloc(size_t size)
+{
+  void *p = malloc(size);
+  if (!p)
+    s_json_nomem++;
+  return p;
+}
+
+static void
+s_json_hooks(void)
+{
+  cJSON_Hooks hooks = {s_json_malloc, free};
+  cJSON_InitHooks(&hooks);
+}
+
+struct cJSON *
+kg_ckpt_json_parse(const char *json, size_t len, int *rc)
+{
+  pthread_once(&s_json_once, s_json_hooks);
+  unsigned long before = s_json_nomem;
+  cJSON *root = json ? cJSON_ParseWithLength(json, len) : NULL;
+  if (!root)
+    *rc = s_json_nomem != before ? KG_ENOMEM : KG_ECKPT_MALFORMED;
+  return root;
 }

@@ -52,6 +52,15 @@ int kg_ckpt_dirname(const char *path, char *buf, size_t size);
     symbolic link. Returns 0 or -errno (ENOENT counts as success). */
 int kg_ckpt_remove_tree_at(int dirfd, const char *name);
 
+struct cJSON;
+
+/*  cJSON_ParseWithLength, telling an allocation failure apart from bad
+    JSON (cJSON returns NULL for both): the tree (the caller owns it) or
+    NULL with *rc KG_ENOMEM when an allocation failed while parsing, else
+    KG_ECKPT_MALFORMED. Installs allocation hooks in cJSON once per process
+    (plain malloc/free that note a failure, per thread). */
+struct cJSON *kg_ckpt_json_parse(const char *json, size_t len, int *rc);
+
 /*  Lower-case hex of len bytes into out (at least 2*len+1 bytes). */
 /*  Open dir for reading its entries (O_DIRECTORY, close-on-exec): 1 with
     *d set (closedir it), 0 if dir does not exist (*d NULL), or -errno. */

@@ -46,6 +46,12 @@ s_archive_fail(kg_ckpt_report_t *r, struct archive *a, const char *member, const
 {
   const char *msg = archive_error_string(a);
   int err = archive_errno(a);
+  /* libarchive names every problem it finds in the file; it fails
+     without a word only where its own allocation failed (e.g. a filter
+     slot calloc'd in archive_read_open1): a system failure, not a verdict. */
+  if (!msg && err == 0)
+    return s_set(r, KG_ENOMEM, member, "%s: libarchive failed without a reason "
+                 "(out of memory)", what);
   if (!msg)
     msg = "unknown libarchive error";
   if (err == EIO || err == ENOMEM || err == EBADF)
@@ -215,8 +221,13 @@ s_verify_zip(int fd, kg_ckpt_report_t *r)
   struct archive *a = archive_read_new();
   if (!a)
     return s_set(r, KG_ENOMEM, NULL, "out of memory");
-  archive_read_support_format_zip_seekable(a);
   int rc = 0;
+  /* ARCHIVE_FATAL here is libarchive failing to allocate its reader, not
+     anything about the file. */
+  if (archive_read_support_format_zip_seekable(a) != ARCHIVE_OK) {
+    archive_read_free(a);
+    return s_set(r, KG_ENOMEM, NULL, "out of memory");
+  }
   if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
     /* A zip whose central directory is gone was cut short. */
     rc = s_set(r, KG_ECKPT_TRUNC, NULL,
@@ -520,8 +531,15 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
     rc = s_set(r, KG_ENOMEM, NULL, "out of memory");
     goto out;
   }
-  archive_read_support_filter_zstd(a);
-  archive_read_support_format_tar(a);
+  /* As for zip: a registration that fails is out of memory. (zstd may
+     answer ARCHIVE_WARN: an external program instead of the library.) */
+  if (archive_read_support_filter_zstd(a) < ARCHIVE_WARN
+      || archive_read_support_format_tar(a) != ARCHIVE_OK) {
+    archive_read_free(a);
+    free(rd.buf);
+    rc = s_set(r, KG_ENOMEM, NULL, "out of memory");
+    goto out;
+  }
   if (archive_read_open2(a, &rd, NULL, s_read_cb, NULL, NULL) != ARCHIVE_OK) {
     /* Our archives start with the manifest's header (or zstd's magic): one
        that cannot even be opened was cut inside its first header. */

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kg_error.h"
@@ -122,10 +124,81 @@ kg_paths_python_dir(char *buf, size_t len)
 }
 
 /*  Runtime dirs of a kguard that died without cleaning up (SIGKILL, a
-    crash) would pile up, each holding a connection file with a key. Each
-    dir records its owner's pid in "owner"; a dir of ours whose owner no
-    longer exists is removed. Dirs without an owner file, of another user,
-    or whose owner is alive (or whose pid was reused) are left alone. */
+    crash) would pile up, each holding a connection file with a key.
+
+    Liveness is a lock, not a pid: each dir holds "lock", a file its
+    creator keeps write-locked (a POSIX record lock) for its whole life.
+    The kernel releases such a lock when the process ends however it ends,
+    and a fork does not inherit it (the keeper and the kernel never hold
+    it), so "lock exists and nobody holds it" means the owner is gone:
+    even when it was killed before or while writing its "owner" record,
+    and whatever process now has its pid. "lock" appears only already
+    locked: it is locked under a temporary name and hard-linked into place.
+
+    Dirs of kguard versions from before the lock have only "owner" (a pid):
+    removed when that pid no longer exists. A dir with neither that is
+    empty (its creator died between mkdtemp and the lock) is removed after
+    a minute. Dirs of another user, or of this very process (POSIX locks do
+    not conflict within one process), are left alone. */
+#define S_LOCK_NAME "lock"
+#define S_EMPTY_GRACE_S 60
+
+/*  The lock of the dir this process made (kept open for its life: closing
+    any fd of the file would drop a POSIX lock). */
+static int s_lock_fd = -1;
+
+/*  Try to write-lock dir's lock file. 1: locked (nobody held it; *fd_out
+    open, the caller closes it, which unlocks), 0: held by a live process,
+    -1: no lock file (or unreadable). */
+static int
+s_try_lock(const char *dir, int *fd_out)
+{
+  char path[PATH_MAX];
+  if (s_fmt(path, sizeof path, dir, "/", S_LOCK_NAME))
+    return -1;
+  int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return -1;
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+  if (fcntl(fd, F_SETLK, &fl) != 0) {
+    close(fd);
+    return (errno == EACCES || errno == EAGAIN) ? 0 : -1;
+  }
+  *fd_out = fd;
+  return 1;
+}
+
+/*  The pid in dir's owner record, or 0 when it has none or it is not a
+    number. */
+static long
+s_owner_pid(const char *dir)
+{
+  char owner[PATH_MAX];
+  char *text = NULL;
+  size_t size = 0;
+  if (s_fmt(owner, sizeof owner, dir, "/", "owner") || kg_file_read(owner, 32, &text, &size))
+    return 0;
+  char *end = NULL;
+  long pid = strtol(text, &end, 10);
+  free(text);
+  return end != text && pid > 0 ? pid : 0;
+}
+
+/*  True if dir has no entries but . and .. */
+static bool
+s_dir_empty(const char *dir)
+{
+  DIR *d = opendir(dir);
+  if (!d)
+    return false;
+  struct dirent *e;
+  bool empty = true;
+  while (empty && (e = readdir(d)))
+    empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+  closedir(d);
+  return empty;
+}
+
 static void
 s_reap_stale(const char *parent)
 {
@@ -136,27 +209,58 @@ s_reap_stale(const char *parent)
   while ((e = readdir(d))) {
     if (strncmp(e->d_name, "kguard-", 7) != 0 || strlen(e->d_name) != 13)
       continue;
-    char dir[PATH_MAX], owner[PATH_MAX];
-    if (s_fmt(dir, sizeof dir, parent, "/", e->d_name)
-        || s_fmt(owner, sizeof owner, dir, "/", "owner"))
+    char dir[PATH_MAX];
+    if (s_fmt(dir, sizeof dir, parent, "/", e->d_name))
       continue;
     struct stat st;
     if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
       continue;
-    char *text = NULL;
-    size_t size = 0;
-    if (kg_file_read(owner, 32, &text, &size) != 0)
+    long pid = s_owner_pid(dir);
+    if (pid == (long) getpid())
       continue;
-    char *end = NULL;
-    long pid = strtol(text, &end, 10);
-    bool valid = end != text && pid > 0;
-    free(text);
-    if (valid && kill((pid_t) pid, 0) != 0 && errno == ESRCH) {
-      kg_info("removing the runtime directory %s of kguard %ld, which is gone", dir, pid);
-      kg_paths_remove_tree(dir);
+    int fd = -1;
+    int lock = s_try_lock(dir, &fd);
+    const char *why = NULL;
+    if (lock == 1)
+      why = "its lock is free";
+    else if (lock < 0 && pid > 0 && kill((pid_t) pid, 0) != 0 && errno == ESRCH)
+      why = "its owner pid is gone";
+    else if (lock < 0 && pid == 0 && s_dir_empty(dir)
+             && time(NULL) - st.st_mtime > S_EMPTY_GRACE_S)
+      why = "empty and ownerless for a minute";
+    if (why) {
+      kg_info("removing the runtime directory %s of a kguard that is gone (%s)", dir, why);
+      kg_paths_remove_tree(dir);   /* while holding the lock */
     }
+    if (fd >= 0)
+      close(fd);
   }
   closedir(d);
+}
+
+/*  Create dir's lock file already locked (see s_reap_stale): locked under
+    a temporary name, then linked into place. Returns the open, locked fd,
+    or -errno. */
+static int
+s_make_lock(const char *dir)
+{
+  char tmp[PATH_MAX], path[PATH_MAX];
+  if (s_fmt(tmp, sizeof tmp, dir, "/", ".lock-XXXXXX")
+      || s_fmt(path, sizeof path, dir, "/", S_LOCK_NAME))
+    return KG_ETOOBIG;
+  int fd = mkostemp(tmp, O_CLOEXEC);   /* 0600 */
+  if (fd < 0)
+    return -errno;
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+  int rc = 0;
+  if (fcntl(fd, F_SETLK, &fl) != 0 || link(tmp, path) != 0)
+    rc = -errno;
+  unlink(tmp);
+  if (rc) {
+    close(fd);
+    return rc;
+  }
+  return fd;
 }
 
 static int
@@ -168,6 +272,14 @@ s_make_runtime_dir(char *buf, size_t len, const char *parent)
   s_reap_stale(parent);
   if (!mkdtemp(buf))   /* 0700 */
     return -errno;
+  int fd = s_make_lock(buf);
+  if (fd < 0) {
+    kg_paths_remove_tree(buf);
+    return fd;
+  }
+  if (s_lock_fd >= 0)
+    close(s_lock_fd);   /* a second runtime dir: the first one's owner goes */
+  s_lock_fd = fd;
   char owner[PATH_MAX], pid[24];
   int n = snprintf(pid, sizeof pid, "%ld\n", (long) getpid());
   if (s_fmt(owner, sizeof owner, buf, "/", "owner") == 0)

@@ -28,10 +28,13 @@ int kg_paths_data_dir(char *buf, size_t len);
 int kg_paths_python_dir(char *buf, size_t len);
 
 /*  Create a private 0700 runtime dir "kguard-XXXXXX" under $XDG_RUNTIME_DIR
-    (if set and usable) or /tmp, with an "owner" file holding this process's
-    pid. Stale runtime dirs of this user whose owner process is gone (a
-    kguard killed with SIGKILL) are removed first. Returns 0 or -errno. The
-    caller removes the new dir (kg_paths_remove_tree). */
+    (if set and usable) or /tmp, with a "lock" file this process keeps
+    write-locked (POSIX record lock, not inherited by children) until it
+    ends, and an "owner" file holding its pid. Stale runtime dirs of this
+    user whose owner is gone (a kguard killed with SIGKILL, even while it
+    was writing "owner") are removed first: those whose lock nobody holds
+    (see s_reap_stale in kg_paths.c). Returns 0 or -errno. The caller
+    removes the new dir (kg_paths_remove_tree). */
 int kg_paths_runtime_dir(char *buf, size_t len);
 
 /*  Remove dir and the files directly inside it (runtime dirs only hold

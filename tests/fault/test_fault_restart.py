@@ -64,21 +64,16 @@ def reply_to(kc, msg_id, timeout):
 
 
 # rename #1 is the atomic write of the runtime directory's "owner" file:
-# killed there, the directory has no owner file, and kg_paths' reaper skips
-# directories without one, so it stays forever (reported; the fix belongs
-# in supervisor/kg_paths.c: also reap an ownerless kguard-XXXXXX that is
-# older than a minute, or write the owner file before mkdtemp's rename-free
-# path can be interrupted, e.g. create it with O_EXCL directly).
-# Not strict: which write is rename #1 depends on the environment (under
-# ctest it can be another atomic write, and then the case passes).
-OWNERLESS = pytest.mark.xfail(strict=False, reason="ownerless runtime dir is never reaped")
+# killed there, the directory has no owner record; kg_paths' reaper still
+# removes it, because its "lock" (held by a live kguard for its whole life)
+# is free (test_supervisor_units.runtime_dir_lock_decides has the cases).
 
 
 # fork #1 spawns kernel #1; #2 and #3 are the restart's helper and the new
 # kernel; rename #2 is the incident record's atomic write. (A restart makes
 # no 4th fork; renameat2 is kguard-ckpt's, covered by fault.ckpt.)
 @pytest.mark.parametrize("fault", ["fork:2:kill", "fork:3:kill",
-                                   pytest.param("rename:1:kill", marks=OWNERLESS),
+                                   "rename:1:kill",
                                    "rename:2:kill"])
 def test_sigkill_during_restart(tmp_path, monkeypatch, fault):
     root = str(tmp_path)

@@ -103,6 +103,108 @@ def ckpt_seeds(kguard, out):
                     t.extractfile("KGUARD-MANIFEST.json").read())
     shutil.rmtree(work)
 
+# ---- the gate (fuzz_gate.c's op encoding) ------------------------------
+# Scenarios of tests/unit/supervisor/test_gate.c's tables, as op sequences.
+SHELL, CONTROL, STDIN = 0, 2, 3
+EXECUTE, INBAND, REQUEST, OTHER = 0, 1, 2, 3
+EV = {n: i for i, n in enumerate(
+    "KERNEL_READY SPAWN_FAILED START_TIMEOUT STICKY EVIDENCE_DONE CHILD_EXIT "
+    "STOPPED_RESTART STOPPED_RESTORE STOPPED_GIVE_UP RESTORED TIMER USER_RESTART "
+    "SHUTDOWN SHUTDOWN_REQUEST SHUTDOWN_REPLIED".split())}
+
+
+def g_arrive(ch, kind, restart=0, date=None):
+    b = bytes([0, ch | kind << 2 | restart << 4])
+    if date is None:
+        return b + b"\x00"
+    how, v = date
+    if how == "ago":
+        return b + bytes([1 | (v // 50) << 2])
+    if how == "ahead":
+        return b + bytes([2 | (v // 50) << 2])
+    iso = v.encode()
+    return b + bytes([3 | len(iso) << 2]) + iso
+
+
+def g_ev(name):
+    return bytes([4, EV[name]])
+
+
+def g_time(ms):
+    return bytes([5, ms // 100])
+
+
+NOTICE, TOLD = b"\x06", b"\x07"
+
+
+def g_reply(error=0, idle=1):
+    return bytes([3, error, idle])
+
+
+def gate_seeds(out):
+    default = b"\xff\xff"
+    restart = g_ev("EVIDENCE_DONE") + g_ev("STOPPED_RESTART") + g_ev("TIMER") + \
+        g_ev("KERNEL_READY")
+    scenarios = {
+        # Run All while kguard restarts: the queued cells are answered, the
+        # ones arriving during the restart and in the window too; one made
+        # after the notice runs, and so does anything after the window
+        "run-all-during-restart": default + g_arrive(SHELL, EXECUTE) + g_arrive(SHELL, EXECUTE)
+        + g_arrive(SHELL, EXECUTE) + g_ev("STICKY") + g_arrive(SHELL, EXECUTE)
+        + g_ev("EVIDENCE_DONE") + g_arrive(SHELL, EXECUTE) + g_ev("STOPPED_RESTART")
+        + g_ev("TIMER") + g_arrive(SHELL, REQUEST) + g_ev("KERNEL_READY") + NOTICE
+        + g_time(300) + g_arrive(SHELL, EXECUTE, date=("ago", 1000))
+        + g_arrive(SHELL, EXECUTE, date=("ahead", 100)) + g_reply() + g_time(2000)
+        + g_arrive(SHELL, EXECUTE) + g_reply(),
+        # the failing reply told the frontend before the notice
+        "told-before-notice": default + g_arrive(SHELL, EXECUTE) + g_ev("STICKY") + TOLD
+        + g_time(100) + g_arrive(SHELL, EXECUTE, date=("ahead", 50))
+        + g_arrive(SHELL, EXECUTE, date=("ago", 200)) + restart + NOTICE + g_reply(),
+        # the kernel died on its own, a checkpoint restored
+        "died-restore": default + g_arrive(SHELL, EXECUTE) + g_ev("CHILD_EXIT")
+        + g_arrive(SHELL, EXECUTE) + g_ev("STOPPED_RESTORE") + g_ev("RESTORED") + g_ev("TIMER")
+        + g_ev("KERNEL_READY") + NOTICE + g_time(2500) + g_arrive(SHELL, EXECUTE),
+        # policy gave up: DOWN answers, `%kguard status`, then `%kguard restart`
+        "down-then-restart": default + g_arrive(SHELL, EXECUTE) + g_ev("STICKY")
+        + g_ev("EVIDENCE_DONE") + g_ev("STOPPED_GIVE_UP") + NOTICE + g_arrive(SHELL, EXECUTE)
+        + g_arrive(SHELL, REQUEST) + g_arrive(SHELL, INBAND) + g_arrive(SHELL, INBAND, 1)
+        + g_arrive(SHELL, EXECUTE) + g_ev("KERNEL_READY"),
+        # stop_on_error: the queue is aborted, the probe awaited
+        "stop-on-error-probe": default + g_arrive(SHELL, EXECUTE) + g_arrive(SHELL, EXECUTE)
+        + g_arrive(SHELL, REQUEST) + g_arrive(CONTROL, REQUEST) + g_reply(1, 0)
+        + g_arrive(SHELL, EXECUTE) + b"\x08\x00" + b"\x08\x01" + g_reply(),
+        # `kguard restart` on control while a cell runs and others wait
+        "control-restart": default + g_arrive(SHELL, EXECUTE) + g_arrive(SHELL, EXECUTE)
+        + g_arrive(SHELL, OTHER) + g_arrive(CONTROL, INBAND, 1) + g_arrive(SHELL, EXECUTE)
+        + g_ev("STOPPED_RESTART") + g_ev("TIMER") + g_ev("KERNEL_READY"),
+        # stdin input while stopping is dropped; shutdown while held
+        "stdin-and-shutdown": default + g_arrive(SHELL, EXECUTE) + g_arrive(STDIN, OTHER)
+        + g_ev("STICKY") + g_arrive(STDIN, OTHER) + g_arrive(SHELL, EXECUTE)
+        + g_ev("SHUTDOWN_REQUEST") + g_arrive(SHELL, EXECUTE),
+        # header dates as the frontend writes them (wall clock 0 = 2023-11-14T22:13:20Z)
+        "iso-dates": b"\x02\x00" + g_arrive(SHELL, EXECUTE) + g_ev("STICKY") + restart + NOTICE
+        + g_arrive(SHELL, EXECUTE, date=("iso", "2023-11-14T22:13:21.500Z"))
+        + g_arrive(SHELL, EXECUTE, date=("iso", "2023-11-14T23:13:21+01:00"))
+        + g_arrive(SHELL, EXECUTE, date=("iso", "2023-11-14 22:13:19.999999"))
+        + g_arrive(SHELL, EXECUTE, date=("iso", "2026-02-31T00:00:00Z")),
+        # a crash or death while still starting
+        "death-while-starting": default + g_ev("STICKY") + g_ev("EVIDENCE_DONE")
+        + g_ev("STOPPED_RESTART") + g_ev("TIMER") + g_time(3000) + g_arrive(SHELL, EXECUTE)
+        + g_ev("CHILD_EXIT") + g_arrive(SHELL, EXECUTE) + g_ev("STOPPED_RESTART"),
+    }
+    for name, data in scenarios.items():
+        put(out, "gate", name, data)
+
+
+# ---- `%kguard` cells (tests/unit/supervisor/test_inband_cmd.c) ---------
+def inband_seeds(out):
+    cells = ["%kguard status", "%kguard restart", "%kguard restart --diagnostic",
+             "  \n%kguard\tstatus\nprint(1)", "%kguard", "%kguard stats",
+             "%kguard restart --diagnostic x", "%kguardx", "print('hi')",
+             "%kguard r\u00e9start " + "\u00e9" * 80]
+    for i, c in enumerate(cells):
+        put(out, "inband", "cell-%d" % i, c.encode())
+
 
 def main():
     kguard, out = sys.argv[1], sys.argv[2]
@@ -112,6 +214,8 @@ def main():
     copy_dir(out, "rules", os.path.join(SRC, "supervisor", "rules"), ".json")
     copy_dir(out, "notebook", os.path.join(SRC, "tests", "run", "notebooks"), ".ipynb")
     ckpt_seeds(kguard, out)
+    gate_seeds(out)
+    inband_seeds(out)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 #
 #   tests/fuzz/run_fuzz.sh BUILD_DIR HARNESS SECONDS
 #
-# HARNESS is msg, conninfo, rules, notebook, manifest or archive (or `all`).
+# HARNESS is msg, conninfo, rules, notebook, manifest, archive, gate or inband
+# (or `all`).
 # The test command runs each for a few seconds; for a long campaign run e.g.
 #
 #   cmake --preset fuzz && cmake --build --preset fuzz -j2
@@ -20,7 +21,7 @@ secs=$3
 here=$(cd "$(dirname "$0")" && pwd)
 python=${KGUARD_PYTHON:-/usr/bin/python3}
 seeds=$build/fuzz-seeds
-if [ ! -d "$seeds/keys" ]; then
+if [ ! -d "$seeds/keys" ] || [ ! -d "$seeds/inband" ]; then   # made by an older make_seeds.py
   "$python" "$here/make_seeds.py" "$build/kguard" "$seeds.tmp"
   rm -rf "$seeds"
   mv "$seeds.tmp" "$seeds"
@@ -48,7 +49,7 @@ run_one() {
 }
 
 if [ "$which" = all ]; then
-  for h in msg conninfo rules notebook manifest archive; do run_one "$h"; done
+  for h in msg conninfo rules notebook manifest archive gate inband; do run_one "$h"; done
 else
   run_one "$which"
 fi
