@@ -5,6 +5,8 @@
     once. */
 #include "kg_sup_priv.h"
 
+#include "kg_inband_cmd.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,72 +52,62 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
     snprintf(buf + n, len - (size_t) n, "down: %s\n", S->down_reason ? S->down_reason : "");
 }
 
-/*  The command line of a `%kguard` cell (its first non-blank text), or
-    NULL if msg is not one. */
+/*  The cell's code if msg is a `%kguard` cell (kg_inband_cmd.h), else NULL. */
 static const char *
-s_inband_line(kg_msg_t *msg)
+s_inband_code(kg_msg_t *msg)
 {
   const cJSON *code = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                        "code");
-  if (!cJSON_IsString(code))
-    return NULL;
-  const char *p = code->valuestring;
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-    p++;
-  if (strncmp(p, "%kguard", 7) != 0 || (p[7] && !isspace((unsigned char) p[7])))
-    return NULL;
-  return p;
+  return cJSON_IsString(code) && kg_inband_cmd_match(code->valuestring) ? code->valuestring
+                                                                        : NULL;
 }
 
 bool
 kg__inband_match(kg_msg_t *msg)
 {
-  return s_inband_line(msg) != NULL;
+  return s_inband_code(msg) != NULL;
 }
 
-static bool s_inband_run(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch, char *line);
+static bool s_inband_run(kg_sup_t *S, kg_pending_entry_t *e, const kg_inband_cmd_t *c);
 
 bool
 kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
 {
-  const char *p = s_inband_line(msg);
-  if (!p)
+  const char *code = s_inband_code(msg);
+  if (!code)
     return false;
-  /* The whole first line, however long the user made it. */
-  char *line = strndup(p, strcspn(p, "\n"));
-  if (!line)
-    return false;
-  bool handled = s_inband_run(S, msg, ch, line);
-  free(line);
-  return handled;
+  kg_inband_cmd_t c;
+  kg_inband_cmd_parse(code, &c);   /* any length; a USAGE answer names the problem */
+  kg_pending_entry_t *e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
+  if (e)
+    s_inband_run(S, e, &c);
+  kg_inband_cmd_clear(&c);
+  return true;
 }
 
 static bool
-s_inband_run(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch, char *line)
+s_inband_run(kg_sup_t *S, kg_pending_entry_t *e, const kg_inband_cmd_t *c)
 {
-  char *save = NULL;
-  strtok_r(line, " \t\r", &save);
-  const char *cmd = strtok_r(NULL, " \t\r", &save);
-  const char *opt = cmd ? strtok_r(NULL, " \t\r", &save) : NULL;
-  kg_pending_entry_t *e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
-  if (!e)
-    return true;
-  if (cmd && strcmp(cmd, "status") == 0 && !opt) {
+  if (c->kind == KG_INBAND_STATUS) {
     char text[4096];
     s_status_text(S, text, sizeof text);
     kg__answer_stream(S, e, text, true);
     return true;
   }
-  if (cmd && strcmp(cmd, "doctor") == 0 && !opt) {
+  if (c->kind == KG_INBAND_DOCTOR) {
     kg__doctor_start(S, e);   /* answered when `kguard doctor` ends */
     return true;
   }
-  bool diagnostic = opt && strcmp(opt, "--diagnostic") == 0;
-  if (!cmd || strcmp(cmd, "restart") != 0 || (opt && !diagnostic)) {
-    kg__answer_stream(S, e, "usage: %kguard restart [--diagnostic] | %kguard status | "
-                      "%kguard doctor\n", false);
+  if (c->kind != KG_INBAND_RESTART) {
+    char *text = NULL;
+    if (asprintf(&text, "kguard: %s\n%s\n", c->error ? c->error : "not a command",
+                 kg_inband_cmd_usage()) < 0)
+      text = NULL;
+    kg__answer_stream(S, e, text ? text : kg_inband_cmd_usage(), false);
+    free(text);
     return true;
   }
+  bool diagnostic = c->diagnostic;
   if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING
       || S->state == KG_ST_RESTORING || kg_state_exiting(S->state)) {
     kg__answer_stream(S, e, "kguard: a restart is already in progress\n", true);

@@ -115,6 +115,12 @@ kg_inband_cmd_parse(const char *code, kg_inband_cmd_t *cmd)
     cmd->kind = KG_INBAND_STATUS;
     return 0;
   }
+  if (s_is(word, len, "doctor")) {
+    if (s_word(&p, &extra, &extra_len))
+      return s_usage(cmd, "doctor takes no argument, got", extra, extra_len);
+    cmd->kind = KG_INBAND_DOCTOR;
+    return 0;
+  }
   if (!s_is(word, len, "restart"))
     return s_usage(cmd, "unknown command", word, len);
   bool diagnostic = false;
@@ -140,5 +146,5 @@ kg_inband_cmd_clear(kg_inband_cmd_t *cmd)
 const char *
 kg_inband_cmd_usage(void)
 {
-  return "usage: %kguard restart [--diagnostic] | %kguard status";
+  return "usage: %kguard restart [--diagnostic] | %kguard status | %kguard doctor";
 }

@@ -7,6 +7,7 @@
     the rest of the cell is not looked at):
 
       %kguard status
+      %kguard doctor
       %kguard restart [--diagnostic]
 
     Leading blanks and newlines before `%kguard` are skipped; `%kguard`
@@ -34,6 +35,7 @@ typedef enum {
   KG_INBAND_NONE = 0,           /*  not a `%kguard` cell                      */
   KG_INBAND_STATUS,             /*  `%kguard status`                          */
   KG_INBAND_RESTART,            /*  `%kguard restart [--diagnostic]`          */
+  KG_INBAND_DOCTOR,             /*  `%kguard doctor`                          */
   KG_INBAND_USAGE               /*  a `%kguard` cell kguard cannot run: error */
 } kg_inband_kind_t;
 
@@ -56,7 +58,7 @@ int kg_inband_cmd_parse(const char *code, kg_inband_cmd_t *cmd);
 void kg_inband_cmd_clear(kg_inband_cmd_t *cmd);
 
 /*  The usage line ("usage: %kguard restart [--diagnostic] | %kguard
-    status"), static storage, without a newline. */
+    status | %kguard doctor"), static storage, without a newline. */
 const char *kg_inband_cmd_usage(void);
 
 #endif

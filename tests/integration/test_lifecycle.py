@@ -178,3 +178,23 @@ def test_kernel_info_from_cache_while_restarting(env):
     assert time.monotonic() - t0 < 2.5, "kernel_info waited for the new kernel"
     # requests sent meanwhile are held and run in the fresh kernel
     assert kernel_pid(col) != pid1
+
+
+def test_inband_cell_errors_name_the_problem(env):
+    """A `%kguard` cell kguard cannot run is answered by kguard (never sent to
+    the kernel, which would raise a NameError), naming the problem and the
+    usage; the kernel is not restarted."""
+    env.spec()
+    km, kc = env.start()
+    col = Collector(kc)
+    pid = kernel_pid(col)
+    for cell, problem in (("%kguard restart --diag", "restart: unknown option '--diag'"),
+                          ("%kguard restart --diagnostic now",
+                           "restart: unexpected argument 'now'"),
+                          ("%kguard " + "x" * 5000, "unknown command '" + "x" * 10)):
+        reply, msgs = col.run(cell)
+        text = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+        assert reply["content"]["status"] == "error", reply["content"]
+        assert problem in text and "usage: %kguard restart" in text, text
+        assert len(text) < 1000, "the offending word is quoted cut, not whole"
+    assert kernel_pid(col) == pid

@@ -42,6 +42,8 @@ KG_TEST(inband_cmd_table)
     {"%kguard Status", KG_INBAND_USAGE, false, "unknown command 'Status'"},
     {"%kguard statusx", KG_INBAND_USAGE, false, "unknown command 'statusx'"},
     {"%kguard status now", KG_INBAND_USAGE, false, "status takes no argument, got 'now'"},
+    {"%kguard doctor", KG_INBAND_DOCTOR, false, NULL},
+    {"%kguard doctor --json", KG_INBAND_USAGE, false, "doctor takes no argument, got '--json'"},
     {"%kguard restart --diag", KG_INBAND_USAGE, false, "restart: unknown option '--diag'"},
     {"%kguard restart --diagnostic x", KG_INBAND_USAGE, false,
      "restart: unexpected argument 'x'"},
