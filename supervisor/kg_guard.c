@@ -391,6 +391,7 @@ kg__guard_after_stop(kg_sup_t *S)
 {
   bool exited, signalled;
   kg_preflight_cancel(S->preflight);   /* verdict recorded; none is due any more */
+  kg__hang_forget(S);                  /* its pinger goes with the process */
   if (kg_kernel_present(S->kernel))
     S->prev_kernel_pid = (long) kg_kernel_pid(S->kernel);
   int st = kg_kernel_release(S->kernel, &exited, &signalled);   /* and its group's leftovers */
@@ -418,11 +419,16 @@ kg__guard_after_stop(kg_sup_t *S)
     kg__fire(S, KG_EV_STOPPED_RESTART);
     return;
   case KG__STOP_DIED:
+  case KG__STOP_HUNG:
   case KG__STOP_TIMEOUT:
   case KG__STOP_NONE: {
     char evalue[512];
     if (S->stop_reason == KG__STOP_TIMEOUT)
       snprintf(evalue, sizeof evalue, "the kernel did not become ready in time");
+    else if (S->stop_reason == KG__STOP_HUNG)
+      snprintf(evalue, sizeof evalue,
+               "the kernel hung while this request was outstanding: %s; kguard stopped it "
+               "and starts a fresh kernel", S->hang_reason ? S->hang_reason : "");
     else
       snprintf(evalue, sizeof evalue,
                "the kernel process died (%s) while this request was outstanding; "
@@ -438,6 +444,8 @@ kg__guard_after_stop(kg_sup_t *S)
     info.signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     info.restarted = act == KG_POLICY_RESTART;
     info.reason = reason;
+    if (S->stop_reason == KG__STOP_HUNG && act == KG_POLICY_RESTART)
+      info.reason = evalue;   /* why kguard stopped it, not a death */
     /* The notice first: it is part of the running cell's output, which
        ends with kguard's reply and idle. */
     kg__notice_publish(S, act == KG_POLICY_RESTART ? KG_NOTICE_KERNEL_DIED : KG_NOTICE_DOWN,

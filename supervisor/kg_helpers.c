@@ -237,8 +237,9 @@ kg__helpers_deadline(const kg_sup_t *S)
       && kg_helper_progress(S->ckpt, NULL, NULL, &started, NULL))
     c = started + KG__RESTORE_NOTICE_MS;
   int64_t next = 0;
-  int64_t cands[5] = {a, b, c, kg__gpu_deadline(S), kg__standby_deadline(S)};
-  for (int i = 0; i < 5; i++)
+  int64_t cands[6] = {a, b, c, kg__gpu_deadline(S), kg__standby_deadline(S),
+                      kg__hang_deadline(S)};
+  for (int i = 0; i < 6; i++)
     if (cands[i] && (!next || cands[i] < next))
       next = cands[i];
   return next;
@@ -251,5 +252,6 @@ kg__guard_helpers_timers(kg_sup_t *S, int64_t now)
   kg_helper_timers(S->probe, now);
   kg__gpu_timers(S, now);
   kg__standby_timers(S, now);
+  kg__hang_timers(S, now);
   s_restore_notice(S, now);
 }

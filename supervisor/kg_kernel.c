@@ -181,6 +181,14 @@ kg_kernel_reason(const kg_kernel_t *self)
   return self->reason ? self->reason : "";
 }
 
+int
+kg_kernel_endpoint(const kg_kernel_t *self, kg_channel_t ch, char *buf, size_t len)
+{
+  if (self->generation == 0)
+    return KG_ENOKERNEL;
+  return kg_conninfo_endpoint(self->info, ch, buf, len);
+}
+
 const char *
 kg_kernel_conn_path(const kg_kernel_t *self)
 {

@@ -80,6 +80,10 @@ int kg_kernel_start(kg_kernel_t *self, char *const *argv, char *const *envp,
     Borrowed. */
 const char *kg_kernel_conn_path(const kg_kernel_t *self);
 
+/*  The ZeroMQ endpoint of the running kernel's channel ch (its heartbeat
+    too) into buf. 0, KG_ENOKERNEL before the first start, KG_ETOOBIG. */
+int kg_kernel_endpoint(const kg_kernel_t *self, kg_channel_t ch, char *buf, size_t len);
+
 /*  Why the last start failed ("" if it did not). Borrowed. */
 const char *kg_kernel_reason(const kg_kernel_t *self);
 

@@ -18,21 +18,21 @@
 
 /*  s_table[state][event]. Rows follow kg_state_t, columns kg_event_t:
     READY SPAWNFAIL STARTTO STICKY EVDONE CHILDEXIT RESTART RESTORE GIVEUP
-    RESTORED TIMER USERRESTART SHUTDOWN SHUTREQUEST SHUTREPLIED PREFLIGHTFAILED */
+    RESTORED TIMER USERRESTART SHUTDOWN SHUTREQUEST SHUTREPLIED HUNG PREFLIGHTFAILED */
 static const kg_state_t s_table[KG_ST_COUNT][KG_EV_COUNT] = {
-  /* STARTING  */ {RDY, DWN, STO, STO, N,   STO, N,   N,   N,   N,   N,   STO, ETM, EXI, N, STO},
-  /* READY     */ {N,   N,   N,   CLO, N,   STO, N,   N,   N,   N,   N,   STO, ETM, EXI, N, N},
-  /* CLOSING   */ {N,   N,   N,   N,   STO, STO, N,   N,   N,   N,   N,   N,   ETM, EXI, N, N},
-  /* STOPPING  */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   KIL, N,   ETM, EXI, N, N},
-  /* KILLING   */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   N,   N,   ETM, EXI, N, N},
-  /* RESTORING */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   BAK, N,   N,   ETM, EXI, N, N},
-  /* BACKOFF   */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, STA, ETM, EXI, N, N},
-  /* DOWN      */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, ETM, EXI, N, N},
-  /* EXITING   */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   EWT, N,   ETM, N,   EWT, N},
-  /* EXIT_WAIT */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   ETM, N,   ETM, N,   N, N},
-  /* EXIT_TERM */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   EKL, N,   N,   N,   N, N},
-  /* EXIT_KILL */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   EXD, N,   N,   N,   N, N},
-  /* EXITED    */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N, N},
+  /* STARTING  */ {RDY, DWN, STO, STO, N,   STO, N,   N,   N,   N,   N,   STO, ETM, EXI, N,   N,   STO},
+  /* READY     */ {N,   N,   N,   CLO, N,   STO, N,   N,   N,   N,   N,   STO, ETM, EXI, N,   STO, N},
+  /* CLOSING   */ {N,   N,   N,   N,   STO, STO, N,   N,   N,   N,   N,   N,   ETM, EXI, N,   N,   N},
+  /* STOPPING  */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   KIL, N,   ETM, EXI, N,   N,   N},
+  /* KILLING   */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   N,   N,   ETM, EXI, N,   N,   N},
+  /* RESTORING */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   BAK, N,   N,   ETM, EXI, N,   N,   N},
+  /* BACKOFF   */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, STA, ETM, EXI, N,   N,   N},
+  /* DOWN      */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, ETM, EXI, N,   N,   N},
+  /* EXITING   */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   EWT, N,   ETM, N,   EWT, N,   N},
+  /* EXIT_WAIT */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   ETM, N,   ETM, N,   N,   N,   N},
+  /* EXIT_TERM */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   EKL, N,   N,   N,   N,   N,   N},
+  /* EXIT_KILL */ {N,   N,   N,   N,   N,   EXD, N,   N,   N,   N,   EXD, N,   N,   N,   N,   N,   N},
+  /* EXITED    */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N},
 };
 
 kg_state_t
@@ -59,7 +59,7 @@ kg_event_name(kg_event_t event)
     "KERNEL_READY", "SPAWN_FAILED", "START_TIMEOUT", "STICKY", "EVIDENCE_DONE",
     "CHILD_EXIT", "STOPPED_RESTART", "STOPPED_RESTORE", "STOPPED_GIVE_UP",
     "RESTORED", "TIMER", "USER_RESTART", "SHUTDOWN", "SHUTDOWN_REQUEST",
-    "SHUTDOWN_REPLIED", "PREFLIGHT_FAILED"};
+    "SHUTDOWN_REPLIED", "HUNG", "PREFLIGHT_FAILED"};
   return event >= 0 && event < KG_EV_COUNT ? names[event] : "?";
 }
 

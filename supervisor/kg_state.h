@@ -64,6 +64,8 @@ typedef enum {
                                     terminate the kernel now                 */
   KG_EV_SHUTDOWN_REQUEST,       /*  shutdown_request forwarded to the kernel */
   KG_EV_SHUTDOWN_REPLIED,       /*  the kernel's shutdown_reply came         */
+  KG_EV_HUNG,                   /*  the kernel stopped answering its heartbeat
+                                    while a cell ran (kg_sup_hang.c)          */
   KG_EV_PREFLIGHT_FAILED,       /*  the pre-flight probe beside the start
                                     found the device failing or hung          */
   KG_EV_COUNT

@@ -26,6 +26,7 @@
 #include "kg_gate.h"
 #include "kg_helper.h"
 #include "kg_incident.h"
+#include "kg_kernel_hb.h"
 #include "kg_inband_doctor.h"
 #include "kg_preflight.h"
 #include "kg_kernel.h"
@@ -62,7 +63,8 @@ typedef enum {
   KG__STOP_STICKY,              /*  sticky GPU error                         */
   KG__STOP_USER,                /*  %kguard restart / kguard restart          */
   KG__STOP_TIMEOUT,             /*  never became ready                       */
-  KG__STOP_DEVICE               /*  the pre-flight found the device failing  */
+  KG__STOP_DEVICE,              /*  the pre-flight found the device failing  */
+  KG__STOP_HUNG                 /*  it stopped answering its heartbeat       */
 } kg__stop_t;
 
 /*  The configuration: filled in once by kg_supervisor_new (from the
@@ -171,6 +173,10 @@ struct kg_supervisor_t {
   bool restore_noticed;         /*  the long-restore progress notice is out  */
   char **kernel_envp;           /*  environment of the running kernel        */
   int kernel_starts;            /*  kernels started or promoted, this kguard */
+  kg_kernel_hb_t *hb;           /*  pings the kernel while a cell runs (kg_sup_hang.c) */
+  pid_t hb_pid;                 /*  the kernel process hb pings              */
+  kg_kernel_hb_config_t hb_cfg; /*  its period and misses                    */
+  char *hang_reason;            /*  why the kernel was declared hung, or NULL */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
   bool preflight_after_sticky;  /*  this start follows a sticky error        */
   long prev_kernel_pid;         /*  the stopped kernel's pid, for the memory note */
@@ -307,6 +313,12 @@ void kg__gpu_poll(kg_sup_t *S);
 void kg__gpu_timers(kg_sup_t *S, int64_t now);
 int64_t kg__gpu_deadline(const kg_sup_t *S);
 int kg__gpu_fds(const kg_sup_t *S, int *fds, int max);
+
+/* kg_sup_hang.c: a kernel that stops answering its heartbeat mid-cell */
+int kg__hang_init(kg_sup_t *S);
+void kg__hang_forget(kg_sup_t *S);            /* the kernel process is gone */
+void kg__hang_timers(kg_sup_t *S, int64_t now);
+int64_t kg__hang_deadline(const kg_sup_t *S);
 
 /* kg_kenv.c */
 void kg__guard_env(kg_sup_t *S, char ***envp_p);

@@ -195,7 +195,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
   if (!S->diag || !S->prev_diag || !S->policy || !S->pending
-      || !S->gate || !S->evq || !S->ckpt || !S->probe || kg__gpu_init(S) != 0)
+      || !S->gate || !S->evq || !S->ckpt || !S->probe || kg__gpu_init(S) != 0 || kg__hang_init(S) != 0)
     goto fail;
   kg_evq_bind(S->evq, s_apply_cb, S);   /* kg__fire, from any file, applies here */
 
@@ -258,6 +258,8 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
   kg__gpu_destroy(S);
+  kg__hang_forget(S);
+  free(S->hang_reason);
   kg_front_destroy(&S->front);
   if (S->ctx)
     zmq_ctx_term(S->ctx);

@@ -40,6 +40,11 @@ KG_TEST(state_every_state_event)
   /* a failing device at the start stops the fresh kernel; nowhere else */
   KG_CHECK_INT(kg_state_next(KG_ST_STARTING, KG_EV_PREFLIGHT_FAILED), KG_ST_STOPPING);
   KG_CHECK_INT(kg_state_next(KG_ST_READY, KG_EV_PREFLIGHT_FAILED), KG_ST_NONE);
+  /* a kernel that stops answering mid-cell is stopped from READY only (in
+     CLOSING it is being stopped already; elsewhere there is no cell) */
+  for (int st = 0; st < KG_ST_COUNT; st++)
+    KG_CHECK_INT(kg_state_next((kg_state_t) st, KG_EV_HUNG),
+                 st == KG_ST_READY ? KG_ST_STOPPING : KG_ST_NONE);
   KG_CHECK_STR(kg_state_name(KG_ST_NONE), "NONE");
 }
 
