@@ -8,6 +8,8 @@
 */
 #include "kg_conninfo.h"
 
+#include "kg_jsonscan.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -142,8 +144,18 @@ s_get_port(const cJSON *root, const char *name, int *port, char *err, size_t err
 static int
 s_parse(kg_conninfo_t *info, const char *data, size_t size, char *err, size_t errlen)
 {
-  cJSON *root = cJSON_ParseWithLength(data, size);
-  if (!root || !cJSON_IsObject(root)) {
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(data, size, &end, false);
+  if (!root) {
+    size_t off = end && end >= data ? (size_t) (end - data) : 0;
+    if (kg_jsonscan_depth_at(data, size, off) >= CJSON_NESTING_LIMIT)
+      kg_errf(err, errlen, "not a JSON object: nested more than %d levels deep at byte %zu",
+              CJSON_NESTING_LIMIT, off);
+    else
+      kg_errf(err, errlen, "not a JSON object: syntax error at byte %zu", off);
+    return KG_ECONNFILE;
+  }
+  if (!cJSON_IsObject(root)) {
     cJSON_Delete(root);
     kg_errf(err, errlen, "not a JSON object");
     return KG_ECONNFILE;

@@ -232,3 +232,34 @@ kg_jsonscan_stream(kg_frame_t content, size_t max_raw, bool *is_stderr,
     return KG_ENOTFOUND;
   return kg_jsonscan_string_pieces(spans[1], max_raw, fn, arg);
 }
+
+size_t
+kg_jsonscan_depth_at(const char *text, size_t len, size_t off)
+{
+  const char *p = text, *e = text + (off < len ? off : len), *end = text + len;
+  size_t depth = 0;
+  while (p < e) {
+    switch (*p) {
+    case '"': {
+      const char *q = s_string_end(p, end);
+      if (!q)
+        return depth;
+      p = q + 1;
+      continue;
+    }
+    case '[':
+    case '{':
+      depth++;
+      break;
+    case ']':
+    case '}':
+      if (depth)
+        depth--;
+      break;
+    default:
+      break;
+    }
+    p++;
+  }
+  return depth;
+}

@@ -57,4 +57,12 @@ int kg_jsonscan_string_pieces(kg_frame_t value, size_t max_raw, kg_jsonscan_piec
 int kg_jsonscan_stream(kg_frame_t content, size_t max_raw, bool *is_stderr,
                        kg_jsonscan_piece_fn *fn, void *arg);
 
+/*  Why a parser stopped at byte off of text (len bytes): the nesting depth
+    there, counting the [ and { not yet closed outside strings (a string
+    left open or a bad escape ends the count where it starts). cJSON refuses
+    documents nested deeper than CJSON_NESTING_LIMIT (1000) and says only
+    where it stopped; with this the message can say "nested too deeply"
+    instead of "syntax error". off past len counts to len. */
+size_t kg_jsonscan_depth_at(const char *text, size_t len, size_t off);
+
 #endif

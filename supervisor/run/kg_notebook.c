@@ -3,6 +3,8 @@
 */
 #include "kg_notebook.h"
 
+#include "kg_jsonscan.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -188,7 +190,12 @@ kg_notebook_parse(const char *text, size_t len, kg_notebook_t **self_p, char *er
       else
         col++;
     }
-    kg_errf(err, errlen, "not JSON: syntax error near line %d, column %d", line, col);
+    if (kg_jsonscan_depth_at(text, len, off) >= CJSON_NESTING_LIMIT)
+      kg_errf(err, errlen, "nested more than %d levels deep near line %d, column %d (the "
+              "JSON reader's limit); a notebook this deep is refused", CJSON_NESTING_LIMIT, line,
+              col);
+    else
+      kg_errf(err, errlen, "not JSON: syntax error near line %d, column %d", line, col);
     return KG_ENOTEBOOK;
   }
   int rc = s_validate(root, err, errlen);

@@ -75,6 +75,17 @@ s_reject(const char *text, const char *needle)
 KG_TEST(notebook_reject)
 {
   s_reject("{\"cells\": [", "not JSON");
+  {
+    /*  Deeper than cJSON reads: said as such, not as a syntax error. */
+    size_t depth = 1200, n = 0;
+    char *deep = malloc(2 * depth + 64);
+    n += (size_t) sprintf(deep, "{\"cells\": [], \"metadata\": {\"a\": ");
+    memset(deep + n, '[', depth);
+    memset(deep + n + depth, ']', depth);
+    strcpy(deep + n + 2 * depth, "}}");
+    s_reject(deep, "nested more than 1000 levels deep");
+    free(deep);
+  }
   s_reject("[1, 2]", "not a JSON object");
   s_reject("{\"nbformat\": 3, \"worksheets\": []}", "nbformat 3 is not supported");
   s_reject("{\"cells\": []}", "nbformat");

@@ -204,5 +204,26 @@ KG_TEST(stream_content)
   KG_CHECK_INT(a.calls, 0);
 }
 
-KG_TEST_MAIN(KG_CASE(members), KG_CASE(pieces_match_cjson), KG_CASE(escapes_never_split),
+/*  The nesting depth where a parser stopped: strings (escaped quotes and
+    brackets inside them) do not count, closings do. */
+KG_TEST(depth_at)
+{
+  static const struct { const char *text; size_t off; size_t depth; } rows[] = {
+    {"", 0, 0},
+    {"{\"a\": [1, [2", 99, 3},
+    {"{\"a\": [1, [2]]}", 99, 0},
+    {"{\"a\": [1, [2]]}", 6, 1},
+    {"[\"[[{\\\"[\", [", 99, 2},
+    {"[\"open string [[[", 99, 1},
+    {"]]]{", 99, 1},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    size_t d = kg_jsonscan_depth_at(rows[i].text, strlen(rows[i].text), rows[i].off);
+    if (d != rows[i].depth)
+      fprintf(stderr, "row %zu: %s\n", i, rows[i].text);
+    KG_CHECK_INT(d, rows[i].depth);
+  }
+}
+
+KG_TEST_MAIN(KG_CASE(depth_at), KG_CASE(members), KG_CASE(pieces_match_cjson), KG_CASE(escapes_never_split),
              KG_CASE(malformed), KG_CASE(stream_content))
