@@ -148,7 +148,8 @@ s_judge(kg_exec_s *E, kg_exec_evidence_t ev, int status, int64_t step)
   if (v == KG_EXEC_PROOF) {
     char how[64] = "";
     if (ev == KG_EXEC_EV_STALL)
-      snprintf(how, sizeof how, "no progress for %lld ms", (long long) E->cfg.stall_ms);
+      snprintf(how, sizeof how, "no progress for %lld ms",
+               (long long) kg_exec_stall_ms(E->cfg.stall_ms, E->longest_step_gap_ms));
     else
       kg_child_describe(status, how, sizeof how);
     char why[128];
@@ -454,10 +455,11 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       E->fault_mono_ms = kg_clock_mono_ms();
       const kg_match_t *m = kg_diagnosis_suspect(E->diag) ? kg_diagnosis_suspicion(E->diag)
                                                              : kg_diagnosis_match(E->diag);
+      int64_t stall = kg_exec_stall_ms(E->cfg.stall_ms, E->longest_step_gap_ms);
       kg_notice("exec: sticky error text seen (%s): a fault once a process fails or "
-                "training stalls for %lld ms", m && m->family ? m->family->id : "?",
-                (long long) E->cfg.stall_ms);
-      s_enter(E, KG_EX_SUSPECT, E->fault_mono_ms + E->cfg.stall_ms);
+                "training stalls for %lld ms%s", m && m->family ? m->family->id : "?",
+                (long long) stall, E->cfg.stall_ms < 0 ? " (4 x its longest step)" : "");
+      s_enter(E, KG_EX_SUSPECT, E->fault_mono_ms + stall);
     } else if (ev.kind == KG_EXE_LEADER_EXIT) {
       s_leader_exit_running(E, (int) ev.arg);
     } else if (ev.kind == KG_EXE_PEER_FAULT) {
@@ -548,7 +550,7 @@ kg_exec_config_default(kg_exec_config_t *config)
 {
   memset(config, 0, sizeof *config);
   config->max_restarts = 3;
-  config->stall_ms = 60000;
+  config->stall_ms = -1;   /* auto: kg_exec_stall_ms */
   config->kill_grace_ms = 10000;
   config->preempt_grace_ms = 25000;
   config->backoff_initial_ms = 1000;

@@ -30,7 +30,8 @@ typedef struct {
   const char *name;             /* run name (logs, KGUARD_RUN_ID)               */
   const char *rules_path;       /* NULL: the shipped rules                      */
   int max_restarts;             /* restart budget (kg_policy window)            */
-  int64_t stall_ms;             /* no progress after a suspicion = proof        */
+  int64_t stall_ms;             /* no progress after a suspicion = proof; -1 auto
+                                   (kg_exec_stall_ms: the job's own pace)        */
   int64_t kill_grace_ms;        /* TERM → KILL after a fault                    */
   int64_t preempt_grace_ms;     /* TERM/USR1 from the scheduler → KILL          */
   int64_t backoff_initial_ms;   /* kg_policy backoff                            */

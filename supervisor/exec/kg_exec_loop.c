@@ -36,6 +36,8 @@ kg_ex_start_command(kg_exec_s *E)
   if (!E->envp)
     return KG_ENOMEM;
   kg_child_opts_t opts = {.argv = E->cfg.argv, .envp = E->envp, .capture = true};
+  E->last_step_mono_ms = 0;   /* the pace is this run's: start-up is no gap */
+  E->longest_step_gap_ms = 0;
   kg_child_destroy(&E->leader);
   int rc = kg_child_spawn(&opts, &E->leader);
   if (rc != 0) {
@@ -258,6 +260,10 @@ s_read_group(kg_exec_s *E, int which)
                                           kg_clock_wall_ms());
     int64_t step = kg_diagnosis_last_step(E->diag);
     if (step > E->last_step) {
+      int64_t now = kg_clock_mono_ms();
+      if (E->last_step_mono_ms > 0 && now - E->last_step_mono_ms > E->longest_step_gap_ms)
+        E->longest_step_gap_ms = now - E->last_step_mono_ms;   /* the job's pace */
+      E->last_step_mono_ms = now;
       E->last_step = step;
       kg_ex_fire(E, KG_EXE_STEP, step);
     }

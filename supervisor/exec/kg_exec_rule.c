@@ -58,3 +58,15 @@ kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t step, int64_t step
   }
   return KG_EXEC_KEEP;
 }
+
+int64_t
+kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms)
+{
+  if (configured_ms >= 0)
+    return configured_ms;
+  if (longest_gap_ms <= 0)
+    return KG_EXEC_STALL_MAX_MS;
+  int64_t ms = longest_gap_ms > KG_EXEC_STALL_MAX_MS / 4 ? KG_EXEC_STALL_MAX_MS
+                                                         : 4 * longest_gap_ms;
+  return ms < KG_EXEC_STALL_MIN_MS ? KG_EXEC_STALL_MIN_MS : ms;
+}

@@ -70,4 +70,17 @@ typedef enum {
 kg_exec_verdict_t kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t step,
                                 int64_t step_at_suspicion);
 
+/*  How long training may make no progress after a sticky error text before
+    that stall is the proof. configured_ms >= 0 (--stall-timeout): that.
+    Otherwise (auto, the default) it follows the job's own pace: four times
+    the longest gap between two consecutive completed steps seen in this
+    run of the command (longest_gap_ms), within KG_EXEC_STALL_MIN_MS ..
+    KG_EXEC_STALL_MAX_MS; KG_EXEC_STALL_MAX_MS before two steps were seen.
+    A poisoned rank that stays alive is then found in seconds in a job with
+    fast steps, and a job with slow steps is never killed for printing the
+    text while it goes on. Pure. */
+#define KG_EXEC_STALL_MIN_MS 2000
+#define KG_EXEC_STALL_MAX_MS 60000
+int64_t kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms);
+
 #endif

@@ -1,6 +1,8 @@
 /*  kg_exec_rule: the proof rule and the exit codes, as tables. */
 #include <sys/wait.h>
 
+#include <stdint.h>
+
 #include "kg_exec_rule.h"
 #include "kg_test.h"
 
@@ -46,4 +48,25 @@ KG_TEST(exit_codes_for_schedulers)
   KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, EXITED(0)), 1);
 }
 
-KG_TEST_MAIN(KG_CASE(proof_needs_failure_or_stall), KG_CASE(exit_codes_for_schedulers))
+/*  The stall that proves a fault follows the job's pace unless the user
+    set one: a job of 50 ms steps is judged in 2 s, one of 10 s steps in
+    40 s, never past 60 s, and 60 s before the pace is known. */
+KG_TEST(stall_follows_the_pace)
+{
+  static const struct { int64_t configured, gap, want; } rows[] = {
+    {-1, 0, KG_EXEC_STALL_MAX_MS},        /* fewer than two steps seen */
+    {-1, 50, KG_EXEC_STALL_MIN_MS},       /* fast steps: the floor */
+    {-1, 700, 2800},
+    {-1, 10000, 40000},
+    {-1, 15000, KG_EXEC_STALL_MAX_MS},
+    {-1, INT64_MAX / 2, KG_EXEC_STALL_MAX_MS},   /* no overflow */
+    {1500, 50, 1500},                     /* --stall-timeout wins */
+    {0, 10000, 0},
+    {90000, 0, 90000},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    KG_CHECK_INT(kg_exec_stall_ms(rows[i].configured, rows[i].gap), rows[i].want);
+}
+
+KG_TEST_MAIN(KG_CASE(proof_needs_failure_or_stall), KG_CASE(exit_codes_for_schedulers),
+             KG_CASE(stall_follows_the_pace))
