@@ -1,13 +1,13 @@
 """Time to detect a poisoned rank, split into its parts, over many trials;
 and the no-false-kill soak (issue 15, part 1).
 
-    /usr/bin/python3 bench/resilience/detect.py detect [--trials 200] [--stall 1.5]
+    /usr/bin/python3 bench/resilience/detect.py detect [--trials 200] [--stall S]
         [--on-fault hang|die] [--step-ms 50]
-    /usr/bin/python3 bench/resilience/detect.py soak [--steps 1000] [--stall 1.5] [--step-ms 20]
+    /usr/bin/python3 bench/resilience/detect.py soak [--steps 1000] [--stall S] [--step-ms 20]
     (--kguard PATH, default build/dev/kguard; --short: a few trials / 60 steps,
     what ctest -L bench runs)
 
-One host, `kguard exec --stall-timeout S -- python3 noisy_job.py` (no torch:
+One host, `kguard exec [--stall-timeout S] -- python3 noisy_job.py` (no torch:
 a trial starts in ~0.1 s). detect: the job trains (steps of --step-ms,
 "kguard: completed step N"), and at a random step prints PyTorch's illegal
 memory access traceback; --on-fault hang (default): the rank stays alive and
@@ -72,14 +72,20 @@ def _first(rows, text):
 
 
 def _exec(tmp, job_args, timeout):
+    stall = [] if ARGS.stall is None else ["--stall-timeout", str(ARGS.stall)]
     cmd = [ARGS.kguard, "exec", "--state-dir", str(tmp / "state"), "--max-restarts", "0",
-           "--stall-timeout", str(ARGS.stall), "--kill-grace", "2", "--",
+           *stall, "--kill-grace", "2", "--",
            PY, str(JOB), "--report", str(tmp / "report.jsonl"), *job_args]
     p = subprocess.run(cmd, env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=timeout)
     rep = [json.loads(x) for x in (tmp / "report.jsonl").read_text().splitlines()] \
         if (tmp / "report.jsonl").exists() else []
     return p.returncode, p.stdout, rep
+
+
+def _stall_words():
+    return ("--stall-timeout %g" % ARGS.stall if ARGS.stall is not None
+            else "with its default stall (4 x the job's longest step gap, 1.5-60 s)")
 
 
 def _pct(v, q):
@@ -117,7 +123,7 @@ def detect():
             rows.append(r)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; "
           f"load average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end")
-    print(f"time to detect: 1 host, kguard exec --stall-timeout {ARGS.stall:g}, poisoned rank "
+    print(f"time to detect: 1 host, kguard exec {_stall_words()}, poisoned rank "
           f"{'stays alive and blocked' if ARGS.on_fault == 'hang' else 'exits 1 after the text'}"
           f", steps of {ARGS.step_ms:g} ms, {len(rows)} of {ARGS.trials} trials complete")
     for k in ("suspect", "prove", "kill", "total"):
@@ -150,7 +156,7 @@ def soak():
         kills = proofs + terms + (starts - 1) + (code != 0)
         print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; "
               f"load average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end")
-        print(f"no-false-kill soak: 1 host, kguard exec --stall-timeout {ARGS.stall:g}, "
+        print(f"no-false-kill soak: 1 host, kguard exec {_stall_words()}, "
               f"{ARGS.steps} fault-free steps of {ARGS.step_ms:g} ms with a noisy stderr line "
               f"each ({tracebacks} tracebacks, {out.count('Warning')} warnings), {wall:.0f} s")
         print(f"  steps completed {steps} (job done: {bool(done)}), exit {code}, starts "
@@ -170,7 +176,9 @@ def main():
     ap.add_argument("--kguard", default=str(ROOT / "build" / "dev" / "kguard"))
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--stall", type=float, default=1.5)
+    ap.add_argument("--stall", type=float, default=None,
+                    help="--stall-timeout for kguard exec (default: kguard's own, which "
+                         "follows the job's pace)")
     ap.add_argument("--step-ms", type=float, default=None,
                     help="default 50 (detect), 20 (soak)")
     ap.add_argument("--on-fault", choices=["hang", "die"], default="hang")

@@ -37,7 +37,7 @@ static const char s_help[] =
   "  --name NAME           run name: log file, KGUARD_RUN_ID (default: exec)\n"
   "  --stall-timeout S     seconds without progress after a sticky error text that\n"
   "                        prove the fault (default: 4 x the longest gap between\n"
-  "                        two completed steps of the run, 2 to 60; 60 before\n"
+  "                        two completed steps of the run, 1.5 to 60; 60 before\n"
   "                        two steps were seen)\n"
   "  --kill-grace S        SIGTERM to SIGKILL after a fault (default 10)\n"
   "  --preempt-grace S     after SIGTERM/SIGUSR1 from a scheduler, seconds the\n"

@@ -79,7 +79,7 @@ kg_exec_verdict_t kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t 
     A poisoned rank that stays alive is then found in seconds in a job with
     fast steps, and a job with slow steps is never killed for printing the
     text while it goes on. Pure. */
-#define KG_EXEC_STALL_MIN_MS 2000
+#define KG_EXEC_STALL_MIN_MS 1500
 #define KG_EXEC_STALL_MAX_MS 60000
 int64_t kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms);
 

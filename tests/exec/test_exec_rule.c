@@ -49,13 +49,14 @@ KG_TEST(exit_codes_for_schedulers)
 }
 
 /*  The stall that proves a fault follows the job's pace unless the user
-    set one: a job of 50 ms steps is judged in 2 s, one of 10 s steps in
+    set one: a job of 50 ms steps is judged in 1.5 s, one of 10 s steps in
     40 s, never past 60 s, and 60 s before the pace is known. */
 KG_TEST(stall_follows_the_pace)
 {
   static const struct { int64_t configured, gap, want; } rows[] = {
     {-1, 0, KG_EXEC_STALL_MAX_MS},        /* fewer than two steps seen */
     {-1, 50, KG_EXEC_STALL_MIN_MS},       /* fast steps: the floor */
+    {-1, 300, KG_EXEC_STALL_MIN_MS},
     {-1, 700, 2800},
     {-1, 10000, 40000},
     {-1, 15000, KG_EXEC_STALL_MAX_MS},
