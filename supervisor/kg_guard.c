@@ -73,7 +73,7 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
       kg_diagnosis_clear_suspicion(S->diag);
       return;
     }
-    S->suspect_mono_ms = kg_clock_mono_ms();
+    kg_devcheck_suspected(S->devcheck, kg_clock_mono_ms());
     kg_warning("suspicion: GPU error text (%s) in %s output, not raised by the cell; the "
                "device is probed when the cell ends", sm && sm->family ? sm->family->id : "?",
                sm && sm->source == KG_SRC_STREAM ? "printed" : "raw pipe");
@@ -133,7 +133,7 @@ kg__guard_confirm(kg_sup_t *S, const kg_match_t *probe)
 {
   kg_diag_event_t ev = kg_diagnosis_confirm(S->diag, probe, kg_clock_wall_ms());
   if (ev == KG_DIAG_STICKY)
-    kg_gate_fault(S->gate, KG_GATE_FAULT_STICKY, S->suspect_mono_ms);
+    kg_gate_fault(S->gate, KG_GATE_FAULT_STICKY, kg_devcheck_suspect_ms(S->devcheck));
   s_on_event(S, ev, NULL);
 }
 
@@ -152,10 +152,7 @@ kg__guard_kernel_started(kg_sup_t *S)
   S->failing_msg_id = NULL;
   S->failing_replied = false;
   kg_gate_abort_clear(S->gate);   /* that kernel is gone */
-  kg__set_str(&S->check_id, NULL);
-  kg_msg_destroy(&S->check_reply);
-  cJSON_Delete(S->check_idle);
-  S->check_idle = NULL;
+  kg_devcheck_reset(S->devcheck);   /* its probe and held reply too */
 }
 
 /*  A stream's text, piece by piece (kg_jsonscan_stream). */

@@ -20,6 +20,7 @@
 #include "kg_child.h"
 #include "kg_classifier.h"
 #include "kg_conninfo.h"
+#include "kg_devcheck.h"
 #include "kg_diagnosis.h"
 #include "kg_evq.h"
 #include "kg_front.h"
@@ -49,7 +50,6 @@
 #define KG__SHUTDOWN_REPLY_MS 1000
 #define KG__DROPLOG_BURST 5        /* dropped messages logged in full ...   */
 #define KG__DROPLOG_INTERVAL_MS 10000 /* ... per kind per interval          */
-#define KG__CHECK_MS 10000        /* the device probe's answer (issue 16)   */
 #define KG__HELPER_STALL_MS 30000 /* a helper silent this long is killed */
 #define KG__RESTORE_NOTICE_MS 2000 /* a restore this long gets a progress notice */
 #define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
@@ -146,13 +146,9 @@ struct kg_supervisor_t {
   bool failing_guessed;         /*  chosen without a parent (raw evidence)   */
   /*  The running request and ipykernel's stop_on_error probe: kg_gate. */
   int64_t trim_at_ms;           /*  give freed message memory back then      */
-  /* suspicion and device probe (kg_check.c) */
-  char *check_id;               /*  kguard's probe execute_request, or NULL  */
-  int64_t check_started_ms, check_deadline_ms;
-  int64_t suspect_mono_ms;      /*  when the suspicion came (monotonic)      */
-  kg_msg_t *check_reply;        /*  the suspected cell's reply, held until the
-                                    probe decides (owned)                    */
-  cJSON *check_idle;            /*  that cell's header when its idle was held */
+  kg_devcheck_t *devcheck;      /*  suspicion and device probe: its id and
+                                    deadline, the held reply and idle
+                                    (kg_devcheck.h; kg_check.c drives it)    */
   int exit_status;              /*  wait status of the stopped kernel        */
   bool exit_known;              /*  it ended by itself (not killed by us)    */
   kg_backend_t backend;         /*  known backend (diagnosis or probe)       */

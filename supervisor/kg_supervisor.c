@@ -190,12 +190,13 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   s_rw(S)->standby = config->standby;
   S->policy = kg_policy_new(&s_rw(S)->policy_config);
   S->gate = kg_gate_new(config->stale_window_ms);
+  S->devcheck = kg_devcheck_new();
   S->evq = kg_evq_new();
   S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
   if (!S->diag || !S->prev_diag || !S->policy || !S->pending
-      || !S->gate || !S->evq || !S->ckpt || !S->probe || kg__gpu_init(S) != 0)
+      || !S->gate || !S->devcheck || !S->evq || !S->ckpt || !S->probe || kg__gpu_init(S) != 0)
     goto fail;
   kg_evq_bind(S->evq, s_apply_cb, S);   /* kg__fire, from any file, applies here */
 
@@ -284,9 +285,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(S->down_reason);
   free(S->shutdown_msg_id);
   free(S->session);
-  free(S->check_id);
-  kg_msg_destroy(&S->check_reply);
-  cJSON_Delete(S->check_idle);
+  kg_devcheck_destroy(&S->devcheck);
   kg__free_envp(&S->kernel_envp);
   kg__config_t *C = s_rw(S);
   if (C->inner_argv)
