@@ -472,8 +472,9 @@ kg__guard_on_ready(kg_sup_t *S)
     kg__notice_fill(S, S->prev_diag, &info);
     info.restarted = true;
     char extra[512] = "";
-    if (S->restore_error && !info.checkpoint_restored)
-      snprintf(extra, sizeof extra, "No checkpoint was restored: %s.", S->restore_error);
+    const char *no_restore = kg_restore_error(S->restore);
+    if (no_restore && !info.checkpoint_restored)
+      snprintf(extra, sizeof extra, "No checkpoint was restored: %s.", no_restore);
     if (S->diagnostic) {
       size_t n = strlen(extra);
       snprintf(extra + n, sizeof extra - n, "%sThis kernel runs in %s.", n ? " " : "",
@@ -494,7 +495,7 @@ kg__guard_on_ready(kg_sup_t *S)
     S->after_ready_notice = NULL;
   }
   kg__settle_status(S, NULL);   /* the failing cell's idle, after its notice */
-  S->resume_pending = false;
+  kg_restore_handed_over(S->restore);
 }
 
 void

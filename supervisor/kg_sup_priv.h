@@ -33,6 +33,7 @@
 #include "kg_msg.h"
 #include "kg_notice.h"
 #include "kg_pending.h"
+#include "kg_restore.h"
 #include "kg_ratelog.h"
 #include "kg_policy.h"
 #include "kg_ring.h"
@@ -154,17 +155,12 @@ struct kg_supervisor_t {
   kg_backend_t backend;         /*  known backend (diagnosis or probe)       */
   bool diagnostic;              /*  the kernel being started is diagnostic   */
   bool want_diagnostic;         /*  the requested restart is diagnostic      */
-  cJSON *restore_result;        /*  resume-prepare's JSON, or NULL           */
-  char *restore_error;          /*  why no checkpoint was restored           */
-  char resume_dir[PATH_MAX];
-  char resume_archive[PATH_MAX];
-  long long resume_step;        /*  -1 when nothing was restored             */
-  bool resume_pending;          /*  give KGUARD_RESUME_* to the next kernel  */
+  kg_restore_t *restore;        /*  what resume-prepare said, what the next
+                                    kernel gets (kg_restore.h)               */
   cJSON *after_ready_notice;    /*  {"kind":..., "parent": header} or NULL   */
   char *down_reason;
   kg_helper_t *ckpt;            /*  `kguard ckpt resume-prepare`             */
   kg_helper_t *probe;           /*  `python -m kguard.probe` (versions)      */
-  bool restore_noticed;         /*  the long-restore progress notice is out  */
   char **kernel_envp;           /*  environment of the running kernel        */
   int kernel_starts;            /*  kernels started or promoted, this kguard */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
