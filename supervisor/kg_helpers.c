@@ -174,7 +174,7 @@ s_restore_notice(kg_sup_t *S, int64_t now)
   cJSON *k = cJSON_AddObjectToObject(meta, "kguard");
   cJSON_AddStringToObject(k, "event", "restore-progress");
   cJSON_AddItemToObject(content, "transient", cJSON_CreateObject());
-  kg__publish(S, "display_data", S->failing_header, &content, NULL);
+  kg__publish(S, "display_data", kg_failing_header(S->failing), &content, NULL);
 }
 
 void

@@ -36,7 +36,7 @@ kg__notice_fill(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info)
   info->backend = S->backend != KG_BACKEND_UNKNOWN ? S->backend : kg_diagnosis_backend(diag);
   info->assertion_line = kg_diagnosis_assertion(diag);
   info->execution_count = -1;
-  info->cell_code = S->failing_code;
+  info->cell_code = kg_failing_code(S->failing);
   if (S->incident) {
     info->incident_id = kg_incident_id(S->incident);
     info->incident_path = S->incident_path;
@@ -141,7 +141,8 @@ kg__incident_open(kg_sup_t *S, bool sticky)
   if (!S->incident)
     return;
   kg_incident_set_diagnosis(S->incident, S->diag);
-  kg_incident_set_cell(S->incident, S->failing_code, S->failing_msg_id, S->execution_count + 1);
+  kg_incident_set_cell(S->incident, kg_failing_code(S->failing), kg_failing_id(S->failing),
+                       S->execution_count + 1);
   kg_incident_set_last_step(S->incident, kg_diagnosis_last_step(S->diag));
   kg_incident_set_env(S->incident, S->kernel_envp);
   kg_incident_set_restarts(S->incident, kg_policy_restart_count(S->policy));

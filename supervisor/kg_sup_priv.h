@@ -23,6 +23,7 @@
 #include "kg_devcheck.h"
 #include "kg_diagnosis.h"
 #include "kg_evq.h"
+#include "kg_failing.h"
 #include "kg_front.h"
 #include "kg_gate.h"
 #include "kg_helper.h"
@@ -140,11 +141,9 @@ struct kg_supervisor_t {
   kg_policy_t *policy;
   kg_incident_t *incident;      /*  the current incident, if any             */
   char *incident_path;
-  cJSON *failing_header;        /*  header of the failing request            */
-  char *failing_msg_id;
-  char *failing_code;
-  bool failing_replied;         /*  its real execute_reply was relayed       */
-  bool failing_guessed;         /*  chosen without a parent (raw evidence)   */
+  kg_failing_t *failing;        /*  the failing request: id, code, header,
+                                    replied yet (kg_failing.h; kg_guard.c
+                                    sets it)                                 */
   /*  The running request and ipykernel's stop_on_error probe: kg_gate. */
   int64_t trim_at_ms;           /*  give freed message memory back then      */
   kg_devcheck_t *devcheck;      /*  suspicion and device probe: its id and
