@@ -4,7 +4,10 @@
     itself; kg_guard.c: evidence, sticky errors, incidents; kg_helpers.c: the
     probe and checkpoint children; kg_inband.c: %kguard cells; kg_kenv.c:
     the kernel's environment; kg_sup_kernel.c: starting the kernel object).
-    The inner kernel itself is an object (kg_kernel.h) held here. Not a
+    The inner kernel itself is an object (kg_kernel.h) held here, as are
+    the state of single concerns (issue 9): the device probe's (kg_devcheck.h,
+    driven by kg_check.c), the restore's result (kg_restore.h, kg_helpers.c)
+    and the failing request (kg_failing.h, kg_guard.c). Not a
     public header: names shared across those files carry the kg__ prefix.
     They call each other one way only (docs/ARCHITECTURE.md, checked by
     scripts/check-arrows.py).
