@@ -11,13 +11,19 @@
     emulation answers as a poisoned device would). Its iopub output and reply
     never reach the frontend. A sticky error in its reply confirms the fault
     (returned: the relay tells the guard, kg__guard_confirm); any other
-    answer clears the suspicion; no answer within KG__CHECK_MS (10 s) is a
+    answer clears the suspicion; no answer within KG_DEVCHECK_MS (10 s) is a
     hung device: confirmed. Meanwhile the
     relay holds every request (kg__check_pending), and the suspected cell's
     reply and idle, so that a confirmed fault is reported in that cell.
 
+    The probe's state (its id and deadline, the suspicion's time, the held
+    reply and idle) is the kg_devcheck object (S->devcheck), whose pure
+    verdict and timing logic is tested by tables; this file sends the probe
+    and logs what it decided.
+
     Arrows: kg_relay.c, kg_relay_kernel.c -> kg_check.c -> kg_sup_util.c,
-    the diagnosis; the verdict is returned, never passed up by a call.
+    kg_devcheck, the diagnosis; the verdict is returned, never passed up by
+    a call.
 */
 #include "kg_sup_priv.h"
 #include "kg_language.h"
@@ -35,13 +41,15 @@ static const char s_probe_code[] = "__import__('kguard.devprobe').devprobe.check
 bool
 kg__check_pending(const kg_sup_t *S)
 {
-  return S->check_id || (S->state == KG_ST_READY && kg_diagnosis_suspect(S->diag));
+  return kg_devcheck_probing(S->devcheck)
+         || (S->state == KG_ST_READY && kg_diagnosis_suspect(S->diag));
 }
 
 void
 kg__check_start(kg_sup_t *S)
 {
-  if (S->check_id || S->state != KG_ST_READY || !kg_diagnosis_suspect(S->diag))
+  if (kg_devcheck_probing(S->devcheck) || S->state != KG_ST_READY
+      || !kg_diagnosis_suspect(S->diag))
     return;
   if (!kg_language_is_python(kg__language(S))) {
     kg_notice("suspicion not checked: the inner kernel is not Python (log only)");
@@ -60,61 +68,44 @@ kg__check_start(kg_sup_t *S)
                            kg_kernel_signer(S->kernel), 0)
              : KG_ENOMEM;
   if (rc == 0)
-    kg__set_str(&S->check_id, kg_msg_id(m));
+    rc = kg_devcheck_sent(S->devcheck, kg_msg_id(m), kg_clock_mono_ms());
   kg_msg_destroy(&m);
-  if (rc || !S->check_id) {
+  if (rc) {
     kg_warning("unable to send the device probe (%s): suspicion cleared, logged only",
-               kg_strerror(rc ? rc : KG_ENOMEM));
+               kg_strerror(rc));
     kg_diagnosis_clear_suspicion(S->diag);
     return;
   }
-  S->check_started_ms = kg_clock_mono_ms();
-  S->check_deadline_ms = S->check_started_ms + KG__CHECK_MS;
   kg_info("suspicion: device probe sent to the kernel");
 }
 
 bool
 kg__check_iopub(kg_sup_t *S, kg_msg_t *msg)
 {
-  const char *parent = kg_msg_parent_id(msg);
-  return S->check_id && parent && strcmp(parent, S->check_id) == 0;
+  return kg_devcheck_is_probe(S->devcheck, kg_msg_parent_id(msg));
 }
 
 bool
 kg__check_reply(kg_sup_t *S, kg_msg_t *msg, bool *confirmed, kg_match_t *match)
 {
   *confirmed = false;
-  const char *parent = kg_msg_parent_id(msg);
-  if (!S->check_id || !parent || strcmp(parent, S->check_id) != 0)
+  if (!kg_devcheck_is_probe(S->devcheck, kg_msg_parent_id(msg)))
     return false;
-  int64_t took = kg_clock_mono_ms() - S->check_started_ms;
-  kg__set_str(&S->check_id, NULL);
+  int64_t took = kg_devcheck_answered(S->devcheck, kg_clock_mono_ms());
   const cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
-  const cJSON *status = cJSON_GetObjectItemCaseSensitive(content, "status");
-  const cJSON *ename = cJSON_GetObjectItemCaseSensitive(content, "ename");
-  const cJSON *evalue = cJSON_GetObjectItemCaseSensitive(content, "evalue");
-  if (cJSON_IsString(status) && strcmp(status->valuestring, "error") == 0) {
-    const char *en = cJSON_IsString(ename) ? ename->valuestring : "";
-    const char *ev = cJSON_IsString(evalue) ? evalue->valuestring : "";
-    size_t len = strlen(en) + strlen(ev) + 3;
-    char *text = malloc(len);
-    kg_match_t m;
-    bool sticky = false;
-    if (text) {
-      snprintf(text, len, "%s: %s", en, ev);
-      sticky = kg_classifier_match(S->rules, KG_SRC_EXECUTE_REPLY, text, strlen(text), &m)
-               && m.family && m.family->sticky;
-      free(text);
-    }
-    if (sticky) {
-      kg_error("device probe failed after %lld ms (%s): the suspicion is confirmed",
-               (long long) took, m.family->id);
-      *confirmed = true;   /* the caller tells the guard (kg__guard_confirm) */
-      *match = m;
-      return true;
-    }
-    kg_notice("device probe raised %s (not a GPU fault) after %lld ms: suspicion cleared", en,
-              (long long) took);
+  kg_match_t m;
+  kg_devcheck_verdict_t v = kg_devcheck_verdict(content, S->rules, &m);
+  if (v == KG_DEVCHECK_CONFIRMED) {
+    kg_error("device probe failed after %lld ms (%s): the suspicion is confirmed",
+             (long long) took, m.family->id);
+    *confirmed = true;   /* the caller tells the guard (kg__guard_confirm) */
+    *match = m;
+    return true;
+  }
+  if (v == KG_DEVCHECK_NOT_GPU) {
+    const cJSON *ename = cJSON_GetObjectItemCaseSensitive(content, "ename");
+    kg_notice("device probe raised %s (not a GPU fault) after %lld ms: suspicion cleared",
+              cJSON_IsString(ename) ? ename->valuestring : "", (long long) took);
   } else
     kg_notice("device probe passed after %lld ms: suspicion cleared, no restart",
               (long long) took);
@@ -125,16 +116,15 @@ kg__check_reply(kg_sup_t *S, kg_msg_t *msg, bool *confirmed, kg_match_t *match)
 int64_t
 kg__check_deadline(const kg_sup_t *S)
 {
-  return S->check_id ? S->check_deadline_ms : 0;
+  return kg_devcheck_deadline(S->devcheck);
 }
 
 bool
 kg__check_timers(kg_sup_t *S, int64_t now)
 {
-  if (!S->check_id || now < S->check_deadline_ms)
+  if (!kg_devcheck_expired(S->devcheck, now))
     return false;
   kg_error("the device probe did not answer within %d s: a hung device, the suspicion is "
-           "confirmed", KG__CHECK_MS / 1000);
-  kg__set_str(&S->check_id, NULL);
+           "confirmed", KG_DEVCHECK_MS / 1000);
   return true;   /* the caller tells the guard (kg__guard_confirm(S, NULL)) */
 }

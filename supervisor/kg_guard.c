@@ -42,22 +42,13 @@ s_set_failing(kg_sup_t *S, const char *parent)
   if (!e && kg_gate_running(S->gate))
     e = kg_pending_find(S->pending, kg_gate_running(S->gate));   /* the kernel said busy for it */
   /* Only a guess if neither the evidence nor the kernel's busy status named it. */
-  S->failing_guessed = e == NULL;
+  bool guessed = e == NULL;
   if (!e)
     e = kg_pending_running(S->pending);
-  free(S->failing_msg_id);
-  free(S->failing_code);
-  cJSON_Delete(S->failing_header);
-  S->failing_msg_id = NULL;
-  S->failing_code = NULL;
-  S->failing_header = NULL;
-  S->failing_replied = false;
-  if (e) {
-    S->failing_msg_id = strdup(e->msg_id);
-    S->failing_code = e->code ? strdup(e->code) : NULL;
-    S->failing_header = cJSON_Duplicate(e->header, 1);
-  } else if (parent)
-    S->failing_msg_id = strdup(parent);
+  if (e)
+    kg_failing_set(S->failing, e->msg_id, e->code, e->header, guessed);
+  else
+    kg_failing_set(S->failing, parent, NULL, NULL, guessed);
 }
 
 static void
@@ -73,7 +64,7 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
       kg_diagnosis_clear_suspicion(S->diag);
       return;
     }
-    S->suspect_mono_ms = kg_clock_mono_ms();
+    kg_devcheck_suspected(S->devcheck, kg_clock_mono_ms());
     kg_warning("suspicion: GPU error text (%s) in %s output, not raised by the cell; the "
                "device is probed when the cell ends", sm && sm->family ? sm->family->id : "?",
                sm && sm->source == KG_SRC_STREAM ? "printed" : "raw pipe");
@@ -88,11 +79,14 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
       e = kg_pending_running(S->pending);
     kg_warning("non-sticky GPU error (%s): advice, no restart",
                m && m->family ? m->family->id : "?");
-    /* A record of the advice, then the notice (the record's path is in it). */
-    char *saved_code = S->failing_code;
-    char *saved_id = S->failing_msg_id;
-    S->failing_code = e && e->code ? e->code : NULL;
-    S->failing_msg_id = e ? e->msg_id : NULL;
+    /* A record of the advice, then the notice (the record's path is in it),
+       naming the advised cell; the sticky failing request is kept aside. */
+    kg_failing_t *saved = S->failing;
+    kg_failing_t *advised = kg_failing_new();
+    if (advised) {
+      kg_failing_set(advised, e ? e->msg_id : NULL, e ? e->code : NULL, NULL, e == NULL);
+      S->failing = advised;
+    }
     kg_incident_t *keep = S->incident;
     char *keep_path = S->incident_path;
     S->incident = NULL;
@@ -107,8 +101,8 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
     free(S->incident_path);
     S->incident = keep;
     S->incident_path = keep_path;
-    S->failing_code = saved_code;
-    S->failing_msg_id = saved_id;
+    S->failing = saved;
+    kg_failing_destroy(&advised);
     return;
   }
   /* STICKY */
@@ -133,7 +127,7 @@ kg__guard_confirm(kg_sup_t *S, const kg_match_t *probe)
 {
   kg_diag_event_t ev = kg_diagnosis_confirm(S->diag, probe, kg_clock_wall_ms());
   if (ev == KG_DIAG_STICKY)
-    kg_gate_fault(S->gate, KG_GATE_FAULT_STICKY, S->suspect_mono_ms);
+    kg_gate_fault(S->gate, KG_GATE_FAULT_STICKY, kg_devcheck_suspect_ms(S->devcheck));
   s_on_event(S, ev, NULL);
 }
 
@@ -148,14 +142,9 @@ kg__guard_kernel_started(kg_sup_t *S)
   kg_diagnosis_reset(S->diag);
   if (S->backend != KG_BACKEND_UNKNOWN)
     kg_diagnosis_set_backend(S->diag, S->backend);
-  free(S->failing_msg_id);
-  S->failing_msg_id = NULL;
-  S->failing_replied = false;
+  kg_failing_kernel_gone(S->failing);   /* its header stays for the notice */
   kg_gate_abort_clear(S->gate);   /* that kernel is gone */
-  kg__set_str(&S->check_id, NULL);
-  kg_msg_destroy(&S->check_reply);
-  cJSON_Delete(S->check_idle);
-  S->check_idle = NULL;
+  kg_devcheck_reset(S->devcheck);   /* its probe and held reply too */
 }
 
 /*  A stream's text, piece by piece (kg_jsonscan_stream). */
@@ -220,8 +209,7 @@ kg__guard_reply(kg_sup_t *S, kg_msg_t *msg)
                                           kg_clock_wall_ms()),
                parent);
   /* The failing cell's real reply carries kguard's notice metadata. */
-  if (S->failing_msg_id && parent && strcmp(parent, S->failing_msg_id) == 0
-      && kg_diagnosis_sticky(S->diag)) {
+  if (kg_failing_is(S->failing, parent) && kg_diagnosis_sticky(S->diag)) {
     cJSON *meta = cJSON_Duplicate(kg_msg_json(msg, KG_PART_METADATA), 1);
     if (!meta)
       meta = cJSON_CreateObject();
@@ -290,7 +278,7 @@ kg__guard_enter_closing(kg_sup_t *S)
   size_t doomed = 0;
   for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
-    if (S->failing_msg_id && strcmp(e->msg_id, S->failing_msg_id) == 0)
+    if (kg_failing_is(S->failing, e->msg_id))
       continue;
     e->doomed = true;
     doomed++;
@@ -301,7 +289,7 @@ kg__guard_enter_closing(kg_sup_t *S)
             "(%zu message(s) dropped from kguard's queue)", doomed, dropped);
   kg__incident_open(S, true);
   kg__start_probe(S);   /* versions, from a fresh process */
-  if (!S->failing_msg_id || !kg_pending_find(S->pending, S->failing_msg_id))
+  if (!kg_failing_id(S->failing) || !kg_pending_find(S->pending, kg_failing_id(S->failing)))
     S->state_deadline_ms = kg_clock_mono_ms();   /* no reply to wait for */
 }
 
@@ -312,7 +300,7 @@ void
 kg__guard_failing_done(kg_sup_t *S, kg_msg_t *reply)
 {
   (void) reply;
-  S->failing_replied = true;
+  kg_failing_replied(S->failing);
   if (S->state == KG_ST_CLOSING)
     kg__fire(S, KG_EV_EVIDENCE_DONE);
 }
@@ -341,9 +329,9 @@ s_after_sticky(kg_sup_t *S)
            "(incident %s). See the notice in the failing cell.",
            title, S->incident ? kg_incident_id(S->incident) : "?");
   /* The failing cell's reply never came: answer it with the real error. */
-  kg_pending_entry_t *f = S->failing_msg_id ? kg_pending_find(S->pending, S->failing_msg_id)
-                                            : NULL;
-  if (f && !S->failing_replied) {
+  const char *failing_id = kg_failing_id(S->failing);
+  kg_pending_entry_t *f = failing_id ? kg_pending_find(S->pending, failing_id) : NULL;
+  if (f && !kg_failing_was_replied(S->failing)) {
     char fv[1024];
     snprintf(fv, sizeof fv, "%.800s (the kernel was stopped before it replied; incident %s)",
              m ? m->line : title, S->incident ? kg_incident_id(S->incident) : "?");
@@ -353,10 +341,10 @@ s_after_sticky(kg_sup_t *S)
   /* The kernel is gone: the idles it never published. The failing cell's
      waits for its notice (fresh kernel ready, or DOWN), so that frontends
      still collect the notice as that cell's output. */
-  kg__settle_status(S, S->failing_msg_id);
+  kg__settle_status(S, kg_failing_id(S->failing));
 
   char sig[KG_DIAG_SIGNATURE_MAX] = "";
-  kg_diagnosis_signature(S->diag, S->failing_code, sig, sizeof sig);
+  kg_diagnosis_signature(S->diag, kg_failing_code(S->failing), sig, sizeof sig);
   int64_t delay = 0;
   const char *reason = NULL;
   kg_policy_action_t act = kg_policy_decide(S->policy, kg_clock_mono_ms(), sig, &delay, &reason);
@@ -483,15 +471,17 @@ kg__guard_on_ready(kg_sup_t *S)
     kg__notice_fill(S, S->prev_diag, &info);
     info.restarted = true;
     char extra[512] = "";
-    if (S->restore_error && !info.checkpoint_restored)
-      snprintf(extra, sizeof extra, "No checkpoint was restored: %s.", S->restore_error);
+    const char *no_restore = kg_restore_error(S->restore);
+    if (no_restore && !info.checkpoint_restored)
+      snprintf(extra, sizeof extra, "No checkpoint was restored: %s.", no_restore);
     if (S->diagnostic) {
       size_t n = strlen(extra);
       snprintf(extra + n, sizeof extra - n, "%sThis kernel runs in %s.", n ? " " : "",
                kg__diag_label(S));
     }
     if (cJSON_IsString(kind) && strcmp(kind->valuestring, "sticky") == 0) {
-      kg__notice_publish(S, KG_NOTICE_STICKY_RESTART, &info, S->failing_header, extra);
+      kg__notice_publish(S, KG_NOTICE_STICKY_RESTART, &info, kg_failing_header(S->failing),
+                         extra);
       /* the stale window starts */
     kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
     }
@@ -505,7 +495,7 @@ kg__guard_on_ready(kg_sup_t *S)
     S->after_ready_notice = NULL;
   }
   kg__settle_status(S, NULL);   /* the failing cell's idle, after its notice */
-  S->resume_pending = false;
+  kg_restore_handed_over(S->restore);
 }
 
 void
@@ -519,7 +509,7 @@ kg__guard_enter_down(kg_sup_t *S)
     kg__notice_fill_current(S, &info);
     info.checkpoint_restored = false;
     info.reason = S->down_reason;
-    kg__notice_publish(S, KG_NOTICE_DOWN, &info, S->failing_header, NULL);
+    kg__notice_publish(S, KG_NOTICE_DOWN, &info, kg_failing_header(S->failing), NULL);
   }
   kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
   cJSON_Delete(S->after_ready_notice);

@@ -6,7 +6,9 @@
     sealed before the fault, JSON on stdout). Their stdout is collected
     (bounded), their stderr goes to the log, each has a STALL deadline
     (kg_helper: killed after 30 s without a byte, never for running long
-    while it reports progress).
+    while it reports progress). What resume-prepare said, and what the next
+    kernel gets, is the kg_restore object (S->restore, kg_restore.h): this
+    file runs the child and logs, kg_restore parses and decides.
 */
 #include "kg_sup_priv.h"
 
@@ -39,52 +41,22 @@ kg__start_probe(kg_sup_t *S)
 /* ------------------------------------------------------------------------
    Checkpoint restore (RESTORING) and the helpers' output. */
 
-static const char *
-s_json_str(const cJSON *o, const char *key)
-{
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-/*  What resume-prepare said (or why it said nothing): a restore counts as
-    restored when it names an archive (its `dir` may be "": restored in
-    place); a failed restore says so (restore_error), never "none found". */
+/*  What resume-prepare said (or why it said nothing), decided by
+    kg_restore: a restore counts as restored when it names an archive (its
+    `dir` may be "": restored in place); a failed restore says so
+    (kg_restore_error), never "none found". */
 static void
 s_restore_done(kg_sup_t *S)
 {
-  S->resume_pending = false;
-  const cJSON *r = S->restore_result;
-  const char *status = s_json_str(r, "status");
-  const char *archive = s_json_str(r, "archive");
-  if (r && strcmp(status, "restored") == 0 && *archive) {
-    const cJSON *step = cJSON_GetObjectItemCaseSensitive(r, "step");
-    snprintf(S->resume_dir, sizeof S->resume_dir, "%s", s_json_str(r, "dir"));
-    snprintf(S->resume_archive, sizeof S->resume_archive, "%s", archive);
-    S->resume_step = cJSON_IsNumber(step) ? (long long) step->valuedouble : -1;
-    S->resume_pending = true;
-    kg_notice("checkpoint restored: step %lld from %s into %s", S->resume_step,
-              S->resume_archive, *S->resume_dir ? S->resume_dir : "(in place)");
-  } else {
-    if (r && strcmp(status, "failed") == 0 && !S->restore_error) {
-      const char *err = s_json_str(r, "error");
-      size_t len = strlen(err) + 64;
-      S->restore_error = malloc(len);
-      if (S->restore_error)
-        snprintf(S->restore_error, len, "the checkpoint restore failed: %s",
-                 *err ? err : "no reason given");
-    }
-    kg_notice("no checkpoint restored%s%s", S->restore_error ? ": " : "",
-              S->restore_error ? S->restore_error : "");
-  }
+  kg_restore_t *R = S->restore;
+  if (kg_restore_decide(R))
+    kg_notice("checkpoint restored: step %lld from %s into %s", kg_restore_step(R),
+              kg_restore_archive(R), *kg_restore_dir(R) ? kg_restore_dir(R) : "(in place)");
+  else
+    kg_notice("no checkpoint restored%s%s", kg_restore_error(R) ? ": " : "",
+              kg_restore_error(R) ? kg_restore_error(R) : "");
   if (S->incident) {
-    cJSON *c = r ? cJSON_Duplicate(r, 1) : NULL;
-    if (!c && S->restore_error) {
-      c = cJSON_CreateObject();
-      cJSON_AddStringToObject(c, "status", "failed");
-      cJSON_AddStringToObject(c, "error", S->restore_error);
-    } else if (c && S->restore_error && strcmp(status, "restored") != 0
-               && !cJSON_GetObjectItemCaseSensitive(c, "kguard_error"))
-      cJSON_AddStringToObject(c, "kguard_error", S->restore_error);
+    cJSON *c = kg_restore_incident_json(R);
     kg_incident_take_checkpoint(S->incident, &c);
     cJSON_Delete(c);
     kg__write_incident(S);
@@ -95,15 +67,12 @@ s_restore_done(kg_sup_t *S)
 void
 kg__guard_start_restore(kg_sup_t *S)
 {
-  cJSON_Delete(S->restore_result);
-  S->restore_result = NULL;
-  free(S->restore_error);
-  S->restore_error = NULL;
+  kg_restore_begin(S->restore);
   struct stat st;
   if (!S->incident || stat(S->cfg->ckpt_dir, &st) != 0 || !S->cfg->ckpt_dir[0]) {
     char buf[PATH_MAX + 64];
     snprintf(buf, sizeof buf, "no checkpoint directory %s", S->cfg->ckpt_dir);
-    S->restore_error = strdup(buf);
+    kg_restore_set_error(S->restore, buf);
     s_restore_done(S);
     return;
   }
@@ -119,9 +88,8 @@ kg__guard_start_restore(kg_sup_t *S)
                   "--incident", (char *) kg_incident_id(S->incident), "--into", into, "--json",
                   NULL};
   kg_notice("restoring the last checkpoint sealed before T=%s from %s", before, S->cfg->ckpt_dir);
-  S->restore_noticed = false;
   if (kg_helper_start(S->ckpt, argv, S->kernel_envp, kg_clock_mono_ms()) != 0) {
-    S->restore_error = strdup("unable to start `kguard ckpt resume-prepare`");
+    kg_restore_set_error(S->restore, "unable to start `kguard ckpt resume-prepare`");
     s_restore_done(S);
   }
 }
@@ -137,25 +105,21 @@ static void
 s_ckpt_finished(kg_sup_t *S)
 {
   int st = kg_helper_status(S->ckpt);
-  const char *out = kg_helper_out(S->ckpt);
-  cJSON *j = *out ? cJSON_Parse(out) : NULL;
-  if (cJSON_IsObject(j) && !kg_helper_stalled(S->ckpt))
-    S->restore_result = j;
-  else
-    cJSON_Delete(j);
+  bool result = !kg_helper_stalled(S->ckpt)
+                && kg_restore_take_output(S->restore, kg_helper_out(S->ckpt));
   char progress[160] = "";
   kg__restore_progress_text(S, progress, sizeof progress);
   if (kg_helper_stalled(S->ckpt)) {
     char buf[512];
     snprintf(buf, sizeof buf, "the checkpoint restore stalled (no output for %d s%s%s) and "
              "was killed", KG__HELPER_STALL_MS / 1000, *progress ? " after " : "", progress);
-    S->restore_error = strdup(buf);
-  } else if (!S->restore_result) {
+    kg_restore_set_error(S->restore, buf);
+  } else if (!result) {
     char how[64], buf[512];
     kg_child_describe(st, how, sizeof how);
     snprintf(buf, sizeof buf, "the checkpoint restore failed: `kguard ckpt resume-prepare` "
              "ended (%s) without a result", how);
-    S->restore_error = strdup(buf);
+    kg_restore_set_error(S->restore, buf);
   }
   if (*progress)
     kg_info("checkpoint restore: %s", progress);
@@ -194,11 +158,11 @@ static void
 s_restore_notice(kg_sup_t *S, int64_t now)
 {
   int64_t started = 0;
-  if (S->restore_noticed || !kg_helper_running(S->ckpt)
+  if (kg_restore_noticed(S->restore) || !kg_helper_running(S->ckpt)
       || !kg_helper_progress(S->ckpt, NULL, NULL, &started, NULL)
       || now - started < KG__RESTORE_NOTICE_MS)
     return;
-  S->restore_noticed = true;
+  kg_restore_set_noticed(S->restore);
   char progress[160], text[256];
   kg__restore_progress_text(S, progress, sizeof progress);
   snprintf(text, sizeof text, "kguard: restoring the last good checkpoint: %s", progress);
@@ -210,7 +174,7 @@ s_restore_notice(kg_sup_t *S, int64_t now)
   cJSON *k = cJSON_AddObjectToObject(meta, "kguard");
   cJSON_AddStringToObject(k, "event", "restore-progress");
   cJSON_AddItemToObject(content, "transient", cJSON_CreateObject());
-  kg__publish(S, "display_data", S->failing_header, &content, NULL);
+  kg__publish(S, "display_data", kg_failing_header(S->failing), &content, NULL);
 }
 
 void
@@ -233,7 +197,7 @@ kg__helpers_deadline(const kg_sup_t *S)
   int64_t c = 0;
   /* the progress notice is due KG__RESTORE_NOTICE_MS after the start */
   int64_t started = 0;
-  if (!S->restore_noticed && kg_helper_running(S->ckpt)
+  if (!kg_restore_noticed(S->restore) && kg_helper_running(S->ckpt)
       && kg_helper_progress(S->ckpt, NULL, NULL, &started, NULL))
     c = started + KG__RESTORE_NOTICE_MS;
   int64_t next = 0;

@@ -111,18 +111,19 @@ s_env(kg_sup_t *S, const char *handover, char ***envp_p)
         rc |= kg_envp_push(&env, &n, &alloc, "HIP_LAUNCH_BLOCKING", "1");
     }
   }
-  if (S->resume_pending && !handover) {
-    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", S->resume_dir);
-    snprintf(buf, sizeof buf, "%lld", S->resume_step);
+  if (kg_restore_pending(S->restore) && !handover) {
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", kg_restore_dir(S->restore));
+    snprintf(buf, sizeof buf, "%lld", kg_restore_step(S->restore));
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
-    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE",
+                       kg_restore_archive(S->restore));
     /*  The digest kguard verified: kguard.resume() refuses an archive that
         differs, and reads each chunk once instead of checking it again. */
-    const cJSON *dg = cJSON_GetObjectItemCaseSensitive(S->restore_result, "digest");
-    if (cJSON_IsString(dg))
-      rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_DIGEST", dg->valuestring);
+    const char *dg = kg_restore_digest(S->restore);
+    if (dg)
+      rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_DIGEST", dg);
   }
-  if (S->resume_pending && S->incident && !handover)
+  if (kg_restore_pending(S->restore) && S->incident && !handover)
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(S->incident));
   if (rc) {
     for (size_t i = 0; i < n; i++)

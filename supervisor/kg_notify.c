@@ -36,7 +36,7 @@ kg__notice_fill(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info)
   info->backend = S->backend != KG_BACKEND_UNKNOWN ? S->backend : kg_diagnosis_backend(diag);
   info->assertion_line = kg_diagnosis_assertion(diag);
   info->execution_count = -1;
-  info->cell_code = S->failing_code;
+  info->cell_code = kg_failing_code(S->failing);
   if (S->incident) {
     info->incident_id = kg_incident_id(S->incident);
     info->incident_path = S->incident_path;
@@ -50,22 +50,17 @@ kg__notice_fill(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info)
   info->restart_count = kg_policy_restart_count(S->policy);
   info->exit_code = -1;
   info->restored_step = -1;
-  if (S->restore_result) {
-    const cJSON *r = S->restore_result;
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(r, "status");
-    const cJSON *archive = cJSON_GetObjectItemCaseSensitive(r, "archive");
-    if (cJSON_IsString(status) && strcmp(status->valuestring, "restored") == 0
-        && cJSON_IsString(archive) && *archive->valuestring) {
-      info->checkpoint_restored = true;
-      const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "step");
-      info->restored_step = cJSON_IsNumber(v) ? (int64_t) v->valuedouble : -1;
-      v = cJSON_GetObjectItemCaseSensitive(r, "archive");
-      info->restored_archive = cJSON_IsString(v) ? v->valuestring : NULL;
-      v = cJSON_GetObjectItemCaseSensitive(r, "sealed_at");
-      info->restored_sealed = cJSON_IsString(v) ? v->valuestring : NULL;
-      v = cJSON_GetObjectItemCaseSensitive(r, "digest");
-      info->restored_digest = cJSON_IsString(v) ? v->valuestring : NULL;
-    }
+  const cJSON *r = kg_restore_result(S->restore);
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(r, "status");
+  const cJSON *archive = cJSON_GetObjectItemCaseSensitive(r, "archive");
+  if (cJSON_IsString(status) && strcmp(status->valuestring, "restored") == 0
+      && cJSON_IsString(archive) && *archive->valuestring) {
+    info->checkpoint_restored = true;
+    info->restored_step = kg_restore_step_of(r);
+    info->restored_archive = archive->valuestring;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "sealed_at");
+    info->restored_sealed = cJSON_IsString(v) ? v->valuestring : NULL;
+    info->restored_digest = kg_restore_digest(S->restore);
   }
 }
 
@@ -73,38 +68,6 @@ void
 kg__notice_fill_current(kg_sup_t *S, kg_notice_info_t *info)
 {
   kg__notice_fill(S, S->diag, info);
-}
-
-/*  {status, step, archive, error} of the last restore, or NULL if none was
-    attempted. status: "restored", "none" or "failed" (a helper that
-    stalled or ended without a result is "failed"). */
-static cJSON *
-s_checkpoint_meta(kg_sup_t *S)
-{
-  const cJSON *r = S->restore_result;
-  if (!r && !S->restore_error)
-    return NULL;
-  const cJSON *status = cJSON_GetObjectItemCaseSensitive(r, "status");
-  const cJSON *step = cJSON_GetObjectItemCaseSensitive(r, "step");
-  const cJSON *archive = cJSON_GetObjectItemCaseSensitive(r, "archive");
-  const cJSON *error = cJSON_GetObjectItemCaseSensitive(r, "error");
-  cJSON *c = cJSON_CreateObject();
-  const char *st = cJSON_IsString(status) ? status->valuestring : "failed";
-  if (!r && S->restore_error && strncmp(S->restore_error, "no checkpoint directory", 23) == 0)
-    st = "none";
-  cJSON_AddStringToObject(c, "status", st);
-  if (cJSON_IsNumber(step))
-    cJSON_AddNumberToObject(c, "step", step->valuedouble);
-  else
-    cJSON_AddNullToObject(c, "step");
-  cJSON_AddStringToObject(c, "archive", cJSON_IsString(archive) ? archive->valuestring : "");
-  if (S->restore_error)
-    cJSON_AddStringToObject(c, "error", S->restore_error);
-  else if (cJSON_IsString(error))
-    cJSON_AddStringToObject(c, "error", error->valuestring);
-  else
-    cJSON_AddNullToObject(c, "error");
-  return c;
 }
 
 /*  Publish a display_data notice with parent (may be NULL). extra (may be
@@ -134,7 +97,7 @@ kg__notice_publish(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *i
   if (kind == KG_NOTICE_STICKY_RESTART || kind == KG_NOTICE_DOWN) {
     /* what the restore did, for `kguard run` and other clients */
     cJSON *k = cJSON_GetObjectItemCaseSensitive(meta, "kguard");
-    cJSON *c = s_checkpoint_meta(S);
+    cJSON *c = kg_restore_meta_json(S->restore);
     if (cJSON_IsObject(k) && c)
       cJSON_AddItemToObject(k, "checkpoint", c);
     else
@@ -178,7 +141,8 @@ kg__incident_open(kg_sup_t *S, bool sticky)
   if (!S->incident)
     return;
   kg_incident_set_diagnosis(S->incident, S->diag);
-  kg_incident_set_cell(S->incident, S->failing_code, S->failing_msg_id, S->execution_count + 1);
+  kg_incident_set_cell(S->incident, kg_failing_code(S->failing), kg_failing_id(S->failing),
+                       S->execution_count + 1);
   kg_incident_set_last_step(S->incident, kg_diagnosis_last_step(S->diag));
   kg_incident_set_env(S->incident, S->kernel_envp);
   kg_incident_set_restarts(S->incident, kg_policy_restart_count(S->policy));

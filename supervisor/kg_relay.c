@@ -363,7 +363,7 @@ kg__flush_held(kg_sup_t *S)
   kg_channel_t ch;
   kg_msg_t *msg;
   bool answered;
-  if (S->state == KG_ST_READY && !S->check_reply && !kg__relay_kernel_busy(S))
+  if (S->state == KG_ST_READY && !kg_devcheck_holding(S->devcheck) && !kg__relay_kernel_busy(S))
     kg__check_start(S);   /* a suspicion while the kernel is idle */
   /* (a posted transition, e.g. a `%kguard restart` just handled, stops the
      delivery: what follows waits for the state it leads to) */

@@ -91,8 +91,9 @@ static void s_release_reply(kg_sup_t *S);
 static void
 s_check_if_idle(kg_sup_t *S)
 {
-  if (S->state == KG_ST_READY && !S->check_id && !S->check_reply
-      && kg_diagnosis_suspect(S->diag) && !kg__relay_kernel_busy(S))
+  if (S->state == KG_ST_READY && !kg_devcheck_probing(S->devcheck)
+      && !kg_devcheck_holding(S->devcheck) && kg_diagnosis_suspect(S->diag)
+      && !kg__relay_kernel_busy(S))
     kg__check_start(S);
 }
 
@@ -208,7 +209,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
   case KG_ST_KILLING:
     /* Only the failing request's outputs: the user sees the real traceback;
        the queued requests are answered by kguard. */
-    if (!parent || !S->failing_msg_id || strcmp(parent, S->failing_msg_id) != 0)
+    if (!kg_failing_is(S->failing, parent))
       return;
     break;
   default:
@@ -218,12 +219,9 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
   }
   /* The suspected cell's idle waits for the probe's verdict, like its
      reply (s_release_reply publishes it). */
-  if (state && strcmp(state, "idle") == 0 && S->check_reply
-      && strcmp(parent, kg_msg_parent_id(S->check_reply)) == 0) {
-    cJSON_Delete(S->check_idle);
-    S->check_idle = cJSON_Duplicate(kg_msg_json(msg, KG_PART_PARENT), 1);
+  if (state && strcmp(state, "idle") == 0
+      && kg_devcheck_hold_idle(S->devcheck, parent, kg_msg_json(msg, KG_PART_PARENT)))
     return;
-  }
   /* M2: one busy and one idle per request. kguard may have said busy for it
      already (it answers it itself), or idle for it (the kernel was gone). */
   if (state && strcmp(state, "busy") == 0) {
@@ -290,13 +288,12 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
                   && e->stop_on_error;
     if (S->state == KG_ST_READY)
       s_settle_evidence(S);
-    if (S->state == KG_ST_READY && kg_diagnosis_suspect(S->diag) && !S->check_reply) {
+    if (S->state == KG_ST_READY && kg_diagnosis_suspect(S->diag)
+        && kg_devcheck_hold_reply(S->devcheck, msg_p)) {
       /* The cell showed a suspicion: its reply (and idle) wait for the
          device probe, which goes in now that the kernel is idle. */
-      S->check_reply = msg;
-      *msg_p = NULL;
       kg__check_start(S);
-      if (!S->check_id)   /* not probed (not Python, send failed): go on */
+      if (!kg_devcheck_probing(S->devcheck))   /* not probed (not Python, send failed): go on */
         s_release_reply(S);
       return;
     }
@@ -326,7 +323,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   if (e->doomed)
     return;   /* kguard answers it (KernelRestarted) */
   s_route_back(S, msg, e, e->channel);
-  bool failing = S->failing_msg_id && parent && strcmp(parent, S->failing_msg_id) == 0;
+  bool failing = kg_failing_is(S->failing, parent);
   if (s_ends_with(type, "_reply")) {
     kg_pending_remove(S->pending, parent);
     if (failing && is_exec)
@@ -373,10 +370,9 @@ s_kernel_stdin(kg_sup_t *S, kg_msg_t *msg)
 static void
 s_release_reply(kg_sup_t *S)
 {
-  kg_msg_t *msg = S->check_reply;
-  S->check_reply = NULL;
-  cJSON *idle = S->check_idle;
-  S->check_idle = NULL;
+  kg_msg_t *msg;
+  cJSON *idle;
+  kg_devcheck_release(S->devcheck, &msg, &idle);
   if (msg) {
     s_kernel_reply(S, KG_CH_SHELL, &msg);
     kg_msg_destroy(&msg);

@@ -88,15 +88,15 @@ s_write_handover(kg_sup_t *S, const char *path)
   cJSON *o = cJSON_CreateObject();
   if (!o)
     return KG_ENOMEM;
-  if (S->resume_pending) {
+  if (kg_restore_pending(S->restore)) {
     char step[32];
-    snprintf(step, sizeof step, "%lld", S->resume_step);
-    cJSON_AddStringToObject(o, "KGUARD_RESUME_DIR", S->resume_dir);
+    snprintf(step, sizeof step, "%lld", kg_restore_step(S->restore));
+    cJSON_AddStringToObject(o, "KGUARD_RESUME_DIR", kg_restore_dir(S->restore));
     cJSON_AddStringToObject(o, "KGUARD_RESUME_STEP", step);
-    cJSON_AddStringToObject(o, "KGUARD_RESUME_ARCHIVE", S->resume_archive);
-    const cJSON *dg = cJSON_GetObjectItemCaseSensitive(S->restore_result, "digest");
-    if (cJSON_IsString(dg))
-      cJSON_AddStringToObject(o, "KGUARD_RESUME_DIGEST", dg->valuestring);
+    cJSON_AddStringToObject(o, "KGUARD_RESUME_ARCHIVE", kg_restore_archive(S->restore));
+    const char *dg = kg_restore_digest(S->restore);
+    if (dg)
+      cJSON_AddStringToObject(o, "KGUARD_RESUME_DIGEST", dg);
     if (S->incident)
       cJSON_AddStringToObject(o, "KGUARD_INCIDENT", kg_incident_id(S->incident));
   }
@@ -153,7 +153,7 @@ kg__standby_promote(kg_sup_t *S)
             "over%s)", S->kernel_starts, (long) kg_kernel_pid(S->kernel),
             warm ? "" : ", not yet warm",
             (double) (kg_clock_mono_ms() - S->standby_started_ms) / 1000.0,
-            S->resume_pending ? "; the restore handed over" : "");
+            kg_restore_pending(S->restore) ? "; the restore handed over" : "");
   return true;
 }
 

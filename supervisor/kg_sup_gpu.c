@@ -102,7 +102,7 @@ kg__preflight_down_notice(kg_sup_t *S)
   info.checkpoint_restored = false;
   info.restarted = false;
   info.reason = S->down_reason;
-  kg__notice_publish(S, KG_NOTICE_DOWN, &info, S->failing_header, NULL);
+  kg__notice_publish(S, KG_NOTICE_DOWN, &info, kg_failing_header(S->failing), NULL);
 }
 
 /* ---- %kguard doctor ------------------------------------------------------------ */

@@ -4,7 +4,10 @@
     itself; kg_guard.c: evidence, sticky errors, incidents; kg_helpers.c: the
     probe and checkpoint children; kg_inband.c: %kguard cells; kg_kenv.c:
     the kernel's environment; kg_sup_kernel.c: starting the kernel object).
-    The inner kernel itself is an object (kg_kernel.h) held here. Not a
+    The inner kernel itself is an object (kg_kernel.h) held here, as are
+    the state of single concerns (issue 9): the device probe's (kg_devcheck.h,
+    driven by kg_check.c), the restore's result (kg_restore.h, kg_helpers.c)
+    and the failing request (kg_failing.h, kg_guard.c). Not a
     public header: names shared across those files carry the kg__ prefix.
     They call each other one way only (docs/ARCHITECTURE.md, checked by
     scripts/check-arrows.py).
@@ -20,8 +23,10 @@
 #include "kg_child.h"
 #include "kg_classifier.h"
 #include "kg_conninfo.h"
+#include "kg_devcheck.h"
 #include "kg_diagnosis.h"
 #include "kg_evq.h"
+#include "kg_failing.h"
 #include "kg_front.h"
 #include "kg_gate.h"
 #include "kg_helper.h"
@@ -33,6 +38,7 @@
 #include "kg_msg.h"
 #include "kg_notice.h"
 #include "kg_pending.h"
+#include "kg_restore.h"
 #include "kg_ratelog.h"
 #include "kg_policy.h"
 #include "kg_ring.h"
@@ -50,7 +56,6 @@
 #define KG__SHUTDOWN_REPLY_MS 1000
 #define KG__DROPLOG_BURST 5        /* dropped messages logged in full ...   */
 #define KG__DROPLOG_INTERVAL_MS 10000 /* ... per kind per interval          */
-#define KG__CHECK_MS 10000        /* the device probe's answer (issue 16)   */
 #define KG__HELPER_STALL_MS 30000 /* a helper silent this long is killed */
 #define KG__RESTORE_NOTICE_MS 2000 /* a restore this long gets a progress notice */
 #define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
@@ -141,36 +146,25 @@ struct kg_supervisor_t {
   kg_policy_t *policy;
   kg_incident_t *incident;      /*  the current incident, if any             */
   char *incident_path;
-  cJSON *failing_header;        /*  header of the failing request            */
-  char *failing_msg_id;
-  char *failing_code;
-  bool failing_replied;         /*  its real execute_reply was relayed       */
-  bool failing_guessed;         /*  chosen without a parent (raw evidence)   */
+  kg_failing_t *failing;        /*  the failing request: id, code, header,
+                                    replied yet (kg_failing.h; kg_guard.c
+                                    sets it)                                 */
   /*  The running request and ipykernel's stop_on_error probe: kg_gate. */
   int64_t trim_at_ms;           /*  give freed message memory back then      */
-  /* suspicion and device probe (kg_check.c) */
-  char *check_id;               /*  kguard's probe execute_request, or NULL  */
-  int64_t check_started_ms, check_deadline_ms;
-  int64_t suspect_mono_ms;      /*  when the suspicion came (monotonic)      */
-  kg_msg_t *check_reply;        /*  the suspected cell's reply, held until the
-                                    probe decides (owned)                    */
-  cJSON *check_idle;            /*  that cell's header when its idle was held */
+  kg_devcheck_t *devcheck;      /*  suspicion and device probe: its id and
+                                    deadline, the held reply and idle
+                                    (kg_devcheck.h; kg_check.c drives it)    */
   int exit_status;              /*  wait status of the stopped kernel        */
   bool exit_known;              /*  it ended by itself (not killed by us)    */
   kg_backend_t backend;         /*  known backend (diagnosis or probe)       */
   bool diagnostic;              /*  the kernel being started is diagnostic   */
   bool want_diagnostic;         /*  the requested restart is diagnostic      */
-  cJSON *restore_result;        /*  resume-prepare's JSON, or NULL           */
-  char *restore_error;          /*  why no checkpoint was restored           */
-  char resume_dir[PATH_MAX];
-  char resume_archive[PATH_MAX];
-  long long resume_step;        /*  -1 when nothing was restored             */
-  bool resume_pending;          /*  give KGUARD_RESUME_* to the next kernel  */
+  kg_restore_t *restore;        /*  what resume-prepare said, what the next
+                                    kernel gets (kg_restore.h)               */
   cJSON *after_ready_notice;    /*  {"kind":..., "parent": header} or NULL   */
   char *down_reason;
   kg_helper_t *ckpt;            /*  `kguard ckpt resume-prepare`             */
   kg_helper_t *probe;           /*  `python -m kguard.probe` (versions)      */
-  bool restore_noticed;         /*  the long-restore progress notice is out  */
   char **kernel_envp;           /*  environment of the running kernel        */
   int kernel_starts;            /*  kernels started or promoted, this kguard */
   kg_kernel_hb_t *hb;           /*  pings the kernel while a cell runs (kg_sup_hang.c) */

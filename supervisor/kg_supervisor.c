@@ -97,7 +97,6 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     return NULL;
   }
   S->log_fd = -1;
-  S->resume_step = -1;
   S->execution_count = 0;
   S->state = KG_ST_STARTING;
   snprintf(s_rw(S)->conn_path, sizeof s_rw(S)->conn_path, "%s", config->connection_file);
@@ -190,12 +189,16 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   s_rw(S)->standby = config->standby;
   S->policy = kg_policy_new(&s_rw(S)->policy_config);
   S->gate = kg_gate_new(config->stale_window_ms);
+  S->devcheck = kg_devcheck_new();
+  S->restore = kg_restore_new();
+  S->failing = kg_failing_new();
   S->evq = kg_evq_new();
   S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
   if (!S->diag || !S->prev_diag || !S->policy || !S->pending
-      || !S->gate || !S->evq || !S->ckpt || !S->probe || kg__gpu_init(S) != 0 || kg__hang_init(S) != 0)
+      || !S->gate || !S->devcheck || !S->restore || !S->failing || !S->evq
+      || !S->ckpt || !S->probe || kg__gpu_init(S) != 0 || kg__hang_init(S) != 0)
     goto fail;
   kg_evq_bind(S->evq, s_apply_cb, S);   /* kg__fire, from any file, applies here */
 
@@ -277,18 +280,13 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_incident_destroy(&S->incident);
   free(S->incident_path);
   cJSON_Delete(S->info_cache);
-  cJSON_Delete(S->failing_header);
-  cJSON_Delete(S->restore_result);
   cJSON_Delete(S->after_ready_notice);
-  free(S->failing_msg_id);
-  free(S->failing_code);
-  free(S->restore_error);
   free(S->down_reason);
   free(S->shutdown_msg_id);
   free(S->session);
-  free(S->check_id);
-  kg_msg_destroy(&S->check_reply);
-  cJSON_Delete(S->check_idle);
+  kg_devcheck_destroy(&S->devcheck);
+  kg_restore_destroy(&S->restore);
+  kg_failing_destroy(&S->failing);
   kg__free_envp(&S->kernel_envp);
   kg__config_t *C = s_rw(S);
   if (C->inner_argv)
