@@ -36,7 +36,6 @@ LONG_FILE_EXCEPTIONS = {
     "supervisor/run/kg_runner.c": "notebook runner: owned by the run area",
     "supervisor/run/kg_params.c": "notebook parameters: owned by the run area",
     "supervisor/exec/kg_coord.c": "multi-node coordinator: owned by the exec area",
-    "checkpoint/kg_ckpt_seal.c": "checkpoint sealing: owned by the checkpoint area",
 }
 
 # Object-file folders (relative to BUILD_DIR) whose files form the graph,
