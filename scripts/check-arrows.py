@@ -35,7 +35,6 @@ LONG_FILE_EXCEPTIONS = {
     "ipc/kg_msg.c": "wire message codec: owned by the ipc area",
     "supervisor/run/kg_runner.c": "notebook runner: owned by the run area",
     "supervisor/run/kg_params.c": "notebook parameters: owned by the run area",
-    "supervisor/exec/kg_coord.c": "multi-node coordinator: owned by the exec area",
 }
 
 # Object-file folders (relative to BUILD_DIR) whose files form the graph,
