@@ -133,8 +133,8 @@ kg_ckpt_cli_resume(int argc, char **argv)
   if (kg_ckpt_inflight_wait(dir, stall_ms, s_wait_tick, &note, waited) < 0)
     fprintf(stderr, "kguard ckpt resume-prepare: could not check for seals in flight in "
             "'%s'; choosing without waiting\n", dir);
-  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, &watch, kg_ckpt_cli_public_key(pkbuf),
-                                  &out, why, sizeof why);
+  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, &watch,
+                                  kg_ckpt_cli_public_key(pkbuf), &out, why, sizeof why);
   if (rc < 0) {
     cJSON_Delete(waited);
     return s_json_error(rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM, why);

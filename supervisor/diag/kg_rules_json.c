@@ -23,8 +23,8 @@ kg_rules_json_strv_free(char **v)
 /*  A required or optional non-empty string field. Returns 0, KG_ERULES (with a
     message naming where/field) or KG_ENOMEM. */
 int
-kg_rules_json_string(const cJSON *obj, const char *field, bool required, const char *where, char **out,
-                     char *err, size_t errlen)
+kg_rules_json_string(const cJSON *obj, const char *field, bool required, const char *where,
+                     char **out, char *err, size_t errlen)
 {
   *out = NULL;
   const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, field);
@@ -56,11 +56,12 @@ kg_rules_json_family(const cJSON *obj, size_t index, kg_family_t *f, char *err, 
     return KG_ERULES;
   }
   int rc;
-  if ((rc = kg_rules_json_string(obj, "id", true, where, (char **) &f->id, err, errlen)) ||
-      (rc = kg_rules_json_string(obj, "title", true, where, (char **) &f->title, err, errlen)) ||
-      (rc = kg_rules_json_string(obj, "first_check", true, where, (char **) &f->first_check, err, errlen)) ||
-      (rc = kg_rules_json_string(obj, "avoid", true, where, (char **) &f->avoid, err, errlen)))
-    return rc;
+  static const char *required[] = {"id", "title", "first_check", "avoid"};
+  char **to[] = {(char **) &f->id, (char **) &f->title, (char **) &f->first_check,
+                 (char **) &f->avoid};
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+    if ((rc = kg_rules_json_string(obj, required[i], true, where, to[i], err, errlen)))
+      return rc;
   const cJSON *sticky = cJSON_GetObjectItemCaseSensitive(obj, "sticky");
   if (!cJSON_IsBool(sticky)) {
     kg_errf(err, errlen, "%s (\"%s\"): field \"sticky\" must be true or false", where, f->id);
@@ -74,10 +75,11 @@ kg_rules_json_family(const cJSON *obj, size_t index, kg_family_t *f, char *err, 
       return KG_ERULES;
     }
     snprintf(where, sizeof where, "families[%zu].hints", index);
-    if ((rc = kg_rules_json_string(hints, "cuda", false, where, (char **) &f->hint_cuda, err, errlen)) ||
-        (rc = kg_rules_json_string(hints, "rocm", false, where, (char **) &f->hint_rocm, err, errlen)) ||
-        (rc = kg_rules_json_string(hints, "any", false, where, (char **) &f->hint_any, err, errlen)))
-      return rc;
+    static const char *optional[] = {"cuda", "rocm", "any"};
+    char **hint[] = {(char **) &f->hint_cuda, (char **) &f->hint_rocm, (char **) &f->hint_any};
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+      if ((rc = kg_rules_json_string(hints, optional[i], false, where, hint[i], err, errlen)))
+        return rc;
     /* The seed is explicit: do not carry NVIDIA's variable over to ROCm. */
     if (f->hint_rocm && strstr(f->hint_rocm, "CUDA_LAUNCH_BLOCKING")) {
       kg_errf(err, errlen,
