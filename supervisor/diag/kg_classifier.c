@@ -15,9 +15,9 @@
 #include "kg_error.h"
 #include "kg_file.h"
 #include "kg_prefilter_builder.h"
+#include "kg_rules_json.h"
 
 #define MAX_RULES_FILE (4u * 1024u * 1024u)
-#define MAX_FIELD      8192u
 
 typedef struct {
   char *id;
@@ -59,39 +59,21 @@ kg_source_name(kg_source_t source)
   return "unknown";
 }
 
-static void
-s_free_strv(char **v)
-{
-  if (!v)
-    return;
-  for (char **p = v; *p; p++)
-    free(*p);
-  free(v);
-}
-
 void
 kg_classifier_destroy(kg_classifier_t **self_p)
 {
   if (!self_p || !*self_p)
     return;
   kg_classifier_t *self = *self_p;
-  for (size_t i = 0; i < self->nfamilies; i++) {
-    kg_family_t *f = &self->families[i];
-    free((char *) f->id);
-    free((char *) f->title);
-    free((char *) f->first_check);
-    free((char *) f->avoid);
-    free((char *) f->hint_cuda);
-    free((char *) f->hint_rocm);
-    free((char *) f->hint_any);
-  }
+  for (size_t i = 0; i < self->nfamilies; i++)
+    kg_rules_json_family_clear(&self->families[i]);
   free(self->families);
   for (size_t i = 0; i < self->nrules; i++) {
     s_rule_t *r = &self->rules[i];
     free(r->id);
     free(r->note);
-    s_free_strv(r->any);
-    s_free_strv(r->all);
+    kg_rules_json_strv_free(r->any);
+    kg_rules_json_strv_free(r->all);
     if (r->has_regex)
       regfree(&r->regex);
   }
@@ -99,109 +81,6 @@ kg_classifier_destroy(kg_classifier_t **self_p)
   kg_prefilter_destroy(&self->prefilter);
   free(self);
   *self_p = NULL;
-}
-
-/*  A required or optional non-empty string field. Returns 0, KG_ERULES (with a
-    message naming where/field) or KG_ENOMEM. */
-static int
-s_string(const cJSON *obj, const char *field, bool required, const char *where, char **out,
-         char *err, size_t errlen)
-{
-  *out = NULL;
-  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, field);
-  if (!item) {
-    if (!required)
-      return 0;
-    kg_errf(err, errlen, "%s: missing field \"%s\"", where, field);
-    return KG_ERULES;
-  }
-  if (!cJSON_IsString(item) || !item->valuestring || !item->valuestring[0]) {
-    kg_errf(err, errlen, "%s: field \"%s\" must be a non-empty string", where, field);
-    return KG_ERULES;
-  }
-  if (strlen(item->valuestring) > MAX_FIELD) {
-    kg_errf(err, errlen, "%s: field \"%s\" is longer than %u bytes", where, field, MAX_FIELD);
-    return KG_ERULES;
-  }
-  *out = strdup(item->valuestring);
-  return *out ? 0 : KG_ENOMEM;
-}
-
-static int
-s_load_family(const cJSON *obj, size_t index, kg_family_t *f, char *err, size_t errlen)
-{
-  char where[64];
-  snprintf(where, sizeof where, "families[%zu]", index);
-  if (!cJSON_IsObject(obj)) {
-    kg_errf(err, errlen, "%s: must be an object", where);
-    return KG_ERULES;
-  }
-  int rc;
-  if ((rc = s_string(obj, "id", true, where, (char **) &f->id, err, errlen)) ||
-      (rc = s_string(obj, "title", true, where, (char **) &f->title, err, errlen)) ||
-      (rc = s_string(obj, "first_check", true, where, (char **) &f->first_check, err, errlen)) ||
-      (rc = s_string(obj, "avoid", true, where, (char **) &f->avoid, err, errlen)))
-    return rc;
-  const cJSON *sticky = cJSON_GetObjectItemCaseSensitive(obj, "sticky");
-  if (!cJSON_IsBool(sticky)) {
-    kg_errf(err, errlen, "%s (\"%s\"): field \"sticky\" must be true or false", where, f->id);
-    return KG_ERULES;
-  }
-  f->sticky = cJSON_IsTrue(sticky);
-  const cJSON *hints = cJSON_GetObjectItemCaseSensitive(obj, "hints");
-  if (hints) {
-    if (!cJSON_IsObject(hints)) {
-      kg_errf(err, errlen, "%s (\"%s\"): field \"hints\" must be an object", where, f->id);
-      return KG_ERULES;
-    }
-    snprintf(where, sizeof where, "families[%zu].hints", index);
-    if ((rc = s_string(hints, "cuda", false, where, (char **) &f->hint_cuda, err, errlen)) ||
-        (rc = s_string(hints, "rocm", false, where, (char **) &f->hint_rocm, err, errlen)) ||
-        (rc = s_string(hints, "any", false, where, (char **) &f->hint_any, err, errlen)))
-      return rc;
-    /* The seed is explicit: do not carry NVIDIA's variable over to ROCm. */
-    if (f->hint_rocm && strstr(f->hint_rocm, "CUDA_LAUNCH_BLOCKING")) {
-      kg_errf(err, errlen,
-            "%s: field \"rocm\" names CUDA_LAUNCH_BLOCKING, an NVIDIA variable; use "
-            "AMD_SERIALIZE_KERNEL / HIP_LAUNCH_BLOCKING on ROCm",
-            where);
-      return KG_ERULES;
-    }
-  }
-  return 0;
-}
-
-/*  An array of non-empty strings → NULL-terminated vector. */
-static int
-s_strv(const cJSON *arr, const char *where, const char *field, char ***out, char *err,
-       size_t errlen)
-{
-  *out = NULL;
-  if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
-    kg_errf(err, errlen, "%s: field \"match.%s\" must be a non-empty array of strings", where,
-          field);
-    return KG_ERULES;
-  }
-  size_t n = (size_t) cJSON_GetArraySize(arr);
-  char **v = calloc(n + 1, sizeof *v);
-  if (!v)
-    return KG_ENOMEM;
-  size_t i = 0;
-  const cJSON *s;
-  cJSON_ArrayForEach(s, arr) {
-    if (!cJSON_IsString(s) || !s->valuestring[0] || strlen(s->valuestring) > MAX_FIELD) {
-      kg_errf(err, errlen, "%s: field \"match.%s\"[%zu] must be a non-empty string", where,
-            field, i);
-      s_free_strv(v);
-      return KG_ERULES;
-    }
-    if (!(v[i++] = strdup(s->valuestring))) {
-      s_free_strv(v);
-      return KG_ENOMEM;
-    }
-  }
-  *out = v;
-  return 0;
 }
 
 static int
@@ -214,7 +93,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
     kg_errf(err, errlen, "%s: must be an object", where);
     return KG_ERULES;
   }
-  int rc = s_string(obj, "id", true, where, &r->id, err, errlen);
+  int rc = kg_rules_json_string(obj, "id", true, where, &r->id, err, errlen);
   if (rc)
     return rc;
   snprintf(where, sizeof where, "rules[%zu] (\"%.100s\")", index, r->id);
@@ -225,7 +104,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
     }
 
   char *family = NULL;
-  if ((rc = s_string(obj, "family", true, where, &family, err, errlen)))
+  if ((rc = kg_rules_json_string(obj, "family", true, where, &family, err, errlen)))
     return rc;
   size_t fi = 0;
   while (fi < self->nfamilies && strcmp(self->families[fi].id, family) != 0)
@@ -294,9 +173,9 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
     kg_errf(err, errlen, "%s: field \"match\" needs \"any\", \"all\" or \"regex\"", where);
     return KG_ERULES;
   }
-  if (any && (rc = s_strv(any, where, "any", &r->any, err, errlen)))
+  if (any && (rc = kg_rules_json_strv(any, where, "any", &r->any, err, errlen)))
     return rc;
-  if (all && (rc = s_strv(all, where, "all", &r->all, err, errlen)))
+  if (all && (rc = kg_rules_json_strv(all, where, "all", &r->all, err, errlen)))
     return rc;
   if (regex) {
     if (!cJSON_IsString(regex) || !regex->valuestring[0]) {
@@ -324,7 +203,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
     }
     r->error_code = code->valueint;
   }
-  return s_string(obj, "note", false, where, &r->note, err, errlen);
+  return kg_rules_json_string(obj, "note", false, where, &r->note, err, errlen);
 }
 
 /*  The prefilter (kg_prefilter_builder.h): literals one of which every line
@@ -406,7 +285,7 @@ kg_classifier_load_string(const char *json, size_t len, kg_classifier_t **self_p
   const cJSON *item;
   cJSON_ArrayForEach(item, families) {
     size_t i = self->nfamilies++;
-    if ((rc = s_load_family(item, i, &self->families[i], err, errlen)))
+    if ((rc = kg_rules_json_family(item, i, &self->families[i], err, errlen)))
       goto done;
     for (size_t j = 0; j < i; j++)
       if (strcmp(self->families[j].id, self->families[i].id) == 0) {

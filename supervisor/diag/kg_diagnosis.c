@@ -1,9 +1,9 @@
 /*  kg_diagnosis: per-kernel fault state built from every evidence source. */
 #include "kg_diagnosis.h"
+#include "kg_diag_report.h"
 
 #include <inttypes.h>
 #include <signal.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,6 @@
 #include "kg_error.h"
 #include "kg_errrecord.h"
 #include "kg_errtext.h"
-#include "kg_json.h"
 #include "kg_linebuf.h"
 #include "kg_log.h"
 #include "kg_signs.h"
@@ -554,14 +553,6 @@ kg_diagnosis_last_step(const kg_diagnosis_t *self)
   return self->last_step;
 }
 
-static void
-s_hash16(const char *text, char out[17])
-{
-  unsigned char h[8];
-  crypto_generichash(h, sizeof h, (const unsigned char *) text, strlen(text), NULL, 0);
-  sodium_bin2hex(out, 17, h, sizeof h);
-}
-
 int
 kg_diagnosis_signature(const kg_diagnosis_t *self, const char *cell_code, char *buf,
                        size_t size)
@@ -570,71 +561,19 @@ kg_diagnosis_signature(const kg_diagnosis_t *self, const char *cell_code, char *
     buf[0] = '\0';
   if (!self->has_match)
     return KG_ENOTFOUND;
-  char norm[KG_MATCH_LINE_MAX];
-  kg_errtext_normalise(self->assertion ? self->assertion : self->match.line, norm,
-                         sizeof norm);
-  char h1[17], h2[17];
-  s_hash16(norm, h1);
-  s_hash16(cell_code ? cell_code : "", h2);
-  snprintf(buf, size, "%s:%s:%s", self->match.family->id, h1, h2);
-  return 0;
+  return kg_diag_report_signature(self->match.family->id,
+                                  self->assertion ? self->assertion : self->match.line,
+                                  cell_code, buf, size);
 }
 
 cJSON *
 kg_diagnosis_to_json(const kg_diagnosis_t *self)
 {
-  cJSON *o = cJSON_CreateObject();
-  if (!o)
-    return NULL;
-  const kg_match_t *m = kg_diagnosis_match(self);
-  kg_json_add_string_or_null(o, "family", m ? m->family->id : NULL);
-  kg_json_add_string_or_null(o, "title", m ? m->family->title : NULL);
-  cJSON_AddBoolToObject(o, "sticky", self->sticky);
-  kg_json_add_string_or_null(o, "rule", m ? m->rule_id : NULL);
-  kg_json_add_string_or_null(o, "note", m ? m->note : NULL);
-  cJSON_AddStringToObject(o, "backend", kg_backend_name(kg_diagnosis_backend(self)));
-  if (m && m->error_code)
-    cJSON_AddNumberToObject(o, "error_code", m->error_code);
-  else
-    cJSON_AddNullToObject(o, "error_code");
-  if (self->fault_ms >= 0)
-    cJSON_AddNumberToObject(o, "fault_time_ms", (double) self->fault_ms);
-  else
-    cJSON_AddNullToObject(o, "fault_time_ms");
-  kg_json_add_string_or_null(o, "parent_msg_id", self->parent);
-  if (m) {
-    cJSON *mm = cJSON_AddObjectToObject(o, "matched");
-    if (mm) {
-      cJSON_AddStringToObject(mm, "source", kg_source_name(m->source));
-      cJSON_AddStringToObject(mm, "line", m->line);
-    }
-  } else {
-    cJSON_AddNullToObject(o, "matched");
-  }
-  kg_json_add_string_or_null(o, "assertion_line", self->assertion);
-  if (self->first_error)
-    cJSON_AddItemToObject(o, "first_error", cJSON_Duplicate(self->first_error, true));
-  else
-    cJSON_AddNullToObject(o, "first_error");
-  kg_trail_add_to_json(self->trail, o);
-  if (self->exited) {
-    cJSON *e = cJSON_AddObjectToObject(o, "exit");
-    if (e) {
-      if (self->exit_code >= 0)
-        cJSON_AddNumberToObject(e, "code", self->exit_code);
-      else
-        cJSON_AddNullToObject(e, "code");
-      if (self->exit_code < 0)
-        cJSON_AddNumberToObject(e, "signal", self->signo);
-      else
-        cJSON_AddNullToObject(e, "signal");
-    }
-  } else {
-    cJSON_AddNullToObject(o, "exit");
-  }
-  if (self->last_step >= 0)
-    cJSON_AddNumberToObject(o, "last_step", (double) self->last_step);
-  else
-    cJSON_AddNullToObject(o, "last_step");
-  return o;
+  kg_diag_report_t r = {.match = kg_diagnosis_match(self), .sticky = self->sticky,
+                        .backend = kg_diagnosis_backend(self), .fault_ms = self->fault_ms,
+                        .parent = self->parent, .assertion = self->assertion,
+                        .first_error = self->first_error, .trail = self->trail,
+                        .exited = self->exited, .exit_code = self->exit_code,
+                        .signo = self->signo, .last_step = self->last_step};
+  return kg_diag_report_json(&r);
 }

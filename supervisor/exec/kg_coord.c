@@ -6,22 +6,19 @@
 #include "kg_coord.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include <cjson/cJSON.h>
 
-#include "kg_child.h"
 #include "kg_cli.h"
 #include "kg_clock.h"
+#include "kg_coord_ckpt.h"
 #include "kg_coord_keys.h"
 #include "kg_coord_rule.h"
 #include "kg_error.h"
@@ -79,164 +76,6 @@ s_broadcast(s_coord_t *C, cJSON *msg)
 {
   for (int i = 0; i < C->nnodes; i++)
     s_send(C, i, msg);
-}
-
-/* ---- checkpoints through kguard-ckpt ----------------------------------- */
-
-/*  Run argv, collect its stdout (bounded), wait for it. Returns the
-    wait status, or -1 if it could not start. */
-static int
-s_run(char **argv, char **out)
-{
-  kg_child_t *c = NULL;
-  kg_child_opts_t o = {.argv = argv, .capture = true};
-  *out = NULL;
-  if (kg_child_spawn(&o, &c) != 0)
-    return -1;
-  size_t len = 0;
-  char buf[8192];
-  for (;;) {
-    int fd1 = kg_child_stdout_fd(c), fd2 = kg_child_stderr_fd(c);
-    if (fd1 < 0 && fd2 < 0)
-      break;
-    struct pollfd p[2] = {{.fd = fd1, .events = POLLIN}, {.fd = fd2, .events = POLLIN}};
-    if (poll(p, 2, -1) < 0 && errno != EINTR)
-      break;
-    ssize_t n;
-    while ((n = kg_child_read(c, 1, buf, sizeof buf)) > 0) {
-      if (len + (size_t) n > (64u << 20))
-        continue;
-      char *g = realloc(*out, len + (size_t) n + 1);
-      if (!g)
-        continue;
-      *out = g;
-      memcpy(g + len, buf, (size_t) n);
-      len += (size_t) n;
-      g[len] = '\0';
-    }
-    while ((n = kg_child_read(c, 2, buf, sizeof buf)) > 0)
-      kg_info("coordinator: ckpt: %.*s", (int) n, buf);
-  }
-  int st = 0;
-  waitpid(kg_child_pid(c), &st, 0);
-  kg_child_destroy(&c);   /* already reaped by us: destroy only closes */
-  return st;
-}
-
-/*  The rank of listing row e found in directory rank-dir_rank: the signed
-    manifest's rank where the row has one, else the directory's; -1 for a
-    set index row or an archive that cannot serve this job. */
-static int
-s_row_rank(const cJSON *e, int dir_rank, int world)
-{
-  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
-  if (cJSON_IsString(kind) && strcmp(kind->valuestring, "set") == 0)
-    return -1;   /* a set index: its shards are listed on their own */
-  const cJSON *rank = cJSON_GetObjectItemCaseSensitive(e, "rank");
-  const cJSON *ws = cJSON_GetObjectItemCaseSensitive(e, "world_size");
-  return kg_coord_archive_rank(cJSON_IsNumber(rank) ? (int64_t) rank->valuedouble : -1,
-                               cJSON_IsNumber(ws) ? (int64_t) ws->valuedouble : -1,
-                               dir_rank, world);
-}
-
-/*  Every archive of every rank, from `kguard ckpt list --json` of each
-    rank-R directory; the rank is the signed manifest's where present. */
-static int
-s_scan(s_coord_t *C, int world, kg_coord_archive_t **out, cJSON **listing)
-{
-  int n = 0, alloc = 0;
-  *out = NULL;
-  *listing = cJSON_CreateArray();
-  for (int r = 0; r < world; r++) {
-    char dir[PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s/rank-%d", C->ckpt_dir, r);
-    char *argv[] = {C->exe, "ckpt", "list", dir, "--json", NULL};
-    char *text = NULL;
-    struct stat st;
-    if (stat(dir, &st) != 0) {
-      cJSON_AddItemToArray(*listing, cJSON_CreateArray());
-      continue;
-    }
-    s_run(argv, &text);
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    if (!cJSON_IsArray(j)) {
-      cJSON_Delete(j);
-      j = cJSON_CreateArray();
-    }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, j) {
-      const cJSON *step = cJSON_GetObjectItemCaseSensitive(e, "step");
-      const cJSON *status = cJSON_GetObjectItemCaseSensitive(e, "status");
-      const cJSON *sealed = cJSON_GetObjectItemCaseSensitive(e, "sealed_at_ms");
-      int rank = s_row_rank(e, r, world);
-      if (!cJSON_IsNumber(step) || !cJSON_IsString(status) || rank < 0)
-        continue;
-      if (n == alloc) {
-        alloc = alloc ? alloc * 2 : 64;
-        kg_coord_archive_t *g = realloc(*out, (size_t) alloc * sizeof *g);
-        if (!g)
-          break;
-        *out = g;
-      }
-      (*out)[n++] = (kg_coord_archive_t){
-        .rank = rank, .step = (int64_t) step->valuedouble,
-        .sealed_at_ms = cJSON_IsNumber(sealed) ? (int64_t) sealed->valuedouble : 0,
-        .valid = strcmp(status->valuestring, "valid") == 0};
-    }
-    cJSON_AddItemToArray(*listing, j);
-  }
-  return n;
-}
-
-/*  The archive path of rank r at step s in listing (one array per rank-R
-    directory; its own directory first), or NULL. */
-static const char *
-s_archive(cJSON *listing, int world, int r, int64_t s)
-{
-  for (int k = 0; k < world; k++) {
-    int d = (r + k) % world;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetArrayItem(listing, d)) {
-      const cJSON *step = cJSON_GetObjectItemCaseSensitive(e, "step");
-      const cJSON *status = cJSON_GetObjectItemCaseSensitive(e, "status");
-      const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "archive");
-      if (cJSON_IsNumber(step) && (int64_t) step->valuedouble == s && cJSON_IsString(status)
-          && strcmp(status->valuestring, "valid") == 0 && cJSON_IsString(path)
-          && s_row_rank(e, d, world) == r)
-        return path->valuestring;
-    }
-  }
-  return NULL;
-}
-
-/*  Quarantine every archive of every rank newer than s*, on shared storage. */
-static void
-s_quarantine(s_coord_t *C, cJSON *listing, int world, int64_t s, const char *incident)
-{
-  for (int r = 0; r < world; r++) {
-    int64_t from = -1;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetArrayItem(listing, r)) {
-      const cJSON *step = cJSON_GetObjectItemCaseSensitive(e, "step");
-      const cJSON *sealed = cJSON_GetObjectItemCaseSensitive(e, "sealed_at_ms");
-      if (cJSON_IsNumber(step) && cJSON_IsNumber(sealed) && step->valuedouble > (double) s
-          && (from < 0 || sealed->valuedouble < (double) from))
-        from = (int64_t) sealed->valuedouble;
-    }
-    if (from < 0)
-      continue;
-    char dir[PATH_MAX + 32], froms[32];
-    snprintf(dir, sizeof dir, "%s/rank-%d", C->ckpt_dir, r);
-    snprintf(froms, sizeof froms, "%lld", (long long) from);
-    char *argv[] = {C->exe, "ckpt", "quarantine", dir, "--incident", (char *) incident,
-                    "--from", froms, NULL};
-    char *out = NULL;
-    s_run(argv, &out);
-    if (out)
-      kg_notice("coordinator: quarantined on rank %d: %s", r, out);
-    free(out);
-  }
 }
 
 /*  Write the decision, MAC'd with the job's key, to shared storage. */
@@ -358,14 +197,14 @@ s_decide(s_coord_t *C)
     exit_code = KG_EXEC_EXIT_GAVE_UP;
   } else {
     kg_coord_archive_t *a = NULL;
-    cJSON *listing = NULL;
-    int n = s_scan(C, world, &a, &listing);
+    cJSON *listing = kg_coord_ckpt_listing(C->exe, C->ckpt_dir, world);
+    int n = kg_coord_ckpt_archives(listing, world, &a);
     bool *fr = calloc(world > 0 ? (size_t) world : 1, sizeof *fr);
     for (int r = root * C->nproc; fr && r < (root + 1) * C->nproc; r++)
       fr[r] = true;
     int64_t s = kg_coord_pick_step(a, n, world, cJSON_IsNumber(ls) ? (int64_t) ls->valuedouble : -1,
                                    fr, cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : INT64_MAX);
-    s_quarantine(C, listing, world, s, kg_incident_id(inc));
+    kg_coord_ckpt_quarantine(C->exe, C->ckpt_dir, listing, world, s, kg_incident_id(inc));
     cJSON_AddStringToObject(d, "action", "restart");
     cJSON_AddNumberToObject(d, "delay_ms", (double) delay);
     cJSON *arch = cJSON_AddObjectToObject(d, "archives");
@@ -374,7 +213,7 @@ s_decide(s_coord_t *C)
       for (int r = 0; r < world; r++) {
         char key[16];
         snprintf(key, sizeof key, "%d", r);
-        const char *p = s_archive(listing, world, r, s);
+        const char *p = kg_coord_ckpt_archive(listing, world, r, s);
         cJSON_AddItemToObject(arch, key, p ? cJSON_CreateString(p) : cJSON_CreateNull());
       }
     } else {

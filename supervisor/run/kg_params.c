@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kg_error.h"
+#include "kg_params_value.h"
 #include "kg_file.h"
 #include "kg_pyrepr.h"
 
@@ -121,114 +122,14 @@ s_set(kg_params_t *self, const char *name, cJSON *value, char *literal)
   return 0;
 }
 
-/*  ------------------------------------------------------------------------
-    Scalars. */
-
-/*  [+-]?digits: the length of the sign, or -1 if text is not that. */
-static int
-s_int_sign(const char *text)
-{
-  int sign = text[0] == '+' || text[0] == '-';
-  if (!text[sign])
-    return -1;
-  for (const char *p = text + sign; *p; p++) {
-    if (!isdigit((unsigned char) *p))
-      return -1;
-  }
-  return sign;
-}
-
-/*  [+-]? (digits . digits? | . digits | digits) ([eE] [+-]? digits)?, with
-    a '.' or an exponent (else it is an integer); need_dot: only with a '.'
-    (YAML 1.1's float, as PyYAML reads it). */
-static bool
-s_is_float(const char *text, bool need_dot)
-{
-  const char *p = text;
-  if (*p == '+' || *p == '-')
-    p++;
-  size_t whole = strspn(p, "0123456789");
-  p += whole;
-  bool dot = *p == '.';
-  size_t frac = 0;
-  if (dot) {
-    p++;
-    frac = strspn(p, "0123456789");
-    p += frac;
-  }
-  if (whole + frac == 0)
-    return false;
-  bool exp = *p == 'e' || *p == 'E';
-  if (exp) {
-    p++;
-    if (*p == '+' || *p == '-')
-      p++;
-    size_t e = strspn(p, "0123456789");
-    if (e == 0)
-      return false;
-    p += e;
-  }
-  return *p == '\0' && (dot || (exp && !need_dot));
-}
-
-/*  An integer's Python literal: sign and digits without leading zeros
-    ("007" is a syntax error in Python 3). */
-static char *
-s_int_literal(const char *text, int sign)
-{
-  const char *d = text + sign;
-  while (d[0] == '0' && d[1])
-    d++;
-  size_t n = strlen(d);
-  char *out = malloc(n + 2);
-  if (out)
-    snprintf(out, n + 2, "%s%s", text[0] == '-' && strcmp(d, "0") != 0 ? "-" : "", d);
-  return out;
-}
-
-/*  A plain scalar: bools, null, integers, floats, else a string. yaml:
-    YAML 1.1's words (PyYAML: yes/no/on/off, null/~, floats need a dot);
-    else papermill's -p (True/False/None, Python's int() and float()). */
+/*  A plain scalar (kg_params_value.h) under name. */
 static int
 s_add_scalar(kg_params_t *self, const char *name, const char *text, bool yaml)
 {
-  static const char *yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
-  static const char *no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
-  static const char *nul[] = {"null", "Null", "NULL", "~", ""};
-  size_t nwords = yaml ? sizeof yes / sizeof yes[0] : 0;
-  for (size_t i = 0; i < nwords; i++) {
-    if (strcmp(text, yes[i]) == 0)
-      return s_set(self, name, cJSON_CreateTrue(), NULL);
-    if (strcmp(text, no[i]) == 0)
-      return s_set(self, name, cJSON_CreateFalse(), NULL);
-  }
-  for (size_t i = 0; yaml && i < sizeof nul / sizeof nul[0]; i++) {
-    if (strcmp(text, nul[i]) == 0)
-      return s_set(self, name, cJSON_CreateNull(), NULL);
-  }
-  if (!yaml && strcmp(text, "True") == 0)
-    return s_set(self, name, cJSON_CreateTrue(), NULL);
-  if (!yaml && strcmp(text, "False") == 0)
-    return s_set(self, name, cJSON_CreateFalse(), NULL);
-  if (!yaml && strcmp(text, "None") == 0)
-    return s_set(self, name, cJSON_CreateNull(), NULL);
-  int sign = s_int_sign(text);
-  if (sign >= 0) {
-    char *lit = s_int_literal(text, sign);
-    if (!lit)
-      return KG_ENOMEM;
-    return s_set(self, name, cJSON_CreateNumber(strtod(text, NULL)), lit);
-  }
-  if (s_is_float(text, yaml)) {
-    double v = strtod(text, NULL);
-    char *lit = strdup(text);
-    if (!lit)
-      return KG_ENOMEM;
-    /*  1e999 is a valid literal (inf in Python), but JSON has no inf. */
-    return s_set(self, name, v - v == 0 ? cJSON_CreateNumber(v) : cJSON_CreateString(text),
-                 lit);
-  }
-  return s_set(self, name, cJSON_CreateString(text), NULL);
+  cJSON *value = NULL;
+  char *literal = NULL;
+  int rc = kg_params_scalar(text, yaml, &value, &literal);
+  return rc < 0 ? rc : s_set(self, name, value, literal);
 }
 
 int
@@ -278,95 +179,6 @@ s_add_json(kg_params_t *self, const char *text, size_t len, const char *source, 
   }
   cJSON_Delete(root);
   return rc;
-}
-
-/*  The value text of a YAML line (after "name:"), comments and blanks cut.
-    Returns 0 and fills *value (new cJSON) or KG_EUSAGE with why in what. */
-static int
-s_yaml_value(char *v, cJSON **value, bool *plain, const char **what)
-{
-  *value = NULL;
-  *plain = false;
-  while (*v == ' ' || *v == '\t')
-    v++;
-  if (*v == '"' || *v == '\'') {
-    /*  A quoted string, then only blanks or a comment. */
-    char q = *v;
-    char *end = v + 1;
-    while (*end) {
-      if (*end == q && q == '\'' && end[1] == '\'')
-        end += 2;               /*  '' inside '...' is one quote           */
-      else if (*end == q)
-        break;
-      else if (q == '"' && *end == '\\' && end[1])
-        end += 2;
-      else
-        end++;
-    }
-    if (*end != q) {
-      *what = "an unterminated quoted string";
-      return KG_EUSAGE;
-    }
-    char *rest = end + 1;
-    rest += strspn(rest, " \t");
-    if (*rest && *rest != '#') {
-      *what = "text after a quoted string";
-      return KG_EUSAGE;
-    }
-    end[1] = '\0';
-    if (q == '"') {
-      *value = cJSON_Parse(v);
-      if (!*value) {
-        *what = "a double-quoted string with escapes JSON does not have";
-        return KG_EUSAGE;
-      }
-      return 0;
-    }
-    /*  'it''s' is it's. */
-    char *out = v;
-    for (char *p = v + 1; p < end; p++) {
-      *out++ = *p;
-      if (*p == '\'')
-        p++;
-    }
-    *out = '\0';
-    *value = cJSON_CreateString(v);
-    return *value ? 0 : KG_ENOMEM;
-  }
-  /*  Unquoted: a comment starts at " #". */
-  for (char *p = v; *p; p++) {
-    if (*p == '#' && (p == v || p[-1] == ' ' || p[-1] == '\t')) {
-      *p = '\0';
-      break;
-    }
-  }
-  size_t n = strlen(v);
-  while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-    v[--n] = '\0';
-  if (*v == '[' || *v == '{') {
-    *value = cJSON_Parse(v);
-    if (!*value) {
-      *what = "a flow list or map that is not JSON (write it as JSON, or use a .json "
-              "file)";
-      return KG_EUSAGE;
-    }
-    return 0;
-  }
-  if (*v == '|' || *v == '>') {
-    *what = "a block scalar (| or >)";
-    return KG_EUSAGE;
-  }
-  if (*v == '&' || *v == '*' || *v == '!' || *v == '@' || *v == '`' || *v == '%') {
-    *what = *v == '&' ? "an anchor" : *v == '*' ? "an alias" : *v == '!' ? "a tag"
-            : "a reserved character";
-    return KG_EUSAGE;
-  }
-  if ((v[0] == '-' && (v[1] == ' ' || !v[1])) || strstr(v, ": ")) {
-    *what = "a nested list or map";
-    return KG_EUSAGE;
-  }
-  *plain = true;
-  return 0;
 }
 
 static int
@@ -426,7 +238,7 @@ s_add_yaml(kg_params_t *self, const char *text, size_t len, const char *source, 
         cJSON *value = NULL;
         bool plain = false;
         char *v = colon + 1;
-        rc = s_yaml_value(v, &value, &plain, &what);
+        rc = kg_params_yaml_value(v, &value, &plain, &what);
         if (rc == 0 && plain)
           rc = s_add_scalar(self, name, v + strspn(v, " \t"), true);
         else if (rc == 0)

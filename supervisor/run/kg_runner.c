@@ -22,6 +22,7 @@
 #include "kg_error.h"
 #include "kg_outputs.h"
 #include "kg_run_record.h"
+#include "kg_run_story.h"
 
 /*  How long to wait for a cell's iopub idle once its reply has arrived
     (nbclient waits 4 s; kguard relays through one more hop). */
@@ -283,95 +284,6 @@ s_execute(s_run_t *run, size_t index, s_cell_t *cell, const char *code)
 /*  ------------------------------------------------------------------------
     The run. */
 
-/*  The terminal story of a restart. */
-static void
-s_tell_restart(s_run_t *run, size_t pos, const s_cell_t *cell)
-{
-  const cJSON *kg = NULL, *ev;
-  cJSON_ArrayForEach(ev, cell->events) {
-    const char *e = s_string(ev, "event");
-    if (s_is(e, "sticky-restart") || s_is(e, "kernel-died"))
-      kg = ev;
-  }
-  size_t index = run->code[pos];
-  const char *family = s_string(kg, "family");
-  const char *ename = s_string(cell->reply, "ename");
-  if (s_is(s_string(kg, "event"), "kernel-died"))
-    kg_progress_event(run->pr, true, "cell %zu: the kernel died; kguard started a fresh "
-                      "one", index + 1);
-  else
-    kg_progress_event(run->pr, true, "cell %zu: sticky device error%s%s%s (%s): kguard "
-                      "stopped the poisoned kernel and started a fresh one", index + 1,
-                      family ? " [" : "", family ? family : "", family ? "]" : "",
-                      ename ? ename : "detected by kguard");
-  if (pos + 1 < run->ncode)
-    kg_progress_event(run->pr, true, "cells %zu..%zu were held back: none of them ran in "
-                      "the poisoned kernel", run->code[pos + 1] + 1,
-                      run->code[run->ncode - 1] + 1);
-  const cJSON *step = cJSON_GetObjectItemCaseSensitive(kg, "restored_step");
-  if (cJSON_IsNumber(step) && cJSON_GetObjectItemCaseSensitive(kg, "notice"))
-    kg_run_record_complete(run->record, kg, NULL);
-  else
-    kg_progress_event(run->pr, true, "kguard restores the last checkpoint sealed before the "
-                      "fault into the fresh kernel");
-  char buf[4096];
-  const char *path = kg ? kg_run_record_incident_path(run->record, kg, buf, sizeof buf) : NULL;
-  if (path)
-    kg_progress_event(run->pr, true, "incident record: %s", path);
-  kg_progress_event(run->pr, true, "restart %d (of at most %d): re-running cells 1..%zu "
-                    "in the fresh kernel, then the rest", run->restarts,
-                    run->cfg->max_restarts, index + 1);
-}
-
-static void
-s_tell_down(s_run_t *run, size_t index, const s_cell_t *cell)
-{
-  const char *ename = s_string(cell->reply, "ename");
-  const char *evalue = s_string(cell->reply, "evalue");
-  int n = evalue ? (int) strcspn(evalue, "\n") : 0;
-  kg_progress_event(run->pr, true, "cell %zu: kguard stopped restarting the kernel (down)%s%s"
-                    "%s%.*s", index + 1, ename ? ": " : "", ename ? ename : "",
-                    n ? ": " : "", n, evalue ? evalue : "");
-  kg_progress_event(run->pr, true, "gave up: the same failure came back, or the restart "
-                    "budget is spent; a restart does not fix a wrong label or a bug");
-}
-
-static void
-s_tell_error(s_run_t *run, size_t index, const s_cell_t *cell)
-{
-  const char *ename = s_string(cell->reply, "ename");
-  const char *evalue = s_string(cell->reply, "evalue");
-  kg_progress_event(run->pr, true, "cell %zu raised %s%s%s", index + 1,
-                    ename ? ename : "an error", evalue && *evalue ? ": " : "",
-                    evalue ? evalue : "");
-}
-
-static void
-s_summary(s_run_t *run, int code, size_t cells_done)
-{
-  const char *what = code == 0 ? "finished"
-                     : code == KG_RUN_EXIT_NOT_RESTORED
-                     ? "finished WITHOUT the checkpoint it should have resumed from"
-                     : "stopped";
-  int64_t restored = kg_run_record_restored_step(run->record);
-  if (restored >= 0)
-    kg_progress_event(run->pr, true, "%s: %zu of %zu code cells done, %d execution%s, "
-                      "%d restart%s, checkpoint step %lld restored", what, cells_done,
-                      run->ncode, run->executions, run->executions == 1 ? "" : "s",
-                      run->restarts, run->restarts == 1 ? "" : "s",
-                      (long long) restored);
-  else
-    kg_progress_event(run->pr, true, "%s: %zu of %zu code cells done, %d execution%s, "
-                      "%d restart%s", what, cells_done, run->ncode, run->executions,
-                      run->executions == 1 ? "" : "s", run->restarts,
-                      run->restarts == 1 ? "" : "s");
-  const cJSON *p;
-  cJSON_ArrayForEach(p, kg_run_record_paths(run->record))
-    kg_progress_event(run->pr, true, "  incident record:   %s", p->valuestring);
-  if (run->cfg->log_path)
-    kg_progress_event(run->pr, true, "  kernel log:        %s", run->cfg->log_path);
-}
-
 static void
 s_metadata(s_run_t *run, const char *result, size_t cells_done)
 {
@@ -395,24 +307,6 @@ s_metadata(s_run_t *run, const char *result, size_t cells_done)
     cJSON_AddNullToObject(info, "restored_step");
   cJSON_AddItemToObject(info, "checkpoints_not_restored",
                         cJSON_Duplicate(kg_run_record_not_restored(run->record), true));
-}
-
-static void
-s_log_tail(s_run_t *run)
-{
-  const char *path = run->cfg->log_path;
-  FILE *f = path ? fopen(path, "re") : NULL;
-  if (!f)
-    return;
-  char buf[8192];
-  if (fseek(f, -(long) (sizeof buf - 1), SEEK_END) != 0)
-    rewind(f);
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *start = n == sizeof buf - 1 ? strchr(buf, '\n') : NULL;
-  kg_progress_event(run->pr, true, "the kernel's log (%s) ends with:", path);
-  kg_progress_block(run->pr, true, "  | ", start ? start + 1 : buf);
 }
 
 /*  Record the kguard events of cell (code cell index) in the notebook. */
@@ -458,14 +352,14 @@ s_loop(s_run_t *run, size_t *done)
       kg_progress_event(run->pr, true, "the kguard kernel exited unexpectedly (%s %d)",
                         WIFSIGNALED(st) ? "signal" : "status",
                         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-      s_log_tail(run);
+      kg_run_story_log_tail(run->pr, run->cfg->log_path);
       exit_code = KG_EXIT_SYSTEM;
     }
     else if (s_is(event, "down")) {
       kg_progress_cell_end(run->pr, "down");
       kg_run_record_acted_on(run->record, cell.msg_id, cell.events);
       s_record(run, index, &cell);
-      s_tell_down(run, index, &cell);
+      kg_run_story_down(run->pr, index, cell.reply);
       exit_code = KG_RUN_EXIT_GAVE_UP;
     }
     else if (s_is(event, "sticky-restart") || s_is(event, "kernel-died")) {
@@ -479,7 +373,8 @@ s_loop(s_run_t *run, size_t *done)
         exit_code = KG_RUN_EXIT_GAVE_UP;
       }
       else {
-        s_tell_restart(run, pos, &cell);
+        kg_run_story_restart(run->pr, run->record, cell.events, cell.reply, run->code, run->ncode,
+                             pos, run->restarts, run->cfg->max_restarts);
         if (pos + 1 > rerun_until)
           rerun_until = pos + 1;
         pos = 0;
@@ -497,7 +392,7 @@ s_loop(s_run_t *run, size_t *done)
     else if (!s_is(status, "ok") && !kg_notebook_has_tag(run->nb, index, "raises-exception")) {
       kg_progress_cell_end(run->pr, status ? status : "error");
       s_record(run, index, &cell);
-      s_tell_error(run, index, &cell);
+      kg_run_story_error(run->pr, index, cell.reply);
       exit_code = KG_RUN_EXIT_CELL_ERROR;
     }
     else {
@@ -562,7 +457,7 @@ kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *p
   int rc = kg_client_start(&cfg->client, &run.client, err, sizeof err);
   if (rc != 0) {
     kg_progress_event(pr, true, "unable to start the kernel: %s", err);
-    s_log_tail(&run);
+    kg_run_story_log_tail(run.pr, run.cfg->log_path);
     goto done;
   }
   kg_progress_event(pr, false, "kernel \"%s\" starting under kguard (pid %d)",
@@ -578,7 +473,7 @@ kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *p
   if (rc != 0) {
     kg_progress_event(pr, true, "the kernel did not become ready: %s",
                       rc == KG_ESPAWN ? "it exited" : kg_strerror(rc));
-    s_log_tail(&run);
+    kg_run_story_log_tail(run.pr, run.cfg->log_path);
     goto done;
   }
   kg_progress_event(pr, false, "kernel ready; %zu code cell%s to run", run.ncode,
@@ -594,7 +489,8 @@ kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *p
                       kg_strerror(rc));
     code = KG_EXIT_SYSTEM;
   }
-  s_summary(&run, code, done);
+  kg_run_story_summary(run.pr, run.record, code, done, run.ncode, run.executions, run.restarts,
+                       run.cfg->log_path);
   if (rc == 0)
     kg_progress_event(pr, true, "  executed notebook: %s", cfg->output_path);
 

@@ -1,5 +1,6 @@
-/*  kg_coord_rule and kg_coord_keys: the agreed step, the root cause, and the
-    keys from the job's secret, as tables. */
+/*  kg_coord_rule, kg_coord_ckpt and kg_coord_keys: the agreed step, the root
+    cause, the ranks' listings read, and the keys from the job's secret, as
+    tables. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kg_coord_ckpt.h"
 #include "kg_coord_keys.h"
 #include "kg_coord_rule.h"
 #include "kg_error.h"
@@ -63,6 +65,72 @@ KG_TEST(archive_rank_is_the_manifests_else_the_directorys)
       fprintf(stderr, "row %zu: %d\n", i, got);
     KG_CHECK_INT(got, t[i].want);
   }
+}
+
+/*  Two ranks' `kguard ckpt list --json` rows, as kg_coord_ckpt reads them:
+    rank 0's directory also holds rank 1's shard of step 6 (copied there),
+    a set index row, a corrupt archive and a shard of a 4-rank job. */
+static const char s_listing[] =
+  "[[{\"step\": 3, \"status\": \"valid\", \"sealed_at_ms\": 100, \"archive\": \"r0/s3\"},"
+  "  {\"step\": 6, \"status\": \"valid\", \"sealed_at_ms\": 200, \"archive\": \"r0/s6\"},"
+  "  {\"step\": 6, \"status\": \"valid\", \"sealed_at_ms\": 201, \"archive\": \"r0/s6-r1\","
+  "   \"rank\": 1, \"world_size\": 2},"
+  "  {\"step\": 6, \"status\": \"valid\", \"kind\": \"set\", \"archive\": \"r0/set6\"},"
+  "  {\"step\": 9, \"status\": \"corrupt\", \"sealed_at_ms\": 300, \"archive\": \"r0/s9\"},"
+  "  {\"step\": 8, \"status\": \"valid\", \"sealed_at_ms\": 250, \"archive\": \"r0/x\","
+  "   \"rank\": 0, \"world_size\": 4},"
+  "  {\"status\": \"leftover\", \"archive\": \"r0/tmp\"}],"
+  " [{\"step\": 3, \"status\": \"valid\", \"sealed_at_ms\": 101, \"archive\": \"r1/s3\"}]]";
+
+KG_TEST(listing_rows_become_archives_paths_and_quarantine_times)
+{
+  cJSON *listing = cJSON_Parse(s_listing);
+  KG_CHECK(listing != NULL);
+  kg_coord_archive_t *a = NULL;
+  int n = kg_coord_ckpt_archives(listing, 2, &a);
+  /* Kept: r0/s3, r0/s6, the copied shard (as rank 1), r0/s9 (invalid),
+     r1/s3; left out: the set row, the 4-rank shard, the leftover. */
+  KG_CHECK_INT(n, 5);
+  static const struct {
+    int rank;
+    int64_t step, sealed;
+    bool valid;
+  } want[] = {{0, 3, 100, true}, {0, 6, 200, true}, {1, 6, 201, true}, {0, 9, 300, false},
+              {1, 3, 101, true}};
+  for (int i = 0; i < n && i < 5; i++) {
+    KG_CHECK_INT(a[i].rank, want[i].rank);
+    KG_CHECK_INT(a[i].step, want[i].step);
+    KG_CHECK_INT(a[i].sealed_at_ms, want[i].sealed);
+    KG_CHECK_INT(a[i].valid, want[i].valid);
+  }
+  /* The agreed step over them: 6 (rank 1's shard lies in rank 0's dir). */
+  KG_CHECK_INT(kg_coord_pick_step(a, n, 2, -1, NULL, 0), 6);
+  free(a);
+  static const struct {
+    int rank;
+    int64_t step;
+    const char *path;   /* NULL: none */
+  } paths[] = {
+    {0, 3, "r0/s3"}, {1, 3, "r1/s3"},
+    {0, 6, "r0/s6"}, {1, 6, "r0/s6-r1"},   /* found in another rank's directory */
+    {0, 9, NULL},                          /* corrupt */
+    {0, 8, NULL},                          /* another job size */
+    {1, 9, NULL},
+  };
+  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+    const char *got = kg_coord_ckpt_archive(listing, 2, paths[i].rank, paths[i].step);
+    if (!paths[i].path)
+      KG_CHECK(got == NULL);
+    else
+      KG_CHECK_STR(got ? got : "(null)", paths[i].path);
+  }
+  /* Quarantine starts at the earliest seal of a step newer than s. */
+  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 0), 3), 200);
+  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 0), 6), 250);
+  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 0), 9), -1);
+  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 1), 3), -1);
+  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 1), -1), 101);
+  cJSON_Delete(listing);
 }
 
 KG_TEST(root_cause_is_the_earliest_sticky_report)
@@ -128,5 +196,6 @@ KG_TEST(keys_derive_from_the_secret_and_reject_weak_files)
 
 KG_TEST_MAIN(KG_CASE(agreed_step_is_newest_that_every_rank_verifies),
              KG_CASE(archive_rank_is_the_manifests_else_the_directorys),
+             KG_CASE(listing_rows_become_archives_paths_and_quarantine_times),
              KG_CASE(root_cause_is_the_earliest_sticky_report),
              KG_CASE(keys_derive_from_the_secret_and_reject_weak_files))

@@ -1,9 +1,15 @@
 /*  The pieces kg_diagnosis is built from: the stream buffer set (one per
     request and stream, least recently fed out, its tail handed back first),
-    the bounded trail, the earlier-signs list and the error record. */
+    the bounded trail, the earlier-signs list and the error record; and the
+    rules file's readers kg_classifier is loaded with. */
+#include <cjson/cJSON.h>
 #include <string.h>
 
+#include "kg_diag_report.h"
+#include "kg_diagnosis.h"
 #include "kg_errrecord.h"
+#include "kg_error.h"
+#include "kg_rules_json.h"
 #include "kg_signs.h"
 #include "kg_streamset.h"
 #include "kg_test.h"
@@ -138,7 +144,120 @@ KG_TEST(errrecord_text_and_record)
   cJSON_Delete(tb);
 }
 
+KG_TEST(rules_json_family_fields_and_messages)
+{
+  static const struct {
+    const char *json;
+    int rc;
+    const char *err;   /* a substring of the message; NULL: success */
+  } t[] = {
+    {"{\"id\":\"a\",\"title\":\"T\",\"first_check\":\"F\",\"avoid\":\"A\",\"sticky\":true,"
+     "\"hints\":{\"cuda\":\"CUDA_LAUNCH_BLOCKING=1\",\"any\":\"h\"}}", 0, NULL},
+    {"[]", KG_ERULES, "families[3]: must be an object"},
+    {"{\"title\":\"T\"}", KG_ERULES, "families[3]: missing field \"id\""},
+    {"{\"id\":\"\",\"title\":\"T\"}", KG_ERULES, "field \"id\" must be a non-empty string"},
+    {"{\"id\":\"a\",\"title\":\"T\",\"first_check\":\"F\",\"avoid\":\"A\"}", KG_ERULES,
+     "families[3] (\"a\"): field \"sticky\" must be true or false"},
+    {"{\"id\":\"a\",\"title\":\"T\",\"first_check\":\"F\",\"avoid\":\"A\",\"sticky\":false,"
+     "\"hints\":[]}", KG_ERULES, "field \"hints\" must be an object"},
+    {"{\"id\":\"a\",\"title\":\"T\",\"first_check\":\"F\",\"avoid\":\"A\",\"sticky\":false,"
+     "\"hints\":{\"rocm\":\"set CUDA_LAUNCH_BLOCKING=1\"}}", KG_ERULES,
+     "families[3].hints: field \"rocm\" names CUDA_LAUNCH_BLOCKING"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    cJSON *obj = cJSON_Parse(t[i].json);
+    KG_CHECK(obj != NULL);
+    kg_family_t f;
+    memset(&f, 0, sizeof f);
+    char err[256] = "";
+    int rc = kg_rules_json_family(obj, 3, &f, err, sizeof err);
+    if (rc != t[i].rc || (t[i].err && !strstr(err, t[i].err)))
+      fprintf(stderr, "row %zu: rc %d, err '%s'\n", i, rc, err);
+    KG_CHECK_INT(rc, t[i].rc);
+    if (t[i].err)
+      KG_CHECK(strstr(err, t[i].err) != NULL);
+    kg_rules_json_family_clear(&f);
+    cJSON_Delete(obj);
+  }
+  /* The first row, read in full. */
+  cJSON *obj = cJSON_Parse(t[0].json);
+  kg_family_t f;
+  memset(&f, 0, sizeof f);
+  char err[256] = "";
+  KG_CHECK_INT(kg_rules_json_family(obj, 0, &f, err, sizeof err), 0);
+  KG_CHECK_STR(f.id, "a");
+  KG_CHECK_STR(f.avoid, "A");
+  KG_CHECK(f.sticky);
+  KG_CHECK_STR(f.hint_cuda, "CUDA_LAUNCH_BLOCKING=1");
+  KG_CHECK(f.hint_rocm == NULL);
+  KG_CHECK_STR(f.hint_any, "h");
+  kg_rules_json_family_clear(&f);
+  cJSON_Delete(obj);
+}
+
+KG_TEST(rules_json_string_lists)
+{
+  static const struct {
+    const char *json;
+    int rc;
+    size_t n;          /* strings read, on success */
+  } t[] = {
+    {"[\"a\", \"b\"]", 0, 2},
+    {"[]", KG_ERULES, 0},
+    {"[\"a\", \"\"]", KG_ERULES, 0},
+    {"[\"a\", 3]", KG_ERULES, 0},
+    {"\"a\"", KG_ERULES, 0},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    cJSON *arr = cJSON_Parse(t[i].json);
+    char **v = NULL, err[256] = "";
+    int rc = kg_rules_json_strv(arr, "rules[1]", "any", &v, err, sizeof err);
+    KG_CHECK_INT(rc, t[i].rc);
+    if (rc == 0) {
+      size_t n = 0;
+      while (v[n])
+        n++;
+      KG_CHECK_INT(n, t[i].n);
+    } else {
+      KG_CHECK(v == NULL);
+      KG_CHECK(strstr(err, "rules[1]: field \"match.any\"") != NULL);
+    }
+    kg_rules_json_strv_free(v);
+    cJSON_Delete(arr);
+  }
+}
+
+KG_TEST(report_signature_family_text_and_cell)
+{
+  char a[KG_DIAG_SIGNATURE_MAX], b[KG_DIAG_SIGNATURE_MAX];
+  KG_CHECK_INT(kg_diag_report_signature("fam", "Assertion `x` failed.", "f(1)", a, sizeof a), 0);
+  /* family:16 hex:16 hex */
+  KG_CHECK_INT(strlen(a), 3 + 1 + 16 + 1 + 16);
+  KG_CHECK(strncmp(a, "fam:", 4) == 0 && a[20] == ':');
+  static const struct {
+    const char *family, *text, *cell;
+    bool same;           /* as a's signature */
+  } t[] = {
+    {"fam", "Assertion `x` failed.", "f(1)", true},
+    {"fam", "Assertion `x` failed.", "f(2)", false},   /* another cell */
+    {"other", "Assertion `x` failed.", "f(1)", false}, /* another family */
+    {"fam", "Assertion `y` failed.", "f(1)", false},   /* another assertion */
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    KG_CHECK_INT(kg_diag_report_signature(t[i].family, t[i].text, t[i].cell, b, sizeof b), 0);
+    KG_CHECK_INT(strcmp(a, b) == 0, t[i].same);
+  }
+  /* No cell code hashes as "". */
+  char c[KG_DIAG_SIGNATURE_MAX], d[KG_DIAG_SIGNATURE_MAX];
+  kg_diag_report_signature("fam", "t", NULL, c, sizeof c);
+  kg_diag_report_signature("fam", "t", "", d, sizeof d);
+  KG_CHECK_STR(c, d);
+}
+
 KG_TEST_MAIN(KG_CASE(streamset_one_buffer_per_request_and_stream_lru_out),
              KG_CASE(trail_bounded_and_tail_keeps_last_lines),
              KG_CASE(signs_same_request_or_raw_within_ttl_move_t_back),
-             KG_CASE(errrecord_text_and_record))
+             KG_CASE(errrecord_text_and_record),
+             KG_CASE(rules_json_family_fields_and_messages),
+             KG_CASE(rules_json_string_lists),
+             KG_CASE(report_signature_family_text_and_cell))

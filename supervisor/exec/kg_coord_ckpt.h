@@ -1,0 +1,46 @@
+/*  kg_coord_ckpt: the coordinator's view of the ranks' checkpoints on
+    shared storage, through `kguard ckpt list --json` and `kguard ckpt
+    quarantine` (kg_coord.c decides; kg_coord_rule picks the step).
+
+    A listing is a cJSON array with one array per rank-R directory (R =
+    0..world-1, an empty array where the directory is absent), each holding
+    the rows `kguard ckpt list --json` printed for it. The pure functions
+    below read a listing and never run anything.
+*/
+#ifndef KG_COORD_CKPT_H
+#define KG_COORD_CKPT_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "kg_coord_rule.h"
+
+/*  Run `EXE ckpt list DIR/rank-R --json` for R = 0..world-1 (blocking) and
+    return the listing (caller owns; cJSON_Delete). A rank whose directory
+    is missing, or whose output is not a JSON array, gets an empty array. */
+cJSON *kg_coord_ckpt_listing(const char *exe, const char *ckpt_dir, int world);
+
+/*  Pure. Every usable row of listing as an archive (caller frees *out):
+    rows with a numeric "step" and a string "status"; the rank is the signed
+    manifest's where the row has one (kg_coord_archive_rank), set index
+    rows and shards of another job size are left out; valid = status is
+    "valid". Returns the number of archives (*out NULL when 0). */
+int kg_coord_ckpt_archives(const cJSON *listing, int world, kg_coord_archive_t **out);
+
+/*  Pure. The "archive" path of rank r's valid checkpoint of step s,
+    looked for in r's own directory first, then in the others in order;
+    NULL when none. Points into listing. */
+const char *kg_coord_ckpt_archive(const cJSON *listing, int world, int r, int64_t s);
+
+/*  Pure. The earliest "sealed_at_ms" among rows (one rank's array) whose
+    step is newer than s: where quarantine must start; -1 when none. */
+int64_t kg_coord_ckpt_quarantine_from(const cJSON *rows, int64_t s);
+
+/*  Quarantine, on every rank, the archives newer than s (`EXE ckpt
+    quarantine DIR/rank-R --incident ID --from T`, blocking) and log what
+    moved; failures are logged by kguard-ckpt and not fatal. */
+void kg_coord_ckpt_quarantine(const char *exe, const char *ckpt_dir, const cJSON *listing,
+                              int world, int64_t s, const char *incident);
+
+#endif
