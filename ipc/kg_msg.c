@@ -20,7 +20,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdint.h>
@@ -44,16 +43,12 @@ struct kg_msg_t {
   size_t nident;
   cJSON *json[4];               /*  parsed dict frames, lazily              */
   bool json_tried[4];           /*  parse attempted (and maybe failed)      */
-  const kg_signer_t *presigned; /*  presig is valid for this signer         */
   bool verified;                /*  the received signature is the one this   */
   unsigned char verified_key[KG_SIGNER_KEY_ID_BYTES]; /* key writes (checked,
                                     or trusted: kg_msg_parse_trusted), and
                                     the dict frames are unchanged since      */
-  char presig[65];
   zmq_msg_t inline_frames[KG_MSG_INLINE];
 };
-
-static pthread_once_t s_sodium_once = PTHREAD_ONCE_INIT;
 
 static kg_msg_observer_fn *s_observer;
 static void *s_observer_arg;
@@ -63,13 +58,6 @@ kg_msg_set_observer(kg_msg_observer_fn *fn, void *arg)
 {
   s_observer = fn;
   s_observer_arg = arg;
-}
-
-static void
-s_sodium_init(void)
-{
-  if (sodium_init() < 0)
-    abort();                    /*  no entropy source at all: cannot go on */
 }
 
 static kg_msg_t *
@@ -83,7 +71,6 @@ s_alloc(void)
   self->cap = KG_MSG_INLINE;
   self->split = false;
   self->nident = 0;
-  self->presigned = NULL;
   self->verified = false;
   for (int i = 0; i < 4; i++) {
     self->json[i] = NULL;
@@ -226,52 +213,6 @@ s_dict_frames(const kg_msg_t *self, kg_frame_t parts[4])
     parts[i] = s_frame(self, self->nident + 2 + (size_t) i);
 }
 
-/*  The second thread of kg_msg_parse_resign: one job at a time, handed
-    over under the lock; the caller waits for it before going on, so the
-    event loop stays single-threaded in effect. Started on first use. */
-static struct {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  pthread_once_t once;
-  bool ok;                      /*  the thread runs                          */
-  bool posted, done;
-  kg_signer_t *signer;
-  kg_frame_t parts[4];
-  char *out;
-} s_ps = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
-        .once = PTHREAD_ONCE_INIT};
-
-static void *
-s_presigner(void *arg)
-{
-  (void) arg;
-  pthread_mutex_lock(&s_ps.lock);
-  for (;;) {
-    while (!s_ps.posted)
-      pthread_cond_wait(&s_ps.cond, &s_ps.lock);
-    pthread_mutex_unlock(&s_ps.lock);
-    kg_signer_sign(s_ps.signer, s_ps.parts, s_ps.out);
-    pthread_mutex_lock(&s_ps.lock);
-    s_ps.posted = false;
-    s_ps.done = true;
-    pthread_cond_broadcast(&s_ps.cond);
-  }
-  return NULL;
-}
-
-static void
-s_presigner_start(void)
-{
-  pthread_t t;
-  sigset_t all, old;
-  sigfillset(&all);   /* signals stay with the loop's signalfd */
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  s_ps.ok = pthread_create(&t, NULL, s_presigner, NULL) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (s_ps.ok)
-    pthread_detach(t);
-}
-
 static bool
 s_lower_hex(kg_frame_t sig)
 {
@@ -282,11 +223,6 @@ s_lower_hex(kg_frame_t sig)
   return sig.size > 0;
 }
 
-int
-kg_msg_parse(kg_msg_t *self, kg_signer_t *signer)
-{
-  return kg_msg_parse_resign(self, signer, NULL);
-}
 
 /*  Find the delimiter and check the five frames after it; sets nident. */
 static int
@@ -326,7 +262,7 @@ kg_msg_parse_trusted(kg_msg_t *self, const kg_signer_t *signer)
 }
 
 int
-kg_msg_parse_resign(kg_msg_t *self, kg_signer_t *signer, kg_signer_t *resign_with)
+kg_msg_parse(kg_msg_t *self, kg_signer_t *signer)
 {
   int rc0 = s_find_delim(self);
   if (rc0 != 0)
@@ -335,35 +271,7 @@ kg_msg_parse_resign(kg_msg_t *self, kg_signer_t *signer, kg_signer_t *resign_wit
   kg_frame_t parts[4];
   s_dict_frames(self, parts);
   kg_frame_t sig = s_frame(self, d + 1);
-  size_t dict_bytes = parts[0].size + parts[1].size + parts[2].size + parts[3].size;
-  /*  Nothing to sign ahead when the other side shares the key: the
-      received signature is forwarded as it is (kg_msg_send). */
-  bool presign = resign_with && kg_signer_enabled(resign_with)
-                 && !kg_signer_same_key(signer, resign_with)
-                 && dict_bytes >= KG_MSG_PRESIGN_MIN;
-  if (presign) {
-    pthread_once(&s_ps.once, s_presigner_start);
-    presign = s_ps.ok;
-  }
-  if (presign) {
-    pthread_mutex_lock(&s_ps.lock);
-    s_ps.signer = resign_with;
-    memcpy(s_ps.parts, parts, sizeof s_ps.parts);
-    s_ps.out = self->presig;
-    s_ps.done = false;
-    s_ps.posted = true;
-    pthread_cond_broadcast(&s_ps.cond);
-    pthread_mutex_unlock(&s_ps.lock);
-  }
   int rc = kg_signer_verify(signer, sig.data, sig.size, parts);
-  if (presign) {
-    pthread_mutex_lock(&s_ps.lock);
-    while (!s_ps.done)
-      pthread_cond_wait(&s_ps.cond, &s_ps.lock);
-    pthread_mutex_unlock(&s_ps.lock);
-    if (rc == 0)
-      self->presigned = resign_with;
-  }
   if (rc != 0)
     return rc;
   /*  Forwardable as received only in the spelling signing writes
@@ -432,39 +340,6 @@ kg_msg_drop_kind(int rc)
   default:
     return KG_DROP_MALFORMED;
   }
-}
-
-void
-kg_uuid4(char out[37])
-{
-  pthread_once(&s_sodium_once, s_sodium_init);
-  unsigned char b[16];
-  randombytes_buf(b, sizeof b);
-  b[6] = (unsigned char) ((b[6] & 0x0f) | 0x40);     /*  version 4        */
-  b[8] = (unsigned char) ((b[8] & 0x3f) | 0x80);     /*  RFC 4122 variant */
-  char hex[33];
-  sodium_bin2hex(hex, sizeof hex, b, sizeof b);
-  memcpy(out, hex, 8);
-  out[8] = '-';
-  memcpy(out + 9, hex + 8, 4);
-  out[13] = '-';
-  memcpy(out + 14, hex + 12, 4);
-  out[18] = '-';
-  memcpy(out + 19, hex + 16, 4);
-  out[23] = '-';
-  memcpy(out + 24, hex + 20, 12);
-  out[36] = '\0';
-}
-
-void
-kg_iso_now(char out[32])
-{
-  struct timespec ts;
-  struct tm tm;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  gmtime_r(&ts.tv_sec, &tm);
-  size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out + n, 32 - n, ".%06ldZ", ts.tv_nsec / 1000);
 }
 
 kg_msg_t *
@@ -642,7 +517,6 @@ kg_msg_set_json(kg_msg_t *self, kg_part_t part, const cJSON *json)
   zmq_msg_t *slot = &self->frames[self->nident + 2 + (size_t) part];
   zmq_msg_close(slot);
   *slot = frame;
-  self->presigned = NULL;   /* signed bytes changed */
   self->verified = false;
   /*  If the caller edited our own parsed copy, it now matches the frame:
       keep it. Anything else invalidates it. */
@@ -770,8 +644,6 @@ kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags)
   char sig[65] = "";
   if (forward_sig) {
     /*  sent below from the received frame */
-  } else if (self->presigned && self->presigned == signer) {
-    memcpy(sig, self->presig, sizeof sig);
   } else {
     kg_frame_t parts[4];
     s_dict_frames(self, parts);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kg_ids.h"      /* kg_uuid4, kg_iso_now (headers kg_msg_new writes) */
 #include "kg_signer.h"
 
 typedef enum {
@@ -63,15 +64,6 @@ int kg_msg_parse(kg_msg_t *self, kg_signer_t *signer);
     KG_EUSAGE (already split); the frames are not parsed as JSON. */
 int kg_msg_parse_trusted(kg_msg_t *self, const kg_signer_t *signer);
 
-/*  kg_msg_parse, for a message that will be relayed re-signed with
-    resign_with: when the dict frames are large (KG_MSG_PRESIGN_MIN bytes or
-    more), the relay's signature is computed in a second thread while this
-    one checks the received signature, and kept for kg_msg_send with that
-    signer (until a dict frame is replaced). A multi-MB output message then
-    costs one HMAC pass of delay instead of two. Same returns; the kept
-    signature is dropped unless the check passed. */
-#define KG_MSG_PRESIGN_MIN (1u << 20)
-int kg_msg_parse_resign(kg_msg_t *self, kg_signer_t *signer, kg_signer_t *resign_with);
 
 /*  Create a new message to send. The header is made here: a fresh uuid4
     msg_id, msg_type, session, username "kguard", date (ISO 8601, UTC) and
@@ -175,10 +167,5 @@ typedef enum {
 extern const char *const kg_msg_drop_names[KG_DROP_COUNT];
 kg_drop_kind_t kg_msg_drop_kind(int rc);
 
-/*  Write a new uuid4 string (36 characters and a NUL) into out. */
-void kg_uuid4(char out[37]);
-
-/*  Write the current UTC time as "2026-12-02T17:03:04.123456Z" into out. */
-void kg_iso_now(char out[32]);
 
 #endif

@@ -30,7 +30,8 @@ MAX_LINES = 600
 # have their own owners and issues; each is named so that the list cannot
 # grow silently. Tests (tests/) are not counted at all.
 LONG_FILE_EXCEPTIONS = {
-    "ipc/kg_msg.c": "wire message codec: owned by the ipc area",
+    "ipc/kg_msg.c": ("the wire message class (683 lines: receive, split, verify, accessors, "
+                     "send) over one private struct; not split into files sharing it"),
 }
 
 # Object-file folders (relative to BUILD_DIR) whose files form the graph,

@@ -68,13 +68,14 @@ kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_
   }
 }
 
-/*  Parse and check a received message (a large one is re-signed for the
-    other side meanwhile); on failure count, log, return false. */
+/*  Parse and check a received message (its signature with signer); on
+    failure count, log, return false. The kernel shares the frontend's key,
+    so what passes goes on with the signature it came with (kg_msg_send). */
 bool
-kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, kg_signer_t *resign_with,
-         const char *side, kg_channel_t ch)
+kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side,
+                 kg_channel_t ch)
 {
-  int rc = kg_msg_parse_resign(msg, signer, resign_with);
+  int rc = kg_msg_parse(msg, signer);
   if (rc == 0)
     rc = kg_msg_check_header(msg);
   if (rc == 0)
@@ -346,7 +347,7 @@ kg__on_front(kg_sup_t *S, kg_channel_t ch)
     if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
       return;
     kg__relay_note_size(S, msg);
-    if (kg__relay_accept(S, msg, kg_front_signer(S->front), kg_kernel_signer(S->kernel),
+    if (kg__relay_accept(S, msg, kg_front_signer(S->front),
                          "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
     kg_msg_destroy(&msg);
