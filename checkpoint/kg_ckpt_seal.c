@@ -38,17 +38,6 @@ typedef struct {
   int rootfd;
 } s_hash_job_t;
 
-/*  Fill why from fmt, which takes two strings: arg and rc's message.
-    Callers pass only literals, so the nonliteral format is harmless. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-static int
-s_fail(char *why, size_t size, int rc, const char *fmt, const char *arg)
-{
-  snprintf(why, size, fmt, arg, kg_strerror(rc));
-  return rc;
-}
-#pragma GCC diagnostic pop
 
 /* ---- writing the archive ---------------------------------------------- */
 
@@ -114,11 +103,11 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
   kg_ckpt_member_t *mem = &job->m->members[i];
   int fd = openat(job->rootfd, mem->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    return s_fail(why, whysize, -errno, "opening '%s': %s", mem->path);
+    return kg_ckpt_fail(why, whysize, -errno, "opening '%s': %s", mem->path);
   struct stat st, after;
   int rc = 0;
   if (fstat(fd, &st) < 0) {
-    rc = s_fail(why, whysize, -errno, "stat '%s': %s", mem->path);
+    rc = kg_ckpt_fail(why, whysize, -errno, "stat '%s': %s", mem->path);
     goto out;
   }
   if ((uint64_t) st.st_size != mem->size
@@ -130,7 +119,7 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
   }
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   if ((rc = s_write_entry_header(a, e, mem->path, mem->size, mtime)) < 0) {
-    s_fail(why, whysize, rc, "writing header of '%s': %s", mem->path);
+    kg_ckpt_fail(why, whysize, rc, "writing header of '%s': %s", mem->path);
     goto out;
   }
   uint64_t left = mem->size;
@@ -145,7 +134,7 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
     ssize_t n = read(fd, buf, want);
     if (n <= 0) {
       rc = n < 0 ? -errno : -EAGAIN;
-      s_fail(why, whysize, rc, "reading '%s': %s", mem->path);
+      kg_ckpt_fail(why, whysize, rc, "reading '%s': %s", mem->path);
       goto out;
     }
     if (h)
@@ -155,7 +144,7 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
         && chunk + 1 < mem->nchunks)
       kg_ckpt_hasher_end(h, mem->chunks[chunk++]);
     if ((rc = s_write_bytes(a, buf, (size_t) n)) < 0) {
-      s_fail(why, whysize, rc, "writing the archive: %s%s", "");
+      kg_ckpt_fail(why, whysize, rc, "writing the archive: %s%s", "");
       goto out;
     }
     left -= (uint64_t) n;
@@ -191,7 +180,7 @@ s_write_archive(int outfd, s_hash_job_t *job, const char *json, size_t jlen,
   off_t kicked = 0;
   int rc = 0;
   if (!a || !e || (!h && !buf)) {
-    rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+    rc = kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
     goto out;
   }
   archive_write_set_format_pax_restricted(a);
@@ -207,7 +196,7 @@ s_write_archive(int outfd, s_hash_job_t *job, const char *json, size_t jlen,
   archive_write_set_bytes_per_block(a, zstd ? 64 * 1024 : 0);
   archive_write_set_bytes_in_last_block(a, 1);
   if (archive_write_open_fd(a, outfd) != ARCHIVE_OK) {
-    rc = s_fail(why, whysize, s_archive_errno(a), "opening the archive: %s%s", "");
+    rc = kg_ckpt_fail(why, whysize, s_archive_errno(a), "opening the archive: %s%s", "");
     goto out;
   }
   if ((rc = s_write_entry_header(a, e, KG_CKPT_MANIFEST_NAME, jlen, mtime)) < 0
@@ -216,13 +205,13 @@ s_write_archive(int outfd, s_hash_job_t *job, const char *json, size_t jlen,
       || (rc = s_write_entry_header(a, e, KG_CKPT_SIG_NAME, crypto_sign_BYTES, mtime)) < 0
       || (slots && (slots->sig_at = lseek(outfd, 0, SEEK_CUR)) < 0)
       || (rc = s_write_bytes(a, sig, crypto_sign_BYTES)) < 0) {
-    rc = s_fail(why, whysize, rc < 0 ? rc : -errno, "writing the manifest: %s%s", "");
+    rc = kg_ckpt_fail(why, whysize, rc < 0 ? rc : -errno, "writing the manifest: %s%s", "");
     goto out;
   }
   for (size_t i = 0; i < job->m->count && rc == 0; i++)
     rc = s_write_member(a, e, job, i, h, buf, mtime, outfd, &kicked, why, whysize);
   if (rc == 0 && archive_write_close(a) != ARCHIVE_OK)
-    rc = s_fail(why, whysize, s_archive_errno(a), "finishing the archive: %s%s", "");
+    rc = kg_ckpt_fail(why, whysize, s_archive_errno(a), "finishing the archive: %s%s", "");
 out:
   if (a)
     archive_write_free(a);
@@ -286,7 +275,7 @@ s_write_one_pass(int outfd, s_hash_job_t *job, const unsigned char *sk, time_t m
   kg_ckpt_hasher_t *h = kg_ckpt_hasher_new();
   int rc;
   if (!placeholder || !h) {
-    rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+    rc = kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
     goto out;
   }
   size_t plen = strlen(placeholder);
@@ -295,17 +284,17 @@ s_write_one_pass(int outfd, s_hash_job_t *job, const unsigned char *sk, time_t m
     goto out;
   kg_ckpt_hasher_wait(h); /* every digest stored */
   if (!(json = kg_ckpt_manifest_encode(m))) {
-    rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+    rc = kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
     goto out;
   }
   if (strlen(json) != plen) {
-    rc = s_fail(why, whysize, KG_EINTERNAL, "manifest length changed while sealing%s%s", "");
+    rc = kg_ckpt_fail(why, whysize, KG_EINTERNAL, "manifest length changed while sealing%s%s", "");
     goto out;
   }
   crypto_sign_detached(sig, NULL, (unsigned char *) json, plen, sk);
   if ((rc = s_fill_slot(outfd, slots.json_at, placeholder, json, plen)) < 0
       || (rc = s_fill_slot(outfd, slots.sig_at, zero_sig, sig, sizeof sig)) < 0)
-    s_fail(why, whysize, rc, "writing the manifest: %s%s", "");
+    kg_ckpt_fail(why, whysize, rc, "writing the manifest: %s%s", "");
 out:
   kg_ckpt_hasher_destroy(&h);
   free(placeholder);
@@ -323,16 +312,16 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   if (!o->dir || (!o->into == !o->output) || !o->sk || o->step < 0
       || (o->world_size >= 2 && (o->rank < 0 || o->rank >= o->world_size
                                  || o->world_size > KG_CKPT_WORLD_MAX)))
-    return s_fail(why, whysize, KG_EUSAGE, "bad seal options%s%s", "");
+    return kg_ckpt_fail(why, whysize, KG_EUSAGE, "bad seal options%s%s", "");
   /* No sodium_init() here, on purpose: see "Why there is no sodium_init()" in
      kg_ckpt_util.h. */
   int64_t now = o->now_ms ? o->now_ms : kg_clock_wall_ms();
   const char *run = o->run ? o->run : "default";
   if (strlen(run) > KG_CKPT_RUN_MAX || !kg_ckpt_utf8_valid(run, strlen(run)))
-    return s_fail(why, whysize, KG_EUSAGE, "run id must be UTF-8, at most 128 bytes%s%s", "");
+    return kg_ckpt_fail(why, whysize, KG_EUSAGE, "run id must be UTF-8, at most 128 bytes%s%s", "");
   kg_ckpt_manifest_t *m = kg_ckpt_manifest_new();
   if (!m)
-    return s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+    return kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
   s_hash_job_t job = {.m = m, .rootfd = -1};
   char *json = NULL;
   int outfd = -1, rc;
@@ -340,18 +329,18 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
 
   job.rootfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (job.rootfd < 0) {
-    rc = s_fail(why, whysize, -errno, "opening '%s': %s", o->dir);
+    rc = kg_ckpt_fail(why, whysize, -errno, "opening '%s': %s", o->dir);
     goto out;
   }
   int walkfd = dup(job.rootfd);
   if (walkfd < 0 || (rc = kg_ckpt_seal_walk(walkfd, "", m, why, whysize)) < 0) {
     if (walkfd < 0)
-      rc = s_fail(why, whysize, -errno, "dup: %s%s", "");
+      rc = kg_ckpt_fail(why, whysize, -errno, "dup: %s%s", "");
     goto out;
   }
   kg_ckpt_manifest_sort(m);
   if (!(job.mtimes = calloc(m->count ? m->count : 1, sizeof *job.mtimes))) {
-    rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+    rc = kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
     goto out;
   }
   /* The manifest's fields; digests come from hashing. */
@@ -364,7 +353,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   m->zstd = o->zstd;
   m->version = o->format == 1 ? 1 : KG_CKPT_FORMAT_VERSION;
   if (m->version >= 2 && (rc = kg_ckpt_manifest_alloc_chunks(m)) < 0) {
-    s_fail(why, whysize, rc, "chunk digests: %s%s", "");
+    kg_ckpt_fail(why, whysize, rc, "chunk digests: %s%s", "");
     goto out;
   }
   if (o->world_size >= 2) {
@@ -375,7 +364,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   /* Names: final and a dot-named temporary beside it. */
   if (o->into) {
     if ((rc = kg_file_mkdirs(o->into, 0755, 0755)) < 0) {
-      s_fail(why, whysize, rc, "creating '%s': %s", o->into);
+      kg_ckpt_fail(why, whysize, rc, "creating '%s': %s", o->into);
       goto out;
     }
     char stamp[32];
@@ -393,24 +382,24 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     if (snprintf(final, sizeof final, "%s/step-%010lld-%s%s%s", o->into, (long long) o->step,
                  compact, shard, o->zstd ? KG_CKPT_SUFFIX_ZSTD : KG_CKPT_SUFFIX)
         >= (int) sizeof final) {
-      rc = s_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->into);
+      rc = kg_ckpt_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->into);
       goto out;
     }
   } else if (snprintf(final, sizeof final, "%s", o->output) >= (int) sizeof final) {
-    rc = s_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->output);
+    rc = kg_ckpt_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->output);
     goto out;
   }
   kg_ckpt_dirname(final, dir, sizeof dir);
   const char *base = strrchr(final, '/') ? strrchr(final, '/') + 1 : final;
   if (snprintf(tmp, sizeof tmp, "%s/.%s" KG_CKPT_TMP_MARK "XXXXXX", dir, base)
       >= (int) sizeof tmp) {
-    rc = s_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", final);
+    rc = kg_ckpt_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", final);
     goto out;
   }
   /* Temporaries of seals whose writer is gone (kg_ckpt_gc.h). */
   kg_ckpt_gc(dir, INT64_MIN, NULL);
   if ((rc = kg_ckpt_seal_tmp_create(tmp, &outfd)) < 0) {
-    s_fail(why, whysize, rc, "creating a temporary file in '%s': %s", dir);
+    kg_ckpt_fail(why, whysize, rc, "creating a temporary file in '%s': %s", dir);
     goto out;
   }
   have_tmp = true;
@@ -425,7 +414,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     if ((rc = kg_ckpt_seal_hash_all(m, job.rootfd, job.mtimes, why, whysize)) < 0)
       goto out;
     if (!(json = kg_ckpt_manifest_encode(m))) {
-      rc = s_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+      rc = kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
       goto out;
     }
     size_t jlen = strlen(json);
@@ -439,7 +428,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   /* Any fsync or close error makes the archive untrustworthy: never retry. */
   if (fsync(outfd) < 0 || close(outfd) < 0) {
     outfd = -1;
-    rc = s_fail(why, whysize, -errno, "syncing the archive: %s%s", "");
+    rc = kg_ckpt_fail(why, whysize, -errno, "syncing the archive: %s%s", "");
     goto out;
   }
   outfd = -1;
@@ -450,14 +439,14 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     if ((rc = kg_ckpt_seal_numbered(final, sizeof final, o->zstd, k)) < 0)
       break;
   if (rc < 0) {
-    s_fail(why, whysize, rc, "renaming into place '%s': %s", final);
+    kg_ckpt_fail(why, whysize, rc, "renaming into place '%s': %s", final);
     goto out;
   }
   have_tmp = false;
   if ((rc = kg_ckpt_fsync_dir(dir)) < 0) {
     /* The name may not survive a crash: take it back rather than trust it. */
     unlink(final);
-    s_fail(why, whysize, rc, "syncing directory '%s': %s", dir);
+    kg_ckpt_fail(why, whysize, rc, "syncing directory '%s': %s", dir);
     goto out;
   }
   snprintf(out, size, "%s", final);

@@ -35,17 +35,6 @@ typedef struct {
   pthread_mutex_t lock;
 } s_hash_job_t;
 
-/*  Fill why from fmt, which takes two strings: arg and rc's message.
-    Callers pass only literals, so the nonliteral format is harmless. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-static int
-s_fail(char *why, size_t size, int rc, const char *fmt, const char *arg)
-{
-  snprintf(why, size, fmt, arg, kg_strerror(rc));
-  return rc;
-}
-#pragma GCC diagnostic pop
 
 /* ---- walking the directory -------------------------------------------- */
 
@@ -56,7 +45,7 @@ kg_ckpt_seal_walk(int dfd, const char *prefix, kg_ckpt_manifest_t *m, char *why,
   if (!d) {
     int e = -errno;
     close(dfd);
-    return s_fail(why, whysize, e, "reading directory '%s': %s", *prefix ? prefix : ".");
+    return kg_ckpt_fail(why, whysize, e, "reading directory '%s': %s", *prefix ? prefix : ".");
   }
   int rc = 0;
   struct dirent *de;
@@ -66,16 +55,16 @@ kg_ckpt_seal_walk(int dfd, const char *prefix, kg_ckpt_manifest_t *m, char *why,
     char rel[KG_CKPT_PATH_MAX + 2];
     if (snprintf(rel, sizeof rel, "%s%s%s", prefix, *prefix ? "/" : "", de->d_name)
         >= (int) sizeof rel)
-      return closedir(d), s_fail(why, whysize, KG_ETOOBIG, "name too long: '%s' (%s)", de->d_name);
+      return closedir(d), kg_ckpt_fail(why, whysize, KG_ETOOBIG, "name too long: '%s' (%s)", de->d_name);
     struct stat st;
     if (fstatat((dirfd)(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-      rc = s_fail(why, whysize, -errno, "stat '%s': %s", rel);
+      rc = kg_ckpt_fail(why, whysize, -errno, "stat '%s': %s", rel);
       break;
     }
     if (S_ISDIR(st.st_mode)) {
       int sub = openat((dirfd)(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub < 0) {
-        rc = s_fail(why, whysize, -errno, "opening '%s': %s", rel);
+        rc = kg_ckpt_fail(why, whysize, -errno, "opening '%s': %s", rel);
         break;
       }
       rc = kg_ckpt_seal_walk(sub, rel, m, why, whysize);
@@ -99,7 +88,7 @@ kg_ckpt_seal_walk(int dfd, const char *prefix, kg_ckpt_manifest_t *m, char *why,
     }
     int idx = kg_ckpt_manifest_add(m, rel, (uint64_t) st.st_size);
     if (idx < 0) {
-      rc = s_fail(why, whysize, idx, "adding '%s': %s", rel);
+      rc = kg_ckpt_fail(why, whysize, idx, "adding '%s': %s", rel);
       break;
     }
   }

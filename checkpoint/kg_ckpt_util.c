@@ -263,3 +263,14 @@ kg_ckpt_json_parse(const char *json, size_t len, int *rc)
     *rc = s_json_nomem != before ? KG_ENOMEM : KG_ECKPT_MALFORMED;
   return root;
 }
+
+/*  Callers pass only literals, so the nonliteral format is harmless. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+int
+kg_ckpt_fail(char *why, size_t size, int rc, const char *fmt, const char *arg)
+{
+  snprintf(why, size, fmt, arg, kg_strerror(rc));
+  return rc;
+}
+#pragma GCC diagnostic pop

@@ -66,6 +66,10 @@ struct cJSON *kg_ckpt_json_parse(const char *json, size_t len, int *rc);
     *d set (closedir it), 0 if dir does not exist (*d NULL), or -errno. */
 int kg_ckpt_opendir(const char *dir, DIR **d);
 
+/*  Fill why (size bytes) from fmt, which takes two strings: arg and rc's
+    message (kg_strerror); return rc. fmt must be a literal of the caller's. */
+int kg_ckpt_fail(char *why, size_t size, int rc, const char *fmt, const char *arg);
+
 void kg_ckpt_hex(const unsigned char *bin, size_t len, char *out);
 
 #endif

@@ -1,6 +1,7 @@
 /*  kg_run_record: incidents, checkpoints and events as `kguard run` learns
     them (see kg_run_record.h). kg_runner.c keeps the execution policy. */
 #include "kg_run_record.h"
+#include "kg_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +19,6 @@ struct kg_run_record_t {
                                     not restore: [{incident, step, archive,
                                     error}]                                */
 };
-
-static const char *
-s_string(const cJSON *object, const char *key)
-{
-  const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
-  return cJSON_IsString(item) ? item->valuestring : NULL;
-}
 
 static bool
 s_is(const char *a, const char *b)
@@ -84,10 +78,10 @@ kg_run_record_not_restored(const kg_run_record_t *self)
 const char *
 kg_run_record_incident_path(const kg_run_record_t *self, const cJSON *kg, char *buf, size_t len)
 {
-  const char *path = s_string(kg, "incident_path");
+  const char *path = kg_json_string(kg, "incident_path");
   if (path)
     return path;
-  const char *id = s_string(kg, "incident");
+  const char *id = kg_json_string(kg, "incident");
   if (!id || !self->state_dir)
     return NULL;
   snprintf(buf, len, "%s/incidents/%s.json", self->state_dir, id);
@@ -98,15 +92,15 @@ kg_run_record_incident_path(const kg_run_record_t *self, const cJSON *kg, char *
 void
 kg_run_events_note(cJSON *events, const cJSON *kg, const char *text)
 {
-  const char *event = s_string(kg, "event");
+  const char *event = kg_json_string(kg, "event");
   if (!event)
     return;
-  const char *incident = s_string(kg, "incident");
+  const char *incident = kg_json_string(kg, "incident");
   cJSON *seen;
   cJSON_ArrayForEach(seen, events) {
-    if (s_is(s_string(seen, "event"), event)
-        && (s_is(s_string(seen, "incident"), incident)
-            || (!incident && !s_string(seen, "incident")))) {
+    if (s_is(kg_json_string(seen, "event"), event)
+        && (s_is(kg_json_string(seen, "incident"), incident)
+            || (!incident && !kg_json_string(seen, "incident")))) {
       /*  The reply and the notice tell of the same incident; the later
           one may know more (the restored checkpoint). */
       const cJSON *item;
@@ -136,7 +130,7 @@ kg_run_events_strongest(const cJSON *events, const cJSON *reply)
   const char *best = NULL;
   const cJSON *ev;
   cJSON_ArrayForEach(ev, events) {
-    const char *e = s_string(ev, "event");
+    const char *e = kg_json_string(ev, "event");
     if (s_is(e, "down"))
       return "down";
     if (s_is(e, "sticky-restart") || s_is(e, "kernel-died"))
@@ -144,7 +138,7 @@ kg_run_events_strongest(const cJSON *events, const cJSON *reply)
     else if (!best)
       best = e;
   }
-  const char *ename = s_string(reply, "ename");
+  const char *ename = kg_json_string(reply, "ename");
   if (s_is(ename, "KernelDown"))
     return "down";
   if (!best && s_is(ename, "KernelRestarted"))
@@ -179,13 +173,13 @@ void
 kg_run_record_checkpoint(kg_run_record_t *self, const cJSON *kg)
 {
   const cJSON *ck = cJSON_GetObjectItemCaseSensitive(kg, "checkpoint");
-  if (!s_is(s_string(ck, "status"), "failed"))
+  if (!s_is(kg_json_string(ck, "status"), "failed"))
     return;
-  const char *incident = s_string(kg, "incident");
+  const char *incident = kg_json_string(kg, "incident");
   const cJSON *rec;
   cJSON_ArrayForEach(rec, self->ckpt_failed) {
-    if (s_is(s_string(rec, "incident"), incident)
-        || (!incident && !s_string(rec, "incident")))
+    if (s_is(kg_json_string(rec, "incident"), incident)
+        || (!incident && !kg_json_string(rec, "incident")))
       return;
   }
   cJSON *item = cJSON_CreateObject();
@@ -202,8 +196,8 @@ kg_run_record_checkpoint(kg_run_record_t *self, const cJSON *kg)
   }
   cJSON_AddItemToArray(self->ckpt_failed, item);
   const cJSON *step = cJSON_GetObjectItemCaseSensitive(ck, "step");
-  const char *archive = s_string(ck, "archive");
-  const char *error = s_string(ck, "error");
+  const char *archive = kg_json_string(ck, "archive");
+  const char *error = kg_json_string(ck, "error");
   char stepbuf[32] = "?";
   if (cJSON_IsNumber(step))
     snprintf(stepbuf, sizeof stepbuf, "%lld", (long long) step->valuedouble);
@@ -220,12 +214,12 @@ kg_run_record_checkpoint(kg_run_record_t *self, const cJSON *kg)
 void
 kg_run_record_complete(kg_run_record_t *self, const cJSON *kg, const char *text)
 {
-  const char *incident = s_string(kg, "incident");
+  const char *incident = kg_json_string(kg, "incident");
   const cJSON *step = cJSON_GetObjectItemCaseSensitive(kg, "restored_step");
-  const char *archive = s_string(kg, "restored_archive");
+  const char *archive = kg_json_string(kg, "restored_archive");
   cJSON *rec;
   cJSON_ArrayForEach(rec, self->incidents) {
-    if (!incident || !s_is(s_string(rec, "incident"), incident))
+    if (!incident || !s_is(kg_json_string(rec, "incident"), incident))
       continue;
     const char *keys[] = {"restored_step", "restored_archive"};
     for (int i = 0; i < 2; i++) {
@@ -238,10 +232,10 @@ kg_run_record_complete(kg_run_record_t *self, const cJSON *kg, const char *text)
     if (text && !cJSON_GetObjectItemCaseSensitive(rec, "notice"))
       cJSON_AddStringToObject(rec, "notice", text);
   }
-  if (!s_is(s_string(kg, "event"), "sticky-restart")
-      && !s_is(s_string(kg, "event"), "kernel-died"))
+  if (!s_is(kg_json_string(kg, "event"), "sticky-restart")
+      && !s_is(kg_json_string(kg, "event"), "kernel-died"))
     return;
-  if (s_is(s_string(cJSON_GetObjectItemCaseSensitive(kg, "checkpoint"), "status"),
+  if (s_is(kg_json_string(cJSON_GetObjectItemCaseSensitive(kg, "checkpoint"), "status"),
            "failed"))
     return;                     /*  told by kg_run_record_checkpoint               */
   if (cJSON_IsNumber(step)) {
@@ -263,13 +257,13 @@ kg_run_record_incidents(kg_run_record_t *self, size_t index, int execution,
   cJSON_ArrayForEach(ev, events) {
     /*  A failure that put kguard DOWN is recorded as that, not also as a
         restart. */
-    const char *incident = s_string(ev, "incident");
+    const char *incident = kg_json_string(ev, "incident");
     bool superseded = false;
     const cJSON *other;
     cJSON_ArrayForEach(other, events) {
       superseded = superseded || (other != ev && incident
-                                  && s_is(s_string(other, "incident"), incident)
-                                  && s_is(s_string(other, "event"), "down"));
+                                  && s_is(kg_json_string(other, "incident"), incident)
+                                  && s_is(kg_json_string(other, "event"), "down"));
     }
     if (superseded)
       continue;
@@ -278,10 +272,10 @@ kg_run_record_incidents(kg_run_record_t *self, size_t index, int execution,
       continue;
     cJSON_AddNumberToObject(rec, "cell", (double) index + 1);
     cJSON_AddNumberToObject(rec, "execution", execution);
-    const char *ename = s_string(reply, "ename");
+    const char *ename = kg_json_string(reply, "ename");
     if (ename && !cJSON_GetObjectItemCaseSensitive(rec, "ename")) {
       cJSON_AddStringToObject(rec, "ename", ename);
-      const char *evalue = s_string(reply, "evalue");
+      const char *evalue = kg_json_string(reply, "evalue");
       cJSON_AddStringToObject(rec, "evalue", evalue ? evalue : "");
     }
     char buf[4096];
@@ -308,6 +302,6 @@ kg_run_record_acted_on(kg_run_record_t *self, const char *msg_id, const cJSON *e
   s_handle(self, msg_id);
   const cJSON *ev;
   cJSON_ArrayForEach(ev, events)
-    s_handle(self, s_string(ev, "incident"));
+    s_handle(self, kg_json_string(ev, "incident"));
 }
 

@@ -1,18 +1,12 @@
 /*  kg_run_story: what `kguard run` tells on the terminal about a run's
     turns (contracts in kg_run_story.h). */
 #include "kg_run_story.h"
+#include "kg_json.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "kg_runner.h"   /* the exit codes */
-
-static const char *
-s_string(const cJSON *object, const char *key)
-{
-  const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
-  return cJSON_IsString(item) ? item->valuestring : NULL;
-}
 
 static bool
 s_is(const char *a, const char *b)
@@ -27,14 +21,14 @@ kg_run_story_restart(kg_progress_t *pr, kg_run_record_t *record, const cJSON *ev
 {
   const cJSON *kg = NULL, *ev;
   cJSON_ArrayForEach(ev, events) {
-    const char *e = s_string(ev, "event");
+    const char *e = kg_json_string(ev, "event");
     if (s_is(e, "sticky-restart") || s_is(e, "kernel-died"))
       kg = ev;
   }
   size_t index = code[pos];
-  const char *family = s_string(kg, "family");
-  const char *ename = s_string(reply, "ename");
-  if (s_is(s_string(kg, "event"), "kernel-died"))
+  const char *family = kg_json_string(kg, "family");
+  const char *ename = kg_json_string(reply, "ename");
+  if (s_is(kg_json_string(kg, "event"), "kernel-died"))
     kg_progress_event(pr, true, "cell %zu: the kernel died; kguard started a fresh "
                       "one", index + 1);
   else
@@ -64,8 +58,8 @@ kg_run_story_restart(kg_progress_t *pr, kg_run_record_t *record, const cJSON *ev
 void
 kg_run_story_down(kg_progress_t *pr, size_t index, const cJSON *reply)
 {
-  const char *ename = s_string(reply, "ename");
-  const char *evalue = s_string(reply, "evalue");
+  const char *ename = kg_json_string(reply, "ename");
+  const char *evalue = kg_json_string(reply, "evalue");
   int n = evalue ? (int) strcspn(evalue, "\n") : 0;
   kg_progress_event(pr, true, "cell %zu: kguard stopped restarting the kernel (down)%s%s"
                     "%s%.*s", index + 1, ename ? ": " : "", ename ? ename : "",
@@ -77,8 +71,8 @@ kg_run_story_down(kg_progress_t *pr, size_t index, const cJSON *reply)
 void
 kg_run_story_error(kg_progress_t *pr, size_t index, const cJSON *reply)
 {
-  const char *ename = s_string(reply, "ename");
-  const char *evalue = s_string(reply, "evalue");
+  const char *ename = kg_json_string(reply, "ename");
+  const char *evalue = kg_json_string(reply, "evalue");
   kg_progress_event(pr, true, "cell %zu raised %s%s%s", index + 1,
                     ename ? ename : "an error", evalue && *evalue ? ": " : "",
                     evalue ? evalue : "");

@@ -7,6 +7,7 @@
     leaves nothing queued when a fault is detected.
 */
 #include "kg_runner.h"
+#include "kg_json.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -60,13 +61,6 @@ typedef struct {
   int child_status;
 } s_cell_t;
 
-static const char *
-s_string(const cJSON *object, const char *key)
-{
-  const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
-  return cJSON_IsString(item) ? item->valuestring : NULL;
-}
-
 static bool
 s_is(const char *a, const char *b)
 {
@@ -92,14 +86,14 @@ static void
 s_log_output(s_run_t *run, const char *type, const cJSON *content)
 {
   if (s_is(type, "stream"))
-    kg_progress_block(run->pr, true, "", s_string(content, "text"));
+    kg_progress_block(run->pr, true, "", kg_json_string(content, "text"));
   else if (s_is(type, "execute_result") || s_is(type, "display_data")) {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(content, "data");
-    kg_progress_block(run->pr, true, "", s_string(data, "text/plain"));
+    kg_progress_block(run->pr, true, "", kg_json_string(data, "text/plain"));
   }
   else if (s_is(type, "error")) {
-    const char *ename = s_string(content, "ename");
-    const char *evalue = s_string(content, "evalue");
+    const char *ename = kg_json_string(content, "ename");
+    const char *evalue = kg_json_string(content, "evalue");
     kg_progress_event(run->pr, true, "%s: %s", ename ? ename : "error",
                       evalue ? evalue : "");
   }
@@ -124,10 +118,10 @@ s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
   }
   if (cJSON_IsObject(kg)) {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(content, "data");
-    const char *text = s_string(data, "text/plain");
+    const char *text = kg_json_string(data, "text/plain");
     kg_progress_block(run->pr, true, "  kguard | ", text);
     kg_run_record_checkpoint(run->record, kg);
-    if (!mine && kg_run_record_is_handled(run->record, s_string(kg, "incident"), parent))
+    if (!mine && kg_run_record_is_handled(run->record, kg_json_string(kg, "incident"), parent))
       kg_run_record_complete(run->record, kg, text);
     else
       kg_run_events_note(cell->events, kg, text);
@@ -135,7 +129,7 @@ s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
   if (!mine)
     return;
   if (s_is(type, "status")) {
-    if (s_is(s_string(content, "execution_state"), "idle"))
+    if (s_is(kg_json_string(content, "execution_state"), "idle"))
       cell->idle = true;
     return;
   }
@@ -335,7 +329,7 @@ s_loop(s_run_t *run, size_t *done)
     free(code);
     int exit_code = -1;
     const char *event = kg_run_events_strongest(cell.events, cell.reply);
-    const char *status = s_string(cell.reply, "status");
+    const char *status = kg_json_string(cell.reply, "status");
     if (rc != 0) {
       kg_progress_cell_end(run->pr, "failed");
       kg_progress_event(run->pr, true, "unable to execute cell %zu: %s", index + 1,
