@@ -82,10 +82,17 @@ def reference(tmp_path_factory):
         with Hosts(NODES, tag=f"{os.getpid() % 10000}r") as h:
             env = _env(shared, KGUARD_BIN=BIN, KGUARD_CKPT_DIR=str(shared / "ckpt"),
                        KGUARD_STATE_DIR=str(shared / "state"), PYTHONPATH=str(SOURCE / "python"))
+            logs = [open(shared / f"ref-node{i}.log", "wb") for i in range(NODES)]
             procs = [subprocess.Popen(h.argv(i, _torchrun(h, i, shared)), env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                                      stdout=logs[i], stderr=subprocess.STDOUT)
                      for i in range(NODES)]
-            assert [p.wait(timeout=180) for p in procs] == [0] * NODES
+            codes = [p.wait(timeout=180) for p in procs]
+            for f in logs:
+                f.close()
+            # plain torchrun, no kguard: when it fails, say why (its output)
+            assert codes == [0] * NODES, "the reference job (plain torchrun) failed: %s\n%s" % (
+                codes, "\n".join((shared / f"ref-node{i}.log").read_text(errors="replace")[-2000:]
+                                 for i in range(NODES)))
     except NetnsUnavailable as e:
         pytest.skip(f"multi-node fixture unavailable: {e}")
     return json.loads((shared / "out.json").read_text())["params"]
