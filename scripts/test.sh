@@ -33,7 +33,7 @@ if [ "${KGUARD_TEST_HARDEN:-1}" != 0 ]; then
   ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak"
   # ThreadSanitizer on the threaded parts: the checkpoint hasher and hash
   # pool (unit tests and `kguard ckpt` restore end to end) and the message
-  # re-sign thread. libzmq's internals are suppressed (tests/tsan.supp).
+  # code beside the heartbeat thread. libzmq's internals are suppressed (tests/tsan.supp).
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j"$(nproc)" --target test_ckpt test_msg kguard kguard-ckpt
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
