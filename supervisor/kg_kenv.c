@@ -65,6 +65,39 @@ s_env_frontend(char ***env, size_t *n, size_t *alloc, kg_sup_t *S)
   return rc;
 }
 
+/*  The variables of a restore for the next kernel (KGUARD_RESUME_DIR,
+    _STEP, _ARCHIVE, _DIGEST, and KGUARD_INCIDENT), appended to *env;
+    nothing when no restore is pending. 0, or -1 on allocation failure. */
+static int
+s_push_resume(kg_sup_t *S, char ***env, size_t *n, size_t *alloc)
+{
+  if (!kg_restore_pending(S->restore))
+    return 0;
+  char step[32];
+  snprintf(step, sizeof step, "%lld", kg_restore_step(S->restore));
+  int rc = kg_envp_push(env, n, alloc, "KGUARD_RESUME_DIR", kg_restore_dir(S->restore));
+  rc |= kg_envp_push(env, n, alloc, "KGUARD_RESUME_STEP", step);
+  rc |= kg_envp_push(env, n, alloc, "KGUARD_RESUME_ARCHIVE", kg_restore_archive(S->restore));
+  /*  The digest kguard verified: kguard.resume() refuses an archive that
+      differs, and reads each chunk once instead of checking it again. */
+  const char *dg = kg_restore_digest(S->restore);
+  if (dg)
+    rc |= kg_envp_push(env, n, alloc, "KGUARD_RESUME_DIGEST", dg);
+  if (S->incident)
+    rc |= kg_envp_push(env, n, alloc, "KGUARD_INCIDENT", kg_incident_id(S->incident));
+  return rc;
+}
+
+char **
+kg__resume_envp(kg_sup_t *S)
+{
+  char **env = kg_envp_copy(NULL, 0);   /* an empty array, not NULL */
+  size_t n = 0, alloc = 0;              /* the first push grows it */
+  if (env && s_push_resume(S, &env, &n, &alloc) != 0)
+    kg_envp_free(&env);
+  return env;
+}
+
 /*  handover: NULL for the kernel about to run, else the standby's file. */
 static void
 s_env(kg_sup_t *S, const char *handover, char ***envp_p)
@@ -111,26 +144,10 @@ s_env(kg_sup_t *S, const char *handover, char ***envp_p)
         rc |= kg_envp_push(&env, &n, &alloc, "HIP_LAUNCH_BLOCKING", "1");
     }
   }
-  if (kg_restore_pending(S->restore) && !handover) {
-    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_DIR", kg_restore_dir(S->restore));
-    snprintf(buf, sizeof buf, "%lld", kg_restore_step(S->restore));
-    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
-    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE",
-                       kg_restore_archive(S->restore));
-    /*  The digest kguard verified: kguard.resume() refuses an archive that
-        differs, and reads each chunk once instead of checking it again. */
-    const char *dg = kg_restore_digest(S->restore);
-    if (dg)
-      rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_DIGEST", dg);
-  }
-  if (kg_restore_pending(S->restore) && S->incident && !handover)
-    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(S->incident));
-  if (rc) {
-    for (size_t i = 0; i < n; i++)
-      free(env[i]);
-    free(env);
-    env = NULL;
-  }
+  if (!handover)   /* the standby gets them at its promotion (kg_standby.c) */
+    rc |= s_push_resume(S, &env, &n, &alloc);
+  if (rc)
+    kg_envp_free(&env);
   *envp_p = env;
 }
 

@@ -24,7 +24,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +35,7 @@
 
 #include "kg_clock.h"
 #include "kg_error.h"
+#include "kg_file.h"
 #include "kg_log.h"
 
 #define S_MAX_FAILURES 3
@@ -80,41 +80,29 @@ kg__standby_start(kg_sup_t *S)
   kg_notice("warm standby started: pid %ld", (long) kg_kernel_pid(S->standby));
 }
 
-/*  What a cold start would have had in its environment, for kguard.resume()
-    in the promoted process. 0, or a negative code. */
+/*  What a cold start would have had in its environment (kg__resume_envp),
+    as a JSON object, for kguard.resume() in the promoted process; written
+    atomically, so the kernel never reads half. 0, or a negative code. */
 static int
 s_write_handover(kg_sup_t *S, const char *path)
 {
-  cJSON *o = cJSON_CreateObject();
-  if (!o)
-    return KG_ENOMEM;
-  if (kg_restore_pending(S->restore)) {
-    char step[32];
-    snprintf(step, sizeof step, "%lld", kg_restore_step(S->restore));
-    cJSON_AddStringToObject(o, "KGUARD_RESUME_DIR", kg_restore_dir(S->restore));
-    cJSON_AddStringToObject(o, "KGUARD_RESUME_STEP", step);
-    cJSON_AddStringToObject(o, "KGUARD_RESUME_ARCHIVE", kg_restore_archive(S->restore));
-    const char *dg = kg_restore_digest(S->restore);
-    if (dg)
-      cJSON_AddStringToObject(o, "KGUARD_RESUME_DIGEST", dg);
-    if (S->incident)
-      cJSON_AddStringToObject(o, "KGUARD_INCIDENT", kg_incident_id(S->incident));
+  char **vars = kg__resume_envp(S);
+  cJSON *o = vars ? cJSON_CreateObject() : NULL;
+  for (char **v = vars; o && *v; v++) {
+    const char *eq = strchr(*v, '=');
+    char *name = strndup(*v, (size_t) (eq - *v));
+    if (!name || !cJSON_AddStringToObject(o, name, eq + 1)) {
+      cJSON_Delete(o);
+      o = NULL;
+    }
+    free(name);
   }
-  char *text = cJSON_PrintUnformatted(o);
+  kg__free_envp(&vars);
+  char *text = o ? cJSON_PrintUnformatted(o) : NULL;
   cJSON_Delete(o);
   if (!text)
     return KG_ENOMEM;
-  /*  Written whole to a temporary, then renamed: the kernel never reads half. */
-  char tmp[PATH_MAX + 32];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int rc = 0;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  size_t len = strlen(text);
-  if (fd < 0 || write(fd, text, len) != (ssize_t) len || close(fd) != 0
-      || rename(tmp, path) != 0)
-    rc = errno ? -errno : KG_EINTERNAL;
-  if (rc && fd >= 0)
-    unlink(tmp);
+  int rc = kg_file_write_atomic(path, text, strlen(text), 0600);
   free(text);
   return rc;
 }

@@ -320,6 +320,10 @@ void kg__guard_env(kg_sup_t *S, char ***envp_p);
     diagnostic and resume variables, with KGUARD_STANDBY=1 and
     KGUARD_HANDOVER_FILE=handover (read by kguard.resume() once promoted). */
 void kg__guard_env_standby(kg_sup_t *S, const char *handover, char ***envp_p);
+/*  The restore's variables alone ("NAME=value", NULL-terminated, possibly
+    empty), as the kernel's environment would have them; NULL on allocation
+    failure. Free with kg__free_envp. */
+char **kg__resume_envp(kg_sup_t *S);
 
 /* kg_standby.c: the warm standby (kg_sup_kernel.c, kg_supervisor.c and the
    loop call it; it calls kg_kernel, kg_kenv and kg_sup_kernel's argv) */
