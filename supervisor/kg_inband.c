@@ -68,7 +68,7 @@ kg__inband_match(kg_msg_t *msg)
   return s_inband_code(msg) != NULL;
 }
 
-static bool s_inband_run(kg_sup_t *S, kg_pending_entry_t *e, const kg_inband_cmd_t *c);
+static void s_inband_run(kg_sup_t *S, kg_pending_entry_t *e, const kg_inband_cmd_t *c);
 
 bool
 kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
@@ -85,18 +85,18 @@ kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
   return true;
 }
 
-static bool
+static void
 s_inband_run(kg_sup_t *S, kg_pending_entry_t *e, const kg_inband_cmd_t *c)
 {
   if (c->kind == KG_INBAND_STATUS) {
     char text[4096];
     s_status_text(S, text, sizeof text);
     kg__answer_stream(S, e, text, true);
-    return true;
+    return;
   }
   if (c->kind == KG_INBAND_DOCTOR) {
     kg__doctor_start(S, e);   /* answered when `kguard doctor` ends */
-    return true;
+    return;
   }
   if (c->kind != KG_INBAND_RESTART) {
     char *text = NULL;
@@ -105,13 +105,13 @@ s_inband_run(kg_sup_t *S, kg_pending_entry_t *e, const kg_inband_cmd_t *c)
       text = NULL;
     kg__answer_stream(S, e, text ? text : kg_inband_cmd_usage(), false);
     free(text);
-    return true;
+    return;
   }
   bool diagnostic = c->diagnostic;
   if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING
       || S->state == KG_ST_RESTORING || kg_state_exiting(S->state)) {
     kg__answer_stream(S, e, "kguard: a restart is already in progress\n", true);
-    return true;
+    return;
   }
   S->want_diagnostic = diagnostic;
   char text[512];
@@ -135,5 +135,4 @@ s_inband_run(kg_sup_t *S, kg_pending_entry_t *e, const kg_inband_cmd_t *c)
     S->diagnostic = diagnostic;
   }
   kg__fire(S, KG_EV_USER_RESTART);
-  return true;
 }
