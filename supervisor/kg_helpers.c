@@ -200,13 +200,8 @@ kg__helpers_deadline(const kg_sup_t *S)
   if (!kg_restore_noticed(S->restore) && kg_helper_running(S->ckpt)
       && kg_helper_progress(S->ckpt, NULL, NULL, &started, NULL))
     c = started + KG__RESTORE_NOTICE_MS;
-  int64_t next = 0;
-  int64_t cands[6] = {a, b, c, kg__gpu_deadline(S), kg__standby_deadline(S),
-                      kg__hang_deadline(S)};
-  for (int i = 0; i < 6; i++)
-    if (cands[i] && (!next || cands[i] < next))
-      next = cands[i];
-  return next;
+  return KG__EARLIEST(a, b, c, kg__gpu_deadline(S), kg__standby_deadline(S),
+                      kg__hang_deadline(S));
 }
 
 void

@@ -75,13 +75,8 @@ s_probe_expiry(const kg_sup_t *S)
 int64_t
 kg__relay_deadline(const kg_sup_t *S)
 {
-  int64_t cands[5] = {S->trim_at_ms, s_running_expiry(S), s_probe_expiry(S),
-                      kg__check_deadline(S), kg_ratelog_deadline(S->droplog)};
-  int64_t next = 0;
-  for (int i = 0; i < 5; i++)
-    if (cands[i] && (!next || cands[i] < next))
-      next = cands[i];
-  return next;
+  return KG__EARLIEST(S->trim_at_ms, s_running_expiry(S), s_probe_expiry(S),
+                      kg__check_deadline(S), kg_ratelog_deadline(S->droplog));
 }
 
 static void s_release_reply(kg_sup_t *S);

@@ -176,6 +176,5 @@ kg__gpu_timers(kg_sup_t *S, int64_t now)
 int64_t
 kg__gpu_deadline(const kg_sup_t *S)
 {
-  int64_t a = kg_preflight_deadline(S->preflight), b = kg_inband_doctor_deadline(S->doctor);
-  return a && b ? (a < b ? a : b) : a ? a : b;
+  return KG__EARLIEST(kg_preflight_deadline(S->preflight), kg_inband_doctor_deadline(S->doctor));
 }

@@ -189,7 +189,11 @@ typedef struct kg_supervisor_t kg_sup_t;
 /*  Replace the owned string *field with a copy of value (NULL or "" clear
     it; out of memory keeps the old value). */
 void kg__set_str(char **field, const char *value);
-void kg__free_envp(char ***envp_p);   /* free a NULL-terminated array */
+void kg__free_envp(char ***envp_p);
+/*  The earliest of n deadlines (monotonic ms; 0 or less = none), or 0. */
+int64_t kg__earliest(const int64_t *deadlines, size_t n);
+#define KG__EARLIEST(...) \
+  kg__earliest((const int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))   /* free a NULL-terminated array */
 /*  The kernel's language (kg_language.h): its cached kernel_info_reply,
     else the kernelspec's, else argv's guess. Borrowed. */
 const char *kg__language(const kg_sup_t *S);

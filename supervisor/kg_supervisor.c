@@ -590,8 +590,8 @@ kg__timeout_ms(kg_sup_t *S)
     break;
   }
   cands[2] = kg__helpers_deadline(S);
-  for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++)   /* all six: the launcher's too */
-    if (cands[i] > 0 && cands[i] < next)
-      next = cands[i];
+  int64_t e = kg__earliest(cands, sizeof cands / sizeof cands[0]);   /* the launcher's too */
+  if (e > 0 && e < next)
+    next = e;
   return next <= now ? 0 : (long) (next - now);
 }
