@@ -29,7 +29,6 @@ kguard's proofs, restarts, a non-zero exit), suspicions raised and cleared
 are counted.
 """
 import argparse
-import datetime
 import json
 import math
 import os
@@ -43,10 +42,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from kglog import log_times
+
 ROOT = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).resolve().parent / "noisy_job.py"
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-LOG = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z kguard\[\d+\] \w: (.*)$")
 
 
 def _env(tmp):
@@ -54,17 +54,6 @@ def _env(tmp):
     env.update(PYTHONPATH=str(ROOT / "python"), KGUARD_KEY_DIR=str(tmp / "keys"),
                PYTHONDONTWRITEBYTECODE="1")
     return env
-
-
-def _log_times(out):
-    """(epoch seconds, message) of each kguard log line."""
-    rows = []
-    for line in out.splitlines():
-        m = LOG.match(line)
-        if m:
-            t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
-            rows.append((t.replace(tzinfo=datetime.timezone.utc).timestamp(), m.group(2)))
-    return rows
 
 
 def _first(rows, text):
@@ -105,7 +94,7 @@ def detect():
             code, out, rep = _exec(tmp, ["--steps", "40", "--step-ms", str(ARGS.step_ms),
                                          "--fault-step", str(k), "--on-fault", ARGS.on_fault],
                                    timeout=120)
-            logs = _log_times(out)
+            logs = log_times(out)
             t_err = next((e["t"] for e in rep if e["event"] == "error-line"), None)
             t_term = next((e["t"] for e in rep if e["event"] == "term"), None)
             t_sus = _first(logs, "sticky error text seen")
@@ -143,7 +132,7 @@ def soak():
                                      str(ARGS.step_ms), "--noise"],
                                timeout=60 + ARGS.steps * (ARGS.step_ms / 1000 + 0.5))
         wall = time.monotonic() - t0
-        logs = _log_times(out)
+        logs = log_times(out)
         done = [e["step"] for e in rep if e["event"] == "done"]
         starts = sum(1 for _, m in logs if "exec: started" in m)
         proofs = sum(1 for _, m in logs if "proven" in m)

@@ -40,11 +40,9 @@ Each part ends when the slowest node or rank ends it. --json writes the
 per-trial parts for bench/resilience/model16.py.
 """
 import argparse
-import datetime
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 import sys
@@ -59,23 +57,13 @@ sys.path.insert(0, str(ROOT / "tests" / "exec"))
 sys.path.insert(0, str(ROOT / "tests" / "multinode"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from exec_harness import Run  # noqa: E402
+from kglog import log_times  # noqa: E402
 from netns import Hosts, NetnsUnavailable  # noqa: E402
 from versus_torchrun import free_port  # noqa: E402
 
-LOG = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z kguard\[\d+\] \w: (.*)$")
 PARTS = ("detect", "kill", "mem-free", "tree-gone", "decide", "restore", "backoff", "launch",
          "import", "rendezvous", "load", "first-step", "resume")
 FAULT_STEP = 10
-
-
-def _logs(out):
-    rows = []
-    for line in out.splitlines():
-        m = LOG.match(line)
-        if m:
-            t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
-            rows.append((t.replace(tzinfo=datetime.timezone.utc).timestamp(), m.group(2)))
-    return rows
 
 
 def _first(rows, text, after=0.0):
@@ -183,7 +171,7 @@ def trial(nodes, hosts):
                   f"whole output kept in {keep}", flush=True)
             return None
         ev = [json.loads(x) for x in (shared / "report.jsonl").read_text().splitlines()]
-        logs = [_logs(r.output()) for r in runs]
+        logs = [log_times(r.output()) for r in runs]
         t_err = next(e["t"] for e in ev if e["event"] == "fault")
         tl = [e for e in ev if e["event"] == "timeline" and e["t"] > t_err]
         ranks = nodes * (2 if nodes == 1 else 1)
