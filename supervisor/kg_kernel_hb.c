@@ -23,7 +23,7 @@ struct kg_kernel_hb_t {
   int missed;                   /*  deadlines in a row without an echo        */
   uint64_t beats;               /*  echoes counted since arming               */
   uint64_t first_seq;           /*  the first ping of this arming             */
-  uint64_t seq;                 /*  the last ping sent                        */
+  uint64_t seq;                 /*  the last ping sent (pings ever sent)      */
   int64_t deadline;             /*  next tick, 0 when not armed               */
 };
 
@@ -155,7 +155,8 @@ kg_kernel_hb_arm(kg_kernel_hb_t *self, bool on, int64_t now_ms)
 {
   if (on == self->armed)
     return;
-  s_drain(self);   /* echoes of an earlier arming do not count */
+  /* nothing read here: echoes of an earlier arming are told apart by their
+     number (first_seq), so arming costs no system call */
   self->armed = on;
   self->hung = false;
   self->missed = 0;
@@ -165,19 +166,31 @@ kg_kernel_hb_arm(kg_kernel_hb_t *self, bool on, int64_t now_ms)
     self->deadline = 0;
     return;
   }
+  /* No ping at arming: a cell that ends within one period (most of them)
+     costs the kernel nothing, where a ping per execute woke ipykernel's
+     heartbeat thread and kguard's poll on every round trip. The first
+     deadline sends the first ping and counts no miss (nothing was asked). */
   self->first_seq = self->seq + 1;
-  s_ping(self);
+  self->answered = true;
   self->deadline = now_ms + self->cfg.period_ms;
+}
+
+void
+kg_kernel_hb_read(kg_kernel_hb_t *self)
+{
+  s_drain(self);
 }
 
 kg_khb_status_t
 kg_kernel_hb_tick(kg_kernel_hb_t *self, int64_t now_ms)
 {
-  s_drain(self);
   if (!self->armed)
     return KG_KHB_IDLE;
   bool crossed = false;
   if (now_ms >= self->deadline) {
+    /* the echoes are read where they are judged: between deadlines a tick
+       (the loop calls it on every wake-up) makes no system call */
+    s_drain(self);
     /* one miss per deadline the loop reaches, not per period elapsed: a
        kguard that was itself delayed does not declare the kernel hung */
     if (!self->answered && ++self->missed >= self->cfg.max_missed && !self->hung)
@@ -203,6 +216,12 @@ int
 kg_kernel_hb_missed(const kg_kernel_hb_t *self)
 {
   return self->missed;
+}
+
+uint64_t
+kg_kernel_hb_pings(const kg_kernel_hb_t *self)
+{
+  return self->seq;
 }
 
 uint64_t

@@ -18,9 +18,10 @@
     as a beat. Non-blocking sends with a small high-water mark: pings never
     pile up behind a stopped peer, a send that would block counts as missed.
 
-    The clock is the caller's (monotonic ms in every call): the loop polls
-    kg_kernel_hb_socket for input and wakes at kg_kernel_hb_deadline, and
-    calls kg_kernel_hb_tick in both cases. HUNG is reported once per arming
+    The clock is the caller's (monotonic ms in every call): the loop wakes
+    at kg_kernel_hb_deadline and calls kg_kernel_hb_tick, which reads the
+    echoes there (the socket need not be polled; kg_kernel_hb_read reads
+    them sooner for a caller that does). HUNG is reported once per arming
     (tick returns KG_KHB_HUNG on the transition); the supervisor then treats
     it as a hang fault (see the hook in docs/SECURITY.md).
 
@@ -67,16 +68,24 @@ void kg_kernel_hb_destroy(kg_kernel_hb_t **self_p);
 /*  The socket to poll for input (ZMQ_POLLIN), borrowed. */
 void *kg_kernel_hb_socket(kg_kernel_hb_t *self);
 
-/*  A request is outstanding (on: ping from now, the first at once), or no
-    longer (off: stop, forget misses and any HUNG). Arming an armed pinger
-    changes nothing. */
+/*  A request is outstanding (on: the first ping one period from now, then
+    one per period; a request answered within a period costs no ping), or
+    no longer (off: stop, forget misses and any HUNG). Arming an armed
+    pinger changes nothing. HUNG comes max_missed periods after the first
+    ping, so (max_missed + 1) periods after arming at the earliest. */
 void kg_kernel_hb_arm(kg_kernel_hb_t *self, bool on, int64_t now_ms);
 
-/*  Read the echoes waiting on the socket, count a missed beat for each
-    period that passed without one, send the next ping when due. Returns
+/*  At or after the deadline: read the echoes waiting on the socket, count
+    a missed beat if none answered this arming's pings since the last
+    deadline, send the next ping. Before it: nothing (no system call).
+    Returns
     the status; KG_KHB_HUNG only on the call that crossed max_missed (later
     calls return ALIVE-or-HUNG via kg_kernel_hb_status). */
 kg_khb_status_t kg_kernel_hb_tick(kg_kernel_hb_t *self, int64_t now_ms);
+
+/*  Read the echoes waiting on the socket now (a beat resets the misses);
+    for a caller that polls kg_kernel_hb_socket. */
+void kg_kernel_hb_read(kg_kernel_hb_t *self);
 
 /*  The current status (IDLE, ALIVE or HUNG), and the misses in a row. */
 kg_khb_status_t kg_kernel_hb_status(const kg_kernel_hb_t *self);
@@ -85,6 +94,9 @@ int kg_kernel_hb_missed(const kg_kernel_hb_t *self);
 /*  Echoes of this arming's pings counted so far (a test's condition to
     wait on; 0 after arming). */
 uint64_t kg_kernel_hb_beats(const kg_kernel_hb_t *self);
+
+/*  Pings sent by this pinger, all armings together. */
+uint64_t kg_kernel_hb_pings(const kg_kernel_hb_t *self);
 
 /*  When tick must run next (monotonic ms), or 0 when not armed. */
 int64_t kg_kernel_hb_deadline(const kg_kernel_hb_t *self);

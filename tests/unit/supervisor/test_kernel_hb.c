@@ -61,7 +61,8 @@ s_beat(kg_kernel_hb_t *hb, int64_t now)
   for (int i = 0; i < 50; i++) {
     zmq_pollitem_t it = {kg_kernel_hb_socket(hb), 0, ZMQ_POLLIN, 0};
     zmq_poll(&it, 1, 100);
-    kg_kernel_hb_tick(hb, now);
+    kg_kernel_hb_read(hb);
+    KG_CHECK_INT(kg_kernel_hb_deadline(hb) > now, 1);   /* no deadline crossed */
     if (kg_kernel_hb_beats(hb) > before)
       return true;
   }
@@ -88,6 +89,26 @@ KG_TEST(kernel_hb_alive_then_stopped_then_resumed)
   KG_CHECK_INT(kg_kernel_hb_deadline(hb), 0);
   kg_kernel_hb_arm(hb, true, now);   /* a request went to the kernel */
   KG_CHECK_INT(kg_kernel_hb_deadline(hb), now + 1000);
+  /* nothing is sent at arming nor within the first period (a cell that
+     ends by then costs no ping); the first deadline sends the first ping
+     and counts no miss */
+  KG_CHECK_INT(kg_kernel_hb_pings(hb), 0);
+  KG_CHECK_INT(kg_kernel_hb_tick(hb, now + 999), KG_KHB_ALIVE);
+  KG_CHECK_INT(kg_kernel_hb_pings(hb), 0);
+  now += 1000;
+  KG_CHECK_INT(kg_kernel_hb_tick(hb, now), KG_KHB_ALIVE);
+  KG_CHECK_INT(kg_kernel_hb_pings(hb), 1);
+  KG_CHECK_INT(kg_kernel_hb_missed(hb), 0);
+  /* its echo waits on the socket: a tick before the next deadline does not
+     read it (no system call between deadlines), a read does */
+  zmq_pollitem_t echo = {kg_kernel_hb_socket(hb), 0, ZMQ_POLLIN, 0};
+  KG_CHECK_INT(zmq_poll(&echo, 1, 5000), 1);
+  KG_CHECK_INT(kg_kernel_hb_tick(hb, now + 1), KG_KHB_ALIVE);
+  KG_CHECK_INT(kg_kernel_hb_beats(hb), 0);
+  kg_kernel_hb_read(hb);
+  KG_CHECK_INT(kg_kernel_hb_beats(hb), 1);
+  now += 1000;
+  KG_CHECK_INT(kg_kernel_hb_tick(hb, now), KG_KHB_ALIVE);   /* ping 2 */
   /* alive: each ping is echoed before its deadline */
   for (int i = 0; i < 10; i++) {
     KG_CHECK(s_beat(hb, now));
@@ -157,6 +178,8 @@ KG_TEST(kernel_hb_short_stop_is_not_a_hang)
   KG_CHECK(hb != NULL);
   int64_t now = 0;
   kg_kernel_hb_arm(hb, true, now);
+  now += 200;
+  KG_CHECK_INT(kg_kernel_hb_tick(hb, now), KG_KHB_ALIVE);   /* ping 1 */
   KG_CHECK(s_beat(hb, now));
   now += 200;
   KG_CHECK_INT(kg_kernel_hb_tick(hb, now), KG_KHB_ALIVE);
@@ -193,9 +216,10 @@ KG_TEST(kernel_hb_no_peer_and_config)
   KG_CHECK(hb != NULL);
   kg_kernel_hb_arm(hb, true, 0);
   KG_CHECK_INT(kg_kernel_hb_tick(hb, 50), KG_KHB_ALIVE);
-  KG_CHECK_INT(kg_kernel_hb_tick(hb, 100), KG_KHB_ALIVE);
-  KG_CHECK_INT(kg_kernel_hb_tick(hb, 200), KG_KHB_HUNG);
-  for (int64_t t = 300; t < 3000; t += 100)   /* far past the HWM: no block */
+  KG_CHECK_INT(kg_kernel_hb_tick(hb, 100), KG_KHB_ALIVE);   /* the first ping */
+  KG_CHECK_INT(kg_kernel_hb_tick(hb, 200), KG_KHB_ALIVE);
+  KG_CHECK_INT(kg_kernel_hb_tick(hb, 300), KG_KHB_HUNG);    /* (2 + 1) periods */
+  for (int64_t t = 400; t < 3000; t += 100)   /* far past the HWM: no block */
     KG_CHECK_INT(kg_kernel_hb_tick(hb, t), KG_KHB_HUNG);
   kg_kernel_hb_destroy(&hb);
   kg_kernel_hb_config_t bad = {.period_ms = 10, .max_missed = 2};
