@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,9 +245,18 @@ kg_kernel_drain(kg_kernel_t *self, kg_kernel_output_fn *fn, void *arg)
 {
   if (!self->child)
     return 0;
+  /* One poll says which pipe has anything: the relay drains both before
+     every execute_reply it passes on, and they are almost always empty
+     (one system call then, not a read per pipe). */
+  struct pollfd fds[2] = {{kg_child_stdout_fd(self->child), POLLIN, 0},
+                          {kg_child_stderr_fd(self->child), POLLIN, 0}};
+  if (poll(fds, 2, 0) <= 0)
+    return 0;
   char buf[65536];
   size_t total = 0;
   for (int which = 1; which <= 2; which++) {
+    if (fds[which - 1].fd < 0 || !fds[which - 1].revents)
+      continue;
     for (int i = 0; i < 64; i++) {   /* bounded: the loop has others to serve */
       ssize_t n = kg_child_read(self->child, which, buf, sizeof buf);
       if (n <= 0)
