@@ -170,17 +170,15 @@ s_cut(const char *p, const char *limit, const char *end)
   return q;
 }
 
-int
-kg_jsonscan_string_pieces(kg_frame_t value, size_t max_raw, kg_jsonscan_piece_fn *fn,
-                          void *arg)
+/*  Decode the string body [p, end) (between the quotes, its escapes known
+    to be whole: s_string_end passed over them) in pieces, as
+    kg_jsonscan_string_pieces says. */
+static int
+s_pieces(const char *p, const char *end, size_t max_raw, kg_jsonscan_piece_fn *fn, void *arg)
 {
-  const char *v = value.data;
-  if (!v || value.size < 2 || v[0] != '"' || s_string_end(v, v + value.size) != v + value.size - 1)
-    return KG_EBADJSON;
   if (max_raw < 16)
     max_raw = 16;
-  const char *p = v + 1, *end = v + value.size - 1;
-  if (p == end)
+  if (p >= end)
     return 0;
   size_t cap = (size_t) (end - p) < max_raw ? (size_t) (end - p) : max_raw;
   /* quotes and NUL around at most max_raw bytes (and room for one escape
@@ -214,8 +212,48 @@ kg_jsonscan_string_pieces(kg_frame_t value, size_t max_raw, kg_jsonscan_piece_fn
 }
 
 int
+kg_jsonscan_string_pieces(kg_frame_t value, size_t max_raw, kg_jsonscan_piece_fn *fn,
+                          void *arg)
+{
+  const char *v = value.data;
+  if (!v || value.size < 2 || v[0] != '"' || s_string_end(v, v + value.size) != v + value.size - 1)
+    return KG_EBADJSON;
+  return s_pieces(v + 1, v + value.size - 1, max_raw, fn, arg);
+}
+
+/*  The whole lines of the string body [p, end): from just after its first
+    newline escape to just after its last, [*a, *b). True when there are
+    some and every escape among them is a short one (\" \\ \b \f \n \r \t),
+    so that every other character stands there for itself. A backslash
+    escaping a backslash is one escape: "\\n" is a backslash and an n. */
+static bool
+s_plain_lines(const char *p, const char *end, const char **a, const char **b)
+{
+  const char *first = NULL, *last = NULL, *odd = NULL;   /* odd: the first other escape after first */
+  while (p < end) {
+    const char *bs = memchr(p, '\\', (size_t) (end - p));
+    if (!bs)
+      break;
+    size_t u = s_escape_len(bs, end);
+    if (!u)
+      return false;
+    if (bs[1] == 'n') {
+      if (!first)
+        first = bs + 2;
+      last = bs + 2;
+    } else if (!memchr("\"\\bfrt", bs[1], 6) && first && !odd) {
+      odd = bs;
+    }
+    p = bs + u;
+  }
+  *a = first;
+  *b = last;
+  return first && last > first && (!odd || odd >= last);
+}
+
+int
 kg_jsonscan_stream(kg_frame_t content, size_t max_raw, bool *is_stderr,
-                   kg_jsonscan_piece_fn *fn, void *arg)
+                   kg_jsonscan_piece_fn *fn, kg_jsonscan_skip_fn *skip, void *arg)
 {
   static const char *const keys[2] = {"name", "text"};
   kg_frame_t spans[2];
@@ -230,7 +268,14 @@ kg_jsonscan_stream(kg_frame_t content, size_t max_raw, bool *is_stderr,
   }
   if (!spans[1].data || *(const char *) spans[1].data != '"')
     return KG_ENOTFOUND;
-  return kg_jsonscan_string_pieces(spans[1], max_raw, fn, arg);
+  /* members delimited it with s_string_end: one whole string */
+  const char *p = (const char *) spans[1].data + 1, *end = p + spans[1].size - 2;
+  const char *a, *b;
+  if (skip && s_plain_lines(p, end, &a, &b) && skip(a, (size_t) (b - a), arg)) {
+    rc = s_pieces(p, a, max_raw, fn, arg);
+    return rc ? rc : s_pieces(b, end, max_raw, fn, arg);
+  }
+  return s_pieces(p, end, max_raw, fn, arg);
 }
 
 size_t

@@ -49,13 +49,26 @@ typedef int (kg_jsonscan_piece_fn)(const char *text, size_t len, void *arg);
 int kg_jsonscan_string_pieces(kg_frame_t value, size_t max_raw, kg_jsonscan_piece_fn *fn,
                               void *arg);
 
+/*  Asked whether whole lines of a string may go undecoded: raw is the
+    JSON text of those lines (len bytes, escapes included, no quotes), each
+    ending with a newline escape, every escape among them a short one
+    (\" \\ \b \f \n \r \t): so a text free of quotes, backslashes and
+    control characters occurs in the decoded lines only where it occurs in
+    raw as it is. True: skip them. */
+typedef bool (kg_jsonscan_skip_fn)(const char *raw, size_t len, void *arg);
+
 /*  A stream message's content frame: *is_stderr tells whether its "name"
     is "stderr", and its "text" is decoded in pieces as
-    kg_jsonscan_string_pieces does (without a whole decoded copy). Returns
-    0; KG_ENOTFOUND when "text" is absent or not a string (no call);
-    KG_EBADJSON; KG_ENOMEM; or fn's nonzero return. */
+    kg_jsonscan_string_pieces does (without a whole decoded copy). With
+    skip (may be NULL), the text's whole lines (from after its first
+    newline to after its last) are first offered to skip when their escapes
+    are all short ones; if skip says yes, fn is given only the text before
+    and after them (the first newline included), which is what a reader of
+    lines needs when none of those lines matter. Returns 0; KG_ENOTFOUND
+    when "text" is absent or not a string (no call); KG_EBADJSON;
+    KG_ENOMEM; or fn's nonzero return. The same arg goes to fn and skip. */
 int kg_jsonscan_stream(kg_frame_t content, size_t max_raw, bool *is_stderr,
-                       kg_jsonscan_piece_fn *fn, void *arg);
+                       kg_jsonscan_piece_fn *fn, kg_jsonscan_skip_fn *skip, void *arg);
 
 /*  Why a parser stopped at byte off of text (len bytes): the nesting depth
     there, counting the [ and { not yet closed outside strings (a string

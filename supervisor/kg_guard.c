@@ -167,6 +167,15 @@ s_stream_piece(const char *text, size_t len, void *arg)
   return 0;
 }
 
+/*  The whole lines of a stream's text may go undecoded when none of them
+    can matter (kg_diagnosis_may_skip_json): most output, read raw once. */
+static bool
+s_stream_skip(const char *raw, size_t len, void *arg)
+{
+  s_stream_feed_t *f = arg;
+  return kg_diagnosis_may_skip_json(f->S->diag, raw, len);
+}
+
 #define S_STREAM_PIECE (256u * 1024u)   /* raw bytes of a stream's text per feed */
 
 void
@@ -190,7 +199,7 @@ kg__guard_iopub(kg_sup_t *S, kg_msg_t *msg)
     s_stream_feed_t f = {.S = S, .parent = parent, .ev = KG_DIAG_NONE};
     /* malformed text: the pieces decoded before it still count */
     (void) kg_jsonscan_stream(kg_msg_part(msg, KG_PART_CONTENT), S_STREAM_PIECE, &f.is_stderr,
-                              s_stream_piece, &f);
+                              s_stream_piece, s_stream_skip, &f);
     ev = f.ev;
   }
   s_on_event(S, ev, parent);

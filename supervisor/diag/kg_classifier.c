@@ -449,6 +449,13 @@ kg_classifier_may_match(const kg_classifier_t *self, const char *text, size_t le
   return !self || !self->prefilter || kg_prefilter_search(self->prefilter, text, len);
 }
 
+bool
+kg_classifier_may_match_json(const kg_classifier_t *self, const char *raw, size_t len)
+{
+  return !self || !self->prefilter || !kg_prefilter_plain(self->prefilter)
+         || kg_prefilter_search(self->prefilter, raw, len);
+}
+
 const kg_family_t *
 kg_classifier_family(const kg_classifier_t *self, const char *id)
 {

@@ -113,6 +113,13 @@ bool kg_classifier_match(const kg_classifier_t *self, kg_source_t source, const 
     has no literal to go by, always true. */
 bool kg_classifier_may_match(const kg_classifier_t *self, const char *text, size_t len);
 
+/*  kg_classifier_may_match for the raw JSON text of lines whose escapes
+    are all short ones (kg_jsonscan_skip_fn): false only when no line of
+    their decoded text can match any rule. Always true when the rules have
+    a literal that a JSON encoder must escape (a quote, a backslash, a
+    control character): the raw text cannot answer for it. */
+bool kg_classifier_may_match_json(const kg_classifier_t *self, const char *raw, size_t len);
+
 /*  The family with this id, or NULL. */
 const kg_family_t *kg_classifier_family(const kg_classifier_t *self, const char *id);
 

@@ -333,6 +333,14 @@ kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_n
   return self->cur_event;
 }
 
+bool
+kg_diagnosis_may_skip_json(const kg_diagnosis_t *self, const char *raw, size_t len)
+{
+  /* the marker is plain text: it stands in raw as it is */
+  return !kg_classifier_may_match_json(self->rules, raw, len)
+         && !memmem(raw, len, S_STEP_MARKER, strlen(S_STEP_MARKER));
+}
+
 /* ------------------------------------------------------------------------ */
 /*  Errors                                                                   */
 

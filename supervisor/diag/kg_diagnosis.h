@@ -85,6 +85,15 @@ kg_diag_event_t kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source,
                                   const char *stream_name, const char *parent_msg_id,
                                   const char *text, size_t len, int64_t now_ms);
 
+/*  Whole lines of a stream message's text that kg_diagnosis_feed would
+    skip unread, judged on their raw JSON text (raw, len bytes: each line
+    ends with a newline escape, every escape a short one; see
+    kg_jsonscan_skip_fn): true when none holds the step marker and the rules
+    say none can match (kg_classifier_may_match_json). Feeding the text
+    around them then leaves the diagnosis as feeding all of it would: the
+    decoding of most output is spared. */
+bool kg_diagnosis_may_skip_json(const kg_diagnosis_t *self, const char *raw, size_t len);
+
 /*  Feed the content of an iopub `error` (source KG_SRC_IOPUB_ERROR) or of an
     `execute_reply` (KG_SRC_EXECUTE_REPLY; ignored unless status is "error").
     content is borrowed. ename, evalue and traceback are read; the traceback's

@@ -24,6 +24,7 @@ struct kg_prefilter_t {
   char **lit;           /* folded copies                                 */
   size_t *len;
   size_t m, q;          /* window and q-gram lengths                      */
+  bool plain;           /* no literal has '"', '\\' or a byte < 0x20      */
   uint8_t shift[S_HASH_SIZE];
   int32_t head[S_HASH_SIZE];   /* first literal whose prefix ends in h, -1 */
   int32_t *next;        /* chain                                          */
@@ -76,11 +77,17 @@ kg_prefilter_new(const char *const *literals, size_t n)
     return NULL;
   }
   self->m = S_MAX_M;
+  self->plain = true;
   for (size_t i = 0; i < n; i++) {
     size_t len = literals[i] ? strlen(literals[i]) : 0;
     if (len == 0 || !(self->lit[i] = malloc(len))) {
       kg_prefilter_destroy(&self);
       return NULL;
+    }
+    for (size_t k = 0; k < len; k++) {
+      unsigned char c = (unsigned char) literals[i][k];
+      if (c < 0x20 || c == '"' || c == '\\')
+        self->plain = false;
     }
     for (size_t k = 0; k < len; k++)
       self->lit[i][k] = (char) s_fold((unsigned char) literals[i][k]);
@@ -107,6 +114,12 @@ kg_prefilter_new(const char *const *literals, size_t n)
   return self;
 }
 
+bool
+kg_prefilter_plain(const kg_prefilter_t *self)
+{
+  return self->plain;
+}
+
 static bool
 s_equal_at(const kg_prefilter_t *self, size_t i, const unsigned char *text, size_t avail)
 {
@@ -120,6 +133,41 @@ s_equal_at(const kg_prefilter_t *self, size_t i, const unsigned char *text, size
   return true;
 }
 
+/*  The literals chained under h, compared with the window ending at pos. */
+static bool
+s_chain_matches(const kg_prefilter_t *self, uint32_t h, const unsigned char *t, size_t len,
+                size_t pos)
+{
+  size_t start = pos + 1 - self->m;
+  for (int32_t i = self->head[h]; i >= 0; i = self->next[i])
+    if (s_equal_at(self, (size_t) i, t + start, len - start))
+      return true;
+  return false;
+}
+
+/*  One Wu-Manber step of the window ending at *pos (q = 3): move *pos on,
+    or say that a literal starts at *pos + 1 - m. */
+static inline bool
+s_step3(const kg_prefilter_t *self, const unsigned char *t, size_t len, size_t *pos)
+{
+  size_t p = *pos;
+  uint32_t h = ((uint32_t) s_fold(t[p - 2]) << 10 ^ (uint32_t) s_fold(t[p - 1]) << 5
+                ^ s_fold(t[p]))
+               & (S_HASH_SIZE - 1);
+  size_t s = self->shift[h];
+  if (s) {
+    *pos = p + s;
+    return false;
+  }
+  if (s_chain_matches(self, h, t, len, p))
+    return true;
+  *pos = p + 1;
+  return false;
+}
+
+#define S_LANES 4
+#define S_LANES_MIN 4096   /* shorter texts: one lane */
+
 bool
 kg_prefilter_search(const kg_prefilter_t *self, const char *text, size_t len)
 {
@@ -127,18 +175,39 @@ kg_prefilter_search(const kg_prefilter_t *self, const char *text, size_t len)
   size_t m = self->m, q = self->q;
   if (!t || len < m)
     return false;
+  if (q == 3) {
+    /* The usual case (every literal of 3 bytes or more); this loop reads
+       all of a notebook's output. Each step waits on the load of the one
+       before it, so the window ends are split into S_LANES ranges walked
+       side by side: independent steps the CPU overlaps. A literal is found
+       in the lane whose range holds its window's end; its comparison reads
+       on past the range as far as the text goes. */
+    size_t pos[S_LANES], end[S_LANES], lanes = len >= S_LANES_MIN ? S_LANES : 1;
+    size_t seg = (len - (m - 1)) / lanes;
+    for (size_t k = 0; k < lanes; k++) {
+      pos[k] = m - 1 + k * seg;
+      end[k] = k + 1 == lanes ? len : m - 1 + (k + 1) * seg;
+    }
+    if (lanes == S_LANES)
+      while (pos[0] < end[0] && pos[1] < end[1] && pos[2] < end[2] && pos[3] < end[3])
+        if (s_step3(self, t, len, &pos[0]) || s_step3(self, t, len, &pos[1])
+            || s_step3(self, t, len, &pos[2]) || s_step3(self, t, len, &pos[3]))
+          return true;
+    for (size_t k = 0; k < lanes; k++)
+      while (pos[k] < end[k])
+        if (s_step3(self, t, len, &pos[k]))
+          return true;
+    return false;
+  }
   for (size_t pos = m - 1; pos < len;) {
     uint32_t h = s_hash(t + pos + 1 - q, q);
     size_t s = self->shift[h];
-    if (s) {
+    if (s)
       pos += s;
-      continue;
-    }
-    size_t start = pos + 1 - m;
-    for (int32_t i = self->head[h]; i >= 0; i = self->next[i])
-      if (s_equal_at(self, (size_t) i, t + start, len - start))
-        return true;
-    pos++;
+    else if (s_chain_matches(self, h, t, len, pos))
+      return true;
+    else
+      pos++;
   }
   return false;
 }

@@ -23,6 +23,13 @@ kg_prefilter_t *kg_prefilter_new(const char *const *literals, size_t n);
 /*  Free self and set *self_p to NULL. Safe on NULL. */
 void kg_prefilter_destroy(kg_prefilter_t **self_p);
 
+/*  True when no literal holds a quote, a backslash or a control
+    character (a byte below 0x20): each then occurs in a JSON string's raw
+    text exactly where it occurs in the decoded text, wherever the encoder
+    used only the short escapes (kg_jsonscan_skip_fn), so a search of the
+    raw text answers for the decoded one. */
+bool kg_prefilter_plain(const kg_prefilter_t *self);
+
 /*  True if text (len bytes, need not be NUL-terminated; NULs are ordinary
     bytes) may contain one of the literals, ignoring ASCII case. False means
     none of them occurs. */

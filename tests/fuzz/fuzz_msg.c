@@ -11,7 +11,10 @@
     as the relay does a kernel's message, then read the content as a stream
     (kg_jsonscan_stream, pieces of 16 + flags/4 raw bytes); whenever that
     succeeds, the pieces must add up to cJSON's decoding of "text"
-    (a differential check: abort otherwise). */
+    (a differential check: abort otherwise). Read again with a skip that
+    takes every offer: the text before the first newline, the offered
+    lines as cJSON decodes them and the text after them must add up to
+    the same. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -65,13 +68,56 @@ s_append(const char *text, size_t len, void *arg)
   return 0;
 }
 
+/*  A skip that takes the offer and keeps it. */
+static bool
+s_take(const char *raw, size_t len, void *arg)
+{
+  s_text_t *t = arg;
+  t[1].buf = malloc(len + 3);
+  if (!t[1].buf)
+    return false;
+  t[1].buf[0] = '"';
+  memcpy(t[1].buf + 1, raw, len);
+  memcpy(t[1].buf + 1 + len, "\"", 2);
+  t[1].len = len + 2;
+  return true;
+}
+
+/*  With every offer taken: around + decoded offer == whole. */
+static void
+s_check_skip(kg_frame_t raw, size_t piece, const char *whole)
+{
+  s_text_t t[2] = {{NULL, 0}, {NULL, 0}};
+  bool is_stderr;
+  if (kg_jsonscan_stream(raw, piece, &is_stderr, s_append, s_take, t) == 0 && t[1].buf) {
+    cJSON *mid = cJSON_ParseWithLength(t[1].buf, t[1].len);
+    if (!cJSON_IsString(mid) || !t[0].buf)
+      abort();
+    /* the lines were cut out after a newline: after which one, the decoded
+       text does not say (cJSON also takes raw control characters in a
+       string, so a raw newline may come before the first \n escape) */
+    size_t m = strlen(mid->valuestring);
+    bool found = false;
+    for (const char *nl = strchr(t[0].buf, '\n'); nl && !found; nl = strchr(nl + 1, '\n')) {
+      size_t a = (size_t) (nl + 1 - t[0].buf);
+      found = strncmp(whole, t[0].buf, a) == 0 && strncmp(whole + a, mid->valuestring, m) == 0
+              && strcmp(whole + a + m, t[0].buf + a) == 0;
+    }
+    if (!found)
+      abort();
+    cJSON_Delete(mid);
+  }
+  free(t[0].buf);
+  free(t[1].buf);
+}
+
 static void
 s_check_stream(kg_msg_t *msg, size_t piece)
 {
   kg_frame_t raw = kg_msg_part(msg, KG_PART_CONTENT);
   s_text_t t = {NULL, 0};
   bool is_stderr = false;
-  int rc = kg_jsonscan_stream(raw, piece, &is_stderr, s_append, &t);
+  int rc = kg_jsonscan_stream(raw, piece, &is_stderr, s_append, NULL, &t);
   const cJSON *whole = kg_msg_json(msg, KG_PART_CONTENT);
   const cJSON *text = cJSON_GetObjectItemCaseSensitive(whole, "text");
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(whole, "name");
@@ -83,6 +129,7 @@ s_check_stream(kg_msg_t *msg, size_t piece)
       abort();
     if (is_stderr != (cJSON_IsString(name) && strcmp(name->valuestring, "stderr") == 0))
       abort();
+    s_check_skip(raw, piece, text->valuestring);
   }
   free(t.buf);
 }

@@ -8,6 +8,7 @@
 #include "kg_diagnosis.h"
 #include "kg_error.h"
 #include "kg_errtext.h"
+#include "kg_jsonscan.h"
 #include "kg_linebuf.h"
 #include "kg_test.h"
 
@@ -397,6 +398,113 @@ s_collect(void *arg, const char *line, size_t len, bool truncated, int64_t first
   }
 }
 
+/*  A stream's text read as kguard reads it (kg_jsonscan_stream, whole lines
+    skipped undecoded when kg_diagnosis_may_skip_json says so) ends in the
+    same diagnosis as the decoded text fed whole; the skip is taken for
+    plain output and refused where a line matters. */
+typedef struct {
+  kg_diagnosis_t *d;
+  kg_diag_event_t ev;
+  int skipped;
+} s_json_feed_t;
+
+static int
+s_json_piece(const char *text, size_t len, void *arg)
+{
+  s_json_feed_t *f = arg;
+  kg_diag_event_t ev = kg_diagnosis_feed(f->d, KG_SRC_STREAM, "stderr", "req", text, len, 7);
+  if (ev > f->ev)
+    f->ev = ev;
+  return 0;
+}
+
+static bool
+s_json_skip(const char *raw, size_t len, void *arg)
+{
+  s_json_feed_t *f = arg;
+  bool skip = kg_diagnosis_may_skip_json(f->d, raw, len);
+  f->skipped += skip;
+  return skip;
+}
+
+/*  n lines of plain output with tabs, quotes and backslashes. */
+static void
+s_boring(char *buf, size_t cap, int n)
+{
+  for (int i = 0; i < n; i++)
+    snprintf(buf + strlen(buf), cap - strlen(buf), "epoch %d\tloss \"0.5\" C:\\runs\n", i);
+}
+
+KG_TEST(json_lines_skipped_only_where_nothing_can_match)
+{
+  static const struct {
+    const char *middle;         /* a line among boring ones                 */
+    const char *from, *to;      /* then in the JSON, from written as to     */
+    int skipped;                /* skips taken                              */
+    kg_diag_event_t ev;
+  } rows[] = {
+    {"", NULL, NULL, 1, KG_DIAG_NONE},
+    {ASSERT_LINE("3") "\n", NULL, NULL, 0, KG_DIAG_SUSPECT},
+    {ASSERT_LINE("3") "\n", "/", "\\/", 0, KG_DIAG_SUSPECT},   /* \/: not plain */
+    {"\x1b[0;31mRuntimeError\x1b[0m: " CUDA_710, NULL, NULL, 0, KG_DIAG_SUSPECT},
+    /* an encoder may write any character as \uXXXX: the raw text then
+       lacks the literal, so those lines must be decoded */
+    {"RuntimeError: " CUDA_710, "device-side", "device\\u002dside", 0, KG_DIAG_SUSPECT},
+    {"RuntimeError: " CUDA_710, "Error: ", "Error\\u003a ", 0, KG_DIAG_SUSPECT},
+    /* printed, a non-sticky family is no event, but its line is read */
+    {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", NULL, NULL, 0,
+     KG_DIAG_NONE},
+    {"kguard: completed step 17\n", NULL, NULL, 0, KG_DIAG_NONE},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    char text[8192] = "";
+    s_boring(text, sizeof text, 40);
+    snprintf(text + strlen(text), sizeof text - strlen(text), "%s", rows[i].middle);
+    s_boring(text, sizeof text, 40);
+    snprintf(text + strlen(text), sizeof text - strlen(text), "no newline yet");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "name", "stderr");
+    cJSON_AddStringToObject(c, "text", text);
+    char *json = cJSON_PrintUnformatted(c);
+    cJSON_Delete(c);
+    char raw[16384];
+    size_t n = 0;
+    for (const char *p = json; *p && n + 16 < sizeof raw;) {
+      size_t k = rows[i].from ? strlen(rows[i].from) : 0;
+      if (k && strncmp(p, rows[i].from, k) == 0) {
+        n += (size_t) snprintf(raw + n, sizeof raw - n, "%s", rows[i].to);
+        p += k;
+      } else
+        raw[n++] = *p++;
+    }
+    raw[n] = '\0';
+    free(json);
+
+    s_json_feed_t f = {.d = s_new()};
+    bool is_stderr;
+    KG_CHECK_INT(kg_jsonscan_stream((kg_frame_t) {raw, n}, 1024, &is_stderr, s_json_piece,
+                                    s_json_skip, &f),
+                 0);
+    kg_diagnosis_t *whole = s_new();
+    kg_diag_event_t ev = kg_diagnosis_feed(whole, KG_SRC_STREAM, "stderr", "req", text,
+                                           strlen(text), 7);
+    if (f.skipped != rows[i].skipped || f.ev != ev)
+      fprintf(stderr, "row %zu\n", i);
+    KG_CHECK_INT(f.skipped, rows[i].skipped);
+    KG_CHECK_INT(ev, rows[i].ev);
+    KG_CHECK_INT(f.ev, ev);
+    KG_CHECK_INT(kg_diagnosis_suspect(f.d), kg_diagnosis_suspect(whole));
+    KG_CHECK_STR(kg_diagnosis_assertion(f.d) ? kg_diagnosis_assertion(f.d) : "",
+                 kg_diagnosis_assertion(whole) ? kg_diagnosis_assertion(whole) : "");
+    KG_CHECK_INT(kg_diagnosis_last_step(f.d), kg_diagnosis_last_step(whole));
+    /* the line left open is the same: its end, fed to both, decides alike */
+    KG_CHECK_INT(kg_diagnosis_feed(f.d, KG_SRC_STREAM, "stderr", "req", " CUDA error: misaligned address\n", 2, 8),
+                 kg_diagnosis_feed(whole, KG_SRC_STREAM, "stderr", "req", " CUDA error: misaligned address\n", 2, 8));
+    kg_diagnosis_destroy(&whole);
+    kg_diagnosis_destroy(&f.d);
+  }
+}
+
 KG_TEST(linebuf)
 {
   kg_linebuf_t *lb = kg_linebuf_new(10);
@@ -424,7 +532,7 @@ KG_TEST(linebuf)
   KG_CHECK(lb == NULL);
 }
 
-KG_TEST_MAIN(KG_CASE(suspicion_vs_proof_per_source), KG_CASE(fault_time_is_earliest_sign), KG_CASE(assertion_split_across_raw_reads),
+KG_TEST_MAIN(KG_CASE(json_lines_skipped_only_where_nothing_can_match), KG_CASE(suspicion_vs_proof_per_source), KG_CASE(fault_time_is_earliest_sign), KG_CASE(assertion_split_across_raw_reads),
              KG_CASE(line_split_across_stream_messages),
              KG_CASE(cublas_after_assert_belongs_to_assert),
              KG_CASE(rocm_719_launch_failure_likely_assert), KG_CASE(oom_is_advice),

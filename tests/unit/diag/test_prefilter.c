@@ -113,6 +113,58 @@ s_regex_case(const char *regex_json, const char *regex_c, bool icase, const char
   kg_classifier_destroy(&c);
 }
 
+/*  Long texts are searched in several lanes at once: a literal is found
+    wherever it starts, across the lanes' seams (near each eighth of the
+    text, on every byte around it), at the very start and end, in any case;
+    a text without one gives "no". And plainness: literals a JSON encoder
+    leaves as they are. */
+KG_TEST(long_texts_find_every_literal_across_lanes)
+{
+  static const char *lits[] = {"CUDA error: device-side assert", "hipErrorAssert",
+                               "DistBackendError", "cudaErrorLaunchFailure"};
+  kg_prefilter_t *pf = kg_prefilter_new(lits, 4);
+  KG_CHECK(pf != NULL);
+  if (!pf)
+    return;
+  KG_CHECK(kg_prefilter_plain(pf));
+  srand(11);
+  for (size_t len = 4096; len < 40000; len = len * 3 + 7) {
+    char *text = malloc(len);
+    for (size_t i = 0; i < len; i++)
+      text[i] = "abcdeUDAhipErr \n:-"[rand() % 18];
+    KG_CHECK(!s_naive(lits, 4, text, len));
+    KG_CHECK(!kg_prefilter_search(pf, text, len));
+    char *planted = malloc(len);
+    for (size_t l = 0; l < 4; l++) {
+      size_t ll = strlen(lits[l]);
+      size_t spots[8 * 33 + 2], n = 0;
+      spots[n++] = 0;
+      spots[n++] = len - ll;
+      for (size_t k = 1; k < 8; k++)
+        for (int d = -16; d <= 16; d++)
+          spots[n++] = k * len / 8 + (size_t) d;
+      for (size_t i = 0; i < n; i++) {
+        memcpy(planted, text, len);
+        for (size_t c = 0; c < ll; c++)
+          planted[spots[i] + c] = (char) (c % 2 ? toupper((unsigned char) lits[l][c]) : lits[l][c]);
+        if (!kg_prefilter_search(pf, planted, len))
+          fprintf(stderr, "len %zu: '%s' at %zu not found\n", len, lits[l], spots[i]);
+        KG_CHECK(kg_prefilter_search(pf, planted, len));
+      }
+    }
+    free(planted);
+    free(text);
+  }
+  kg_prefilter_destroy(&pf);
+  static const char *quoted[] = {"say \"no\"", "tab\there"}, *slashed[] = {"C:\\path\\x"};
+  pf = kg_prefilter_new(quoted, 2);
+  KG_CHECK(pf && !kg_prefilter_plain(pf));
+  kg_prefilter_destroy(&pf);
+  pf = kg_prefilter_new(slashed, 1);
+  KG_CHECK(pf && !kg_prefilter_plain(pf));
+  kg_prefilter_destroy(&pf);
+}
+
 KG_TEST(regex_literals_keep_matches)
 {
   /* optional characters and groups, alternatives, brackets, repetition */
@@ -283,7 +335,8 @@ KG_TEST(builder_per_rule_kind)
   }
 }
 
-KG_TEST_MAIN(KG_CASE(builder_per_rule_kind), KG_CASE(finds_every_literal), KG_CASE(regex_literals_keep_matches),
+KG_TEST_MAIN(KG_CASE(builder_per_rule_kind), KG_CASE(finds_every_literal),
+             KG_CASE(long_texts_find_every_literal_across_lanes), KG_CASE(regex_literals_keep_matches),
              KG_CASE(regex_lit_runs_per_alternative),
              KG_CASE(shipped_rules_skip_plain_output),
              KG_CASE(diagnosis_sees_signs_in_large_chunks))

@@ -181,27 +181,98 @@ KG_TEST(stream_content)
   bool is_stderr = true;
   s_acc_t a = {0};
   const char *out = "{\"name\": \"stdout\", \"text\": \"line 1\\nline 2\\n\"}";
-  KG_CHECK_INT(kg_jsonscan_stream(s_span(out), 16, &is_stderr, s_append, &a), 0);
+  KG_CHECK_INT(kg_jsonscan_stream(s_span(out), 16, &is_stderr, s_append, NULL, &a), 0);
   KG_CHECK(!is_stderr);
   KG_CHECK_STR(a.buf, "line 1\nline 2\n");
   free(a.buf);
   a = (s_acc_t) {0};
   const char *err = "{\"text\": \"RuntimeError: CUDA error\\n\", \"name\": \"stderr\"}";
-  KG_CHECK_INT(kg_jsonscan_stream(s_span(err), 1024, &is_stderr, s_append, &a), 0);
+  KG_CHECK_INT(kg_jsonscan_stream(s_span(err), 1024, &is_stderr, s_append, NULL, &a), 0);
   KG_CHECK(is_stderr);
   KG_CHECK_STR(a.buf, "RuntimeError: CUDA error\n");
   free(a.buf);
   a = (s_acc_t) {0};
   const char *notext = "{\"name\": \"stderr\", \"text\": 12}";
-  KG_CHECK_INT(kg_jsonscan_stream(s_span(notext), 1024, &is_stderr, s_append, &a),
+  KG_CHECK_INT(kg_jsonscan_stream(s_span(notext), 1024, &is_stderr, s_append, NULL, &a),
                KG_ENOTFOUND);
   KG_CHECK_INT(a.calls, 0);
   KG_CHECK_INT(kg_jsonscan_stream(s_span("{\"name\": \"stdout\"}"), 1024, &is_stderr, s_append,
-                                  &a),
+                                  NULL, &a),
                KG_ENOTFOUND);
-  KG_CHECK_INT(kg_jsonscan_stream(s_span("not json"), 1024, &is_stderr, s_append, &a),
+  KG_CHECK_INT(kg_jsonscan_stream(s_span("not json"), 1024, &is_stderr, s_append, NULL, &a),
                KG_EBADJSON);
   KG_CHECK_INT(a.calls, 0);
+}
+
+/*  What a skip callback is offered and told: the raw text it saw, and its
+    answer. */
+typedef struct {
+  s_acc_t acc;                  /* the decoded pieces fn was given          */
+  char offered[256];            /* raw text offered to skip, "" if none     */
+  int offers;
+  bool answer;
+} s_skip_t;
+
+static int
+s_skip_append(const char *text, size_t len, void *arg)
+{
+  return s_append(text, len, &((s_skip_t *) arg)->acc);
+}
+
+static bool
+s_skip(const char *raw, size_t len, void *arg)
+{
+  s_skip_t *k = arg;
+  k->offers++;
+  snprintf(k->offered, sizeof k->offered, "%.*s", (int) len, raw);
+  return k->answer;
+}
+
+/*  The text's whole lines (after its first newline escape up to and with
+    its last) are offered raw only when their escapes are all short ones;
+    a yes leaves fn with the text around them, a no with all of it. */
+KG_TEST(stream_offers_plain_whole_lines)
+{
+  static const struct {
+    const char *body;           /* the raw JSON of "text", no quotes        */
+    const char *offered;        /* NULL: no offer                           */
+    const char *kept;           /* decoded text fn gets when skip says yes  */
+  } rows[] = {
+    {"a\\nb\\nc\\nd", "b\\nc\\n", "a\nd"},
+    {"a\\nb\\nc\\n", "b\\nc\\n", "a\n"},
+    {"\\nmid\\n", "mid\\n", "\n"},
+    {"a\\nb", NULL, "a\nb"},                         /* one newline: no whole line */
+    {"no newline", NULL, "no newline"},
+    {"", NULL, ""},
+    {"a\\nb\\u001b[0mc\\nd", NULL, "a\nb\x1b[0mc\nd"}, /* \u in the lines */
+    {"a\\nx\\/y\\nz", NULL, "a\nx/y\nz"},             /* \/ in the lines */
+    {"\\u00e9\\nmid\\nt\\u00e9", "mid\\n", "\xc3\xa9\nt\xc3\xa9"}, /* \u only around them */
+    {"a\\\\nb\\nc\\nd", "c\\n", "a\\nb\nd"},          /* \\ then n: no newline */
+    {"q\\nx\\t\\\"y\\\\\\\\\\r\\b\\f\\nz", "x\\t\\\"y\\\\\\\\\\r\\b\\f\\n", "q\nz"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    char content[512];
+    snprintf(content, sizeof content, "{\"name\": \"stdout\", \"text\": \"%s\"}", rows[i].body);
+    char quoted[512];
+    snprintf(quoted, sizeof quoted, "\"%s\"", rows[i].body);
+    cJSON *whole = cJSON_Parse(quoted);
+    KG_CHECK(cJSON_IsString(whole));
+    for (int answer = 0; answer < 2; answer++) {
+      s_skip_t k = {.answer = answer == 1};
+      bool is_stderr;
+      KG_CHECK_INT(kg_jsonscan_stream(s_span(content), 16, &is_stderr, s_skip_append, s_skip, &k),
+                   0);
+      if (!rows[i].offered || !answer)
+        KG_CHECK_STR(k.acc.buf ? k.acc.buf : "", whole->valuestring);
+      else
+        KG_CHECK_STR(k.acc.buf ? k.acc.buf : "", rows[i].kept);
+      KG_CHECK_INT(k.offers, rows[i].offered ? 1 : 0);
+      if (rows[i].offered)
+        KG_CHECK_STR(k.offered, rows[i].offered);
+      free(k.acc.buf);
+    }
+    cJSON_Delete(whole);
+  }
 }
 
 /*  The nesting depth where a parser stopped: strings (escaped quotes and
@@ -226,4 +297,5 @@ KG_TEST(depth_at)
 }
 
 KG_TEST_MAIN(KG_CASE(depth_at), KG_CASE(members), KG_CASE(pieces_match_cjson), KG_CASE(escapes_never_split),
-             KG_CASE(malformed), KG_CASE(stream_content))
+             KG_CASE(malformed), KG_CASE(stream_content),
+             KG_CASE(stream_offers_plain_whole_lines))
