@@ -1,4 +1,5 @@
-/*  kg_msg: one Jupyter wire message, held as zmq frames.
+/*  kg_msg: one Jupyter wire message, held as zmq frames (this file: the
+    message itself; receiving, checking and sending are in kg_msg_wire.c).
 
     Layout of frames[] once split (kg_msg_parse or kg_msg_new):
       [0, nident)          identities (for iopub: the topic)
@@ -16,39 +17,15 @@
     Sending uses zmq_msg_copy, which shares (reference counts) any frame
     over zmq's small-message size instead of copying it.
 */
-#include "kg_msg.h"
+#include "kg_msg_priv.h"
 
-#include <assert.h>
 #include <errno.h>
-#include <signal.h>
-#include <sodium.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <zmq.h>
 
 #include "kg_error.h"
-
-#define KG_MSG_INLINE 8
-#define KG_DELIM "<IDS|MSG>"
-#define KG_DELIM_LEN 9
-/*  Serialisations at least this big are handed to zmq without a copy. */
-#define KG_ZEROCOPY_MIN 4096
-
-struct kg_msg_t {
-  zmq_msg_t *frames;            /*  inline or heap                          */
-  size_t nframes, cap;
-  bool split;                   /*  layout above is valid                   */
-  size_t nident;
-  cJSON *json[4];               /*  parsed dict frames, lazily              */
-  bool json_tried[4];           /*  parse attempted (and maybe failed)      */
-  bool verified;                /*  the received signature is the one this   */
-  unsigned char verified_key[KG_SIGNER_KEY_ID_BYTES]; /* key writes (checked,
-                                    or trusted: kg_msg_parse_trusted), and
-                                    the dict frames are unchanged since      */
-  zmq_msg_t inline_frames[KG_MSG_INLINE];
-};
 
 static kg_msg_observer_fn *s_observer;
 static void *s_observer_arg;
@@ -60,8 +37,15 @@ kg_msg_set_observer(kg_msg_observer_fn *fn, void *arg)
   s_observer_arg = arg;
 }
 
-static kg_msg_t *
-s_alloc(void)
+void
+kg__msg_observe(void *socket, kg_msg_op_t op, int rc)
+{
+  if (s_observer)
+    s_observer(socket, op, rc, s_observer_arg);
+}
+
+kg_msg_t *
+kg__msg_alloc(void)
 {
   kg_msg_t *self = malloc(sizeof *self);
   if (!self)
@@ -82,8 +66,8 @@ s_alloc(void)
 /*  Make room for at least want frames. zmq_msg_t may be moved bitwise
     (libzmq's own zmq_msg_move does exactly that), so realloc is safe once
     the frames are out of the inline array. */
-static int
-s_reserve(kg_msg_t *self, size_t want)
+int
+kg__msg_reserve(kg_msg_t *self, size_t want)
 {
   if (want <= self->cap)
     return 0;
@@ -121,81 +105,8 @@ kg_msg_destroy(kg_msg_t **self_p)
   *self_p = NULL;
 }
 
-static int
-s_recv_part(zmq_msg_t *frame, void *socket, int flags)
-{
-  for (;;) {
-    if (zmq_msg_recv(frame, socket, flags) >= 0)
-      return 0;
-    if (errno != EINTR)
-      return -errno;
-  }
-}
-
-static int s_recv(void *socket, int flags, kg_msg_t **msg_p);
-
-int
-kg_msg_recv(void *socket, int flags, kg_msg_t **msg_p)
-{
-  int rc = s_recv(socket, flags, msg_p);
-  if (s_observer)
-    s_observer(socket, KG_MSG_OP_RECV, rc, s_observer_arg);
-  return rc;
-}
-
-static int
-s_recv(void *socket, int flags, kg_msg_t **msg_p)
-{
-  *msg_p = NULL;
-  kg_msg_t *self = s_alloc();
-  if (!self)
-    return KG_ENOMEM;
-  size_t total = 0;
-  bool more = true;
-  int rc = 0;
-  while (more) {
-    if (self->nframes == self->cap && (rc = s_reserve(self, self->nframes + 1)) != 0)
-      break;
-    zmq_msg_t *frame = &self->frames[self->nframes];
-    zmq_msg_init(frame);
-    /*  Later parts of a multipart message are already here: only the first
-        receive may honour ZMQ_DONTWAIT. */
-    rc = s_recv_part(frame, socket, self->nframes == 0 ? flags : 0);
-    if (rc != 0) {
-      zmq_msg_close(frame);
-      break;
-    }
-    self->nframes++;
-    total += zmq_msg_size(frame);
-    more = zmq_msg_more(frame) != 0;   /*  cheaper than ZMQ_RCVMORE */
-    if (total > KG_MSG_MAX_BYTES || self->nframes > KG_MSG_MAX_FRAMES) {
-      rc = KG_ETOOBIG;
-      break;
-    }
-  }
-  if (rc == KG_ETOOBIG) {
-    /*  Drop what we hold first, then drain the rest frame by frame. */
-    for (size_t i = 0; i < self->nframes; i++)
-      zmq_msg_close(&self->frames[i]);
-    self->nframes = 0;
-    while (more) {
-      zmq_msg_t scratch;
-      zmq_msg_init(&scratch);
-      int r = s_recv_part(&scratch, socket, 0);
-      more = r == 0 && zmq_msg_more(&scratch);
-      zmq_msg_close(&scratch);
-    }
-  }
-  if (rc != 0) {
-    kg_msg_destroy(&self);
-    return rc;
-  }
-  *msg_p = self;
-  return 0;
-}
-
-static kg_frame_t
-s_frame(const kg_msg_t *self, size_t index)
+kg_frame_t
+kg__msg_frame(const kg_msg_t *self, size_t index)
 {
   kg_frame_t f = {NULL, 0};
   if (index < self->nframes) {
@@ -206,83 +117,11 @@ s_frame(const kg_msg_t *self, size_t index)
   return f;
 }
 
-static void
-s_dict_frames(const kg_msg_t *self, kg_frame_t parts[4])
+void
+kg__msg_dict_frames(const kg_msg_t *self, kg_frame_t parts[4])
 {
   for (int i = 0; i < 4; i++)
-    parts[i] = s_frame(self, self->nident + 2 + (size_t) i);
-}
-
-static bool
-s_lower_hex(kg_frame_t sig)
-{
-  const char *p = sig.data;
-  for (size_t i = 0; i < sig.size; i++)
-    if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
-      return false;
-  return sig.size > 0;
-}
-
-
-/*  Find the delimiter and check the five frames after it; sets nident. */
-static int
-s_find_delim(kg_msg_t *self)
-{
-  if (self->split)
-    return KG_EUSAGE;
-  size_t d = 0;
-  for (; d < self->nframes; d++) {
-    kg_frame_t f = s_frame(self, d);
-    if (f.size == KG_DELIM_LEN && memcmp(f.data, KG_DELIM, KG_DELIM_LEN) == 0)
-      break;
-  }
-  if (d == self->nframes)
-    return KG_ENODELIM;
-  if (self->nframes - d - 1 < 5)
-    return KG_ESHORTMSG;
-  self->nident = d;
-  return 0;
-}
-
-int
-kg_msg_parse_trusted(kg_msg_t *self, const kg_signer_t *signer)
-{
-  int rc = s_find_delim(self);
-  if (rc != 0)
-    return rc;
-  /*  Not checked here: the receiver of the forwarded message checks it.
-      Forwardable as received only in signing's spelling (see below). */
-  const unsigned char *key_id = kg_signer_key_id(signer);
-  if (key_id && s_lower_hex(s_frame(self, self->nident + 1))) {
-    memcpy(self->verified_key, key_id, sizeof self->verified_key);
-    self->verified = true;
-  }
-  self->split = true;
-  return 0;
-}
-
-int
-kg_msg_parse(kg_msg_t *self, kg_signer_t *signer)
-{
-  int rc0 = s_find_delim(self);
-  if (rc0 != 0)
-    return rc0;
-  size_t d = self->nident;
-  kg_frame_t parts[4];
-  s_dict_frames(self, parts);
-  kg_frame_t sig = s_frame(self, d + 1);
-  int rc = kg_signer_verify(signer, sig.data, sig.size, parts);
-  if (rc != 0)
-    return rc;
-  /*  Forwardable as received only in the spelling signing writes
-      (lowercase hex): jupyter_client compares the text, not the bytes. */
-  const unsigned char *key_id = kg_signer_key_id(signer);
-  if (key_id && s_lower_hex(sig)) {
-    memcpy(self->verified_key, key_id, sizeof self->verified_key);
-    self->verified = true;
-  }
-  self->split = true;
-  return 0;
+    parts[i] = kg__msg_frame(self, self->nident + 2 + (size_t) i);
 }
 
 /*  Replace frame with a copy of data (small) or with the cJSON-allocated
@@ -346,7 +185,7 @@ kg_msg_t *
 kg_msg_new(const char *msg_type, const char *session,
            const cJSON *parent_header, cJSON **content_p)
 {
-  kg_msg_t *self = s_alloc();
+  kg_msg_t *self = kg__msg_alloc();
   cJSON *content = content_p ? *content_p : NULL;
   if (content_p)
     *content_p = NULL;
@@ -406,7 +245,7 @@ kg_msg_ident(const kg_msg_t *self, size_t index)
   kg_frame_t none = {NULL, 0};
   if (!self->split || index >= self->nident)
     return none;
-  return s_frame(self, index);
+  return kg__msg_frame(self, index);
 }
 
 int
@@ -426,7 +265,7 @@ kg_msg_set_idents(kg_msg_t *self, const kg_frame_t *idents, size_t count)
   int rc = made == count ? 0 : KG_ENOMEM;
   size_t rest = self->nframes - self->nident;
   if (rc == 0)
-    rc = s_reserve(self, rest + count);
+    rc = kg__msg_reserve(self, rest + count);
   if (rc != 0) {
     for (size_t i = 0; i < made; i++)
       zmq_msg_close(&fresh[i]);
@@ -467,7 +306,7 @@ kg_msg_part(const kg_msg_t *self, kg_part_t part)
   kg_frame_t none = {NULL, 0};
   if (!self->split || (int) part < 0 || part > KG_PART_CONTENT)
     return none;
-  return s_frame(self, self->nident + 2 + (size_t) part);
+  return kg__msg_frame(self, self->nident + 2 + (size_t) part);
 }
 
 size_t
@@ -482,7 +321,7 @@ kg_msg_buffer(const kg_msg_t *self, size_t index)
   kg_frame_t none = {NULL, 0};
   if (index >= kg_msg_buffer_count(self))
     return none;
-  return s_frame(self, self->nident + 6 + index);
+  return kg__msg_frame(self, self->nident + 6 + index);
 }
 
 cJSON *
@@ -584,99 +423,4 @@ kg_msg_size(const kg_msg_t *self)
   for (size_t i = 0; i < self->nframes; i++)
     total += zmq_msg_size(&self->frames[i]);
   return total;
-}
-
-/*  Send one part; frame is consumed on success and left to the caller on
-    failure. EINTR is retried: the part was not queued. */
-static int
-s_send_part(zmq_msg_t *frame, void *socket, int flags)
-{
-  for (;;) {
-    if (zmq_msg_send(frame, socket, flags) >= 0)
-      return 0;
-    if (errno != EINTR)
-      return -errno;
-  }
-}
-
-/*  Send a shared copy of frames[index]: zmq_msg_copy reference-counts
-    large frames, so the bytes are not duplicated and self keeps its frame. */
-static int
-s_send_shared(kg_msg_t *self, size_t index, void *socket, int flags)
-{
-  zmq_msg_t out;
-  zmq_msg_init(&out);
-  if (zmq_msg_copy(&out, &self->frames[index]) != 0) {
-    int rc = -errno;
-    zmq_msg_close(&out);
-    return rc;
-  }
-  int rc = s_send_part(&out, socket, flags);
-  if (rc != 0)
-    zmq_msg_close(&out);
-  return rc;
-}
-
-static int
-s_send_bytes(const void *data, size_t len, void *socket, int flags)
-{
-  zmq_msg_t out;
-  if (zmq_msg_init_size(&out, len) != 0)
-    return -ENOMEM;
-  if (len)
-    memcpy(zmq_msg_data(&out), data, len);
-  int rc = s_send_part(&out, socket, flags);
-  if (rc != 0)
-    zmq_msg_close(&out);
-  return rc;
-}
-
-int
-kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags)
-{
-  if (!self->split)
-    return -EINVAL;
-  /*  Checked with this very key and unchanged since: the received signature
-      frame is the one signing would write; forward it as it is. */
-  const unsigned char *key_id = kg_signer_key_id(signer);
-  bool forward_sig = self->verified && key_id
-                     && sodium_memcmp(key_id, self->verified_key, sizeof self->verified_key) == 0;
-  char sig[65] = "";
-  if (forward_sig) {
-    /*  sent below from the received frame */
-  } else {
-    kg_frame_t parts[4];
-    s_dict_frames(self, parts);
-    kg_signer_sign(signer, parts, sig);
-  }
-
-  /*  Only the first part may fail with EAGAIN under ZMQ_DONTWAIT; once it is
-      queued zmq accepts the rest of the message atomically. */
-  int rc = 0;
-  size_t i = 0;
-  for (; rc == 0 && i < self->nident; i++)
-    rc = s_send_shared(self, i, socket, flags | ZMQ_SNDMORE);
-  if (rc == 0)
-    rc = s_send_bytes(KG_DELIM, KG_DELIM_LEN, socket, flags | ZMQ_SNDMORE);
-  if (rc == 0)
-    rc = forward_sig ? s_send_shared(self, self->nident + 1, socket, flags | ZMQ_SNDMORE)
-                     : s_send_bytes(sig, strlen(sig), socket, flags | ZMQ_SNDMORE);
-  for (i = self->nident + 2; rc == 0 && i < self->nframes; i++)
-    rc = s_send_shared(self, i, socket,
-                       flags | (i + 1 < self->nframes ? ZMQ_SNDMORE : 0));
-  if (s_observer)
-    s_observer(socket, KG_MSG_OP_SEND, rc, s_observer_arg);
-  return rc;
-}
-
-int
-kg_msg_send_raw(kg_msg_t *self, void *socket, int flags)
-{
-  int rc = 0;
-  for (size_t i = 0; rc == 0 && i < self->nframes; i++)
-    rc = s_send_shared(self, i, socket,
-                       flags | (i + 1 < self->nframes ? ZMQ_SNDMORE : 0));
-  if (s_observer)
-    s_observer(socket, KG_MSG_OP_SEND, rc, s_observer_arg);
-  return rc;
 }
