@@ -16,6 +16,21 @@
 #include "kg_paths.h"
 #include "kg_test.h"
 
+/*  Give XDG_RUNTIME_DIR back the value a test found (old, which is freed;
+    NULL: it was unset) and remove the test's parent dir. */
+static void
+s_restore_and_remove(char *old, const char *parent)
+{
+  if (old) {
+    setenv("XDG_RUNTIME_DIR", old, 1);
+    free(old);
+  } else
+    unsetenv("XDG_RUNTIME_DIR");
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", parent);
+  KG_CHECK_INT(system(cmd), 0);
+}
+
 /*  A runtime dir whose owner is gone (a kguard killed with SIGKILL) is
     removed when the next one is made; live owners, dirs without an owner
     file and unrelated names are left alone. */
@@ -75,14 +90,7 @@ KG_TEST(runtime_dir_reaps_stale)
   if (f)
     fclose(f);
   KG_CHECK_INT(pid, getpid());
-  if (old) {
-    setenv("XDG_RUNTIME_DIR", old, 1);
-    free(old);
-  } else
-    unsetenv("XDG_RUNTIME_DIR");
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", parent);
-  KG_CHECK_INT(system(cmd), 0);
+  s_restore_and_remove(old, parent);
 }
 
 /*  Make a runtime dir in a child under parent; its path comes back on a
@@ -192,14 +200,7 @@ KG_TEST(runtime_dir_lock_decides)
   KG_CHECK(stat(alive, &st) != 0 && errno == ENOENT);
   KG_CHECK(stat(reused, &st) != 0 && errno == ENOENT);
   KG_CHECK(stat(made, &st) == 0);   /* this process's own first dir stays */
-  if (old) {
-    setenv("XDG_RUNTIME_DIR", old, 1);
-    free(old);
-  } else
-    unsetenv("XDG_RUNTIME_DIR");
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", parent);
-  KG_CHECK_INT(system(cmd), 0);
+  s_restore_and_remove(old, parent);
 }
 
 KG_TEST_MAIN(KG_CASE(runtime_dir_reaps_stale), KG_CASE(runtime_dir_lock_decides))
