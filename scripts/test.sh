@@ -35,9 +35,10 @@ if [ "${KGUARD_TEST_HARDEN:-1}" != 0 ]; then
   # pool (unit tests and `kguard ckpt` restore end to end) and the message
   # code beside the heartbeat thread. libzmq's internals are suppressed (tests/tsan.supp).
   cmake --preset tsan >/dev/null
-  cmake --build --preset tsan -j"$(nproc)" --target test_ckpt test_msg kguard kguard-ckpt
+  cmake --build --preset tsan -j"$(nproc)" --target test_ckpt test_msg_parse test_msg_send test_msg_forward \
+    kguard kguard-ckpt
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
-    ctest --test-dir build/tsan --output-on-failure -R '^(test_ckpt|test_msg)\.|^checkpoint\.'
+    ctest --test-dir build/tsan --output-on-failure -R '^(test_ckpt|test_msg_(parse|send|forward))\.|^checkpoint\.'
   # libFuzzer: each harness for a few seconds (tests/fuzz/run_fuzz.sh runs
   # them for hours), after replaying every former crash.
   cmake --preset fuzz >/dev/null

@@ -34,7 +34,6 @@ rounds. A benchmark: it asserts nothing.
 
 """
 import argparse
-import datetime
 import glob
 import json
 import os
@@ -42,27 +41,24 @@ import queue
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
 import psutil
 from jupyter_client import KernelManager
 
-TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z kguard\[\d+\] \w: (.*)$")
-
-
-def ms_of(stamp):
-    d = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f")
-    return d.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000.0
+# kguard's log-line reader, shared with the resilience harnesses.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "resilience"))
+from kglog import log_times  # noqa: E402
 
 
 def read_log(state):
+    """(epoch milliseconds, message) of each kguard log line in state's logs."""
     out = []
     for p in sorted(glob.glob(os.path.join(state, "logs", "kguard-*.log"))):
-        for line in open(p, errors="replace"):
-            m = TS.match(line.rstrip("\n"))
-            if m:
-                out.append((ms_of(m.group(1)), m.group(2)))
+        with open(p, errors="replace") as f:
+            out += [(t * 1000.0, text) for t, text in log_times(f.read())]
     return out
 
 

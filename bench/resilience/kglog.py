@@ -1,5 +1,6 @@
 """kguard's log lines in a captured output, with their times: shared by the
-resilience harnesses that split a fault into parts (detect.py, resume.py)."""
+harnesses that split a fault or a restart into parts (detect.py, resume.py
+here; bench/doctor/bench_restart.py imports it by path)."""
 import datetime
 import re
 

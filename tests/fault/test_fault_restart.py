@@ -66,7 +66,7 @@ def reply_to(kc, msg_id, timeout):
 # rename #1 is the atomic write of the runtime directory's "owner" file:
 # killed there, the directory has no owner record; kg_paths' reaper still
 # removes it, because its "lock" (held by a live kguard for its whole life)
-# is free (test_supervisor_units.runtime_dir_lock_decides has the cases).
+# is free (test_runtime_dir.runtime_dir_lock_decides has the cases).
 
 
 # fork #1 spawns kernel #1; #2 and #3 are the restart's helper and the new

@@ -1,0 +1,154 @@
+/*  kg_child: spawn errors reported synchronously, the process group killed
+    with its grandchildren, captured pipes, exit statuses described.
+    Deadlines and polling on a condition, no sleeps. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kg_child.h"
+#include "kg_test.h"
+
+static long long
+s_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+s_wait_exit(kg_child_t *c, int timeout_ms)
+{
+  long long deadline = s_now_ms() + timeout_ms;
+  while (s_now_ms() < deadline) {
+    int r = kg_child_reap(c);
+    if (r != 0)
+      return r;
+    poll(NULL, 0, 10);   /* polling a condition with a deadline */
+  }
+  return 0;
+}
+
+KG_TEST(child_true)
+{
+  char *argv[] = {"true", NULL};
+  kg_child_opts_t o = {.argv = argv};
+  kg_child_t *c = NULL;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), 0);
+  KG_CHECK(c != NULL);
+  KG_CHECK_INT(s_wait_exit(c, 5000), 1);
+  KG_CHECK(WIFEXITED(kg_child_status(c)) && WEXITSTATUS(kg_child_status(c)) == 0);
+  kg_child_destroy(&c);
+  KG_CHECK(c == NULL);
+}
+
+KG_TEST(child_missing_command)
+{
+  char *argv[] = {"/nonexistent/kg-command", NULL};
+  kg_child_opts_t o = {.argv = argv, .capture = true};
+  kg_child_t *c = NULL;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), -ENOENT);   /* synchronously, via the error pipe */
+  KG_CHECK(c == NULL);
+  char *argv2[] = {"/etc/passwd", NULL};           /* not executable */
+  o.argv = argv2;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), -EACCES);
+  char *argv3[] = {"true", NULL};
+  o.argv = argv3;
+  o.cwd = "/nonexistent-dir";
+  KG_CHECK_INT(kg_child_spawn(&o, &c), -ENOENT);
+  KG_CHECK_INT(waitpid(-1, NULL, WNOHANG), -1);    /* nothing left to reap */
+}
+
+KG_TEST(child_group_kill_grandchildren)
+{
+  /* The child starts a grandchild that ignores SIGTERM, prints its pid and
+     waits; killing the group with SIGKILL takes both. */
+  char *argv[] = {"sh", "-c",
+                  "sh -c 'trap \"\" TERM; echo $$; exec sleep 300' & wait", NULL};
+  kg_child_opts_t o = {.argv = argv, .capture = true};
+  kg_child_t *c = NULL;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), 0);
+  KG_CHECK(getpgid(kg_child_pid(c)) == kg_child_pid(c));   /* its own group */
+  KG_CHECK(getsid(kg_child_pid(c)) == kg_child_pid(c));    /* and session */
+  char buf[64] = "";
+  size_t got = 0;
+  long long deadline = s_now_ms() + 5000;
+  while (!strchr(buf, '\n') && s_now_ms() < deadline) {
+    struct pollfd p = {kg_child_stdout_fd(c), POLLIN, 0};
+    poll(&p, 1, 100);
+    ssize_t n = kg_child_read(c, 1, buf + got, sizeof buf - 1 - got);
+    if (n > 0)
+      got += (size_t) n;
+  }
+  pid_t grandchild = (pid_t) atol(buf);
+  KG_CHECK(grandchild > 0);
+  KG_CHECK_INT(getpgid(grandchild), kg_child_pid(c));
+  KG_CHECK_INT(kg_child_kill_group(c, SIGKILL), 0);
+  KG_CHECK_INT(s_wait_exit(c, 5000), 1);
+  KG_CHECK(WIFSIGNALED(kg_child_status(c)) && WTERMSIG(kg_child_status(c)) == SIGKILL);
+  /* the grandchild (reparented to init) is gone too */
+  deadline = s_now_ms() + 5000;
+  bool dead = false;
+  while (!dead && s_now_ms() < deadline) {
+    if (kill(grandchild, 0) != 0) {
+      dead = true;
+      break;
+    }
+    char st[64];
+    snprintf(st, sizeof st, "/proc/%d/stat", (int) grandchild);
+    FILE *f = fopen(st, "r");
+    char state = '?';
+    if (f) {
+      if (fscanf(f, "%*d %*s %c", &state) != 1)
+        state = '?';
+      fclose(f);
+    }
+    if (state == 'Z' || !f)
+      dead = true;   /* a zombie waiting for init to reap it is dead */
+    else
+      poll(NULL, 0, 20);
+  }
+  KG_CHECK(dead);
+  kg_child_destroy(&c);
+}
+
+KG_TEST(child_pipes)
+{
+  char *argv[] = {"sh", "-c", "echo out; echo err >&2; exit 3", NULL};
+  kg_child_opts_t o = {.argv = argv, .capture = true};
+  kg_child_t *c = NULL;
+  KG_CHECK_INT(kg_child_spawn(&o, &c), 0);
+  KG_CHECK_INT(s_wait_exit(c, 5000), 1);
+  char buf[64] = "";
+  struct pollfd p = {kg_child_stdout_fd(c), POLLIN, 0};
+  poll(&p, 1, 2000);
+  KG_CHECK_INT(kg_child_read(c, 1, buf, sizeof buf - 1), 4);
+  KG_CHECK_STR(buf, "out\n");
+  memset(buf, 0, sizeof buf);
+  KG_CHECK_INT(kg_child_read(c, 2, buf, sizeof buf - 1), 4);
+  KG_CHECK_STR(buf, "err\n");
+  KG_CHECK_INT(kg_child_read(c, 1, buf, sizeof buf), 0);   /* EOF closes it */
+  KG_CHECK_INT(kg_child_stdout_fd(c), -1);
+  KG_CHECK_INT(WEXITSTATUS(kg_child_status(c)), 3);
+  kg_child_destroy(&c);
+}
+
+KG_TEST(child_describe)
+{
+  char buf[64];
+  kg_child_describe(3 << 8, buf, sizeof buf);
+  KG_CHECK_STR(buf, "exit code 3");
+  kg_child_describe(SIGKILL, buf, sizeof buf);
+  KG_CHECK_STR(buf, "signal 9 (SIGKILL)");
+}
+
+KG_TEST_MAIN(KG_CASE(child_true), KG_CASE(child_missing_command),
+             KG_CASE(child_group_kill_grandchildren), KG_CASE(child_pipes),
+             KG_CASE(child_describe))
