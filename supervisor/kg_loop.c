@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
 
@@ -218,8 +219,8 @@ kg_supervisor_run(kg_supervisor_t *S)
   }
   kg_msg_set_observer(NULL, NULL);
   kg__droplog_flush(S, kg_clock_mono_ms(), true);
-  kg_notice("kguard exiting: %lu relayed, %lu forged or unsigned, %lu malformed, "
-            "%lu oversized, %lu unroutable messages dropped",
-            S->n_relayed, S->n_forged, S->n_malformed, S->n_oversized, S->n_unrouted);
+  char *totals = kg_relay_stats_totals(S->stats);
+  kg_notice("kguard exiting: %s", totals ? totals : "(out of memory)");
+  free(totals);
   return S->exit_code;
 }

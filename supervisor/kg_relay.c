@@ -55,8 +55,7 @@ kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_
     if (rc == -EAGAIN || rc == -EINTR)
       return 0;
     if (rc == KG_ETOOBIG) {
-      S->n_oversized++;
-      if (kg_ratelog_note(S->droplog, KG_DROP_OVERSIZED, kg_clock_mono_ms()) == KG_RATELOG_FULL)
+      if (kg_relay_stats_oversized(S->stats, kg_clock_mono_ms()) == KG_RATELOG_FULL)
         kg_warning("dropped an oversized message on the %s %s channel", side,
                    kg_channel_name(ch));
       continue;
@@ -80,15 +79,13 @@ kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *si
     rc = kg_msg_check_header(msg);
   if (rc == 0)
     return true;
-  if (rc == KG_ENOSIG || rc == KG_EBADSIG || rc == KG_EREPLAY)
-    S->n_forged++;
-  else
-    S->n_malformed++;
   /* Anyone who reaches the ports can send these: the log gets the first
      few of each kind, then a summary per interval (kg__relay_timers). */
-  if (kg_ratelog_note(S->droplog, kg_msg_drop_kind(rc), kg_clock_mono_ms()) == KG_RATELOG_FULL)
+  if (kg_relay_stats_rejected(S->stats, rc, kg_clock_mono_ms()) == KG_RATELOG_FULL)
     kg_warning("dropped a message on the %s %s channel: %s (%lu forged, %lu malformed so far)",
-               side, kg_channel_name(ch), kg_strerror(rc), S->n_forged, S->n_malformed);
+               side, kg_channel_name(ch), kg_strerror(rc),
+               kg_relay_stats_count(S->stats, KG_RELAY_FORGED),
+               kg_relay_stats_count(S->stats, KG_RELAY_MALFORMED));
   return false;
 }
 
@@ -116,7 +113,7 @@ s_forward(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
   }
   if (e)
     e->forwarded = true;
-  S->n_relayed++;
+  kg_relay_stats_relayed(S->stats);
 }
 
 /*  The request's entry, for a message taken from kguard's queue: NULL for a
@@ -312,7 +309,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   if (is_request && (!inband || d.action == KG_GATE_HOLD)) {
     e = kg_pending_add(S->pending, msg, ch, in.now_ms);
     if (!e) {
-      S->n_malformed++;
+      kg_relay_stats_unrecorded(S->stats);
       kg_warning("dropped a %s: unable to record it", type);
       return;
     }

@@ -39,7 +39,7 @@
 #include "kg_notice.h"
 #include "kg_pending.h"
 #include "kg_restore.h"
-#include "kg_ratelog.h"
+#include "kg_relay_stats.h"
 #include "kg_policy.h"
 #include "kg_ring.h"
 #include "kg_parentwatch.h"
@@ -177,10 +177,8 @@ struct kg_supervisor_t {
   kg_inband_doctor_t *doctor;   /*  `%kguard doctor` (kg_sup_gpu.c)          */
   char *doctor_msg_id;          /*  its request, answered when it ends       */
 
-  /* counters */
-  unsigned long n_forged, n_malformed, n_oversized, n_unrouted, n_relayed;
-  kg_ratelog_t *droplog;   /* dropped messages: the first few in full, then a
-                              summary per KG__DROPLOG_INTERVAL_MS */
+  kg_relay_stats_t *stats;      /*  relayed and dropped counts, the drop log
+                                    (kg_relay_stats.h)                       */
 };
 
 typedef struct kg_supervisor_t kg_sup_t;

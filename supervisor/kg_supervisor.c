@@ -164,9 +164,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     }
     goto fail;
   }
-  S->droplog = kg_ratelog_new(KG_DROP_COUNT, kg_msg_drop_names, KG__DROPLOG_BURST,
-                              KG__DROPLOG_INTERVAL_MS);
-  if (!S->droplog)
+  S->stats = kg_relay_stats_new(KG__DROPLOG_BURST, KG__DROPLOG_INTERVAL_MS);
+  if (!S->stats)
     goto fail;
 
   /* Diagnosis: the rules are data; bad rules are a configuration error. */
@@ -269,7 +268,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   if (S->cfg->runtime_dir[0])
     kg_paths_remove_tree(S->cfg->runtime_dir);
   kg_conninfo_destroy(&S->front_info);
-  kg_ratelog_destroy(&S->droplog);
+  kg_relay_stats_destroy(&S->stats);
   kg_pending_destroy(&S->pending);
   kg_gate_destroy(&S->gate);
   kg_evq_destroy(&S->evq);
