@@ -31,7 +31,7 @@
 #include "kg_gate.h"
 #include "kg_helper.h"
 #include "kg_incident.h"
-#include "kg_kernel_hb.h"
+#include "kg_hangwatch.h"
 #include "kg_inband_doctor.h"
 #include "kg_preflight.h"
 #include "kg_kernel.h"
@@ -167,10 +167,9 @@ struct kg_supervisor_t {
   kg_helper_t *probe;           /*  `python -m kguard.probe` (versions)      */
   char **kernel_envp;           /*  environment of the running kernel        */
   int kernel_starts;            /*  kernels started or promoted, this kguard */
-  kg_kernel_hb_t *hb;           /*  pings the kernel while a cell runs (kg_sup_hang.c) */
-  pid_t hb_pid;                 /*  the kernel process hb pings              */
-  kg_kernel_hb_config_t hb_cfg; /*  its period and misses                    */
-  char *hang_reason;            /*  why the kernel was declared hung, or NULL */
+  kg_hangwatch_t *hang;         /*  pings the kernel while a cell runs, and
+                                    why it was declared hung (kg_hangwatch.h;
+                                    kg_sup_hang.c drives it)                 */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
   bool preflight_after_sticky;  /*  this start follows a sticky error        */
   long prev_kernel_pid;         /*  the stopped kernel's pid, for the memory note */

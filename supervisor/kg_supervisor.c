@@ -197,7 +197,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->pending = kg_pending_new(KG__HELD_MAX);
   if (!S->diag || !S->prev_diag || !S->policy || !S->pending
       || !S->gate || !S->devcheck || !S->restore || !S->failing || !S->evq
-      || !S->ckpt || !S->probe || kg__gpu_init(S) != 0 || kg__hang_init(S) != 0)
+      || !S->ckpt || !S->probe || kg__gpu_init(S) != 0)
     goto fail;
   kg_evq_bind(S->evq, s_apply_cb, S);   /* kg__fire, from any file, applies here */
 
@@ -214,6 +214,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     kg_error("unable to create the zmq context: %s", zmq_strerror(errno));
     goto fail;
   }
+  if (kg__hang_init(S) != 0)   /* its pinger's sockets live in ctx */
+    goto fail;
   S->front = kg_front_bind(S->ctx, S->front_info, &rc);   /* logs what failed */
   if (!S->front)
     goto fail;
@@ -260,8 +262,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
   kg__gpu_destroy(S);
-  kg__hang_forget(S);
-  free(S->hang_reason);
+  kg_hangwatch_destroy(&S->hang);   /* before the context it has sockets in */
   kg_front_destroy(&S->front);
   if (S->ctx)
     zmq_ctx_term(S->ctx);
