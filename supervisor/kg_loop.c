@@ -128,8 +128,9 @@ kg_supervisor_run(kg_supervisor_t *S)
       kinds[n] = S_PIPE;
       args[n++] = which;
     }
-    for (int which = 1; S->standby && which <= 2; which++) {
-      int fd = kg_kernel_output_fd(S->standby, which);
+    kg_kernel_t *standby = S->standby ? kg_standby_slot_kernel(S->standby) : NULL;
+    for (int which = 1; standby && which <= 2; which++) {
+      int fd = kg_kernel_output_fd(standby, which);
       if (fd >= 0) {
         items[n] = (struct pollfd){.fd = fd, .events = POLLIN};
         kinds[n++] = S_STANDBY;

@@ -45,6 +45,7 @@
 #include "kg_parentwatch.h"
 #include "kg_sigsrc.h"
 #include "kg_signer.h"
+#include "kg_standby_slot.h"
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
@@ -56,6 +57,7 @@
 #define KG__SHUTDOWN_REPLY_MS 1000
 #define KG__DROPLOG_BURST 5        /* dropped messages logged in full ...   */
 #define KG__DROPLOG_INTERVAL_MS 10000 /* ... per kind per interval          */
+#define KG__STANDBY_MAX_FAILURES 3 /* standbys dead before promotion: then cold starts */
 #define KG__HELPER_STALL_MS 30000 /* a helper silent this long is killed */
 #define KG__RESTORE_NOTICE_MS 2000 /* a restore this long gets a progress notice */
 #define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
@@ -105,12 +107,11 @@ struct kg_supervisor_t {
   kg_conninfo_t *front_info;
   kg_front_t *front;            /*  the frontend's bound sockets, heartbeat
                                     thread and signer (kg_front.h)           */
-  kg_kernel_t *standby;         /*  the warm standby (--standby), or NULL:
-                                    started after READY, promoted to `kernel`
-                                    at the next start (kg_standby.c)          */
-  int64_t standby_started_ms;   /*  when it was started (monotonic)          */
-  int standby_failures;         /*  standbys that died before promotion      */
-  bool standby_warm;            /*  it has answered kernel_info (kg_ready)    */
+  kg_standby_slot_t *standby;   /*  the warm standby (--standby), or NULL:
+                                    its kernel object, started after READY,
+                                    swapped with `kernel` at the next start;
+                                    its age, warmth, failures
+                                    (kg_standby_slot.h; kg_standby.c)         */
   kg_kernel_t *kernel;          /*  the inner kernel: process, pipes, rings,
                                     connection file, sockets (kg_kernel.h)   */
 

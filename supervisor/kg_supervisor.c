@@ -232,7 +232,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
              "%.4000s/standby.json", S->cfg->runtime_dir);
     kopts.conn_path = S->cfg->standby_conn_path;
     kopts.tag = "s";
-    if (!(S->standby = kg_kernel_new(&kopts)))
+    kg_kernel_t *standby = kg_kernel_new(&kopts);
+    if (!(S->standby = kg_standby_slot_new(&standby, KG__STANDBY_MAX_FAILURES)))
       goto fail;
   }
   char uuid[37];
@@ -258,7 +259,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
     return;
   kg_sup_t *S = *self_p;
   kg_kernel_destroy(&S->kernel);   /* its sockets close before the context */
-  kg_kernel_destroy(&S->standby);
+  kg_standby_slot_destroy(&S->standby);
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
   kg__gpu_destroy(S);
