@@ -532,7 +532,7 @@ kg__guard_down_answer(kg_sup_t *S)
   size_t i = 0;
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
-    if (S->shutdown_msg_id && strcmp(e->msg_id, S->shutdown_msg_id) == 0) {
+    if (kg_shutdown_is_request(S->shutdown, e->msg_id)) {
       i++;
       continue;
     }

@@ -92,7 +92,7 @@ kg_supervisor_run(kg_supervisor_t *S)
                                 pipes of the kernel, standby and 4 helpers */
   int kinds[32], args[32];
   bool ready[S_ZSOCKS];
-  while (S->running) {
+  while (kg_shutdown_running(S->shutdown)) {
     if (S->state == KG_ST_EXITED)
       break;
     int n = 0;
@@ -160,7 +160,7 @@ kg_supervisor_run(kg_supervisor_t *S)
       if (errno == EINTR)
         continue;
       kg_error("poll failed: %s", strerror(errno));
-      S->exit_code = KG_EXIT_SYSTEM;
+      kg_shutdown_fail(S->shutdown, KG_EXIT_SYSTEM);
       break;
     }
     for (int i = 0; i < n; i++)
@@ -223,5 +223,5 @@ kg_supervisor_run(kg_supervisor_t *S)
   char *totals = kg_relay_stats_totals(S->stats);
   kg_notice("kguard exiting: %s", totals ? totals : "(out of memory)");
   free(totals);
-  return S->exit_code;
+  return kg_shutdown_exit_code(S->shutdown);
 }

@@ -230,11 +230,9 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 
   if (ch == KG_CH_CONTROL && strcmp(type, "shutdown_request") == 0) {
     e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
-    free(S->shutdown_msg_id);
-    S->shutdown_msg_id = e ? strdup(e->msg_id) : NULL;
     const cJSON *restart = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                             "restart");
-    S->shutdown_restart = cJSON_IsTrue(restart);
+    (void) kg_shutdown_requested(S->shutdown, e ? e->msg_id : NULL, cJSON_IsTrue(restart));
     kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
     if (kg_state_gate_open(S->state) && kg_kernel_alive(S->kernel)) {
       s_forward(S, ch, msg, e);
@@ -245,7 +243,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
         cJSON_AddStringToObject(content, "status", "ok");
         cJSON_AddBoolToObject(content, "restart", cJSON_IsTrue(restart));
         kg__reply(S, e, "shutdown_reply", &content);
-        kg_pending_remove(S->pending, S->shutdown_msg_id);
+        kg_pending_remove(S->pending, kg_shutdown_id(S->shutdown));
       }
       kg__fire(S, KG_EV_SHUTDOWN);
     }
@@ -339,7 +337,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 void
 kg__on_front(kg_sup_t *S, kg_channel_t ch)
 {
-  for (int i = 0; i < S_BATCH && S->running; i++) {
+  for (int i = 0; i < S_BATCH && kg_shutdown_running(S->shutdown); i++) {
     kg_msg_t *msg = NULL;
     if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
       return;

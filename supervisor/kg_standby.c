@@ -61,7 +61,7 @@ kg__standby_start(kg_sup_t *S)
 {
   kg_kernel_t *standby = s_kernel(S);
   if (!S->cfg->standby || !standby || S->diagnostic || kg_kernel_present(standby)
-      || !kg_standby_slot_may_start(S->standby) || !S->running)
+      || !kg_standby_slot_may_start(S->standby) || !kg_shutdown_running(S->shutdown))
     return;
   char handover[PATH_MAX + 16];
   s_handover_path(S, handover, sizeof handover);

@@ -43,6 +43,7 @@
 #include "kg_policy.h"
 #include "kg_ring.h"
 #include "kg_parentwatch.h"
+#include "kg_shutdown.h"
 #include "kg_sigsrc.h"
 #include "kg_signer.h"
 #include "kg_standby_slot.h"
@@ -135,10 +136,8 @@ struct kg_supervisor_t {
   int64_t backoff_ms;           /*  delay chosen by the policy               */
 
   /* EXITING .. EXITED (the exit phases are states: kg_state.h) */
-  char *shutdown_msg_id;        /*  the frontend's shutdown_request          */
-  bool shutdown_restart;        /*  its content.restart                      */
-  bool running;
-  int exit_code;
+  kg_shutdown_t *shutdown;      /*  running, the exit code, the frontend's
+                                    shutdown_request (kg_shutdown.h)         */
 
   /* diagnosis (phase 2) */
   kg_classifier_t *rules;

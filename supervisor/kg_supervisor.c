@@ -195,7 +195,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
-  if (!S->diag || !S->prev_diag || !S->policy || !S->pending
+  S->shutdown = kg_shutdown_new();
+  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->shutdown
       || !S->gate || !S->devcheck || !S->restore || !S->failing || !S->evq
       || !S->ckpt || !S->probe || kg__gpu_init(S) != 0)
     goto fail;
@@ -241,7 +242,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   kg__set_str(&S->session, uuid);
   if (!S->session)
     goto fail;
-  S->running = true;
+  kg_shutdown_begin(S->shutdown);
   kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", s_rw(S)->name, s_rw(S)->inner_argv[0],
             (long) getpid(), s_rw(S)->state_dir);
   *exit_code = 0;
@@ -283,7 +284,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   cJSON_Delete(S->info_cache);
   cJSON_Delete(S->after_ready_notice);
   free(S->down_reason);
-  free(S->shutdown_msg_id);
+  kg_shutdown_destroy(&S->shutdown);
   free(S->session);
   kg_devcheck_destroy(&S->devcheck);
   kg_restore_destroy(&S->restore);
@@ -329,13 +330,13 @@ s_enter_exit(kg_sup_t *S, kg_state_t st)
     break;
   case KG_ST_EXIT_WAIT: {
     /* The kernel did not answer in time: answer for it. */
-    kg_pending_entry_t *e = kg_pending_find(S->pending, S->shutdown_msg_id);
+    kg_pending_entry_t *e = kg_pending_find(S->pending, kg_shutdown_id(S->shutdown));
     if (e) {
       cJSON *content = cJSON_CreateObject();
       cJSON_AddStringToObject(content, "status", "ok");
-      cJSON_AddBoolToObject(content, "restart", S->shutdown_restart);
+      cJSON_AddBoolToObject(content, "restart", kg_shutdown_restart(S->shutdown));
       kg__reply(S, e, "shutdown_reply", &content);
-      kg_pending_remove(S->pending, S->shutdown_msg_id);
+      kg_pending_remove(S->pending, kg_shutdown_id(S->shutdown));
     }
     S->state_deadline_ms = now + 300;
     break;

@@ -218,7 +218,7 @@ kg__answer_all(kg_sup_t *S, bool doomed_only, const char *ename, const char *eva
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
     bool skip = (doomed_only && !e->doomed) || (!doomed_only && !e->forwarded && !e->doomed)
-                || (S->shutdown_msg_id && strcmp(e->msg_id, S->shutdown_msg_id) == 0);
+                || kg_shutdown_is_request(S->shutdown, e->msg_id);
     if (skip) {
       i++;
       continue;
