@@ -37,9 +37,7 @@ void
 kg__gpu_destroy(kg_sup_t *S)
 {
   kg_preflight_destroy(&S->preflight);
-  kg_inband_doctor_destroy(&S->doctor);
-  free(S->doctor_msg_id);
-  S->doctor_msg_id = NULL;
+  kg_inband_doctor_destroy(&S->doctor);   /* with the id of the cell it answered */
 }
 
 /* ---- the pre-flight ------------------------------------------------------------ */
@@ -110,9 +108,9 @@ kg__preflight_down_notice(kg_sup_t *S)
 static void
 s_doctor_done(kg_sup_t *S)
 {
-  kg_pending_entry_t *e = S->doctor_msg_id ? kg_pending_find(S->pending, S->doctor_msg_id) : NULL;
-  free(S->doctor_msg_id);
-  S->doctor_msg_id = NULL;
+  char *request = kg_inband_doctor_take_request(S->doctor);
+  kg_pending_entry_t *e = request ? kg_pending_find(S->pending, request) : NULL;
+  free(request);
   if (!e)
     return;   /* answered otherwise meanwhile (a restart) */
   char *id = strdup(e->msg_id);
@@ -132,7 +130,7 @@ void
 kg__doctor_start(kg_sup_t *S, kg_pending_entry_t *e)
 {
   kg__status_busy(S, e->header);
-  kg__set_str(&S->doctor_msg_id, e->msg_id);
+  (void) kg_inband_doctor_set_request(S->doctor, e->msg_id);
   e->forwarded = true;   /* holds the queue: one cell at a time */
   const char *py = kg_language_interpreter(kg__language(S), S->cfg->inner_argv);
   kg_inband_doctor_start(S->doctor, S->cfg->exe, py, S->kernel_envp, kg_clock_mono_ms());

@@ -173,8 +173,8 @@ struct kg_supervisor_t {
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
   bool preflight_after_sticky;  /*  this start follows a sticky error        */
   long prev_kernel_pid;         /*  the stopped kernel's pid, for the memory note */
-  kg_inband_doctor_t *doctor;   /*  `%kguard doctor` (kg_sup_gpu.c)          */
-  char *doctor_msg_id;          /*  its request, answered when it ends       */
+  kg_inband_doctor_t *doctor;   /*  `%kguard doctor` and the cell it answers
+                                    (kg_inband_doctor.h; kg_sup_gpu.c)       */
 
   kg_relay_stats_t *stats;      /*  relayed and dropped counts, the drop log
                                     (kg_relay_stats.h)                       */
