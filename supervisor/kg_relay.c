@@ -143,8 +143,9 @@ s_deliver(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
     if (e && strcmp(e->msg_type, "kernel_info_request") == 0)
       kg__answer_kernel_info(S, e);
     else if (e)
-      kg__answer_error(S, e, "KernelDown", S->down_reason ? S->down_reason
-                                                         : "the kernel is down");
+      kg__answer_error(S, e, "KernelDown", kg_notice_due_down_reason(S->due)
+                                           ? kg_notice_due_down_reason(S->due)
+                                           : "the kernel is down");
     return;
   }
   s_forward(S, ch, msg, e);

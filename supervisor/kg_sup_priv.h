@@ -6,8 +6,12 @@
     the kernel's environment; kg_sup_kernel.c: starting the kernel object).
     The inner kernel itself is an object (kg_kernel.h) held here, as are
     the state of single concerns (issue 9): the device probe's (kg_devcheck.h,
-    driven by kg_check.c), the restore's result (kg_restore.h, kg_helpers.c)
-    and the failing request (kg_failing.h, kg_guard.c). Not a
+    driven by kg_check.c), the restore's result (kg_restore.h, kg_helpers.c),
+    the failing request (kg_failing.h, kg_guard.c), the relay's counts
+    (kg_relay_stats.h), the heartbeat watch (kg_hangwatch.h, kg_sup_hang.c),
+    the warm standby's slot (kg_standby_slot.h, kg_standby.c), how kguard
+    ends (kg_shutdown.h), the current incident (kg_incident_slot.h) and what
+    the user is still to be told (kg_notice_due.h). Not a
     public header: names shared across those files carry the kg__ prefix.
     They call each other one way only (docs/ARCHITECTURE.md, checked by
     scripts/check-arrows.py).
@@ -30,13 +34,14 @@
 #include "kg_front.h"
 #include "kg_gate.h"
 #include "kg_helper.h"
-#include "kg_incident.h"
+#include "kg_incident_slot.h"
 #include "kg_hangwatch.h"
 #include "kg_inband_doctor.h"
 #include "kg_preflight.h"
 #include "kg_kernel.h"
 #include "kg_msg.h"
 #include "kg_notice.h"
+#include "kg_notice_due.h"
 #include "kg_pending.h"
 #include "kg_restore.h"
 #include "kg_relay_stats.h"
@@ -144,8 +149,8 @@ struct kg_supervisor_t {
   kg_diagnosis_t *diag;         /*  the running kernel's evidence            */
   kg_diagnosis_t *prev_diag;    /*  the previous kernel's, for its notices   */
   kg_policy_t *policy;
-  kg_incident_t *incident;      /*  the current incident, if any             */
-  char *incident_path;
+  kg_incident_slot_t *incidents;/*  the current incident and where it was
+                                    written (kg_incident_slot.h)             */
   kg_failing_t *failing;        /*  the failing request: id, code, header,
                                     replied yet (kg_failing.h; kg_guard.c
                                     sets it)                                 */
@@ -161,8 +166,8 @@ struct kg_supervisor_t {
   bool want_diagnostic;         /*  the requested restart is diagnostic      */
   kg_restore_t *restore;        /*  what resume-prepare said, what the next
                                     kernel gets (kg_restore.h)               */
-  cJSON *after_ready_notice;    /*  {"kind":..., "parent": header} or NULL   */
-  char *down_reason;
+  kg_notice_due_t *due;         /*  the notice due at the next READY, why
+                                    kguard is DOWN (kg_notice_due.h)         */
   kg_helper_t *ckpt;            /*  `kguard ckpt resume-prepare`             */
   kg_helper_t *probe;           /*  `python -m kguard.probe` (versions)      */
   char **kernel_envp;           /*  environment of the running kernel        */
@@ -205,7 +210,7 @@ bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in th
 void kg__doom_queue(kg_sup_t *S);
 
 /* kg_sup_kernel.c: the entry action of STARTING; 0, or a negative code with
-   S->down_reason set (the caller fires SPAWN_FAILED) */
+   the down reason set in S->due (the caller fires SPAWN_FAILED) */
 int kg__kernel_start(kg_sup_t *S);
 
 /* kg_supervisor.c */

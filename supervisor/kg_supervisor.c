@@ -196,8 +196,10 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
   S->shutdown = kg_shutdown_new();
-  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->shutdown
-      || !S->gate || !S->devcheck || !S->restore || !S->failing || !S->evq
+  S->incidents = kg_incident_slot_new();
+  S->due = kg_notice_due_new();
+  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->shutdown || !S->incidents
+      || !S->due || !S->gate || !S->devcheck || !S->restore || !S->failing || !S->evq
       || !S->ckpt || !S->probe || kg__gpu_init(S) != 0)
     goto fail;
   kg_evq_bind(S->evq, s_apply_cb, S);   /* kg__fire, from any file, applies here */
@@ -279,11 +281,9 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_diagnosis_destroy(&S->prev_diag);
   kg_policy_destroy(&S->policy);
   kg_classifier_destroy(&S->rules);
-  kg_incident_destroy(&S->incident);
-  free(S->incident_path);
+  kg_incident_slot_destroy(&S->incidents);
   cJSON_Delete(S->info_cache);
-  cJSON_Delete(S->after_ready_notice);
-  free(S->down_reason);
+  kg_notice_due_destroy(&S->due);
   kg_shutdown_destroy(&S->shutdown);
   free(S->session);
   kg_devcheck_destroy(&S->devcheck);

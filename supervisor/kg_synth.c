@@ -201,7 +201,8 @@ kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e)
     char banner[1024];
     snprintf(banner, sizeof banner, "kguard: the kernel is %s%s%s",
              S->state == KG_ST_DOWN ? "down" : "starting",
-             S->down_reason ? ": " : "", S->down_reason ? S->down_reason : "");
+             kg_notice_due_down_reason(S->due) ? ": " : "",
+             kg_notice_due_down_reason(S->due) ? kg_notice_due_down_reason(S->due) : "");
     cJSON_AddStringToObject(content, "banner", banner);
     cJSON_AddItemToObject(content, "help_links", cJSON_CreateArray());
   }
