@@ -409,7 +409,8 @@ kg__guard_after_stop(kg_sup_t *S)
     else if (S->stop_reason == KG__STOP_HUNG)
       snprintf(evalue, sizeof evalue,
                "the kernel hung while this request was outstanding: %s; kguard stopped it "
-               "and starts a fresh kernel", kg_hangwatch_reason(S->hang) ? kg_hangwatch_reason(S->hang) : "");
+               "and starts a fresh kernel",
+               kg_hangwatch_reason(S->hang) ? kg_hangwatch_reason(S->hang) : "");
     else
       snprintf(evalue, sizeof evalue,
                "the kernel process died (%s) while this request was outstanding; "

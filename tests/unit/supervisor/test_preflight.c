@@ -606,5 +606,6 @@ KG_TEST_MAIN(KG_CASE(preflight_config_table), KG_CASE(preflight_wanted_table),
              KG_CASE(preflight_child_backstop_kills_a_deaf_probe),
              KG_CASE(preflight_child_cancel_and_failed_start), KG_CASE(preflight_argv),
              KG_CASE(preflight_real_doctor_emulated), KG_CASE(inband_doctor_match_table),
-             KG_CASE(inband_doctor_request_id), KG_CASE(inband_doctor_argv), KG_CASE(inband_doctor_render_table),
+             KG_CASE(inband_doctor_request_id), KG_CASE(inband_doctor_argv),
+             KG_CASE(inband_doctor_render_table),
              KG_CASE(inband_doctor_backstop_and_cancel), KG_CASE(inband_doctor_real_doctor))

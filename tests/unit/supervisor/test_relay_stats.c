@@ -35,7 +35,9 @@ KG_TEST(relay_stats_counts_by_kind)
     case RELAYED: kg_relay_stats_relayed(s); break;
     case UNROUTED: kg_relay_stats_unrouted(s); break;
     case UNRECORDED: kg_relay_stats_unrecorded(s); break;
-    case REJECTED: KG_CHECK_INT(kg_relay_stats_rejected(s, rows[n].rc, 100), KG_RATELOG_FULL); break;
+    case REJECTED:
+      KG_CHECK_INT(kg_relay_stats_rejected(s, rows[n].rc, 100), KG_RATELOG_FULL);
+      break;
     case REJECTED_KERNEL:
       KG_CHECK_INT(kg_relay_stats_rejected_kernel(s, rows[n].rc, 100), KG_RATELOG_FULL);
       break;
