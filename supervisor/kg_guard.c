@@ -87,20 +87,14 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
       kg_failing_set(advised, e ? e->msg_id : NULL, e ? e->code : NULL, NULL, e == NULL);
       S->failing = advised;
     }
-    kg_incident_t *keep = S->incident;
-    char *keep_path = S->incident_path;
-    S->incident = NULL;
-    S->incident_path = NULL;
+    kg_incident_slot_set_aside(S->incidents);   /* the sticky one, if any */
     kg__incident_open(S, false);
     kg_notice_info_t info;
     kg__notice_fill_current(S, &info);
     info.restored_step = -1;
     info.checkpoint_restored = false;
     kg__notice_publish(S, KG_NOTICE_ADVICE, &info, e ? e->header : NULL, NULL);
-    kg_incident_destroy(&S->incident);
-    free(S->incident_path);
-    S->incident = keep;
-    S->incident_path = keep_path;
+    kg_incident_slot_put_back(S->incidents);
     S->failing = saved;
     kg_failing_destroy(&advised);
     return;
@@ -318,32 +312,23 @@ kg__guard_failing_done(kg_sup_t *S, kg_msg_t *reply)
    After the kernel's group is gone: answer, decide, go on. */
 
 static void
-s_down_reason(kg_sup_t *S, const char *reason)
-{
-  free(S->down_reason);
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s Run `%%kguard restart` in a cell (or `kguard restart -f "
-           "CONNECTION_FILE`) to start a fresh kernel.", reason ? reason : "");
-  S->down_reason = strdup(buf);
-}
-
-static void
 s_after_sticky(kg_sup_t *S)
 {
   const kg_match_t *m = kg_diagnosis_match(S->diag);
   const char *title = m && m->family ? m->family->title : "sticky GPU error";
+  const char *incident_id = kg_incident_slot_id(S->incidents);
   char evalue[1024];
   snprintf(evalue, sizeof evalue,
            "this request did not run: kguard restarted the kernel after a %s "
            "(incident %s). See the notice in the failing cell.",
-           title, S->incident ? kg_incident_id(S->incident) : "?");
+           title, incident_id ? incident_id : "?");
   /* The failing cell's reply never came: answer it with the real error. */
   const char *failing_id = kg_failing_id(S->failing);
   kg_pending_entry_t *f = failing_id ? kg_pending_find(S->pending, failing_id) : NULL;
   if (f && !kg_failing_was_replied(S->failing)) {
     char fv[1024];
     snprintf(fv, sizeof fv, "%.800s (the kernel was stopped before it replied; incident %s)",
-             m ? m->line : title, S->incident ? kg_incident_id(S->incident) : "?");
+             m ? m->line : title, incident_id ? incident_id : "?");
     kg__answer_error(S, f, "KernelRestarted", fv);
   }
   kg__answer_all(S, false, "KernelRestarted", evalue);
@@ -357,29 +342,28 @@ s_after_sticky(kg_sup_t *S)
   int64_t delay = 0;
   const char *reason = NULL;
   kg_policy_action_t act = kg_policy_decide(S->policy, kg_clock_mono_ms(), sig, &delay, &reason);
-  if (S->incident) {
-    kg_incident_set_diagnosis(S->incident, S->diag);
+  kg_incident_t *incident = kg_incident_slot_current(S->incidents);
+  if (incident) {
+    kg_incident_set_diagnosis(incident, S->diag);
     if (S->exit_known)
-      kg_incident_set_exit(S->incident, WIFEXITED(S->exit_status)
-                                          ? WEXITSTATUS(S->exit_status) : -1,
+      kg_incident_set_exit(incident, WIFEXITED(S->exit_status)
+                                       ? WEXITSTATUS(S->exit_status) : -1,
                            WIFSIGNALED(S->exit_status) ? WTERMSIG(S->exit_status) : 0);
-    kg_incident_set_restarts(S->incident, kg_policy_restart_count(S->policy));
-    kg_incident_set_policy(S->incident, act == KG_POLICY_RESTART ? "restart" : "give-up",
+    kg_incident_set_restarts(incident, kg_policy_restart_count(S->policy));
+    kg_incident_set_policy(incident, act == KG_POLICY_RESTART ? "restart" : "give-up",
                            reason, delay);
-    cJSON_AddStringToObject(kg_incident_json(S->incident), "failure_signature", sig);
+    cJSON_AddStringToObject(kg_incident_json(incident), "failure_signature", sig);
     kg__write_incident(S);
   }
   S->diagnostic = false;   /* an automatic restart is a normal one */
   if (act == KG_POLICY_GIVE_UP) {
     kg_error("automatic restarts stopped: %s", reason ? reason : "");
-    s_down_reason(S, reason);
+    (void) kg_notice_due_set_gave_up(S->due, reason);
     kg__fire(S, KG_EV_STOPPED_GIVE_UP);
     return;
   }
   S->backoff_ms = delay;
-  cJSON_Delete(S->after_ready_notice);
-  S->after_ready_notice = cJSON_CreateObject();
-  cJSON_AddStringToObject(S->after_ready_notice, "kind", "sticky");
+  (void) kg_notice_due_set(S->due, KG_DUE_STICKY, NULL);   /* the failing request's parent */
   kg__fire(S, KG_EV_STOPPED_RESTORE);
 }
 
@@ -425,7 +409,8 @@ kg__guard_after_stop(kg_sup_t *S)
     else if (S->stop_reason == KG__STOP_HUNG)
       snprintf(evalue, sizeof evalue,
                "the kernel hung while this request was outstanding: %s; kguard stopped it "
-               "and starts a fresh kernel", S->hang_reason ? S->hang_reason : "");
+               "and starts a fresh kernel",
+               kg_hangwatch_reason(S->hang) ? kg_hangwatch_reason(S->hang) : "");
     else
       snprintf(evalue, sizeof evalue,
                "the kernel process died (%s) while this request was outstanding; "
@@ -456,7 +441,7 @@ kg__guard_after_stop(kg_sup_t *S)
     if (act == KG_POLICY_GIVE_UP) {
       char r[512];
       snprintf(r, sizeof r, "The kernel died (%s) and %s", how, reason ? reason : "");
-      s_down_reason(S, r);
+      (void) kg_notice_due_set_gave_up(S->due, r);
       kg__fire(S, KG_EV_STOPPED_GIVE_UP);
       return;
     }
@@ -473,9 +458,9 @@ kg__guard_after_stop(kg_sup_t *S)
 void
 kg__guard_on_ready(kg_sup_t *S)
 {
-  if (S->after_ready_notice) {
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(S->after_ready_notice, "kind");
-    const cJSON *parent = cJSON_GetObjectItemCaseSensitive(S->after_ready_notice, "parent");
+  kg_due_kind_t due = kg_notice_due_kind(S->due);
+  if (due != KG_DUE_NONE) {
+    const cJSON *parent = kg_notice_due_parent(S->due);
     kg_notice_info_t info;
     kg__notice_fill(S, S->prev_diag, &info);
     info.restarted = true;
@@ -488,20 +473,19 @@ kg__guard_on_ready(kg_sup_t *S)
       snprintf(extra + n, sizeof extra - n, "%sThis kernel runs in %s.", n ? " " : "",
                kg__diag_label(S));
     }
-    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "sticky") == 0) {
+    if (due == KG_DUE_STICKY) {
       kg__notice_publish(S, KG_NOTICE_STICKY_RESTART, &info, kg_failing_header(S->failing),
                          extra);
       /* the stale window starts */
     kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
     }
-    else if (cJSON_IsString(kind) && strcmp(kind->valuestring, "diagnostic") == 0) {
+    else if (due == KG_DUE_DIAGNOSTIC) {
       info.family = NULL;
       info.checkpoint_restored = false;
       kg__notice_publish(S, KG_NOTICE_DIAGNOSTIC, &info, cJSON_IsObject(parent) ? parent : NULL,
                        extra);
     }
-    cJSON_Delete(S->after_ready_notice);
-    S->after_ready_notice = NULL;
+    kg_notice_due_clear(S->due);
   }
   kg__settle_status(S, NULL);   /* the failing cell's idle, after its notice */
   kg_restore_handed_over(S->restore);
@@ -510,36 +494,37 @@ kg__guard_on_ready(kg_sup_t *S)
 void
 kg__guard_enter_down(kg_sup_t *S)
 {
-  kg_error("kguard is DOWN: %s", S->down_reason ? S->down_reason : "");
+  const char *why = kg_notice_due_down_reason(S->due);
+  kg_error("kguard is DOWN: %s", why ? why : "");
   if (S->stop_reason == KG__STOP_DEVICE)
     kg__preflight_down_notice(S);
   else if (S->stop_reason == KG__STOP_STICKY) {
     kg_notice_info_t info;
     kg__notice_fill_current(S, &info);
     info.checkpoint_restored = false;
-    info.reason = S->down_reason;
+    info.reason = why;
     kg__notice_publish(S, KG_NOTICE_DOWN, &info, kg_failing_header(S->failing), NULL);
   }
   kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
-  cJSON_Delete(S->after_ready_notice);
-  S->after_ready_notice = NULL;
+  kg_notice_due_clear(S->due);
   kg__settle_status(S, NULL);
 }
 
 void
 kg__guard_down_answer(kg_sup_t *S)
 {
+  const char *why = kg_notice_due_down_reason(S->due);
   size_t i = 0;
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
-    if (S->shutdown_msg_id && strcmp(e->msg_id, S->shutdown_msg_id) == 0) {
+    if (kg_shutdown_is_request(S->shutdown, e->msg_id)) {
       i++;
       continue;
     }
     if (strcmp(e->msg_type, "kernel_info_request") == 0)
       kg__answer_kernel_info(S, e);
     else
-      kg__answer_error(S, e, "KernelDown", S->down_reason ? S->down_reason : "kernel is down");
+      kg__answer_error(S, e, "KernelDown", why ? why : "kernel is down");
   }
 }
 

@@ -55,9 +55,9 @@ s_restore_done(kg_sup_t *S)
   else
     kg_notice("no checkpoint restored%s%s", kg_restore_error(R) ? ": " : "",
               kg_restore_error(R) ? kg_restore_error(R) : "");
-  if (S->incident) {
+  if (kg_incident_slot_current(S->incidents)) {
     cJSON *c = kg_restore_incident_json(R);
-    kg_incident_take_checkpoint(S->incident, &c);
+    kg_incident_take_checkpoint(kg_incident_slot_current(S->incidents), &c);
     cJSON_Delete(c);
     kg__write_incident(S);
   }
@@ -69,7 +69,8 @@ kg__guard_start_restore(kg_sup_t *S)
 {
   kg_restore_begin(S->restore);
   struct stat st;
-  if (!S->incident || stat(S->cfg->ckpt_dir, &st) != 0 || !S->cfg->ckpt_dir[0]) {
+  const char *incident_id = kg_incident_slot_id(S->incidents);
+  if (!incident_id || stat(S->cfg->ckpt_dir, &st) != 0 || !S->cfg->ckpt_dir[0]) {
     char buf[PATH_MAX + 64];
     snprintf(buf, sizeof buf, "no checkpoint directory %s", S->cfg->ckpt_dir);
     kg_restore_set_error(S->restore, buf);
@@ -81,11 +82,11 @@ kg__guard_start_restore(kg_sup_t *S)
     t = kg_clock_wall_ms();
   char before[32], into[PATH_MAX + 64];
   snprintf(before, sizeof before, "%lld", (long long) t);
-  snprintf(into, sizeof into, "%s/restored/%s", S->cfg->state_dir, kg_incident_id(S->incident));
+  snprintf(into, sizeof into, "%s/restored/%s", S->cfg->state_dir, incident_id);
   /* execve's argv is char *const[]: the strings are not written */
   char *argv[] = {(char *) S->cfg->exe, "ckpt", "resume-prepare", "--dir",
                   (char *) S->cfg->ckpt_dir, "--before", before,
-                  "--incident", (char *) kg_incident_id(S->incident), "--into", into, "--json",
+                  "--incident", (char *) incident_id, "--into", into, "--json",
                   NULL};
   kg_notice("restoring the last checkpoint sealed before T=%s from %s", before, S->cfg->ckpt_dir);
   if (kg_helper_start(S->ckpt, argv, S->kernel_envp, kg_clock_mono_ms()) != 0) {
@@ -145,8 +146,8 @@ s_probe_finished(kg_sup_t *S)
         S->backend = KG_BACKEND_CUDA;
     }
   }
-  if (S->incident) {
-    kg_incident_take_versions(S->incident, &j);
+  if (kg_incident_slot_current(S->incidents)) {
+    kg_incident_take_versions(kg_incident_slot_current(S->incidents), &j);
     kg__write_incident(S);
   }
   cJSON_Delete(j);

@@ -24,6 +24,8 @@ struct kg_inband_doctor_t {
   cJSON *display;               /*  the answer, once done                    */
   bool ok;
   char *why;                    /*  the failure line when !ok                */
+  char *request;                /*  the msg_id of the cell it answers (owned;
+                                    any length), or NULL                     */
 };
 
 /* ---- pure parts ---------------------------------------------------------- */
@@ -201,6 +203,7 @@ kg_inband_doctor_destroy(kg_inband_doctor_t **self_p)
   kg_inband_doctor_t *self = *self_p;
   kg_helper_destroy(&self->helper);
   s_forget(self);
+  free(self->request);
   free(self);
   *self_p = NULL;
 }
@@ -230,6 +233,25 @@ kg_inband_doctor_start(kg_inband_doctor_t *self, const char *exe, const char *py
   }
   self->started = true;
   return 0;
+}
+
+int
+kg_inband_doctor_set_request(kg_inband_doctor_t *self, const char *msg_id)
+{
+  char *copy = msg_id ? strdup(msg_id) : NULL;
+  if (msg_id && !copy)
+    return KG_ENOMEM;
+  free(self->request);
+  self->request = copy;
+  return 0;
+}
+
+char *
+kg_inband_doctor_take_request(kg_inband_doctor_t *self)
+{
+  char *id = self->request;
+  self->request = NULL;
+  return id;
 }
 
 bool

@@ -21,7 +21,8 @@
     while it runs; poll its fds, pump, timers; at the end publish the
     display_data and the reply under the request's header, then idle.
 
-    Ownership: the object owns its helper child and output; the cJSON
+    Ownership: the object owns its helper child and output, and the id of
+    the cell it answers (issue 9: no longer the supervisor's); the cJSON
     objects the builders return are new and the caller's.
 */
 #ifndef KG_INBAND_DOCTOR_H
@@ -79,6 +80,15 @@ void kg_inband_doctor_destroy(kg_inband_doctor_t **self_p);
     result is known at once (kg_inband_doctor_done: a failure naming it). */
 int kg_inband_doctor_start(kg_inband_doctor_t *self, const char *exe, const char *python,
                            char *const *envp, int64_t now_ms);
+
+/*  The cell the doctor answers: msg_id (copied, any length; NULL: none),
+    kept across kg_inband_doctor_start until taken. 0, or KG_ENOMEM (then
+    the earlier id is kept). */
+int kg_inband_doctor_set_request(kg_inband_doctor_t *self, const char *msg_id);
+
+/*  The cell's msg_id, handed over (a new string the caller frees; NULL if
+    none): the doctor answers it no more. */
+char *kg_inband_doctor_take_request(kg_inband_doctor_t *self);
 
 /*  True while the doctor runs. */
 bool kg_inband_doctor_running(const kg_inband_doctor_t *self);

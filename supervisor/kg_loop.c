@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
 
@@ -91,7 +92,7 @@ kg_supervisor_run(kg_supervisor_t *S)
                                 pipes of the kernel, standby and 4 helpers */
   int kinds[32], args[32];
   bool ready[S_ZSOCKS];
-  while (S->running) {
+  while (kg_shutdown_running(S->shutdown)) {
     if (S->state == KG_ST_EXITED)
       break;
     int n = 0;
@@ -127,8 +128,9 @@ kg_supervisor_run(kg_supervisor_t *S)
       kinds[n] = S_PIPE;
       args[n++] = which;
     }
-    for (int which = 1; S->standby && which <= 2; which++) {
-      int fd = kg_kernel_output_fd(S->standby, which);
+    kg_kernel_t *standby = S->standby ? kg_standby_slot_kernel(S->standby) : NULL;
+    for (int which = 1; standby && which <= 2; which++) {
+      int fd = kg_kernel_output_fd(standby, which);
       if (fd >= 0) {
         items[n] = (struct pollfd){.fd = fd, .events = POLLIN};
         kinds[n++] = S_STANDBY;
@@ -158,7 +160,7 @@ kg_supervisor_run(kg_supervisor_t *S)
       if (errno == EINTR)
         continue;
       kg_error("poll failed: %s", strerror(errno));
-      S->exit_code = KG_EXIT_SYSTEM;
+      kg_shutdown_fail(S->shutdown, KG_EXIT_SYSTEM);
       break;
     }
     for (int i = 0; i < n; i++)
@@ -218,8 +220,8 @@ kg_supervisor_run(kg_supervisor_t *S)
   }
   kg_msg_set_observer(NULL, NULL);
   kg__droplog_flush(S, kg_clock_mono_ms(), true);
-  kg_notice("kguard exiting: %lu relayed, %lu forged or unsigned, %lu malformed, "
-            "%lu oversized, %lu unroutable messages dropped",
-            S->n_relayed, S->n_forged, S->n_malformed, S->n_oversized, S->n_unrouted);
-  return S->exit_code;
+  char *totals = kg_relay_stats_totals(S->stats);
+  kg_notice("kguard exiting: %s", totals ? totals : "(out of memory)");
+  free(totals);
+  return kg_shutdown_exit_code(S->shutdown);
 }

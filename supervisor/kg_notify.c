@@ -37,11 +37,12 @@ kg__notice_fill(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info)
   info->assertion_line = kg_diagnosis_assertion(diag);
   info->execution_count = -1;
   info->cell_code = kg_failing_code(S->failing);
-  if (S->incident) {
-    info->incident_id = kg_incident_id(S->incident);
-    info->incident_path = S->incident_path;
+  kg_incident_t *incident = kg_incident_slot_current(S->incidents);
+  if (incident) {
+    info->incident_id = kg_incident_id(incident);
+    info->incident_path = kg_incident_slot_path(S->incidents);
     /* The notice names the cell by the execution count the record holds. */
-    const cJSON *cell = cJSON_GetObjectItemCaseSensitive(kg_incident_json(S->incident), "cell");
+    const cJSON *cell = cJSON_GetObjectItemCaseSensitive(kg_incident_json(incident), "cell");
     const cJSON *count = cJSON_GetObjectItemCaseSensitive(cell, "execution_count");
     if (cJSON_IsNumber(count))
       info->execution_count = count->valueint;
@@ -117,36 +118,29 @@ kg__notice_publish(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *i
 void
 kg__write_incident(kg_sup_t *S)
 {
-  if (!S->incident)
+  if (!kg_incident_slot_current(S->incidents))
     return;
   char dir[PATH_MAX + 16];
   snprintf(dir, sizeof dir, "%s/incidents", S->cfg->state_dir);
-  char *path = NULL;
-  int rc = kg_incident_write(S->incident, dir, &path);
-  if (rc) {
-    kg_error("unable to write incident %s: %s", kg_incident_id(S->incident), kg_strerror(rc));
-    return;
-  }
-  free(S->incident_path);
-  S->incident_path = path;
+  int rc = kg_incident_slot_write(S->incidents, dir);
+  if (rc)
+    kg_error("unable to write incident %s: %s", kg_incident_slot_id(S->incidents),
+             kg_strerror(rc));
 }
 
 void
 kg__incident_open(kg_sup_t *S, bool sticky)
 {
-  kg_incident_destroy(&S->incident);
-  free(S->incident_path);
-  S->incident_path = NULL;
-  S->incident = kg_incident_new(kg_clock_wall_ms());
-  if (!S->incident)
+  kg_incident_t *incident = kg_incident_slot_open(S->incidents, kg_clock_wall_ms());
+  if (!incident)
     return;
-  kg_incident_set_diagnosis(S->incident, S->diag);
-  kg_incident_set_cell(S->incident, kg_failing_code(S->failing), kg_failing_id(S->failing),
+  kg_incident_set_diagnosis(incident, S->diag);
+  kg_incident_set_cell(incident, kg_failing_code(S->failing), kg_failing_id(S->failing),
                        S->execution_count + 1);
-  kg_incident_set_last_step(S->incident, kg_diagnosis_last_step(S->diag));
-  kg_incident_set_env(S->incident, S->kernel_envp);
-  kg_incident_set_restarts(S->incident, kg_policy_restart_count(S->policy));
-  cJSON *j = kg_incident_json(S->incident);
+  kg_incident_set_last_step(incident, kg_diagnosis_last_step(S->diag));
+  kg_incident_set_env(incident, S->kernel_envp);
+  kg_incident_set_restarts(incident, kg_policy_restart_count(S->policy));
+  cJSON *j = kg_incident_json(incident);
   cJSON *pend = cJSON_AddArrayToObject(j, "pending_requests");
   for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
@@ -158,9 +152,10 @@ kg__incident_open(kg_sup_t *S, bool sticky)
   cJSON_AddStringToObject(j, "kernel_log", S->cfg->kernel_log_path);
   cJSON_AddNumberToObject(j, "kernel_pid", kg_kernel_pid(S->kernel));
   kg__write_incident(S);
-  kg_notice("incident %s (%s): %s", kg_incident_id(S->incident), sticky ? "sticky" : "advice",
-            S->incident_path ? S->incident_path : "(not written)");
-  if (sticky && S->incident)
-    kg_gate_set_incident(S->gate, kg_incident_id(S->incident));
+  const char *path = kg_incident_slot_path(S->incidents);
+  kg_notice("incident %s (%s): %s", kg_incident_id(incident), sticky ? "sticky" : "advice",
+            path ? path : "(not written)");
+  if (sticky)
+    kg_gate_set_incident(S->gate, kg_incident_id(incident));
 }
 

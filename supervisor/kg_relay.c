@@ -55,8 +55,7 @@ kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_
     if (rc == -EAGAIN || rc == -EINTR)
       return 0;
     if (rc == KG_ETOOBIG) {
-      S->n_oversized++;
-      if (kg_ratelog_note(S->droplog, KG_DROP_OVERSIZED, kg_clock_mono_ms()) == KG_RATELOG_FULL)
+      if (kg_relay_stats_oversized(S->stats, kg_clock_mono_ms()) == KG_RATELOG_FULL)
         kg_warning("dropped an oversized message on the %s %s channel", side,
                    kg_channel_name(ch));
       continue;
@@ -80,15 +79,13 @@ kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *si
     rc = kg_msg_check_header(msg);
   if (rc == 0)
     return true;
-  if (rc == KG_ENOSIG || rc == KG_EBADSIG || rc == KG_EREPLAY)
-    S->n_forged++;
-  else
-    S->n_malformed++;
   /* Anyone who reaches the ports can send these: the log gets the first
      few of each kind, then a summary per interval (kg__relay_timers). */
-  if (kg_ratelog_note(S->droplog, kg_msg_drop_kind(rc), kg_clock_mono_ms()) == KG_RATELOG_FULL)
+  if (kg_relay_stats_rejected(S->stats, rc, kg_clock_mono_ms()) == KG_RATELOG_FULL)
     kg_warning("dropped a message on the %s %s channel: %s (%lu forged, %lu malformed so far)",
-               side, kg_channel_name(ch), kg_strerror(rc), S->n_forged, S->n_malformed);
+               side, kg_channel_name(ch), kg_strerror(rc),
+               kg_relay_stats_count(S->stats, KG_RELAY_FORGED),
+               kg_relay_stats_count(S->stats, KG_RELAY_MALFORMED));
   return false;
 }
 
@@ -116,7 +113,7 @@ s_forward(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
   }
   if (e)
     e->forwarded = true;
-  S->n_relayed++;
+  kg_relay_stats_relayed(S->stats);
 }
 
 /*  The request's entry, for a message taken from kguard's queue: NULL for a
@@ -146,8 +143,9 @@ s_deliver(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
     if (e && strcmp(e->msg_type, "kernel_info_request") == 0)
       kg__answer_kernel_info(S, e);
     else if (e)
-      kg__answer_error(S, e, "KernelDown", S->down_reason ? S->down_reason
-                                                         : "the kernel is down");
+      kg__answer_error(S, e, "KernelDown", kg_notice_due_down_reason(S->due)
+                                           ? kg_notice_due_down_reason(S->due)
+                                           : "the kernel is down");
     return;
   }
   s_forward(S, ch, msg, e);
@@ -233,11 +231,9 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 
   if (ch == KG_CH_CONTROL && strcmp(type, "shutdown_request") == 0) {
     e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
-    free(S->shutdown_msg_id);
-    S->shutdown_msg_id = e ? strdup(e->msg_id) : NULL;
     const cJSON *restart = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                             "restart");
-    S->shutdown_restart = cJSON_IsTrue(restart);
+    (void) kg_shutdown_requested(S->shutdown, e ? e->msg_id : NULL, cJSON_IsTrue(restart));
     kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
     if (kg_state_gate_open(S->state) && kg_kernel_alive(S->kernel)) {
       s_forward(S, ch, msg, e);
@@ -248,7 +244,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
         cJSON_AddStringToObject(content, "status", "ok");
         cJSON_AddBoolToObject(content, "restart", cJSON_IsTrue(restart));
         kg__reply(S, e, "shutdown_reply", &content);
-        kg_pending_remove(S->pending, S->shutdown_msg_id);
+        kg_pending_remove(S->pending, kg_shutdown_id(S->shutdown));
       }
       kg__fire(S, KG_EV_SHUTDOWN);
     }
@@ -312,7 +308,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   if (is_request && (!inband || d.action == KG_GATE_HOLD)) {
     e = kg_pending_add(S->pending, msg, ch, in.now_ms);
     if (!e) {
-      S->n_malformed++;
+      kg_relay_stats_unrecorded(S->stats);
       kg_warning("dropped a %s: unable to record it", type);
       return;
     }
@@ -342,7 +338,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 void
 kg__on_front(kg_sup_t *S, kg_channel_t ch)
 {
-  for (int i = 0; i < S_BATCH && S->running; i++) {
+  for (int i = 0; i < S_BATCH && kg_shutdown_running(S->shutdown); i++) {
     kg_msg_t *msg = NULL;
     if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
       return;

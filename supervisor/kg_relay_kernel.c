@@ -76,7 +76,7 @@ int64_t
 kg__relay_deadline(const kg_sup_t *S)
 {
   return KG__EARLIEST(S->trim_at_ms, s_running_expiry(S), s_probe_expiry(S),
-                      kg__check_deadline(S), kg_ratelog_deadline(S->droplog));
+                      kg__check_deadline(S), kg_relay_stats_deadline(S->stats));
 }
 
 static void s_release_reply(kg_sup_t *S);
@@ -142,7 +142,7 @@ s_route_back(kg_sup_t *S, kg_msg_t *msg, kg_pending_entry_t *e, kg_channel_t ch)
   if (rc)
     kg_warning("unable to send %s to the frontend: %s", kg_msg_type(msg), kg_strerror(rc));
   else
-    S->n_relayed++;
+    kg_relay_stats_relayed(S->stats);
 }
 
 /*  After an error reply that made the kernel abort its own queue: kguard's
@@ -171,7 +171,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
      first would hold up the frontend and every message behind it. */
   if (S->state == KG_ST_READY && strcmp(kg_msg_type(msg), "stream") == 0) {
     if (kg_front_send(S->front, KG_CH_IOPUB, msg) == 0)
-      S->n_relayed++;
+      kg_relay_stats_relayed(S->stats);
     kg__guard_iopub(S, msg);
     return;
   }
@@ -234,7 +234,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
   }
   int rc = kg_front_send(S->front, KG_CH_IOPUB, msg);
   if (rc == 0)
-    S->n_relayed++;
+    kg_relay_stats_relayed(S->stats);
   s_check_ready(S);
 }
 
@@ -308,7 +308,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       s_route_back(S, msg, x, x->channel);
       kg_pending_remove(S->pending, parent);
     } else {
-      S->n_unrouted++;
+      kg_relay_stats_unrouted(S->stats);
       kg_debug("%s for an unknown request dropped", type);
     }
     if (ends_flight)
@@ -352,7 +352,7 @@ s_kernel_stdin(kg_sup_t *S, kg_msg_t *msg)
   if (!e)
     e = kg_pending_find_expired(S->pending, parent);
   if (!e || e->doomed || !kg_state_gate_open(S->state)) {
-    S->n_unrouted++;
+    kg_relay_stats_unrouted(S->stats);
     kg_info("%s with no waiting request dropped", kg_msg_type(msg));
     return;
   }
@@ -394,8 +394,7 @@ s_accept_kernel(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
     rc = kg_msg_check_header(msg);
   if (rc == 0)
     return true;
-  S->n_malformed++;
-  if (kg_ratelog_note(S->droplog, kg_msg_drop_kind(rc), kg_clock_mono_ms()) == KG_RATELOG_FULL)
+  if (kg_relay_stats_rejected_kernel(S->stats, rc, kg_clock_mono_ms()) == KG_RATELOG_FULL)
     kg_warning("dropped a message on the kernel %s channel: %s", kg_channel_name(ch),
                kg_strerror(rc));
   return false;
@@ -434,7 +433,7 @@ kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
 void
 kg__droplog_flush(kg_sup_t *S, int64_t now, bool force)
 {
-  char *line = kg_ratelog_summary(S->droplog, now, force);
+  char *line = kg_relay_stats_drop_summary(S->stats, now, force);
   if (line)
     kg_warning("%s", line);
   free(line);

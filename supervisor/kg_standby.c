@@ -17,8 +17,12 @@
     standby that died before promotion is released; after three such
     deaths no more are started (a cold start is the fallback).
 
+    The slot (the standby's object, start time, warmth and failures) is
+    kg_standby_slot's (issue 9); this file is the wiring.
+
     Arrows: kg_sup_kernel.c, kg_supervisor.c, kg_loop.c -> kg_standby.c ->
-    kg_kernel.c, kg_kenv.c, kg_sup_kernel.c (argv). Nothing above.
+    kg_standby_slot.c, kg_kernel.c, kg_kenv.c, kg_sup_kernel.c (argv).
+    Nothing above.
 */
 #include "kg_sup_priv.h"
 
@@ -38,26 +42,32 @@
 #include "kg_file.h"
 #include "kg_log.h"
 
-#define S_MAX_FAILURES 3
+/*  The standby's kernel object, or NULL (no --standby). */
+static kg_kernel_t *
+s_kernel(const kg_sup_t *S)
+{
+  return S->standby ? kg_standby_slot_kernel(S->standby) : NULL;
+}
 
 /*  The hand-over file of the standby object (beside its connection file). */
 static void
 s_handover_path(kg_sup_t *S, char *buf, size_t size)
 {
-  snprintf(buf, size, "%s.handover", kg_kernel_conn_path(S->standby));
+  snprintf(buf, size, "%s.handover", kg_kernel_conn_path(s_kernel(S)));
 }
 
 void
 kg__standby_start(kg_sup_t *S)
 {
-  if (!S->cfg->standby || !S->standby || S->diagnostic || kg_kernel_present(S->standby)
-      || S->standby_failures >= S_MAX_FAILURES || !S->running)
+  kg_kernel_t *standby = s_kernel(S);
+  if (!S->cfg->standby || !standby || S->diagnostic || kg_kernel_present(standby)
+      || !kg_standby_slot_may_start(S->standby) || !kg_shutdown_running(S->shutdown))
     return;
   char handover[PATH_MAX + 16];
   s_handover_path(S, handover, sizeof handover);
   if (unlink(handover) != 0 && errno != ENOENT)
     kg_warning("unable to remove %s: %s", handover, strerror(errno));
-  char **argv = kg__kernel_argv(S, kg_kernel_conn_path(S->standby));
+  char **argv = kg__kernel_argv(S, kg_kernel_conn_path(standby));
   char **envp = NULL;
   if (argv)
     kg__guard_env_standby(S, handover, &envp);
@@ -65,19 +75,18 @@ kg__standby_start(kg_sup_t *S)
   if (rc == 0) {
     char banner[PATH_MAX + 100];
     snprintf(banner, sizeof banner, "\n--- kguard: warm standby starting: %s ---\n", argv[0]);
-    rc = kg_kernel_start(S->standby, argv, envp, banner);
+    rc = kg_kernel_start(standby, argv, envp, banner);
   }
   kg__free_envp(&argv);
   kg__free_envp(&envp);
   if (rc) {
-    S->standby_failures++;
+    (void) kg_standby_slot_failed(S->standby);
     kg_warning("the warm standby did not start (%s); restarts start cold",
-               rc == KG_ENOMEM ? "out of memory" : kg_kernel_reason(S->standby));
+               rc == KG_ENOMEM ? "out of memory" : kg_kernel_reason(standby));
     return;
   }
-  S->standby_started_ms = kg_clock_mono_ms();
-  S->standby_warm = false;
-  kg_notice("warm standby started: pid %ld", (long) kg_kernel_pid(S->standby));
+  kg_standby_slot_started(S->standby, kg_clock_mono_ms());
+  kg_notice("warm standby started: pid %ld", (long) kg_kernel_pid(standby));
 }
 
 /*  What a cold start would have had in its environment (kg__resume_envp),
@@ -111,8 +120,8 @@ bool
 kg__standby_promote(kg_sup_t *S)
 {
   kg__standby_reap(S);   /* one that ended since the last SIGCHLD was read */
-  if (!S->standby || !kg_kernel_alive(S->standby) || S->diagnostic
-      || kg_kernel_present(S->kernel))
+  kg_kernel_t *standby = s_kernel(S);
+  if (!standby || !kg_kernel_alive(standby) || S->diagnostic || kg_kernel_present(S->kernel))
     return false;
   char handover[PATH_MAX + 16];
   s_handover_path(S, handover, sizeof handover);
@@ -120,15 +129,12 @@ kg__standby_promote(kg_sup_t *S)
   if (rc) {
     kg_warning("unable to hand the restore over to the warm standby (%s: %s); "
                "starting a fresh kernel instead", handover, kg_strerror(rc));
-    kg_kernel_signal(S->standby, SIGKILL);
-    kg_kernel_release(S->standby, NULL, NULL);
+    kg_kernel_signal(standby, SIGKILL);
+    kg_kernel_release(standby, NULL, NULL);
     return false;
   }
-  kg_kernel_t *cold = S->kernel;
-  S->kernel = S->standby;
-  S->standby = cold;
-  bool warm = S->standby_warm;
-  S->standby_warm = false;
+  int64_t age_ms = kg_standby_slot_age_ms(S->standby, kg_clock_mono_ms());
+  bool warm = kg_standby_slot_swap(S->standby, &S->kernel);
   /*  Its readiness is seen again, as the kernel's (nudges on the relay's
       schedule); the ids of the warm-up nudges stay remembered, so their
       late replies are never taken for a frontend's. */
@@ -140,7 +146,7 @@ kg__standby_promote(kg_sup_t *S)
   kg_notice("kernel #%d started: pid %ld (the warm standby%s, started %.1f s ago, takes "
             "over%s)", S->kernel_starts, (long) kg_kernel_pid(S->kernel),
             warm ? "" : ", not yet warm",
-            (double) (kg_clock_mono_ms() - S->standby_started_ms) / 1000.0,
+            (double) age_ms / 1000.0,
             kg_restore_pending(S->restore) ? "; the restore handed over" : "");
   return true;
 }
@@ -148,33 +154,34 @@ kg__standby_promote(kg_sup_t *S)
 void
 kg__standby_reap(kg_sup_t *S)
 {
-  if (!S->standby || !kg_kernel_alive(S->standby) || kg_kernel_reap(S->standby) != 1)
+  kg_kernel_t *standby = s_kernel(S);
+  if (!standby || !kg_kernel_alive(standby) || kg_kernel_reap(standby) != 1)
     return;
-  int st = kg_kernel_release(S->standby, NULL, NULL);
-  S->standby_failures++;
+  int st = kg_kernel_release(standby, NULL, NULL);
+  bool last = kg_standby_slot_failed(S->standby);
   char how[64];
   if (WIFSIGNALED(st))
     snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(st));
   else
     snprintf(how, sizeof how, "exit code %d", WEXITSTATUS(st));
   kg_warning("the warm standby ended before it was needed (%s)%s", how,
-             S->standby_failures >= S_MAX_FAILURES ? "; no more are started" : "");
+             last ? "; no more are started" : "");
 }
 
 /*  Read what the standby's shell and iopub hold, without blocking: its
     answer to a nudge and any iopub mean it is warm (kg_ready). Nothing of
     it reaches the frontend. */
 static void
-s_read_standby(kg_sup_t *S, kg_ready_t *ready)
+s_read_standby(kg_kernel_t *standby, kg_ready_t *ready)
 {
   static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_IOPUB};
   for (size_t i = 0; i < 2; i++) {
-    void *sock = kg_kernel_socket(S->standby, chans[i]);
+    void *sock = kg_kernel_socket(standby, chans[i]);
     for (int n = 0; sock && n < 64; n++) {   /* bounded: the loop goes on */
       kg_msg_t *m = NULL;
       if (kg_msg_recv(sock, ZMQ_DONTWAIT, &m) != 0)
         break;
-      if (kg_msg_parse(m, kg_kernel_signer(S->standby)) == 0) {
+      if (kg_msg_parse(m, kg_kernel_signer(standby)) == 0) {
         if (chans[i] == KG_CH_IOPUB)
           kg_ready_saw_iopub(ready);
         else if (kg_ready_is_nudge(ready, kg_msg_parent_id(m))
@@ -189,14 +196,16 @@ s_read_standby(kg_sup_t *S, kg_ready_t *ready)
 void
 kg__standby_timers(kg_sup_t *S, int64_t now)
 {
-  if (!S->standby || !kg_kernel_alive(S->standby) || S->standby_warm)
+  kg_kernel_t *standby = s_kernel(S);
+  if (!standby || !kg_kernel_alive(standby) || kg_standby_slot_is_warm(S->standby))
     return;
-  kg_ready_t *ready = kg_kernel_ready(S->standby);
-  s_read_standby(S, ready);
+  kg_ready_t *ready = kg_kernel_ready(standby);
+  s_read_standby(standby, ready);
   if (kg_ready_done(ready)) {
-    S->standby_warm = true;
+    kg_standby_slot_warmed(S->standby);
     kg_notice("warm standby ready: pid %ld, %lld ms after its start",
-            (long) kg_kernel_pid(S->standby), (long long) (now - S->standby_started_ms));
+              (long) kg_kernel_pid(standby),
+              (long long) kg_standby_slot_age_ms(S->standby, now));
     return;
   }
   if (!kg_ready_nudge_due(ready, now))
@@ -206,7 +215,7 @@ kg__standby_timers(kg_sup_t *S, int64_t now)
   if (!m)
     return;
   kg_ready_remember(ready, kg_msg_id(m));
-  (void) kg_msg_send(m, kg_kernel_socket(S->standby, KG_CH_SHELL), kg_kernel_signer(S->standby),
+  (void) kg_msg_send(m, kg_kernel_socket(standby, KG_CH_SHELL), kg_kernel_signer(standby),
                      ZMQ_DONTWAIT);   /* not connected yet: the next nudge */
   kg_msg_destroy(&m);
   kg_ready_nudge_scheduled(ready, now);
@@ -215,23 +224,26 @@ kg__standby_timers(kg_sup_t *S, int64_t now)
 int64_t
 kg__standby_deadline(const kg_sup_t *S)
 {
-  if (!S->standby || !kg_kernel_alive(S->standby) || S->standby_warm)
+  kg_kernel_t *standby = s_kernel(S);
+  if (!standby || !kg_kernel_alive(standby) || kg_standby_slot_is_warm(S->standby))
     return 0;
-  return kg_ready_deadline(kg_kernel_ready(S->standby));
+  return kg_ready_deadline(kg_kernel_ready(standby));
 }
 
 void
 kg__standby_drain(kg_sup_t *S)
 {
-  if (S->standby && kg_kernel_present(S->standby))
-    kg_kernel_drain(S->standby, NULL, NULL);
+  kg_kernel_t *standby = s_kernel(S);
+  if (standby && kg_kernel_present(standby))
+    kg_kernel_drain(standby, NULL, NULL);
 }
 
 void
 kg__standby_stop(kg_sup_t *S)
 {
-  if (S->standby && kg_kernel_present(S->standby)) {
-    kg_kernel_signal(S->standby, SIGKILL);
-    kg_kernel_release(S->standby, NULL, NULL);
+  kg_kernel_t *standby = s_kernel(S);
+  if (standby && kg_kernel_present(standby)) {
+    kg_kernel_signal(standby, SIGKILL);
+    kg_kernel_release(standby, NULL, NULL);
   }
 }

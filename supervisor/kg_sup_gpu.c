@@ -37,9 +37,7 @@ void
 kg__gpu_destroy(kg_sup_t *S)
 {
   kg_preflight_destroy(&S->preflight);
-  kg_inband_doctor_destroy(&S->doctor);
-  free(S->doctor_msg_id);
-  S->doctor_msg_id = NULL;
+  kg_inband_doctor_destroy(&S->doctor);   /* with the id of the cell it answered */
 }
 
 /* ---- the pre-flight ------------------------------------------------------------ */
@@ -69,17 +67,18 @@ s_preflight_done(kg_sup_t *S)
 {
   kg_preflight_verdict_t v = kg_preflight_verdict(S->preflight);
   const cJSON *report = kg_preflight_report(S->preflight);
-  if (S->incident && S->preflight_after_sticky) {
-    kg_preflight_record(S->preflight, kg_incident_json(S->incident));
+  kg_incident_t *incident = kg_incident_slot_current(S->incidents);
+  if (incident && S->preflight_after_sticky) {
+    kg_preflight_record(S->preflight, kg_incident_json(incident));
     kg__write_incident(S);
   }
   if (S->state != KG_ST_STARTING)
     return;   /* the start was abandoned meanwhile */
   if (v == KG_PREFLIGHT_FAILING || v == KG_PREFLIGHT_TIMEOUT) {
     char *why = kg_preflight_down_reason(v, report);
-    free(S->down_reason);
-    S->down_reason = why ? why : strdup("the device is failing (pre-flight probe)");
-    kg_error("%s", S->down_reason ? S->down_reason : "");
+    (void) kg_notice_due_set_down(S->due, why ? why : "the device is failing (pre-flight probe)");
+    free(why);
+    kg_error("%s", kg_notice_due_down_reason(S->due) ? kg_notice_due_down_reason(S->due) : "");
     S->stop_reason = KG__STOP_DEVICE;
     kg__fire(S, KG_EV_PREFLIGHT_FAILED);   /* STARTING → STOPPING, then DOWN */
     return;
@@ -101,7 +100,7 @@ kg__preflight_down_notice(kg_sup_t *S)
   info.family = kg_classifier_family(S->rules, "ecc-hardware");
   info.checkpoint_restored = false;
   info.restarted = false;
-  info.reason = S->down_reason;
+  info.reason = kg_notice_due_down_reason(S->due);
   kg__notice_publish(S, KG_NOTICE_DOWN, &info, kg_failing_header(S->failing), NULL);
 }
 
@@ -110,9 +109,9 @@ kg__preflight_down_notice(kg_sup_t *S)
 static void
 s_doctor_done(kg_sup_t *S)
 {
-  kg_pending_entry_t *e = S->doctor_msg_id ? kg_pending_find(S->pending, S->doctor_msg_id) : NULL;
-  free(S->doctor_msg_id);
-  S->doctor_msg_id = NULL;
+  char *request = kg_inband_doctor_take_request(S->doctor);
+  kg_pending_entry_t *e = request ? kg_pending_find(S->pending, request) : NULL;
+  free(request);
   if (!e)
     return;   /* answered otherwise meanwhile (a restart) */
   char *id = strdup(e->msg_id);
@@ -132,7 +131,7 @@ void
 kg__doctor_start(kg_sup_t *S, kg_pending_entry_t *e)
 {
   kg__status_busy(S, e->header);
-  kg__set_str(&S->doctor_msg_id, e->msg_id);
+  (void) kg_inband_doctor_set_request(S->doctor, e->msg_id);
   e->forwarded = true;   /* holds the queue: one cell at a time */
   const char *py = kg_language_interpreter(kg__language(S), S->cfg->inner_argv);
   kg_inband_doctor_start(S->doctor, S->cfg->exe, py, S->kernel_envp, kg_clock_mono_ms());

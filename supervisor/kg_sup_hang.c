@@ -13,8 +13,12 @@
     notice says so, and a fresh kernel starts with the restore, as after a
     death.
 
+    The pinger per process, its configuration and the hang's reason are
+    kg_hangwatch's (issue 9); this file is the wiring: when to watch, and
+    what a hang does to the supervisor.
+
     Arrows: kg_helpers.c (the loop's timer hook), kg_guard.c,
-    kg_supervisor.c -> kg_sup_hang.c -> kg_kernel_hb, kg_kernel, kg_gate,
+    kg_supervisor.c -> kg_sup_hang.c -> kg_hangwatch, kg_kernel, kg_gate,
     kg_sup_util (kg__fire). Never up.
 */
 #include "kg_sup_priv.h"
@@ -32,37 +36,36 @@ int
 kg__hang_init(kg_sup_t *S)
 {
   char err[256] = "";
-  if (kg_kernel_hb_config_env(&S->hb_cfg, err, sizeof err) != 0) {
+  kg_kernel_hb_config_t cfg;
+  if (kg_kernel_hb_config_env(&cfg, err, sizeof err) != 0) {
     kg_warning("%s: the kernel heartbeat check uses its defaults (%d misses of %d ms)", err,
                KG_KHB_MISSES_DEFAULT, KG_KHB_PERIOD_MS_DEFAULT);
-    S->hb_cfg = (kg_kernel_hb_config_t){.period_ms = KG_KHB_PERIOD_MS_DEFAULT,
-                                        .max_missed = KG_KHB_MISSES_DEFAULT};
-  }
-  return 0;
+    S->hang = kg_hangwatch_new(S->ctx, NULL);
+  } else
+    S->hang = kg_hangwatch_new(S->ctx, &cfg);
+  return S->hang ? 0 : KG_ENOMEM;
 }
 
 void
 kg__hang_forget(kg_sup_t *S)
 {
-  kg_kernel_hb_destroy(&S->hb);
-  S->hb_pid = 0;
+  if (S->hang)
+    kg_hangwatch_forget(S->hang);
 }
 
-/*  The pinger of the running kernel process, made when first needed. */
-static kg_kernel_hb_t *
-s_pinger(kg_sup_t *S)
+/*  The running kernel process is watched (its pinger made when first
+    needed, a new one for a new process): false if it cannot be. */
+static bool
+s_watch(kg_sup_t *S)
 {
   pid_t pid = kg_kernel_pid(S->kernel);
-  if (S->hb && S->hb_pid == pid)
-    return S->hb;
-  kg__hang_forget(S);
+  if (kg_hangwatch_watches(S->hang, pid))
+    return true;
+  kg_hangwatch_forget(S->hang);
   char endpoint[1024];
   if (pid <= 0 || kg_kernel_endpoint(S->kernel, KG_CH_HB, endpoint, sizeof endpoint) != 0)
-    return NULL;
-  S->hb = kg_kernel_hb_new(S->ctx, endpoint, &S->hb_cfg);
-  if (S->hb)
-    S->hb_pid = pid;
-  return S->hb;
+    return false;
+  return kg_hangwatch_watch(S->hang, pid, endpoint) == 0;
 }
 
 void
@@ -71,24 +74,14 @@ kg__hang_timers(kg_sup_t *S, int64_t now)
   bool want = S->state == KG_ST_READY && kg_kernel_alive(S->kernel)
               && kg_pending_running(S->pending) != NULL;
   if (!want) {
-    if (S->hb)
-      kg_kernel_hb_arm(S->hb, false, now);
+    kg_hangwatch_idle(S->hang, now);
     return;
   }
-  kg_kernel_hb_t *hb = s_pinger(S);
-  if (!hb)
+  if (!s_watch(S) || !kg_hangwatch_tick(S->hang, now))
     return;
-  kg_kernel_hb_arm(hb, true, now);
-  if (kg_kernel_hb_tick(hb, now) != KG_KHB_HUNG)
-    return;
-  char st = kg_kernel_hb_proc_state(kg_kernel_pid(S->kernel));
-  char why[256];
-  snprintf(why, sizeof why, "it stopped answering its heartbeat for %.3g s%s",
-           (double) (S->hb_cfg.period_ms * S->hb_cfg.max_missed) / 1000.0,
-           st == 'T' ? " (the process is stopped: SIGSTOP)" : "");
-  kg__set_str(&S->hang_reason, why);
+  const char *why = kg_hangwatch_reason(S->hang);
   kg_warning("kernel #%d (pid %ld) hangs: %s; stopping it", S->kernel_starts,
-             (long) kg_kernel_pid(S->kernel), why);
+             (long) kg_kernel_pid(S->kernel), why ? why : "no heartbeat");
   kg_kernel_signal(S->kernel, SIGCONT);   /* a stopped process takes SIGTERM only then */
   S->stop_reason = KG__STOP_HUNG;
   kg_gate_fault(S->gate, KG_GATE_FAULT_DIED, now);
@@ -98,5 +91,5 @@ kg__hang_timers(kg_sup_t *S, int64_t now)
 int64_t
 kg__hang_deadline(const kg_sup_t *S)
 {
-  return S->hb ? kg_kernel_hb_deadline(S->hb) : 0;
+  return S->hang ? kg_hangwatch_deadline(S->hang) : 0;
 }

@@ -6,8 +6,12 @@
     the kernel's environment; kg_sup_kernel.c: starting the kernel object).
     The inner kernel itself is an object (kg_kernel.h) held here, as are
     the state of single concerns (issue 9): the device probe's (kg_devcheck.h,
-    driven by kg_check.c), the restore's result (kg_restore.h, kg_helpers.c)
-    and the failing request (kg_failing.h, kg_guard.c). Not a
+    driven by kg_check.c), the restore's result (kg_restore.h, kg_helpers.c),
+    the failing request (kg_failing.h, kg_guard.c), the relay's counts
+    (kg_relay_stats.h), the heartbeat watch (kg_hangwatch.h, kg_sup_hang.c),
+    the warm standby's slot (kg_standby_slot.h, kg_standby.c), how kguard
+    ends (kg_shutdown.h), the current incident (kg_incident_slot.h) and what
+    the user is still to be told (kg_notice_due.h). Not a
     public header: names shared across those files carry the kg__ prefix.
     They call each other one way only (docs/ARCHITECTURE.md, checked by
     scripts/check-arrows.py).
@@ -30,21 +34,24 @@
 #include "kg_front.h"
 #include "kg_gate.h"
 #include "kg_helper.h"
-#include "kg_incident.h"
-#include "kg_kernel_hb.h"
+#include "kg_incident_slot.h"
+#include "kg_hangwatch.h"
 #include "kg_inband_doctor.h"
 #include "kg_preflight.h"
 #include "kg_kernel.h"
 #include "kg_msg.h"
 #include "kg_notice.h"
+#include "kg_notice_due.h"
 #include "kg_pending.h"
 #include "kg_restore.h"
-#include "kg_ratelog.h"
+#include "kg_relay_stats.h"
 #include "kg_policy.h"
 #include "kg_ring.h"
 #include "kg_parentwatch.h"
+#include "kg_shutdown.h"
 #include "kg_sigsrc.h"
 #include "kg_signer.h"
+#include "kg_standby_slot.h"
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
@@ -56,6 +63,7 @@
 #define KG__SHUTDOWN_REPLY_MS 1000
 #define KG__DROPLOG_BURST 5        /* dropped messages logged in full ...   */
 #define KG__DROPLOG_INTERVAL_MS 10000 /* ... per kind per interval          */
+#define KG__STANDBY_MAX_FAILURES 3 /* standbys dead before promotion: then cold starts */
 #define KG__HELPER_STALL_MS 30000 /* a helper silent this long is killed */
 #define KG__RESTORE_NOTICE_MS 2000 /* a restore this long gets a progress notice */
 #define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
@@ -105,12 +113,11 @@ struct kg_supervisor_t {
   kg_conninfo_t *front_info;
   kg_front_t *front;            /*  the frontend's bound sockets, heartbeat
                                     thread and signer (kg_front.h)           */
-  kg_kernel_t *standby;         /*  the warm standby (--standby), or NULL:
-                                    started after READY, promoted to `kernel`
-                                    at the next start (kg_standby.c)          */
-  int64_t standby_started_ms;   /*  when it was started (monotonic)          */
-  int standby_failures;         /*  standbys that died before promotion      */
-  bool standby_warm;            /*  it has answered kernel_info (kg_ready)    */
+  kg_standby_slot_t *standby;   /*  the warm standby (--standby), or NULL:
+                                    its kernel object, started after READY,
+                                    swapped with `kernel` at the next start;
+                                    its age, warmth, failures
+                                    (kg_standby_slot.h; kg_standby.c)         */
   kg_kernel_t *kernel;          /*  the inner kernel: process, pipes, rings,
                                     connection file, sockets (kg_kernel.h)   */
 
@@ -134,18 +141,16 @@ struct kg_supervisor_t {
   int64_t backoff_ms;           /*  delay chosen by the policy               */
 
   /* EXITING .. EXITED (the exit phases are states: kg_state.h) */
-  char *shutdown_msg_id;        /*  the frontend's shutdown_request          */
-  bool shutdown_restart;        /*  its content.restart                      */
-  bool running;
-  int exit_code;
+  kg_shutdown_t *shutdown;      /*  running, the exit code, the frontend's
+                                    shutdown_request (kg_shutdown.h)         */
 
   /* diagnosis (phase 2) */
   kg_classifier_t *rules;
   kg_diagnosis_t *diag;         /*  the running kernel's evidence            */
   kg_diagnosis_t *prev_diag;    /*  the previous kernel's, for its notices   */
   kg_policy_t *policy;
-  kg_incident_t *incident;      /*  the current incident, if any             */
-  char *incident_path;
+  kg_incident_slot_t *incidents;/*  the current incident and where it was
+                                    written (kg_incident_slot.h)             */
   kg_failing_t *failing;        /*  the failing request: id, code, header,
                                     replied yet (kg_failing.h; kg_guard.c
                                     sets it)                                 */
@@ -161,26 +166,23 @@ struct kg_supervisor_t {
   bool want_diagnostic;         /*  the requested restart is diagnostic      */
   kg_restore_t *restore;        /*  what resume-prepare said, what the next
                                     kernel gets (kg_restore.h)               */
-  cJSON *after_ready_notice;    /*  {"kind":..., "parent": header} or NULL   */
-  char *down_reason;
+  kg_notice_due_t *due;         /*  the notice due at the next READY, why
+                                    kguard is DOWN (kg_notice_due.h)         */
   kg_helper_t *ckpt;            /*  `kguard ckpt resume-prepare`             */
   kg_helper_t *probe;           /*  `python -m kguard.probe` (versions)      */
   char **kernel_envp;           /*  environment of the running kernel        */
   int kernel_starts;            /*  kernels started or promoted, this kguard */
-  kg_kernel_hb_t *hb;           /*  pings the kernel while a cell runs (kg_sup_hang.c) */
-  pid_t hb_pid;                 /*  the kernel process hb pings              */
-  kg_kernel_hb_config_t hb_cfg; /*  its period and misses                    */
-  char *hang_reason;            /*  why the kernel was declared hung, or NULL */
+  kg_hangwatch_t *hang;         /*  pings the kernel while a cell runs, and
+                                    why it was declared hung (kg_hangwatch.h;
+                                    kg_sup_hang.c drives it)                 */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
   bool preflight_after_sticky;  /*  this start follows a sticky error        */
   long prev_kernel_pid;         /*  the stopped kernel's pid, for the memory note */
-  kg_inband_doctor_t *doctor;   /*  `%kguard doctor` (kg_sup_gpu.c)          */
-  char *doctor_msg_id;          /*  its request, answered when it ends       */
+  kg_inband_doctor_t *doctor;   /*  `%kguard doctor` and the cell it answers
+                                    (kg_inband_doctor.h; kg_sup_gpu.c)       */
 
-  /* counters */
-  unsigned long n_forged, n_malformed, n_oversized, n_unrouted, n_relayed;
-  kg_ratelog_t *droplog;   /* dropped messages: the first few in full, then a
-                              summary per KG__DROPLOG_INTERVAL_MS */
+  kg_relay_stats_t *stats;      /*  relayed and dropped counts, the drop log
+                                    (kg_relay_stats.h)                       */
 };
 
 typedef struct kg_supervisor_t kg_sup_t;
@@ -208,7 +210,7 @@ bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in th
 void kg__doom_queue(kg_sup_t *S);
 
 /* kg_sup_kernel.c: the entry action of STARTING; 0, or a negative code with
-   S->down_reason set (the caller fires SPAWN_FAILED) */
+   the down reason set in S->due (the caller fires SPAWN_FAILED) */
 int kg__kernel_start(kg_sup_t *S);
 
 /* kg_supervisor.c */

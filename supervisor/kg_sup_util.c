@@ -61,7 +61,7 @@ kg__doom_queue(kg_sup_t *S)
   for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
     if (e->forwarded || e->doomed
-        || (S->shutdown_msg_id && strcmp(e->msg_id, S->shutdown_msg_id) == 0))
+        || kg_shutdown_is_request(S->shutdown, e->msg_id))
       continue;
     e->doomed = true;
     doomed++;

@@ -164,9 +164,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     }
     goto fail;
   }
-  S->droplog = kg_ratelog_new(KG_DROP_COUNT, kg_msg_drop_names, KG__DROPLOG_BURST,
-                              KG__DROPLOG_INTERVAL_MS);
-  if (!S->droplog)
+  S->stats = kg_relay_stats_new(KG__DROPLOG_BURST, KG__DROPLOG_INTERVAL_MS);
+  if (!S->stats)
     goto fail;
 
   /* Diagnosis: the rules are data; bad rules are a configuration error. */
@@ -196,9 +195,12 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
-  if (!S->diag || !S->prev_diag || !S->policy || !S->pending
-      || !S->gate || !S->devcheck || !S->restore || !S->failing || !S->evq
-      || !S->ckpt || !S->probe || kg__gpu_init(S) != 0 || kg__hang_init(S) != 0)
+  S->shutdown = kg_shutdown_new();
+  S->incidents = kg_incident_slot_new();
+  S->due = kg_notice_due_new();
+  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->shutdown || !S->incidents
+      || !S->due || !S->gate || !S->devcheck || !S->restore || !S->failing || !S->evq
+      || !S->ckpt || !S->probe || kg__gpu_init(S) != 0)
     goto fail;
   kg_evq_bind(S->evq, s_apply_cb, S);   /* kg__fire, from any file, applies here */
 
@@ -215,6 +217,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     kg_error("unable to create the zmq context: %s", zmq_strerror(errno));
     goto fail;
   }
+  if (kg__hang_init(S) != 0)   /* its pinger's sockets live in ctx */
+    goto fail;
   S->front = kg_front_bind(S->ctx, S->front_info, &rc);   /* logs what failed */
   if (!S->front)
     goto fail;
@@ -231,7 +235,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
              "%.4000s/standby.json", S->cfg->runtime_dir);
     kopts.conn_path = S->cfg->standby_conn_path;
     kopts.tag = "s";
-    if (!(S->standby = kg_kernel_new(&kopts)))
+    kg_kernel_t *standby = kg_kernel_new(&kopts);
+    if (!(S->standby = kg_standby_slot_new(&standby, KG__STANDBY_MAX_FAILURES)))
       goto fail;
   }
   char uuid[37];
@@ -239,7 +244,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   kg__set_str(&S->session, uuid);
   if (!S->session)
     goto fail;
-  S->running = true;
+  kg_shutdown_begin(S->shutdown);
   kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", s_rw(S)->name, s_rw(S)->inner_argv[0],
             (long) getpid(), s_rw(S)->state_dir);
   *exit_code = 0;
@@ -257,19 +262,18 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
     return;
   kg_sup_t *S = *self_p;
   kg_kernel_destroy(&S->kernel);   /* its sockets close before the context */
-  kg_kernel_destroy(&S->standby);
+  kg_standby_slot_destroy(&S->standby);
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
   kg__gpu_destroy(S);
-  kg__hang_forget(S);
-  free(S->hang_reason);
+  kg_hangwatch_destroy(&S->hang);   /* before the context it has sockets in */
   kg_front_destroy(&S->front);
   if (S->ctx)
     zmq_ctx_term(S->ctx);
   if (S->cfg->runtime_dir[0])
     kg_paths_remove_tree(S->cfg->runtime_dir);
   kg_conninfo_destroy(&S->front_info);
-  kg_ratelog_destroy(&S->droplog);
+  kg_relay_stats_destroy(&S->stats);
   kg_pending_destroy(&S->pending);
   kg_gate_destroy(&S->gate);
   kg_evq_destroy(&S->evq);
@@ -277,12 +281,10 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_diagnosis_destroy(&S->prev_diag);
   kg_policy_destroy(&S->policy);
   kg_classifier_destroy(&S->rules);
-  kg_incident_destroy(&S->incident);
-  free(S->incident_path);
+  kg_incident_slot_destroy(&S->incidents);
   cJSON_Delete(S->info_cache);
-  cJSON_Delete(S->after_ready_notice);
-  free(S->down_reason);
-  free(S->shutdown_msg_id);
+  kg_notice_due_destroy(&S->due);
+  kg_shutdown_destroy(&S->shutdown);
   free(S->session);
   kg_devcheck_destroy(&S->devcheck);
   kg_restore_destroy(&S->restore);
@@ -328,13 +330,13 @@ s_enter_exit(kg_sup_t *S, kg_state_t st)
     break;
   case KG_ST_EXIT_WAIT: {
     /* The kernel did not answer in time: answer for it. */
-    kg_pending_entry_t *e = kg_pending_find(S->pending, S->shutdown_msg_id);
+    kg_pending_entry_t *e = kg_pending_find(S->pending, kg_shutdown_id(S->shutdown));
     if (e) {
       cJSON *content = cJSON_CreateObject();
       cJSON_AddStringToObject(content, "status", "ok");
-      cJSON_AddBoolToObject(content, "restart", S->shutdown_restart);
+      cJSON_AddBoolToObject(content, "restart", kg_shutdown_restart(S->shutdown));
       kg__reply(S, e, "shutdown_reply", &content);
-      kg_pending_remove(S->pending, S->shutdown_msg_id);
+      kg_pending_remove(S->pending, kg_shutdown_id(S->shutdown));
     }
     S->state_deadline_ms = now + 300;
     break;

@@ -201,7 +201,8 @@ kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e)
     char banner[1024];
     snprintf(banner, sizeof banner, "kguard: the kernel is %s%s%s",
              S->state == KG_ST_DOWN ? "down" : "starting",
-             S->down_reason ? ": " : "", S->down_reason ? S->down_reason : "");
+             kg_notice_due_down_reason(S->due) ? ": " : "",
+             kg_notice_due_down_reason(S->due) ? kg_notice_due_down_reason(S->due) : "");
     cJSON_AddStringToObject(content, "banner", banner);
     cJSON_AddItemToObject(content, "help_links", cJSON_CreateArray());
   }
@@ -218,7 +219,7 @@ kg__answer_all(kg_sup_t *S, bool doomed_only, const char *ename, const char *eva
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
     bool skip = (doomed_only && !e->doomed) || (!doomed_only && !e->forwarded && !e->doomed)
-                || (S->shutdown_msg_id && strcmp(e->msg_id, S->shutdown_msg_id) == 0);
+                || kg_shutdown_is_request(S->shutdown, e->msg_id);
     if (skip) {
       i++;
       continue;

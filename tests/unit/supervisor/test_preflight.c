@@ -436,6 +436,32 @@ KG_TEST(inband_doctor_match_table)
     KG_CHECK_INT(kg_inband_doctor_match(t[i].line), t[i].want);
 }
 
+/*  The cell the doctor answers: an id of any length, kept across a start
+    (also one that fails at once), handed over once. */
+KG_TEST(inband_doctor_request_id)
+{
+  kg_inband_doctor_t *d = kg_inband_doctor_new(0);
+  KG_CHECK(d != NULL);
+  KG_CHECK(kg_inband_doctor_take_request(d) == NULL);
+  char *long_id = malloc(20001);
+  KG_CHECK(long_id != NULL);
+  memset(long_id, 'q', 20000);
+  long_id[20000] = '\0';
+  KG_CHECK_INT(kg_inband_doctor_set_request(d, "first"), 0);
+  KG_CHECK_INT(kg_inband_doctor_set_request(d, long_id), 0);   /* replaces it */
+  KG_CHECK(kg_inband_doctor_start(d, "/nonexistent/kguard", NULL, NULL, 0) < 0);
+  KG_CHECK(kg_inband_doctor_done(d));
+  char *id = kg_inband_doctor_take_request(d);
+  KG_CHECK_STR(id, long_id);
+  KG_CHECK(id != long_id);
+  free(id);
+  KG_CHECK(kg_inband_doctor_take_request(d) == NULL);   /* handed over once */
+  KG_CHECK_INT(kg_inband_doctor_set_request(d, "kept"), 0);
+  kg_inband_doctor_destroy(&d);   /* frees the id it still holds */
+  KG_CHECK(d == NULL);
+  free(long_id);
+}
+
 KG_TEST(inband_doctor_argv)
 {
   char **a = kg_inband_doctor_argv("/k", "/usr/bin/python3");
@@ -580,5 +606,6 @@ KG_TEST_MAIN(KG_CASE(preflight_config_table), KG_CASE(preflight_wanted_table),
              KG_CASE(preflight_child_backstop_kills_a_deaf_probe),
              KG_CASE(preflight_child_cancel_and_failed_start), KG_CASE(preflight_argv),
              KG_CASE(preflight_real_doctor_emulated), KG_CASE(inband_doctor_match_table),
-             KG_CASE(inband_doctor_argv), KG_CASE(inband_doctor_render_table),
+             KG_CASE(inband_doctor_request_id), KG_CASE(inband_doctor_argv),
+             KG_CASE(inband_doctor_render_table),
              KG_CASE(inband_doctor_backstop_and_cancel), KG_CASE(inband_doctor_real_doctor))
