@@ -113,15 +113,12 @@ s_regex_case(const char *regex_json, const char *regex_c, bool icase, const char
   kg_classifier_destroy(&c);
 }
 
-/*  Long texts are searched in several lanes at once: a literal is found
-    wherever it starts, across the lanes' seams (near each eighth of the
-    text, on every byte around it), at the very start and end, in any case;
-    a text without one gives "no". And plainness: literals a JSON encoder
-    leaves as they are. */
-KG_TEST(long_texts_find_every_literal_across_lanes)
+/*  Four literals planted on every byte around the lanes' seams (near each
+    eighth of texts from 4 KiB to 40 KiB), at the start and at the end, in
+    mixed case: each found; the unplanted text: no. */
+static void
+s_check_lanes(const char *const *lits)
 {
-  static const char *lits[] = {"CUDA error: device-side assert", "hipErrorAssert",
-                               "DistBackendError", "cudaErrorLaunchFailure"};
   kg_prefilter_t *pf = kg_prefilter_new(lits, 4);
   KG_CHECK(pf != NULL);
   if (!pf)
@@ -156,8 +153,24 @@ KG_TEST(long_texts_find_every_literal_across_lanes)
     free(text);
   }
   kg_prefilter_destroy(&pf);
+}
+
+/*  Long texts are searched in several lanes at once: a literal is found
+    wherever it starts, across the lanes' seams, at the very start and end,
+    in any case; a text without one gives "no". And plainness: literals a
+    JSON encoder leaves as they are. */
+KG_TEST(long_texts_find_every_literal_across_lanes)
+{
+  /* 3-byte q-grams (every literal 3 bytes or more: the shipped rules'
+     case), and 2-byte ones (a literal of 2 bytes) */
+  static const char *three[] = {"CUDA error: device-side assert", "hipErrorAssert",
+                                "DistBackendError", "cudaErrorLaunchFailure"};
+  static const char *two[] = {"Qz", "hipErrorAssert", "DistBackendError",
+                              "cudaErrorLaunchFailure"};
+  s_check_lanes(three);
+  s_check_lanes(two);
   static const char *quoted[] = {"say \"no\"", "tab\there"}, *slashed[] = {"C:\\path\\x"};
-  pf = kg_prefilter_new(quoted, 2);
+  kg_prefilter_t *pf = kg_prefilter_new(quoted, 2);
   KG_CHECK(pf && !kg_prefilter_plain(pf));
   kg_prefilter_destroy(&pf);
   pf = kg_prefilter_new(slashed, 1);
