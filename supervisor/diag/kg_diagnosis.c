@@ -293,6 +293,18 @@ s_flush_stream(void *arg, const char *parent, kg_linebuf_t *lb)
   kg_linebuf_flush(lb, s_on_line, self);
 }
 
+/*  Whole lines (text, len bytes; decoded, or the raw JSON of lines with
+    short escapes only when json) that hold neither a step marker nor
+    anything a rule may match: feeding them changes nothing. The marker is
+    plain text, so it stands in raw JSON as it is. */
+static bool
+s_lines_skippable(const kg_diagnosis_t *self, const char *text, size_t len, bool json)
+{
+  bool may_match = json ? kg_classifier_may_match_json(self->rules, text, len)
+                        : kg_classifier_may_match(self->rules, text, len);
+  return !may_match && !memmem(text, len, S_STEP_MARKER, strlen(S_STEP_MARKER));
+}
+
 kg_diag_event_t
 kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_name,
                   const char *parent_msg_id, const char *text, size_t len, int64_t now_ms)
@@ -322,8 +334,7 @@ kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_n
   const char *last = first ? memrchr(text, '\n', len) : NULL;
   if (last > first) {
     size_t a = (size_t) (first + 1 - text), b = (size_t) (last + 1 - text);
-    if (!kg_classifier_may_match(self->rules, text + a, b - a)
-        && !memmem(text + a, b - a, S_STEP_MARKER, strlen(S_STEP_MARKER))) {
+    if (s_lines_skippable(self, text + a, b - a, false)) {
       kg_linebuf_feed(lb, text, a, now_ms, s_on_line, self);
       kg_linebuf_feed(lb, text + b, len - b, now_ms, s_on_line, self);
       return self->cur_event;
@@ -336,9 +347,7 @@ kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_n
 bool
 kg_diagnosis_may_skip_json(const kg_diagnosis_t *self, const char *raw, size_t len)
 {
-  /* the marker is plain text: it stands in raw as it is */
-  return !kg_classifier_may_match_json(self->rules, raw, len)
-         && !memmem(raw, len, S_STEP_MARKER, strlen(S_STEP_MARKER));
+  return s_lines_skippable(self, raw, len, true);
 }
 
 /* ------------------------------------------------------------------------ */
