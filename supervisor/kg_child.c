@@ -313,3 +313,23 @@ kg_child_describe(int status, char *buf, size_t len)
   } else
     snprintf(buf, len, "wait status 0x%x", (unsigned) status);
 }
+
+char
+kg_child_proc_state(pid_t pid)
+{
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long) pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  /* "pid (comm) S ...": comm may hold anything, ')' included: the last ')' */
+  char *close_paren = strrchr(buf, ')');
+  if (!close_paren || close_paren[1] != ' ' || !close_paren[2])
+    return 0;
+  return close_paren[2];
+}

@@ -94,4 +94,10 @@ int kg_child_status(const kg_child_t *self);
 /*  Describe a wait status: "exit code 1" or "signal 9 (SIGKILL)". */
 void kg_child_describe(int status, char *buf, size_t len);
 
+/*  The state letter of pid in /proc/PID/stat ('R', 'S', 'T' stopped, 't'
+    traced, 'D' in the kernel, 'Z' zombie...), or 0 if unreadable. A killed
+    multi-threaded process shows 'Z' before waitpid can reap it (its other
+    threads are still going). */
+char kg_child_proc_state(pid_t pid);
+
 #endif

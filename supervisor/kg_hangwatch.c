@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kg_child.h"
 #include "kg_error.h"
 
 struct kg_hangwatch_t {
@@ -87,7 +88,7 @@ kg_hangwatch_tick(kg_hangwatch_t *self, int64_t now)
   kg_kernel_hb_arm(self->hb, true, now);
   if (kg_kernel_hb_tick(self->hb, now) != KG_KHB_HUNG)
     return false;
-  char *why = kg_hangwatch_describe(&self->cfg, kg_kernel_hb_proc_state(self->pid));
+  char *why = kg_hangwatch_describe(&self->cfg, kg_child_proc_state(self->pid));
   if (why) {   /* out of memory keeps the older reason (or none) */
     free(self->reason);
     self->reason = why;

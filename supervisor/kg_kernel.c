@@ -214,6 +214,12 @@ kg_kernel_alive(const kg_kernel_t *self)
   return self->child && !kg_child_exited(self->child);
 }
 
+bool
+kg_kernel_exiting(const kg_kernel_t *self)
+{
+  return kg_kernel_alive(self) && kg_child_proc_state(kg_child_pid(self->child)) == 'Z';
+}
+
 pid_t
 kg_kernel_pid(const kg_kernel_t *self)
 {

@@ -97,6 +97,11 @@ bool kg_kernel_present(const kg_kernel_t *self);
 /*  True if a process is held and not yet reaped. */
 bool kg_kernel_alive(const kg_kernel_t *self);
 
+/*  True if it is alive (not reaped) but already ending: killed, its main
+    thread a zombie while its other threads go, so waitpid cannot see it
+    yet (kg_child_proc_state 'Z'). Its SIGCHLD is still to come. */
+bool kg_kernel_exiting(const kg_kernel_t *self);
+
 /*  The process id, or -1 without a process. */
 pid_t kg_kernel_pid(const kg_kernel_t *self);
 

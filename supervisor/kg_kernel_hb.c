@@ -3,7 +3,6 @@
 #include "kg_kernel_hb.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,24 +233,4 @@ int64_t
 kg_kernel_hb_deadline(const kg_kernel_hb_t *self)
 {
   return self->armed ? self->deadline : 0;
-}
-
-char
-kg_kernel_hb_proc_state(pid_t pid)
-{
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%ld/stat", (long) pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  /* "pid (comm) S ...": comm may hold anything, ')' included: the last ')' */
-  char *close_paren = strrchr(buf, ')');
-  if (!close_paren || close_paren[1] != ' ' || !close_paren[2])
-    return 0;
-  return close_paren[2];
 }

@@ -101,9 +101,4 @@ uint64_t kg_kernel_hb_pings(const kg_kernel_hb_t *self);
 /*  When tick must run next (monotonic ms), or 0 when not armed. */
 int64_t kg_kernel_hb_deadline(const kg_kernel_hb_t *self);
 
-/*  The state letter of pid in /proc/PID/stat ('R', 'S', 'T' stopped, 't'
-    traced, 'D' in the kernel, 'Z'...), or 0 if unreadable: lets the notice
-    say "stopped (SIGSTOP)" rather than "not answering". */
-char kg_kernel_hb_proc_state(pid_t pid);
-
 #endif

@@ -40,7 +40,6 @@
 #include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_file.h"
-#include "kg_kernel_hb.h"
 #include "kg_log.h"
 
 /*  The standby's kernel object, or NULL (no --standby). */
@@ -124,11 +123,9 @@ kg__standby_promote(kg_sup_t *S)
   kg_kernel_t *standby = s_kernel(S);
   if (!standby || !kg_kernel_alive(standby) || S->diagnostic || kg_kernel_present(S->kernel))
     return false;
-  /* Killed but not reapable yet: a multi-threaded process's main thread is
-     a zombie ('Z') until its last thread has gone, and only then does
-     waitpid see it. Never promote a dying standby: start cold; its SIGCHLD
-     releases it later (kg__standby_reap). */
-  if (kg_kernel_hb_proc_state(kg_kernel_pid(standby)) == 'Z') {
+  /* Never promote a dying standby (killed, not reapable yet): start cold;
+     its SIGCHLD releases it later (kg__standby_reap). */
+  if (kg_kernel_exiting(standby)) {
     kg_info("the warm standby (pid %ld) is exiting: starting a fresh kernel",
             (long) kg_kernel_pid(standby));
     return false;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "kg_child.h"
 #include "kg_error.h"
 #include "kg_kernel_hb.h"
 #include "kg_test.h"
@@ -116,13 +117,13 @@ KG_TEST(kernel_hb_alive_then_stopped_then_resumed)
     KG_CHECK_INT(kg_kernel_hb_tick(hb, now), KG_KHB_ALIVE);
     KG_CHECK_INT(kg_kernel_hb_missed(hb), 0);
   }
-  KG_CHECK_INT(kg_kernel_hb_proc_state(peer) == 'T', 0);
+  KG_CHECK_INT(kg_child_proc_state(peer) == 'T', 0);
   /* stopped mid-request: misses 1, 2, then HUNG at the 3rd, reported once */
   KG_CHECK(s_beat(hb, now));   /* the ping before the stop was answered */
   KG_CHECK_INT(kill(peer, SIGSTOP), 0);
   int st;
   KG_CHECK(waitpid(peer, &st, WUNTRACED) == peer && WIFSTOPPED(st));
-  KG_CHECK_INT(kg_kernel_hb_proc_state(peer), 'T');
+  KG_CHECK_INT(kg_child_proc_state(peer), 'T');
   now += 1000;
   KG_CHECK_INT(kg_kernel_hb_tick(hb, now), KG_KHB_ALIVE);   /* answered before the stop */
   now += 1000;
@@ -250,7 +251,7 @@ KG_TEST(kernel_hb_no_peer_and_config)
   KG_CHECK(strstr(err, "KGUARD_KERNEL_HB_PERIOD") != NULL);
   unsetenv("KGUARD_KERNEL_HB_PERIOD");
   unsetenv("KGUARD_KERNEL_HB_MISSES");
-  KG_CHECK_INT(kg_kernel_hb_proc_state(getpid()), 'R');
+  KG_CHECK_INT(kg_child_proc_state(getpid()), 'R');
 }
 
 KG_TEST_MAIN(KG_CASE(kernel_hb_alive_then_stopped_then_resumed),
