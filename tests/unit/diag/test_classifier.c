@@ -8,18 +8,7 @@
 #include "kg_classifier.h"
 #include "kg_error.h"
 #include "kg_test.h"
-
-static kg_classifier_t *
-s_rules(void)
-{
-  kg_classifier_t *c = NULL;
-  char err[512] = "";
-  int rc = kg_classifier_load_file(KG_RULES_PATH, &c, err, sizeof err);
-  if (rc)
-    fprintf(stderr, "load: %s\n", err);
-  KG_CHECK_INT(rc, 0);
-  return c;
-}
+#include "kg_test_rules.h"
 
 static char *
 s_slurp(const char *path, size_t *len)
@@ -47,7 +36,7 @@ s_source(const char *name)
 
 KG_TEST(corpus)
 {
-  kg_classifier_t *c = s_rules();
+  kg_classifier_t *c = kg_test_rules();
   if (!c)
     return;
   FILE *m = fopen(KG_CORPUS_DIR "/manifest.txt", "r");
@@ -98,7 +87,7 @@ KG_TEST(corpus)
 
 KG_TEST(rocm_719_is_presented_as_likely_assert)
 {
-  kg_classifier_t *c = s_rules();
+  kg_classifier_t *c = kg_test_rules();
   if (!c)
     return;
   const char *t = "RuntimeError: HIP error: unspecified launch failure\n";
@@ -114,7 +103,7 @@ KG_TEST(rocm_719_is_presented_as_likely_assert)
 
 KG_TEST(sources_restrict_rules)
 {
-  kg_classifier_t *c = s_rules();
+  kg_classifier_t *c = kg_test_rules();
   if (!c)
     return;
   /* The ename rule for OOM applies to error contents only. */
@@ -145,7 +134,7 @@ KG_TEST(backend_detection)
 
 KG_TEST(hints_never_nvidia_on_rocm)
 {
-  kg_classifier_t *c = s_rules();
+  kg_classifier_t *c = kg_test_rules();
   if (!c)
     return;
   const char *ids[] = {"device-assert", "illegal-address", "launch-failure", "other-sticky",

@@ -11,6 +11,7 @@
 #include "kg_jsonscan.h"
 #include "kg_linebuf.h"
 #include "kg_test.h"
+#include "kg_test_rules.h"
 
 #define ASSERT_LINE(thread)                                                                  \
   "../aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: "      \
@@ -27,13 +28,8 @@ static kg_classifier_t *rules;
 static kg_diagnosis_t *
 s_new(void)
 {
-  if (!rules) {
-    char err[512];
-    if (kg_classifier_load_file(KG_RULES_PATH, &rules, err, sizeof err) != 0) {
-      fprintf(stderr, "%s\n", err);
-      exit(1);
-    }
-  }
+  if (!rules && !(rules = kg_test_rules()))
+    exit(1);
   return kg_diagnosis_new(rules);
 }
 

@@ -14,6 +14,7 @@
 #include "kg_notice.h"
 #include "kg_policy.h"
 #include "kg_test.h"
+#include "kg_test_rules.h"
 
 /* ---- policy ---- */
 
@@ -110,9 +111,7 @@ s_read_json(const char *path)
 
 KG_TEST(incident_write)
 {
-  kg_classifier_t *rules = NULL;
-  char err[256];
-  KG_CHECK_INT(kg_classifier_load_file(KG_RULES_PATH, &rules, err, sizeof err), 0);
+  kg_classifier_t *rules = kg_test_rules();
   kg_diagnosis_t *d = kg_diagnosis_new(rules);
   const char *line = "../aten/src/ATen/native/cuda/Loss.cu:250: k: block: [0,0,0], thread: "
                      "[3,0,0] Assertion `t >= 0 && t < n_classes` failed.\n";
@@ -207,9 +206,7 @@ s_data(cJSON *data, const char *mime)
 
 KG_TEST(notice_sticky_rocm_and_cuda)
 {
-  kg_classifier_t *rules = NULL;
-  char err[256];
-  KG_CHECK_INT(kg_classifier_load_file(KG_RULES_PATH, &rules, err, sizeof err), 0);
+  kg_classifier_t *rules = kg_test_rules();
   kg_notice_info_t info = {0};
   info.family = kg_classifier_family(rules, "launch-failure");
   info.rule_id = "hip-719";
@@ -277,9 +274,7 @@ KG_TEST(notice_sticky_rocm_and_cuda)
 
 KG_TEST(notice_advice_down_died_diagnostic)
 {
-  kg_classifier_t *rules = NULL;
-  char err[256];
-  KG_CHECK_INT(kg_classifier_load_file(KG_RULES_PATH, &rules, err, sizeof err), 0);
+  kg_classifier_t *rules = kg_test_rules();
   kg_notice_info_t info = {0};
   info.family = kg_classifier_family(rules, "out-of-memory");
   info.backend = KG_BACKEND_ROCM;

@@ -14,6 +14,7 @@
 #include "kg_prefilter_builder.h"
 #include "kg_regex_lit.h"
 #include "kg_test.h"
+#include "kg_test_rules.h"
 
 static bool
 s_naive(const char *const *lits, size_t n, const char *text, size_t len)
@@ -245,9 +246,7 @@ KG_TEST(regex_lit_runs_per_alternative)
 
 KG_TEST(shipped_rules_skip_plain_output)
 {
-  kg_classifier_t *c = NULL;
-  char err[256];
-  KG_CHECK_INT(kg_classifier_load_file(KG_RULES_PATH, &c, err, sizeof err), 0);
+  kg_classifier_t *c = kg_test_rules();
   if (!c)
     return;
   const char *plain = "epoch 3 loss 0.1234 acc 0.98\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n"
@@ -274,9 +273,7 @@ KG_TEST(shipped_rules_skip_plain_output)
     and a step marker inside one: both are seen. */
 KG_TEST(diagnosis_sees_signs_in_large_chunks)
 {
-  kg_classifier_t *c = NULL;
-  char err[256];
-  KG_CHECK_INT(kg_classifier_load_file(KG_RULES_PATH, &c, err, sizeof err), 0);
+  kg_classifier_t *c = kg_test_rules();
   if (!c)
     return;
   kg_diagnosis_t *d = kg_diagnosis_new(c);

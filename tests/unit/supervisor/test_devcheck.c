@@ -7,18 +7,7 @@
 #include "kg_devcheck.h"
 #include "kg_error.h"
 #include "kg_test.h"
-
-static kg_classifier_t *
-s_rules(void)
-{
-  kg_classifier_t *c = NULL;
-  char err[512] = "";
-  int rc = kg_classifier_load_file(KG_RULES_PATH, &c, err, sizeof err);
-  if (rc)
-    fprintf(stderr, "load: %s\n", err);
-  KG_CHECK_INT(rc, 0);
-  return c;
-}
+#include "kg_test_rules.h"
 
 /*  The probe reply's content -> verdict (and the sticky family matched):
     ok, a sticky CUDA/HIP error, a non-sticky GPU error, a plain Python
@@ -51,7 +40,7 @@ KG_TEST(devcheck_verdict_table)
       {"{\"status\":\"error\",\"ename\":null,\"evalue\":[\"CUDA error: device-side assert "
        "triggered\"]}", KG_DEVCHECK_NOT_GPU, NULL},
   };
-  kg_classifier_t *rules = s_rules();
+  kg_classifier_t *rules = kg_test_rules();
   for (size_t n = 0; n < sizeof rows / sizeof rows[0]; n++) {
     cJSON *content = rows[n].content ? cJSON_Parse(rows[n].content) : NULL;
     KG_CHECK(!rows[n].content || content);
