@@ -2,7 +2,7 @@
 loads after a SIGKILL at a random moment, including during seals and during
 the restore itself, and after a sticky fault the job wrote past.
 
-    /usr/bin/python3 bench/resilience/bad_resumes.py [--trials 1000] [--seed S]
+    /usr/bin/python3 bench/resilience/bad_resumes.py [--trials 1000] [--random-state N]
         [--ballast-kb 256] [--kguard build/dev/kguard] [--jsonl out.jsonl]
     (--short: 12 trials, what ctest -L bench runs; exit 77 = skipped, no torch)
 
@@ -395,7 +395,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kguard", default=str(ROOT / "build" / "dev" / "kguard"))
     ap.add_argument("--trials", type=int, default=1000)
-    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--random-state", dest="seed", metavar="N", type=int, default=None,
+                    help="initialise the random generator with this integer, for a repeatable run")
     ap.add_argument("--ballast-kb", type=int, default=256)
     ap.add_argument("--window", type=float, default=1.5,
                     help="unaimed kills fall uniformly in this many seconds after start")

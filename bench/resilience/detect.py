@@ -171,7 +171,8 @@ def main():
     ap.add_argument("--step-ms", type=float, default=None,
                     help="default 50 (detect), 20 (soak)")
     ap.add_argument("--on-fault", choices=["hang", "die"], default="hang")
-    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--random-state", dest="seed", metavar="N", type=int, default=None,
+                    help="initialise the random generator with this integer, for a repeatable run")
     ap.add_argument("--short", action="store_true", help="3 trials / 60 steps (ctest)")
     ARGS = ap.parse_args()
     if ARGS.step_ms is None:

@@ -339,7 +339,8 @@ def main():
                          "fault has the same text, which kguard's same-failure rule stops)")
     ap.add_argument("--window", type=float, default=8.0,
                     help="badresume: the kill falls uniformly in this many seconds after start")
-    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--random-state", dest="seed", metavar="N", type=int, default=None,
+                    help="initialise the random generator with this integer, for a repeatable run")
     ap.add_argument("--short", action="store_true", help="one small trial (the ctest version)")
     ap.add_argument("-v", "--verbose", action="store_true")
     ARGS = ap.parse_args()
