@@ -27,7 +27,7 @@
 #include "kg_ckpt_set.h"
 #include "kg_ckpt_util.h"
 #include "kg_ckpt_verify.h"
-#include "kg_cli.h"
+#include "kg_ckpt_cli.h"
 #include "kg_error.h"
 #include "kg_keys.h"
 #include "kg_log.h"

@@ -13,7 +13,7 @@
 #include "kg_ckpt_cli_maint.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_set.h"
-#include "kg_cli.h"
+#include "kg_exit.h"
 #include "kg_error.h"
 #include "kg_keys.h"
 

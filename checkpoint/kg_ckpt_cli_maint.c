@@ -15,7 +15,7 @@
 #include "kg_ckpt_retain.h"
 #include "kg_ckpt_util.h"
 #include "kg_ckpt_verify.h"
-#include "kg_cli.h"
+#include "kg_exit.h"
 #include "kg_error.h"
 #include "kg_keys.h"
 

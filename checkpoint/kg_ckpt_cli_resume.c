@@ -14,7 +14,7 @@
 #include "kg_ckpt_inflight.h"
 #include "kg_ckpt_resume.h"
 #include "kg_ckpt_verify.h"
-#include "kg_cli.h"
+#include "kg_exit.h"
 #include "kg_error.h"
 #include "kg_keys.h"
 

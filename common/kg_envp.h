@@ -1,6 +1,6 @@
 /*  kg_envp: building a child process's environment, a heap-owned
     NULL-terminated array of "NAME=value" strings (what execve takes).
-    Shared by the kernel's environment (supervisor/kg_kenv.c) and the
+    Shared by the kernel's environment (supervisor/kernel/kg_sup_kenv.c) and the
     command's environment of `kguard exec` (supervisor/exec/kg_exec_env.c).
     The caller owns the array and every string in it, and frees them. */
 #ifndef KG_ENVP_H

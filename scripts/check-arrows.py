@@ -34,8 +34,12 @@ LONG_FILE_EXCEPTIONS = {}   # none since ipc/kg_msg.c was split (kg_msg_wire.c)
 # Object-file folders (relative to BUILD_DIR) whose files form the graph,
 # and the source folder (relative to SOURCE_DIR) each was compiled from.
 OBJECT_DIRS = [
-    ("supervisor/CMakeFiles/kg_supervisor.dir", "supervisor"),
     ("supervisor/CMakeFiles/kguard.dir", "supervisor"),
+    ("supervisor/cli/CMakeFiles/kg_cli.dir", "supervisor/cli"),
+    ("supervisor/kernel/CMakeFiles/kg_supervisor.dir", "supervisor/kernel"),
+    ("supervisor/gpu/CMakeFiles/kg_gpu.dir", "supervisor/gpu"),
+    ("supervisor/proc/CMakeFiles/kg_proc.dir", "supervisor/proc"),
+    ("supervisor/pure/CMakeFiles/kg_pure.dir", "supervisor/pure"),
     ("supervisor/diag/CMakeFiles/kg_diag.dir", "supervisor/diag"),
     ("supervisor/run/CMakeFiles/kg_run.dir", "supervisor/run"),
 ]

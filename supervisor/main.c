@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "kg_cli.h"
+#include "kg_exec.h"
+#include "kg_run.h"
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_paths.h"

@@ -8,7 +8,7 @@
     scripts and the supervisor keep calling `kguard ckpt ...`. */
 #include <string.h>
 
-#include "kg_cli.h"
+#include "kg_ckpt_cli.h"
 #include "kg_log.h"
 
 int

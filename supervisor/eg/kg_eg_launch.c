@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kg_cli.h"
+#include "kg_exit.h"
 #include "kg_clock.h"
 #include "kg_conninfo.h"
 #include "kg_eg_args.h"

@@ -7,7 +7,7 @@
     kernel. */
 #include <string.h>
 
-#include "kg_cli.h"
+#include "kg_exit.h"
 #include "kg_eg_launch.h"
 #include "kg_error.h"
 #include "kg_log.h"

@@ -16,7 +16,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "kg_cli.h"
+#include "kg_exit.h"
 #include "kg_clock.h"
 #include "kg_coord_ckpt.h"
 #include "kg_coord_keys.h"

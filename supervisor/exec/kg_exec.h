@@ -52,4 +52,9 @@ void kg_exec_config_default(kg_exec_config_t *config);
     documented in kg_exec_rule.h (and 127 when COMMAND cannot be started). */
 int kg_exec_run(const kg_exec_config_t *config);
 
+/*  `kguard exec [options] -- COMMAND [ARGS...]`: parse the arguments, run
+    the command under supervision, return the process exit code (kg_exit.h;
+    its --help lists the others). */
+int kg_exec_main(int argc, char **argv);
+
 #endif

@@ -11,7 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kg_cli.h"
+#include "kg_exec.h"
+#include "kg_exit.h"
 #include "kg_clock.h"
 #include "kg_coord.h"
 #include "kg_error.h"

@@ -19,7 +19,7 @@
 #include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_log.h"
-#include "kg_cli.h"
+#include "kg_exit.h"
 #include "kg_paths.h"
 
 #define S_HELPER_OUT_MAX (1 << 20)

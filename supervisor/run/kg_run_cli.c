@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kg_cli.h"
+#include "kg_run.h"
 #include "kg_error.h"
 #include "kg_file.h"
 #include "kg_log.h"

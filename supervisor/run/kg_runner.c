@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 
 #include "kg_clock.h"
-#include "kg_cli.h"
+#include "kg_exit.h"
 #include "kg_error.h"
 #include "kg_outputs.h"
 #include "kg_run_record.h"

@@ -1,7 +1,7 @@
-/*  Fuzz the gate (supervisor/kg_gate): random sequences of frontend
+/*  Fuzz the gate (supervisor/pure/kg_gate): random sequences of frontend
     messages and supervisor events, decoded from the input, drive a small
-    model of the supervisor's use of the gate (kg_relay.c: dispatch, hold,
-    flush, doom; kg_guard.c / kg_supervisor.c: faults, notice; kg_inband.c:
+    model of the supervisor's use of the gate (kg_sup_relay.c: dispatch, hold,
+    flush, doom; kg_sup_guard.c / kg_supervisor.c: faults, notice; kg_sup_inband.c:
     `%kguard restart`). Each decision is checked against the gate's
     invariants (kg_gate.h):
 
@@ -151,7 +151,7 @@ s_doom(s_model_t *m)
   kg_gate_abort_clear(m->gate);
 }
 
-/*  A `%kguard` cell handled by kguard (kg_inband.c). */
+/*  A `%kguard` cell handled by kguard (kg_sup_inband.c). */
 static void
 s_inband(s_model_t *m, int i)
 {
@@ -170,7 +170,7 @@ s_inband(s_model_t *m, int i)
     s_doom(m);   /* out of band: what was queued behind the running cell goes */
 }
 
-/*  It is request i's turn (kg_relay.c s_deliver). */
+/*  It is request i's turn (kg_sup_relay.c s_deliver). */
 static void
 s_deliver(s_model_t *m, int i)
 {

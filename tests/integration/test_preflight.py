@@ -7,8 +7,8 @@ the supervisor with the kernel's environment) report a failing or hung
 device; the kernel's own emulation skips those words. No GPU is used.
 
 The supervisor hooks these tests exercise are wired by the lead (see
-docs/GPU-HOOKS.md §1-2 and supervisor/kg_preflight.h,
-supervisor/kg_inband_doctor.h); until then the tests that need them fail.
+docs/GPU-HOOKS.md §1-2 and supervisor/gpu/kg_preflight.h,
+supervisor/gpu/kg_inband_doctor.h); until then the tests that need them fail.
 """
 import json
 import subprocess

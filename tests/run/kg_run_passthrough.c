@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kg_cli.h"
+#include "kg_run.h"
 #include "kg_log.h"
 
 static int

@@ -1,0 +1,16 @@
+/*  kg_ckpt_cli: the entry points of the checkpoint commands, run in
+    kguard-ckpt (supervisor/main_ckpt.c), which `kguard ckpt ...` and
+    `kguard keygen` exec. Each returns the process exit code (kg_exit.h).
+*/
+#ifndef KG_CKPT_CLI_H
+#define KG_CKPT_CLI_H
+
+#include "kg_exit.h"
+
+/*  kguard ckpt SUBCOMMAND ... */
+int kg_ckpt_cli_main(int argc, char **argv);
+
+/*  kguard keygen [--force] */
+int kg_ckpt_keygen_main(int argc, char **argv);
+
+#endif

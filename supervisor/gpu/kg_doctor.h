@@ -1,0 +1,39 @@
+/*  kg_doctor: the judgement and the rendering of `kguard doctor`. Pure: the
+    CLI (supervisor/cli/kg_cli_doctor.c) gathers the facts into one JSON report,
+    kg_doctor_assess adds what they mean, kg_doctor_render prints it.
+
+    Facts (filled by the CLI):
+      "kernel":  {"name", "source", "interpreter", "guarded"}
+      "probe":   python/kguard/probe.py's object (torch, cuda, hip, backend,
+                 arch_list, devices ...), or {"error": "..."}
+      "drivers": {"cuda": BACKEND, "hip": BACKEND} (kg_gpudrv.h), or
+                 {"error": "..."}
+      "env":     [{"name", "value", "kind", "what", "level", "note"}]
+      "diagnostic_run": bool
+      "kernelspecs": (kg_doctor_facts.h), "kernel_dirs": [...]
+    Added by kg_doctor_assess:
+      "stack":    {"decision": "cuda"|"rocm"|"cpu"|"unknown", "why"}
+      "devices":  [{"backend", "index", "name", "capability" | "gcn_arch",
+                    "total_bytes", "free_bytes", "arch": {"verdict", "entry"}}]
+      "problems": [...] (things that will fail), "warnings": [...]
+      "summary":  one line
+*/
+#ifndef KG_DOCTOR_H
+#define KG_DOCTOR_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
+/*  Judge the facts in report (modified in place). */
+void kg_doctor_assess(cJSON *report);
+
+typedef enum { KG_DOCTOR_TEXT, KG_DOCTOR_MARKDOWN } kg_doctor_format_t;
+
+/*  The report as text or Markdown (malloc'd), NULL on OOM. */
+char *kg_doctor_render(const cJSON *report, kg_doctor_format_t format);
+
+/*  "12.4" → 12004 style comparison value (major * 1000 + minor); -1 when
+    not a version. */
+int kg_doctor_version_value(const char *v);
+
+#endif

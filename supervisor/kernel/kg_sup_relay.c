@@ -1,0 +1,410 @@
+/*  kg_relay: what the frontend sends, on its way to the inner kernel, and
+    kguard's shell queue (the kernel's side: kg_sup_relay_kernel.c, which calls
+    into this file and never the other way). Where each message goes is
+    decided by kg_gate (pure).
+
+    Requests from the frontend are verified with the frontend's key (forged,
+    unsigned, replayed or malformed ones are dropped, counted and logged, never
+    relayed), remembered by msg_id with their routing identities, and forwarded
+    on the matching kernel socket re-signed with the kernel's key. Replies are
+    routed back by parent msg_id. Only headers are parsed on the fast path;
+    contents only where kguard needs them (errors, streams, kernel_info).
+    While the gate is closed, requests are held and answered or delivered
+    later (kg_sup_guard.c, kg_sup_synth.c).
+
+    The kernel has at most ONE execute_request at a time: shell messages are
+    forwarded in arrival order until an execute_request is in flight; the
+    ones after it wait in kguard's shell queue (whatever their type, so the
+    order is kept exactly) until its reply has arrived and what the kernel
+    said before it has been judged. A cell waiting its turn therefore never
+    reaches a kernel that a sticky error poisoned, and kguard implements
+    ipykernel's stop_on_error itself (s_abort_queue). `%kguard` cells keep
+    their place in that order; control messages never wait behind it.
+*/
+#include "kg_sup_priv.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "kg_clock.h"
+#include "kg_error.h"
+#include "kg_log.h"
+
+#define S_BATCH 256   /* messages taken from one socket per wake-up */
+
+static bool
+s_ends_with(const char *s, const char *suffix)
+{
+  size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/*  Receive one message; 1 if one was taken, 0 if none, -1 on a socket
+    error. Oversized messages are counted and skipped. */
+int
+kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_msg_t **msg_p)
+{
+  for (;;) {
+    int rc = kg_msg_recv(socket, ZMQ_DONTWAIT, msg_p);
+    if (rc == 0)
+      return 1;
+    if (rc == -EAGAIN || rc == -EINTR)
+      return 0;
+    if (rc == KG_ETOOBIG) {
+      if (kg_relay_stats_oversized(S->stats, kg_clock_mono_ms()) == KG_RATELOG_FULL)
+        kg_warning("dropped an oversized message on the %s %s channel", side,
+                   kg_channel_name(ch));
+      continue;
+    }
+    if (rc != -ETERM)
+      kg_error("unable to receive on the %s %s channel: %s", side, kg_channel_name(ch),
+               kg_strerror(rc));
+    return -1;
+  }
+}
+
+/*  Parse and check a received message (its signature with signer); on
+    failure count, log, return false. The kernel shares the frontend's key,
+    so what passes goes on with the signature it came with (kg_msg_send). */
+bool
+kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side,
+                 kg_channel_t ch)
+{
+  int rc = kg_msg_parse(msg, signer);
+  if (rc == 0)
+    rc = kg_msg_check_header(msg);
+  if (rc == 0)
+    return true;
+  /* Anyone who reaches the ports can send these: the log gets the first
+     few of each kind, then a summary per interval (kg__relay_timers). */
+  if (kg_relay_stats_rejected(S->stats, rc, kg_clock_mono_ms()) == KG_RATELOG_FULL)
+    kg_warning("dropped a message on the %s %s channel: %s (%lu forged, %lu malformed so far)",
+               side, kg_channel_name(ch), kg_strerror(rc),
+               kg_relay_stats_count(S->stats, KG_RELAY_FORGED),
+               kg_relay_stats_count(S->stats, KG_RELAY_MALFORMED));
+  return false;
+}
+
+/*  ipykernel batches output into messages of several MB. glibc keeps
+    freed blocks that size in the heap (its mmap threshold grows to the
+    largest block freed), so without a trim kguard would stay at its peak
+    for the rest of the session. Trimming once the burst is over keeps the
+    burst itself fast (blocks are reused) and the idle process small. */
+void
+kg__relay_note_size(kg_sup_t *S, const kg_msg_t *msg)
+{
+  if (kg_msg_size(msg) >= KG__TRIM_MIN)
+    S->trim_at_ms = kg_clock_mono_ms() + KG__TRIM_DELAY_MS;
+}
+
+static void
+s_forward(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
+{
+  if (kg_msg_set_idents(msg, NULL, 0) != 0)
+    return;
+  int rc = kg_msg_send(msg, kg_kernel_socket(S->kernel, ch), kg_kernel_signer(S->kernel), 0);
+  if (rc) {
+    kg_error("unable to forward %s to the kernel: %s", kg_msg_type(msg), kg_strerror(rc));
+    return;
+  }
+  if (e)
+    e->forwarded = true;
+  kg_relay_stats_relayed(S->stats);
+}
+
+/*  The request's entry, for a message taken from kguard's queue: NULL for a
+    non-request (comm_msg...), and *answered true when it is a request that
+    kguard has answered meanwhile (doomed, aborted, expired): drop it. */
+static kg_pending_entry_t *
+s_queued_entry(kg_sup_t *S, kg_msg_t *msg, bool *answered)
+{
+  *answered = false;
+  if (!s_ends_with(kg_msg_type(msg), "_request"))
+    return NULL;
+  kg_pending_entry_t *e = kg_pending_find(S->pending, kg_msg_id(msg));
+  *answered = !e || e->doomed || e->forwarded;
+  return e;
+}
+
+/*  It is msg's turn: forward it, or for a `%kguard` cell handle it, or
+    while DOWN answer it. */
+static void
+s_deliver(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
+{
+  if (strcmp(kg_msg_type(msg), "execute_request") == 0 && kg__inband_match(msg)) {
+    kg__guard_inband(S, msg, ch);
+    return;
+  }
+  if (S->state == KG_ST_DOWN) {
+    if (e && strcmp(e->msg_type, "kernel_info_request") == 0)
+      kg__answer_kernel_info(S, e);
+    else if (e)
+      kg__answer_error(S, e, "KernelDown", kg_notice_due_down_reason(S->due)
+                                           ? kg_notice_due_down_reason(S->due)
+                                           : "the kernel is down");
+    return;
+  }
+  s_forward(S, ch, msg, e);
+}
+
+/*  One execute_request in flight: the kernel never has a queue of its own,
+    so a cell waiting its turn can never run in a kernel that a sticky error
+    has poisoned meanwhile. (An execute_request ipykernel drops unanswered,
+    without code or silent, does not hold the queue.) */
+bool
+kg__relay_holds_queue(const kg_pending_entry_t *e)
+{
+  return e->forwarded && !e->doomed && e->well_formed
+         && strcmp(e->msg_type, "execute_request") == 0;
+}
+
+/*  An execute the kernel is running, or kguard's stop_on_error probe. */
+bool
+kg__relay_kernel_busy(kg_sup_t *S)
+{
+  if (kg_gate_abort_active(S->gate))
+    return true;
+  for (size_t i = 0; i < kg_pending_count(S->pending); i++)
+    if (kg__relay_holds_queue(kg_pending_at(S->pending, i)))
+      return true;
+  return false;
+}
+
+/*  Nothing more goes in: the kernel is busy, or a suspicion is being
+    checked (kg_sup_devcheck.c; requests wait, and follow the stale rule if the
+    fault is confirmed). */
+static bool
+s_execute_in_flight(kg_sup_t *S)
+{
+  return kg__check_pending(S) || kg__relay_kernel_busy(S);
+}
+
+/*  The stale-request rule (kg_gate.h): e reached kguard after a fault and
+    before (or just after) the user could see it: answered, never run. */
+static void
+s_answer_stale(kg_sup_t *S, kg_pending_entry_t *e)
+{
+  const char *id = kg_gate_incident(S->gate);
+  bool died = kg_gate_fault_cause(S->gate) == KG_GATE_FAULT_DIED;
+  size_t len = strlen(id) + 512;
+  char *evalue = malloc(len);
+  if (!evalue) {
+    kg__answer_error(S, e, "KernelRestarted", "this request did not run");
+    return;
+  }
+  snprintf(evalue, len,
+           "this request did not run: it was sent before the %s%s%s%s could be seen "
+           "(it reached kguard during the restart, or less than %.3g s after kguard's "
+           "notice); kguard does not run it in the fresh kernel. Run the cell again if "
+           "you still want it.",
+           died ? "kernel's death" : "sticky GPU error", *id ? " (incident " : "", id,
+           *id ? ")" : "", (double) kg_gate_window_ms(S->gate) / 1000.0);
+  kg_notice("stale execute_request %s answered KernelRestarted (stale-request rule)",
+            e->msg_id);
+  kg__answer_error(S, e, "KernelRestarted", evalue);
+  free(evalue);
+}
+
+void
+kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
+{
+  kg_msg_t *msg = *msg_p;
+  const char *type = kg_msg_type(msg);
+  if (kg_state_exiting(S->state)) {
+    kg_debug("%s ignored: shutting down", type);
+    return;
+  }
+  if (ch == KG_CH_STDIN) {
+    kg_gate_input_t in = {.state = S->state, .channel = ch, .kind = KG_GATE_MSG_OTHER};
+    if (kg_gate_decide(S->gate, &in).action == KG_GATE_FORWARD)
+      s_forward(S, ch, msg, NULL);
+    else
+      kg_info("%s dropped: the kernel that asked for input is gone", type);
+    return;
+  }
+  bool is_request = s_ends_with(type, "_request");
+  kg_pending_entry_t *e = NULL;
+
+  if (ch == KG_CH_CONTROL && strcmp(type, "shutdown_request") == 0) {
+    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
+    const cJSON *restart = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
+                                                            "restart");
+    (void) kg_shutdown_requested(S->shutdown, e ? e->msg_id : NULL, cJSON_IsTrue(restart));
+    kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
+    if (kg_state_gate_open(S->state) && kg_kernel_alive(S->kernel)) {
+      s_forward(S, ch, msg, e);
+      kg__fire(S, KG_EV_SHUTDOWN_REQUEST);   /* its reply awaited */
+    } else {
+      if (e) {
+        cJSON *content = cJSON_CreateObject();
+        cJSON_AddStringToObject(content, "status", "ok");
+        cJSON_AddBoolToObject(content, "restart", cJSON_IsTrue(restart));
+        kg__reply(S, e, "shutdown_reply", &content);
+        kg_pending_remove(S->pending, kg_shutdown_id(S->shutdown));
+      }
+      kg__fire(S, KG_EV_SHUTDOWN);
+    }
+    return;
+  }
+  if (ch == KG_CH_CONTROL && strcmp(type, "interrupt_request") == 0
+      && !S->cfg->inner_message_interrupts) {
+    /* The inner kernel takes interrupts as signals (ipykernel's default). */
+    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
+    if (kg_kernel_alive(S->kernel) && kg_state_gate_open(S->state)) {
+      kg_info("interrupt_request: SIGINT to the kernel's process group");
+      kg_kernel_signal(S->kernel, SIGINT);
+    }
+    if (e) {
+      cJSON *content = cJSON_CreateObject();
+      cJSON_AddStringToObject(content, "status", "ok");
+      kg__reply(S, e, "interrupt_reply", &content);
+      kg_pending_remove(S->pending, e->msg_id);
+    }
+    return;
+  }
+  if (strcmp(type, "kernel_info_request") == 0 && !kg_state_gate_open(S->state)
+      && (S->info_cache || S->state == KG_ST_DOWN)) {
+    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
+    if (e)
+      kg__answer_kernel_info(S, e);
+    return;
+  }
+  bool inband = strcmp(type, "execute_request") == 0 && kg__inband_match(msg);
+  if (ch == KG_CH_CONTROL && inband) {
+    /* `kguard restart` sends on control: out of band, at once, like an
+       interrupt. What was queued behind the running cell goes with it. */
+    bool was_ready = S->state == KG_ST_READY;
+    kg__guard_inband(S, msg, ch);
+    if (was_ready && S->state == KG_ST_STOPPING)
+      kg__doom_queue(S);
+    return;
+  }
+  kg_gate_input_t in = {
+    .state = S->state,
+    .channel = ch,
+    .kind = inband ? KG_GATE_MSG_INBAND
+            : strcmp(type, "execute_request") == 0 ? KG_GATE_MSG_EXECUTE
+            : is_request ? KG_GATE_MSG_REQUEST : KG_GATE_MSG_OTHER,
+    .in_flight = s_execute_in_flight(S),
+    .queue_waiting = kg_pending_held_shell(S->pending) > 0,
+    .now_ms = kg_clock_mono_ms(),
+  };
+  if (in.kind == KG_GATE_MSG_EXECUTE) {
+    const cJSON *date = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_HEADER),
+                                                         "date");
+    in.sent_wall_ms = kg_gate_date_ms(cJSON_IsString(date) ? date->valuestring : NULL);
+  }
+  kg_gate_decision_t d = kg_gate_decide(S->gate, &in);
+  if (d.action == KG_GATE_DROP) {
+    kg_debug("%s dropped: nothing can take it now", type);
+    return;
+  }
+  /* Every request kguard lets in is recorded (a `%kguard` cell delivered
+     now records itself). */
+  if (is_request && (!inband || d.action == KG_GATE_HOLD)) {
+    e = kg_pending_add(S->pending, msg, ch, in.now_ms);
+    if (!e) {
+      kg_relay_stats_unrecorded(S->stats);
+      kg_warning("dropped a %s: unable to record it", type);
+      return;
+    }
+  }
+  switch (d.action) {
+  case KG_GATE_FORWARD:
+    s_deliver(S, ch, msg, e);
+    return;
+  case KG_GATE_ANSWER:
+    if (d.why == KG_GATE_WHY_STALE)
+      s_answer_stale(S, e);
+    else
+      s_deliver(S, ch, msg, e);   /* DOWN: kguard answers */
+    return;
+  case KG_GATE_HOLD:
+  case KG_GATE_DROP:
+    break;
+  }
+  if (kg_pending_hold(S->pending, msg_p, ch) != 0) {
+    kg_warning("held queue full: %s answered with an error", type);
+    if (e)
+      kg__answer_error(S, e, "KernelBusy",
+                       "kguard's queue of requests waiting for the kernel is full");
+  }
+}
+
+void
+kg__on_front(kg_sup_t *S, kg_channel_t ch)
+{
+  for (int i = 0; i < S_BATCH && kg_shutdown_running(S->shutdown); i++) {
+    kg_msg_t *msg = NULL;
+    if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
+      return;
+    kg__relay_note_size(S, msg);
+    if (kg__relay_accept(S, msg, kg_front_signer(S->front),
+                         "frontend", ch))
+      kg__dispatch_front(S, ch, &msg);
+    kg_msg_destroy(&msg);
+  }
+}
+
+/*  Deliver what kguard holds, as far as it can now: the control queue when
+    the gate is open; the shell queue in order until an execute_request is
+    in flight. While DOWN, everything is answered (a `%kguard restart` among
+    it leaves DOWN, and what follows it waits for the new kernel). */
+void
+kg__flush_held(kg_sup_t *S)
+{
+  kg_channel_t ch;
+  kg_msg_t *msg;
+  bool answered;
+  if (S->state == KG_ST_READY && !kg_devcheck_holding(S->devcheck) && !kg__relay_kernel_busy(S))
+    kg__check_start(S);   /* a suspicion while the kernel is idle */
+  /* (a posted transition, e.g. a `%kguard restart` just handled, stops the
+     delivery: what follows waits for the state it leads to) */
+  while ((kg_state_gate_open(S->state) || S->state == KG_ST_DOWN) && !kg__events_pending(S)
+         && (msg = kg_pending_unhold(S->pending, false, &ch))) {
+    kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
+    if (!answered)
+      s_deliver(S, ch, msg, e);
+    kg_msg_destroy(&msg);
+  }
+  while (((kg_state_gate_open(S->state) && !s_execute_in_flight(S))
+          || S->state == KG_ST_DOWN)
+         && !kg__events_pending(S) && (msg = kg_pending_unhold(S->pending, true, &ch))) {
+    kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
+    if (!answered)
+      s_deliver(S, ch, msg, e);
+    kg_msg_destroy(&msg);
+  }
+}
+
+/*  stop_on_error as ipykernel does it: after an error reply to a request
+    that asked for it (and was not silent), every execute_request queued at
+    that moment is answered "aborted", in order; the other requests among
+    them still go to the kernel. */
+void
+kg__relay_abort_queue(kg_sup_t *S, kg_msg_t *reply)
+{
+  const cJSON *meta = kg_msg_json(reply, KG_PART_METADATA);
+  size_t n = kg_pending_held_shell(S->pending), aborted = 0;
+  kg_channel_t ch;
+  bool answered;
+  for (size_t i = 0; i < n && S->state == KG_ST_READY; i++) {
+    kg_msg_t *msg = kg_pending_unhold(S->pending, true, &ch);
+    if (!msg)
+      break;
+    kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
+    if (!answered && e && strcmp(e->msg_type, "execute_request") == 0) {
+      kg__answer_aborted(S, e, meta);
+      aborted++;
+    } else if (!answered)
+      s_deliver(S, ch, msg, e);
+    kg_msg_destroy(&msg);
+  }
+  if (aborted)
+    kg_notice("stop_on_error: %zu queued execute_request(s) aborted", aborted);
+}
+
