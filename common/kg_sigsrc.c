@@ -32,7 +32,6 @@ kg_sigsrc_new(const int *signals)
     free(self);
     return NULL;
   }
-  signal(SIGPIPE, SIG_IGN);
   self->fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   if (self->fd < 0) {
     int e = errno;

@@ -3,8 +3,7 @@
     The signals of a list are blocked with sigprocmask and read from a
     signalfd in the event loop (kg_loop_signals), never in a handler. Create
     it BEFORE zmq_ctx_new, so libzmq's I/O threads inherit the mask and no
-    signal of the list is delivered to them. SIGPIPE is ignored (a closed
-    pipe is a write error).
+    signal of the list is delivered to them.
 
     Several sources may coexist (each its own list); destroy them in the
     reverse order of their creation, since each restores the mask it found.

@@ -190,8 +190,10 @@ kg_loop_set_events(kg_loop_t *self, int id, int events)
 {
   assert(self);
   s_source_t *s = s_find(self, id);
-  if (!s || (s->kind != S_FD && s->kind != S_SOCKET))
+  if (!s || s->kind == S_TIMER)
     return KG_ENOTFOUND;
+  if (s->kind == S_SIGNALS)
+    events &= KG_LOOP_IN;
   if (s->kind == S_SOCKET && (events & ~s->events))
     s->check = true;   /* newly asked for: no edge will announce it */
   s->events = events;

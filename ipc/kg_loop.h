@@ -115,7 +115,9 @@ int kg_loop_socket_of(kg_loop_t *self, kg_loop_socket_of_fn *socket_of, int even
                       kg_loop_io_fn *fn, void *arg);
 
 /*  Change what a reader or writer waits for (KG_LOOP_IN, KG_LOOP_OUT, both
-    or 0). 0, or KG_ENOTFOUND for an unknown id. */
+    or 0), or whether a signal source is read (KG_LOOP_IN or 0: its signals
+    stay pending meanwhile). 0, or KG_ENOTFOUND for an unknown id or a
+    timer. */
 int kg_loop_set_events(kg_loop_t *self, int id, int events);
 
 /*  A message was sent on socket: if a reader or writer of the loop polls

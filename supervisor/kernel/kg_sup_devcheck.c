@@ -64,9 +64,7 @@ kg__check_start(kg_sup_t *S)
   cJSON_AddBoolToObject(content, "allow_stdin", false);
   cJSON_AddBoolToObject(content, "stop_on_error", false);
   kg_msg_t *m = kg_msg_new("execute_request", S->session, NULL, &content);
-  int rc = m ? kg_msg_send(m, kg_kernel_socket(S->kernel, KG_CH_SHELL),
-                           kg_kernel_signer(S->kernel), 0)
-             : KG_ENOMEM;
+  int rc = m ? kg_kernel_send(S->kernel, KG_CH_SHELL, m, 0) : KG_ENOMEM;
   if (rc == 0)
     rc = kg_devcheck_sent(S->devcheck, kg_msg_id(m), kg_clock_mono_ms());
   kg_msg_destroy(&m);
@@ -113,14 +111,8 @@ kg__check_reply(kg_sup_t *S, kg_msg_t *msg, bool *confirmed, kg_match_t *match)
   return true;
 }
 
-int64_t
-kg__check_deadline(const kg_sup_t *S)
-{
-  return kg_devcheck_deadline(S->devcheck);
-}
-
 bool
-kg__check_timers(kg_sup_t *S, int64_t now)
+kg__check_expired(kg_sup_t *S, int64_t now)
 {
   if (!kg_devcheck_expired(S->devcheck, now))
     return false;

@@ -141,20 +141,6 @@ kg__doctor_start(kg_sup_t *S, kg_pending_entry_t *e)
 
 /* ---- the loop's part ------------------------------------------------------------ */
 
-int
-kg__gpu_fds(const kg_sup_t *S, int *fds, int max)
-{
-  int n = 0;
-  for (int which = 1; which <= 2 && n < max; which++) {
-    int a = kg_preflight_fd(S->preflight, which), b = kg_inband_doctor_fd(S->doctor, which);
-    if (a >= 0 && n < max)
-      fds[n++] = a;
-    if (b >= 0 && n < max)
-      fds[n++] = b;
-  }
-  return n;
-}
-
 void
 kg__gpu_poll(kg_sup_t *S)
 {
@@ -165,15 +151,60 @@ kg__gpu_poll(kg_sup_t *S)
     s_doctor_done(S);
 }
 
-void
-kg__gpu_timers(kg_sup_t *S, int64_t now)
+/*  The two children's pipes: the pre-flight's (0, 1) and the doctor's (2, 3). */
+static int
+s_gpu_fd(void *arg)
 {
-  kg_preflight_timers(S->preflight, now);
-  kg_inband_doctor_timers(S->doctor, now);
+  kg__src_t *src = arg;
+  int which = 1 + src->which % 2;
+  return src->which < 2 ? kg_preflight_fd(src->S->preflight, which)
+                        : kg_inband_doctor_fd(src->S->doctor, which);
 }
 
-int64_t
-kg__gpu_deadline(const kg_sup_t *S)
+static int
+s_on_gpu(kg_loop_t *loop, int id, int events, void *arg)
 {
-  return KG__EARLIEST(kg_preflight_deadline(S->preflight), kg_inband_doctor_deadline(S->doctor));
+  kg__gpu_poll(((kg__src_t *) arg)->S);
+  return KG_LOOP_OK;
+}
+
+/*  Their backstop deadlines: a child past it is killed. */
+static int64_t
+s_preflight_when(void *arg)
+{
+  return kg_preflight_deadline(((kg_sup_t *) arg)->preflight);
+}
+
+static int
+s_preflight_expired(kg_loop_t *loop, int id, void *arg)
+{
+  kg_preflight_timers(((kg_sup_t *) arg)->preflight, kg_loop_now(loop));
+  return KG_LOOP_OK;
+}
+
+static int64_t
+s_doctor_when(void *arg)
+{
+  return kg_inband_doctor_deadline(((kg_sup_t *) arg)->doctor);
+}
+
+static int
+s_doctor_expired(kg_loop_t *loop, int id, void *arg)
+{
+  kg_inband_doctor_timers(((kg_sup_t *) arg)->doctor, kg_loop_now(loop));
+  return KG_LOOP_OK;
+}
+
+int
+kg__gpu_attach(kg_sup_t *S)
+{
+  for (int i = 0; i < 4; i++) {
+    S->src.gpu[i] = (kg__src_t){S, i};
+    if (kg_loop_fd_of(S->loop, s_gpu_fd, KG_LOOP_IN, s_on_gpu, &S->src.gpu[i]) < 0)
+      return KG_ENOMEM;
+  }
+  if (kg_loop_timer_of(S->loop, s_preflight_when, s_preflight_expired, S) < 0
+      || kg_loop_timer_of(S->loop, s_doctor_when, s_doctor_expired, S) < 0)
+    return KG_ENOMEM;
+  return 0;
 }

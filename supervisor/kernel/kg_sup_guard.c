@@ -254,6 +254,31 @@ kg__guard_drain_pipes(kg_sup_t *S)
   kg_kernel_drain(S->kernel, s_raw_output, S);   /* RAW_OUTPUT, judged here */
 }
 
+static int
+s_pipe_fd(void *arg)
+{
+  kg__src_t *src = arg;
+  return kg_kernel_output_fd(src->S->kernel, src->which);
+}
+
+static int
+s_on_pipe(kg_loop_t *loop, int id, int events, void *arg)
+{
+  kg__guard_drain_pipes(((kg__src_t *) arg)->S);
+  return KG_LOOP_OK;
+}
+
+int
+kg__pipes_attach(kg_sup_t *S)
+{
+  for (int which = 1; which <= 2; which++) {
+    S->src.pipe[which] = (kg__src_t){S, which};
+    if (kg_loop_fd_of(S->loop, s_pipe_fd, KG_LOOP_IN, s_on_pipe, &S->src.pipe[which]) < 0)
+      return KG_ENOMEM;
+  }
+  return 0;
+}
+
 bool
 kg__guard_child_exit(kg_sup_t *S)
 {

@@ -68,17 +68,45 @@ s_watch(kg_sup_t *S)
   return kg_hangwatch_watch(S->hang, pid, endpoint) == 0;
 }
 
-void
-kg__hang_timers(kg_sup_t *S, int64_t now)
+/*  Watched while READY with a request outstanding. */
+static bool
+s_want(kg_sup_t *S)
 {
-  bool want = S->state == KG_ST_READY && kg_kernel_alive(S->kernel)
-              && kg_pending_running(S->pending) != NULL;
-  if (!want) {
+  return S->state == KG_ST_READY && kg_kernel_alive(S->kernel)
+         && kg_pending_running(S->pending) != NULL;
+}
+
+/*  The pinger's next tick; at once when it must be armed or disarmed (a
+    pinger that could not be made is tried again a period later). */
+static int64_t
+s_when(void *arg)
+{
+  kg_sup_t *S = arg;
+  int64_t deadline = kg_hangwatch_deadline(S->hang);
+  bool want = s_want(S);
+  if (want && !deadline)
+    return S->hang_retry_ms ? S->hang_retry_ms : 1;
+  if (!want && deadline)
+    return 1;   /* 1: at once (any time past) */
+  return deadline;
+}
+
+static int
+s_tick(kg_loop_t *loop, int id, void *arg)
+{
+  kg_sup_t *S = arg;
+  int64_t now = kg_loop_now(loop);
+  if (!s_want(S)) {
     kg_hangwatch_idle(S->hang, now);
-    return;
+    return KG_LOOP_OK;
   }
-  if (!s_watch(S) || !kg_hangwatch_tick(S->hang, now))
-    return;
+  if (!s_watch(S)) {
+    S->hang_retry_ms = now + kg_hangwatch_config(S->hang)->period_ms;
+    return KG_LOOP_OK;
+  }
+  S->hang_retry_ms = 0;
+  if (!kg_hangwatch_tick(S->hang, now))
+    return KG_LOOP_OK;
   const char *why = kg_hangwatch_reason(S->hang);
   kg_warning("kernel #%d (pid %ld) hangs: %s; stopping it", S->kernel_starts,
              (long) kg_kernel_pid(S->kernel), why ? why : "no heartbeat");
@@ -86,10 +114,11 @@ kg__hang_timers(kg_sup_t *S, int64_t now)
   S->stop_reason = KG__STOP_HUNG;
   kg_gate_fault(S->gate, KG_GATE_FAULT_DIED, now);
   kg__fire(S, KG_EV_HUNG);
+  return KG_LOOP_OK;
 }
 
-int64_t
-kg__hang_deadline(const kg_sup_t *S)
+int
+kg__hang_attach(kg_sup_t *S)
 {
-  return S->hang ? kg_hangwatch_deadline(S->hang) : 0;
+  return kg_loop_timer_of(S->loop, s_when, s_tick, S) < 0 ? KG_ENOMEM : 0;
 }

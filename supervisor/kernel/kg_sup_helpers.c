@@ -191,27 +191,75 @@ kg__guard_helpers_poll(kg_sup_t *S)
   kg__gpu_poll(S);
 }
 
-int64_t
-kg__helpers_deadline(const kg_sup_t *S)
+/*  The helpers' pipes: what they write is collected, their end noticed. */
+static int
+s_helper_fd(void *arg)
 {
-  int64_t a = kg_helper_deadline(S->ckpt), b = kg_helper_deadline(S->probe);
-  int64_t c = 0;
-  /* the progress notice is due KG__RESTORE_NOTICE_MS after the start */
-  int64_t started = 0;
-  if (!kg_restore_noticed(S->restore) && kg_helper_running(S->ckpt)
-      && kg_helper_progress(S->ckpt, NULL, NULL, &started, NULL))
-    c = started + KG__RESTORE_NOTICE_MS;
-  return KG__EARLIEST(a, b, c, kg__gpu_deadline(S), kg__standby_deadline(S),
-                      kg__hang_deadline(S));
+  kg__src_t *src = arg;
+  return kg_helper_fd(src->which < 2 ? src->S->ckpt : src->S->probe, 1 + src->which % 2);
 }
 
-void
-kg__guard_helpers_timers(kg_sup_t *S, int64_t now)
+static int
+s_on_helper(kg_loop_t *loop, int id, int events, void *arg)
 {
+  kg__guard_helpers_poll(((kg__src_t *) arg)->S);
+  return KG_LOOP_OK;
+}
+
+/*  A helper silent for too long is killed (its end comes as SIGCHLD). */
+static int64_t
+s_ckpt_when(void *arg)
+{
+  return kg_helper_deadline(((kg_sup_t *) arg)->ckpt);
+}
+
+static int64_t
+s_probe_when(void *arg)
+{
+  return kg_helper_deadline(((kg_sup_t *) arg)->probe);
+}
+
+static int
+s_helper_stall(kg_loop_t *loop, int id, void *arg)
+{
+  kg_sup_t *S = arg;
+  int64_t now = kg_loop_now(loop);
   kg_helper_timers(S->ckpt, now);
   kg_helper_timers(S->probe, now);
-  kg__gpu_timers(S, now);
-  kg__standby_timers(S, now);
-  kg__hang_timers(S, now);
-  s_restore_notice(S, now);
+  return KG_LOOP_OK;
+}
+
+/*  A restore that takes long gets its progress notice
+    KG__RESTORE_NOTICE_MS after its start. */
+static int64_t
+s_notice_when(void *arg)
+{
+  kg_sup_t *S = arg;
+  int64_t started = 0;
+  if (kg_restore_noticed(S->restore) || !kg_helper_running(S->ckpt)
+      || !kg_helper_progress(S->ckpt, NULL, NULL, &started, NULL))
+    return 0;
+  return started + KG__RESTORE_NOTICE_MS;
+}
+
+static int
+s_notice(kg_loop_t *loop, int id, void *arg)
+{
+  s_restore_notice(arg, kg_loop_now(loop));
+  return KG_LOOP_OK;
+}
+
+int
+kg__helpers_attach(kg_sup_t *S)
+{
+  for (int i = 0; i < 4; i++) {   /* ckpt stdout, stderr, probe stdout, stderr */
+    S->src.helper[i] = (kg__src_t){S, i};
+    if (kg_loop_fd_of(S->loop, s_helper_fd, KG_LOOP_IN, s_on_helper, &S->src.helper[i]) < 0)
+      return KG_ENOMEM;
+  }
+  if (kg_loop_timer_of(S->loop, s_ckpt_when, s_helper_stall, S) < 0
+      || kg_loop_timer_of(S->loop, s_probe_when, s_helper_stall, S) < 0
+      || kg_loop_timer_of(S->loop, s_notice_when, s_notice, S) < 0)
+    return KG_ENOMEM;
+  return 0;
 }

@@ -39,6 +39,7 @@
 #include "kg_inband_doctor.h"
 #include "kg_preflight.h"
 #include "kg_kernel.h"
+#include "kg_loop.h"
 #include "kg_msg.h"
 #include "kg_notice.h"
 #include "kg_notice_due.h"
@@ -60,6 +61,7 @@
 #define KG__START_TIMEOUT_MS 60000
 #define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
+#define KG__KILL_REAP_MS 2000     /* KILLING: warn again if still not reaped */
 #define KG__SHUTDOWN_REPLY_MS 1000
 #define KG__DROPLOG_BURST 5        /* dropped messages logged in full ...   */
 #define KG__DROPLOG_INTERVAL_MS 10000 /* ... per kind per interval          */
@@ -102,10 +104,29 @@ typedef struct {
   char standby_conn_path[PATH_MAX]; /*  its private connection file          */
 } kg__config_t;
 
+typedef struct kg_supervisor_t kg_sup_t;
+
+/*  What a loop source is given: the supervisor, and which channel, pipe or
+    child it polls. */
+typedef struct {
+  kg_sup_t *S;
+  int which;
+} kg__src_t;
+
 struct kg_supervisor_t {
   const kg__config_t *cfg;      /*  owned; immutable after kg_supervisor_new */
 
   /* transport */
+  kg_loop_t *loop;              /*  the reactor every source registers with  */
+  struct {                      /*  the arguments of the loop's sources      */
+    kg__src_t kernel[KG_CH_COUNT];    /*  the kernel's sockets, by channel   */
+    kg__src_t front[KG_CH_COUNT];     /*  the frontend's                     */
+    kg__src_t standby[KG_CH_COUNT];   /*  the standby's                      */
+    kg__src_t pipe[3];                /*  the kernel's stdout (1), stderr (2) */
+    kg__src_t standby_pipe[3];        /*  the standby's                      */
+    kg__src_t helper[4];              /*  ckpt stdout/stderr, probe's        */
+    kg__src_t gpu[4];                 /*  pre-flight stdout/stderr, doctor's */
+  } src;
   kg_sigsrc_t *sig;
   kg_parentwatch_t *parent;     /*  the launcher watch, or NULL (off)        */
   bool parent_gone;             /*  the launcher is gone: shutting down      */
@@ -175,6 +196,7 @@ struct kg_supervisor_t {
   kg_hangwatch_t *hang;         /*  pings the kernel while a cell runs, and
                                     why it was declared hung (kg_hangwatch.h;
                                     kg_sup_hang.c drives it)                 */
+  int64_t hang_retry_ms;        /*  the pinger could not be made: try again then */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
   bool preflight_after_sticky;  /*  this start follows a sticky error        */
   long prev_kernel_pid;         /*  the stopped kernel's pid, for the memory note */
@@ -185,17 +207,11 @@ struct kg_supervisor_t {
                                     (kg_relay_stats.h)                       */
 };
 
-typedef struct kg_supervisor_t kg_sup_t;
-
 /* kg_sup_util.c (calls no other supervisor file, only its classes) */
 /*  Replace the owned string *field with a copy of value (NULL or "" clear
     it; out of memory keeps the old value). */
 void kg__set_str(char **field, const char *value);
 void kg__free_envp(char ***envp_p);
-/*  The earliest of n deadlines (monotonic ms; 0 or less = none), or 0. */
-int64_t kg__earliest(const int64_t *deadlines, size_t n);
-#define KG__EARLIEST(...) \
-  kg__earliest((const int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))   /* free a NULL-terminated array */
 /*  The kernel's language (kg_language.h): its cached kernel_info_reply,
     else the kernelspec's, else argv's guess. Borrowed. */
 const char *kg__language(const kg_sup_t *S);
@@ -213,22 +229,40 @@ void kg__doom_queue(kg_sup_t *S);
    the down reason set in S->due (the caller fires SPAWN_FAILED) */
 int kg__kernel_start(kg_sup_t *S);
 
+/*  The loop's sources. Each concern registers its own readers and timers
+    with S->loop (kg_loop.h); kg__loop_attach (kg_sup_loop.c) calls these in
+    the order the loop dispatches them: signals first (a dead child is
+    known before its last messages are judged), the launcher, the kernel's
+    sockets, then its pipes (a reply already here was sent before what the
+    pipes say now), the helpers, the GPU children, the standby, the
+    frontend last. Timers fire after I/O in the same order. 0 or KG_ENOMEM. */
+int kg__loop_attach(kg_sup_t *S);
+int kg__signals_attach(kg_sup_t *S);          /* kg_supervisor.c */
+int kg__state_attach(kg_sup_t *S);            /* kg_supervisor.c: the state's deadline */
+int kg__relay_kernel_attach(kg_sup_t *S);     /* kg_sup_relay_kernel.c */
+int kg__relay_front_attach(kg_sup_t *S);      /* kg_sup_relay.c */
+int kg__pipes_attach(kg_sup_t *S);            /* kg_sup_guard.c: the kernel's pipes */
+int kg__helpers_attach(kg_sup_t *S);          /* kg_sup_helpers.c */
+int kg__gpu_attach(kg_sup_t *S);              /* kg_sup_gpu.c */
+int kg__standby_attach(kg_sup_t *S);          /* kg_sup_standby.c */
+int kg__hang_attach(kg_sup_t *S);             /* kg_sup_hang.c */
+int kg__parent_attach(kg_sup_t *S);           /* kg_sup_parent.c */
+
+/* kg_sup_parent.c */
+/*  Start watching the launcher: JPY_PARENT_PID if it names an ancestor,
+    else the parent; KGUARD_PARENT_WATCH=0 turns the watch off (for a
+    kguard deliberately left running after its launcher, e.g. under nohup).
+    Returns 0 or -errno. Call before zmq_ctx_new (it blocks its signal). */
+int kg__parent_init(kg_sup_t *S);
+
 /* kg_supervisor.c */
 void kg__enter(kg_sup_t *S, kg_state_t st);   /* a state's entry action */
-void kg__on_signal(kg_sup_t *S);              /* drain the signalfd */
-void kg__timers(kg_sup_t *S);                 /* act on deadlines reached */
-long kg__timeout_ms(kg_sup_t *S);             /* until the next deadline */
 
 /* kg_sup_relay.c */
-void kg__on_front(kg_sup_t *S, kg_channel_t ch);
-void kg__on_kernel(kg_sup_t *S, kg_channel_t ch);
 /*  Log the dropped-message summary if its interval ended (or now, if force). */
 void kg__droplog_flush(kg_sup_t *S, int64_t now, bool force);
 void kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p);
 void kg__flush_held(kg_sup_t *S);
-void kg__relay_timers(kg_sup_t *S, int64_t now);
-int64_t kg__relay_deadline(const kg_sup_t *S);
-void kg__send_nudge(kg_sup_t *S);
 
 /* kg_sup_relay.c, shared with kg_sup_relay_kernel.c */
 int kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch,
@@ -283,8 +317,6 @@ void kg__write_incident(kg_sup_t *S);
 void kg__start_probe(kg_sup_t *S);
 void kg__guard_start_restore(kg_sup_t *S);
 void kg__guard_helpers_poll(kg_sup_t *S);
-void kg__guard_helpers_timers(kg_sup_t *S, int64_t now);
-int64_t kg__helpers_deadline(const kg_sup_t *S);
 void kg__restore_progress_text(kg_sup_t *S, char *buf, size_t len);
 
 /* kg_sup_devcheck.c */
@@ -294,9 +326,9 @@ bool kg__check_iopub(kg_sup_t *S, kg_msg_t *msg);
 /*  True if msg is the probe's reply (consumed); *confirmed then says it
     proved the suspicion, with the matching family in *match. */
 bool kg__check_reply(kg_sup_t *S, kg_msg_t *msg, bool *confirmed, kg_match_t *match);
-int64_t kg__check_deadline(const kg_sup_t *S);
-/*  True if the probe's deadline passed: a hung device, confirmed. */
-bool kg__check_timers(kg_sup_t *S, int64_t now);
+/*  True if the probe's deadline passed at now: a hung device, confirmed
+    (the caller tells the guard). */
+bool kg__check_expired(kg_sup_t *S, int64_t now);
 
 /* kg_sup_inband.c */
 bool kg__inband_match(kg_msg_t *msg);
@@ -310,15 +342,10 @@ bool kg__preflight_holds_ready(const kg_sup_t *S);
 void kg__preflight_down_notice(kg_sup_t *S);
 void kg__doctor_start(kg_sup_t *S, kg_pending_entry_t *e);
 void kg__gpu_poll(kg_sup_t *S);
-void kg__gpu_timers(kg_sup_t *S, int64_t now);
-int64_t kg__gpu_deadline(const kg_sup_t *S);
-int kg__gpu_fds(const kg_sup_t *S, int *fds, int max);
 
 /* kg_sup_hang.c: a kernel that stops answering its heartbeat mid-cell */
 int kg__hang_init(kg_sup_t *S);
 void kg__hang_forget(kg_sup_t *S);            /* the kernel process is gone */
-void kg__hang_timers(kg_sup_t *S, int64_t now);
-int64_t kg__hang_deadline(const kg_sup_t *S);
 
 /* kg_sup_kenv.c */
 void kg__guard_env(kg_sup_t *S, char ***envp_p);
@@ -336,9 +363,6 @@ char **kg__resume_envp(kg_sup_t *S);
 void kg__standby_start(kg_sup_t *S);          /* after READY, if configured */
 bool kg__standby_promote(kg_sup_t *S);        /* at STARTING: true if it took over */
 void kg__standby_reap(kg_sup_t *S);           /* SIGCHLD: a standby that died */
-void kg__standby_drain(kg_sup_t *S);          /* read (and drop) its output */
-void kg__standby_timers(kg_sup_t *S, int64_t now);   /* nudges until it is warm */
-int64_t kg__standby_deadline(const kg_sup_t *S);     /* the next nudge, or 0 */
 void kg__standby_stop(kg_sup_t *S);           /* kguard is exiting */
 /* kg_sup_kenv.c */
 /*  The inner argv with {connection_file} (and the frontend's path, already

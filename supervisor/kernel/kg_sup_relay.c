@@ -106,7 +106,7 @@ s_forward(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
 {
   if (kg_msg_set_idents(msg, NULL, 0) != 0)
     return;
-  int rc = kg_msg_send(msg, kg_kernel_socket(S->kernel, ch), kg_kernel_signer(S->kernel), 0);
+  int rc = kg_kernel_send(S->kernel, ch, msg, 0);
   if (rc) {
     kg_error("unable to forward %s to the kernel: %s", kg_msg_type(msg), kg_strerror(rc));
     return;
@@ -335,19 +335,73 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   }
 }
 
-void
-kg__on_front(kg_sup_t *S, kg_channel_t ch)
+/*  A bounded batch from the frontend's socket of channel ch: KG_LOOP_MORE
+    unless a receive found it empty. */
+static int
+s_on_front(kg_loop_t *loop, int id, int events, void *arg)
 {
+  kg__src_t *src = arg;
+  kg_sup_t *S = src->S;
+  kg_channel_t ch = (kg_channel_t) src->which;
   for (int i = 0; i < S_BATCH && kg_shutdown_running(S->shutdown); i++) {
     kg_msg_t *msg = NULL;
     if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
-      return;
+      return KG_LOOP_OK;
     kg__relay_note_size(S, msg);
     if (kg__relay_accept(S, msg, kg_front_signer(S->front),
                          "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
     kg_msg_destroy(&msg);
   }
+  return KG_LOOP_MORE;
+}
+
+/*  kguard's held queue is a source of its own: due whenever it can move
+    (a held message can be delivered or answered, or a suspicion found the
+    kernel idle: the device probe goes in), so whatever made that possible
+    (a helper that answered a cell, raw output, a reply) need not flush it. */
+static bool
+s_can_flush(kg_sup_t *S)
+{
+  if (kg__events_pending(S))
+    return false;
+  if (S->state == KG_ST_READY && !kg_devcheck_holding(S->devcheck) && !kg__relay_kernel_busy(S)
+      && !kg_devcheck_probing(S->devcheck) && kg_diagnosis_suspect(S->diag))
+    return true;
+  bool down = S->state == KG_ST_DOWN, open = kg_state_gate_open(S->state);
+  size_t held = kg_pending_held(S->pending), shell = kg_pending_held_shell(S->pending);
+  if ((open || down) && held > shell)
+    return true;
+  return shell > 0 && (down || (open && !s_execute_in_flight(S)));
+}
+
+static int64_t
+s_held_when(void *arg)
+{
+  return s_can_flush(arg) ? 1 : 0;   /* 1: at once (any time past) */
+}
+
+static int
+s_flush(kg_loop_t *loop, int id, void *arg)
+{
+  kg__flush_held(arg);
+  return KG_LOOP_OK;
+}
+
+int
+kg__relay_front_attach(kg_sup_t *S)
+{
+  if (kg_loop_timer_of(S->loop, s_held_when, s_flush, S) < 0)
+    return KG_ENOMEM;
+  static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN};
+  for (size_t i = 0; i < sizeof chans / sizeof chans[0]; i++) {
+    kg__src_t *src = &S->src.front[chans[i]];
+    *src = (kg__src_t){S, chans[i]};
+    void *socket = kg_front_socket(S->front, chans[i]);
+    if (socket && kg_loop_socket(S->loop, socket, KG_LOOP_IN, s_on_front, src) < 0)
+      return KG_ENOMEM;
+  }
+  return 0;
 }
 
 /*  Deliver what kguard holds, as far as it can now: the control queue when

@@ -53,9 +53,6 @@ s_settle_evidence(kg_sup_t *S)
   kg__guard_drain_pipes(S);
 }
 
-/*  The relay's deadlines, each computed in one place for both the loop's
-    wait (kg__relay_deadline) and the action (kg__relay_timers); 0: none. */
-
 /*  An execute_request the kernel went idle for without replying must not
     hold the queue for ever. */
 static int64_t
@@ -63,20 +60,6 @@ s_running_expiry(const kg_sup_t *S)
 {
   kg_pending_entry_t *run = kg_pending_running(S->pending);
   return run ? kg_pending_idle_expiry(S->pending, run) : 0;
-}
-
-/*  A kernel that does not answer the probe must not hold the queue. */
-static int64_t
-s_probe_expiry(const kg_sup_t *S)
-{
-  return kg_gate_abort_deadline(S->gate);
-}
-
-int64_t
-kg__relay_deadline(const kg_sup_t *S)
-{
-  return KG__EARLIEST(S->trim_at_ms, s_running_expiry(S), s_probe_expiry(S),
-                      kg__check_deadline(S), kg_relay_stats_deadline(S->stats));
 }
 
 static void s_release_reply(kg_sup_t *S);
@@ -92,40 +75,17 @@ s_check_if_idle(kg_sup_t *S)
     kg__check_start(S);
 }
 
-void
-kg__relay_timers(kg_sup_t *S, int64_t now)
-{
-  kg__droplog_flush(S, now, false);
-  if (kg__check_timers(S, now)) {
-    kg__guard_confirm(S, NULL);   /* a hung device */
-    s_release_reply(S);
-  }
-  if (S->trim_at_ms && now >= S->trim_at_ms) {
-    S->trim_at_ms = 0;
-    malloc_trim(0);
-  }
-  int64_t run_expiry = s_running_expiry(S);
-  if (run_expiry && now >= run_expiry && kg_pending_expire(S->pending, now) > 0)
-    kg__flush_held(S);
-  int64_t probe_expiry = s_probe_expiry(S);
-  if (probe_expiry && now >= probe_expiry) {
-    kg_warning("no idle or no answer to kguard's probe after an error: the next request "
-               "goes in");
-    kg_gate_abort_clear(S->gate);
-    kg__flush_held(S);
-  }
-}
-
-void
-kg__send_nudge(kg_sup_t *S)
+/*  A kernel_info_request of kguard's own: a readiness nudge, or the probe
+    after an error reply. */
+static void
+s_send_nudge(kg_sup_t *S)
 {
   cJSON *content = cJSON_CreateObject();
   kg_msg_t *m = kg_msg_new("kernel_info_request", S->session, NULL, &content);
   if (!m)
     return;
   kg_ready_remember(kg_kernel_ready(S->kernel), kg_msg_id(m));
-  if (kg_msg_send(m, kg_kernel_socket(S->kernel, KG_CH_SHELL), kg_kernel_signer(S->kernel),
-                  ZMQ_DONTWAIT) != 0)
+  if (kg_kernel_send(S->kernel, KG_CH_SHELL, m, ZMQ_DONTWAIT) != 0)
     kg_debug("nudge not sent (kernel not connected yet)");
   kg_msg_destroy(&m);
 }
@@ -150,7 +110,7 @@ s_route_back(kg_sup_t *S, kg_msg_t *msg, kg_pending_entry_t *e, kg_channel_t ch)
 static void
 s_send_probe(kg_sup_t *S)
 {
-  kg__send_nudge(S);
+  s_send_nudge(S);
   kg_gate_abort_probe_sent(S->gate, kg_ready_last(kg_kernel_ready(S->kernel)));
 }
 
@@ -400,14 +360,16 @@ s_accept_kernel(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch)
   return false;
 }
 
-void
-kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
+/*  A bounded batch from the kernel's socket of channel ch: KG_LOOP_MORE
+    unless a receive found it empty. */
+static int
+s_on_kernel(kg_sup_t *S, kg_channel_t ch)
 {
   void *socket = kg_kernel_socket(S->kernel, ch);
   for (int i = 0; i < S_BATCH && kg_kernel_socket(S->kernel, ch) == socket; i++) {
     kg_msg_t *msg = NULL;
     if (kg__relay_recv(S, socket, "kernel", ch, &msg) <= 0)
-      return;
+      return KG_LOOP_OK;
     if (s_accept_kernel(S, msg, ch)) {
       const char *session = kg_msg_session(msg);
       if (session && *session && strcmp(session, S->session) != 0)
@@ -428,6 +390,7 @@ kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
     kg__relay_note_size(S, msg);
     kg_msg_destroy(&msg);
   }
+  return KG_LOOP_MORE;
 }
 
 void
@@ -437,4 +400,145 @@ kg__droplog_flush(kg_sup_t *S, int64_t now, bool force)
   if (line)
     kg_warning("%s", line);
   free(line);
+}
+
+/* ------------------------------------------------------------------------
+   The kernel side's sources: its sockets (fresh ones at each start), and
+   the relay's deadlines, each a timer of its own. */
+
+static void *
+s_kernel_socket(void *arg)
+{
+  kg__src_t *src = arg;
+  return kg_kernel_socket(src->S->kernel, (kg_channel_t) src->which);
+}
+
+static int
+s_on_kernel_socket(kg_loop_t *loop, int id, int events, void *arg)
+{
+  kg__src_t *src = arg;
+  return s_on_kernel(src->S, (kg_channel_t) src->which);
+}
+
+/*  STARTING: kernel_info nudges until the kernel answered and iopub flows. */
+static int64_t
+s_nudge_when(void *arg)
+{
+  kg_sup_t *S = arg;
+  return S->state == KG_ST_STARTING ? kg_ready_deadline(kg_kernel_ready(S->kernel)) : 0;
+}
+
+static int
+s_nudge(kg_loop_t *loop, int id, void *arg)
+{
+  kg_sup_t *S = arg;
+  int64_t now = kg_loop_now(loop);
+  if (kg_ready_nudge_due(kg_kernel_ready(S->kernel), now)) {
+    s_send_nudge(S);
+    kg_ready_nudge_scheduled(kg_kernel_ready(S->kernel), now);
+  }
+  return KG_LOOP_OK;
+}
+
+/*  The dropped-message summary, once per interval while drops happen. */
+static int64_t
+s_droplog_when(void *arg)
+{
+  return kg_relay_stats_deadline(((kg_sup_t *) arg)->stats);
+}
+
+static int
+s_droplog(kg_loop_t *loop, int id, void *arg)
+{
+  kg__droplog_flush(arg, kg_loop_now(loop), false);
+  return KG_LOOP_OK;
+}
+
+/*  The device probe that did not answer: a hung device, confirmed. */
+static int64_t
+s_devcheck_when(void *arg)
+{
+  return kg_devcheck_deadline(((kg_sup_t *) arg)->devcheck);
+}
+
+static int
+s_devcheck_expired(kg_loop_t *loop, int id, void *arg)
+{
+  kg_sup_t *S = arg;
+  if (kg__check_expired(S, kg_loop_now(loop))) {
+    kg__guard_confirm(S, NULL);
+    s_release_reply(S);
+  }
+  return KG_LOOP_OK;
+}
+
+/*  Freed message memory goes back to the system after a burst. */
+static int64_t
+s_trim_when(void *arg)
+{
+  return ((kg_sup_t *) arg)->trim_at_ms;
+}
+
+static int
+s_trim(kg_loop_t *loop, int id, void *arg)
+{
+  kg_sup_t *S = arg;
+  S->trim_at_ms = 0;
+  malloc_trim(0);
+  return KG_LOOP_OK;
+}
+
+/*  The running request the kernel went idle for without a reply. */
+static int64_t
+s_expiry_when(void *arg)
+{
+  return s_running_expiry(arg);
+}
+
+static int
+s_expire(kg_loop_t *loop, int id, void *arg)
+{
+  kg_sup_t *S = arg;
+  if (kg_pending_expire(S->pending, kg_loop_now(loop)) > 0)
+    kg__flush_held(S);
+  return KG_LOOP_OK;
+}
+
+/*  No idle, or no answer to kguard's probe, after an error reply: the next
+    request goes in anyway. */
+static int64_t
+s_abort_when(void *arg)
+{
+  return kg_gate_abort_deadline(((kg_sup_t *) arg)->gate);
+}
+
+static int
+s_abort_expired(kg_loop_t *loop, int id, void *arg)
+{
+  kg_sup_t *S = arg;
+  kg_warning("no idle or no answer to kguard's probe after an error: the next request "
+             "goes in");
+  kg_gate_abort_clear(S->gate);
+  kg__flush_held(S);
+  return KG_LOOP_OK;
+}
+
+int
+kg__relay_kernel_attach(kg_sup_t *S)
+{
+  static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN, KG_CH_IOPUB};
+  for (size_t i = 0; i < sizeof chans / sizeof chans[0]; i++) {
+    kg__src_t *src = &S->src.kernel[chans[i]];
+    *src = (kg__src_t){S, chans[i]};
+    if (kg_loop_socket_of(S->loop, s_kernel_socket, KG_LOOP_IN, s_on_kernel_socket, src) < 0)
+      return KG_ENOMEM;
+  }
+  if (kg_loop_timer_of(S->loop, s_nudge_when, s_nudge, S) < 0
+      || kg_loop_timer_of(S->loop, s_droplog_when, s_droplog, S) < 0
+      || kg_loop_timer_of(S->loop, s_devcheck_when, s_devcheck_expired, S) < 0
+      || kg_loop_timer_of(S->loop, s_trim_when, s_trim, S) < 0
+      || kg_loop_timer_of(S->loop, s_expiry_when, s_expire, S) < 0
+      || kg_loop_timer_of(S->loop, s_abort_when, s_abort_expired, S) < 0)
+    return KG_ENOMEM;
+  return 0;
 }

@@ -42,6 +42,8 @@
 #include "kg_file.h"
 #include "kg_log.h"
 
+#define S_BATCH 64   /* messages taken from one of its sockets per wake-up */
+
 /*  The standby's kernel object, or NULL (no --standby). */
 static kg_kernel_t *
 s_kernel(const kg_sup_t *S)
@@ -175,74 +177,119 @@ kg__standby_reap(kg_sup_t *S)
              last ? "; no more are started" : "");
 }
 
-/*  Read what the standby's shell and iopub hold, without blocking: its
-    answer to a nudge and any iopub mean it is warm (kg_ready). Nothing of
-    it reaches the frontend. */
-static void
-s_read_standby(kg_kernel_t *standby, kg_ready_t *ready)
-{
-  static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_IOPUB};
-  for (size_t i = 0; i < 2; i++) {
-    void *sock = kg_kernel_socket(standby, chans[i]);
-    for (int n = 0; sock && n < 64; n++) {   /* bounded: the loop goes on */
-      kg_msg_t *m = NULL;
-      if (kg_msg_recv(sock, ZMQ_DONTWAIT, &m) != 0)
-        break;
-      if (kg_msg_parse(m, kg_kernel_signer(standby)) == 0) {
-        if (chans[i] == KG_CH_IOPUB)
-          kg_ready_saw_iopub(ready);
-        else if (kg_ready_is_nudge(ready, kg_msg_parent_id(m))
-                 && strcmp(kg_msg_type(m), "kernel_info_reply") == 0)
-          kg_ready_saw_reply(ready);
-      }
-      kg_msg_destroy(&m);
-    }
-  }
-}
-
-void
-kg__standby_timers(kg_sup_t *S, int64_t now)
+/*  While it warms up: its shell and iopub (nothing of it reaches the
+    frontend; its answer to a nudge and any iopub mean it is warm), its
+    pipes (read and dropped: kept in its log, never evidence), and its
+    nudges. */
+static bool
+s_warming(const kg_sup_t *S)
 {
   kg_kernel_t *standby = s_kernel(S);
-  if (!standby || !kg_kernel_alive(standby) || kg_standby_slot_is_warm(S->standby))
-    return;
+  return standby && kg_kernel_alive(standby) && !kg_standby_slot_is_warm(S->standby);
+}
+
+static void *
+s_standby_socket(void *arg)
+{
+  kg__src_t *src = arg;
+  return s_warming(src->S) ? kg_kernel_socket(s_kernel(src->S), (kg_channel_t) src->which)
+                           : NULL;
+}
+
+static int
+s_on_standby_socket(kg_loop_t *loop, int id, int events, void *arg)
+{
+  kg__src_t *src = arg;
+  kg_sup_t *S = src->S;
+  kg_kernel_t *standby = s_kernel(S);
   kg_ready_t *ready = kg_kernel_ready(standby);
-  s_read_standby(standby, ready);
-  if (kg_ready_done(ready)) {
+  void *sock = kg_kernel_socket(standby, (kg_channel_t) src->which);
+  int n = 0;
+  for (; n < S_BATCH; n++) {   /* bounded: the loop goes on */
+    kg_msg_t *m = NULL;
+    if (kg_msg_recv(sock, ZMQ_DONTWAIT, &m) != 0)
+      break;
+    if (kg_msg_parse(m, kg_kernel_signer(standby)) == 0) {
+      if (src->which == KG_CH_IOPUB)
+        kg_ready_saw_iopub(ready);
+      else if (kg_ready_is_nudge(ready, kg_msg_parent_id(m))
+               && strcmp(kg_msg_type(m), "kernel_info_reply") == 0)
+        kg_ready_saw_reply(ready);
+    }
+    kg_msg_destroy(&m);
+  }
+  if (kg_ready_done(ready) && !kg_standby_slot_is_warm(S->standby)) {
     kg_standby_slot_warmed(S->standby);
     kg_notice("warm standby ready: pid %ld, %lld ms after its start",
               (long) kg_kernel_pid(standby),
-              (long long) kg_standby_slot_age_ms(S->standby, now));
-    return;
+              (long long) kg_standby_slot_age_ms(S->standby, kg_loop_now(loop)));
   }
+  return n == S_BATCH ? KG_LOOP_MORE : KG_LOOP_OK;
+}
+
+static int
+s_standby_pipe_fd(void *arg)
+{
+  kg__src_t *src = arg;
+  kg_kernel_t *standby = s_kernel(src->S);
+  return standby ? kg_kernel_output_fd(standby, src->which) : -1;
+}
+
+static int
+s_on_standby_pipe(kg_loop_t *loop, int id, int events, void *arg)
+{
+  kg_kernel_t *standby = s_kernel(((kg__src_t *) arg)->S);
+  if (standby && kg_kernel_present(standby))
+    kg_kernel_drain(standby, NULL, NULL);
+  return KG_LOOP_OK;
+}
+
+static int64_t
+s_nudge_when(void *arg)
+{
+  kg_sup_t *S = arg;
+  return s_warming(S) ? kg_ready_deadline(kg_kernel_ready(s_kernel(S))) : 0;
+}
+
+static int
+s_nudge(kg_loop_t *loop, int id, void *arg)
+{
+  kg_sup_t *S = arg;
+  kg_kernel_t *standby = s_kernel(S);
+  kg_ready_t *ready = kg_kernel_ready(standby);
+  int64_t now = kg_loop_now(loop);
   if (!kg_ready_nudge_due(ready, now))
-    return;
+    return KG_LOOP_OK;
   cJSON *content = cJSON_CreateObject();
   kg_msg_t *m = kg_msg_new("kernel_info_request", S->session, NULL, &content);
   if (!m)
-    return;
+    return KG_LOOP_OK;
   kg_ready_remember(ready, kg_msg_id(m));
-  (void) kg_msg_send(m, kg_kernel_socket(standby, KG_CH_SHELL), kg_kernel_signer(standby),
-                     ZMQ_DONTWAIT);   /* not connected yet: the next nudge */
+  (void) kg_kernel_send(standby, KG_CH_SHELL, m, ZMQ_DONTWAIT);   /* not connected yet: the next nudge */
   kg_msg_destroy(&m);
   kg_ready_nudge_scheduled(ready, now);
+  return KG_LOOP_OK;
 }
 
-int64_t
-kg__standby_deadline(const kg_sup_t *S)
+int
+kg__standby_attach(kg_sup_t *S)
 {
-  kg_kernel_t *standby = s_kernel(S);
-  if (!standby || !kg_kernel_alive(standby) || kg_standby_slot_is_warm(S->standby))
+  if (!S->standby)
     return 0;
-  return kg_ready_deadline(kg_kernel_ready(standby));
-}
-
-void
-kg__standby_drain(kg_sup_t *S)
-{
-  kg_kernel_t *standby = s_kernel(S);
-  if (standby && kg_kernel_present(standby))
-    kg_kernel_drain(standby, NULL, NULL);
+  static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_IOPUB};
+  for (size_t i = 0; i < 2; i++) {
+    kg__src_t *src = &S->src.standby[chans[i]];
+    *src = (kg__src_t){S, chans[i]};
+    if (kg_loop_socket_of(S->loop, s_standby_socket, KG_LOOP_IN, s_on_standby_socket, src) < 0)
+      return KG_ENOMEM;
+  }
+  for (int which = 1; which <= 2; which++) {
+    S->src.standby_pipe[which] = (kg__src_t){S, which};
+    if (kg_loop_fd_of(S->loop, s_standby_pipe_fd, KG_LOOP_IN, s_on_standby_pipe,
+                      &S->src.standby_pipe[which]) < 0)
+      return KG_ENOMEM;
+  }
+  return kg_loop_timer_of(S->loop, s_nudge_when, s_nudge, S) < 0 ? KG_ENOMEM : 0;
 }
 
 void

@@ -83,13 +83,3 @@ kg__language(const kg_sup_t *S)
 {
   return kg_language_of(S->info_cache, S->cfg->spec_language, S->cfg->inner_argv);
 }
-
-int64_t
-kg__earliest(const int64_t *deadlines, size_t n)
-{
-  int64_t next = 0;
-  for (size_t i = 0; i < n; i++)
-    if (deadlines[i] > 0 && (!next || deadlines[i] < next))
-      next = deadlines[i];
-  return next;
-}

@@ -7,7 +7,6 @@
 */
 #include "kg_sup_priv.h"
 #include "kg_language.h"
-#include "kg_sup_parent.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -110,11 +109,15 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
 
   /* Signals first: libzmq's threads must inherit the blocked mask. */
   static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, 0};
+  signal(SIGPIPE, SIG_IGN);   /* a pipe closed under kguard is a write error */
   S->sig = kg_sigsrc_new(signals);
   if (!S->sig) {
     kg_error("unable to set up the signal fd: %s", strerror(errno));
     goto fail;
   }
+  S->loop = kg_loop_new();
+  if (!S->loop)
+    goto fail;
   if (kg__parent_init(S) != 0) {
     kg_error("unable to watch the launcher: %s", strerror(errno));
     goto fail;
@@ -223,9 +226,11 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->front = kg_front_bind(S->ctx, S->front_info, &rc);   /* logs what failed */
   if (!S->front)
     goto fail;
+  kg_front_set_loop(S->front, S->loop);
   kg_kernel_opts_t kopts = {.ctx = S->ctx, .runtime_dir = S->cfg->runtime_dir,
                             .conn_path = S->cfg->inner_conn_path, .key_from = S->front_info,
-                            .log_fd = S->log_fd, .ring_bytes = KG__RING_BYTES};
+                            .log_fd = S->log_fd, .ring_bytes = KG__RING_BYTES,
+                            .loop = S->loop};
   S->kernel = kg_kernel_new(&kopts);
   if (!S->kernel)
     goto fail;
@@ -300,6 +305,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(C);
   if (S->log_fd >= 0)
     close(S->log_fd);
+  kg_loop_destroy(&S->loop);
   kg_parentwatch_destroy(&S->parent);
   kg_sigsrc_destroy(&S->sig);
   if (S->own_log) {
@@ -354,6 +360,7 @@ s_enter_exit(kg_sup_t *S, kg_state_t st)
     if (alive)
       kg_warning("the kernel did not go away after SIGKILL; exiting anyway");
     S->state_deadline_ms = 0;
+    kg_loop_stop(S->loop);   /* the loop ends; kg_supervisor_run returns */
     break;
   }
 }
@@ -395,7 +402,7 @@ kg__enter(kg_sup_t *S, kg_state_t st)
   case KG_ST_KILLING:
     kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", S->kernel_starts);
     kg_kernel_signal(S->kernel, SIGKILL);
-    S->state_deadline_ms = kg_clock_mono_ms() + 2000;
+    S->state_deadline_ms = kg_clock_mono_ms() + KG__KILL_REAP_MS;
     break;
   case KG_ST_RESTORING:
     kg__guard_start_restore(S);
@@ -489,112 +496,99 @@ s_on_child_exit(kg_sup_t *S)
   kg__fire(S, KG_EV_CHILD_EXIT);
 }
 
-void
-kg__on_signal(kg_sup_t *S)
+static int
+s_on_signal(kg_loop_t *loop, int sig, void *arg)
 {
-  int sig;
-  while ((sig = kg_sigsrc_read(S->sig)) > 0) {
-    switch (sig) {
-    case SIGCHLD:
-      if (kg_kernel_alive(S->kernel) && kg_kernel_reap(S->kernel) == 1)
-        s_on_child_exit(S);
-      kg__standby_reap(S);
-      kg__guard_helpers_poll(S);
-      break;
-    case SIGINT:
-      /* jupyter_client's signal-mode interrupt: forward to the kernel's group. */
-      if (kg_kernel_alive(S->kernel)
-          && (S->state == KG_ST_READY || S->state == KG_ST_STARTING)) {
-        kg_info("interrupt: SIGINT to the kernel's process group");
-        kg_kernel_signal(S->kernel, SIGINT);
-      }
-      break;
-    default:
-      kg_notice("received SIG%s: shutting down", sigabbrev_np(sig));
-      if (!kg_state_exiting(S->state))
-        kg__fire(S, KG_EV_SHUTDOWN);
-      break;
+  kg_sup_t *S = arg;
+  switch (sig) {
+  case SIGCHLD:
+    if (kg_kernel_alive(S->kernel) && kg_kernel_reap(S->kernel) == 1)
+      s_on_child_exit(S);
+    kg__standby_reap(S);
+    kg__guard_helpers_poll(S);
+    break;
+  case SIGINT:
+    /* jupyter_client's signal-mode interrupt: forward to the kernel's group. */
+    if (kg_kernel_alive(S->kernel)
+        && (S->state == KG_ST_READY || S->state == KG_ST_STARTING)) {
+      kg_info("interrupt: SIGINT to the kernel's process group");
+      kg_kernel_signal(S->kernel, SIGINT);
     }
+    break;
+  default:
+    kg_notice("received SIG%s: shutting down", sigabbrev_np(sig));
+    if (!kg_state_exiting(S->state))
+      kg__fire(S, KG_EV_SHUTDOWN);
+    break;
+  }
+  return KG_LOOP_OK;
+}
+
+int
+kg__signals_attach(kg_sup_t *S)
+{
+  return kg_loop_signals(S->loop, S->sig, s_on_signal, S) < 0 ? KG_ENOMEM : 0;
+}
+
+/*  The state's deadline (0: none): start timeout, evidence, grace, backoff,
+    the exit phases. */
+static int64_t
+s_state_when(void *arg)
+{
+  kg_sup_t *S = arg;
+  switch (S->state) {
+  case KG_ST_STARTING:
+  case KG_ST_CLOSING:
+  case KG_ST_STOPPING:
+  case KG_ST_KILLING:
+  case KG_ST_BACKOFF:
+  case KG_ST_EXITING:
+  case KG_ST_EXIT_WAIT:
+  case KG_ST_EXIT_TERM:
+  case KG_ST_EXIT_KILL:
+    return S->state_deadline_ms;
+  default:
+    return 0;
   }
 }
 
-void
-kg__timers(kg_sup_t *S)
+static int
+s_state_deadline(kg_loop_t *loop, int id, void *arg)
 {
-  int64_t now = kg_clock_mono_ms();
-  kg__relay_timers(S, now);
-  kg__guard_helpers_timers(S, now);
+  kg_sup_t *S = arg;
+  int64_t now = kg_loop_now(loop);
   switch (S->state) {
   case KG_ST_STARTING:
-    if (kg_ready_nudge_due(kg_kernel_ready(S->kernel), now)) {
-      kg__send_nudge(S);
-      kg_ready_nudge_scheduled(kg_kernel_ready(S->kernel), now);
-    }
-    if (S->state == KG_ST_STARTING && now >= S->state_deadline_ms) {
-      kg_error("kernel #%d did not become ready within %d s", S->kernel_starts,
-               KG__START_TIMEOUT_MS / 1000);
-      S->stop_reason = KG__STOP_TIMEOUT;
-      kg__fire(S, KG_EV_START_TIMEOUT);
-    }
+    kg_error("kernel #%d did not become ready within %d s", S->kernel_starts,
+             KG__START_TIMEOUT_MS / 1000);
+    S->stop_reason = KG__STOP_TIMEOUT;
+    kg__fire(S, KG_EV_START_TIMEOUT);
     break;
   case KG_ST_CLOSING:
-    if (now >= S->state_deadline_ms)
-      kg__fire(S, KG_EV_EVIDENCE_DONE);
+    kg__fire(S, KG_EV_EVIDENCE_DONE);
     break;
   case KG_ST_STOPPING:
-    if (now >= S->state_deadline_ms && kg_kernel_alive(S->kernel))
+    if (kg_kernel_alive(S->kernel))
       kg__fire(S, KG_EV_TIMER);   /* → KILLING */
+    else
+      S->state_deadline_ms = 0;   /* its end is on its way (SIGCHLD) */
     break;
   case KG_ST_KILLING:
-    if (now >= S->state_deadline_ms && kg_kernel_alive(S->kernel)) {
+    if (kg_kernel_alive(S->kernel)) {
       kg_warning("kernel #%d still not reaped after SIGKILL", S->kernel_starts);
-      S->state_deadline_ms = now + 2000;
-    }
+      S->state_deadline_ms = now + KG__KILL_REAP_MS;
+    } else
+      S->state_deadline_ms = 0;
     break;
-  case KG_ST_BACKOFF:
-    if (now >= S->state_deadline_ms)
-      kg__fire(S, KG_EV_TIMER);
-    break;
-  case KG_ST_EXITING:
-  case KG_ST_EXIT_WAIT:
-  case KG_ST_EXIT_TERM:
-  case KG_ST_EXIT_KILL:
-    if (now >= S->state_deadline_ms)
-      kg__fire(S, KG_EV_TIMER);
-    break;
-  default:
+  default:   /* BACKOFF and the exit phases */
+    kg__fire(S, KG_EV_TIMER);
     break;
   }
+  return KG_LOOP_OK;
 }
 
-long
-kg__timeout_ms(kg_sup_t *S)
+int
+kg__state_attach(kg_sup_t *S)
 {
-  int64_t now = kg_clock_mono_ms();
-  int64_t next = now + 60000;
-  int64_t cands[6] = {0, 0, 0, 0, kg__relay_deadline(S),
-                      S->parent ? kg_parentwatch_deadline_ms(S->parent) : 0};
-  switch (S->state) {
-  case KG_ST_STARTING:
-    cands[0] = S->state_deadline_ms;
-    cands[1] = kg_ready_deadline(kg_kernel_ready(S->kernel));   /* 0 once ready */
-    break;
-  case KG_ST_CLOSING:
-  case KG_ST_STOPPING:
-  case KG_ST_KILLING:
-  case KG_ST_BACKOFF:
-  case KG_ST_EXITING:
-  case KG_ST_EXIT_WAIT:
-  case KG_ST_EXIT_TERM:
-  case KG_ST_EXIT_KILL:
-    cands[0] = S->state_deadline_ms;
-    break;
-  default:
-    break;
-  }
-  cands[2] = kg__helpers_deadline(S);
-  int64_t e = kg__earliest(cands, sizeof cands / sizeof cands[0]);   /* the launcher's too */
-  if (e > 0 && e < next)
-    next = e;
-  return next <= now ? 0 : (long) (next - now);
+  return kg_loop_timer_of(S->loop, s_state_when, s_state_deadline, S) < 0 ? KG_ENOMEM : 0;
 }

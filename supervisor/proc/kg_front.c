@@ -13,6 +13,7 @@ struct kg_front_t {
   void *sock[KG_CH_COUNT];      /*  owned; sock[KG_CH_HB] stays NULL          */
   kg_heartbeat_t *heartbeat;    /*  owned, or NULL (adopted sockets)          */
   kg_signer_t *signer;          /*  owned: the frontend's key                 */
+  kg_loop_t *loop;              /*  told of each send, or NULL (borrowed)     */
 };
 
 kg_front_t *
@@ -84,6 +85,12 @@ kg_front_destroy(kg_front_t **self_p)
   *self_p = NULL;
 }
 
+void
+kg_front_set_loop(kg_front_t *self, kg_loop_t *loop)
+{
+  self->loop = loop;
+}
+
 void *
 kg_front_socket(const kg_front_t *self, kg_channel_t ch)
 {
@@ -100,7 +107,12 @@ int
 kg_front_send(kg_front_t *self, kg_channel_t ch, kg_msg_t *msg)
 {
   void *sock = kg_front_socket(self, ch);
-  return sock ? kg_msg_send(msg, sock, self->signer, 0) : KG_EUSAGE;
+  if (!sock)
+    return KG_EUSAGE;
+  int rc = kg_msg_send(msg, sock, self->signer, 0);
+  if (self->loop)
+    kg_loop_sent(self->loop, sock);   /* the send may have taken its input's edge */
+  return rc;
 }
 
 int

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "kg_conninfo.h"
+#include "kg_loop.h"
 #include "kg_msg.h"
 #include "kg_signer.h"
 
@@ -38,6 +39,10 @@ kg_front_t *kg_front_adopt(void *sockets[KG_CH_COUNT], const void *key, size_t k
 /*  Close the sockets (linger 0), stop the heartbeat, free self; *self_p
     becomes NULL. Safe on NULL. Before the zmq context is terminated. */
 void kg_front_destroy(kg_front_t **self_p);
+
+/*  The loop that polls the sockets (borrowed; outlives self; NULL: none):
+    it is told of each send (kg_loop_sent). */
+void kg_front_set_loop(kg_front_t *self, kg_loop_t *loop);
 
 /*  The bound socket of channel ch (borrowed), NULL for KG_CH_HB (its own
     thread) or an unbound channel. */

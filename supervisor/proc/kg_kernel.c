@@ -31,6 +31,7 @@ struct kg_kernel_t {
   kg_ring_t *ring[2];           /*  stdout, stderr                           */
   int generation;               /*  kernels started                          */
   kg_ready_t *ready;            /*  kernel_info nudges, reply and iopub seen */
+  kg_loop_t *loop;              /*  told of each send, or NULL (borrowed)    */
   bool signalled;               /*  SIGTERM/SIGKILL sent by kguard           */
   char *reason;                 /*  why the last start failed, or NULL       */
 };
@@ -44,6 +45,7 @@ kg_kernel_new(const kg_kernel_opts_t *opts)
   self->ctx = opts->ctx;
   self->key_from = opts->key_from;
   self->log_fd = opts->log_fd;
+  self->loop = opts->loop;
   self->runtime_dir = strdup(opts->runtime_dir ? opts->runtime_dir : "");
   self->conn_path = strdup(opts->conn_path ? opts->conn_path : "");
   self->tag = strdup(opts->tag ? opts->tag : "k");
@@ -230,6 +232,18 @@ void *
 kg_kernel_socket(const kg_kernel_t *self, kg_channel_t ch)
 {
   return ch >= 0 && ch < KG_CH_COUNT ? self->sock[ch] : NULL;
+}
+
+int
+kg_kernel_send(kg_kernel_t *self, kg_channel_t ch, kg_msg_t *msg, int flags)
+{
+  void *sock = kg_kernel_socket(self, ch);
+  if (!sock || !self->signer)
+    return KG_ENOKERNEL;
+  int rc = kg_msg_send(msg, sock, self->signer, flags);
+  if (self->loop)
+    kg_loop_sent(self->loop, sock);   /* the send may have taken its input's edge */
+  return rc;
 }
 
 kg_signer_t *

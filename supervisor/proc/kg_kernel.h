@@ -31,6 +31,8 @@
 #include <sys/types.h>
 
 #include "kg_conninfo.h"
+#include "kg_loop.h"
+#include "kg_msg.h"
 #include "kg_ready.h"
 #include "kg_ring.h"
 #include "kg_signer.h"
@@ -53,6 +55,9 @@ typedef struct {
                                       routing ids ("k" if NULL; copied): two
                                       objects in one runtime directory (the
                                       kernel and its warm standby) need two  */
+  kg_loop_t *loop;                /*  the loop that polls its sockets, told of
+                                      each send (kg_loop_sent); NULL: none
+                                      (borrowed; outlives self)               */
 } kg_kernel_opts_t;
 
 /*  A kernel object with no process yet, or NULL (allocation failure). */
@@ -108,6 +113,13 @@ pid_t kg_kernel_pid(const kg_kernel_t *self);
 /*  The kernel-side socket of channel ch (NULL for heartbeat, or before the
     first start). Borrowed; replaced by the next start. */
 void *kg_kernel_socket(const kg_kernel_t *self, kg_channel_t ch);
+
+/*  Send msg (borrowed; its identities set by the caller) on channel ch,
+    signed with the kernel's key (a message relayed with its own valid
+    signature keeps it: kg_msg_send), with zmq flags (ZMQ_DONTWAIT...); the
+    loop is told. 0, KG_ENOKERNEL before the first start, or kg_msg_send's
+    code. */
+int kg_kernel_send(kg_kernel_t *self, kg_channel_t ch, kg_msg_t *msg, int flags);
 
 /*  The signer of the kernel's key (NULL before the first start). Borrowed. */
 kg_signer_t *kg_kernel_signer(const kg_kernel_t *self);

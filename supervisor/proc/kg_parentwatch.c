@@ -10,11 +10,11 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kg_error.h"
+#include "kg_sigsrc.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -24,10 +24,8 @@ struct kg_parentwatch_t {
   pid_t target;                 /*  the launcher; 0 = watching nobody        */
   pid_t ppid0;                  /*  getppid() at creation (> 1), or 0        */
   int pidfd;                    /*  readable when target exits, or -1        */
-  int sigfd;                    /*  signalfd of the death signal, or -1      */
-  int epfd;                     /*  one fd for the loop: pidfd + sigfd, or -1 */
-  int sig;                      /*  the armed death signal, or 0             */
-  sigset_t old_mask;            /*  restored on destroy                      */
+  int epfd;                     /*  one fd for the loop: pidfd + signals, or -1 */
+  kg_sigsrc_t *sig;             /*  the armed death signal, or NULL          */
   int period_ms;                /*  fallback polling period                  */
   int64_t deadline_ms;          /*  next fallback check, INT64_MAX if none   */
   bool gone;                    /*  sticky answer                            */
@@ -95,7 +93,7 @@ kg_parentwatch_new(pid_t target, int pdeath_sig, int period_ms)
   kg_parentwatch_t *self = calloc(1, sizeof *self);
   if (!self)
     return NULL;
-  self->pidfd = self->sigfd = self->epfd = -1;
+  self->pidfd = self->epfd = -1;
   self->deadline_ms = INT64_MAX;
   self->period_ms = period_ms > 0 ? period_ms : 1000;
   pid_t ppid = getppid();
@@ -121,17 +119,12 @@ kg_parentwatch_new(pid_t target, int pdeath_sig, int period_ms)
     self->deadline_ms = 0;      /* no pidfd (old kernel, seccomp): poll */
   }
   if (pdeath_sig > 0) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, pdeath_sig);
-    if (sigprocmask(SIG_BLOCK, &set, &self->old_mask) != 0)
+    const int signals[] = {pdeath_sig, 0};
+    self->sig = kg_sigsrc_new(signals);
+    if (!self->sig)
       goto fail;
-    self->sig = pdeath_sig;
-    self->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (self->sigfd < 0)
-      goto fail;
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = self->sigfd};
-    if (epoll_ctl(self->epfd, EPOLL_CTL_ADD, self->sigfd, &ev) != 0)
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = kg_sigsrc_fd(self->sig)};
+    if (epoll_ctl(self->epfd, EPOLL_CTL_ADD, kg_sigsrc_fd(self->sig), &ev) != 0)
       goto fail;
     if (prctl(PR_SET_PDEATHSIG, pdeath_sig) != 0)
       goto fail;
@@ -154,12 +147,9 @@ kg_parentwatch_destroy(kg_parentwatch_t **self_p)
   if (!self_p || !*self_p)
     return;
   kg_parentwatch_t *self = *self_p;
-  if (self->sig) {
+  if (self->sig)
     prctl(PR_SET_PDEATHSIG, 0);
-    sigprocmask(SIG_SETMASK, &self->old_mask, NULL);
-  }
-  if (self->sigfd >= 0)
-    close(self->sigfd);
+  kg_sigsrc_destroy(&self->sig);   /* and the mask it found */
   if (self->pidfd >= 0)
     close(self->pidfd);
   if (self->epfd >= 0)
@@ -185,12 +175,9 @@ kg_parentwatch_check(kg_parentwatch_t *self, int64_t now_ms)
 {
   if (self->gone || !self->target)
     return self->gone;
-  if (self->sigfd >= 0) {
-    /* Drain: the death signal is a hint, decided by the checks below. */
-    struct signalfd_siginfo si;
-    while (read(self->sigfd, &si, sizeof si) == (ssize_t) sizeof si)
-      ;
-  }
+  /* Drain: the death signal is a hint, decided by the checks below. */
+  while (self->sig && kg_sigsrc_read(self->sig) > 0)
+    ;
   if (self->pidfd >= 0) {
     struct pollfd p = {.fd = self->pidfd, .events = POLLIN};
     if (poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP)))

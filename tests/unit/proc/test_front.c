@@ -188,5 +188,52 @@ KG_TEST(front_reply_routes_to_the_asker)
   s_teardown(&f);
 }
 
+static int
+s_reader(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop;
+  (void) id;
+  (void) events;
+  (void) arg;
+  return KG_LOOP_OK;
+}
+
+static int
+s_tick(kg_loop_t *loop, int id, void *arg)
+{
+  (void) loop;
+  (void) id;
+  (void) arg;
+  return KG_LOOP_OK;
+}
+
+/*  A send may consume the edge that announces a socket's input (kg_loop.h):
+    kg_front tells its loop of every send, so the loop looks at the socket
+    before it waits. */
+KG_TEST(front_send_tells_the_loop)
+{
+  s_fixture_t f;
+  s_setup(&f);
+  kg_loop_t *loop = kg_loop_new();
+  void *shell = kg_front_socket(f.front, KG_CH_SHELL);
+  kg_loop_socket(loop, shell, KG_LOOP_IN, s_reader, NULL);
+  int t = kg_loop_timer(loop, 1, s_tick, NULL);
+  kg_loop_once(loop);   /* a new socket is looked at once */
+  kg_frame_t id = {"client-A", 8};
+  cJSON *c = cJSON_CreateObject();
+  KG_CHECK_INT(kg_front_reply(f.front, KG_CH_SHELL, &id, 1, "s", "x_reply", NULL, &c, NULL), 0);
+  KG_CHECK_INT(kg_loop_timeout(loop), -1);   /* no loop set: nobody was told */
+  kg_front_set_loop(f.front, loop);
+  c = cJSON_CreateObject();
+  KG_CHECK_INT(kg_front_reply(f.front, KG_CH_SHELL, &id, 1, "s", "x_reply", NULL, &c, NULL), 0);
+  KG_CHECK_INT(kg_loop_timeout(loop), 0);
+  kg_loop_timer_set(loop, t, 1);
+  kg_loop_once(loop);
+  KG_CHECK_INT(kg_loop_timeout(loop), -1);   /* looked at: nothing there */
+  kg_front_set_loop(f.front, NULL);
+  kg_loop_destroy(&loop);
+  s_teardown(&f);
+}
+
 KG_TEST_MAIN(KG_CASE(front_publish_fresh_ids_session_signature),
-             KG_CASE(front_reply_routes_to_the_asker))
+             KG_CASE(front_reply_routes_to_the_asker), KG_CASE(front_send_tells_the_loop))
