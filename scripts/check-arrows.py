@@ -39,7 +39,9 @@ import re
 import subprocess
 import sys
 
-MAX_LINES = 600
+# A file holds one concern, whatever its length; past this many lines it
+# holds more than one (CZMQ's median file is 540 lines, redis's ae.c 493).
+MAX_LINES = 1000
 
 # Files over the limit that the supervisor core does not own: each is named
 # so that the list cannot grow silently. Tests (tests/) are not counted.
