@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,12 +20,22 @@
 
 #include "kg_clock.h"
 #include "kg_error.h"
+#include "kg_loop.h"
 #include "kg_paths.h"
 #include "kg_log.h"
 #include "kg_signer.h"
 #include "kg_socket.h"
 
 extern char **environ;
+
+#define S_REAP_POLL_MS 200   /* without a pidfd: how often the child is looked at */
+#define S_SIGNALS_MAX 8      /* signals received and not yet handed out */
+
+/*  What a channel's reader is given. */
+typedef struct {
+  kg_client_t *self;
+  kg_channel_t ch;
+} s_src_t;
 
 struct kg_client_t {
   char dir[128];                /*  private runtime dir (0700)             */
@@ -40,7 +49,17 @@ struct kg_client_t {
   int pidfd;                    /*  readable when the child exits, or -1   */
   bool exited;                  /*  reaped                                 */
   int status;                   /*  its waitpid status                     */
-  int signal_fd;                /*  the caller's signalfd, or -1           */
+  kg_loop_t *loop;              /*  polls the sockets, signals, pidfd       */
+  s_src_t src[KG_CH_COUNT];     /*  what each channel's reader is given    */
+  int signals_id;               /*  the caller's signals on the loop, or 0 */
+  int deadline_id;              /*  kg_client_next's deadline (a timer)    */
+  int reap_id;                  /*  without a pidfd: the next look (a timer) */
+  int64_t deadline_ms;          /*  kg_client_next's, < 0: none            */
+  kg_client_event_t event;      /*  MESSAGE or TIMEOUT taken by a handler  */
+  bool has_event;
+  int error;                    /*  a receive failed (its code), or 0      */
+  int signals[S_SIGNALS_MAX];   /*  received, not yet handed out (FIFO)    */
+  int nsignals;
 };
 
 /*  ------------------------------------------------------------------------
@@ -238,6 +257,105 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
 }
 
 /*  ------------------------------------------------------------------------
+    The loop's sources. */
+
+static int s_take(kg_client_t *self, kg_channel_t ch, kg_msg_t **msg_p);
+
+/*  A channel has something: one message becomes the event (others wait
+    their turn: the socket is looked at again). */
+static int
+s_on_channel(kg_loop_t *loop, int id, int events, void *arg)
+{
+  kg_client_t *self = ((s_src_t *) arg)->self;
+  kg_channel_t ch = ((s_src_t *) arg)->ch;
+  if (self->has_event || self->error)
+    return KG_LOOP_MORE;
+  kg_msg_t *msg = NULL;
+  int rc;
+  while ((rc = s_take(self, ch, &msg)) == 2)
+    ;   /* a dropped message: the next one */
+  if (rc < 0) {
+    self->error = rc;
+    return KG_LOOP_OK;
+  }
+  if (rc == 0)
+    return KG_LOOP_OK;
+  self->event = (kg_client_event_t){.kind = KG_CLIENT_MESSAGE, .channel = ch, .msg = msg};
+  self->has_event = true;
+  return KG_LOOP_MORE;
+}
+
+static int
+s_on_signal(kg_loop_t *loop, int signo, void *arg)
+{
+  kg_client_t *self = arg;
+  if (self->nsignals < S_SIGNALS_MAX)
+    self->signals[self->nsignals++] = signo;
+  else
+    kg_warning("signal %d dropped: %d others not yet handled", signo, S_SIGNALS_MAX);
+  return KG_LOOP_OK;
+}
+
+static int
+s_pidfd(void *arg)
+{
+  return ((kg_client_t *) arg)->pidfd;
+}
+
+/*  The child's end, or a look at it without a pidfd: kg_client_next reaps. */
+static int
+s_wake(kg_loop_t *loop, int id, int events, void *arg)
+{
+  return KG_LOOP_OK;
+}
+
+static int
+s_wake_timer(kg_loop_t *loop, int id, void *arg)
+{
+  return KG_LOOP_OK;
+}
+
+static int
+s_on_deadline(kg_loop_t *loop, int id, void *arg)
+{
+  kg_client_t *self = arg;
+  if (!self->has_event && self->deadline_ms >= 0 && kg_loop_now(loop) >= self->deadline_ms) {
+    self->event = (kg_client_event_t){.kind = KG_CLIENT_TIMEOUT};
+    self->has_event = true;
+  }
+  return KG_LOOP_OK;
+}
+
+/*  The sources, in the order the loop serves them: control, then iopub
+    before shell (outputs published before a reply are handed out before
+    it; the runner waits for both the reply and iopub idle anyway, so this
+    only keeps the order natural), stdin, the signals, the child's end. */
+static int
+s_attach(kg_client_t *self, kg_sigsrc_t *signals)
+{
+  self->loop = kg_loop_new();
+  if (!self->loop)
+    return KG_ENOMEM;
+  static const kg_channel_t order[] = {KG_CH_CONTROL, KG_CH_IOPUB, KG_CH_SHELL, KG_CH_STDIN};
+  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+    kg_channel_t ch = order[i];
+    self->src[ch].self = self;
+    self->src[ch].ch = ch;
+    if (kg_loop_socket(self->loop, self->sockets[ch], KG_LOOP_IN, s_on_channel,
+                       &self->src[ch]) < 0)
+      return KG_ENOMEM;
+  }
+  if (signals && (self->signals_id = kg_loop_signals(self->loop, signals, s_on_signal,
+                                                     self)) < 0)
+    return KG_ENOMEM;
+  if (kg_loop_fd_of(self->loop, s_pidfd, KG_LOOP_IN, s_wake, self) < 0
+      || (self->deadline_id = kg_loop_timer(self->loop, 0, s_on_deadline, self)) < 0
+      || (self->reap_id = kg_loop_timer(self->loop, 0, s_wake_timer, self)) < 0)
+    return KG_ENOMEM;
+  return 0;
+}
+
+/*  ------------------------------------------------------------------------
     Setup and teardown. */
 
 static int
@@ -275,7 +393,6 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
     return KG_ENOMEM;
   }
   self->pidfd = -1;
-  self->signal_fd = cfg->signal_fd;
   kg_uuid4(self->session);
   int rc = s_make_dir(self, err, errlen);
 
@@ -326,6 +443,11 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
             kg_strerror(rc));
     else
       rc = 0;
+  }
+  if (rc == 0) {
+    rc = s_attach(self, cfg->signals);
+    if (rc != 0)
+      kg_errf(err, errlen, "out of memory");
   }
   if (rc != 0) {
     kg_client_destroy(&self);
@@ -382,6 +504,7 @@ kg_client_destroy(kg_client_t **self_p)
   }
   if (self->pidfd >= 0)
     close(self->pidfd);
+  kg_loop_destroy(&self->loop);
   for (int ch = 0; ch < KG_CH_COUNT; ch++)
     kg_socket_close(&self->sockets[ch]);
   if (self->ctx)
@@ -406,23 +529,25 @@ kg_client_send(kg_client_t *self, kg_channel_t channel, const char *msg_type,
   const char *id = kg_msg_id(msg);
   snprintf(msg_id, 37, "%s", id ? id : "");
   int rc = kg_msg_send(msg, self->sockets[channel], self->signer, 0);
+  kg_loop_sent(self->loop, self->sockets[channel]);   /* it may have taken an edge */
   kg_msg_destroy(&msg);
   return rc;
 }
 
-/*  Take one message from socket if there is one. 1: *msg_p set; 0: nothing
-    (or a message that was dropped); < 0: socket error. */
+/*  Take one message from channel ch if there is one. 1: *msg_p set; 0:
+    nothing; 2: one was dropped (oversized, or it failed its check); < 0: a
+    socket error. */
 static int
 s_take(kg_client_t *self, kg_channel_t ch, kg_msg_t **msg_p)
 {
   kg_msg_t *msg = NULL;
   int rc = kg_msg_recv(self->sockets[ch], ZMQ_DONTWAIT, &msg);
-  if (rc == -EAGAIN)
+  if (rc == -EAGAIN || rc == -EINTR)
     return 0;
   if (rc != 0) {
     if (rc == KG_ETOOBIG)
       kg_warning("dropped an oversized message on %s", kg_channel_name(ch));
-    return rc == KG_ETOOBIG ? 0 : rc;
+    return rc == KG_ETOOBIG ? 2 : rc;
   }
   rc = kg_msg_parse(msg, self->signer);
   if (rc == 0)
@@ -430,7 +555,7 @@ s_take(kg_client_t *self, kg_channel_t ch, kg_msg_t **msg_p)
   if (rc != 0) {
     kg_warning("dropped a message on %s: %s", kg_channel_name(ch), kg_strerror(rc));
     kg_msg_destroy(&msg);
-    return 0;
+    return 2;
   }
   *msg_p = msg;
   return 1;
@@ -440,69 +565,43 @@ int
 kg_client_next(kg_client_t *self, int64_t deadline_ms, kg_client_event_t *ev)
 {
   memset(ev, 0, sizeof *ev);
-  /*  Control, then iopub before shell: outputs published before a reply
-      are usually handed out before it (the runner waits for both the reply
-      and iopub idle anyway, so this only keeps the order natural). */
-  static const kg_channel_t order[] = {KG_CH_CONTROL, KG_CH_IOPUB, KG_CH_SHELL,
-                                       KG_CH_STDIN};
-  for (;;) {
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-      kg_msg_t *msg = NULL;
-      int rc = s_take(self, order[i], &msg);
-      if (rc < 0)
-        return rc;
-      if (rc == 1) {
-        ev->kind = KG_CLIENT_MESSAGE;
-        ev->channel = order[i];
-        ev->msg = msg;
-        return 0;
-      }
+  self->deadline_ms = deadline_ms;
+  /* The first round looks without waiting: messages already here come
+     before the child's end; later rounds wait. */
+  for (int round = 0;; round++) {
+    if (self->error) {
+      int rc = self->error;
+      self->error = 0;
+      return rc;
     }
-    if (!self->exited && s_reap(self)) {
+    if (self->has_event && (self->event.kind == KG_CLIENT_MESSAGE || round > 0)) {
+      *ev = self->event;
+      self->has_event = false;
+      return 0;
+    }
+    self->has_event = false;   /* a TIMEOUT left from an earlier call */
+    if (self->nsignals > 0) {
+      ev->kind = KG_CLIENT_SIGNAL;
+      ev->signo = self->signals[0];
+      memmove(self->signals, self->signals + 1, (size_t) --self->nsignals * sizeof(int));
+      return 0;
+    }
+    if (round > 0 && !self->exited && s_reap(self)) {
       ev->kind = KG_CLIENT_EXITED;
       ev->status = self->status;
       return 0;
     }
-    zmq_pollitem_t items[8];
-    int n = 0;
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-      items[n++] = (zmq_pollitem_t) {self->sockets[order[i]], 0, ZMQ_POLLIN, 0};
-    int sig_at = -1, pid_at = -1;
-    if (self->signal_fd >= 0) {
-      sig_at = n;
-      items[n++] = (zmq_pollitem_t) {NULL, self->signal_fd, ZMQ_POLLIN, 0};
-    }
-    if (self->pidfd >= 0) {
-      pid_at = n;
-      items[n++] = (zmq_pollitem_t) {NULL, self->pidfd, ZMQ_POLLIN, 0};
-    }
-    int64_t now = kg_clock_mono_ms();
-    long timeout = -1;
-    if (deadline_ms >= 0)
-      timeout = deadline_ms > now ? (long) (deadline_ms - now) : 0;
-    /*  Without a pidfd, look at the child at least every 200 ms. */
-    if (self->pidfd < 0 && !self->exited && (timeout < 0 || timeout > 200))
-      timeout = 200;
-    int rc = zmq_poll(items, n, timeout);
-    if (rc < 0 && errno != EINTR)
-      return -errno;
-    if (sig_at >= 0 && (items[sig_at].revents & ZMQ_POLLIN)) {
-      struct {
-        uint32_t signo;
-        uint8_t pad[124];
-      } info;
-      ssize_t got = read(self->signal_fd, &info, sizeof info);
-      if (got == (ssize_t) sizeof info) {
-        ev->kind = KG_CLIENT_SIGNAL;
-        ev->signo = (int) info.signo;
-        return 0;
-      }
-    }
-    (void) pid_at;
-    if (deadline_ms >= 0 && kg_clock_mono_ms() >= deadline_ms && rc == 0) {
-      ev->kind = KG_CLIENT_TIMEOUT;
-      return 0;
-    }
+    int64_t now = kg_loop_now(self->loop);
+    kg_loop_timer_set(self->loop, self->deadline_id,
+                      round == 0 ? now : deadline_ms >= 0 ? deadline_ms : 0);
+    if (round == 0)
+      self->deadline_ms = -1;   /* the look without waiting reports no timeout */
+    kg_loop_timer_set(self->loop, self->reap_id,
+                      self->pidfd < 0 && !self->exited ? now + S_REAP_POLL_MS : 0);
+    int rc = kg_loop_once(self->loop);
+    self->deadline_ms = deadline_ms;
+    if (rc < 0 && rc != -EINTR)
+      return rc;
   }
 }
 
@@ -565,9 +664,9 @@ kg_client_shutdown(kg_client_t *self, int64_t grace_ms)
 
   int64_t deadline = kg_clock_mono_ms() + grace_ms;
   int stage = 0;                /*  0 asked, 1 SIGTERM sent, 2 SIGKILL sent */
-  int save_fd = self->signal_fd;
-  self->signal_fd = -1;         /*  a second Ctrl-C is not lost: it stays
+  if (self->signals_id)         /*  a second Ctrl-C is not lost: it stays
                                     queued in the signalfd for the caller */
+    kg_loop_set_events(self->loop, self->signals_id, 0);
   while (!self->exited) {
     kg_client_event_t ev;
     if (kg_client_next(self, deadline, &ev) != 0)
@@ -583,6 +682,7 @@ kg_client_shutdown(kg_client_t *self, int64_t grace_ms)
       deadline = kg_clock_mono_ms() + 2000;
     }
   }
-  self->signal_fd = save_fd;
+  if (self->signals_id)
+    kg_loop_set_events(self->loop, self->signals_id, KG_LOOP_IN);
   return stage == 0 ? 0 : 1;
 }

@@ -10,9 +10,10 @@
     DEALER sockets (one routing id) for shell, control and stdin and a SUB
     socket for iopub are connected.
 
-    Events: kg_client_next waits (zmq_poll) until the first of: a message on
-    a channel (signature checked; bad ones are dropped with a warning), a
-    signal on the caller's signal fd, the child's exit, or the deadline.
+    Events: kg_client_next runs the client's loop (kg_loop) until the first
+    of: a message on a channel (signature checked; bad ones are dropped with
+    a warning), a signal of the caller's kg_sigsrc, the child's exit, or the
+    deadline. Messages already here come before the child's exit.
 */
 #ifndef KG_CLIENT_H
 #define KG_CLIENT_H
@@ -26,6 +27,7 @@
 #include "kg_conninfo.h"
 #include "kg_msg.h"
 #include "kg_kernelspec.h"
+#include "kg_sigsrc.h"
 
 typedef struct {
   const char *exe;              /*  the kguard binary to run "kernel" with */
@@ -35,7 +37,8 @@ typedef struct {
   const char *state_dir;        /*  resolved state dir, set in the env     */
   const char *cwd;              /*  the child's working directory or NULL  */
   const char *log_path;         /*  child stdout/stderr; NULL: inherited   */
-  int signal_fd;                /*  readable on a signal (signalfd), or -1 */
+  kg_sigsrc_t *signals;         /*  the caller's signals (borrowed; outlive
+                                    the client), or NULL                   */
 } kg_client_config_t;
 
 typedef enum {

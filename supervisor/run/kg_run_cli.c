@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -383,7 +382,7 @@ kg_run_main(int argc, char **argv)
   char log_path[PATH_MAX + 64];
   bool have_log = false;
   kg_progress_t *pr = kg_progress_new(stderr, quiet);
-  int sigfd = -1;
+  kg_sigsrc_t *sig = NULL;
   if (!out_path || !nb_dir || !state_dir || (checkpoints && !ckpt) || (state_arg && !state_abs)
       || !pr || exe_rc != 0) {
     fprintf(stderr, "kguard run: unable to set up: %s\n",
@@ -405,20 +404,13 @@ kg_run_main(int argc, char **argv)
   else
     kg_warning("unable to create %s/logs; the kernel's output stays on stderr", state_dir);
 
-  /*  Signals become events of the poll loop. Blocked before the zmq context
-      exists, so its I/O threads inherit the mask and never take them. */
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGHUP);
-  sigprocmask(SIG_BLOCK, &mask, NULL);
-  sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sigfd < 0)
+  /*  Signals become events of the client's loop. Blocked before the zmq
+      context exists, so its I/O threads inherit the mask and never take them. */
+  static const int signals[] = {SIGINT, SIGTERM, SIGHUP, 0};
+  sig = kg_sigsrc_new(signals);
+  if (!sig)
     kg_warning("unable to create a signalfd: %s; Ctrl-C ends the run at once",
                strerror(errno));
-  if (sigfd < 0)
-    sigprocmask(SIG_UNBLOCK, &mask, NULL);
 
   kg_runner_config_t cfg = {
     .output_path = out_path,
@@ -436,7 +428,7 @@ kg_run_main(int argc, char **argv)
       .state_dir = state_dir,
       .cwd = nb_dir,
       .log_path = have_log ? log_path : NULL,
-      .signal_fd = sigfd,
+      .signals = sig,
     },
   };
   if (kg_client_spec_is_kguard(spec))
@@ -445,8 +437,7 @@ kg_run_main(int argc, char **argv)
   code = kg_runner_run(nb, &cfg, pr);
 
 done:
-  if (sigfd >= 0)
-    close(sigfd);
+  kg_sigsrc_destroy(&sig);
   kg_progress_destroy(&pr);
   free(out_path);
   free(nb_dir);
