@@ -27,23 +27,6 @@
 
 #include "kg_error.h"
 
-static kg_msg_observer_fn *s_observer;
-static void *s_observer_arg;
-
-void
-kg_msg_set_observer(kg_msg_observer_fn *fn, void *arg)
-{
-  s_observer = fn;
-  s_observer_arg = arg;
-}
-
-void
-kg__msg_observe(void *socket, kg_msg_op_t op, int rc)
-{
-  if (s_observer)
-    s_observer(socket, op, rc, s_observer_arg);
-}
-
 kg_msg_t *
 kg__msg_alloc(void)
 {

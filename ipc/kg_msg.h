@@ -138,19 +138,6 @@ size_t kg_msg_size(const kg_msg_t *self);
     heartbeat echo. Returns 0 or -errno. */
 int kg_msg_send_raw(kg_msg_t *self, void *socket, int flags);
 
-/*  Observer of socket operations, for event loops that poll the sockets'
-    ZMQ_FD themselves. Called in the calling thread after every kg_msg_send /
-    kg_msg_send_raw attempt (op KG_MSG_OP_SEND) and every kg_msg_recv (op
-    KG_MSG_OP_RECV) with the socket and the call's result. A send may process
-    the socket's pending commands and so consume its edge-triggered
-    readiness: that socket must be checked (ZMQ_EVENTS) before the loop
-    waits again. A receive that returned -EAGAIN leaves nothing unseen: the
-    fd signals what arrives later. One observer per process (the
-    supervisor's loop); fn NULL removes it. arg is borrowed. */
-typedef enum { KG_MSG_OP_SEND, KG_MSG_OP_RECV } kg_msg_op_t;
-typedef void (kg_msg_observer_fn)(void *socket, kg_msg_op_t op, int rc, void *arg);
-void kg_msg_set_observer(kg_msg_observer_fn *fn, void *arg);
-
 /*  Why a received message was dropped, for counting and rate-limited
     logging: unsigned (KG_ENOSIG), forged (KG_EBADSIG), replayed
     (KG_EREPLAY), oversized (KG_ETOOBIG), malformed (any other code from

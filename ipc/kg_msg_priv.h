@@ -43,7 +43,4 @@ int kg__msg_reserve(kg_msg_t *self, size_t want);
 kg_frame_t kg__msg_frame(const kg_msg_t *self, size_t index);
 void kg__msg_dict_frames(const kg_msg_t *self, kg_frame_t parts[4]);
 
-/*  Tell the observer set with kg_msg_set_observer, if any. */
-void kg__msg_observe(void *socket, kg_msg_op_t op, int rc);
-
 #endif

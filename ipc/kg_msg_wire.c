@@ -30,9 +30,7 @@ static int s_recv(void *socket, int flags, kg_msg_t **msg_p);
 int
 kg_msg_recv(void *socket, int flags, kg_msg_t **msg_p)
 {
-  int rc = s_recv(socket, flags, msg_p);
-  kg__msg_observe(socket, KG_MSG_OP_RECV, rc);
-  return rc;
+  return s_recv(socket, flags, msg_p);
 }
 
 static int
@@ -236,7 +234,6 @@ kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags)
   for (i = self->nident + 2; rc == 0 && i < self->nframes; i++)
     rc = s_send_shared(self, i, socket,
                        flags | (i + 1 < self->nframes ? ZMQ_SNDMORE : 0));
-  kg__msg_observe(socket, KG_MSG_OP_SEND, rc);
   return rc;
 }
 
@@ -247,6 +244,5 @@ kg_msg_send_raw(kg_msg_t *self, void *socket, int flags)
   for (size_t i = 0; rc == 0 && i < self->nframes; i++)
     rc = s_send_shared(self, i, socket,
                        flags | (i + 1 < self->nframes ? ZMQ_SNDMORE : 0));
-  kg__msg_observe(socket, KG_MSG_OP_SEND, rc);
   return rc;
 }
