@@ -42,13 +42,13 @@ bool
 kg__check_pending(const kg_sup_t *S)
 {
   return kg_devcheck_probing(S->devcheck)
-         || (S->state == KG_ST_READY && kg_diagnosis_suspect(S->diag));
+         || (kg__state(S) == KG_ST_READY && kg_diagnosis_suspect(S->diag));
 }
 
 void
 kg__check_start(kg_sup_t *S)
 {
-  if (kg_devcheck_probing(S->devcheck) || S->state != KG_ST_READY
+  if (kg_devcheck_probing(S->devcheck) || kg__state(S) != KG_ST_READY
       || !kg_diagnosis_suspect(S->diag))
     return;
   if (!kg_language_is_python(kg__language(S))) {

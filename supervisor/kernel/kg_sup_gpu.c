@@ -72,7 +72,7 @@ s_preflight_done(kg_sup_t *S)
     kg_preflight_record(S->preflight, kg_incident_json(incident));
     kg__write_incident(S);
   }
-  if (S->state != KG_ST_STARTING)
+  if (kg__state(S) != KG_ST_STARTING)
     return;   /* the start was abandoned meanwhile */
   if (v == KG_PREFLIGHT_FAILING || v == KG_PREFLIGHT_TIMEOUT) {
     char *why = kg_preflight_down_reason(v, report);

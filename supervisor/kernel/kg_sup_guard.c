@@ -58,9 +58,9 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
     return;
   if (ev == KG_DIAG_SUSPECT) {
     const kg_match_t *sm = kg_diagnosis_suspicion(S->diag);
-    if (S->state != KG_ST_READY) {
+    if (kg__state(S) != KG_ST_READY) {
       kg_notice("GPU error text (%s) in the output while the kernel is %s: logged only",
-                sm && sm->family ? sm->family->id : "?", kg_state_name(S->state));
+                sm && sm->family ? sm->family->id : "?", kg_state_name(kg__state(S)));
       kg_diagnosis_clear_suspicion(S->diag);
       return;
     }
@@ -100,14 +100,14 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
     return;
   }
   /* STICKY */
-  if (S->state != KG_ST_READY && S->state != KG_ST_STARTING)
+  if (kg__state(S) != KG_ST_READY && kg__state(S) != KG_ST_STARTING)
     return;
   kg_error("sticky GPU error (%s, rule %s): closing the gate",
            m && m->family ? m->family->id : "?", m && m->rule_id ? m->rule_id : "?");
   s_set_failing(S, parent ? parent : kg_diagnosis_parent(S->diag));
   S->stop_reason = KG__STOP_STICKY;
   kg_gate_fault(S->gate, KG_GATE_FAULT_STICKY, kg_clock_mono_ms());
-  if (S->state == KG_ST_STARTING) {
+  if (kg__state(S) == KG_ST_STARTING) {
     kg__incident_open(S, true);   /* no CLOSING from STARTING: record it now */
     kg__start_probe(S);           /* versions, from a fresh process */
   }
@@ -286,9 +286,9 @@ kg__guard_child_exit(kg_sup_t *S)
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
   kg_diag_event_t ev = kg_diagnosis_feed_exit(S->diag, code, sig, kg_clock_wall_ms());
-  if (S->state == KG_ST_READY)
+  if (kg__state(S) == KG_ST_READY)
     kg__doom_queue(S);   /* cells queued behind the one that was running */
-  if (S->state == KG_ST_CLOSING)
+  if (kg__state(S) == KG_ST_CLOSING)
     return true;   /* already handled; the death is recorded as evidence */
   if (ev != KG_DIAG_STICKY && !kg_diagnosis_sticky(S->diag))
     return false;
@@ -318,7 +318,7 @@ kg__guard_enter_closing(kg_sup_t *S)
   kg__incident_open(S, true);
   kg__start_probe(S);   /* versions, from a fresh process */
   if (!kg_failing_id(S->failing) || !kg_pending_find(S->pending, kg_failing_id(S->failing)))
-    S->state_deadline_ms = kg_clock_mono_ms();   /* no reply to wait for */
+    kg_fsm_set_deadline(S->fsm, kg_loop_now(S->loop));   /* no reply to wait for */
 }
 
 /*  The failing request's real execute_reply was relayed: its evidence is
@@ -329,7 +329,7 @@ kg__guard_failing_done(kg_sup_t *S, kg_msg_t *reply)
 {
   (void) reply;
   kg_failing_replied(S->failing);
-  if (S->state == KG_ST_CLOSING)
+  if (kg__state(S) == KG_ST_CLOSING)
     kg__fire(S, KG_EV_EVIDENCE_DONE);
 }
 

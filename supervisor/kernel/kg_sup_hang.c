@@ -72,7 +72,7 @@ s_watch(kg_sup_t *S)
 static bool
 s_want(kg_sup_t *S)
 {
-  return S->state == KG_ST_READY && kg_kernel_alive(S->kernel)
+  return kg__state(S) == KG_ST_READY && kg_kernel_alive(S->kernel)
          && kg_pending_running(S->pending) != NULL;
 }
 

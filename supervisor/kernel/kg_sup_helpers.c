@@ -124,7 +124,7 @@ s_ckpt_finished(kg_sup_t *S)
   }
   if (*progress)
     kg_info("checkpoint restore: %s", progress);
-  if (S->state == KG_ST_RESTORING)
+  if (kg__state(S) == KG_ST_RESTORING)
     s_restore_done(S);
 }
 

@@ -29,7 +29,7 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
                    "stale window: %.3g s after a failure's notice\n"
                    "diagnostic mode: %s\n"
                    "state dir: %s\ncheckpoints: %s\nkernel log: %s\n",
-                   kg_state_name(S->state), S->kernel_starts,
+                   kg_state_name(kg__state(S)), S->kernel_starts,
                    S->diagnostic ? " (diagnostic, not for timing)" : "",
                    (long) kg_kernel_pid(S->kernel),
                    kg_policy_restart_count(S->policy),
@@ -49,7 +49,7 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
   if (n > 0 && (size_t) n < len && kg_incident_slot_current(S->incidents))
     n += snprintf(buf + n, len - (size_t) n, "last incident: %s (%s)\n",
                   kg_incident_slot_id(S->incidents), incident_path ? incident_path : "");
-  if (n > 0 && (size_t) n < len && S->state == KG_ST_DOWN)
+  if (n > 0 && (size_t) n < len && kg__state(S) == KG_ST_DOWN)
     snprintf(buf + n, len - (size_t) n, "down: %s\n",
              kg_notice_due_down_reason(S->due) ? kg_notice_due_down_reason(S->due) : "");
 }
@@ -110,8 +110,8 @@ s_inband_run(kg_sup_t *S, kg_pending_entry_t *e, const kg_inband_cmd_t *c)
     return;
   }
   bool diagnostic = c->diagnostic;
-  if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING
-      || S->state == KG_ST_RESTORING || kg_state_exiting(S->state)) {
+  if (kg__state(S) == KG_ST_CLOSING || kg__state(S) == KG_ST_STOPPING || kg__state(S) == KG_ST_KILLING
+      || kg__state(S) == KG_ST_RESTORING || kg_state_exiting(kg__state(S))) {
     kg__answer_stream(S, e, "kguard: a restart is already in progress\n", true);
     return;
   }
@@ -124,7 +124,7 @@ s_inband_run(kg_sup_t *S, kg_pending_entry_t *e, const kg_inband_cmd_t *c)
   kg_notice("restart requested in-band%s", diagnostic ? " (diagnostic)" : "");
   S->stop_reason = KG__STOP_USER;
   kg_gate_clear(S->gate);   /* what follows is meant for the new kernel */
-  if (S->state == KG_ST_DOWN || S->state == KG_ST_BACKOFF) {
+  if (kg__state(S) == KG_ST_DOWN || kg__state(S) == KG_ST_BACKOFF) {
     kg_policy_reset(S->policy);
     (void) kg_notice_due_set_down(S->due, NULL);
     S->diagnostic = diagnostic;

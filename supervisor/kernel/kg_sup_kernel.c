@@ -23,7 +23,6 @@
 int
 kg__kernel_start(kg_sup_t *S)
 {
-  S->state_deadline_ms = kg_clock_mono_ms() + KG__START_TIMEOUT_MS;
   S->stop_reason = KG__STOP_NONE;
   kg_gate_set_running(S->gate, NULL);
   S->kernel_starts++;

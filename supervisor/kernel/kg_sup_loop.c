@@ -37,7 +37,7 @@ kg_supervisor_run(kg_supervisor_t *S)
     return KG_EXIT_SYSTEM;
   }
   kg__publish_status(S, NULL, "starting");   /* once, at process start */
-  kg__enter(S, S->state);
+  kg_fsm_start(S->fsm, KG_ST_STARTING, kg_loop_now(S->loop));
   int rc = kg_loop_run(S->loop);
   if (rc < 0) {
     kg_error("unable to wait for events: %s", kg_strerror(rc));

@@ -48,7 +48,7 @@ s_check(kg_sup_t *S, int64_t now_ms)
   S->parent_gone = true;
   kg_notice("the launcher (pid %ld) is gone: shutting down with its kernel",
             (long) kg_parentwatch_pid(S->parent));
-  if (!kg_state_exiting(S->state))
+  if (!kg_state_exiting(kg__state(S)))
     kg__fire(S, KG_EV_SHUTDOWN);
 }
 

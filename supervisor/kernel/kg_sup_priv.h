@@ -29,7 +29,7 @@
 #include "kg_conninfo.h"
 #include "kg_devcheck.h"
 #include "kg_diagnosis.h"
-#include "kg_evq.h"
+#include "kg_fsm.h"
 #include "kg_failing.h"
 #include "kg_front.h"
 #include "kg_gate.h"
@@ -57,6 +57,7 @@
 #include "kg_supervisor.h"
 
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
+#define KG__EVENTS_MAX 16         /* events waiting at once (a transition posts 1-2) */
 #define KG__RING_BYTES (256u * 1024u)   /* the kernel's stdout/stderr kept */
 #define KG__START_TIMEOUT_MS 60000
 #define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
@@ -143,7 +144,8 @@ struct kg_supervisor_t {
                                     connection file, sockets (kg_kernel.h)   */
 
   /* the kernel */
-  kg_state_t state;
+  kg_fsm_t *fsm;                /*  its life cycle: the state, its deadline, the
+                                    events waiting (kg_sup_states.c; kg__fire) */
   int log_fd;                   /*  logs/kernel-<id>.log (the kernel's rings
                                     write there)                             */
   FILE *own_log;                /*  logs/kguard-<id>.log                     */
@@ -154,10 +156,6 @@ struct kg_supervisor_t {
                                     (owned; any length: the kernel chose it) */
   int execution_count;          /*  last seen                                */
 
-  kg_evq_t *evq;                /*  the state machine's event queue (kg__fire) */
-
-  /* deadlines */
-  int64_t state_deadline_ms;    /*  start timeout, evidence, grace, backoff  */
   kg__stop_t stop_reason;
   int64_t backoff_ms;           /*  delay chosen by the policy               */
 
@@ -217,10 +215,16 @@ void kg__free_envp(char ***envp_p);
 const char *kg__language(const kg_sup_t *S);
 /*  The diagnostic kernel's label ("" unless S->diagnostic). Static text. */
 const char *kg__diag_label(kg_sup_t *S);
-/*  Post event to the state machine's queue (kg_evq; the supervisor bound
-    its table): applied now, or after the running transition. */
+/*  Post event to the state machine (kg_fsm): applied now, or after the
+    running transition. */
 void kg__fire(kg_sup_t *S, kg_event_t event);
 bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in the queue */
+/*  The kernel's state now. */
+static inline kg_state_t
+kg__state(const kg_sup_t *S)
+{
+  return (kg_state_t) kg_fsm_state(S->fsm);
+}
 /*  Doom every request queued behind the running cell (they are answered,
     never run) and drop the held non-requests. */
 void kg__doom_queue(kg_sup_t *S);
@@ -238,7 +242,7 @@ int kg__kernel_start(kg_sup_t *S);
     frontend last. Timers fire after I/O in the same order. 0 or KG_ENOMEM. */
 int kg__loop_attach(kg_sup_t *S);
 int kg__signals_attach(kg_sup_t *S);          /* kg_supervisor.c */
-int kg__state_attach(kg_sup_t *S);            /* kg_supervisor.c: the state's deadline */
+int kg__state_attach(kg_sup_t *S);            /* kg_sup_states.c: the state's deadline */
 int kg__relay_kernel_attach(kg_sup_t *S);     /* kg_sup_relay_kernel.c */
 int kg__relay_front_attach(kg_sup_t *S);      /* kg_sup_relay.c */
 int kg__pipes_attach(kg_sup_t *S);            /* kg_sup_guard.c: the kernel's pipes */
@@ -255,8 +259,9 @@ int kg__parent_attach(kg_sup_t *S);           /* kg_sup_parent.c */
     Returns 0 or -errno. Call before zmq_ctx_new (it blocks its signal). */
 int kg__parent_init(kg_sup_t *S);
 
-/* kg_supervisor.c */
-void kg__enter(kg_sup_t *S, kg_state_t st);   /* a state's entry action */
+/* kg_sup_states.c: one row per state (entry action, deadline, event on
+   deadline) over kg_state's table */
+const kg_fsm_def_t *kg__states(void);
 
 /* kg_sup_relay.c */
 /*  Log the dropped-message summary if its interval ended (or now, if force). */

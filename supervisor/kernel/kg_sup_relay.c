@@ -139,7 +139,7 @@ s_deliver(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
     kg__guard_inband(S, msg, ch);
     return;
   }
-  if (S->state == KG_ST_DOWN) {
+  if (kg__state(S) == KG_ST_DOWN) {
     if (e && strcmp(e->msg_type, "kernel_info_request") == 0)
       kg__answer_kernel_info(S, e);
     else if (e)
@@ -214,12 +214,12 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 {
   kg_msg_t *msg = *msg_p;
   const char *type = kg_msg_type(msg);
-  if (kg_state_exiting(S->state)) {
+  if (kg_state_exiting(kg__state(S))) {
     kg_debug("%s ignored: shutting down", type);
     return;
   }
   if (ch == KG_CH_STDIN) {
-    kg_gate_input_t in = {.state = S->state, .channel = ch, .kind = KG_GATE_MSG_OTHER};
+    kg_gate_input_t in = {.state = kg__state(S), .channel = ch, .kind = KG_GATE_MSG_OTHER};
     if (kg_gate_decide(S->gate, &in).action == KG_GATE_FORWARD)
       s_forward(S, ch, msg, NULL);
     else
@@ -235,7 +235,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
                                                             "restart");
     (void) kg_shutdown_requested(S->shutdown, e ? e->msg_id : NULL, cJSON_IsTrue(restart));
     kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
-    if (kg_state_gate_open(S->state) && kg_kernel_alive(S->kernel)) {
+    if (kg_state_gate_open(kg__state(S)) && kg_kernel_alive(S->kernel)) {
       s_forward(S, ch, msg, e);
       kg__fire(S, KG_EV_SHUTDOWN_REQUEST);   /* its reply awaited */
     } else {
@@ -254,7 +254,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       && !S->cfg->inner_message_interrupts) {
     /* The inner kernel takes interrupts as signals (ipykernel's default). */
     e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
-    if (kg_kernel_alive(S->kernel) && kg_state_gate_open(S->state)) {
+    if (kg_kernel_alive(S->kernel) && kg_state_gate_open(kg__state(S))) {
       kg_info("interrupt_request: SIGINT to the kernel's process group");
       kg_kernel_signal(S->kernel, SIGINT);
     }
@@ -266,8 +266,8 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     }
     return;
   }
-  if (strcmp(type, "kernel_info_request") == 0 && !kg_state_gate_open(S->state)
-      && (S->info_cache || S->state == KG_ST_DOWN)) {
+  if (strcmp(type, "kernel_info_request") == 0 && !kg_state_gate_open(kg__state(S))
+      && (S->info_cache || kg__state(S) == KG_ST_DOWN)) {
     e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
     if (e)
       kg__answer_kernel_info(S, e);
@@ -277,14 +277,14 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   if (ch == KG_CH_CONTROL && inband) {
     /* `kguard restart` sends on control: out of band, at once, like an
        interrupt. What was queued behind the running cell goes with it. */
-    bool was_ready = S->state == KG_ST_READY;
+    bool was_ready = kg__state(S) == KG_ST_READY;
     kg__guard_inband(S, msg, ch);
-    if (was_ready && S->state == KG_ST_STOPPING)
+    if (was_ready && kg__state(S) == KG_ST_STOPPING)
       kg__doom_queue(S);
     return;
   }
   kg_gate_input_t in = {
-    .state = S->state,
+    .state = kg__state(S),
     .channel = ch,
     .kind = inband ? KG_GATE_MSG_INBAND
             : strcmp(type, "execute_request") == 0 ? KG_GATE_MSG_EXECUTE
@@ -365,10 +365,10 @@ s_can_flush(kg_sup_t *S)
 {
   if (kg__events_pending(S))
     return false;
-  if (S->state == KG_ST_READY && !kg_devcheck_holding(S->devcheck) && !kg__relay_kernel_busy(S)
+  if (kg__state(S) == KG_ST_READY && !kg_devcheck_holding(S->devcheck) && !kg__relay_kernel_busy(S)
       && !kg_devcheck_probing(S->devcheck) && kg_diagnosis_suspect(S->diag))
     return true;
-  bool down = S->state == KG_ST_DOWN, open = kg_state_gate_open(S->state);
+  bool down = kg__state(S) == KG_ST_DOWN, open = kg_state_gate_open(kg__state(S));
   size_t held = kg_pending_held(S->pending), shell = kg_pending_held_shell(S->pending);
   if ((open || down) && held > shell)
     return true;
@@ -414,19 +414,19 @@ kg__flush_held(kg_sup_t *S)
   kg_channel_t ch;
   kg_msg_t *msg;
   bool answered;
-  if (S->state == KG_ST_READY && !kg_devcheck_holding(S->devcheck) && !kg__relay_kernel_busy(S))
+  if (kg__state(S) == KG_ST_READY && !kg_devcheck_holding(S->devcheck) && !kg__relay_kernel_busy(S))
     kg__check_start(S);   /* a suspicion while the kernel is idle */
   /* (a posted transition, e.g. a `%kguard restart` just handled, stops the
      delivery: what follows waits for the state it leads to) */
-  while ((kg_state_gate_open(S->state) || S->state == KG_ST_DOWN) && !kg__events_pending(S)
+  while ((kg_state_gate_open(kg__state(S)) || kg__state(S) == KG_ST_DOWN) && !kg__events_pending(S)
          && (msg = kg_pending_unhold(S->pending, false, &ch))) {
     kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
     if (!answered)
       s_deliver(S, ch, msg, e);
     kg_msg_destroy(&msg);
   }
-  while (((kg_state_gate_open(S->state) && !s_execute_in_flight(S))
-          || S->state == KG_ST_DOWN)
+  while (((kg_state_gate_open(kg__state(S)) && !s_execute_in_flight(S))
+          || kg__state(S) == KG_ST_DOWN)
          && !kg__events_pending(S) && (msg = kg_pending_unhold(S->pending, true, &ch))) {
     kg_pending_entry_t *e = s_queued_entry(S, msg, &answered);
     if (!answered)
@@ -446,7 +446,7 @@ kg__relay_abort_queue(kg_sup_t *S, kg_msg_t *reply)
   size_t n = kg_pending_held_shell(S->pending), aborted = 0;
   kg_channel_t ch;
   bool answered;
-  for (size_t i = 0; i < n && S->state == KG_ST_READY; i++) {
+  for (size_t i = 0; i < n && kg__state(S) == KG_ST_READY; i++) {
     kg_msg_t *msg = kg_pending_unhold(S->pending, true, &ch);
     if (!msg)
       break;

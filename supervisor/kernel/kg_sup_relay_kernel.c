@@ -38,7 +38,7 @@ s_is_nudge(kg_sup_t *S, const char *parent)
 static void
 s_check_ready(kg_sup_t *S)
 {
-  if (S->state == KG_ST_STARTING && kg_ready_done(kg_kernel_ready(S->kernel))
+  if (kg__state(S) == KG_ST_STARTING && kg_ready_done(kg_kernel_ready(S->kernel))
       && !kg__preflight_holds_ready(S))   /* and the device's verdict, if one is due */
     kg__fire(S, KG_EV_KERNEL_READY);
 }
@@ -69,7 +69,7 @@ static void s_release_reply(kg_sup_t *S);
 static void
 s_check_if_idle(kg_sup_t *S)
 {
-  if (S->state == KG_ST_READY && !kg_devcheck_probing(S->devcheck)
+  if (kg__state(S) == KG_ST_READY && !kg_devcheck_probing(S->devcheck)
       && !kg_devcheck_holding(S->devcheck) && kg_diagnosis_suspect(S->diag)
       && !kg__relay_kernel_busy(S))
     kg__check_start(S);
@@ -129,7 +129,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
      cannot change where it goes (a failing cell's own output is relayed in
      CLOSING too), and a stream message can be megabytes, so parsing it
      first would hold up the frontend and every message behind it. */
-  if (S->state == KG_ST_READY && strcmp(kg_msg_type(msg), "stream") == 0) {
+  if (kg__state(S) == KG_ST_READY && strcmp(kg_msg_type(msg), "stream") == 0) {
     if (kg_front_send(S->front, KG_CH_IOPUB, msg) == 0)
       kg_relay_stats_relayed(S->stats);
     kg__guard_iopub(S, msg);
@@ -151,7 +151,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
       s_send_probe(S);   /* see s_kernel_reply */
   }
   kg__guard_iopub(S, msg);
-  switch (S->state) {
+  switch (kg__state(S)) {
   case KG_ST_READY:
   case KG_ST_EXITING:
   case KG_ST_EXIT_WAIT:
@@ -187,7 +187,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
     /* The failing cell's idle waits for kguard's notice (published once the
        fresh kernel is ready, or on going DOWN): frontends stop collecting a
        cell's output at its idle. The ledger keeps it open until then. */
-    if (S->state == KG_ST_CLOSING || S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING)
+    if (kg__state(S) == KG_ST_CLOSING || kg__state(S) == KG_ST_STOPPING || kg__state(S) == KG_ST_KILLING)
       return;
     if (!kg_pending_busy_close(S->pending, parent))
       return;
@@ -241,9 +241,9 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
                                                        "status");
     abort_queue = cJSON_IsString(st) && strcmp(st->valuestring, "error") == 0 && !e->silent
                   && e->stop_on_error;
-    if (S->state == KG_ST_READY)
+    if (kg__state(S) == KG_ST_READY)
       s_settle_evidence(S);
-    if (S->state == KG_ST_READY && kg_diagnosis_suspect(S->diag)
+    if (kg__state(S) == KG_ST_READY && kg_diagnosis_suspect(S->diag)
         && kg_devcheck_hold_reply(S->devcheck, msg_p)) {
       /* The cell showed a suspicion: its reply (and idle) wait for the
          device probe, which goes in now that the kernel is idle. */
@@ -286,7 +286,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     if (strcmp(type, "shutdown_reply") == 0)
       kg__fire(S, KG_EV_SHUTDOWN_REPLIED);   /* EXITING → EXIT_WAIT */
   }
-  if (ends_flight && S->state == KG_ST_READY) {
+  if (ends_flight && kg__state(S) == KG_ST_READY) {
     if (abort_queue) {
       kg__relay_abort_queue(S, msg);
       /* ipykernel itself goes on aborting every execute_request that
@@ -311,7 +311,7 @@ s_kernel_stdin(kg_sup_t *S, kg_msg_t *msg)
   kg_pending_entry_t *e = kg_pending_find(S->pending, parent);
   if (!e)
     e = kg_pending_find_expired(S->pending, parent);
-  if (!e || e->doomed || !kg_state_gate_open(S->state)) {
+  if (!e || e->doomed || !kg_state_gate_open(kg__state(S))) {
     kg_relay_stats_unrouted(S->stats);
     kg_info("%s with no waiting request dropped", kg_msg_type(msg));
     return;
@@ -334,7 +334,7 @@ s_release_reply(kg_sup_t *S)
   }
   /* its idle, if the kernel said it meanwhile (confirmed: kguard publishes
      it after the notice, as for any failing cell) */
-  if (idle && S->state == KG_ST_READY)
+  if (idle && kg__state(S) == KG_ST_READY)
     kg__status_idle(S, idle);
   cJSON_Delete(idle);
   kg__flush_held(S);
@@ -425,7 +425,7 @@ static int64_t
 s_nudge_when(void *arg)
 {
   kg_sup_t *S = arg;
-  return S->state == KG_ST_STARTING ? kg_ready_deadline(kg_kernel_ready(S->kernel)) : 0;
+  return kg__state(S) == KG_ST_STARTING ? kg_ready_deadline(kg_kernel_ready(S->kernel)) : 0;
 }
 
 static int

@@ -200,7 +200,7 @@ kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e)
     cJSON_AddStringToObject(li, "name", kg__language(S));
     char banner[1024];
     snprintf(banner, sizeof banner, "kguard: the kernel is %s%s%s",
-             S->state == KG_ST_DOWN ? "down" : "starting",
+             kg__state(S) == KG_ST_DOWN ? "down" : "starting",
              kg_notice_due_down_reason(S->due) ? ": " : "",
              kg_notice_due_down_reason(S->due) ? kg_notice_due_down_reason(S->due) : "");
     cJSON_AddStringToObject(content, "banner", banner);

@@ -1,8 +1,8 @@
 /*  kg_sup_util: small helpers every supervisor file uses, in a file that
-    calls no other supervisor file (only the objects: kg_evq, kg_pending,
+    calls no other supervisor file (only the objects: kg_fsm, kg_pending,
     kg_state, kg_language), so using them draws no arrow back up. Posting
-    an event is one of them: kg__fire hands it to the queue, which applies
-    it with the table the supervisor bound (kg_evq_bind). */
+    an event is one of them: kg__fire hands it to the state engine, which
+    applies it with the rows kg_sup_states.c defined. */
 #include "kg_sup_priv.h"
 
 #include "kg_envp.h"
@@ -26,14 +26,14 @@ kg__set_str(char **field, const char *value)
 void
 kg__fire(kg_sup_t *S, kg_event_t event)
 {
-  if (kg_evq_fire(S->evq, event) != 0)
+  if (kg_fsm_post(S->fsm, event, 0, kg_loop_now(S->loop)) != 0)
     kg_error("event queue full: %s dropped", kg_event_name(event));
 }
 
 bool
 kg__events_pending(const kg_sup_t *S)
 {
-  return kg_evq_pending(S->evq);
+  return kg_fsm_pending(S->fsm);
 }
 
 const char *

@@ -1,9 +1,7 @@
-/*  kg_supervisor: set-up, the kernel's life cycle, signals and timers.
-
-    The event loop lives in kg_sup_loop.c, routing in kg_sup_relay.c, messages kguard
-    writes itself in kg_sup_synth.c, the sticky-error machinery in kg_sup_guard.c;
-    this file owns the child process, the entry actions of the state machine
-    (kg_state) and the deadlines the loop waits for.
+/*  kg_supervisor: the kernel supervisor's set-up and teardown, its signals
+    and the kernel process's end. The loop is kg_sup_loop.c, the states'
+    rows kg_sup_states.c, the relay kg_sup_relay*.c, the messages kguard
+    writes itself kg_sup_synth.c, the sticky-error machinery kg_sup_guard.c.
 */
 #include "kg_sup_priv.h"
 #include "kg_language.h"
@@ -26,7 +24,6 @@
 #include "kg_paths.h"
 #include "kg_socket.h"
 
-static void s_apply_cb(void *arg, kg_event_t event);
 
 
 /* ------------------------------------------------------------------------
@@ -97,7 +94,6 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   }
   S->log_fd = -1;
   S->execution_count = 0;
-  S->state = KG_ST_STARTING;
   snprintf(s_rw(S)->conn_path, sizeof s_rw(S)->conn_path, "%s", config->connection_file);
   snprintf(s_rw(S)->name, sizeof s_rw(S)->name, "%s", config->name ? config->name : "");
   s_rw(S)->inner_message_interrupts = config->interrupt_mode
@@ -195,7 +191,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->devcheck = kg_devcheck_new();
   S->restore = kg_restore_new();
   S->failing = kg_failing_new();
-  S->evq = kg_evq_new();
+  S->fsm = kg_fsm_new(kg__states(), S, KG__EVENTS_MAX);
   S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
@@ -203,10 +199,9 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->incidents = kg_incident_slot_new();
   S->due = kg_notice_due_new();
   if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->shutdown || !S->incidents
-      || !S->due || !S->gate || !S->devcheck || !S->restore || !S->failing || !S->evq
+      || !S->due || !S->gate || !S->devcheck || !S->restore || !S->failing || !S->fsm
       || !S->ckpt || !S->probe || kg__gpu_init(S) != 0)
     goto fail;
-  kg_evq_bind(S->evq, s_apply_cb, S);   /* kg__fire, from any file, applies here */
 
   rc = kg_paths_runtime_dir(s_rw(S)->runtime_dir, sizeof s_rw(S)->runtime_dir);
   if (rc) {
@@ -282,7 +277,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_relay_stats_destroy(&S->stats);
   kg_pending_destroy(&S->pending);
   kg_gate_destroy(&S->gate);
-  kg_evq_destroy(&S->evq);
+  kg_fsm_destroy(&S->fsm);
   kg_diagnosis_destroy(&S->diag);
   kg_diagnosis_destroy(&S->prev_diag);
   kg_policy_destroy(&S->policy);
@@ -317,159 +312,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
 }
 
 /* ------------------------------------------------------------------------
-   The state machine's entry actions. */
-
-/*  The shutdown states' entry actions. Everything ends within
-    jupyter_client's 2.5 s: the kernel's shutdown_reply awaited 1 s, then
-    0.3 s for it to exit on its own, SIGTERM, SIGKILL, 0.5 s each. */
-static void
-s_enter_exit(kg_sup_t *S, kg_state_t st)
-{
-  int64_t now = kg_clock_mono_ms();
-  bool alive = kg_kernel_alive(S->kernel);
-  if (!alive && st != KG_ST_EXITED) {
-    kg__fire(S, KG_EV_CHILD_EXIT);   /* no kernel to wait for */
-    return;
-  }
-  switch (st) {
-  case KG_ST_EXITING:
-    S->state_deadline_ms = now + KG__SHUTDOWN_REPLY_MS;
-    break;
-  case KG_ST_EXIT_WAIT: {
-    /* The kernel did not answer in time: answer for it. */
-    kg_pending_entry_t *e = kg_pending_find(S->pending, kg_shutdown_id(S->shutdown));
-    if (e) {
-      cJSON *content = cJSON_CreateObject();
-      cJSON_AddStringToObject(content, "status", "ok");
-      cJSON_AddBoolToObject(content, "restart", kg_shutdown_restart(S->shutdown));
-      kg__reply(S, e, "shutdown_reply", &content);
-      kg_pending_remove(S->pending, kg_shutdown_id(S->shutdown));
-    }
-    S->state_deadline_ms = now + 300;
-    break;
-  }
-  case KG_ST_EXIT_TERM:
-    kg_kernel_signal(S->kernel, SIGTERM);
-    S->state_deadline_ms = now + 500;
-    break;
-  case KG_ST_EXIT_KILL:
-    kg_kernel_signal(S->kernel, SIGKILL);
-    S->state_deadline_ms = now + 500;
-    break;
-  default:   /* EXITED */
-    if (alive)
-      kg_warning("the kernel did not go away after SIGKILL; exiting anyway");
-    S->state_deadline_ms = 0;
-    kg_loop_stop(S->loop);   /* the loop ends; kg_supervisor_run returns */
-    break;
-  }
-}
-
-
-void
-kg__enter(kg_sup_t *S, kg_state_t st)
-{
-  switch (st) {
-  case KG_ST_STARTING: {
-    bool after_sticky = S->stop_reason == KG__STOP_STICKY;   /* reset by the start */
-    if (kg__kernel_start(S) != 0)
-      kg__fire(S, KG_EV_SPAWN_FAILED);
-    else {
-      kg__guard_kernel_started(S);   /* fresh evidence for the fresh kernel */
-      kg__preflight_kernel_started(S, after_sticky);   /* the device, beside it */
-    }
-    break;
-  }
-  case KG_ST_READY:
-    S->state_deadline_ms = 0;
-    kg_notice("kernel #%d ready (pid %ld)", S->kernel_starts,
-              (long) kg_kernel_pid(S->kernel));
-    kg__guard_on_ready(S);
-    kg__flush_held(S);
-    kg__standby_start(S);   /* the next restart's kernel, warming up */
-    break;
-  case KG_ST_CLOSING:
-    S->state_deadline_ms = kg_clock_mono_ms() + KG__EVIDENCE_MS;
-    kg__guard_enter_closing(S);
-    break;
-  case KG_ST_STOPPING:
-    if (kg_kernel_alive(S->kernel)) {
-      kg_kernel_signal(S->kernel, SIGTERM);
-      S->state_deadline_ms = kg_clock_mono_ms() + KG__TERM_GRACE_MS;
-    } else
-      kg__guard_after_stop(S);
-    break;
-  case KG_ST_KILLING:
-    kg_info("kernel #%d ignored SIGTERM: SIGKILL to its group", S->kernel_starts);
-    kg_kernel_signal(S->kernel, SIGKILL);
-    S->state_deadline_ms = kg_clock_mono_ms() + KG__KILL_REAP_MS;
-    break;
-  case KG_ST_RESTORING:
-    kg__guard_start_restore(S);
-    break;
-  case KG_ST_BACKOFF:
-    S->state_deadline_ms = kg_clock_mono_ms() + S->backoff_ms;
-    if (S->backoff_ms <= 0)
-      kg__fire(S, KG_EV_TIMER);
-    else
-      kg_notice("next kernel in %lld ms", (long long) S->backoff_ms);
-    break;
-  case KG_ST_DOWN:
-    S->state_deadline_ms = 0;
-    kg__guard_enter_down(S);
-    /* In order: KernelDown for each held request (a `%kguard restart`
-       among them leaves DOWN; what follows it then waits for the new
-       kernel), then for the requests still pending. */
-    kg__flush_held(S);
-    if (S->state == KG_ST_DOWN && !kg__events_pending(S))
-      kg__guard_down_answer(S);
-    break;
-  case KG_ST_EXITING:
-    kg__standby_stop(S);   /* it holds nothing: no grace needed */
-    s_enter_exit(S, st);
-    break;
-  case KG_ST_EXIT_WAIT:
-  case KG_ST_EXIT_TERM:
-  case KG_ST_EXIT_KILL:
-  case KG_ST_EXITED:
-    s_enter_exit(S, st);
-    break;
-  case KG_ST_NONE:
-  case KG_ST_COUNT:
-    break;
-  }
-}
-
-/*  Apply one event: the table says where it leads, the new state's entry
-    action runs. Events the entry action posts wait in the queue. */
-static void
-s_apply(kg_sup_t *S, kg_event_t event)
-{
-  kg_state_t next = kg_state_next(S->state, event);
-  if (next == KG_ST_NONE) {
-    kg_debug("event %s ignored in state %s", kg_event_name(event), kg_state_name(S->state));
-    return;
-  }
-  kg_info("state %s --%s--> %s", kg_state_name(S->state), kg_event_name(event),
-          kg_state_name(next));
-  S->state = next;
-  kg__enter(S, next);
-}
-
-/*  The queue's apply function (bound in kg_supervisor_new): kg__fire posts
-    an event; outside a transition it is applied at once (and whatever the
-    entry actions post after it, in order); inside one (an entry action
-    posting the next event) it waits until the current transition has
-    finished, so no transition ever runs inside another. */
-static void
-s_apply_cb(void *arg, kg_event_t event)
-{
-  s_apply(arg, event);
-}
-
-
-/* ------------------------------------------------------------------------
-   Signals, children, timers. */
+   Signals and the kernel's end. */
 
 static void
 s_on_child_exit(kg_sup_t *S)
@@ -477,12 +320,12 @@ s_on_child_exit(kg_sup_t *S)
   kg__guard_drain_pipes(S);
   char how[64];
   kg_child_describe(kg_kernel_status(S->kernel), how, sizeof how);
-  if (kg_state_exiting(S->state)) {
+  if (kg_state_exiting(kg__state(S))) {
     kg_info("kernel exited (%s)", how);
     kg__fire(S, KG_EV_CHILD_EXIT);
     return;
   }
-  if (S->state == KG_ST_STOPPING || S->state == KG_ST_KILLING) {
+  if (kg__state(S) == KG_ST_STOPPING || kg__state(S) == KG_ST_KILLING) {
     kg_info("kernel #%d stopped (%s)", S->kernel_starts, how);
     kg__guard_after_stop(S);
     return;
@@ -510,14 +353,14 @@ s_on_signal(kg_loop_t *loop, int sig, void *arg)
   case SIGINT:
     /* jupyter_client's signal-mode interrupt: forward to the kernel's group. */
     if (kg_kernel_alive(S->kernel)
-        && (S->state == KG_ST_READY || S->state == KG_ST_STARTING)) {
+        && (kg__state(S) == KG_ST_READY || kg__state(S) == KG_ST_STARTING)) {
       kg_info("interrupt: SIGINT to the kernel's process group");
       kg_kernel_signal(S->kernel, SIGINT);
     }
     break;
   default:
     kg_notice("received SIG%s: shutting down", sigabbrev_np(sig));
-    if (!kg_state_exiting(S->state))
+    if (!kg_state_exiting(kg__state(S)))
       kg__fire(S, KG_EV_SHUTDOWN);
     break;
   }
@@ -528,67 +371,4 @@ int
 kg__signals_attach(kg_sup_t *S)
 {
   return kg_loop_signals(S->loop, S->sig, s_on_signal, S) < 0 ? KG_ENOMEM : 0;
-}
-
-/*  The state's deadline (0: none): start timeout, evidence, grace, backoff,
-    the exit phases. */
-static int64_t
-s_state_when(void *arg)
-{
-  kg_sup_t *S = arg;
-  switch (S->state) {
-  case KG_ST_STARTING:
-  case KG_ST_CLOSING:
-  case KG_ST_STOPPING:
-  case KG_ST_KILLING:
-  case KG_ST_BACKOFF:
-  case KG_ST_EXITING:
-  case KG_ST_EXIT_WAIT:
-  case KG_ST_EXIT_TERM:
-  case KG_ST_EXIT_KILL:
-    return S->state_deadline_ms;
-  default:
-    return 0;
-  }
-}
-
-static int
-s_state_deadline(kg_loop_t *loop, int id, void *arg)
-{
-  kg_sup_t *S = arg;
-  int64_t now = kg_loop_now(loop);
-  switch (S->state) {
-  case KG_ST_STARTING:
-    kg_error("kernel #%d did not become ready within %d s", S->kernel_starts,
-             KG__START_TIMEOUT_MS / 1000);
-    S->stop_reason = KG__STOP_TIMEOUT;
-    kg__fire(S, KG_EV_START_TIMEOUT);
-    break;
-  case KG_ST_CLOSING:
-    kg__fire(S, KG_EV_EVIDENCE_DONE);
-    break;
-  case KG_ST_STOPPING:
-    if (kg_kernel_alive(S->kernel))
-      kg__fire(S, KG_EV_TIMER);   /* → KILLING */
-    else
-      S->state_deadline_ms = 0;   /* its end is on its way (SIGCHLD) */
-    break;
-  case KG_ST_KILLING:
-    if (kg_kernel_alive(S->kernel)) {
-      kg_warning("kernel #%d still not reaped after SIGKILL", S->kernel_starts);
-      S->state_deadline_ms = now + KG__KILL_REAP_MS;
-    } else
-      S->state_deadline_ms = 0;
-    break;
-  default:   /* BACKOFF and the exit phases */
-    kg__fire(S, KG_EV_TIMER);
-    break;
-  }
-  return KG_LOOP_OK;
-}
-
-int
-kg__state_attach(kg_sup_t *S)
-{
-  return kg_loop_timer_of(S->loop, s_state_when, s_state_deadline, S) < 0 ? KG_ENOMEM : 0;
 }

@@ -1,4 +1,4 @@
-/*  kg_state: the transition table. */
+/*  kg_state: the transition table (see kg_state.h). */
 #include "kg_state.h"
 
 #define N KG_ST_NONE
@@ -24,7 +24,7 @@ static const kg_state_t s_table[KG_ST_COUNT][KG_EV_COUNT] = {
   /* READY     */ {N,   N,   N,   CLO, N,   STO, N,   N,   N,   N,   N,   STO, ETM, EXI, N,   STO, N},
   /* CLOSING   */ {N,   N,   N,   N,   STO, STO, N,   N,   N,   N,   N,   N,   ETM, EXI, N,   N,   N},
   /* STOPPING  */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   KIL, N,   ETM, EXI, N,   N,   N},
-  /* KILLING   */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   N,   N,   ETM, EXI, N,   N,   N},
+  /* KILLING   */ {N,   N,   N,   N,   N,   N,   BAK, RES, DWN, N,   KIL, N,   ETM, EXI, N,   N,   N},
   /* RESTORING */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   BAK, N,   N,   ETM, EXI, N,   N,   N},
   /* BACKOFF   */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, STA, ETM, EXI, N,   N,   N},
   /* DOWN      */ {N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   N,   STA, ETM, EXI, N,   N,   N},
@@ -43,24 +43,28 @@ kg_state_next(kg_state_t state, kg_event_t event)
   return s_table[state][event];
 }
 
+const char *const kg_state_names[KG_ST_COUNT] = {
+#define X(name, what) #name,
+  KG_STATE_LIST(X)
+#undef X
+};
+
+const char *const kg_event_names[KG_EV_COUNT] = {
+#define X(name, what) #name,
+  KG_EVENT_LIST(X)
+#undef X
+};
+
 const char *
 kg_state_name(kg_state_t state)
 {
-  static const char *names[KG_ST_COUNT] = {
-    "STARTING", "READY",   "CLOSING",   "STOPPING",  "KILLING",   "RESTORING", "BACKOFF",
-    "DOWN",     "EXITING", "EXIT_WAIT", "EXIT_TERM", "EXIT_KILL", "EXITED"};
-  return state >= 0 && state < KG_ST_COUNT ? names[state] : "NONE";
+  return state >= 0 && state < KG_ST_COUNT ? kg_state_names[state] : "NONE";
 }
 
 const char *
 kg_event_name(kg_event_t event)
 {
-  static const char *names[KG_EV_COUNT] = {
-    "KERNEL_READY", "SPAWN_FAILED", "START_TIMEOUT", "STICKY", "EVIDENCE_DONE",
-    "CHILD_EXIT", "STOPPED_RESTART", "STOPPED_RESTORE", "STOPPED_GIVE_UP",
-    "RESTORED", "TIMER", "USER_RESTART", "SHUTDOWN", "SHUTDOWN_REQUEST",
-    "SHUTDOWN_REPLIED", "HUNG", "PREFLIGHT_FAILED"};
-  return event >= 0 && event < KG_EV_COUNT ? names[event] : "?";
+  return event >= 0 && event < KG_EV_COUNT ? kg_event_names[event] : "?";
 }
 
 int

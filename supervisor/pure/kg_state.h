@@ -1,80 +1,77 @@
-/*  kg_state: the inner kernel's life cycle as an explicit state machine
-    (s6-supervise style: an enum of states, an enum of events, one table).
+/*  kg_state: the inner kernel's life cycle, as data: its states and events
+    (X-macro lists, so names never drift from the enums) and the table of
+    where each event leads (s6-supervise's actions[state][event]). The
+    kernel supervisor runs it on the state engine (common/kg_fsm.h), with
+    one row per state (entry action, deadline, event on deadline) in
+    supervisor/kernel/kg_sup_states.c. An event a state does not expect
+    leaves it unchanged (KG_ST_NONE). The exit phases are states like the
+    others: a deadline posts TIMER, the child's end CHILD_EXIT.
 
-    The table is pure: kg_state_next says where an event leads; the
-    supervisor runs the entry action of the new state (spawn, kill, restore,
-    deliver held requests...). An event a state does not expect leaves it
-    unchanged (KG_ST_NONE).
-
-      STARTING  spawned; nudging kernel_info until a reply AND an iopub message
-      READY     relaying; the gate is open
-      CLOSING   gate closed after a sticky sign; collecting the failing cell's
-                evidence until its reply arrives or a deadline
-      STOPPING  SIGTERM to the group, grace (restart path)
-      KILLING   the grace ran out: SIGKILL to the group, reap
-      RESTORING checkpoint child (kguard ckpt resume-prepare) running
-      BACKOFF   waiting the restart delay the policy asked for
-      DOWN      no kernel (spawn failed or policy gave up); requests get errors
-      EXITING   shutdown_request forwarded: the kernel's reply awaited
-      EXIT_WAIT the kernel exits on its own (shutdown_reply answered)
-      EXIT_TERM SIGTERM to the group, short grace
-      EXIT_KILL SIGKILL to the group, short grace
-      EXITED    done: the loop ends, sockets close, kguard exits
-
-    The exit phases are states like the others (no phase variable beside
-    the table): a deadline posts TIMER, the child's end CHILD_EXIT.
+    Pure: tests/unit/pure/test_state.c checks every state x event.
 */
 #ifndef KG_STATE_H
 #define KG_STATE_H
 
+/*  X(name, what it means) */
+#define KG_STATE_LIST(X)                                                                 \
+  X(STARTING,  "spawned; kernel_info nudged until a reply AND an iopub message came")   \
+  X(READY,     "relaying; the gate is open")                                             \
+  X(CLOSING,   "gate closed after a sticky sign; the failing cell's evidence collected") \
+  X(STOPPING,  "SIGTERM to the group, a grace (restart path)")                           \
+  X(KILLING,   "the grace ran out: SIGKILL to the group, reap")                          \
+  X(RESTORING, "checkpoint child (kguard ckpt resume-prepare) running")                  \
+  X(BACKOFF,   "waiting the restart delay the policy asked for")                         \
+  X(DOWN,      "no kernel (spawn failed or policy gave up); requests get errors")        \
+  X(EXITING,   "shutdown_request forwarded: the kernel's reply awaited")                 \
+  X(EXIT_WAIT, "the kernel exits on its own (shutdown_reply answered)")                  \
+  X(EXIT_TERM, "SIGTERM to the group, a short grace")                                    \
+  X(EXIT_KILL, "SIGKILL to the group, a short grace")                                    \
+  X(EXITED,    "done: the loop ends, sockets close, kguard exits")
+
+#define KG_EVENT_LIST(X)                                                                 \
+  X(KERNEL_READY,     "nudge answered and iopub seen")                                   \
+  X(SPAWN_FAILED,     "exec failed (error pipe)")                                        \
+  X(START_TIMEOUT,    "not ready in time")                                               \
+  X(STICKY,           "a sticky GPU error was detected")                                 \
+  X(EVIDENCE_DONE,    "the failing reply arrived, or its deadline passed")              \
+  X(CHILD_EXIT,       "the kernel process ended")                                        \
+  X(STOPPED_RESTART,  "group gone; policy: restart, no restore")                         \
+  X(STOPPED_RESTORE,  "group gone; policy: restart with restore")                        \
+  X(STOPPED_GIVE_UP,  "group gone; policy: give up")                                     \
+  X(RESTORED,         "the checkpoint child finished (either way)")                      \
+  X(TIMER,            "the state's deadline passed (backoff, grace, exit phases)")       \
+  X(USER_RESTART,     "%kguard restart or kguard restart")                               \
+  X(SHUTDOWN,         "SIGTERM, SIGHUP, launcher gone, or a shutdown_request kguard "     \
+                      "answered itself: terminate the kernel now")                       \
+  X(SHUTDOWN_REQUEST, "shutdown_request forwarded to the kernel")                        \
+  X(SHUTDOWN_REPLIED, "the kernel's shutdown_reply came")                                \
+  X(HUNG,             "the kernel stopped answering its heartbeat while a cell ran")     \
+  X(PREFLIGHT_FAILED, "the pre-flight probe beside the start found the device failing")
+
 typedef enum {
   KG_ST_NONE = -1,
-  KG_ST_STARTING = 0,
-  KG_ST_READY,
-  KG_ST_CLOSING,
-  KG_ST_STOPPING,
-  KG_ST_KILLING,
-  KG_ST_RESTORING,
-  KG_ST_BACKOFF,
-  KG_ST_DOWN,
-  KG_ST_EXITING,
-  KG_ST_EXIT_WAIT,
-  KG_ST_EXIT_TERM,
-  KG_ST_EXIT_KILL,
-  KG_ST_EXITED,
+#define X(name, what) KG_ST_##name,
+  KG_STATE_LIST(X)
+#undef X
   KG_ST_COUNT
 } kg_state_t;
 
 typedef enum {
-  KG_EV_KERNEL_READY = 0,       /*  nudge answered and iopub seen            */
-  KG_EV_SPAWN_FAILED,           /*  exec failed (error pipe)                 */
-  KG_EV_START_TIMEOUT,          /*  not ready in time                        */
-  KG_EV_STICKY,                 /*  a sticky GPU error was detected          */
-  KG_EV_EVIDENCE_DONE,          /*  failing reply arrived, or its deadline   */
-  KG_EV_CHILD_EXIT,             /*  the kernel process ended                 */
-  KG_EV_STOPPED_RESTART,        /*  group gone; policy: restart, no restore  */
-  KG_EV_STOPPED_RESTORE,        /*  group gone; policy: restart with restore */
-  KG_EV_STOPPED_GIVE_UP,        /*  group gone; policy: give up              */
-  KG_EV_RESTORED,               /*  checkpoint child finished (either way)   */
-  KG_EV_TIMER,                  /*  the state's deadline passed (backoff,
-                                    TERM grace, exit phases)                 */
-  KG_EV_USER_RESTART,           /*  %kguard restart or kguard restart        */
-  KG_EV_SHUTDOWN,               /*  SIGTERM, SIGHUP, launcher gone, or a
-                                    shutdown_request kguard answered itself:
-                                    terminate the kernel now                 */
-  KG_EV_SHUTDOWN_REQUEST,       /*  shutdown_request forwarded to the kernel */
-  KG_EV_SHUTDOWN_REPLIED,       /*  the kernel's shutdown_reply came         */
-  KG_EV_HUNG,                   /*  the kernel stopped answering its heartbeat
-                                    while a cell ran (kg_sup_hang.c)          */
-  KG_EV_PREFLIGHT_FAILED,       /*  the pre-flight probe beside the start
-                                    found the device failing or hung          */
+#define X(name, what) KG_EV_##name,
+  KG_EVENT_LIST(X)
+#undef X
   KG_EV_COUNT
 } kg_event_t;
 
-/*  The state event leads to from state, or KG_ST_NONE if state ignores it. */
+/*  The state event leads to from state, or KG_ST_NONE if state ignores it
+    (or either is out of range). */
 kg_state_t kg_state_next(kg_state_t state, kg_event_t event);
 
-/*  "STARTING", "READY"... and "KERNEL_READY"... Static storage. */
+/*  The names, indexed by state and by event ("STARTING", "KERNEL_READY"). */
+extern const char *const kg_state_names[KG_ST_COUNT];
+extern const char *const kg_event_names[KG_EV_COUNT];
+
+/*  A name, "NONE" for KG_ST_NONE or out of range ("?" for an event). */
 const char *kg_state_name(kg_state_t state);
 const char *kg_event_name(kg_event_t event);
 

@@ -1,13 +1,12 @@
-/*  The supervisor's state table (kg_state), every state x event: the exit
+/*  The kernel's state table (kg_state), every state x event: the exit
     phases and the TERM→KILL escalation are states, shutdown is never left,
-    and every state can reach EXITED and is reachable from STARTING. Pure:
-    no sockets, no clock. */
+    and every state can reach EXITED and is reachable from STARTING; the
+    names come from the same lists as the enums. Pure: no sockets, no
+    clock. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "kg_error.h"
-#include "kg_evq.h"
 #include "kg_state.h"
 #include "kg_test.h"
 
@@ -76,7 +75,9 @@ KG_TEST(state_term_then_kill)
 {
   /* the restart path's TERM→KILL: the grace is STOPPING's deadline */
   KG_CHECK_INT(kg_state_next(KG_ST_STOPPING, KG_EV_TIMER), KG_ST_KILLING);
-  KG_CHECK_INT(kg_state_next(KG_ST_KILLING, KG_EV_TIMER), KG_ST_NONE);   /* once */
+  /* KILLING's deadline re-enters it (SIGKILL sent, said again) until the
+     group is gone */
+  KG_CHECK_INT(kg_state_next(KG_ST_KILLING, KG_EV_TIMER), KG_ST_KILLING);
   KG_CHECK(!kg_state_gate_open(KG_ST_KILLING));
   /* once the group is gone, KILLING goes on as STOPPING would */
   static const kg_event_t after[] = {KG_EV_STOPPED_RESTART, KG_EV_STOPPED_RESTORE,
@@ -117,110 +118,21 @@ KG_TEST(state_reachability)
   }
 }
 
-/*  The event queue with a recording apply: a table machine whose entry
-    actions post the next event, as the supervisor's do. */
-typedef struct {
-  kg_evq_t *q;
-  kg_state_t state;
-  int depth, max_depth;         /*  applies running at once                  */
-  kg_state_t seen[64];
-  int n_seen;
-  int posts_left;               /*  for the overflow case                     */
-} s_machine_t;
-
-static void
-s_apply(void *arg, kg_event_t ev)
+KG_TEST(state_names)
 {
-  s_machine_t *m = arg;
-  m->depth++;
-  if (m->depth > m->max_depth)
-    m->max_depth = m->depth;
-  kg_state_t next = kg_state_next(m->state, ev);
-  if (next != KG_ST_NONE) {
-    m->state = next;
-    if (m->n_seen < 64)
-      m->seen[m->n_seen++] = next;
-    /* entry actions that post (STOPPING's group already gone, BACKOFF's
-       zero delay), like kg_supervisor.c's */
-    if (next == KG_ST_STOPPING)
-      kg_evq_post(m->q, KG_EV_STOPPED_RESTART, s_apply, m);
-    else if (next == KG_ST_BACKOFF) {
-      kg_evq_post(m->q, KG_EV_TIMER, s_apply, m);
-      /* queued behind TIMER: the state has not changed yet here */
-      KG_CHECK(kg_evq_pending(m->q));
-      KG_CHECK_INT(m->state, KG_ST_BACKOFF);
-    }
-  }
-  while (m->posts_left > 0) {   /* flood from inside a transition */
-    m->posts_left--;
-    int rc = kg_evq_post(m->q, KG_EV_USER_RESTART, s_apply, m);
-    if (m->posts_left < 1)
-      KG_CHECK_INT(rc, KG_ETOOBIG);   /* the 17th waiting event */
-  }
-  m->depth--;
-}
-
-KG_TEST(evq_posts_wait_for_the_running_transition)
-{
-  s_machine_t m = {.q = kg_evq_new(), .state = KG_ST_READY};
-  KG_CHECK(m.q != NULL);
-  KG_CHECK(!kg_evq_pending(m.q));
-  /* the kernel dies: READY → STOPPING → (posted) BACKOFF → (posted) STARTING,
-     each applied after the one that posted it returned */
-  KG_CHECK_INT(kg_evq_post(m.q, KG_EV_CHILD_EXIT, s_apply, &m), 0);
-  KG_CHECK_INT(m.state, KG_ST_STARTING);
-  KG_CHECK_INT(m.n_seen, 3);
-  KG_CHECK_INT(m.seen[0], KG_ST_STOPPING);
-  KG_CHECK_INT(m.seen[1], KG_ST_BACKOFF);
-  KG_CHECK_INT(m.seen[2], KG_ST_STARTING);
-  KG_CHECK_INT(m.max_depth, 1);   /* never nested */
-  KG_CHECK(!kg_evq_pending(m.q));
-  /* an event the state ignores changes nothing */
-  KG_CHECK_INT(kg_evq_post(m.q, KG_EV_RESTORED, s_apply, &m), 0);
-  KG_CHECK_INT(m.state, KG_ST_STARTING);
-  kg_evq_destroy(&m.q);
-  KG_CHECK(m.q == NULL);
-  kg_evq_destroy(&m.q);   /* safe twice */
-}
-
-KG_TEST(evq_overflow_is_refused)
-{
-  s_machine_t m = {.q = kg_evq_new(), .state = KG_ST_DOWN, .posts_left = KG_EVQ_MAX + 1};
-  /* the first apply (DOWN ignores TIMER) posts 17 more: 16 wait, the 17th
-     is refused; the 16 are applied in order: DOWN → STARTING → STOPPING,
-     whose posted STOPPED_RESTART waits behind the other 14 (ignored while
-     STOPPING), then → BACKOFF → STARTING */
-  KG_CHECK_INT(kg_evq_post(m.q, KG_EV_TIMER, s_apply, &m), 0);
-  KG_CHECK_INT(m.max_depth, 1);
-  KG_CHECK_INT(m.n_seen, 4);
-  KG_CHECK_INT(m.seen[0], KG_ST_STARTING);
-  KG_CHECK_INT(m.seen[1], KG_ST_STOPPING);
-  KG_CHECK_INT(m.seen[2], KG_ST_BACKOFF);
-  KG_CHECK_INT(m.seen[3], KG_ST_STARTING);
-  KG_CHECK_INT(m.state, KG_ST_STARTING);
-  KG_CHECK(!kg_evq_pending(m.q));
-  kg_evq_destroy(&m.q);
-}
-
-/*  kg_evq_fire: the files that post events do not know the supervisor;
-    they fire on the queue, which applies the table it was bound to, with
-    the same ordering as kg_evq_post. Unbound, an event is refused. */
-KG_TEST(evq_fire_applies_the_bound_table)
-{
-  s_machine_t m = {.q = kg_evq_new(), .state = KG_ST_READY};
-  KG_CHECK(m.q != NULL);
-  KG_CHECK_INT(kg_evq_fire(m.q, KG_EV_CHILD_EXIT), KG_EINTERNAL);   /* nothing bound */
-  KG_CHECK_INT(m.state, KG_ST_READY);
-  KG_CHECK(!kg_evq_pending(m.q));
-  kg_evq_bind(m.q, s_apply, &m);
-  KG_CHECK_INT(kg_evq_fire(m.q, KG_EV_CHILD_EXIT), 0);
-  KG_CHECK_INT(m.state, KG_ST_STARTING);   /* STOPPING, BACKOFF, STARTING in turn */
-  KG_CHECK_INT(m.n_seen, 3);
-  KG_CHECK_INT(m.max_depth, 1);            /* never nested */
-  kg_evq_destroy(&m.q);
+  KG_CHECK_STR(kg_state_names[KG_ST_STARTING], "STARTING");
+  KG_CHECK_STR(kg_state_names[KG_ST_EXITED], "EXITED");
+  KG_CHECK_STR(kg_event_names[KG_EV_KERNEL_READY], "KERNEL_READY");
+  KG_CHECK_STR(kg_event_names[KG_EV_PREFLIGHT_FAILED], "PREFLIGHT_FAILED");
+  KG_CHECK_STR(kg_state_name(KG_ST_COUNT), "NONE");
+  /* every name distinct */
+  for (int a = 0; a < KG_ST_COUNT; a++)
+    for (int b = a + 1; b < KG_ST_COUNT; b++)
+      KG_CHECK(strcmp(kg_state_names[a], kg_state_names[b]) != 0);
+  for (int a = 0; a < KG_EV_COUNT; a++)
+    for (int b = a + 1; b < KG_EV_COUNT; b++)
+      KG_CHECK(strcmp(kg_event_names[a], kg_event_names[b]) != 0);
 }
 
 KG_TEST_MAIN(KG_CASE(state_every_state_event), KG_CASE(state_exit_phases),
-             KG_CASE(state_term_then_kill), KG_CASE(state_reachability),
-             KG_CASE(evq_posts_wait_for_the_running_transition), KG_CASE(evq_overflow_is_refused),
-             KG_CASE(evq_fire_applies_the_bound_table))
+             KG_CASE(state_term_then_kill), KG_CASE(state_reachability), KG_CASE(state_names))
