@@ -31,6 +31,7 @@
 #include <zmq.h>
 
 #include "kg_clock.h"
+#include "kg_date.h"
 #include "kg_error.h"
 #include "kg_log.h"
 
@@ -209,105 +210,119 @@ s_answer_stale(kg_sup_t *S, kg_pending_entry_t *e)
   free(evalue);
 }
 
+/*  The frontend's shutdown_request: remembered (its id, never doomed nor
+    answered as an ordinary request; its restart flag, echoed if kguard
+    replies). */
+static void
+s_shutdown_requested(kg_sup_t *S, kg_pending_entry_t *e, kg_msg_t *msg)
+{
+  const cJSON *restart = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
+                                                          "restart");
+  (void) kg_shutdown_requested(S->shutdown, e ? e->msg_id : NULL, cJSON_IsTrue(restart));
+  kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
+}
+
+/*  kguard's own reply to a control request it handles itself: status ok,
+    and for a shutdown its restart flag. */
+static void
+s_reply_ok(kg_sup_t *S, kg_pending_entry_t *e, const char *type, bool shutdown)
+{
+  cJSON *content = cJSON_CreateObject();
+  cJSON_AddStringToObject(content, "status", "ok");
+  if (shutdown)
+    cJSON_AddBoolToObject(content, "restart", kg_shutdown_restart(S->shutdown));
+  kg__reply(S, e, type, &content);
+  kg_pending_remove(S->pending, e->msg_id);
+}
+
+/*  The gate decided that kguard answers e itself. */
+static void
+s_answer(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e, kg_gate_why_t why)
+{
+  switch (why) {
+  case KG_GATE_WHY_STALE:
+    s_answer_stale(S, e);
+    break;
+  case KG_GATE_WHY_DOWN:
+    s_deliver(S, ch, msg, e);   /* DOWN: kguard answers */
+    break;
+  case KG_GATE_WHY_SHUTDOWN:
+    s_shutdown_requested(S, e, msg);
+    if (e)
+      s_reply_ok(S, e, "shutdown_reply", true);
+    kg__fire(S, KG_EV_SHUTDOWN);
+    break;
+  case KG_GATE_WHY_SIGNAL:
+    kg_info("interrupt_request: SIGINT to the kernel's process group");
+    kg_kernel_signal(S->kernel, SIGINT);
+    if (e)
+      s_reply_ok(S, e, "interrupt_reply", false);
+    break;
+  case KG_GATE_WHY_INTERRUPT:
+    if (e)
+      s_reply_ok(S, e, "interrupt_reply", false);
+    break;
+  case KG_GATE_WHY_INFO:
+    if (e)
+      kg__answer_kernel_info(S, e);
+    break;
+  case KG_GATE_WHY_NONE:
+    break;
+  }
+}
+
 void
 kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 {
   kg_msg_t *msg = *msg_p;
   const char *type = kg_msg_type(msg);
-  if (kg_state_exiting(kg__state(S))) {
-    kg_debug("%s ignored: shutting down", type);
-    return;
-  }
-  if (ch == KG_CH_STDIN) {
-    kg_gate_input_t in = {.state = kg__state(S), .channel = ch, .kind = KG_GATE_MSG_OTHER};
-    if (kg_gate_decide(S->gate, &in).action == KG_GATE_FORWARD)
-      s_forward(S, ch, msg, NULL);
-    else
-      kg_info("%s dropped: the kernel that asked for input is gone", type);
-    return;
-  }
-  bool is_request = s_ends_with(type, "_request");
-  kg_pending_entry_t *e = NULL;
-
-  if (ch == KG_CH_CONTROL && strcmp(type, "shutdown_request") == 0) {
-    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
-    const cJSON *restart = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
-                                                            "restart");
-    (void) kg_shutdown_requested(S->shutdown, e ? e->msg_id : NULL, cJSON_IsTrue(restart));
-    kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
-    if (kg_state_gate_open(kg__state(S)) && kg_kernel_alive(S->kernel)) {
-      s_forward(S, ch, msg, e);
-      kg__fire(S, KG_EV_SHUTDOWN_REQUEST);   /* its reply awaited */
-    } else {
-      if (e) {
-        cJSON *content = cJSON_CreateObject();
-        cJSON_AddStringToObject(content, "status", "ok");
-        cJSON_AddBoolToObject(content, "restart", cJSON_IsTrue(restart));
-        kg__reply(S, e, "shutdown_reply", &content);
-        kg_pending_remove(S->pending, kg_shutdown_id(S->shutdown));
-      }
-      kg__fire(S, KG_EV_SHUTDOWN);
-    }
-    return;
-  }
-  if (ch == KG_CH_CONTROL && strcmp(type, "interrupt_request") == 0
-      && !S->cfg->inner_message_interrupts) {
-    /* The inner kernel takes interrupts as signals (ipykernel's default). */
-    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
-    if (kg_kernel_alive(S->kernel) && kg_state_gate_open(kg__state(S))) {
-      kg_info("interrupt_request: SIGINT to the kernel's process group");
-      kg_kernel_signal(S->kernel, SIGINT);
-    }
-    if (e) {
-      cJSON *content = cJSON_CreateObject();
-      cJSON_AddStringToObject(content, "status", "ok");
-      kg__reply(S, e, "interrupt_reply", &content);
-      kg_pending_remove(S->pending, e->msg_id);
-    }
-    return;
-  }
-  if (strcmp(type, "kernel_info_request") == 0 && !kg_state_gate_open(kg__state(S))
-      && (S->info_cache || kg__state(S) == KG_ST_DOWN)) {
-    e = kg_pending_add(S->pending, msg, ch, kg_clock_mono_ms());
-    if (e)
-      kg__answer_kernel_info(S, e);
-    return;
-  }
   bool inband = strcmp(type, "execute_request") == 0 && kg__inband_match(msg);
-  if (ch == KG_CH_CONTROL && inband) {
-    /* `kguard restart` sends on control: out of band, at once, like an
+  kg_gate_input_t in = {
+    .state = kg__state(S),
+    .channel = ch,
+    .kind = kg_gate_kind(type, inband),
+    .in_flight = s_execute_in_flight(S),
+    .queue_waiting = kg_pending_held_shell(S->pending) > 0,
+    .now_ms = kg_clock_mono_ms(),
+    .kernel_alive = kg_kernel_alive(S->kernel),
+    .info_cached = S->info_cache != NULL,
+    .interrupt_by_signal = !S->cfg->inner_message_interrupts,
+  };
+  if (in.kind == KG_GATE_MSG_EXECUTE)
+    in.sent_wall_ms = kg_date_header_ms(kg_msg_json(msg, KG_PART_HEADER));
+  kg_gate_decision_t d = kg_gate_decide(S->gate, &in);
+  if (d.action == KG_GATE_DROP) {
+    if (kg_state_exiting(in.state))
+      kg_debug("%s ignored: shutting down", type);
+    else if (ch == KG_CH_STDIN)
+      kg_info("%s dropped: the kernel that asked for input is gone", type);
+    else
+      kg_debug("%s dropped: nothing can take it now", type);
+    return;
+  }
+  if (ch == KG_CH_STDIN) {   /* input for the kernel that asked: no reply comes */
+    s_forward(S, ch, msg, NULL);
+    return;
+  }
+  if (ch == KG_CH_CONTROL && in.kind == KG_GATE_MSG_INBAND) {
+    /* `kguard restart` on control: out of band, at once, like an
        interrupt. What was queued behind the running cell goes with it. */
-    bool was_ready = kg__state(S) == KG_ST_READY;
+    bool was_ready = in.state == KG_ST_READY;
     kg__guard_inband(S, msg, ch);
     if (was_ready && kg__state(S) == KG_ST_STOPPING)
       kg__doom_queue(S);
     return;
   }
-  kg_gate_input_t in = {
-    .state = kg__state(S),
-    .channel = ch,
-    .kind = inband ? KG_GATE_MSG_INBAND
-            : strcmp(type, "execute_request") == 0 ? KG_GATE_MSG_EXECUTE
-            : is_request ? KG_GATE_MSG_REQUEST : KG_GATE_MSG_OTHER,
-    .in_flight = s_execute_in_flight(S),
-    .queue_waiting = kg_pending_held_shell(S->pending) > 0,
-    .now_ms = kg_clock_mono_ms(),
-  };
-  if (in.kind == KG_GATE_MSG_EXECUTE) {
-    const cJSON *date = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_HEADER),
-                                                         "date");
-    in.sent_wall_ms = kg_gate_date_ms(cJSON_IsString(date) ? date->valuestring : NULL);
-  }
-  kg_gate_decision_t d = kg_gate_decide(S->gate, &in);
-  if (d.action == KG_GATE_DROP) {
-    kg_debug("%s dropped: nothing can take it now", type);
-    return;
-  }
   /* Every request kguard lets in is recorded (a `%kguard` cell delivered
-     now records itself). */
-  if (is_request && (!inband || d.action == KG_GATE_HOLD)) {
+     now records itself); one kguard handles itself goes on unrecorded,
+     without a reply, if it must. */
+  bool own = (d.action == KG_GATE_ANSWER && d.why != KG_GATE_WHY_STALE
+              && d.why != KG_GATE_WHY_DOWN)
+             || (d.action == KG_GATE_FORWARD && in.kind == KG_GATE_MSG_SHUTDOWN);
+  kg_pending_entry_t *e = NULL;
+  if (in.kind != KG_GATE_MSG_OTHER && (!inband || d.action == KG_GATE_HOLD)) {
     e = kg_pending_add(S->pending, msg, ch, in.now_ms);
-    if (!e) {
+    if (!e && !own) {
       kg_relay_stats_unrecorded(S->stats);
       kg_warning("dropped a %s: unable to record it", type);
       return;
@@ -315,13 +330,15 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   }
   switch (d.action) {
   case KG_GATE_FORWARD:
-    s_deliver(S, ch, msg, e);
+    if (in.kind == KG_GATE_MSG_SHUTDOWN && ch == KG_CH_CONTROL) {
+      s_shutdown_requested(S, e, msg);
+      s_forward(S, ch, msg, e);
+      kg__fire(S, KG_EV_SHUTDOWN_REQUEST);   /* its reply awaited */
+    } else
+      s_deliver(S, ch, msg, e);
     return;
   case KG_GATE_ANSWER:
-    if (d.why == KG_GATE_WHY_STALE)
-      s_answer_stale(S, e);
-    else
-      s_deliver(S, ch, msg, e);   /* DOWN: kguard answers */
+    s_answer(S, ch, msg, e, d.why);
     return;
   case KG_GATE_HOLD:
   case KG_GATE_DROP:

@@ -3,7 +3,6 @@
 #include "kg_gate.h"
 
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
 
 struct kg_gate_t {
@@ -118,77 +117,6 @@ kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms)
   return sent_wall_ms <= 0 || sent_wall_ms < self->told_wall_ms;
 }
 
-/*  n digits at *p into *out; advances *p. Strict: no sign, no blanks (which
-    sscanf's %d and %lf would take, with "nan" and "35." too). */
-static bool
-s_digits(const char **p, int n, int *out)
-{
-  int v = 0;
-  for (int i = 0; i < n; i++) {
-    char c = (*p)[i];
-    if (c < '0' || c > '9')
-      return false;
-    v = v * 10 + (c - '0');
-  }
-  *p += n;
-  *out = v;
-  return true;
-}
-
-/*  One of chars at *p; advances *p. */
-static bool
-s_expect(const char **p, const char *chars)
-{
-  if (!**p || !strchr(chars, **p))
-    return false;
-  (*p)++;
-  return true;
-}
-
-int64_t
-kg_gate_date_ms(const char *iso)
-{
-  const char *p = iso;
-  int Y, M, D, h, m, s, frac_ms = 0;
-  if (!p || !s_digits(&p, 4, &Y) || !s_expect(&p, "-") || !s_digits(&p, 2, &M)
-      || !s_expect(&p, "-") || !s_digits(&p, 2, &D) || !s_expect(&p, "T ")
-      || !s_digits(&p, 2, &h) || !s_expect(&p, ":") || !s_digits(&p, 2, &m)
-      || !s_expect(&p, ":") || !s_digits(&p, 2, &s))
-    return 0;
-  if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || s > 60)
-    return 0;
-  if (*p == '.') {
-    /* Integer digits, not a double: "35.12" must be 120 ms, not 119. */
-    p++;
-    int n = 0;
-    for (; *p >= '0' && *p <= '9'; p++, n++)
-      if (n < 3)
-        frac_ms = frac_ms * 10 + (*p - '0');
-    if (n == 0 || n > 9)
-      return 0;
-    for (; n < 3; n++)
-      frac_ms *= 10;
-  }
-  long offset = 0;
-  if (*p == 'Z' || *p == 'z')
-    p++;
-  else if (*p == '+' || *p == '-') {
-    int sign = *p++ == '-' ? -1 : 1, oh, om;
-    if (!s_digits(&p, 2, &oh) || (*p == ':' && !s_expect(&p, ":")) || !s_digits(&p, 2, &om)
-        || oh > 23 || om > 59)
-      return 0;
-    offset = sign * (oh * 60L + om) * 60L;
-  }
-  if (*p)
-    return 0;
-  struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D, .tm_hour = h,
-                  .tm_min = m, .tm_sec = s};
-  time_t t = timegm(&tm);
-  if (t == (time_t) -1 || tm.tm_mday != D)   /* 2026-02-31 would normalise to March */
-    return 0;
-  return ((int64_t) t - offset) * 1000 + frac_ms;
-}
-
 const char *
 kg_gate_incident(const kg_gate_t *self)
 {
@@ -214,6 +142,29 @@ s_decision(kg_gate_action_t action, kg_gate_why_t why)
   return d;
 }
 
+static bool
+s_ends_with(const char *s, const char *suffix)
+{
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+kg_gate_msg_t
+kg_gate_kind(const char *msg_type, bool inband)
+{
+  if (!msg_type)
+    return KG_GATE_MSG_OTHER;
+  if (strcmp(msg_type, "execute_request") == 0)
+    return inband ? KG_GATE_MSG_INBAND : KG_GATE_MSG_EXECUTE;
+  if (strcmp(msg_type, "shutdown_request") == 0)
+    return KG_GATE_MSG_SHUTDOWN;
+  if (strcmp(msg_type, "interrupt_request") == 0)
+    return KG_GATE_MSG_INTERRUPT;
+  if (strcmp(msg_type, "kernel_info_request") == 0)
+    return KG_GATE_MSG_KERNEL_INFO;
+  return s_ends_with(msg_type, "_request") ? KG_GATE_MSG_REQUEST : KG_GATE_MSG_OTHER;
+}
+
 kg_gate_decision_t
 kg_gate_decide(const kg_gate_t *self, const kg_gate_input_t *in)
 {
@@ -222,21 +173,39 @@ kg_gate_decide(const kg_gate_t *self, const kg_gate_input_t *in)
     return s_decision(KG_GATE_DROP, KG_GATE_WHY_NONE);
   if (in->channel == KG_CH_STDIN)   /* input for the kernel that asked */
     return s_decision(open ? KG_GATE_FORWARD : KG_GATE_DROP, KG_GATE_WHY_NONE);
+  /* What kguard handles itself, whatever the queues hold. */
+  if (in->channel == KG_CH_CONTROL) {
+    if (in->kind == KG_GATE_MSG_SHUTDOWN)   /* the kernel replies, or kguard does */
+      return open && in->kernel_alive ? s_decision(KG_GATE_FORWARD, KG_GATE_WHY_NONE)
+                                      : s_decision(KG_GATE_ANSWER, KG_GATE_WHY_SHUTDOWN);
+    if (in->kind == KG_GATE_MSG_INTERRUPT && in->interrupt_by_signal)
+      return s_decision(KG_GATE_ANSWER, open && in->kernel_alive ? KG_GATE_WHY_SIGNAL
+                                                                 : KG_GATE_WHY_INTERRUPT);
+    if (in->kind == KG_GATE_MSG_INBAND)   /* `kguard restart`: out of band, at once */
+      return s_decision(KG_GATE_FORWARD, KG_GATE_WHY_NONE);
+  }
+  if (in->kind == KG_GATE_MSG_KERNEL_INFO && !open && (in->info_cached || in->state == KG_ST_DOWN))
+    return s_decision(KG_GATE_ANSWER, KG_GATE_WHY_INFO);
+  /* Every other request is an ordinary one from here. */
+  kg_gate_msg_t kind = in->kind;
+  if (kind == KG_GATE_MSG_SHUTDOWN || kind == KG_GATE_MSG_INTERRUPT
+      || kind == KG_GATE_MSG_KERNEL_INFO)
+    kind = KG_GATE_MSG_REQUEST;
   if (in->state == KG_ST_DOWN) {
     /* In order behind a queued `%kguard restart`; else kguard answers. */
-    if (in->kind == KG_GATE_MSG_INBAND)
+    if (kind == KG_GATE_MSG_INBAND)
       return s_decision(in->queue_waiting ? KG_GATE_HOLD : KG_GATE_FORWARD, KG_GATE_WHY_NONE);
-    if (in->kind == KG_GATE_MSG_OTHER)
+    if (kind == KG_GATE_MSG_OTHER)
       return s_decision(KG_GATE_DROP, KG_GATE_WHY_NONE);
     return s_decision(KG_GATE_ANSWER, KG_GATE_WHY_DOWN);
   }
-  if (in->kind == KG_GATE_MSG_EXECUTE && kg_gate_stale(self, in->now_ms, in->sent_wall_ms))
+  if (kind == KG_GATE_MSG_EXECUTE && kg_gate_stale(self, in->now_ms, in->sent_wall_ms))
     return s_decision(KG_GATE_ANSWER, KG_GATE_WHY_STALE);
   if (in->channel == KG_CH_SHELL) {
     /* One execute_request in the kernel at a time, in arrival order; a
        `%kguard` cell is answered by kguard even while the gate is closed. */
     bool turn = !in->queue_waiting
-                && (open ? !in->in_flight : in->kind == KG_GATE_MSG_INBAND);
+                && (open ? !in->in_flight : kind == KG_GATE_MSG_INBAND);
     return s_decision(turn ? KG_GATE_FORWARD : KG_GATE_HOLD, KG_GATE_WHY_NONE);
   }
   return s_decision(open ? KG_GATE_FORWARD : KG_GATE_HOLD, KG_GATE_WHY_NONE);

@@ -1,20 +1,25 @@
 /*  kg_gate: where a message from the frontend goes, decided without sockets
     and without a clock of its own: (message kind, what the supervisor knows,
-    now) in, an action out. Pure, so that it is proven by tables
-    (tests/unit/supervisor: every kernel state x message kind x queue x
-    timing) rather than by racing a kernel.
+    now) in, an action out. It is the whole routing decision: the requests
+    kguard answers itself (a shutdown with no kernel to take it, a
+    signal-mode interrupt, kernel_info while no kernel answers, a `%kguard`
+    cell on control) are kinds of its input like the others. Pure, so that
+    it is proven by tables (tests/unit/pure/test_gate.c: every kernel state
+    x channel x message kind x queue x timing) rather than by racing a
+    kernel.
 
     Actions:
       FORWARD   deliver now (to the kernel, or to kguard's own handler for a
                 `%kguard` cell, or while DOWN to kguard's KernelDown answer)
-      ANSWER    kguard answers it itself with an error and it never runs
-                anywhere (why: kg_gate_why_t)
+      ANSWER    kguard answers it itself and it never runs anywhere (why:
+                kg_gate_why_t)
       HOLD      keep it in kguard's queue, in arrival order, until its turn
-      DROP      nothing can take it (stdin input for a kernel that is gone)
+      DROP      nothing can take it (stdin input for a kernel that is gone,
+                anything while kguard shuts down)
 
-    The stale-request rule (issue 9). After a fault at T (a sticky GPU error,
-    or the kernel's death), an execute_request that reaches kguard after T
-    and before kguard has told the frontend (the failing cell's reply with
+    The stale-request rule. After a fault at T (a sticky GPU error, or the
+    kernel's death), an execute_request that reaches kguard after T and
+    before kguard has told the frontend (the failing cell's reply with
     kguard's metadata, or the notice, whichever comes first), or within
     the stale window after the notice (default 2 s), was sent by a frontend
     that had not yet seen the failure: a browser's Run All sends every cell
@@ -23,17 +28,18 @@
     from scratch on top of the run. It is answered KernelRestarted naming the
     incident. Requests that arrive later run, and so does one that arrives
     within the window but whose header says it was created after the notice
-    was published (its `date`, set by the frontend when it made the request:
-    that frontend had the notice; a request without a readable date counts
-    as created before). This assumes the frontend's clock is not ahead of
-    kguard's by more than the link's delay; a frontend clock that is behind
-    only makes the rule stricter. A restart the user asks for
-    (`%kguard restart`) ends the rule: what follows it is meant for the new
-    kernel. (ipykernel has the same problem inside one process and the same
-    answer: after an error it aborts what arrives within
+    was published (its `date`, set by the frontend when it made the request
+    and read by ipc/kg_date: that frontend had the notice; a request without
+    a readable date counts as created before). This assumes the frontend's
+    clock is not ahead of kguard's by more than the link's delay; a frontend
+    clock that is behind only makes the rule stricter. A restart the user
+    asks for (`%kguard restart`) ends the rule: what follows it is meant for
+    the new kernel. (ipykernel has the same problem inside one process and
+    the same answer: after an error it aborts what arrives within
     stop_on_error_timeout.)
 
-    Ownership: the gate owns its incident id copy; nothing else.
+    Ownership: the gate owns its incident id copy and the ids it keeps;
+    nothing else.
 */
 #ifndef KG_GATE_H
 #define KG_GATE_H
@@ -55,16 +61,27 @@ typedef enum {
 
 typedef enum {
   KG_GATE_WHY_NONE = 0,
-  KG_GATE_WHY_STALE,            /*  sent before the user saw the fault        */
-  KG_GATE_WHY_DOWN              /*  no kernel (policy gave up, spawn failed)  */
+  KG_GATE_WHY_STALE,            /*  sent before the user saw the fault:
+                                    KernelRestarted                           */
+  KG_GATE_WHY_DOWN,             /*  no kernel (policy gave up, spawn failed):
+                                    KernelDown                                */
+  KG_GATE_WHY_SHUTDOWN,         /*  a shutdown_request no kernel can take:
+                                    kguard replies and shuts down             */
+  KG_GATE_WHY_INTERRUPT,        /*  a signal-mode interrupt: kguard replies   */
+  KG_GATE_WHY_SIGNAL,           /*  ... after SIGINT to the kernel's group    */
+  KG_GATE_WHY_INFO              /*  kernel_info while no kernel answers:
+                                    kguard replies with the last one          */
 } kg_gate_why_t;
 
-/*  What arrived. */
+/*  What arrived (kg_gate_kind). */
 typedef enum {
   KG_GATE_MSG_EXECUTE = 0,      /*  execute_request (not a %kguard cell)      */
   KG_GATE_MSG_INBAND,           /*  execute_request that is a %kguard cell    */
   KG_GATE_MSG_REQUEST,          /*  any other *_request                       */
   KG_GATE_MSG_OTHER,            /*  comm_msg, input_reply...                  */
+  KG_GATE_MSG_SHUTDOWN,         /*  shutdown_request                          */
+  KG_GATE_MSG_INTERRUPT,        /*  interrupt_request                         */
+  KG_GATE_MSG_KERNEL_INFO,      /*  kernel_info_request                       */
   KG_GATE_MSG_COUNT
 } kg_gate_msg_t;
 
@@ -84,7 +101,12 @@ typedef struct {
   bool queue_waiting;           /*  kguard's shell queue holds messages       */
   int64_t now_ms;               /*  monotonic                                 */
   int64_t sent_wall_ms;         /*  the request header's date (Unix ms), 0 if
-                                    absent or unreadable                     */
+                                    absent or unreadable (kg_date_ms)        */
+  bool kernel_alive;            /*  the kernel process runs                  */
+  bool info_cached;             /*  a kernel_info_reply was seen             */
+  bool interrupt_by_signal;     /*  the inner kernel takes interrupts as
+                                    signals (its kernelspec's interrupt_mode
+                                    is not "message")                        */
 } kg_gate_input_t;
 
 typedef struct {
@@ -105,8 +127,19 @@ kg_gate_t *kg_gate_new(int64_t stale_window_ms);
 /*  Free self and set *self_p to NULL. Safe on NULL. */
 void kg_gate_destroy(kg_gate_t **self_p);
 
+/*  The kind of a message of msg_type (NULL: OTHER); inband says an
+    execute_request is a `%kguard` cell. Pure. */
+kg_gate_msg_t kg_gate_kind(const char *msg_type, bool inband);
+
 /*  Where the message described by in goes. Pure: reads self, changes
-    nothing. */
+    nothing. In order: nothing while shutting down; stdin input only to
+    the kernel that asked; on control, a shutdown_request is forwarded
+    while a READY kernel runs (the caller posts SHUTDOWN_REQUEST) and
+    answered otherwise, a signal-mode interrupt is answered (after SIGINT
+    to a READY kernel that runs: WHY_SIGNAL), a `%kguard` cell is
+    delivered at once; kernel_info is answered by kguard while no kernel
+    answers (a cached reply, or DOWN); then DOWN, the stale rule, and one
+    execute in flight on shell. */
 kg_gate_decision_t kg_gate_decide(const kg_gate_t *self, const kg_gate_input_t *in);
 
 /*  A fault was detected at now_ms (the first one of an incident counts: a
@@ -133,11 +166,6 @@ void kg_gate_clear(kg_gate_t *self);
 /*  True if an execute_request arriving at now_ms (monotonic), created at
     sent_wall_ms (Unix ms from its header, 0 unknown), is stale. */
 bool kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms);
-
-/*  A Jupyter header date (ISO 8601: "2026-12-03T04:55:00.123456Z", or with
-    "+HH:MM"/"-HH:MM", or without a zone: UTC, as the protocol says) in Unix
-    ms; 0 for NULL or anything else. */
-int64_t kg_gate_date_ms(const char *iso);
 
 /*  The incident id (borrowed, "" if none), the fault's cause, the window. */
 const char *kg_gate_incident(const kg_gate_t *self);

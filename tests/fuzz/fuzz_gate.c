@@ -18,9 +18,13 @@
          and every request that was not dropped by a shutdown is answered
          or forwarded, both queues empty.
 
-    Header dates come from the input too (a string through
-    kg_gate_date_ms, the parser of a field the frontend writes), and so do
-    the stale window and the abort-probe ids. Input layout: byte 0-1 the
+    The requests kguard handles itself (shutdown, a signal-mode interrupt,
+    kernel_info while no kernel answers, `%kguard` on control) are kinds
+    like the others; what the gate is told of the kernel (alive, its
+    kernel_info cached, interrupts by signal) comes from the input. Header
+    dates come from the input too (a string through kg_date_ms, the parser
+    of a field the frontend writes), and so do the stale window and the
+    abort-probe ids. Input layout: byte 0-1 the
     window; then ops, one byte each plus operands (see s_step). */
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kg_date.h"
 #include "kg_gate.h"
 #include "kg_state.h"
 
@@ -52,6 +57,7 @@ typedef struct {
   kg_channel_t ch;
   bool request;                 /*  a *_request (else comm_msg, input_reply) */
   bool restart;                 /*  a `%kguard restart` (else status)       */
+  bool alive, cached, by_signal;  /*  what the gate is told of the kernel    */
   int64_t sent_wall;
   s_status_t status;
   int answers;                  /*  I1                                       */
@@ -269,6 +275,9 @@ s_arrive(s_model_t *m)
     r->kind = KG_GATE_MSG_OTHER;   /* input_reply */
   r->request = r->kind != KG_GATE_MSG_OTHER;
   r->restart = (b >> 4) & 1;
+  r->alive = (b >> 5) & 1;
+  r->cached = (b >> 6) & 1;
+  r->by_signal = (b >> 7) & 1;
   /* the header's date: none, relative to now, or a string to parse */
   unsigned d = s_byte(m);
   switch (d & 3) {
@@ -289,7 +298,7 @@ s_arrive(s_model_t *m)
     memcpy(iso, m->p, n);
     iso[n] = '\0';
     m->p += n;
-    r->sent_wall = kg_gate_date_ms(iso);
+    r->sent_wall = kg_date_ms(iso);
   }
   }
   if (kg_state_exiting(m->st)) {
@@ -297,15 +306,39 @@ s_arrive(s_model_t *m)
     r->shutdown_drop = true;
     return;
   }
-  if (r->ch == KG_CH_CONTROL && r->kind == KG_GATE_MSG_INBAND) {
-    s_inband(m, i);   /* `kguard restart`: out of band, at once */
-    return;
-  }
   kg_gate_input_t in = {.state = m->st, .channel = r->ch, .kind = r->kind,
                         .in_flight = m->in_flight >= 0 || kg_gate_abort_active(m->gate),
                         .queue_waiting = m->n_shell > 0, .now_ms = m->now,
-                        .sent_wall_ms = r->kind == KG_GATE_MSG_EXECUTE ? r->sent_wall : 0};
+                        .sent_wall_ms = r->kind == KG_GATE_MSG_EXECUTE ? r->sent_wall : 0,
+                        .kernel_alive = r->alive, .info_cached = r->cached,
+                        .interrupt_by_signal = r->by_signal};
   kg_gate_decision_t dec = kg_gate_decide(m->gate, &in);
+  if (r->ch == KG_CH_CONTROL && r->kind == KG_GATE_MSG_INBAND) {
+    CHECK(dec.action == KG_GATE_FORWARD);
+    s_inband(m, i);   /* `kguard restart`: out of band, at once */
+    return;
+  }
+  /* what kguard handles itself */
+  if (dec.why == KG_GATE_WHY_SHUTDOWN || dec.why == KG_GATE_WHY_SIGNAL
+      || dec.why == KG_GATE_WHY_INTERRUPT)
+    CHECK(r->ch == KG_CH_CONTROL);
+  if (dec.why == KG_GATE_WHY_SIGNAL)
+    CHECK(kg_state_gate_open(m->st) && r->alive && r->by_signal);
+  if (dec.why == KG_GATE_WHY_INFO)
+    CHECK(!kg_state_gate_open(m->st) && r->kind == KG_GATE_MSG_KERNEL_INFO
+          && (r->cached || m->st == KG_ST_DOWN));
+  if (r->kind == KG_GATE_MSG_SHUTDOWN && r->ch == KG_CH_CONTROL) {
+    CHECK(dec.action == (kg_state_gate_open(m->st) && r->alive ? KG_GATE_FORWARD
+                                                               : KG_GATE_ANSWER));
+    if (dec.action == KG_GATE_FORWARD) {
+      r->status = R_FORWARDED;   /* the kernel replies; its reply ends the wait */
+      s_fire(m, KG_EV_SHUTDOWN_REQUEST);
+    } else {
+      s_answer(m, i);
+      s_fire(m, KG_EV_SHUTDOWN);
+    }
+    return;
+  }
   CHECK(dec.action == KG_GATE_FORWARD || dec.action == KG_GATE_ANSWER
         || dec.action == KG_GATE_HOLD || dec.action == KG_GATE_DROP);
   CHECK((dec.action == KG_GATE_ANSWER) == (dec.why != KG_GATE_WHY_NONE));
