@@ -67,7 +67,7 @@ s_preflight_done(kg_sup_t *S)
 {
   kg_preflight_verdict_t v = kg_preflight_verdict(S->preflight);
   const cJSON *report = kg_preflight_report(S->preflight);
-  kg_incident_t *incident = kg_incident_slot_current(S->incidents);
+  kg_incident_t *incident = S->incidents.current.incident;
   if (incident && S->preflight_after_sticky) {
     kg_preflight_record(S->preflight, kg_incident_json(incident));
     kg__write_incident(S);
@@ -76,9 +76,9 @@ s_preflight_done(kg_sup_t *S)
     return;   /* the start was abandoned meanwhile */
   if (v == KG_PREFLIGHT_FAILING || v == KG_PREFLIGHT_TIMEOUT) {
     char *why = kg_preflight_down_reason(v, report);
-    (void) kg_notice_due_set_down(S->due, why ? why : "the device is failing (pre-flight probe)");
+    kg__due_set_down(S, why ? why : "the device is failing (pre-flight probe)");
     free(why);
-    kg_error("%s", kg_notice_due_down_reason(S->due) ? kg_notice_due_down_reason(S->due) : "");
+    kg_error("%s", S->due.down_reason ? S->due.down_reason : "");
     S->stop_reason = KG__STOP_DEVICE;
     kg__fire(S, KG_EV_PREFLIGHT_FAILED);   /* STARTING → STOPPING, then DOWN */
     return;
@@ -100,8 +100,8 @@ kg__preflight_down_notice(kg_sup_t *S)
   info.family = kg_classifier_family(S->rules, "ecc-hardware");
   info.checkpoint_restored = false;
   info.restarted = false;
-  info.reason = kg_notice_due_down_reason(S->due);
-  kg__notice_publish(S, KG_NOTICE_DOWN, &info, kg_failing_header(S->failing), NULL);
+  info.reason = S->due.down_reason;
+  kg__notice_publish(S, KG_NOTICE_DOWN, &info, S->failing.header, NULL);
 }
 
 /* ---- %kguard doctor ------------------------------------------------------------ */

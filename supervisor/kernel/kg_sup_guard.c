@@ -46,9 +46,9 @@ s_set_failing(kg_sup_t *S, const char *parent)
   if (!e)
     e = kg_pending_running(S->pending);
   if (e)
-    kg_failing_set(S->failing, e->msg_id, e->code, e->header, guessed);
+    kg__failing_set(&S->failing, e->msg_id, e->code, e->header, guessed);
   else
-    kg_failing_set(S->failing, parent, NULL, NULL, guessed);
+    kg__failing_set(&S->failing, parent, NULL, NULL, guessed);
 }
 
 static void
@@ -81,22 +81,19 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
                m && m->family ? m->family->id : "?");
     /* A record of the advice, then the notice (the record's path is in it),
        naming the advised cell; the sticky failing request is kept aside. */
-    kg_failing_t *saved = S->failing;
-    kg_failing_t *advised = kg_failing_new();
-    if (advised) {
-      kg_failing_set(advised, e ? e->msg_id : NULL, e ? e->code : NULL, NULL, e == NULL);
-      S->failing = advised;
-    }
-    kg_incident_slot_set_aside(S->incidents);   /* the sticky one, if any */
+    kg__failing_t sticky = S->failing;
+    S->failing = (kg__failing_t){0};
+    kg__failing_set(&S->failing, e ? e->msg_id : NULL, e ? e->code : NULL, NULL, e == NULL);
+    kg__incident_set_aside(S);   /* the sticky one, if any */
     kg__incident_open(S, false);
     kg_notice_info_t info;
     kg__notice_fill_current(S, &info);
     info.restored_step = -1;
     info.checkpoint_restored = false;
     kg__notice_publish(S, KG_NOTICE_ADVICE, &info, e ? e->header : NULL, NULL);
-    kg_incident_slot_put_back(S->incidents);
-    S->failing = saved;
-    kg_failing_destroy(&advised);
+    kg__incident_put_back(S);
+    kg__failing_clear(&S->failing);
+    S->failing = sticky;
     return;
   }
   /* STICKY */
@@ -136,7 +133,9 @@ kg__guard_kernel_started(kg_sup_t *S)
   kg_diagnosis_reset(S->diag);
   if (S->backend != KG_BACKEND_UNKNOWN)
     kg_diagnosis_set_backend(S->diag, S->backend);
-  kg_failing_kernel_gone(S->failing);   /* its header stays for the notice */
+  free(S->failing.msg_id);   /* no reply can come from a gone kernel; */
+  S->failing.msg_id = NULL;  /* its code and header stay for the notice */
+  S->failing.replied = false;
   kg_gate_abort_clear(S->gate);   /* that kernel is gone */
   kg_devcheck_reset(S->devcheck);   /* its probe and held reply too */
 }
@@ -212,7 +211,7 @@ kg__guard_reply(kg_sup_t *S, kg_msg_t *msg)
                                           kg_clock_wall_ms()),
                parent);
   /* The failing cell's real reply carries kguard's notice metadata. */
-  if (kg_failing_is(S->failing, parent) && kg_diagnosis_sticky(S->diag)) {
+  if (kg__failing_is(&S->failing, parent) && kg_diagnosis_sticky(S->diag)) {
     cJSON *meta = cJSON_Duplicate(kg_msg_json(msg, KG_PART_METADATA), 1);
     if (!meta)
       meta = cJSON_CreateObject();
@@ -306,7 +305,7 @@ kg__guard_enter_closing(kg_sup_t *S)
   size_t doomed = 0;
   for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
-    if (kg_failing_is(S->failing, e->msg_id))
+    if (kg__failing_is(&S->failing, e->msg_id))
       continue;
     e->doomed = true;
     doomed++;
@@ -317,7 +316,7 @@ kg__guard_enter_closing(kg_sup_t *S)
             "(%zu message(s) dropped from kguard's queue)", doomed, dropped);
   kg__incident_open(S, true);
   kg__start_probe(S);   /* versions, from a fresh process */
-  if (!kg_failing_id(S->failing) || !kg_pending_find(S->pending, kg_failing_id(S->failing)))
+  if (!S->failing.msg_id || !kg_pending_find(S->pending, S->failing.msg_id))
     kg_fsm_set_deadline(S->fsm, kg_loop_now(S->loop));   /* no reply to wait for */
 }
 
@@ -328,7 +327,7 @@ void
 kg__guard_failing_done(kg_sup_t *S, kg_msg_t *reply)
 {
   (void) reply;
-  kg_failing_replied(S->failing);
+  S->failing.replied = true;
   if (kg__state(S) == KG_ST_CLOSING)
     kg__fire(S, KG_EV_EVIDENCE_DONE);
 }
@@ -341,16 +340,16 @@ s_after_sticky(kg_sup_t *S)
 {
   const kg_match_t *m = kg_diagnosis_match(S->diag);
   const char *title = m && m->family ? m->family->title : "sticky GPU error";
-  const char *incident_id = kg_incident_slot_id(S->incidents);
+  const char *incident_id = kg__incident_id(S);
   char evalue[1024];
   snprintf(evalue, sizeof evalue,
            "this request did not run: kguard restarted the kernel after a %s "
            "(incident %s). See the notice in the failing cell.",
            title, incident_id ? incident_id : "?");
   /* The failing cell's reply never came: answer it with the real error. */
-  const char *failing_id = kg_failing_id(S->failing);
+  const char *failing_id = S->failing.msg_id;
   kg_pending_entry_t *f = failing_id ? kg_pending_find(S->pending, failing_id) : NULL;
-  if (f && !kg_failing_was_replied(S->failing)) {
+  if (f && !S->failing.replied) {
     char fv[1024];
     snprintf(fv, sizeof fv, "%.800s (the kernel was stopped before it replied; incident %s)",
              m ? m->line : title, incident_id ? incident_id : "?");
@@ -360,14 +359,14 @@ s_after_sticky(kg_sup_t *S)
   /* The kernel is gone: the idles it never published. The failing cell's
      waits for its notice (fresh kernel ready, or DOWN), so that frontends
      still collect the notice as that cell's output. */
-  kg__settle_status(S, kg_failing_id(S->failing));
+  kg__settle_status(S, S->failing.msg_id);
 
   char sig[KG_DIAG_SIGNATURE_MAX] = "";
-  kg_diagnosis_signature(S->diag, kg_failing_code(S->failing), sig, sizeof sig);
+  kg_diagnosis_signature(S->diag, S->failing.code, sig, sizeof sig);
   int64_t delay = 0;
   const char *reason = NULL;
   kg_policy_action_t act = kg_policy_decide(S->policy, kg_clock_mono_ms(), sig, &delay, &reason);
-  kg_incident_t *incident = kg_incident_slot_current(S->incidents);
+  kg_incident_t *incident = S->incidents.current.incident;
   if (incident) {
     kg_incident_set_diagnosis(incident, S->diag);
     if (S->exit_known)
@@ -383,12 +382,12 @@ s_after_sticky(kg_sup_t *S)
   S->diagnostic = false;   /* an automatic restart is a normal one */
   if (act == KG_POLICY_GIVE_UP) {
     kg_error("automatic restarts stopped: %s", reason ? reason : "");
-    (void) kg_notice_due_set_gave_up(S->due, reason);
+    kg__due_set_gave_up(S, reason);
     kg__fire(S, KG_EV_STOPPED_GIVE_UP);
     return;
   }
   S->backoff_ms = delay;
-  (void) kg_notice_due_set(S->due, KG_DUE_STICKY, NULL);   /* the failing request's parent */
+  kg__due_set(S, KG__DUE_STICKY, NULL);   /* the failing request's parent */
   kg__fire(S, KG_EV_STOPPED_RESTORE);
 }
 
@@ -435,7 +434,7 @@ kg__guard_after_stop(kg_sup_t *S)
       snprintf(evalue, sizeof evalue,
                "the kernel hung while this request was outstanding: %s; kguard stopped it "
                "and starts a fresh kernel",
-               kg_hangwatch_reason(S->hang) ? kg_hangwatch_reason(S->hang) : "");
+               S->hang.reason ? S->hang.reason : "");
     else
       snprintf(evalue, sizeof evalue,
                "the kernel process died (%s) while this request was outstanding; "
@@ -466,7 +465,7 @@ kg__guard_after_stop(kg_sup_t *S)
     if (act == KG_POLICY_GIVE_UP) {
       char r[512];
       snprintf(r, sizeof r, "The kernel died (%s) and %s", how, reason ? reason : "");
-      (void) kg_notice_due_set_gave_up(S->due, r);
+      kg__due_set_gave_up(S, r);
       kg__fire(S, KG_EV_STOPPED_GIVE_UP);
       return;
     }
@@ -483,9 +482,9 @@ kg__guard_after_stop(kg_sup_t *S)
 void
 kg__guard_on_ready(kg_sup_t *S)
 {
-  kg_due_kind_t due = kg_notice_due_kind(S->due);
-  if (due != KG_DUE_NONE) {
-    const cJSON *parent = kg_notice_due_parent(S->due);
+  kg__due_t due = S->due.kind;
+  if (due != KG__DUE_NONE) {
+    const cJSON *parent = S->due.parent;
     kg_notice_info_t info;
     kg__notice_fill(S, S->prev_diag, &info);
     info.restarted = true;
@@ -498,19 +497,19 @@ kg__guard_on_ready(kg_sup_t *S)
       snprintf(extra + n, sizeof extra - n, "%sThis kernel runs in %s.", n ? " " : "",
                kg__diag_label(S));
     }
-    if (due == KG_DUE_STICKY) {
-      kg__notice_publish(S, KG_NOTICE_STICKY_RESTART, &info, kg_failing_header(S->failing),
+    if (due == KG__DUE_STICKY) {
+      kg__notice_publish(S, KG_NOTICE_STICKY_RESTART, &info, S->failing.header,
                          extra);
       /* the stale window starts */
     kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
     }
-    else if (due == KG_DUE_DIAGNOSTIC) {
+    else if (due == KG__DUE_DIAGNOSTIC) {
       info.family = NULL;
       info.checkpoint_restored = false;
       kg__notice_publish(S, KG_NOTICE_DIAGNOSTIC, &info, cJSON_IsObject(parent) ? parent : NULL,
                        extra);
     }
-    kg_notice_due_clear(S->due);
+    kg__due_set(S, KG__DUE_NONE, NULL);
   }
   kg__settle_status(S, NULL);   /* the failing cell's idle, after its notice */
   kg_restore_handed_over(S->restore);
@@ -519,7 +518,7 @@ kg__guard_on_ready(kg_sup_t *S)
 void
 kg__guard_enter_down(kg_sup_t *S)
 {
-  const char *why = kg_notice_due_down_reason(S->due);
+  const char *why = S->due.down_reason;
   kg_error("kguard is DOWN: %s", why ? why : "");
   if (S->stop_reason == KG__STOP_DEVICE)
     kg__preflight_down_notice(S);
@@ -528,21 +527,21 @@ kg__guard_enter_down(kg_sup_t *S)
     kg__notice_fill_current(S, &info);
     info.checkpoint_restored = false;
     info.reason = why;
-    kg__notice_publish(S, KG_NOTICE_DOWN, &info, kg_failing_header(S->failing), NULL);
+    kg__notice_publish(S, KG_NOTICE_DOWN, &info, S->failing.header, NULL);
   }
   kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
-  kg_notice_due_clear(S->due);
+  kg__due_set(S, KG__DUE_NONE, NULL);
   kg__settle_status(S, NULL);
 }
 
 void
 kg__guard_down_answer(kg_sup_t *S)
 {
-  const char *why = kg_notice_due_down_reason(S->due);
+  const char *why = S->due.down_reason;
   size_t i = 0;
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
-    if (kg_shutdown_is_request(S->shutdown, e->msg_id)) {
+    if (kg__shutdown_is(S, e->msg_id)) {
       i++;
       continue;
     }

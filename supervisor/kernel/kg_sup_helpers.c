@@ -55,9 +55,9 @@ s_restore_done(kg_sup_t *S)
   else
     kg_notice("no checkpoint restored%s%s", kg_restore_error(R) ? ": " : "",
               kg_restore_error(R) ? kg_restore_error(R) : "");
-  if (kg_incident_slot_current(S->incidents)) {
+  if (S->incidents.current.incident) {
     cJSON *c = kg_restore_incident_json(R);
-    kg_incident_take_checkpoint(kg_incident_slot_current(S->incidents), &c);
+    kg_incident_take_checkpoint(S->incidents.current.incident, &c);
     cJSON_Delete(c);
     kg__write_incident(S);
   }
@@ -69,7 +69,7 @@ kg__guard_start_restore(kg_sup_t *S)
 {
   kg_restore_begin(S->restore);
   struct stat st;
-  const char *incident_id = kg_incident_slot_id(S->incidents);
+  const char *incident_id = kg__incident_id(S);
   if (!incident_id || stat(S->cfg->ckpt_dir, &st) != 0 || !S->cfg->ckpt_dir[0]) {
     char buf[PATH_MAX + 64];
     snprintf(buf, sizeof buf, "no checkpoint directory %s", S->cfg->ckpt_dir);
@@ -146,8 +146,8 @@ s_probe_finished(kg_sup_t *S)
         S->backend = KG_BACKEND_CUDA;
     }
   }
-  if (kg_incident_slot_current(S->incidents)) {
-    kg_incident_take_versions(kg_incident_slot_current(S->incidents), &j);
+  if (S->incidents.current.incident) {
+    kg_incident_take_versions(S->incidents.current.incident, &j);
     kg__write_incident(S);
   }
   cJSON_Delete(j);
@@ -175,7 +175,7 @@ s_restore_notice(kg_sup_t *S, int64_t now)
   cJSON *k = cJSON_AddObjectToObject(meta, "kguard");
   cJSON_AddStringToObject(k, "event", "restore-progress");
   cJSON_AddItemToObject(content, "transient", cJSON_CreateObject());
-  kg__publish(S, "display_data", kg_failing_header(S->failing), &content, NULL);
+  kg__publish(S, "display_data", S->failing.header, &content, NULL);
 }
 
 void

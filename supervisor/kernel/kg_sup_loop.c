@@ -41,11 +41,11 @@ kg_supervisor_run(kg_supervisor_t *S)
   int rc = kg_loop_run(S->loop);
   if (rc < 0) {
     kg_error("unable to wait for events: %s", kg_strerror(rc));
-    kg_shutdown_fail(S->shutdown, KG_EXIT_SYSTEM);
+    S->shutdown.exit_code = KG_EXIT_SYSTEM;
   }
   kg__droplog_flush(S, kg_clock_mono_ms(), true);
   char *totals = kg_relay_stats_totals(S->stats);
   kg_notice("kguard exiting: %s", totals ? totals : "(out of memory)");
   free(totals);
-  return kg_shutdown_exit_code(S->shutdown);
+  return S->shutdown.exit_code;
 }

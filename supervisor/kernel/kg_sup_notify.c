@@ -36,11 +36,11 @@ kg__notice_fill(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info)
   info->backend = S->backend != KG_BACKEND_UNKNOWN ? S->backend : kg_diagnosis_backend(diag);
   info->assertion_line = kg_diagnosis_assertion(diag);
   info->execution_count = -1;
-  info->cell_code = kg_failing_code(S->failing);
-  kg_incident_t *incident = kg_incident_slot_current(S->incidents);
+  info->cell_code = S->failing.code;
+  kg_incident_t *incident = S->incidents.current.incident;
   if (incident) {
     info->incident_id = kg_incident_id(incident);
-    info->incident_path = kg_incident_slot_path(S->incidents);
+    info->incident_path = S->incidents.current.path;
     /* The notice names the cell by the execution count the record holds. */
     const cJSON *cell = cJSON_GetObjectItemCaseSensitive(kg_incident_json(incident), "cell");
     const cJSON *count = cJSON_GetObjectItemCaseSensitive(cell, "execution_count");
@@ -118,24 +118,60 @@ kg__notice_publish(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *i
 void
 kg__write_incident(kg_sup_t *S)
 {
-  if (!kg_incident_slot_current(S->incidents))
+  if (!S->incidents.current.incident)
     return;
   char dir[PATH_MAX + 16];
   snprintf(dir, sizeof dir, "%s/incidents", S->cfg->state_dir);
-  int rc = kg_incident_slot_write(S->incidents, dir);
-  if (rc)
-    kg_error("unable to write incident %s: %s", kg_incident_slot_id(S->incidents),
-             kg_strerror(rc));
+  char *path = NULL;
+  int rc = kg_incident_write(S->incidents.current.incident, dir, &path);
+  if (rc) {
+    kg_error("unable to write incident %s: %s", kg__incident_id(S), kg_strerror(rc));
+    return;   /* where it was written before stays */
+  }
+  free(S->incidents.current.path);
+  S->incidents.current.path = path;
+}
+
+static void
+s_incident_clear(kg__incident_t *r)
+{
+  kg_incident_destroy(&r->incident);
+  free(r->path);
+  r->path = NULL;
+}
+
+void
+kg__incident_set_aside(kg_sup_t *S)
+{
+  s_incident_clear(&S->incidents.aside);
+  S->incidents.aside = S->incidents.current;
+  S->incidents.current = (kg__incident_t){0};
+}
+
+void
+kg__incident_put_back(kg_sup_t *S)
+{
+  s_incident_clear(&S->incidents.current);
+  S->incidents.current = S->incidents.aside;
+  S->incidents.aside = (kg__incident_t){0};
+}
+
+void
+kg__incidents_clear(kg_sup_t *S)
+{
+  s_incident_clear(&S->incidents.current);
+  s_incident_clear(&S->incidents.aside);
 }
 
 void
 kg__incident_open(kg_sup_t *S, bool sticky)
 {
-  kg_incident_t *incident = kg_incident_slot_open(S->incidents, kg_clock_wall_ms());
+  s_incident_clear(&S->incidents.current);
+  kg_incident_t *incident = S->incidents.current.incident = kg_incident_new(kg_clock_wall_ms());
   if (!incident)
     return;
   kg_incident_set_diagnosis(incident, S->diag);
-  kg_incident_set_cell(incident, kg_failing_code(S->failing), kg_failing_id(S->failing),
+  kg_incident_set_cell(incident, S->failing.code, S->failing.msg_id,
                        S->execution_count + 1);
   kg_incident_set_last_step(incident, kg_diagnosis_last_step(S->diag));
   kg_incident_set_env(incident, S->kernel_envp);
@@ -152,7 +188,7 @@ kg__incident_open(kg_sup_t *S, bool sticky)
   cJSON_AddStringToObject(j, "kernel_log", S->cfg->kernel_log_path);
   cJSON_AddNumberToObject(j, "kernel_pid", kg_kernel_pid(S->kernel));
   kg__write_incident(S);
-  const char *path = kg_incident_slot_path(S->incidents);
+  const char *path = S->incidents.current.path;
   kg_notice("incident %s (%s): %s", kg_incident_id(incident), sticky ? "sticky" : "advice",
             path ? path : "(not written)");
   if (sticky)

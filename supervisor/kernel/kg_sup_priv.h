@@ -1,20 +1,17 @@
-/*  kg_sup_priv: the supervisor's state, shared by the files that implement
-    it (kg_supervisor.c: loop and life cycle; kg_sup_relay.c: routing, the gate
-    and the one-execute-in-flight queue; kg_sup_synth.c: messages kguard writes
-    itself; kg_sup_guard.c: evidence, sticky errors, incidents; kg_sup_helpers.c: the
-    probe and checkpoint children; kg_sup_inband.c: %kguard cells; kg_sup_kenv.c:
-    the kernel's environment; kg_sup_kernel.c: starting the kernel object).
-    The inner kernel itself is an object (kg_kernel.h) held here, as are
-    the state of single concerns (issue 9): the device probe's (kg_devcheck.h,
-    driven by kg_sup_devcheck.c), the restore's result (kg_restore.h, kg_sup_helpers.c),
-    the failing request (kg_failing.h, kg_sup_guard.c), the relay's counts
-    (kg_relay_stats.h), the heartbeat watch (kg_hangwatch.h, kg_sup_hang.c),
-    the warm standby's slot (kg_standby_slot.h, kg_sup_standby.c), how kguard
-    ends (kg_shutdown.h), the current incident (kg_incident_slot.h) and what
-    the user is still to be told (kg_notice_due.h). Not a
-    public header: names shared across those files carry the kg__ prefix.
-    They call each other one way only (docs/ARCHITECTURE.md, checked by
-    scripts/check-arrows.py).
+/*  kg_sup_priv: the kernel supervisor's private interface: its struct and
+    the kg__ functions its files share. The files split the object by
+    concern (kg_sup_loop.c: the loop; kg_sup_states.c: the states' rows;
+    kg_sup_relay.c and kg_sup_relay_kernel.c: the relay each way, the gate,
+    the one-execute-in-flight queue; kg_sup_synth.c: messages kguard writes
+    itself; kg_sup_guard.c: evidence, sticky errors; kg_sup_notify.c:
+    notices and incidents; kg_sup_helpers.c: the probe and checkpoint
+    children; kg_sup_inband.c: %kguard cells; kg_sup_kenv.c: the kernel's
+    environment; kg_sup_kernel.c: starting the kernel; kg_sup_standby.c,
+    kg_sup_hang.c, kg_sup_gpu.c, kg_sup_devcheck.c, kg_sup_parent.c: one
+    concern each). What owns a resource is an object of its own (kg_kernel,
+    kg_front, kg_helper, ...); what only holds fields is a labelled struct
+    here. The files call each other one way only (scripts/check-arrows.py
+    fails on a circle).
 */
 #ifndef KG_SUP_PRIV_H
 #define KG_SUP_PRIV_H
@@ -23,51 +20,49 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "kg_child.h"
 #include "kg_classifier.h"
 #include "kg_conninfo.h"
 #include "kg_devcheck.h"
 #include "kg_diagnosis.h"
-#include "kg_fsm.h"
-#include "kg_failing.h"
 #include "kg_front.h"
+#include "kg_fsm.h"
 #include "kg_gate.h"
 #include "kg_helper.h"
-#include "kg_incident_slot.h"
-#include "kg_hangwatch.h"
 #include "kg_inband_doctor.h"
-#include "kg_preflight.h"
+#include "kg_incident.h"
 #include "kg_kernel.h"
+#include "kg_kernel_hb.h"
 #include "kg_loop.h"
 #include "kg_msg.h"
 #include "kg_notice.h"
-#include "kg_notice_due.h"
-#include "kg_pending.h"
-#include "kg_restore.h"
-#include "kg_relay_stats.h"
-#include "kg_policy.h"
-#include "kg_ring.h"
 #include "kg_parentwatch.h"
-#include "kg_shutdown.h"
+#include "kg_pending.h"
+#include "kg_policy.h"
+#include "kg_preflight.h"
+#include "kg_relay_stats.h"
+#include "kg_restore.h"
+#include "kg_ring.h"
 #include "kg_sigsrc.h"
 #include "kg_signer.h"
-#include "kg_standby_slot.h"
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
 #define KG__EVENTS_MAX 16         /* events waiting at once (a transition posts 1-2) */
 #define KG__RING_BYTES (256u * 1024u)   /* the kernel's stdout/stderr kept */
-#define KG__START_TIMEOUT_MS 60000
+#define KG__START_TIMEOUT_MS 60000 /* STARTING: ready within this, or stopped */
 #define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
 #define KG__KILL_REAP_MS 2000     /* KILLING: warn again if still not reaped */
-#define KG__SHUTDOWN_REPLY_MS 1000
+#define KG__SHUTDOWN_REPLY_MS 1000 /* EXITING: the kernel's shutdown_reply awaited */
 #define KG__DROPLOG_BURST 5        /* dropped messages logged in full ...   */
 #define KG__DROPLOG_INTERVAL_MS 10000 /* ... per kind per interval          */
 #define KG__STANDBY_MAX_FAILURES 3 /* standbys dead before promotion: then cold starts */
 #define KG__HELPER_STALL_MS 30000 /* a helper silent this long is killed */
+#define KG__HELPER_OUT_MAX (1024u * 1024u) /* a helper's stdout kept */
 #define KG__RESTORE_NOTICE_MS 2000 /* a restore this long gets a progress notice */
 #define KG__TRIM_MIN (256 * 1024) /*  a message this big ...                  */
 #define KG__TRIM_DELAY_MS 500     /*  ... frees memory this long after the last */
@@ -83,9 +78,16 @@ typedef enum {
   KG__STOP_HUNG                 /*  it stopped answering its heartbeat       */
 } kg__stop_t;
 
-/*  The configuration: filled in once by kg_supervisor_new (from the
-    command line, the state directory and the environment), then read only
-    (the supervisor keeps it as a const pointer). */
+/*  The notice due when the next kernel is ready. */
+typedef enum {
+  KG__DUE_NONE = 0,
+  KG__DUE_STICKY,               /*  the sticky error's restart notice        */
+  KG__DUE_DIAGNOSTIC            /*  the diagnostic restart's notice          */
+} kg__due_t;
+
+/*  The configuration: built once by kg_supervisor_new (from the command
+    line, the state directory and the environment), then frozen: the
+    supervisor holds it through a const pointer. */
 typedef struct {
   char conn_path[PATH_MAX];     /*  the frontend's connection file           */
   char **inner_argv;            /*  owned copy, {connection_file} kept       */
@@ -96,12 +98,14 @@ typedef struct {
   char exe[PATH_MAX];
   char state_dir[PATH_MAX];
   char python_dir[PATH_MAX];
-  char runtime_dir[PATH_MAX];
+  char runtime_dir[PATH_MAX];   /*  kguard's 0700 directory ("" if none)     */
   char inner_conn_path[PATH_MAX];
   char kernel_log_path[PATH_MAX];
+  char own_log_path[PATH_MAX + 64];
   char *spec_language;          /*  the kernelspec's language, or NULL (owned) */
   kg_policy_config_t policy_config;   /*  as configured, for %kguard status  */
-  bool standby;                 /*  keep a warm standby kernel (kg_sup_standby.c) */
+  int64_t stale_window_ms;      /*  the gate's (< 0: its default)            */
+  bool standby;                 /*  keep a warm standby kernel               */
   char standby_conn_path[PATH_MAX]; /*  its private connection file          */
 } kg__config_t;
 
@@ -114,10 +118,29 @@ typedef struct {
   int which;
 } kg__src_t;
 
-struct kg_supervisor_t {
-  const kg__config_t *cfg;      /*  owned; immutable after kg_supervisor_new */
+/*  The request a sticky error (or advice) belongs to: the one the
+    evidence's parent names, else the one the kernel said busy for, else
+    (a guess) the one running. */
+typedef struct {
+  char *msg_id;                 /*  which reply and idle are the failing
+                                    cell's; NULL once its kernel is gone    */
+  char *code;                   /*  its code: incident, signature            */
+  cJSON *header;                /*  its header: the notices' parent, kept
+                                    for the notice on the fresh kernel       */
+  bool replied;                 /*  its real execute_reply was relayed       */
+  bool guessed;                 /*  neither evidence nor busy status named it */
+} kg__failing_t;
 
-  /* transport */
+/*  An incident record and where it was last written. */
+typedef struct {
+  kg_incident_t *incident;      /*  owned, or NULL                           */
+  char *path;                   /*  owned, or NULL (not written)             */
+} kg__incident_t;
+
+struct kg_supervisor_t {
+  const kg__config_t *cfg;      /*  owned; frozen by kg_supervisor_new       */
+
+  /* the loop and what it polls */
   kg_loop_t *loop;              /*  the reactor every source registers with  */
   struct {                      /*  the arguments of the loop's sources      */
     kg__src_t kernel[KG_CH_COUNT];    /*  the kernel's sockets, by channel   */
@@ -128,81 +151,89 @@ struct kg_supervisor_t {
     kg__src_t helper[4];              /*  ckpt stdout/stderr, probe's        */
     kg__src_t gpu[4];                 /*  pre-flight stdout/stderr, doctor's */
   } src;
-  kg_sigsrc_t *sig;
+  kg_sigsrc_t *sig;             /*  SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT */
   kg_parentwatch_t *parent;     /*  the launcher watch, or NULL (off)        */
   bool parent_gone;             /*  the launcher is gone: shutting down      */
-  void *ctx;
-  kg_conninfo_t *front_info;
-  kg_front_t *front;            /*  the frontend's bound sockets, heartbeat
-                                    thread and signer (kg_front.h)           */
-  kg_standby_slot_t *standby;   /*  the warm standby (--standby), or NULL:
-                                    its kernel object, started after READY,
-                                    swapped with `kernel` at the next start;
-                                    its age, warmth, failures
-                                    (kg_standby_slot.h; kg_sup_standby.c)         */
+  void *ctx;                    /*  the zmq context of both sides            */
+  kg_conninfo_t *front_info;    /*  the frontend's connection file           */
+  kg_front_t *front;            /*  the frontend's sockets, heartbeat, signer */
   kg_kernel_t *kernel;          /*  the inner kernel: process, pipes, rings,
-                                    connection file, sockets (kg_kernel.h)   */
+                                    connection file, sockets                 */
 
-  /* the kernel */
-  kg_fsm_t *fsm;                /*  its life cycle: the state, its deadline, the
-                                    events waiting (kg_sup_states.c; kg__fire) */
-  int log_fd;                   /*  logs/kernel-<id>.log (the kernel's rings
-                                    write there)                             */
-  FILE *own_log;                /*  logs/kguard-<id>.log                     */
-  kg_pending_t *pending;
-  kg_gate_t *gate;              /*  routing decision, stale-request rule     */
+  /* the kernel's life */
+  kg_fsm_t *fsm;                /*  the state, its deadline, events waiting
+                                    (rows: kg_sup_states.c; kg__fire posts)  */
+  kg__stop_t stop_reason;       /*  why the current kernel is being stopped  */
+  int64_t backoff_ms;           /*  BACKOFF's delay, as the policy chose     */
+  int kernel_starts;            /*  kernels started or promoted              */
+  char **kernel_envp;           /*  the running kernel's environment (owned) */
+  int exit_status;              /*  wait status of the stopped kernel        */
+  bool exit_known;              /*  it ended by itself (not killed by kguard) */
+  long prev_kernel_pid;         /*  the stopped kernel's pid (memory note)   */
+  kg_backend_t backend;         /*  known backend (diagnosis or probe)       */
+  bool diagnostic;              /*  the kernel being started is diagnostic   */
+  bool want_diagnostic;         /*  the requested restart is diagnostic      */
+  bool preflight_after_sticky;  /*  this start follows a sticky error        */
+
+  /* what the kernel said */
   cJSON *info_cache;            /*  last kernel_info_reply content           */
-  char *session;                /*  inner kernel's session as last seen
-                                    (owned; any length: the kernel chose it) */
+  char *session;                /*  its session as last seen (owned; any
+                                    length: the kernel chose it)             */
   int execution_count;          /*  last seen                                */
 
-  kg__stop_t stop_reason;
-  int64_t backoff_ms;           /*  delay chosen by the policy               */
+  /* the relay */
+  kg_pending_t *pending;        /*  requests, held queues, the busy ledger   */
+  kg_gate_t *gate;              /*  routing decision, stale-request rule     */
+  kg_relay_stats_t *stats;      /*  relayed and dropped counts, the drop log */
+  int64_t trim_at_ms;           /*  give freed message memory back then      */
+  int log_fd;                   /*  logs/kernel-*.log, the rings write there */
+  FILE *own_log;                /*  logs/kguard-*.log                        */
 
-  /* EXITING .. EXITED (the exit phases are states: kg_state.h) */
-  kg_shutdown_t *shutdown;      /*  running, the exit code, the frontend's
-                                    shutdown_request (kg_shutdown.h)         */
-
-  /* diagnosis (phase 2) */
+  /* faults */
   kg_classifier_t *rules;
   kg_diagnosis_t *diag;         /*  the running kernel's evidence            */
   kg_diagnosis_t *prev_diag;    /*  the previous kernel's, for its notices   */
   kg_policy_t *policy;
-  kg_incident_slot_t *incidents;/*  the current incident and where it was
-                                    written (kg_incident_slot.h)             */
-  kg_failing_t *failing;        /*  the failing request: id, code, header,
-                                    replied yet (kg_failing.h; kg_sup_guard.c
-                                    sets it)                                 */
-  /*  The running request and ipykernel's stop_on_error probe: kg_gate. */
-  int64_t trim_at_ms;           /*  give freed message memory back then      */
-  kg_devcheck_t *devcheck;      /*  suspicion and device probe: its id and
-                                    deadline, the held reply and idle
-                                    (kg_devcheck.h; kg_sup_devcheck.c drives it)    */
-  int exit_status;              /*  wait status of the stopped kernel        */
-  bool exit_known;              /*  it ended by itself (not killed by us)    */
-  kg_backend_t backend;         /*  known backend (diagnosis or probe)       */
-  bool diagnostic;              /*  the kernel being started is diagnostic   */
-  bool want_diagnostic;         /*  the requested restart is diagnostic      */
-  kg_restore_t *restore;        /*  what resume-prepare said, what the next
-                                    kernel gets (kg_restore.h)               */
-  kg_notice_due_t *due;         /*  the notice due at the next READY, why
-                                    kguard is DOWN (kg_notice_due.h)         */
+  kg__failing_t failing;        /*  the failing request (kg_sup_guard.c)     */
+  kg_devcheck_t *devcheck;      /*  a suspicion's device probe, the reply
+                                    and idle it holds (kg_sup_devcheck.c)    */
+  struct {                      /*  incident records (kg_sup_notify.c)       */
+    kg__incident_t current;     /*  the last sticky one: restore, env, status */
+    kg__incident_t aside;       /*  set aside while an advice's is written   */
+  } incidents;
+  struct {                      /*  what the user is still to be told        */
+    kg__due_t kind;             /*  the notice due at the next READY         */
+    cJSON *parent;              /*  its parent header (owned), or NULL       */
+    char *down_reason;          /*  why kguard is DOWN (owned), or NULL      */
+  } due;
+  struct {                      /*  how kguard ends                          */
+    char *request_id;           /*  the frontend's shutdown_request (owned;
+                                    never doomed nor answered as others), or NULL */
+    bool restart;               /*  its content.restart, echoed if kguard replies */
+    int exit_code;              /*  kguard's own                             */
+  } shutdown;
+
+  /* children and watches */
   kg_helper_t *ckpt;            /*  `kguard ckpt resume-prepare`             */
   kg_helper_t *probe;           /*  `python -m kguard.probe` (versions)      */
-  char **kernel_envp;           /*  environment of the running kernel        */
-  int kernel_starts;            /*  kernels started or promoted, this kguard */
-  kg_hangwatch_t *hang;         /*  pings the kernel while a cell runs, and
-                                    why it was declared hung (kg_hangwatch.h;
-                                    kg_sup_hang.c drives it)                 */
-  int64_t hang_retry_ms;        /*  the pinger could not be made: try again then */
+  kg_restore_t *restore;        /*  what resume-prepare said, what the next
+                                    kernel gets                              */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
-  bool preflight_after_sticky;  /*  this start follows a sticky error        */
-  long prev_kernel_pid;         /*  the stopped kernel's pid, for the memory note */
-  kg_inband_doctor_t *doctor;   /*  `%kguard doctor` and the cell it answers
-                                    (kg_inband_doctor.h; kg_sup_gpu.c)       */
-
-  kg_relay_stats_t *stats;      /*  relayed and dropped counts, the drop log
-                                    (kg_relay_stats.h)                       */
+  kg_inband_doctor_t *doctor;   /*  `%kguard doctor` and the cell it answers */
+  struct {                      /*  the heartbeat watch (kg_sup_hang.c)      */
+    kg_kernel_hb_config_t cfg;  /*  period and misses                        */
+    kg_kernel_hb_t *pinger;     /*  of the process pid, or NULL              */
+    pid_t pid;
+    char *reason;               /*  why the last hang was declared (owned)   */
+    int64_t retry_ms;           /*  no pinger could be made: try again then  */
+  } hang;
+  struct {                      /*  the warm standby (kg_sup_standby.c)      */
+    kg_kernel_t *kernel;        /*  its object, or NULL without --standby;
+                                    swapped with `kernel` at a promotion     */
+    int64_t started_ms;
+    bool warm;                  /*  it answered kernel_info                  */
+    int failures;               /*  standbys that died before promotion      */
+  } standby;
 };
 
 /* kg_sup_util.c (calls no other supervisor file, only its classes) */
@@ -228,6 +259,31 @@ kg__state(const kg_sup_t *S)
 /*  Doom every request queued behind the running cell (they are answered,
     never run) and drop the held non-requests. */
 void kg__doom_queue(kg_sup_t *S);
+
+/*  The failing request is msg_id (NULL: none known), with its code and
+    header (each may be NULL; all copied); its reply not yet relayed.
+    Out of memory leaves what could not be copied NULL. */
+void kg__failing_set(kg__failing_t *f, const char *msg_id, const char *code,
+                     const cJSON *header, bool guessed);
+/*  Forget everything (free). */
+void kg__failing_clear(kg__failing_t *f);
+/*  True if msg_id (may be NULL) is the failing request's. */
+bool kg__failing_is(const kg__failing_t *f, const char *msg_id);
+
+/*  The notice due at the next READY: kind, with parent (copied; may be
+    NULL); KG__DUE_NONE clears. */
+void kg__due_set(kg_sup_t *S, kg__due_t kind, const cJSON *parent);
+/*  Why kguard is DOWN (copied; NULL: it is not). */
+void kg__due_set_down(kg_sup_t *S, const char *reason);
+/*  Why kguard is DOWN after automatic restarts stopped: reason (may be
+    NULL) and how to start a fresh kernel by hand. */
+void kg__due_set_gave_up(kg_sup_t *S, const char *reason);
+
+/*  The current incident's id, or NULL if there is none. Borrowed. */
+const char *kg__incident_id(const kg_sup_t *S);
+
+/*  True if msg_id (may be NULL) is the frontend's shutdown_request. */
+bool kg__shutdown_is(const kg_sup_t *S, const char *msg_id);
 
 /* kg_sup_kernel.c: the entry action of STARTING; 0, or a negative code with
    the down reason set in S->due (the caller fires SPAWN_FAILED) */
@@ -315,8 +371,17 @@ void kg__notice_fill(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *
 void kg__notice_fill_current(kg_sup_t *S, kg_notice_info_t *info);
 void kg__notice_publish(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *info,
                         const cJSON *parent, const char *extra);
+/*  A new incident replaces the current one (sticky: the gate names it);
+    written at once. */
 void kg__incident_open(kg_sup_t *S, bool sticky);
+/*  Write the current incident (if any) and remember where. */
 void kg__write_incident(kg_sup_t *S);
+/*  An advice's record is opened with the sticky one set aside, then put
+    back (the advice's is freed). */
+void kg__incident_set_aside(kg_sup_t *S);
+void kg__incident_put_back(kg_sup_t *S);
+/*  Free both records (kg_supervisor_destroy). */
+void kg__incidents_clear(kg_sup_t *S);
 
 /* kg_sup_helpers.c */
 void kg__start_probe(kg_sup_t *S);
@@ -349,8 +414,9 @@ void kg__doctor_start(kg_sup_t *S, kg_pending_entry_t *e);
 void kg__gpu_poll(kg_sup_t *S);
 
 /* kg_sup_hang.c: a kernel that stops answering its heartbeat mid-cell */
-int kg__hang_init(kg_sup_t *S);
+void kg__hang_init(kg_sup_t *S);              /* its configuration (environment) */
 void kg__hang_forget(kg_sup_t *S);            /* the kernel process is gone */
+void kg__hang_destroy(kg_sup_t *S);           /* before the zmq context ends */
 
 /* kg_sup_kenv.c */
 void kg__guard_env(kg_sup_t *S, char ***envp_p);

@@ -144,8 +144,8 @@ s_deliver(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
     if (e && strcmp(e->msg_type, "kernel_info_request") == 0)
       kg__answer_kernel_info(S, e);
     else if (e)
-      kg__answer_error(S, e, "KernelDown", kg_notice_due_down_reason(S->due)
-                                           ? kg_notice_due_down_reason(S->due)
+      kg__answer_error(S, e, "KernelDown", S->due.down_reason
+                                           ? S->due.down_reason
                                            : "the kernel is down");
     return;
   }
@@ -218,7 +218,8 @@ s_shutdown_requested(kg_sup_t *S, kg_pending_entry_t *e, kg_msg_t *msg)
 {
   const cJSON *restart = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                           "restart");
-  (void) kg_shutdown_requested(S->shutdown, e ? e->msg_id : NULL, cJSON_IsTrue(restart));
+  kg__set_str(&S->shutdown.request_id, e ? e->msg_id : NULL);   /* an earlier one is forgotten */
+  S->shutdown.restart = cJSON_IsTrue(restart);
   kg_notice("shutdown requested%s", cJSON_IsTrue(restart) ? " (restart)" : "");
 }
 
@@ -230,7 +231,7 @@ s_reply_ok(kg_sup_t *S, kg_pending_entry_t *e, const char *type, bool shutdown)
   cJSON *content = cJSON_CreateObject();
   cJSON_AddStringToObject(content, "status", "ok");
   if (shutdown)
-    cJSON_AddBoolToObject(content, "restart", kg_shutdown_restart(S->shutdown));
+    cJSON_AddBoolToObject(content, "restart", S->shutdown.restart);
   kg__reply(S, e, type, &content);
   kg_pending_remove(S->pending, e->msg_id);
 }
@@ -360,7 +361,7 @@ s_on_front(kg_loop_t *loop, int id, int events, void *arg)
   kg__src_t *src = arg;
   kg_sup_t *S = src->S;
   kg_channel_t ch = (kg_channel_t) src->which;
-  for (int i = 0; i < S_BATCH && kg_shutdown_running(S->shutdown); i++) {
+  for (int i = 0; i < S_BATCH; i++) {
     kg_msg_t *msg = NULL;
     if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
       return KG_LOOP_OK;

@@ -164,7 +164,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
   case KG_ST_KILLING:
     /* Only the failing request's outputs: the user sees the real traceback;
        the queued requests are answered by kguard. */
-    if (!kg_failing_is(S->failing, parent))
+    if (!kg__failing_is(&S->failing, parent))
       return;
     break;
   default:
@@ -278,7 +278,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   if (e->doomed)
     return;   /* kguard answers it (KernelRestarted) */
   s_route_back(S, msg, e, e->channel);
-  bool failing = kg_failing_is(S->failing, parent);
+  bool failing = kg__failing_is(&S->failing, parent);
   if (s_ends_with(type, "_reply")) {
     kg_pending_remove(S->pending, parent);
     if (failing && is_exec)

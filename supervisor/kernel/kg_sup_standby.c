@@ -1,12 +1,13 @@
-/*  kg_standby: the warm standby (`kguard kernel --standby`).
+/*  kg_sup_standby: the warm standby (`kguard kernel --standby`).
 
     A second inner kernel, started once the active one is ready, from the
     same argv with its own private connection file and sockets (a kg_kernel
     of its own, tag "s"), its environment as the kernel's without the
     diagnostic and resume variables, plus KGUARD_STANDBY=1 (ipython_startup
     imports KGUARD_STANDBY_IMPORTS ahead, and nothing touches a GPU) and
-    KGUARD_HANDOVER_FILE. Nothing it says reaches the frontend: its sockets
-    are not polled and its output is read and dropped (kept in its log).
+    KGUARD_HANDOVER_FILE. Nothing it says reaches the frontend: its shell
+    and iopub are read only until it is warm, its output is read and
+    dropped (kept in its log).
 
     At the next start (a sticky fault, the kernel's death, a restart asked
     for), once the old process is gone and the restore done, the standby is
@@ -14,15 +15,12 @@
     KGUARD_RESUME_* a cold start would have had in its environment, and the
     readiness is seen as for any start (kernel_info). A diagnostic restart
     starts cold (its variables must be in the environment at start). A
-    standby that died before promotion is released; after three such
-    deaths no more are started (a cold start is the fallback).
+    standby that died before promotion is released; after
+    KG__STANDBY_MAX_FAILURES such deaths no more are started (a cold start
+    is the fallback). Its fields are S->standby.
 
-    The slot (the standby's object, start time, warmth and failures) is
-    kg_standby_slot's (issue 9); this file is the wiring.
-
-    Arrows: kg_sup_kernel.c, kg_supervisor.c, kg_sup_loop.c -> kg_sup_standby.c ->
-    kg_standby_slot.c, kg_kernel.c, kg_sup_kenv.c, kg_sup_kernel.c (argv).
-    Nothing above.
+    Arrows: kg_sup_kernel.c, kg_sup_states.c, kg_supervisor.c ->
+    kg_sup_standby.c -> kg_kernel, kg_sup_kenv.c. Nothing above.
 */
 #include "kg_sup_priv.h"
 
@@ -48,7 +46,7 @@
 static kg_kernel_t *
 s_kernel(const kg_sup_t *S)
 {
-  return S->standby ? kg_standby_slot_kernel(S->standby) : NULL;
+  return S->standby.kernel;
 }
 
 /*  The hand-over file of the standby object (beside its connection file). */
@@ -63,7 +61,7 @@ kg__standby_start(kg_sup_t *S)
 {
   kg_kernel_t *standby = s_kernel(S);
   if (!S->cfg->standby || !standby || S->diagnostic || kg_kernel_present(standby)
-      || !kg_standby_slot_may_start(S->standby) || !kg_shutdown_running(S->shutdown))
+      || S->standby.failures >= KG__STANDBY_MAX_FAILURES)
     return;
   char handover[PATH_MAX + 16];
   s_handover_path(S, handover, sizeof handover);
@@ -82,12 +80,13 @@ kg__standby_start(kg_sup_t *S)
   kg__free_envp(&argv);
   kg__free_envp(&envp);
   if (rc) {
-    (void) kg_standby_slot_failed(S->standby);
+    S->standby.failures++;
     kg_warning("the warm standby did not start (%s); restarts start cold",
                rc == KG_ENOMEM ? "out of memory" : kg_kernel_reason(standby));
     return;
   }
-  kg_standby_slot_started(S->standby, kg_clock_mono_ms());
+  S->standby.started_ms = kg_loop_now(S->loop);
+  S->standby.warm = false;
   kg_notice("warm standby started: pid %ld", (long) kg_kernel_pid(standby));
 }
 
@@ -142,8 +141,11 @@ kg__standby_promote(kg_sup_t *S)
     kg_kernel_release(standby, NULL, NULL);
     return false;
   }
-  int64_t age_ms = kg_standby_slot_age_ms(S->standby, kg_clock_mono_ms());
-  bool warm = kg_standby_slot_swap(S->standby, &S->kernel);
+  int64_t age_ms = kg_loop_now(S->loop) - S->standby.started_ms;
+  bool warm = S->standby.warm;
+  S->standby.kernel = S->kernel;   /* the old kernel's object: the next standby's */
+  S->kernel = standby;
+  S->standby.warm = false;
   /*  Its readiness is seen again, as the kernel's (nudges on the relay's
       schedule); the ids of the warm-up nudges stay remembered, so their
       late replies are never taken for a frontend's. */
@@ -167,7 +169,7 @@ kg__standby_reap(kg_sup_t *S)
   if (!standby || !kg_kernel_alive(standby) || kg_kernel_reap(standby) != 1)
     return;
   int st = kg_kernel_release(standby, NULL, NULL);
-  bool last = kg_standby_slot_failed(S->standby);
+  bool last = ++S->standby.failures >= KG__STANDBY_MAX_FAILURES;
   char how[64];
   if (WIFSIGNALED(st))
     snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(st));
@@ -185,7 +187,7 @@ static bool
 s_warming(const kg_sup_t *S)
 {
   kg_kernel_t *standby = s_kernel(S);
-  return standby && kg_kernel_alive(standby) && !kg_standby_slot_is_warm(S->standby);
+  return standby && kg_kernel_alive(standby) && !S->standby.warm;
 }
 
 static void *
@@ -218,11 +220,11 @@ s_on_standby_socket(kg_loop_t *loop, int id, int events, void *arg)
     }
     kg_msg_destroy(&m);
   }
-  if (kg_ready_done(ready) && !kg_standby_slot_is_warm(S->standby)) {
-    kg_standby_slot_warmed(S->standby);
+  if (kg_ready_done(ready) && !S->standby.warm) {
+    S->standby.warm = true;
     kg_notice("warm standby ready: pid %ld, %lld ms after its start",
               (long) kg_kernel_pid(standby),
-              (long long) kg_standby_slot_age_ms(S->standby, kg_loop_now(loop)));
+              (long long) (kg_loop_now(loop) - S->standby.started_ms));
   }
   return n == S_BATCH ? KG_LOOP_MORE : KG_LOOP_OK;
 }
@@ -274,7 +276,7 @@ s_nudge(kg_loop_t *loop, int id, void *arg)
 int
 kg__standby_attach(kg_sup_t *S)
 {
-  if (!S->standby)
+  if (!S->standby.kernel)
     return 0;
   static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_IOPUB};
   for (size_t i = 0; i < 2; i++) {

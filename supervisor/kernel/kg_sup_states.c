@@ -147,13 +147,13 @@ s_enter_exit_wait(void *arg, int from, const kg_fsm_event_t *ev)
   kg_sup_t *S = arg;
   if (s_kernel_gone(S))
     return;
-  kg_pending_entry_t *e = kg_pending_find(S->pending, kg_shutdown_id(S->shutdown));
+  kg_pending_entry_t *e = kg_pending_find(S->pending, S->shutdown.request_id);
   if (e) {
     cJSON *content = cJSON_CreateObject();
     cJSON_AddStringToObject(content, "status", "ok");
-    cJSON_AddBoolToObject(content, "restart", kg_shutdown_restart(S->shutdown));
+    cJSON_AddBoolToObject(content, "restart", S->shutdown.restart);
     kg__reply(S, e, "shutdown_reply", &content);
-    kg_pending_remove(S->pending, kg_shutdown_id(S->shutdown));
+    kg_pending_remove(S->pending, S->shutdown.request_id);
   }
 }
 

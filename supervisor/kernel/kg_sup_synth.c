@@ -201,8 +201,8 @@ kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e)
     char banner[1024];
     snprintf(banner, sizeof banner, "kguard: the kernel is %s%s%s",
              kg__state(S) == KG_ST_DOWN ? "down" : "starting",
-             kg_notice_due_down_reason(S->due) ? ": " : "",
-             kg_notice_due_down_reason(S->due) ? kg_notice_due_down_reason(S->due) : "");
+             S->due.down_reason ? ": " : "",
+             S->due.down_reason ? S->due.down_reason : "");
     cJSON_AddStringToObject(content, "banner", banner);
     cJSON_AddItemToObject(content, "help_links", cJSON_CreateArray());
   }
@@ -219,7 +219,7 @@ kg__answer_all(kg_sup_t *S, bool doomed_only, const char *ename, const char *eva
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
     bool skip = (doomed_only && !e->doomed) || (!doomed_only && !e->forwarded && !e->doomed)
-                || kg_shutdown_is_request(S->shutdown, e->msg_id);
+                || kg__shutdown_is(S, e->msg_id);
     if (skip) {
       i++;
       continue;

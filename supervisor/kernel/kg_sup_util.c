@@ -7,6 +7,7 @@
 
 #include "kg_envp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,7 +62,7 @@ kg__doom_queue(kg_sup_t *S)
   for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
     if (e->forwarded || e->doomed
-        || kg_shutdown_is_request(S->shutdown, e->msg_id))
+        || kg__shutdown_is(S, e->msg_id))
       continue;
     e->doomed = true;
     doomed++;
@@ -82,4 +83,70 @@ const char *
 kg__language(const kg_sup_t *S)
 {
   return kg_language_of(S->info_cache, S->cfg->spec_language, S->cfg->inner_argv);
+}
+
+void
+kg__failing_clear(kg__failing_t *f)
+{
+  free(f->msg_id);
+  free(f->code);
+  cJSON_Delete(f->header);
+  *f = (kg__failing_t){0};
+}
+
+void
+kg__failing_set(kg__failing_t *f, const char *msg_id, const char *code, const cJSON *header,
+                bool guessed)
+{
+  kg__failing_clear(f);
+  f->msg_id = msg_id ? strdup(msg_id) : NULL;
+  f->code = code ? strdup(code) : NULL;
+  f->header = header ? cJSON_Duplicate(header, 1) : NULL;
+  f->guessed = guessed;
+}
+
+bool
+kg__failing_is(const kg__failing_t *f, const char *msg_id)
+{
+  return f->msg_id && msg_id && strcmp(msg_id, f->msg_id) == 0;
+}
+
+void
+kg__due_set(kg_sup_t *S, kg__due_t kind, const cJSON *parent)
+{
+  cJSON_Delete(S->due.parent);
+  S->due.parent = kind != KG__DUE_NONE && parent ? cJSON_Duplicate(parent, 1) : NULL;
+  S->due.kind = kind;
+}
+
+void
+kg__due_set_down(kg_sup_t *S, const char *reason)
+{
+  free(S->due.down_reason);
+  S->due.down_reason = reason ? strdup(reason) : NULL;
+}
+
+/*  Said after a give-up, in the DOWN notice and every KernelDown. */
+#define S_BY_HAND " Run `%kguard restart` in a cell (or `kguard restart -f " \
+                  "CONNECTION_FILE`) to start a fresh kernel."
+
+void
+kg__due_set_gave_up(kg_sup_t *S, const char *reason)
+{
+  free(S->due.down_reason);
+  if (asprintf(&S->due.down_reason, "%s%s", reason ? reason : "", S_BY_HAND) < 0)
+    S->due.down_reason = NULL;
+}
+
+const char *
+kg__incident_id(const kg_sup_t *S)
+{
+  kg_incident_t *incident = S->incidents.current.incident;
+  return incident ? kg_incident_id(incident) : NULL;
+}
+
+bool
+kg__shutdown_is(const kg_sup_t *S, const char *msg_id)
+{
+  return S->shutdown.request_id && msg_id && strcmp(msg_id, S->shutdown.request_id) == 0;
 }

@@ -6,6 +6,7 @@
 #include "kg_sup_priv.h"
 #include "kg_language.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -29,25 +30,119 @@
 /* ------------------------------------------------------------------------
    Set-up and teardown. */
 
-/*  The configuration as kg_supervisor_new fills it in: the only writer.
-    Everything else reads it through the const S->cfg. */
-static kg__config_t *
-s_rw(kg_sup_t *S)
+/*  The supervisor and its configuration in one allocation: the
+    configuration is built in a local, copied here before the supervisor
+    exists, and read through the const S->cfg ever after. */
+typedef struct {
+  kg_sup_t S;                   /*  first: the allocation is freed through it */
+  kg__config_t cfg;
+} s_alloc_t;
+
+static void
+s_config_free(const kg__config_t *C)
 {
-  return (kg__config_t *) S->cfg;
+  if (C->runtime_dir[0])
+    kg_paths_remove_tree(C->runtime_dir);
+  for (size_t i = 0; C->inner_argv && i < C->inner_argc; i++)
+    free(C->inner_argv[i]);
+  free(C->inner_argv);
+  free(C->spec_language);
 }
 
 static int
-s_open_logs(kg_sup_t *S)
+s_copy_argv(kg__config_t *C, char *const *argv)
 {
+  size_t n = 0;
+  while (argv[n])
+    n++;
+  if (!(C->inner_argv = calloc(n + 1, sizeof *C->inner_argv)))
+    return KG_ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    if (!(C->inner_argv[i] = strdup(argv[i])))
+      return KG_ENOMEM;
+  C->inner_argc = n;
+  return 0;
+}
+
+/*  The checkpoint directory: as given (relative to the working directory),
+    else ./kguard-checkpoints. */
+static void
+s_ckpt_dir(kg__config_t *C, const char *given)
+{
+  if (given && *given == '/') {
+    snprintf(C->ckpt_dir, sizeof C->ckpt_dir, "%s", given);
+    return;
+  }
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd))
+    snprintf(cwd, sizeof cwd, ".");
+  if (given && *given)
+    snprintf(C->ckpt_dir, sizeof C->ckpt_dir, "%.2000s/%.2000s", cwd, given);
+  else
+    snprintf(C->ckpt_dir, sizeof C->ckpt_dir, "%.3000s/kguard-checkpoints", cwd);
+}
+
+/*  Build the configuration in C (zeroed): copies of the command line, the
+    state directory (created), the logs' paths, kguard's own paths, the
+    private runtime directory (created, 0700) and the connection files in
+    it. 0, or a negative code with the reason logged (C is then freed). */
+static int
+s_config(kg__config_t *C, const kg_supervisor_config_t *config)
+{
+  snprintf(C->conn_path, sizeof C->conn_path, "%s", config->connection_file);
+  snprintf(C->name, sizeof C->name, "%s", config->name ? config->name : "");
+  C->inner_message_interrupts = config->interrupt_mode
+                                && strcmp(config->interrupt_mode, "message") == 0;
+  C->policy_config = config->policy;
+  C->stale_window_ms = config->stale_window_ms;
+  C->standby = config->standby;
+  int rc = s_copy_argv(C, config->inner_argv);
+  if (rc == 0 && config->language && *config->language
+      && !(C->spec_language = strdup(config->language)))
+    rc = KG_ENOMEM;
+  if (rc) {
+    s_config_free(C);
+    return rc;
+  }
+  rc = kg_paths_state_dir(C->state_dir, sizeof C->state_dir);
+  if (rc) {
+    kg_error("unable to create the state directory %s: %s", C->state_dir, kg_strerror(rc));
+    s_config_free(C);
+    return rc;
+  }
   char stamp[32];
   time_t t = time(NULL);
   struct tm tm;
   gmtime_r(&t, &tm);
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-  char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/logs/kguard-%s-%ld.log", s_rw(S)->state_dir, stamp, (long) getpid());
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  snprintf(C->own_log_path, sizeof C->own_log_path, "%.3900s/logs/kguard-%s-%ld.log",
+           C->state_dir, stamp, (long) getpid());
+  snprintf(C->kernel_log_path, sizeof C->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
+           C->state_dir, stamp, (long) getpid());
+  if (kg_paths_exe(C->exe, sizeof C->exe) != 0)
+    snprintf(C->exe, sizeof C->exe, "kguard");
+  if (kg_paths_python_dir(C->python_dir, sizeof C->python_dir) != 0)
+    kg_warning("kguard's Python package was not found (%s); the kernel will not "
+               "have kguard.save", C->python_dir);
+  s_ckpt_dir(C, config->checkpoints);
+  rc = kg_paths_runtime_dir(C->runtime_dir, sizeof C->runtime_dir);
+  if (rc) {
+    kg_error("unable to create a runtime directory: %s", kg_strerror(rc));
+    C->runtime_dir[0] = '\0';
+    s_config_free(C);
+    return rc;
+  }
+  snprintf(C->inner_conn_path, sizeof C->inner_conn_path, "%.4000s/kernel.json",
+           C->runtime_dir);
+  snprintf(C->standby_conn_path, sizeof C->standby_conn_path, "%.4000s/standby.json",
+           C->runtime_dir);
+  return 0;
+}
+
+static void
+s_open_logs(kg_sup_t *S)
+{
+  int fd = open(S->cfg->own_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd >= 0) {
     S->own_log = fdopen(fd, "a");
     if (S->own_log)
@@ -55,53 +150,68 @@ s_open_logs(kg_sup_t *S)
     else
       close(fd);
   } else
-    kg_warning("unable to open %s: %s", path, strerror(errno));
-  snprintf(s_rw(S)->kernel_log_path, sizeof s_rw(S)->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
-           s_rw(S)->state_dir, stamp, (long) getpid());
-  S->log_fd = open(s_rw(S)->kernel_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    kg_warning("unable to open %s: %s", S->cfg->own_log_path, strerror(errno));
+  S->log_fd = open(S->cfg->kernel_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (S->log_fd < 0)
-    kg_warning("unable to open %s: %s", s_rw(S)->kernel_log_path, strerror(errno));
-  return 0;
+    kg_warning("unable to open %s: %s", S->cfg->kernel_log_path, strerror(errno));
 }
 
+/*  The frontend's connection file. 0, or the exit code kguard ends with. */
 static int
-s_copy_argv(kg_sup_t *S, char *const *argv)
+s_load_connection(kg_sup_t *S)
 {
-  size_t n = 0;
-  while (argv[n])
-    n++;
-  s_rw(S)->inner_argv = calloc(n + 1, sizeof *s_rw(S)->inner_argv);
-  if (!s_rw(S)->inner_argv)
-    return KG_ENOMEM;
-  for (size_t i = 0; i < n; i++)
-    if (!(s_rw(S)->inner_argv[i] = strdup(argv[i])))
-      return KG_ENOMEM;
-  s_rw(S)->inner_argc = n;
-  return 0;
+  char err[256] = "";
+  S->front_info = kg_conninfo_new();
+  if (!S->front_info)
+    return KG_EXIT_SYSTEM;
+  int rc = kg_conninfo_load(S->front_info, S->cfg->conn_path, err, sizeof err);
+  if (rc == 0)
+    return 0;
+  if (rc == KG_ECONNFILE || rc == KG_ESCHEME) {
+    kg_error("invalid connection file %s: %s", S->cfg->conn_path, *err ? err : kg_strerror(rc));
+    return KG_EXIT_USAGE;
+  }
+  kg_error("unable to read connection file %s: %s", S->cfg->conn_path,
+           *err ? err : kg_strerror(rc));
+  return rc == -ENOENT || rc == -EACCES || rc == -EISDIR ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
+}
+
+/*  The rules are data: bad rules are a configuration error. 0, or the
+    exit code. */
+static int
+s_load_rules(kg_sup_t *S, const char *rules_file)
+{
+  char path[PATH_MAX], err[256] = "";
+  if (rules_file)
+    snprintf(path, sizeof path, "%s", rules_file);
+  else if (getenv("KGUARD_RULES") && *getenv("KGUARD_RULES"))
+    snprintf(path, sizeof path, "%s", getenv("KGUARD_RULES"));
+  else
+    kg_classifier_default_path(path, sizeof path);
+  int rc = kg_classifier_load_file(path, &S->rules, err, sizeof err);
+  if (rc == 0)
+    return 0;
+  kg_error("unable to load the rules %s: %s", path, *err ? err : kg_strerror(rc));
+  return KG_EXIT_USAGE;
 }
 
 kg_supervisor_t *
 kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
 {
+  assert(config && exit_code);
   *exit_code = KG_EXIT_SYSTEM;
-  kg_sup_t *S = calloc(1, sizeof *S);
-  if (!S)
+  kg__config_t cfg = {0};
+  if (s_config(&cfg, config) != 0)
     return NULL;
-  S->cfg = calloc(1, sizeof *S->cfg);
-  if (!S->cfg) {
-    free(S);
+  s_alloc_t *a = calloc(1, sizeof *a);
+  if (!a) {
+    s_config_free(&cfg);
     return NULL;
   }
+  a->cfg = cfg;   /* frozen from here on */
+  kg_sup_t *S = &a->S;
+  S->cfg = &a->cfg;
   S->log_fd = -1;
-  S->execution_count = 0;
-  snprintf(s_rw(S)->conn_path, sizeof s_rw(S)->conn_path, "%s", config->connection_file);
-  snprintf(s_rw(S)->name, sizeof s_rw(S)->name, "%s", config->name ? config->name : "");
-  s_rw(S)->inner_message_interrupts = config->interrupt_mode
-                                && strcmp(config->interrupt_mode, "message") == 0;
-  if (s_copy_argv(S, config->inner_argv) != 0)
-    goto fail;
-  if (config->language && *config->language && !(s_rw(S)->spec_language = strdup(config->language)))
-    goto fail;
 
   /* Signals first: libzmq's threads must inherit the blocked mask. */
   static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, 0};
@@ -118,106 +228,33 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     kg_error("unable to watch the launcher: %s", strerror(errno));
     goto fail;
   }
-  int rc = kg_paths_state_dir(s_rw(S)->state_dir, sizeof s_rw(S)->state_dir);
-  if (rc) {
-    kg_error("unable to create the state directory %s: %s", s_rw(S)->state_dir, kg_strerror(rc));
-    goto fail;
-  }
   s_open_logs(S);
-  if (kg_paths_exe(s_rw(S)->exe, sizeof s_rw(S)->exe) != 0)
-    snprintf(s_rw(S)->exe, sizeof s_rw(S)->exe, "kguard");
-  if (kg_paths_python_dir(s_rw(S)->python_dir, sizeof s_rw(S)->python_dir) != 0)
-    kg_warning("kguard's Python package was not found (%s); the kernel will not "
-               "have kguard.save", s_rw(S)->python_dir);
-  if (config->checkpoints && *config->checkpoints) {
-    if (config->checkpoints[0] == '/')
-      snprintf(s_rw(S)->ckpt_dir, sizeof s_rw(S)->ckpt_dir, "%s", config->checkpoints);
-    else {
-      char cwd[PATH_MAX];
-      if (!getcwd(cwd, sizeof cwd))
-        snprintf(cwd, sizeof cwd, ".");
-      snprintf(s_rw(S)->ckpt_dir, sizeof s_rw(S)->ckpt_dir, "%.2000s/%.2000s", cwd, config->checkpoints);
-    }
-  } else {
-    char cwd[PATH_MAX];
-    if (!getcwd(cwd, sizeof cwd))
-      snprintf(cwd, sizeof cwd, ".");
-    snprintf(s_rw(S)->ckpt_dir, sizeof s_rw(S)->ckpt_dir, "%.3000s/kguard-checkpoints", cwd);
-  }
-
-  /* The frontend's connection file. */
-  S->front_info = kg_conninfo_new();
-  if (!S->front_info)
+  if ((*exit_code = s_load_connection(S)) != 0 || (*exit_code = s_load_rules(S, config->rules_file)) != 0)
     goto fail;
-  char err[256] = "";
-  rc = kg_conninfo_load(S->front_info, s_rw(S)->conn_path, err, sizeof err);
-  if (rc) {
-    if (rc == KG_ECONNFILE || rc == KG_ESCHEME) {
-      kg_error("invalid connection file %s: %s", s_rw(S)->conn_path,
-               *err ? err : kg_strerror(rc));
-      *exit_code = KG_EXIT_USAGE;
-    } else {
-      kg_error("unable to read connection file %s: %s", s_rw(S)->conn_path,
-               *err ? err : kg_strerror(rc));
-      *exit_code = rc == -ENOENT || rc == -EACCES || rc == -EISDIR ? KG_EXIT_USAGE
-                                                                    : KG_EXIT_SYSTEM;
-    }
-    goto fail;
-  }
+  *exit_code = KG_EXIT_SYSTEM;
   S->stats = kg_relay_stats_new(KG__DROPLOG_BURST, KG__DROPLOG_INTERVAL_MS);
-  if (!S->stats)
-    goto fail;
-
-  /* Diagnosis: the rules are data; bad rules are a configuration error. */
-  char rules_path[PATH_MAX];
-  if (config->rules_file)
-    snprintf(rules_path, sizeof rules_path, "%s", config->rules_file);
-  else if (getenv("KGUARD_RULES") && *getenv("KGUARD_RULES"))
-    snprintf(rules_path, sizeof rules_path, "%s", getenv("KGUARD_RULES"));
-  else
-    kg_classifier_default_path(rules_path, sizeof rules_path);
-  rc = kg_classifier_load_file(rules_path, &S->rules, err, sizeof err);
-  if (rc) {
-    kg_error("unable to load the rules %s: %s", rules_path, *err ? err : kg_strerror(rc));
-    *exit_code = KG_EXIT_USAGE;
-    goto fail;
-  }
   S->diag = kg_diagnosis_new(S->rules);
   S->prev_diag = kg_diagnosis_new(S->rules);
-  s_rw(S)->policy_config = config->policy;
-  s_rw(S)->standby = config->standby;
-  S->policy = kg_policy_new(&s_rw(S)->policy_config);
-  S->gate = kg_gate_new(config->stale_window_ms);
+  S->policy = kg_policy_new(&S->cfg->policy_config);
+  S->gate = kg_gate_new(S->cfg->stale_window_ms);
   S->devcheck = kg_devcheck_new();
   S->restore = kg_restore_new();
-  S->failing = kg_failing_new();
   S->fsm = kg_fsm_new(kg__states(), S, KG__EVENTS_MAX);
-  S->ckpt = kg_helper_new("checkpoint restore", 1024u * 1024u, KG__HELPER_STALL_MS);
-  S->probe = kg_helper_new("version probe", 1024u * 1024u, KG__HELPER_STALL_MS);
+  S->ckpt = kg_helper_new("checkpoint restore", KG__HELPER_OUT_MAX, KG__HELPER_STALL_MS);
+  S->probe = kg_helper_new("version probe", KG__HELPER_OUT_MAX, KG__HELPER_STALL_MS);
   S->pending = kg_pending_new(KG__HELD_MAX);
-  S->shutdown = kg_shutdown_new();
-  S->incidents = kg_incident_slot_new();
-  S->due = kg_notice_due_new();
-  if (!S->diag || !S->prev_diag || !S->policy || !S->pending || !S->shutdown || !S->incidents
-      || !S->due || !S->gate || !S->devcheck || !S->restore || !S->failing || !S->fsm
-      || !S->ckpt || !S->probe || kg__gpu_init(S) != 0)
+  if (!S->stats || !S->diag || !S->prev_diag || !S->policy || !S->pending || !S->gate
+      || !S->devcheck || !S->restore || !S->fsm || !S->ckpt || !S->probe
+      || kg__gpu_init(S) != 0)
     goto fail;
-
-  rc = kg_paths_runtime_dir(s_rw(S)->runtime_dir, sizeof s_rw(S)->runtime_dir);
-  if (rc) {
-    kg_error("unable to create a runtime directory: %s", kg_strerror(rc));
-    s_rw(S)->runtime_dir[0] = '\0';
-    goto fail;
-  }
-  snprintf(s_rw(S)->inner_conn_path, sizeof s_rw(S)->inner_conn_path, "%.4000s/kernel.json", s_rw(S)->runtime_dir);
+  kg__hang_init(S);
 
   S->ctx = zmq_ctx_new();
   if (!S->ctx) {
     kg_error("unable to create the zmq context: %s", zmq_strerror(errno));
     goto fail;
   }
-  if (kg__hang_init(S) != 0)   /* its pinger's sockets live in ctx */
-    goto fail;
+  int rc;
   S->front = kg_front_bind(S->ctx, S->front_info, &rc);   /* logs what failed */
   if (!S->front)
     goto fail;
@@ -226,18 +263,14 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
                             .conn_path = S->cfg->inner_conn_path, .key_from = S->front_info,
                             .log_fd = S->log_fd, .ring_bytes = KG__RING_BYTES,
                             .loop = S->loop};
-  S->kernel = kg_kernel_new(&kopts);
-  if (!S->kernel)
+  if (!(S->kernel = kg_kernel_new(&kopts)))
     goto fail;
   if (S->cfg->standby) {
     /*  A second kernel object with endpoints of its own; the two swap at a
         promotion (kg_sup_standby.c). */
-    snprintf(s_rw(S)->standby_conn_path, sizeof s_rw(S)->standby_conn_path,
-             "%.4000s/standby.json", S->cfg->runtime_dir);
     kopts.conn_path = S->cfg->standby_conn_path;
     kopts.tag = "s";
-    kg_kernel_t *standby = kg_kernel_new(&kopts);
-    if (!(S->standby = kg_standby_slot_new(&standby, KG__STANDBY_MAX_FAILURES)))
+    if (!(S->standby.kernel = kg_kernel_new(&kopts)))
       goto fail;
   }
   char uuid[37];
@@ -245,9 +278,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   kg__set_str(&S->session, uuid);
   if (!S->session)
     goto fail;
-  kg_shutdown_begin(S->shutdown);
-  kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", s_rw(S)->name, s_rw(S)->inner_argv[0],
-            (long) getpid(), s_rw(S)->state_dir);
+  kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", S->cfg->name,
+            S->cfg->inner_argv[0], (long) getpid(), S->cfg->state_dir);
   *exit_code = 0;
   return S;
 
@@ -263,16 +295,15 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
     return;
   kg_sup_t *S = *self_p;
   kg_kernel_destroy(&S->kernel);   /* its sockets close before the context */
-  kg_standby_slot_destroy(&S->standby);
+  kg_kernel_destroy(&S->standby.kernel);
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
   kg__gpu_destroy(S);
-  kg_hangwatch_destroy(&S->hang);   /* before the context it has sockets in */
+  kg__hang_destroy(S);   /* its pinger's socket, before the context */
   kg_front_destroy(&S->front);
   if (S->ctx)
     zmq_ctx_term(S->ctx);
-  if (S->cfg->runtime_dir[0])
-    kg_paths_remove_tree(S->cfg->runtime_dir);
+  s_config_free(S->cfg);   /* the runtime directory goes */
   kg_conninfo_destroy(&S->front_info);
   kg_relay_stats_destroy(&S->stats);
   kg_pending_destroy(&S->pending);
@@ -282,22 +313,16 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_diagnosis_destroy(&S->prev_diag);
   kg_policy_destroy(&S->policy);
   kg_classifier_destroy(&S->rules);
-  kg_incident_slot_destroy(&S->incidents);
+  kg__incidents_clear(S);
   cJSON_Delete(S->info_cache);
-  kg_notice_due_destroy(&S->due);
-  kg_shutdown_destroy(&S->shutdown);
+  kg__due_set(S, KG__DUE_NONE, NULL);
+  kg__due_set_down(S, NULL);
+  free(S->shutdown.request_id);
   free(S->session);
   kg_devcheck_destroy(&S->devcheck);
   kg_restore_destroy(&S->restore);
-  kg_failing_destroy(&S->failing);
+  kg__failing_clear(&S->failing);
   kg__free_envp(&S->kernel_envp);
-  kg__config_t *C = s_rw(S);
-  if (C->inner_argv)
-    for (size_t i = 0; i < C->inner_argc; i++)
-      free(C->inner_argv[i]);
-  free(C->inner_argv);
-  free(C->spec_language);
-  free(C);
   if (S->log_fd >= 0)
     close(S->log_fd);
   kg_loop_destroy(&S->loop);
@@ -307,7 +332,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
     kg_log_set_file(NULL);
     fclose(S->own_log);
   }
-  free(S);
+  free(S);   /* with its configuration: one allocation (s_alloc_t) */
   *self_p = NULL;
 }
 

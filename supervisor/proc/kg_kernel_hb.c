@@ -234,3 +234,14 @@ kg_kernel_hb_deadline(const kg_kernel_hb_t *self)
 {
   return self->armed ? self->deadline : 0;
 }
+
+char *
+kg_kernel_hb_describe(const kg_kernel_hb_config_t *cfg, char proc_state)
+{
+  double seconds = (double) (cfg->period_ms * cfg->max_missed) / 1000.0;
+  const char *stopped = proc_state == 'T' ? " (the process is stopped: SIGSTOP)" : "";
+  char *text = NULL;
+  if (asprintf(&text, "it stopped answering its heartbeat for %.3g s%s", seconds, stopped) < 0)
+    return NULL;
+  return text;
+}

@@ -101,4 +101,11 @@ uint64_t kg_kernel_hb_pings(const kg_kernel_hb_t *self);
 /*  When tick must run next (monotonic ms), or 0 when not armed. */
 int64_t kg_kernel_hb_deadline(const kg_kernel_hb_t *self);
 
+/*  Why a process silent for cfg's misses x period whose /proc state letter
+    is proc_state ('T': stopped; 0: unknown) is declared hung, as the notice
+    and the log say it: "it stopped answering its heartbeat for 5 s (the
+    process is stopped: SIGSTOP)". A new string (NULL on allocation
+    failure). Pure. */
+char *kg_kernel_hb_describe(const kg_kernel_hb_config_t *cfg, char proc_state);
+
 #endif

@@ -254,5 +254,28 @@ KG_TEST(kernel_hb_no_peer_and_config)
   KG_CHECK_INT(kg_child_proc_state(getpid()), 'R');
 }
 
-KG_TEST_MAIN(KG_CASE(kernel_hb_alive_then_stopped_then_resumed),
+/*  Why a hang is declared, as the notice says it. */
+KG_TEST(kernel_hb_hang_reason_table)
+{
+  static const struct {
+    int64_t period_ms;
+    int max_missed;
+    char proc_state;
+    const char *want;
+  } rows[] = {
+      {1000, 5, 'S', "it stopped answering its heartbeat for 5 s"},
+      {1000, 5, 'T', "it stopped answering its heartbeat for 5 s (the process is stopped: SIGSTOP)"},
+      {100, 3, 0, "it stopped answering its heartbeat for 0.3 s"},
+      {250, 1, 'D', "it stopped answering its heartbeat for 0.25 s"},
+      {60000, 1000, 't', "it stopped answering its heartbeat for 6e+04 s"},
+  };
+  for (size_t n = 0; n < sizeof rows / sizeof rows[0]; n++) {
+    kg_kernel_hb_config_t cfg = {.period_ms = rows[n].period_ms, .max_missed = rows[n].max_missed};
+    char *text = kg_kernel_hb_describe(&cfg, rows[n].proc_state);
+    KG_CHECK_STR(text, rows[n].want);
+    free(text);
+  }
+}
+
+KG_TEST_MAIN(KG_CASE(kernel_hb_alive_then_stopped_then_resumed), KG_CASE(kernel_hb_hang_reason_table),
              KG_CASE(kernel_hb_short_stop_is_not_a_hang), KG_CASE(kernel_hb_no_peer_and_config))
