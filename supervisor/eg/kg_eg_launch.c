@@ -160,14 +160,17 @@ s_comm_policy(s_eg_t *E)
 {
   E->trust.self_uid = (unsigned) getuid();
   const char *want = E->o.comm_interface;
-  if (strcmp(want, "any") == 0)
+  if (strcmp(want, "any") == 0) {
+    kg_notice("communication port on every interface (--comm-interface any)");
     return 0;
+  }
   if (strcmp(want, "auto") != 0) {
     if (if_nametoindex(want) == 0) {
       kg_error("--comm-interface %s: no such network interface here", want);
       return KG_EUSAGE;
     }
     snprintf(E->comm_iface, sizeof E->comm_iface, "%s", want);
+    kg_notice("communication port on %s (--comm-interface)", want);
     return 0;
   }
   char host[256], err[300];
@@ -190,11 +193,11 @@ s_comm_policy(s_eg_t *E)
       E->trust.gateway_uid_known = true;
       E->trust.gateway_uid = uid;
     }
-    kg_info("communication port: the gateway %s is on this host; only this host's "
-            "connections are served", host);
+    kg_notice("communication port on every interface, for this host's connections only "
+              "(the gateway %s is on this host)", host);
   } else
-    kg_info("communication port on %s, the interface that reaches the gateway %s",
-            E->comm_iface, host);
+    kg_notice("communication port on %s, the interface that reaches the gateway %s",
+              E->comm_iface, host);
   return 0;
 }
 

@@ -35,16 +35,16 @@ KGUARD_EG = os.path.join(os.path.dirname(KGUARD), "kguard-eg")
 
 
 class FakeGateway:
-    def __init__(self, bits=2048):
+    def __init__(self, bits=2048, host="127.0.0.1"):
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
         pem = self.key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
         # What the gateway passes: the PEM body, armour and newlines stripped.
         self.public_key = "".join(l for l in pem.splitlines() if not l.startswith("-----"))
         self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((host, 0))
         self.sock.listen(4)
-        self.address = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.address = "%s:%d" % (host, self.sock.getsockname()[1])
 
     def receive(self, timeout=60):
         self.sock.settimeout(timeout)
@@ -73,8 +73,8 @@ class FakeGateway:
         self.sock.close()
 
 
-def send_request(comm_port, request):
-    with socket.create_connection(("127.0.0.1", comm_port), timeout=10) as s:
+def send_request(comm_port, request, host="127.0.0.1"):
+    with socket.create_connection((host, comm_port), timeout=10) as s:
         s.sendall(json.dumps(request).encode())
 
 
@@ -82,6 +82,18 @@ def free_range(size=200):
     """A port range of `size` ports on loopback with nothing listening now."""
     lo = random.randrange(20000, 60000 - size)
     return lo, lo + size - 1
+
+
+def gateway_shutdown(kc, comm_port, host="127.0.0.1"):
+    """What the gateway does to shut a kernel down: shutdown_request on the control
+    channel, then {"shutdown": 1}, which may find the launcher gone already
+    (the gateway ignores ECONNREFUSED there)."""
+    kc.shutdown()
+    try:
+        send_request(comm_port, {"shutdown": 1}, host=host)
+    except ConnectionRefusedError:
+        pass
+    kc.stop_channels()
 
 
 def send_as(uid, comm_port, request):
@@ -99,15 +111,15 @@ def gateway(env, tmp_path):
     tmpdir.mkdir()
     procs = []
 
-    def launch(extra_env=None, inner=None, args=(), gw=gw):
+    def launch(extra_env=None, inner=None, args=(), gw=gw, wrap=(), ip="127.0.0.1"):
         lo, hi = free_range()
         kid = str(uuid.uuid4())
-        argv = [KGUARD, "eg-launch", "--RemoteProcessProxy.kernel-id", kid,
+        argv = [*wrap, KGUARD, "eg-launch", "--RemoteProcessProxy.kernel-id", kid,
                 "--RemoteProcessProxy.response-address", gw.address,
                 "--RemoteProcessProxy.public-key", gw.public_key,
                 "--RemoteProcessProxy.port-range", "%d..%d" % (lo, hi),
                 "--RemoteProcessProxy.spark-context-initialization-mode", "none",
-                "--ip", "127.0.0.1", *args, "--", *(inner or INNER)]
+                "--ip", ip, *args, "--", *(inner or INNER)]
         e = dict(os.environ, TMPDIR=str(tmpdir), **(extra_env or {}))
         p = subprocess.Popen(argv, env=e, cwd=str(env.work), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
@@ -124,9 +136,9 @@ def gateway(env, tmp_path):
     gw.close()
 
 
-def client_for(info):
+def client_for(info, ip="127.0.0.1"):
     kc = BlockingKernelClient()
-    kc.load_connection_info(dict(info, ip="127.0.0.1"))
+    kc.load_connection_info(dict(info, ip=ip))
     kc.start_channels()
     kc.wait_for_ready(timeout=60)
     return kc
@@ -182,9 +194,7 @@ def test_report_execute_signals_shutdown(gateway):
     tree = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
     assert tree, "no guarded kernel under the launcher"
     # The gateway's shutdown: shutdown_request on control, then {"shutdown": 1}.
-    kc.shutdown()
-    send_request(info["comm_port"], {"shutdown": 1})
-    kc.stop_channels()
+    gateway_shutdown(kc, info["comm_port"])
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 0, out
     wait_until(lambda: all(gone(x) for x in tree), 30, "the kernel processes to exit")
@@ -217,9 +227,7 @@ def test_sticky_error_restarts_in_place(gateway, tmp_path):
                    what="kguard's restart notice")
     assert kernel_pid(col) != pid1          # same ports, fresh kernel behind them
     assert p.poll() is None                 # the launcher (the pod) lives on
-    kc.shutdown()
-    send_request(info["comm_port"], {"shutdown": 1})
-    kc.stop_channels()
+    gateway_shutdown(kc, info["comm_port"])
     p.communicate(timeout=60)
     assert p.returncode == 0
 
@@ -339,9 +347,7 @@ def test_idle_connections_do_not_block_the_gateway(gateway):
         # and 40 of them served one at a time took minutes before)
         reply = col.wait_reply(msg_id, timeout=20)
         assert reply["content"]["ename"] == "KeyboardInterrupt"
-        kc.shutdown()
-        send_request(info["comm_port"], {"shutdown": 1})
-        kc.stop_channels()
+        gateway_shutdown(kc, info["comm_port"])
         p.communicate(timeout=60)
         assert p.returncode == 0
     finally:
@@ -367,3 +373,53 @@ def test_other_local_users_are_refused(gateway):
     kc.stop_channels()
     assert p.returncode == 128 + 9
     assert "refused a local connection of uid 65534" in out, out
+
+
+def test_remote_gateway_gets_the_interface_that_reaches_it(gateway):
+    """The launcher on a "host" (a network namespace) and the gateway across a
+    bridge, as in a Kubernetes pod: the port listens on eth0 only, the gateway's
+    interrupt gets through, this host's loopback cannot connect, and another
+    user on the host who reaches eth0's address is refused."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "multinode"))
+    from netns import Hosts, NetnsUnavailable
+    try:
+        hosts = Hosts(1, tag="eg%d" % (os.getpid() % 1000)).__enter__()
+    except NetnsUnavailable as e:
+        pytest.skip(str(e))
+    try:
+        gw = FakeGateway(host="10.%d.0.254" % hosts.net)
+        try:
+            wrap = ["ip", "netns", "exec", hosts.names[0]]
+            p, info, _, _ = gateway(gw=gw, wrap=wrap, ip="0.0.0.0")
+        finally:
+            gw.close()
+        host = hosts.addrs[0]
+        kc = client_for(info, ip=host)
+        col = Collector(kc)
+        msg_id = kc.execute("import time; print('sleeping', flush=True); time.sleep(60)")
+        col.wait_iopub(msg_id, lambda m: m["msg_type"] == "stream", what="the cell's output")
+        send_request(info["comm_port"], {"signum": 2}, host=host)       # the gateway
+        assert col.wait_reply(msg_id, timeout=20)["content"]["ename"] == "KeyboardInterrupt"
+
+        def on_host(*argv):
+            return subprocess.run(wrap + list(argv), capture_output=True, text=True, timeout=30)
+        probe = ("import socket, sys; s = socket.socket(); s.settimeout(5)\n"
+                 "try: s.connect((sys.argv[1], %d)); print('connected')\n"
+                 "except ConnectionRefusedError: print('refused')" % info["comm_port"])
+        assert on_host(sys.executable, "-c", probe, "127.0.0.1").stdout.strip() == "refused"
+        assert on_host(sys.executable, "-c", probe, host).stdout.strip() == "connected"
+        nobody = ("import json, socket; s = socket.create_connection((%r, %d)); "
+                  "s.sendall(json.dumps({'signum': 9}).encode()); s.close()"
+                  % (host, info["comm_port"]))
+        r = on_host("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                    sys.executable, "-c", nobody)
+        assert r.returncode == 0, r.stderr
+        reply, msgs = col.run("print('alive')", timeout=30)
+        assert stdout_of(msgs) == "alive\n" and p.poll() is None
+        gateway_shutdown(kc, info["comm_port"], host=host)
+        out, _ = p.communicate(timeout=60)
+        assert p.returncode == 0, out
+        assert "communication port on eth0" in out, out
+        assert "refused a local connection of uid 65534" in out, out
+    finally:
+        hosts.__exit__(None, None, None)
