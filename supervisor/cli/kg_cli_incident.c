@@ -227,7 +227,8 @@ s_list(const char *state, bool json)
   }
   if (d)
     closedir(d);
-  qsort(recs, n, sizeof *recs, s_newest_first);
+  if (n > 1)
+    qsort(recs, n, sizeof *recs, s_newest_first);
   if (json)
     s_list_json(recs, n);
   else if (n == 0)

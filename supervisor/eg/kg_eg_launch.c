@@ -192,7 +192,9 @@ s_comm_policy(s_eg_t *E)
     if (kg_eg_listener_uid(&gw, &uid) == 0) {
       E->trust.gateway_uid_known = true;
       E->trust.gateway_uid = uid;
-    }
+    } else
+      kg_warning("communication port: no socket listens on %s here, so the gateway's user "
+                 "is unknown: only the kernel's user and root may send requests", host);
     kg_notice("communication port on every interface, for this host's connections only "
               "(the gateway %s is on this host)", host);
   } else

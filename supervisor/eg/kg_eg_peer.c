@@ -26,7 +26,7 @@ kg_eg_addr_is_local(const struct in_addr *addr)
     return true;
   struct ifaddrs *all = NULL;
   if (getifaddrs(&all) != 0)
-    return false;
+    return true;   /* unknown: count it as local, whose owner must then be found */
   bool local = false;
   for (struct ifaddrs *i = all; i && !local; i = i->ifa_next)
     local = i->ifa_addr && i->ifa_addr->sa_family == AF_INET
@@ -200,21 +200,23 @@ kg_eg_peer_of(int fd, kg_eg_peer_t *peer)
     return -errno;
   if (mine.sin_family != AF_INET || theirs.sin_family != AF_INET)
     return -EAFNOSUPPORT;
-  peer->local = kg_eg_addr_is_local(&theirs.sin_addr);
-  if (!peer->local)
-    return 0;
-  /* The peer's socket: its local end is their address, its remote end ours. */
+  /* The peer's socket, if it is on this host: its local end is their
+     address, its remote end ours. Finding it proves the peer local. */
   struct inet_diag_req_v2 req = {
     .sdiag_family = AF_INET, .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u,
     .id = {.idiag_sport = theirs.sin_port, .idiag_dport = mine.sin_port,
            .idiag_src = {theirs.sin_addr.s_addr}, .idiag_dst = {mine.sin_addr.s_addr},
            .idiag_cookie = {INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE}}};
   s_lookup_t l = {.want = req.id};
-  int rc = s_diag(&req, false, s_on_peer, &l);
-  if (rc == 1) {
-    peer->uid_known = true;
+  if (s_diag(&req, false, s_on_peer, &l) == 1) {
+    peer->local = peer->uid_known = true;
     peer->uid = l.uid;
+    return 0;
   }
+  /* Not found: a network peer, unless it comes from one of this host's
+     addresses (its socket gone, e.g. reset before the lookup: no owner
+     known, never trusted). */
+  peer->local = kg_eg_addr_is_local(&theirs.sin_addr);
   return 0;
 }
 

@@ -35,13 +35,16 @@
 int kg_eg_route(const char *host, int port, struct sockaddr_in *gateway, char *iface,
                 bool *gateway_local, char *err, size_t errlen);
 
-/*  True if addr is a loopback address or one of this host's addresses. */
+/*  True if addr is a loopback address or one of this host's addresses
+    (also when the addresses cannot be listed: a caller that trusts
+    non-local peers more must not be fooled by an error). */
 bool kg_eg_addr_is_local(const struct in_addr *addr);
 
-/*  Who is at the other end of the accepted TCP connection fd: local or not,
-    and for a local peer the owner of its socket (uid_known false when the
-    socket is gone, e.g. reset before it was looked up). Returns 0 or
-    -errno when fd's addresses cannot be read. */
+/*  Who is at the other end of the accepted TCP connection fd: local (its
+    socket found on this host, or it comes from one of this host's
+    addresses) or not, and for a local peer the owner of its socket
+    (uid_known false when the socket is gone, e.g. reset before it was
+    looked up). Returns 0 or -errno when fd's addresses cannot be read. */
 int kg_eg_peer_of(int fd, kg_eg_peer_t *peer);
 
 /*  The owner of the socket listening on addr (port and address; a socket
