@@ -157,7 +157,18 @@ s_registered(kg_scrub_t *self, const char *text)
 {
   s_buf_t b = {0};
   const char *p = text;
+  bool first[256] = {false};        /* bytes a secret can begin with */
+  for (size_t i = 0; i < self->nsecrets; i++)
+    first[(unsigned char) self->secrets[i].find[0]] = true;
   while (*p) {
+    if (!first[(unsigned char) *p]) {
+      const char *q = p + 1;        /* copy the run no secret begins in */
+      while (*q && !first[(unsigned char) *q])
+        q++;
+      s_put(&b, p, (size_t) (q - p));
+      p = q;
+      continue;
+    }
     size_t i;
     for (i = 0; i < self->nsecrets; i++) {
       size_t n = strlen(self->secrets[i].find);

@@ -100,6 +100,8 @@ static const struct {
 static bool
 s_prefixed(const char *t, size_t n, size_t i, kg_token_match_t *m)
 {
+  if (!strchr("hgsxA", t[i]))       /* the prefixes' first letters */
+    return false;
   for (size_t k = 0; k < sizeof s_prefixes / sizeof s_prefixes[0]; k++) {
     if (!s_starts(t, n, i, s_prefixes[k].prefix))
       continue;
@@ -244,13 +246,7 @@ s_assignment(const char *t, size_t n, size_t i, kg_token_match_t *m)
     v = j + 1;
     key = true;
   } else {
-    for (size_t k = 0; k < sizeof s_password_suffixes / sizeof *s_password_suffixes; k++)
-      password |= s_ends_with(t, i, j, s_password_suffixes[k]);
-    for (size_t k = 0; k < sizeof s_key_suffixes / sizeof *s_key_suffixes; k++)
-      key |= s_ends_with(t, i, j, s_key_suffixes[k]);
-    if (!password && !key)
-      return false;
-    v = j;
+    v = j;                          /* the separator first: most words have none */
     if (v < n && (t[v] == '"' || t[v] == '\''))
       v++;
     while (v < n && (t[v] == ' ' || t[v] == '\t'))
@@ -258,6 +254,12 @@ s_assignment(const char *t, size_t n, size_t i, kg_token_match_t *m)
     if (v >= n || (t[v] != '=' && t[v] != ':'))
       return false;
     v++;
+    for (size_t k = 0; k < sizeof s_password_suffixes / sizeof *s_password_suffixes; k++)
+      password |= s_ends_with(t, i, j, s_password_suffixes[k]);
+    for (size_t k = 0; k < sizeof s_key_suffixes / sizeof *s_key_suffixes; k++)
+      key |= s_ends_with(t, i, j, s_key_suffixes[k]);
+    if (!password && !key)
+      return false;
     while (v < n && (t[v] == ' ' || t[v] == '\t'))
       v++;
     if (v < n && (t[v] == '"' || t[v] == '\''))
@@ -285,6 +287,8 @@ kg_tokens_find(const char *t, size_t n, size_t start, kg_token_match_t *m)
       return true;
     if (i > 0 && s_word(t[i - 1]))
       continue;
+    if (!s_ident(t[i]))
+      continue;                     /* every shape begins with a letter or digit */
     if (s_prefixed(t, n, i, m) || (t[i] == 'e' && s_jwt(t, n, i, m))
         || s_url_credentials(t, n, i, m))
       return true;
