@@ -14,9 +14,12 @@
     - refusals are logged at a bounded rate (kg_ratelog).
 
     Requests it obeys are handed to the owner's callback; the object never
-    signals anything itself. Event-driven: the owner polls kg_eg_comm_fds
-    (the listening socket first) and calls accept / read / tick.
-    Ownership: self owns the listening socket and every accepted one.
+    signals anything itself. It registers its own sources with the owner's
+    kg_loop: the listening socket, one reader per connection slot (the
+    slot's current fd, kg_loop_fd_of), and a timer for the connections'
+    deadlines and the rate limit's summaries (kg_loop_timer_of).
+    Ownership: self owns the listening socket, every accepted one and its
+    registrations; the loop stays the caller's and must outlive self.
 */
 #ifndef KG_EG_COMM_H
 #define KG_EG_COMM_H
@@ -25,6 +28,7 @@
 #include <stdint.h>
 
 #include "kg_eg_args.h"
+#include "kg_loop.h"
 
 #define KG_EG_COMM_MAX 16
 #define KG_EG_COMM_TIMEOUT_MS 2000   /* the gateway sends right after connecting */
@@ -40,30 +44,15 @@ typedef struct kg_eg_comm_t kg_eg_comm_t;
 /*  Called for each request obeyed. */
 typedef void(kg_eg_comm_fn)(void *arg, const kg_eg_request_t *req);
 
-/*  Serve listen_fd (taken: closed by destroy) for the users trust names,
-    calling fn(arg, request) for each request obeyed. NULL on allocation
-    failure (listen_fd is then closed). */
-kg_eg_comm_t *kg_eg_comm_new(int listen_fd, const kg_eg_trust_t *trust, kg_eg_comm_fn *fn,
-                             void *arg);
+/*  Serve listen_fd (taken: closed by destroy) on loop for the users trust
+    names, calling fn(arg, request) for each request obeyed. NULL on
+    allocation failure (listen_fd is then closed). */
+kg_eg_comm_t *kg_eg_comm_new(kg_loop_t *loop, int listen_fd, const kg_eg_trust_t *trust,
+                             kg_eg_comm_fn *fn, void *arg);
 
-/*  Close every socket, free self and set *self_p to NULL. Safe on NULL. */
+/*  Remove its sources from the loop, close every socket, log what the
+    rate limit still held back, free self and set *self_p to NULL. Safe on
+    NULL. */
 void kg_eg_comm_destroy(kg_eg_comm_t **self_p);
-
-/*  The fds to poll for input: the listening socket first, then the open
-    connections. Returns how many were written (at most n). */
-size_t kg_eg_comm_fds(const kg_eg_comm_t *self, int *out, size_t n);
-
-/*  The listening socket is readable: accept what is waiting. */
-void kg_eg_comm_accept(kg_eg_comm_t *self, int64_t now);
-
-/*  Connection fd is readable (or closed, or in error). */
-void kg_eg_comm_read(kg_eg_comm_t *self, int fd, int64_t now);
-
-/*  Close connections past their deadline and log what the rate limit held
-    back. Call at kg_eg_comm_deadline; at exit with force true. */
-void kg_eg_comm_tick(kg_eg_comm_t *self, int64_t now, bool force);
-
-/*  When kg_eg_comm_tick is next due, or 0 if nothing is pending. */
-int64_t kg_eg_comm_deadline(const kg_eg_comm_t *self);
 
 #endif

@@ -188,3 +188,9 @@ kg_eg_conns_count(const kg_eg_conns_t *self)
     k += self->slots[i].fd >= 0;
   return k;
 }
+
+int
+kg_eg_conns_fd_at(const kg_eg_conns_t *self, size_t i)
+{
+  return i < self->max ? self->slots[i].fd : -1;
+}

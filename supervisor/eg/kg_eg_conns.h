@@ -73,4 +73,8 @@ size_t kg_eg_conns_fds(const kg_eg_conns_t *self, int *out, size_t n);
 /*  How many connections are open. */
 size_t kg_eg_conns_count(const kg_eg_conns_t *self);
 
+/*  The fd in slot i (0 <= i < the max given to new), or -1 when the slot is
+    free or i is out of range: a slot is a reader of the owner's loop. */
+int kg_eg_conns_fd_at(const kg_eg_conns_t *self, size_t i);
+
 #endif

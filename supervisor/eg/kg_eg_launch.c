@@ -1,6 +1,7 @@
-/*  kg_eg_launch: bind, start, report, then serve the gateway's requests.
-    One poll over the signalfd and the communication port's sockets
-    (kg_eg_comm); deadlines, never sleeps. */
+/*  kg_eg_launch: bind, start, report, then serve the gateway's requests on
+    the house's reactor (kg_loop): the signals (kg_sigsrc), the
+    communication port's sockets and deadlines (kg_eg_comm), the stop
+    timer; never sleeps. */
 #include "kg_eg_launch.h"
 
 #include <arpa/inet.h>
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +29,8 @@
 #include "kg_error.h"
 #include "kg_exit.h"
 #include "kg_log.h"
+#include "kg_loop.h"
+#include "kg_sigsrc.h"
 
 #define KG_EG_STOP_GRACE_MS 10000       /* SIGTERM, then SIGKILL            */
 
@@ -85,8 +87,11 @@ typedef struct {
   char conn_path[PATH_MAX];
   kg_conninfo_t *info;
   pid_t child;
-  int sfd;                      /*  signalfd                                */
-  int64_t stop_deadline;
+  kg_loop_t *loop;
+  kg_sigsrc_t *sig;             /*  SIGCHLD, SIGINT, SIGTERM, SIGHUP        */
+  int stop_timer;               /*  SIGKILL when SIGTERM was not enough     */
+  bool stopping;
+  int exit_code;                /*  the guarded kernel's, once it is gone   */
   bool shutdown_asked;          /*  the gateway said it is shutting down    */
 } s_eg_t;
 
@@ -248,7 +253,7 @@ s_write_conn(s_eg_t *E)
    The guarded kernel: kguard kernel -f FILE -- INNER. */
 
 static int
-s_spawn(s_eg_t *E, const sigset_t *old_mask)
+s_spawn(s_eg_t *E)
 {
   const char *py = getenv("KGUARD_PYTHON");
   char *deflt[] = {(char *) (py && *py ? py : "python3"), "-m", "ipykernel_launcher", "-f",
@@ -277,7 +282,10 @@ s_spawn(s_eg_t *E, const sigset_t *old_mask)
   }
   E->child = fork();
   if (E->child == 0) {
-    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    sigset_t none;                  /* the kernel starts with no signal blocked */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
     execv(argv[0], argv);
     fprintf(stderr, "kguard eg-launch: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(KG_EXIT_SYSTEM);
@@ -300,11 +308,23 @@ s_spawn(s_eg_t *E, const sigset_t *old_mask)
 static void
 s_stop(s_eg_t *E, const char *why)
 {
-  if (E->stop_deadline)
+  if (E->stopping)
     return;
+  E->stopping = true;
   kg_notice("%s: stopping the guarded kernel (SIGTERM)", why);
   kill(E->child, SIGTERM);
-  E->stop_deadline = kg_clock_mono_ms() + KG_EG_STOP_GRACE_MS;
+  kg_loop_timer_set(E->loop, E->stop_timer, kg_loop_now(E->loop) + KG_EG_STOP_GRACE_MS);
+}
+
+static int
+s_on_stop_timer(kg_loop_t *loop, int id, void *arg)
+{
+  (void) loop;
+  (void) id;
+  s_eg_t *E = arg;
+  kg_warning("guarded kernel ignored SIGTERM: SIGKILL");
+  kill(E->child, SIGKILL);
+  return KG_LOOP_OK;
 }
 
 /*  A request the communication port obeys (kg_eg_comm checked who sent it
@@ -331,76 +351,58 @@ s_on_request(void *arg, const kg_eg_request_t *r)
   }
 }
 
-/*  Returns the exit code once the guarded kernel is gone, else -1. */
+/*  The launcher's own signals; on SIGCHLD, the guarded kernel's end stops
+    the loop with its exit code in E->exit_code. */
 static int
-s_on_signal(s_eg_t *E)
+s_on_signal(kg_loop_t *loop, int signo, void *arg)
 {
-  struct signalfd_siginfo si;
-  while (read(E->sfd, &si, sizeof si) == (ssize_t) sizeof si) {
-    if (si.ssi_signo == SIGINT)
-      kill(E->child, SIGINT);
-    else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP)
-      s_stop(E, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGHUP");
-  }
+  (void) loop;
+  s_eg_t *E = arg;
+  if (signo == SIGINT)
+    kill(E->child, SIGINT);
+  else if (signo == SIGTERM || signo == SIGHUP)
+    s_stop(E, signo == SIGTERM ? "SIGTERM" : "SIGHUP");
+  if (signo != SIGCHLD)
+    return KG_LOOP_OK;
   int st;
-  pid_t p = waitpid(E->child, &st, WNOHANG);
-  if (p != E->child)
-    return -1;
+  if (waitpid(E->child, &st, WNOHANG) != E->child)
+    return KG_LOOP_OK;
   kg_notice("guarded kernel exited (%s %d)", WIFEXITED(st) ? "status" : "signal",
             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
   if (WIFEXITED(st))
-    return WEXITSTATUS(st);
+    E->exit_code = WEXITSTATUS(st);
   /* the gateway's own escalation of a shutdown it asked for is no failure */
-  if (E->shutdown_asked && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGKILL))
-    return KG_EXIT_OK;
-  return 128 + WTERMSIG(st);
+  else if (E->shutdown_asked && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGKILL))
+    E->exit_code = KG_EXIT_OK;
+  else
+    E->exit_code = 128 + WTERMSIG(st);
+  return KG_LOOP_STOP;
 }
 
+/*  Serve until the guarded kernel is gone: its exit code, or
+    KG_EXIT_SYSTEM when the loop cannot be set up or fails. Takes fds[5]. */
 static int
 s_serve(s_eg_t *E)
 {
-  struct pollfd p[2 + KG_EG_COMM_MAX];
-  int fds[1 + KG_EG_COMM_MAX];
-  for (;;) {
-    int64_t now = kg_clock_mono_ms(), wake = -1;
-    int64_t due = kg_eg_comm_deadline(E->comm);
-    if (due && now >= due) {
-      kg_eg_comm_tick(E->comm, now, false);
-      due = kg_eg_comm_deadline(E->comm);
-    }
-    if (E->stop_deadline && now >= E->stop_deadline) {
-      kg_warning("guarded kernel ignored SIGTERM: SIGKILL");
-      kill(E->child, SIGKILL);
-      E->stop_deadline = INT64_MAX;
-    }
-    if (due)
-      wake = due - now;
-    if (E->stop_deadline && E->stop_deadline != INT64_MAX
-        && (wake < 0 || E->stop_deadline - now < wake))
-      wake = E->stop_deadline - now;
-    size_t n = kg_eg_comm_fds(E->comm, fds, 1 + KG_EG_COMM_MAX);
-    p[0] = (struct pollfd){.fd = E->sfd, .events = POLLIN};
-    for (size_t i = 0; i < n; i++)
-      p[1 + i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-    int r = poll(p, (nfds_t) (1 + n), wake < 0 ? -1 : (int) (wake > INT32_MAX ? INT32_MAX : wake));
-    if (r < 0 && errno != EINTR) {
-      kg_error("poll: %s", strerror(errno));
-      return KG_EXIT_SYSTEM;
-    }
-    if (r <= 0)
-      continue;
-    if (p[0].revents) {
-      int code = s_on_signal(E);
-      if (code >= 0)
-        return code;
-    }
-    now = kg_clock_mono_ms();
-    for (size_t i = 1; i < n; i++)
-      if (p[1 + i].revents)
-        kg_eg_comm_read(E->comm, fds[i], now);
-    if (p[1].revents & POLLIN)
-      kg_eg_comm_accept(E->comm, now);
+  int listen_fd = E->fds[5], rc = KG_ENOMEM;
+  E->fds[5] = -1;
+  E->loop = kg_loop_new();
+  if (E->loop && kg_loop_signals(E->loop, E->sig, s_on_signal, E) > 0
+      && (E->stop_timer = kg_loop_timer(E->loop, 0, s_on_stop_timer, E)) > 0) {
+    E->comm = kg_eg_comm_new(E->loop, listen_fd, &E->trust, s_on_request, E);
+    listen_fd = -1;                 /* the comm object's now, even when it failed */
+    if (E->comm)
+      rc = kg_loop_run(E->loop);
   }
+  if (listen_fd >= 0)
+    close(listen_fd);
+  if (rc != 0) {
+    kg_error("serving the communication port failed: %s", kg_strerror(rc));
+    kill(E->child, SIGKILL);
+    waitpid(E->child, NULL, 0);
+    return KG_EXIT_SYSTEM;
+  }
+  return E->exit_code;
 }
 
 static void
@@ -410,8 +412,8 @@ s_cleanup(s_eg_t *E)
     if (E->fds[i] >= 0)
       close(E->fds[i]);
   kg_eg_comm_destroy(&E->comm);
-  if (E->sfd >= 0)
-    close(E->sfd);
+  kg_loop_destroy(&E->loop);
+  kg_sigsrc_destroy(&E->sig);
   if (E->conn_path[0])
     unlink(E->conn_path);
   if (E->dir[0])
@@ -422,7 +424,7 @@ s_cleanup(s_eg_t *E)
 int
 kg_eg_launch_main(int argc, char **argv)
 {
-  s_eg_t E = {.fds = {-1, -1, -1, -1, -1, -1}, .sfd = -1};
+  s_eg_t E = {.fds = {-1, -1, -1, -1, -1, -1}};
   const char *ignored = NULL;
   char err[512];
   if (kg_eg_args_parse(argc, argv, &E.o, &ignored, err, sizeof err) != 0) {
@@ -439,15 +441,11 @@ kg_eg_launch_main(int argc, char **argv)
   }
   if (ignored)
     kg_notice("%s", ignored);
-  sigset_t mask, old;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGHUP);
-  sigprocmask(SIG_BLOCK, &mask, &old);
-  E.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  int rc = E.sfd < 0 ? KG_EXIT_SYSTEM : 0;
+  static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0};
+  E.sig = kg_sigsrc_new(signals);   /* before the child: no exit goes unseen */
+  if (!E.sig)
+    kg_error("cannot set up the signal fd: %s", strerror(errno));
+  int rc = E.sig ? 0 : KG_EXIT_SYSTEM;
   if (rc == 0)
     rc = s_comm_policy(&E);
   if (rc == 0)
@@ -460,7 +458,7 @@ kg_eg_launch_main(int argc, char **argv)
   if (rc == 0)
     rc = kg_eg_report_seal(&E.o, E.info, E.ports[5], &payload);
   if (rc == 0)
-    rc = s_spawn(&E, &old);
+    rc = s_spawn(&E);
   if (rc == 0 && (rc = kg_eg_report_send(E.o.response_address, payload)) != 0) {
     kill(E.child, SIGTERM);
     waitpid(E.child, NULL, 0);
@@ -469,13 +467,8 @@ kg_eg_launch_main(int argc, char **argv)
     memset(payload, 0, strlen(payload));
     free(payload);
   }
-  if (rc == 0) {
-    E.comm = kg_eg_comm_new(E.fds[5], &E.trust, s_on_request, &E);
-    E.fds[5] = -1;      /* the comm object owns it now, even on failure */
-    rc = E.comm ? s_serve(&E) : KG_EXIT_SYSTEM;
-    if (E.comm)
-      kg_eg_comm_tick(E.comm, kg_clock_mono_ms(), true);
-  }
+  if (rc == 0)
+    rc = s_serve(&E);
   s_cleanup(&E);
   return rc;
 }

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -201,5 +202,106 @@ KG_TEST(route_and_interface_binding)
   KG_CHECK_INT(s_wait(pid), 0);
 }
 
-KG_TEST_MAIN(KG_CASE(peer_owner_of_local_connections), KG_CASE(peer_reset_before_lookup_has_no_owner),
+/*  The communication port on the loop, with the loop's clock in the test's
+    hands: more idle connections than slots, then the gateway's request. */
+static int64_t s_now = 1000000;
+
+static int64_t
+s_clock(void *arg)
+{
+  (void) arg;
+  return s_now;
+}
+
+static int s_signum = -1, s_requests;
+
+static void
+s_on_request(void *arg, const kg_eg_request_t *r)
+{
+  (void) arg;
+  s_signum = r->signum;
+  s_requests++;
+}
+
+static int
+s_connect(int port)
+{
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port)};
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  return connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0 ? fd : -1;
+}
+
+/*  Has the other end closed fd (EOF or reset)? Looks for 100 ms of real
+    time: loopback delivers a close at once. */
+static bool
+s_closed_by_peer(int fd)
+{
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  char c;
+  return poll(&p, 1, 100) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+/*  Turn the loop until it has closed fd, at most n times: each turn has
+    something to do, so none waits for a deadline on the frozen clock. */
+static bool
+s_turn_until_closed(kg_loop_t *loop, int fd, int n)
+{
+  for (int k = 0; k < n; k++) {
+    if (s_closed_by_peer(fd))
+      return true;
+    kg_loop_once(loop);
+  }
+  return s_closed_by_peer(fd);
+}
+
+KG_TEST(comm_idle_connections_give_way_and_expire)
+{
+  s_need_root();   /* as the other cases; the test's own user is the trusted one */
+  kg_loop_t *loop = kg_loop_new();
+  kg_loop_set_clock(loop, s_clock, NULL);
+  int lfd = kg_eg_comm_bind("lo", 0);
+  int port = s_port_of(lfd);
+  kg_eg_trust_t trust = {.self_uid = (unsigned) getuid()};
+  kg_eg_comm_t *comm = kg_eg_comm_new(loop, lfd, &trust, s_on_request, NULL);
+  KG_CHECK(comm != NULL);
+  int idle[KG_EG_COMM_MAX + 8];
+  size_t nidle = sizeof idle / sizeof idle[0];
+  for (size_t i = 0; i < nidle; i++) {
+    idle[i] = s_connect(port);
+    KG_CHECK(idle[i] >= 0);
+  }
+  /* all accepted in one turn; the 8 oldest gave way to the newer ones */
+  KG_CHECK(s_turn_until_closed(loop, idle[7], 2));
+  for (size_t i = 0; i < 8; i++)
+    KG_CHECK(s_closed_by_peer(idle[i]));
+  KG_CHECK(!s_closed_by_peer(idle[8]));
+  /* the gateway's request: served at once (its admission closes idle[8]) */
+  int gw = s_connect(port);
+  KG_CHECK(write(gw, "{\"signum\": 2}", 13) == 13);
+  KG_CHECK(s_turn_until_closed(loop, gw, 3));   /* answered by closing, as the gateway expects */
+  KG_CHECK_INT(s_requests, 1);
+  KG_CHECK_INT(s_signum, 2);
+  /* the idle ones expire on the loop's clock, not before */
+  KG_CHECK(!s_closed_by_peer(idle[9]));
+  KG_CHECK(kg_loop_timeout(loop) > 0 && kg_loop_timeout(loop) <= KG_EG_COMM_TIMEOUT_MS);
+  s_now += KG_EG_COMM_TIMEOUT_MS + 1;
+  kg_loop_once(loop);
+  for (size_t i = 8; i < nidle; i++)
+    KG_CHECK(s_closed_by_peer(idle[i]));
+  /* a forbidden signal: refused and closed, nothing handed over */
+  int bad = s_connect(port);
+  KG_CHECK(write(bad, "{\"signum\": 19}", 14) == 14);
+  KG_CHECK(s_turn_until_closed(loop, bad, 3));
+  KG_CHECK_INT(s_requests, 1);
+  kg_eg_comm_destroy(&comm);
+  KG_CHECK(comm == NULL);
+  for (size_t i = 0; i < nidle; i++)
+    close(idle[i]);
+  close(gw);
+  close(bad);
+  kg_loop_destroy(&loop);
+}
+
+KG_TEST_MAIN(KG_CASE(comm_idle_connections_give_way_and_expire), KG_CASE(peer_owner_of_local_connections), KG_CASE(peer_reset_before_lookup_has_no_owner),
              KG_CASE(listener_owner), KG_CASE(route_and_interface_binding))
