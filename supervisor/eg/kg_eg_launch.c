@@ -9,7 +9,6 @@
 #include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,7 +19,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kg_clock.h"
 #include "kg_conninfo.h"
 #include "kg_eg_args.h"
 #include "kg_eg_comm.h"
