@@ -96,7 +96,7 @@ kg_incident_row(const cJSON *j, kg_incident_row_t *row)
   const cJSON *count = s_get(cell, "execution_count");
   const char *nb = s_notebook(j);
   if (exec) {
-    char cmd[sizeof row->where];
+    char cmd[sizeof row->where - sizeof "command: " + 1];   /* cut to fit the column */
     s_command(s_get(exec, "command"), cmd, sizeof cmd);
     snprintf(row->where, sizeof row->where, "command: %s", *cmd ? cmd : "?");
   } else if (job) {
