@@ -222,24 +222,28 @@ kg_child_destroy(kg_child_t **self_p)
 pid_t
 kg_child_pid(const kg_child_t *self)
 {
+  assert(self);
   return self->pid;
 }
 
 int
 kg_child_stdout_fd(const kg_child_t *self)
 {
+  assert(self);
   return self->out_fd;
 }
 
 int
 kg_child_stderr_fd(const kg_child_t *self)
 {
+  assert(self);
   return self->err_fd;
 }
 
 ssize_t
 kg_child_read(kg_child_t *self, int which, void *buf, size_t len)
 {
+  assert(self);
   int *fdp = which == 1 ? &self->out_fd : &self->err_fd;
   if (*fdp < 0)
     return 0;
@@ -259,12 +263,14 @@ kg_child_read(kg_child_t *self, int which, void *buf, size_t len)
 int
 kg_child_kill_group(kg_child_t *self, int sig)
 {
+  assert(self);
   return kill(-self->pid, sig) == 0 ? 0 : -errno;
 }
 
 int
 kg_child_kill(kg_child_t *self, int sig)
 {
+  assert(self);
   if (self->exited)
     return -ESRCH;
   return kill(self->pid, sig) == 0 ? 0 : -errno;
@@ -273,6 +279,7 @@ kg_child_kill(kg_child_t *self, int sig)
 int
 kg_child_reap(kg_child_t *self)
 {
+  assert(self);
   if (self->exited)
     return 1;
   int st;
@@ -292,12 +299,14 @@ kg_child_reap(kg_child_t *self)
 bool
 kg_child_exited(const kg_child_t *self)
 {
+  assert(self);
   return self->exited;
 }
 
 int
 kg_child_status(const kg_child_t *self)
 {
+  assert(self);
   return self->status;
 }
 

@@ -62,6 +62,7 @@ int kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p);
     *self_p to NULL. Safe on NULL. */
 void kg_child_destroy(kg_child_t **self_p);
 
+/*  The child's pid (also its process group's id). */
 pid_t kg_child_pid(const kg_child_t *self);
 
 /*  Read ends of the stdout/stderr pipes (non-blocking, close-on-exec), or -1

@@ -52,6 +52,7 @@ kg_fsm_destroy(kg_fsm_t **self_p)
 static void
 s_enter(kg_fsm_t *self, int from, const kg_fsm_event_t *event, int state)
 {
+  assert(self);
   const kg_fsm_row_t *row = &self->def->rows[state];
   self->state = state;
   self->deadline = row->deadline_ms > 0 ? self->now + row->deadline_ms : 0;
@@ -63,6 +64,7 @@ s_enter(kg_fsm_t *self, int from, const kg_fsm_event_t *event, int state)
 static void
 s_drain(kg_fsm_t *self)
 {
+  assert(self);
   self->applying = true;
   while (self->count > 0) {
     kg_fsm_event_t ev = self->ring[self->head];

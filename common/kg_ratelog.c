@@ -2,6 +2,7 @@
     summary per window. See the header for the rules. */
 #include "kg_ratelog.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,7 @@ kg_ratelog_destroy(kg_ratelog_t **self_p)
 kg_ratelog_verdict_t
 kg_ratelog_note(kg_ratelog_t *self, size_t kind, int64_t now)
 {
+  assert(self);
   if (kind >= self->nkinds)
     return KG_RATELOG_QUIET;
   if (!self->open) {
@@ -81,6 +83,7 @@ kg_ratelog_note(kg_ratelog_t *self, size_t kind, int64_t now)
 int64_t
 kg_ratelog_deadline(const kg_ratelog_t *self)
 {
+  assert(self);
   return self->open ? self->window_start + self->interval_ms : 0;
 }
 
@@ -166,5 +169,6 @@ kg_ratelog_summary(kg_ratelog_t *self, int64_t now, bool force)
 unsigned long
 kg_ratelog_total(const kg_ratelog_t *self, size_t kind)
 {
+  assert(self);
   return kind < self->nkinds ? self->kinds[kind].total : 0;
 }

@@ -10,6 +10,7 @@
 
 #include "kg_jsonscan.h"
 
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +50,7 @@ kg_channel_name(kg_channel_t channel)
 static void
 s_reset(kg_conninfo_t *self)
 {
+  assert(self);
   if (self->key) {
     sodium_memzero(self->key, self->key_len);
     free(self->key);
@@ -222,6 +224,7 @@ s_parse(kg_conninfo_t *info, const char *data, size_t size, char *err, size_t er
 int
 kg_conninfo_load(kg_conninfo_t *self, const char *path, char *err, size_t errlen)
 {
+  assert(self);
   if (err && errlen)
     err[0] = '\0';
   char *data = NULL;
@@ -249,6 +252,7 @@ kg_conninfo_load(kg_conninfo_t *self, const char *path, char *err, size_t errlen
 static cJSON *
 s_to_json(const kg_conninfo_t *self)
 {
+  assert(self);
   cJSON *root = cJSON_CreateObject();
   if (!root)
     return NULL;
@@ -281,6 +285,7 @@ s_to_json(const kg_conninfo_t *self)
 int
 kg_conninfo_save(const kg_conninfo_t *self, const char *path)
 {
+  assert(self);
   cJSON *root = s_to_json(self);
   if (!root)
     return -ENOMEM;
@@ -301,6 +306,7 @@ kg_conninfo_save(const kg_conninfo_t *self, const char *path)
 int
 kg_conninfo_set_random_key(kg_conninfo_t *self)
 {
+  assert(self);
   if (sodium_init() < 0)
     return KG_ENOMEM;
   unsigned char raw[32];
@@ -326,6 +332,7 @@ kg_conninfo_set_random_key(kg_conninfo_t *self)
 int
 kg_conninfo_share_key(kg_conninfo_t *self, const kg_conninfo_t *front)
 {
+  assert(self);
   if (!front->key_len)
     return kg_conninfo_set_random_key(self);
   unsigned char *key = malloc(front->key_len);
@@ -346,6 +353,7 @@ int
 kg_conninfo_endpoint(const kg_conninfo_t *self, kg_channel_t channel,
                      char *buf, size_t len)
 {
+  assert(self);
   if ((int) channel < 0 || channel >= KG_CH_COUNT)
     return KG_EUSAGE;
   int n;

@@ -92,6 +92,7 @@ kg_loop_now(kg_loop_t *self)
 static s_source_t *
 s_add(kg_loop_t *self, s_kind_t kind, void *arg)
 {
+  assert(self);
   if (self->count == self->cap) {
     size_t cap = self->cap ? self->cap * 2 : 16;
     s_source_t *src = realloc(self->src, cap * sizeof *src);
@@ -108,6 +109,7 @@ s_add(kg_loop_t *self, s_kind_t kind, void *arg)
 static s_source_t *
 s_find(kg_loop_t *self, int id)
 {
+  assert(self);
   for (size_t i = 0; id > 0 && i < self->count; i++)
     if (self->src[i].id == id)
       return &self->src[i];
@@ -313,6 +315,7 @@ s_fd_now(const s_source_t *s)
 static void
 s_refresh(kg_loop_t *self)
 {
+  assert(self);
   for (size_t i = 0; i < self->count; i++) {
     s_source_t *s = &self->src[i];
     if (!s->id)
@@ -342,6 +345,7 @@ s_deadline(const s_source_t *s)
 static int64_t
 s_timeout(kg_loop_t *self, int64_t now)
 {
+  assert(self);
   int64_t next = 0;
   for (size_t i = 0; i < self->count; i++) {
     const s_source_t *s = &self->src[i];
@@ -386,6 +390,7 @@ s_socket_ready(s_source_t *s)
 static int
 s_poll(kg_loop_t *self, int timeout)
 {
+  assert(self);
   size_t n = 0;
   for (size_t i = 0; i < self->count; i++) {
     s_source_t *s = &self->src[i];
@@ -438,6 +443,7 @@ s_poll(kg_loop_t *self, int timeout)
 static int
 s_dispatch(kg_loop_t *self, s_source_t *s)
 {
+  assert(self);
   int id = s->id;
   if (s->kind == S_SIGNALS) {
     int signo;

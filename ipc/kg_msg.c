@@ -19,6 +19,7 @@
 */
 #include "kg_msg_priv.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,6 +53,7 @@ kg__msg_alloc(void)
 int
 kg__msg_reserve(kg_msg_t *self, size_t want)
 {
+  assert(self);
   if (want <= self->cap)
     return 0;
   size_t cap = self->cap * 2;
@@ -91,6 +93,7 @@ kg_msg_destroy(kg_msg_t **self_p)
 kg_frame_t
 kg__msg_frame(const kg_msg_t *self, size_t index)
 {
+  assert(self);
   kg_frame_t f = {NULL, 0};
   if (index < self->nframes) {
     zmq_msg_t *m = (zmq_msg_t *) &self->frames[index];
@@ -103,6 +106,7 @@ kg__msg_frame(const kg_msg_t *self, size_t index)
 void
 kg__msg_dict_frames(const kg_msg_t *self, kg_frame_t parts[4])
 {
+  assert(self);
   for (int i = 0; i < 4; i++)
     parts[i] = kg__msg_frame(self, self->nident + 2 + (size_t) i);
 }
@@ -219,6 +223,7 @@ kg_msg_new(const char *msg_type, const char *session,
 size_t
 kg_msg_ident_count(const kg_msg_t *self)
 {
+  assert(self);
   return self->split ? self->nident : 0;
 }
 
@@ -270,6 +275,7 @@ kg_msg_set_idents(kg_msg_t *self, const kg_frame_t *idents, size_t count)
 int
 kg_msg_copy_idents(kg_msg_t *self, const kg_msg_t *other)
 {
+  assert(self);
   size_t n = kg_msg_ident_count(other);
   kg_frame_t views[16] = {{NULL, 0}};
   kg_frame_t *v = n <= 16 ? views : malloc(n * sizeof *v);
@@ -295,12 +301,14 @@ kg_msg_part(const kg_msg_t *self, kg_part_t part)
 size_t
 kg_msg_buffer_count(const kg_msg_t *self)
 {
+  assert(self);
   return self->split ? self->nframes - self->nident - 6 : 0;
 }
 
 kg_frame_t
 kg_msg_buffer(const kg_msg_t *self, size_t index)
 {
+  assert(self);
   kg_frame_t none = {NULL, 0};
   if (index >= kg_msg_buffer_count(self))
     return none;
@@ -360,30 +368,35 @@ s_string(const cJSON *obj, const char *name)
 const char *
 kg_msg_type(kg_msg_t *self)
 {
+  assert(self);
   return s_string(kg_msg_json(self, KG_PART_HEADER), "msg_type");
 }
 
 const char *
 kg_msg_id(kg_msg_t *self)
 {
+  assert(self);
   return s_string(kg_msg_json(self, KG_PART_HEADER), "msg_id");
 }
 
 const char *
 kg_msg_session(kg_msg_t *self)
 {
+  assert(self);
   return s_string(kg_msg_json(self, KG_PART_HEADER), "session");
 }
 
 const char *
 kg_msg_parent_id(kg_msg_t *self)
 {
+  assert(self);
   return s_string(kg_msg_json(self, KG_PART_PARENT), "msg_id");
 }
 
 int
 kg_msg_check_header(kg_msg_t *self)
 {
+  assert(self);
   cJSON *header = kg_msg_json(self, KG_PART_HEADER);
   if (!header)
     return KG_EBADJSON;
@@ -396,12 +409,14 @@ kg_msg_check_header(kg_msg_t *self)
 size_t
 kg_msg_frame_count(const kg_msg_t *self)
 {
+  assert(self);
   return self->nframes;
 }
 
 size_t
 kg_msg_size(const kg_msg_t *self)
 {
+  assert(self);
   size_t total = 0;
   for (size_t i = 0; i < self->nframes; i++)
     total += zmq_msg_size(&self->frames[i]);

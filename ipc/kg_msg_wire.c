@@ -6,6 +6,7 @@
 */
 #include "kg_msg_priv.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -99,6 +100,7 @@ s_lower_hex(kg_frame_t sig)
 static int
 s_find_delim(kg_msg_t *self)
 {
+  assert(self);
   if (self->split)
     return KG_EUSAGE;
   size_t d = 0;
@@ -118,6 +120,7 @@ s_find_delim(kg_msg_t *self)
 int
 kg_msg_parse_trusted(kg_msg_t *self, const kg_signer_t *signer)
 {
+  assert(self);
   int rc = s_find_delim(self);
   if (rc != 0)
     return rc;
@@ -135,6 +138,7 @@ kg_msg_parse_trusted(kg_msg_t *self, const kg_signer_t *signer)
 int
 kg_msg_parse(kg_msg_t *self, kg_signer_t *signer)
 {
+  assert(self);
   int rc0 = s_find_delim(self);
   if (rc0 != 0)
     return rc0;
@@ -174,6 +178,7 @@ s_send_part(zmq_msg_t *frame, void *socket, int flags)
 static int
 s_send_shared(kg_msg_t *self, size_t index, void *socket, int flags)
 {
+  assert(self);
   zmq_msg_t out;
   zmq_msg_init(&out);
   if (zmq_msg_copy(&out, &self->frames[index]) != 0) {
@@ -240,6 +245,7 @@ kg_msg_send(kg_msg_t *self, void *socket, kg_signer_t *signer, int flags)
 int
 kg_msg_send_raw(kg_msg_t *self, void *socket, int flags)
 {
+  assert(self);
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < self->nframes; i++)
     rc = s_send_shared(self, i, socket,

@@ -101,12 +101,14 @@ kg_signer_enabled(const kg_signer_t *self)
 unsigned long
 kg_signer_mac_count(const kg_signer_t *self)
 {
+  assert(self);
   return self->macs;
 }
 
 const unsigned char *
 kg_signer_key_id(const kg_signer_t *self)
 {
+  assert(self);
   return kg_signer_enabled(self) ? self->key_id : NULL;
 }
 
@@ -121,6 +123,7 @@ kg_signer_same_key(const kg_signer_t *a, const kg_signer_t *b)
 static void
 s_mac(kg_signer_t *self, const kg_frame_t parts[4], unsigned char mac[KG_MAC_BYTES])
 {
+  assert(self);
   crypto_auth_hmacsha256_state st = self->keyed;
   self->macs++;
   for (int i = 0; i < 4; i++)
@@ -145,6 +148,7 @@ kg_signer_sign(kg_signer_t *self, const kg_frame_t parts[4], char out[65])
 static size_t
 s_slot(const kg_signer_t *self, const unsigned char *mac)
 {
+  assert(self);
   uint64_t h;
   memcpy(&h, mac, sizeof h);
   return (size_t) h & self->table_mask;
@@ -154,6 +158,7 @@ s_slot(const kg_signer_t *self, const unsigned char *mac)
 static bool
 s_seen(const kg_signer_t *self, const unsigned char *mac)
 {
+  assert(self);
   for (size_t i = s_slot(self, mac);; i = (i + 1) & self->table_mask) {
     uint32_t v = self->table[i];
     if (v == 0)
@@ -168,6 +173,7 @@ s_seen(const kg_signer_t *self, const unsigned char *mac)
 static void
 s_unlink(kg_signer_t *self, size_t idx)
 {
+  assert(self);
   size_t mask = self->table_mask;
   size_t i = s_slot(self, self->ring[idx]);
   while (self->table[i] != idx + 1)
@@ -191,6 +197,7 @@ s_unlink(kg_signer_t *self, size_t idx)
 static void
 s_remember(kg_signer_t *self, const unsigned char *mac)
 {
+  assert(self);
   size_t idx = self->head;
   if (self->count == self->capacity)
     s_unlink(self, idx);            /*  evict the oldest, which lives here */

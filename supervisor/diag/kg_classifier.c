@@ -1,6 +1,7 @@
 /*  kg_classifier: rule table loading, validation and matching. */
 #include "kg_classifier.h"
 
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <regex.h>
@@ -87,6 +88,7 @@ static int
 s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, char *err,
             size_t errlen)
 {
+  assert(self);
   char where[160];
   snprintf(where, sizeof where, "rules[%zu]", index);
   if (!cJSON_IsObject(obj)) {
@@ -211,6 +213,7 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
 static int
 s_build_prefilter(kg_classifier_t *self, const cJSON *rules)
 {
+  assert(self);
   kg_prefilter_builder_t *b = kg_prefilter_builder_new();
   if (!b)
     return KG_ENOMEM;

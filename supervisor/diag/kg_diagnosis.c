@@ -2,6 +2,7 @@
 #include "kg_diagnosis.h"
 #include "kg_diag_report.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -94,6 +95,7 @@ kg_diagnosis_new(const kg_classifier_t *rules)
 static void
 s_clear(kg_diagnosis_t *self)
 {
+  assert(self);
   if (self->streams)
     kg_streamset_clear(self->streams);
   if (self->trail)
@@ -140,6 +142,7 @@ kg_diagnosis_destroy(kg_diagnosis_t **self_p)
 void
 kg_diagnosis_reset(kg_diagnosis_t *self)
 {
+  assert(self);
   kg_backend_t hint = self->backend_hint;
   kg_linebuf_flush(self->raw_out, NULL, NULL);
   kg_linebuf_flush(self->raw_err, NULL, NULL);
@@ -162,6 +165,7 @@ s_set_str(char **dst, const char *src)
 static kg_diag_event_t
 s_sign(kg_diagnosis_t *self, const kg_match_t *m, const char *parent, int64_t t)
 {
+  assert(self);
   if (m->backend != KG_BACKEND_UNKNOWN && self->backend == KG_BACKEND_UNKNOWN)
     self->backend = m->backend;
   if (parent)
@@ -241,6 +245,7 @@ s_max(kg_diag_event_t a, kg_diag_event_t b)
 static void
 s_step_marker(kg_diagnosis_t *self, const char *line)
 {
+  assert(self);
   const char *p = strstr(line, S_STEP_MARKER);
   if (!p)
     return;
@@ -256,6 +261,7 @@ static kg_diag_event_t
 s_line(kg_diagnosis_t *self, kg_source_t source, const char *parent, const char *line,
        bool truncated, int64_t t)
 {
+  assert(self);
   if (source == KG_SRC_RAW_STDERR)
     kg_trail_tail_add(self->trail, line);
   s_step_marker(self, line);
@@ -300,6 +306,7 @@ s_flush_stream(void *arg, const char *parent, kg_linebuf_t *lb)
 static bool
 s_lines_skippable(const kg_diagnosis_t *self, const char *text, size_t len, bool json)
 {
+  assert(self);
   bool may_match = json ? kg_classifier_may_match_json(self->rules, text, len)
                         : kg_classifier_may_match(self->rules, text, len);
   return !may_match && !memmem(text, len, S_STEP_MARKER, strlen(S_STEP_MARKER));
@@ -309,6 +316,7 @@ kg_diag_event_t
 kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_name,
                   const char *parent_msg_id, const char *text, size_t len, int64_t now_ms)
 {
+  assert(self);
   if (!text || len == 0)
     return KG_DIAG_NONE;
   self->cur_event = KG_DIAG_NONE;
@@ -347,6 +355,7 @@ kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_n
 bool
 kg_diagnosis_may_skip_json(const kg_diagnosis_t *self, const char *raw, size_t len)
 {
+  assert(self);
   return s_lines_skippable(self, raw, len, true);
 }
 
@@ -364,6 +373,7 @@ kg_diag_event_t
 kg_diagnosis_feed_error(kg_diagnosis_t *self, kg_source_t source, const cJSON *content,
                         const char *parent_msg_id, int64_t now_ms)
 {
+  assert(self);
   if (!cJSON_IsObject(content))
     return KG_DIAG_NONE;
   if (source == KG_SRC_EXECUTE_REPLY && strcmp(s_str(content, "status"), "error") != 0)
@@ -421,6 +431,7 @@ kg_diagnosis_feed_error(kg_diagnosis_t *self, kg_source_t source, const cJSON *c
 kg_diag_event_t
 kg_diagnosis_feed_exit(kg_diagnosis_t *self, int exit_code, int signo, int64_t now_ms)
 {
+  assert(self);
   kg_diag_event_t ev = KG_DIAG_NONE;
   /* Partial last lines: an aborting process may not end its line. */
   self->cur_event = KG_DIAG_NONE;
@@ -473,12 +484,14 @@ kg_diagnosis_suspect(const kg_diagnosis_t *self)
 const kg_match_t *
 kg_diagnosis_suspicion(const kg_diagnosis_t *self)
 {
+  assert(self);
   return self->suspect ? &self->suspect_match : NULL;
 }
 
 const char *
 kg_diagnosis_suspect_parent(const kg_diagnosis_t *self)
 {
+  assert(self);
   return self->suspect ? self->suspect_parent : NULL;
 }
 
@@ -508,6 +521,7 @@ kg_diagnosis_confirm(kg_diagnosis_t *self, const kg_match_t *probe, int64_t now_
 void
 kg_diagnosis_clear_suspicion(kg_diagnosis_t *self)
 {
+  assert(self);
   self->suspect = false;
   free(self->suspect_parent);
   self->suspect_parent = NULL;
@@ -519,54 +533,63 @@ kg_diagnosis_clear_suspicion(kg_diagnosis_t *self)
 void
 kg_diagnosis_set_backend(kg_diagnosis_t *self, kg_backend_t backend)
 {
+  assert(self);
   self->backend_hint = backend;
 }
 
 void
 kg_diagnosis_set_last_step(kg_diagnosis_t *self, int64_t step)
 {
+  assert(self);
   self->last_step = step;
 }
 
 bool
 kg_diagnosis_sticky(const kg_diagnosis_t *self)
 {
+  assert(self);
   return self->sticky;
 }
 
 const kg_match_t *
 kg_diagnosis_match(const kg_diagnosis_t *self)
 {
+  assert(self);
   return self->has_match ? &self->match : NULL;
 }
 
 int64_t
 kg_diagnosis_fault_time(const kg_diagnosis_t *self)
 {
+  assert(self);
   return self->fault_ms;
 }
 
 const char *
 kg_diagnosis_parent(const kg_diagnosis_t *self)
 {
+  assert(self);
   return self->parent;
 }
 
 kg_backend_t
 kg_diagnosis_backend(const kg_diagnosis_t *self)
 {
+  assert(self);
   return self->backend != KG_BACKEND_UNKNOWN ? self->backend : self->backend_hint;
 }
 
 const char *
 kg_diagnosis_assertion(const kg_diagnosis_t *self)
 {
+  assert(self);
   return self->assertion;
 }
 
 int64_t
 kg_diagnosis_last_step(const kg_diagnosis_t *self)
 {
+  assert(self);
   return self->last_step;
 }
 
@@ -574,6 +597,7 @@ int
 kg_diagnosis_signature(const kg_diagnosis_t *self, const char *cell_code, char *buf,
                        size_t size)
 {
+  assert(self);
   if (size)
     buf[0] = '\0';
   if (!self->has_match)
@@ -586,6 +610,7 @@ kg_diagnosis_signature(const kg_diagnosis_t *self, const char *cell_code, char *
 cJSON *
 kg_diagnosis_to_json(const kg_diagnosis_t *self)
 {
+  assert(self);
   kg_diag_report_t r = {.match = kg_diagnosis_match(self), .sticky = self->sticky,
                         .backend = kg_diagnosis_backend(self), .fault_ms = self->fault_ms,
                         .parent = self->parent, .assertion = self->assertion,

@@ -20,7 +20,7 @@
     family when one was already established in this process, or when an
     `Assertion`, 700 or 719 line was already seen.
 
-    Proof and suspicion (issue 16): a sticky family establishes the fault
+    Proof and suspicion: a sticky family establishes the fault
     only from PROOF: the cell's uncaught error (iopub `error`, error
     `execute_reply`) or the process's death (a rule for the exit, or any
     death by a signal while a suspicion stands: SIGABRT after a device

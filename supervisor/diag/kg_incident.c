@@ -1,6 +1,7 @@
 /*  kg_incident: incident records, written atomically with mode 0600. */
 #include "kg_incident.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -46,6 +47,7 @@ kg_incident_make_id(int64_t now_ms, char *buf, size_t size)
 static void
 s_put(kg_incident_t *self, const char *key, cJSON *item)
 {
+  assert(self);
   if (!item)
     return;
   if (cJSON_HasObjectItem(self->root, key))
@@ -92,18 +94,21 @@ kg_incident_destroy(kg_incident_t **self_p)
 const char *
 kg_incident_id(const kg_incident_t *self)
 {
+  assert(self);
   return self->id;
 }
 
 cJSON *
 kg_incident_json(kg_incident_t *self)
 {
+  assert(self);
   return self->root;
 }
 
 void
 kg_incident_set_fault_time(kg_incident_t *self, int64_t fault_ms)
 {
+  assert(self);
   if (fault_ms < 0) {
     s_put(self, "T", cJSON_CreateNull());
     return;
@@ -121,6 +126,7 @@ kg_incident_set_fault_time(kg_incident_t *self, int64_t fault_ms)
 int
 kg_incident_set_diagnosis(kg_incident_t *self, const kg_diagnosis_t *diag)
 {
+  assert(self);
   cJSON *d = kg_diagnosis_to_json(diag);
   if (!d)
     return KG_ENOMEM;
@@ -140,6 +146,7 @@ void
 kg_incident_set_cell(kg_incident_t *self, const char *code, const char *msg_id,
                      int execution_count)
 {
+  assert(self);
   cJSON *c = cJSON_CreateObject();
   if (!c)
     return;
@@ -155,12 +162,14 @@ kg_incident_set_cell(kg_incident_t *self, const char *code, const char *msg_id,
 void
 kg_incident_set_last_step(kg_incident_t *self, int64_t step)
 {
+  assert(self);
   s_put(self, "last_step", step >= 0 ? cJSON_CreateNumber((double) step) : cJSON_CreateNull());
 }
 
 void
 kg_incident_set_exit(kg_incident_t *self, int exit_code, int signo)
 {
+  assert(self);
   if (exit_code < 0 && signo <= 0) {
     s_put(self, "exit", cJSON_CreateNull());
     return;
@@ -186,6 +195,7 @@ kg_incident_set_exit(kg_incident_t *self, int exit_code, int signo)
 void
 kg_incident_take_versions(kg_incident_t *self, cJSON **versions_p)
 {
+  assert(self);
   cJSON *v = versions_p ? *versions_p : NULL;
   if (versions_p)
     *versions_p = NULL;
@@ -214,6 +224,7 @@ s_diag_var(const char *name, size_t len)
 int
 kg_incident_set_env(kg_incident_t *self, char *const *envp)
 {
+  assert(self);
   cJSON *env = cJSON_CreateObject(), *names = cJSON_CreateArray();
   if (!env || !names) {
     cJSON_Delete(env);
@@ -271,6 +282,7 @@ s_mask(kg_scrub_t *scrub, cJSON *item)
 void
 kg_incident_set_restarts(kg_incident_t *self, int restart_count)
 {
+  assert(self);
   s_put(self, "restart_count", cJSON_CreateNumber(restart_count));
 }
 
@@ -278,6 +290,7 @@ void
 kg_incident_set_policy(kg_incident_t *self, const char *decision, const char *reason,
                        int64_t delay_ms)
 {
+  assert(self);
   cJSON *p = cJSON_CreateObject();
   if (!p)
     return;
@@ -290,6 +303,7 @@ kg_incident_set_policy(kg_incident_t *self, const char *decision, const char *re
 void
 kg_incident_take_checkpoint(kg_incident_t *self, cJSON **checkpoint_p)
 {
+  assert(self);
   cJSON *c = checkpoint_p ? *checkpoint_p : NULL;
   if (checkpoint_p)
     *checkpoint_p = NULL;
@@ -299,6 +313,7 @@ kg_incident_take_checkpoint(kg_incident_t *self, cJSON **checkpoint_p)
 int
 kg_incident_write(kg_incident_t *self, const char *incidents_dir, char **path_out)
 {
+  assert(self);
   if (path_out)
     *path_out = NULL;
   if (self->secrets_lost)

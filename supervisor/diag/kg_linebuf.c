@@ -1,6 +1,7 @@
 /*  kg_linebuf: line reassembly over chunked byte streams. */
 #include "kg_linebuf.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,7 @@ kg_linebuf_destroy(kg_linebuf_t **self_p)
 static void
 s_emit(kg_linebuf_t *self, bool truncated, kg_linebuf_fn *fn, void *arg)
 {
+  assert(self);
   size_t n = self->len;
   if (n && self->buf[n - 1] == '\r')
     n--;
@@ -54,6 +56,7 @@ void
 kg_linebuf_feed(kg_linebuf_t *self, const char *data, size_t len, int64_t now_ms,
                 kg_linebuf_fn *fn, void *arg)
 {
+  assert(self);
   size_t i = 0;
   while (i < len) {
     if (!self->started) {
@@ -98,6 +101,7 @@ kg_linebuf_flush(kg_linebuf_t *self, kg_linebuf_fn *fn, void *arg)
 const char *
 kg_linebuf_pending(const kg_linebuf_t *self, size_t *len)
 {
+  assert(self);
   if (len)
     *len = self->discarding ? 0 : self->len;
   return self->buf;

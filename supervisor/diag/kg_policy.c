@@ -1,6 +1,7 @@
 /*  kg_policy: restart budget, backoff and the repeated-signature stop. */
 #include "kg_policy.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +17,21 @@ struct kg_policy_t {
   char reason[512];
 };
 
+/*  The defaults: at most S_MAX_RESTARTS automatic restarts in S_WINDOW_MS,
+    waiting S_BACKOFF_FIRST_MS before the second (the first is at once),
+    doubling up to S_BACKOFF_MAX_MS. */
+#define S_MAX_RESTARTS 3
+#define S_WINDOW_MS (10 * 60 * 1000)
+#define S_BACKOFF_FIRST_MS 1000
+#define S_BACKOFF_MAX_MS (30 * 1000)
+
 void
 kg_policy_config_default(kg_policy_config_t *config)
 {
-  config->max_restarts = 3;
-  config->window_ms = 10 * 60 * 1000;
-  config->backoff_initial_ms = 1000;
-  config->backoff_max_ms = 30 * 1000;
+  config->max_restarts = S_MAX_RESTARTS;
+  config->window_ms = S_WINDOW_MS;
+  config->backoff_initial_ms = S_BACKOFF_FIRST_MS;
+  config->backoff_max_ms = S_BACKOFF_MAX_MS;
   config->stop_on_repeat = true;
 }
 
@@ -60,6 +69,7 @@ kg_policy_destroy(kg_policy_t **self_p)
 void
 kg_policy_reset(kg_policy_t *self)
 {
+  assert(self);
   self->nhistory = 0;
   self->total = 0;
   free(self->last_signature);
@@ -71,6 +81,7 @@ kg_policy_reset(kg_policy_t *self)
 static void
 s_expire(kg_policy_t *self, int64_t now_ms)
 {
+  assert(self);
   size_t k = 0;
   while (k < self->nhistory && now_ms - self->history[k] >= self->config.window_ms)
     k++;
@@ -81,6 +92,7 @@ s_expire(kg_policy_t *self, int64_t now_ms)
 int
 kg_policy_restarts_in_window(const kg_policy_t *self, int64_t now_ms)
 {
+  assert(self);
   int n = 0;
   for (size_t i = 0; i < self->nhistory; i++)
     if (now_ms - self->history[i] < self->config.window_ms)
@@ -91,6 +103,7 @@ kg_policy_restarts_in_window(const kg_policy_t *self, int64_t now_ms)
 int
 kg_policy_restart_count(const kg_policy_t *self)
 {
+  assert(self);
   return self->total;
 }
 
@@ -109,6 +122,7 @@ kg_policy_action_t
 kg_policy_decide(kg_policy_t *self, int64_t now_ms, const char *signature, int64_t *delay_ms,
                  const char **reason)
 {
+  assert(self);
   char window[32];
   s_duration(self->config.window_ms, window, sizeof window);
   kg_policy_action_t action;

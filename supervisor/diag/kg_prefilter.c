@@ -11,6 +11,7 @@
 */
 #include "kg_prefilter.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,12 +118,14 @@ kg_prefilter_new(const char *const *literals, size_t n)
 bool
 kg_prefilter_plain(const kg_prefilter_t *self)
 {
+  assert(self);
   return self->plain;
 }
 
 static bool
 s_equal_at(const kg_prefilter_t *self, size_t i, const unsigned char *text, size_t avail)
 {
+  assert(self);
   size_t len = self->len[i];
   if (len > avail)
     return false;
@@ -138,6 +141,7 @@ static bool
 s_chain_matches(const kg_prefilter_t *self, uint32_t h, const unsigned char *t, size_t len,
                 size_t pos)
 {
+  assert(self);
   size_t start = pos + 1 - self->m;
   for (int32_t i = self->head[h]; i >= 0; i = self->next[i])
     if (s_equal_at(self, (size_t) i, t + start, len - start))
@@ -150,6 +154,7 @@ s_chain_matches(const kg_prefilter_t *self, uint32_t h, const unsigned char *t, 
 static inline bool
 s_step(const kg_prefilter_t *self, const unsigned char *t, size_t len, size_t *pos, size_t q)
 {
+  assert(self);
   size_t p = *pos;
   /* the same value as s_hash, its three terms independent of each other */
   uint32_t h = q == 3 ? ((uint32_t) s_fold(t[p - 2]) << 10 ^ (uint32_t) s_fold(t[p - 1]) << 5
@@ -178,6 +183,7 @@ s_step(const kg_prefilter_t *self, const unsigned char *t, size_t len, size_t *p
 static inline bool
 s_search(const kg_prefilter_t *self, const unsigned char *t, size_t len, size_t q)
 {
+  assert(self);
   size_t m = self->m;
   size_t pos[S_LANES], end[S_LANES], lanes = len >= S_LANES_MIN ? S_LANES : 1;
   size_t seg = (len - (m - 1)) / lanes;
@@ -200,6 +206,7 @@ s_search(const kg_prefilter_t *self, const unsigned char *t, size_t len, size_t 
 bool
 kg_prefilter_search(const kg_prefilter_t *self, const char *text, size_t len)
 {
+  assert(self);
   const unsigned char *t = (const unsigned char *) text;
   if (!t || len < self->m)
     return false;

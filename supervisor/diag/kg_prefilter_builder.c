@@ -1,6 +1,7 @@
 /*  kg_prefilter_builder: the literals the rules need, made into a prefilter. */
 #include "kg_prefilter_builder.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ kg_prefilter_builder_destroy(kg_prefilter_builder_t **self_p)
 static int
 s_add(kg_prefilter_builder_t *self, const char *s, size_t len)
 {
+  assert(self);
   if (len < KG_PREFILTER_MIN_LITERAL) {
     self->unusable = true;
     return 0;
@@ -57,6 +59,7 @@ s_add(kg_prefilter_builder_t *self, const char *s, size_t len)
 int
 kg_prefilter_builder_any(kg_prefilter_builder_t *self, char *const *any)
 {
+  assert(self);
   int rc = 0;
   for (char *const *p = any; *p && !rc; p++)
     rc = s_add(self, *p, strlen(*p));
@@ -66,6 +69,7 @@ kg_prefilter_builder_any(kg_prefilter_builder_t *self, char *const *any)
 int
 kg_prefilter_builder_all(kg_prefilter_builder_t *self, char *const *all)
 {
+  assert(self);
   if (!all[0]) {
     self->unusable = true;
     return 0;
@@ -88,18 +92,21 @@ s_on_literal(const char *lit, size_t len, void *arg)
 int
 kg_prefilter_builder_regex(kg_prefilter_builder_t *self, const char *re)
 {
+  assert(self);
   return kg_regex_literals(re, s_on_literal, self);
 }
 
 void
 kg_prefilter_builder_unusable(kg_prefilter_builder_t *self)
 {
+  assert(self);
   self->unusable = true;
 }
 
 int
 kg_prefilter_builder_finish(kg_prefilter_builder_t *self, kg_prefilter_t **out)
 {
+  assert(self);
   *out = NULL;
   if (self->unusable || self->n == 0)
     return 0;

@@ -1,6 +1,7 @@
 /*  kg_scrub: scrubbing text for sharing (see kg_scrub.h for the rules). */
 #include "kg_scrub.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -114,6 +115,7 @@ s_add(s_pair_t **arr, size_t *n, const char *find, const char *replace)
 int
 kg_scrub_add_secret(kg_scrub_t *self, const char *name, const char *value)
 {
+  assert(self);
   if (!kg_tokens_secret_value(value))
     return 0;
   size_t len = strlen(name) + 8;
@@ -129,6 +131,7 @@ kg_scrub_add_secret(kg_scrub_t *self, const char *name, const char *value)
 int
 kg_scrub_add_word(kg_scrub_t *self, const char *word, const char *replacement)
 {
+  assert(self);
   if (!word || strlen(word) < 2)
     return 0;
   return s_add(&self->words, &self->nwords, word, replacement);
@@ -138,6 +141,7 @@ kg_scrub_add_word(kg_scrub_t *self, const char *word, const char *replacement)
 static char *
 s_tokens(kg_scrub_t *self, const char *text)
 {
+  assert(self);
   s_buf_t b = {0};
   size_t n = strlen(text), at = 0;
   kg_token_match_t m;
@@ -155,6 +159,7 @@ s_tokens(kg_scrub_t *self, const char *text)
 static char *
 s_registered(kg_scrub_t *self, const char *text)
 {
+  assert(self);
   s_buf_t b = {0};
   const char *p = text;
   bool first[256] = {false};        /* bytes a secret can begin with */
@@ -234,6 +239,7 @@ s_lib_tail(const char *path, size_t n)
 static char *
 s_paths(kg_scrub_t *self, const char *text)
 {
+  assert(self);
   s_buf_t b = {0};
   size_t i = 0, n = strlen(text);
   while (i < n) {
@@ -275,6 +281,7 @@ s_word_char(char c)
 static char *
 s_words(kg_scrub_t *self, const char *text)
 {
+  assert(self);
   s_buf_t b = {0};
   size_t i = 0, n = strlen(text);
   while (i < n) {
@@ -316,6 +323,7 @@ s_words(kg_scrub_t *self, const char *text)
 char *
 kg_scrub_secrets(kg_scrub_t *self, const char *text)
 {
+  assert(self);
   if (!text)
     return NULL;
   char *a = s_registered(self, text);
@@ -327,6 +335,7 @@ kg_scrub_secrets(kg_scrub_t *self, const char *text)
 char *
 kg_scrub_text(kg_scrub_t *self, const char *text)
 {
+  assert(self);
   char *a = kg_scrub_secrets(self, text);
   char *b = a ? s_paths(self, a) : NULL;
   free(a);
@@ -338,6 +347,7 @@ kg_scrub_text(kg_scrub_t *self, const char *text)
 size_t
 kg_scrub_count(const kg_scrub_t *self, const char *kind)
 {
+  assert(self);
   if (strcmp(kind, "secret") == 0)
     return self->n_secret;
   if (strcmp(kind, "token") == 0)

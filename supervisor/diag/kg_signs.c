@@ -1,6 +1,7 @@
 /*  kg_signs: earlier signs that may make the fault time earlier. */
 #include "kg_signs.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ kg_signs_new(void)
 void
 kg_signs_clear(kg_signs_t *self)
 {
+  assert(self);
   for (size_t i = 0; i < self->n; i++)
     free(self->sign[i].parent);
   self->n = 0;
@@ -42,6 +44,7 @@ kg_signs_destroy(kg_signs_t **self_p)
 void
 kg_signs_prune(kg_signs_t *self, const char *parent, int64_t now)
 {
+  assert(self);
   size_t w = 0;
   for (size_t i = 0; i < self->n; i++) {
     s_sign_t *p = &self->sign[i];
@@ -58,6 +61,7 @@ kg_signs_prune(kg_signs_t *self, const char *parent, int64_t now)
 void
 kg_signs_add(kg_signs_t *self, const char *parent, int64_t t)
 {
+  assert(self);
   char *copy = NULL;
   if (parent && !(copy = strdup(parent)))
     return;
@@ -74,6 +78,7 @@ kg_signs_add(kg_signs_t *self, const char *parent, int64_t t)
 int64_t
 kg_signs_earliest(const kg_signs_t *self, const char *parent, int64_t t)
 {
+  assert(self);
   for (size_t i = 0; i < self->n; i++) {
     const s_sign_t *p = &self->sign[i];
     if ((!p->parent || !parent || strcmp(p->parent, parent) == 0) && p->t < t)

@@ -1,6 +1,7 @@
 /*  kg_streamset: per-request stream line buffers, least recently used out. */
 #include "kg_streamset.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ kg_streamset_new(size_t max_line)
 void
 kg_streamset_clear(kg_streamset_t *self)
 {
+  assert(self);
   for (size_t i = 0; i < KG_STREAMSET_MAX; i++) {
     free(self->slots[i].parent);
     kg_linebuf_destroy(&self->slots[i].lb);
@@ -58,6 +60,7 @@ kg_linebuf_t *
 kg_streamset_get(kg_streamset_t *self, const char *name, const char *parent,
                  kg_streamset_evict_fn *evict, void *arg)
 {
+  assert(self);
   bool is_stderr = name && strcmp(name, "stderr") == 0;
   s_slot_t *free_slot = NULL, *lru = NULL;
   for (size_t i = 0; i < KG_STREAMSET_MAX; i++) {
@@ -100,6 +103,7 @@ kg_streamset_get(kg_streamset_t *self, const char *name, const char *parent,
 void
 kg_streamset_each(kg_streamset_t *self, kg_streamset_evict_fn *fn, void *arg)
 {
+  assert(self);
   for (size_t i = 0; i < KG_STREAMSET_MAX; i++)
     if (self->slots[i].lb)
       fn(arg, self->slots[i].parent, self->slots[i].lb);

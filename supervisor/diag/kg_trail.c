@@ -1,6 +1,7 @@
 /*  kg_trail: the bounded record of what followed a failure. */
 #include "kg_trail.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@ kg_trail_new(void)
 void
 kg_trail_clear(kg_trail_t *self)
 {
+  assert(self);
   for (size_t i = 0; i < KG_TRAIL_STDERR_TAIL; i++) {
     free(self->tail[i]);
     self->tail[i] = NULL;
@@ -51,6 +53,7 @@ kg_trail_destroy(kg_trail_t **self_p)
 void
 kg_trail_follow(kg_trail_t *self, cJSON *item)
 {
+  assert(self);
   if (!item)
     return;
   if (cJSON_GetArraySize(self->following) >= KG_TRAIL_MAX_FOLLOWING) {
@@ -64,6 +67,7 @@ kg_trail_follow(kg_trail_t *self, cJSON *item)
 void
 kg_trail_follow_line(kg_trail_t *self, kg_source_t source, const char *text, int64_t t)
 {
+  assert(self);
   cJSON *o = cJSON_CreateObject();
   if (!o)
     return;
@@ -76,6 +80,7 @@ kg_trail_follow_line(kg_trail_t *self, kg_source_t source, const char *text, int
 void
 kg_trail_tail_add(kg_trail_t *self, const char *line)
 {
+  assert(self);
   char *copy = strdup(line);
   if (!copy)
     return;
@@ -91,6 +96,7 @@ kg_trail_tail_add(kg_trail_t *self, const char *line)
 void
 kg_trail_add_to_json(const kg_trail_t *self, cJSON *o)
 {
+  assert(self);
   cJSON_AddItemToObject(o, "following", cJSON_Duplicate(self->following, true));
   cJSON_AddNumberToObject(o, "following_dropped", (double) self->following_dropped);
   cJSON *tail = cJSON_AddArrayToObject(o, "raw_stderr_tail");

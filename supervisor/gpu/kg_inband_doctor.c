@@ -3,6 +3,7 @@
 
 #include "kg_envp.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
@@ -188,6 +189,7 @@ kg_inband_doctor_new(int64_t bound_ms)
 static void
 s_forget(kg_inband_doctor_t *self)
 {
+  assert(self);
   cJSON_Delete(self->display);
   self->display = NULL;
   free(self->why);
@@ -212,6 +214,7 @@ kg_inband_doctor_destroy(kg_inband_doctor_t **self_p)
 static void
 s_failed_start(kg_inband_doctor_t *self, int rc)
 {
+  assert(self);
   char why[256];
   snprintf(why, sizeof why, "kguard doctor could not be started (%s)", kg_strerror(rc));
   self->why = strdup(why);
@@ -223,6 +226,7 @@ int
 kg_inband_doctor_start(kg_inband_doctor_t *self, const char *exe, const char *python,
                        char *const *envp, int64_t now_ms)
 {
+  assert(self);
   s_forget(self);
   char **argv = kg_inband_doctor_argv(exe, python);
   int rc = argv ? kg_helper_start(self->helper, argv, envp, now_ms) : KG_ENOMEM;
@@ -238,6 +242,7 @@ kg_inband_doctor_start(kg_inband_doctor_t *self, const char *exe, const char *py
 int
 kg_inband_doctor_set_request(kg_inband_doctor_t *self, const char *msg_id)
 {
+  assert(self);
   char *copy = msg_id ? strdup(msg_id) : NULL;
   if (msg_id && !copy)
     return KG_ENOMEM;
@@ -249,6 +254,7 @@ kg_inband_doctor_set_request(kg_inband_doctor_t *self, const char *msg_id)
 char *
 kg_inband_doctor_take_request(kg_inband_doctor_t *self)
 {
+  assert(self);
   char *id = self->request;
   self->request = NULL;
   return id;
@@ -257,25 +263,29 @@ kg_inband_doctor_take_request(kg_inband_doctor_t *self)
 bool
 kg_inband_doctor_running(const kg_inband_doctor_t *self)
 {
-  return self && self->started && kg_helper_running(self->helper);
+  assert(self);
+  return self->started && kg_helper_running(self->helper);
 }
 
 bool
 kg_inband_doctor_done(const kg_inband_doctor_t *self)
 {
-  return self && self->done;
+  assert(self);
+  return self->done;
 }
 
 int
 kg_inband_doctor_fd(const kg_inband_doctor_t *self, int which)
 {
-  return self && self->started ? kg_helper_fd(self->helper, which) : -1;
+  assert(self);
+  return self->started ? kg_helper_fd(self->helper, which) : -1;
 }
 
 bool
 kg_inband_doctor_pump(kg_inband_doctor_t *self, int64_t now_ms)
 {
-  if (!self || !self->started || !kg_helper_pump(self->helper, now_ms))
+  assert(self);
+  if (!self->started || !kg_helper_pump(self->helper, now_ms))
     return false;
   self->started = false;
   self->done = true;
@@ -295,20 +305,21 @@ kg_inband_doctor_pump(kg_inband_doctor_t *self, int64_t now_ms)
 int64_t
 kg_inband_doctor_deadline(const kg_inband_doctor_t *self)
 {
-  return self && self->started ? kg_helper_deadline(self->helper) : 0;
+  assert(self);
+  return self->started ? kg_helper_deadline(self->helper) : 0;
 }
 
 bool
 kg_inband_doctor_timers(kg_inband_doctor_t *self, int64_t now_ms)
 {
-  return self && self->started && kg_helper_timers(self->helper, now_ms);
+  assert(self);
+  return self->started && kg_helper_timers(self->helper, now_ms);
 }
 
 void
 kg_inband_doctor_cancel(kg_inband_doctor_t *self)
 {
-  if (!self)
-    return;
+  assert(self);
   kg_helper_t *fresh = kg_helper_new("kguard doctor (%kguard doctor)", S_OUT_CAP,
                                      self->bound_ms);
   if (fresh) {
@@ -321,13 +332,15 @@ kg_inband_doctor_cancel(kg_inband_doctor_t *self)
 cJSON *
 kg_inband_doctor_display(const kg_inband_doctor_t *self)
 {
-  return self && self->done && self->display ? cJSON_Duplicate(self->display, 1) : NULL;
+  assert(self);
+  return self->done && self->display ? cJSON_Duplicate(self->display, 1) : NULL;
 }
 
 cJSON *
 kg_inband_doctor_reply(const kg_inband_doctor_t *self, int execution_count)
 {
-  if (!self || !self->done)
+  assert(self);
+  if (!self->done)
     return NULL;
   return kg_inband_doctor_reply_content(self->ok, self->why, execution_count);
 }

@@ -22,7 +22,7 @@
     display_data and the reply under the request's header, then idle.
 
     Ownership: the object owns its helper child and output, and the id of
-    the cell it answers (issue 9: no longer the supervisor's); the cJSON
+    the cell it answers; the cJSON
     objects the builders return are new and the caller's.
 */
 #ifndef KG_INBAND_DOCTOR_H

@@ -3,6 +3,7 @@
 
 #include "kg_envp.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -331,7 +332,8 @@ kg_preflight_destroy(kg_preflight_t **self_p)
 bool
 kg_preflight_should_start(const kg_preflight_t *self, bool first_start, bool after_sticky)
 {
-  if (!self || self->cfg.mode == KG_PREFLIGHT_NEVER)
+  assert(self);
+  if (self->cfg.mode == KG_PREFLIGHT_NEVER)
     return false;
   return self->last_failed || kg_preflight_wanted(self->cfg.mode, first_start, after_sticky);
 }
@@ -339,6 +341,7 @@ kg_preflight_should_start(const kg_preflight_t *self, bool first_start, bool aft
 const kg_preflight_config_t *
 kg_preflight_config(const kg_preflight_t *self)
 {
+  assert(self);
   return &self->cfg;
 }
 
@@ -360,6 +363,7 @@ kg_preflight_argv_free(char ***argv_p)
 static void
 s_forget(kg_preflight_t *self)
 {
+  assert(self);
   cJSON_Delete(self->report);
   self->report = NULL;
   self->verdict = KG_PREFLIGHT_NONE;
@@ -371,6 +375,7 @@ s_forget(kg_preflight_t *self)
 static void
 s_unavailable(kg_preflight_t *self, int rc)
 {
+  assert(self);
   self->verdict = KG_PREFLIGHT_UNAVAILABLE;
   self->report = cJSON_CreateObject();
   char why[256];
@@ -386,6 +391,7 @@ s_unavailable(kg_preflight_t *self, int rc)
 int
 kg_preflight_start(kg_preflight_t *self, const char *exe, char *const *envp, int64_t now_ms)
 {
+  assert(self);
   s_forget(self);
   char **argv = kg_preflight_argv(exe, self->cfg.timeout_s);
   int rc = argv ? kg_helper_start(self->helper, argv, envp, now_ms) : KG_ENOMEM;
@@ -402,8 +408,7 @@ kg_preflight_start(kg_preflight_t *self, const char *exe, char *const *envp, int
 void
 kg_preflight_cancel(kg_preflight_t *self)
 {
-  if (!self)
-    return;
+  assert(self);
   /* a fresh helper: destroying the old one kills and reaps its child */
   kg_helper_t *fresh = s_helper(&self->cfg);
   if (fresh) {
@@ -416,25 +421,29 @@ kg_preflight_cancel(kg_preflight_t *self)
 bool
 kg_preflight_running(const kg_preflight_t *self)
 {
-  return self && self->started && kg_helper_running(self->helper);
+  assert(self);
+  return self->started && kg_helper_running(self->helper);
 }
 
 bool
 kg_preflight_blocks_ready(const kg_preflight_t *self)
 {
-  return self && self->started && self->verdict == KG_PREFLIGHT_NONE;
+  assert(self);
+  return self->started && self->verdict == KG_PREFLIGHT_NONE;
 }
 
 int
 kg_preflight_fd(const kg_preflight_t *self, int which)
 {
-  return self && self->started ? kg_helper_fd(self->helper, which) : -1;
+  assert(self);
+  return self->started ? kg_helper_fd(self->helper, which) : -1;
 }
 
 bool
 kg_preflight_pump(kg_preflight_t *self, int64_t now_ms)
 {
-  if (!self || !self->started || !kg_helper_pump(self->helper, now_ms))
+  assert(self);
+  if (!self->started || !kg_helper_pump(self->helper, now_ms))
     return false;
   self->started = false;
   self->ms = now_ms - self->started_ms;
@@ -459,37 +468,43 @@ kg_preflight_pump(kg_preflight_t *self, int64_t now_ms)
 int64_t
 kg_preflight_deadline(const kg_preflight_t *self)
 {
-  return self && self->started ? kg_helper_deadline(self->helper) : 0;
+  assert(self);
+  return self->started ? kg_helper_deadline(self->helper) : 0;
 }
 
 bool
 kg_preflight_timers(kg_preflight_t *self, int64_t now_ms)
 {
-  return self && self->started && kg_helper_timers(self->helper, now_ms);
+  assert(self);
+  return self->started && kg_helper_timers(self->helper, now_ms);
 }
 
 kg_preflight_verdict_t
 kg_preflight_verdict(const kg_preflight_t *self)
 {
-  return self ? self->verdict : KG_PREFLIGHT_NONE;
+  assert(self);
+  return self->verdict;
 }
 
 const cJSON *
 kg_preflight_report(const kg_preflight_t *self)
 {
-  return self ? self->report : NULL;
+  assert(self);
+  return self->report;
 }
 
 int64_t
 kg_preflight_ms(const kg_preflight_t *self)
 {
-  return self ? self->ms : -1;
+  assert(self);
+  return self->ms;
 }
 
 int
 kg_preflight_record(const kg_preflight_t *self, cJSON *record)
 {
-  if (!self || !self->report || self->verdict == KG_PREFLIGHT_NONE)
+  assert(self);
+  if (!self->report || self->verdict == KG_PREFLIGHT_NONE)
     return KG_ENOTFOUND;
   cJSON *copy = cJSON_Duplicate(self->report, 1);
   if (!copy)

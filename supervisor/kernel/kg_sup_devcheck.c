@@ -1,5 +1,5 @@
-/*  kg_check: the device probe that turns a suspicion into proof, or clears
-    it (issue 16).
+/*  kg_sup_devcheck: the device probe that turns a suspicion into proof, or
+    clears it.
 
     A sticky GPU error in text that proves nothing by itself (a print, a log
     line, a subprocess's output, raw stderr) is a suspicion (kg_diagnosis).
@@ -11,19 +11,15 @@
     emulation answers as a poisoned device would). Its iopub output and reply
     never reach the frontend. A sticky error in its reply confirms the fault
     (returned: the relay tells the guard, kg__guard_confirm); any other
-    answer clears the suspicion; no answer within KG_DEVCHECK_MS (10 s) is a
-    hung device: confirmed. Meanwhile the
-    relay holds every request (kg__check_pending), and the suspected cell's
-    reply and idle, so that a confirmed fault is reported in that cell.
+    answer clears the suspicion; no answer within KG_DEVCHECK_MS is a hung
+    device: confirmed. Meanwhile the relay holds every request
+    (kg__check_pending), and the suspected cell's reply and idle, so that a
+    confirmed fault is reported in that cell.
 
     The probe's state (its id and deadline, the suspicion's time, the held
-    reply and idle) is the kg_devcheck object (S->devcheck), whose pure
-    verdict and timing logic is tested by tables; this file sends the probe
-    and logs what it decided.
-
-    Arrows: kg_sup_relay.c, kg_sup_relay_kernel.c -> kg_sup_devcheck.c -> kg_sup_util.c,
-    kg_devcheck, the diagnosis; the verdict is returned, never passed up by
-    a call.
+    reply and idle) is the kg_devcheck object (S->devcheck), whose verdict
+    and timing are tested by tables; this file sends the probe and logs what
+    it decided. Verdicts are returned, never passed up by a call.
 */
 #include "kg_sup_priv.h"
 #include "kg_language.h"

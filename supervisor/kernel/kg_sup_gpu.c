@@ -1,12 +1,9 @@
-/*  kg_sup_gpu: the supervisor's side of issue 13, the glue between the
-    state machine and the two GPU helpers (kg_preflight: the pre-flight
-    probe beside a fresh kernel; kg_inband_doctor: `%kguard doctor`). Each
-    function is one hook the core calls (docs/GPU-HOOKS.md §1-2).
-
-    Arrows: kg_supervisor.c, kg_sup_kernel.c, kg_sup_guard.c, kg_sup_helpers.c,
-    kg_sup_inband.c, kg_sup_relay_kernel.c, kg_sup_loop.c -> kg_sup_gpu.c -> kg_sup_notify.c,
-    kg_sup_synth.c, kg_sup_util.c (events posted, never applied here; the loop
-    lets the next held cell go after a helper ended). */
+/*  kg_sup_gpu: the supervisor's side of the two GPU helpers: kg_preflight
+    (`kguard doctor --preflight` beside a fresh kernel: a failing device
+    stops it and sends kguard DOWN) and kg_inband_doctor (`%kguard doctor`,
+    answered in its cell). Their pipes and backstop deadlines are sources of
+    the loop; events are posted, never applied here.
+*/
 #include "kg_sup_priv.h"
 
 #include <stdio.h>

@@ -1,17 +1,17 @@
-/*  kg_guard: what kguard does with what the kernel says.
+/*  kg_sup_guard: what kguard does with what the kernel says.
 
     Every evidence source goes to kg_diagnosis: iopub `error` and `stream`,
     error execute_replies, the raw stdout/stderr pipes and the process's
-    death. ADVICE → a notice, a record, no restart. STICKY → the gate closes
+    death. ADVICE: a notice, a record, no restart. STICKY: the gate closes
     (CLOSING), every other outstanding request is doomed (answered
     KernelRestarted), an incident record is written (a probe child adds the
     versions, never the poisoned process), the group is stopped, kg_policy
-    decides, a checkpoint child restores the last consistent checkpoint sealed
-    before T, and the fresh kernel gets the KGUARD_RESUME_* variables.
+    decides, a checkpoint child restores the last consistent checkpoint
+    sealed before T, and the fresh kernel gets the KGUARD_RESUME_* variables.
     Once the kernel is gone, every request it said busy for without saying
     idle gets its idle from kguard (after the failing cell's notice).
-    (The probe and checkpoint children: kg_sup_helpers.c; in-band `%kguard`
-    cells: kg_sup_inband.c; the kernel's environment: kg_sup_kenv.c.)
+    The probe and checkpoint children are kg_sup_helpers.c's, `%kguard`
+    cells kg_sup_inband.c's, the kernel's environment kg_sup_kenv.c's.
 */
 #include "kg_sup_priv.h"
 

@@ -13,10 +13,6 @@
     process can take its SIGTERM), the requests are answered KernelDied
     naming why (S->hang.reason), a notice says so, and a fresh kernel
     starts with the restore, as after a death. Its fields are S->hang.
-
-    Arrows: kg_sup_loop.c (the timer), kg_sup_guard.c, kg_supervisor.c ->
-    kg_sup_hang.c -> kg_kernel_hb, kg_kernel, kg_gate, kg_sup_util
-    (kg__fire). Never up.
 */
 #include "kg_sup_priv.h"
 

@@ -1,13 +1,13 @@
-/*  kg_helpers: the helper children kguard starts after a sticky error,
+/*  kg_sup_helpers: the helper children kguard starts after a sticky error,
     never touching the poisoned process: the version probe (`python -m
     kguard.probe`: Python, torch, CUDA/HIP versions, device, for the
     incident record) and the checkpoint restore (`kguard ckpt
     resume-prepare`: select, quarantine and restore the last checkpoint
     sealed before the fault, JSON on stdout). Their stdout is collected
     (bounded), their stderr goes to the log, each has a STALL deadline
-    (kg_helper: killed after 30 s without a byte, never for running long
-    while it reports progress). What resume-prepare said, and what the next
-    kernel gets, is the kg_restore object (S->restore, kg_restore.h): this
+    (kg_helper: killed after KG__HELPER_STALL_MS without a byte, never for
+    running long while it reports progress). What resume-prepare said, and
+    what the next kernel gets, is the kg_restore object (S->restore): this
     file runs the child and logs, kg_restore parses and decides.
 */
 #include "kg_sup_priv.h"

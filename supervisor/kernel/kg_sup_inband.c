@@ -1,8 +1,9 @@
-/*  kg_inband: `%kguard status`, `%kguard restart [--diagnostic]` cells,
-    answered by kguard itself (busy, a stream, execute_reply, idle); they
-    never reach the inner kernel. On shell they are handled when their turn
-    in kguard's queue comes (kg_sup_relay.c); on control (`kguard restart`) at
-    once. */
+/*  kg_sup_inband: `%kguard status`, `%kguard restart [--diagnostic]` and
+    `%kguard doctor` cells, answered by kguard itself (busy, a stream,
+    execute_reply, idle); they never reach the inner kernel. On shell they
+    are handled when their turn in kguard's queue comes (kg_sup_relay.c); on
+    control (`kguard restart`) at once.
+*/
 #include "kg_sup_priv.h"
 
 #include "kg_inband_cmd.h"

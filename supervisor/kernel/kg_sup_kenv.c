@@ -1,10 +1,10 @@
-/*  kg_kenv: the inner kernel's argv (its connection file in place) and
-    environment:
-    kguard's own environment, PYTHONPATH prefixed with kguard's Python
-    package, KGUARD_BIN/STATE_DIR/CKPT_DIR, JPY_PARENT_PID = kguard, the
-    diagnostic variables of a diagnostic restart, the KGUARD_RESUME_* of a
-    restore. Variables kguard sets are never inherited from its own
-    environment (a nested kguard, a stale resume). */
+/*  kg_sup_kenv: the inner kernel's argv (its connection file in place) and
+    environment: kguard's own environment, PYTHONPATH prefixed with kguard's
+    Python package, KGUARD_BIN/STATE_DIR/CKPT_DIR, JPY_PARENT_PID = kguard,
+    the diagnostic variables of a diagnostic restart, the KGUARD_RESUME_* of
+    a restore. Variables kguard sets are never inherited from its own
+    environment (a nested kguard, a stale resume).
+*/
 #include "kg_sup_priv.h"
 
 #include <stdio.h>

@@ -1,11 +1,9 @@
 /*  kg_sup_kernel: the supervisor's side of STARTING's entry action: the
-    start deadline, the kernel's argv (its connection file placeholder
-    pointing at the private file) and environment (kg_sup_kenv.c), then the
-    kernel object (kg_kernel.h) starts it (and resets its readiness).
-
-    Arrows: kg_supervisor.c -> kg_sup_kernel.c -> kg_kernel.c, kg_sup_kenv.c;
-    the caller fires SPAWN_FAILED on failure, or tells the guard of the
-    fresh kernel, so no transition runs in here and nothing above is called.
+    kernel's argv (its connection file placeholder pointing at the private
+    file) and environment (kg_sup_kenv.c), then the kernel object
+    (kg_kernel.h) starts it (and resets its readiness), or the warm standby
+    takes over. The caller posts SPAWN_FAILED on failure, or tells the guard
+    of the fresh kernel: no transition runs in here.
 */
 #include "kg_sup_priv.h"
 

@@ -5,6 +5,7 @@
     kg_sup_priv.h). */
 #include "kg_sup_priv.h"
 
+#include <assert.h>
 #include <stdlib.h>
 
 #include "kg_clock.h"
@@ -32,6 +33,7 @@ kg__loop_attach(kg_sup_t *S)
 int
 kg_supervisor_run(kg_supervisor_t *S)
 {
+  assert(S);
   if (kg__loop_attach(S) != 0) {
     kg_error("unable to set up the event loop: %s", kg_strerror(KG_ENOMEM));
     return KG_EXIT_SYSTEM;

@@ -1,10 +1,8 @@
-/*  kg_notify: what kguard tells the user and writes down: the notices it
-    publishes (display_data with kguard's metadata, including what the
-    checkpoint restore did) and the incident records.
-
-    Arrows: kg_sup_guard.c -> kg_sup_notify.c -> kg_sup_synth.c; kg_sup_helpers.c ->
-    kg_sup_notify.c (kg__write_incident). Nothing here starts a child or fires
-    an event.
+/*  kg_sup_notify: what kguard tells the user and writes down: the notices
+    it publishes (display_data with kguard's metadata, including what the
+    checkpoint restore did) and the incident records (S->incidents: the
+    current one, and the one set aside while an advice's is written).
+    Nothing here starts a child or posts an event.
 */
 #include "kg_sup_priv.h"
 

@@ -240,6 +240,7 @@ struct kg_supervisor_t {
 /*  Replace the owned string *field with a copy of value (NULL or "" clear
     it; out of memory keeps the old value). */
 void kg__set_str(char **field, const char *value);
+/*  Free a NULL-terminated array of strings; *envp_p becomes NULL. */
 void kg__free_envp(char ***envp_p);
 /*  The kernel's language (kg_language.h): its cached kernel_info_reply,
     else the kernelspec's, else argv's guess. Borrowed. */
@@ -319,56 +320,113 @@ int kg__parent_init(kg_sup_t *S);
    deadline) over kg_state's table */
 const kg_fsm_def_t *kg__states(void);
 
-/* kg_sup_relay.c */
-/*  Log the dropped-message summary if its interval ended (or now, if force). */
+/* kg_sup_relay.c: the frontend's side and kguard's queues */
+/*  Log the dropped-message summary if its interval ended at now (or at
+    once, if force). */
 void kg__droplog_flush(kg_sup_t *S, int64_t now, bool force);
+/*  A verified message from the frontend on ch: the gate decides, this
+    carries it out (forward, answer, hold, drop). *msg_p may be taken
+    (held): then it is NULL on return. */
 void kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p);
+/*  Deliver what kguard holds, as far as the state lets it: control first,
+    then shell in order until an execute is in flight; while DOWN, answer
+    it all. Stops at a posted event (what follows waits for its state). */
 void kg__flush_held(kg_sup_t *S);
-
-/* kg_sup_relay.c, shared with kg_sup_relay_kernel.c */
+/*  Receive one message from socket (side and ch name it in logs): 1 and
+    *msg_p, 0 if none waits, -1 on a socket error. Oversized ones are
+    counted and skipped. */
 int kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch,
                    kg_msg_t **msg_p);
+/*  Parse and check msg with signer; false (counted, logged) if it fails. */
 bool kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side,
                       kg_channel_t ch);
+/*  A message this big schedules the memory trim after the burst. */
 void kg__relay_note_size(kg_sup_t *S, const kg_msg_t *msg);
+/*  True if e is the execute in the kernel that holds the shell queue. */
 bool kg__relay_holds_queue(const kg_pending_entry_t *e);
+/*  True while an execute runs in the kernel or kguard's probe after an
+    error reply is awaited: nothing more goes in. */
 bool kg__relay_kernel_busy(kg_sup_t *S);
+/*  stop_on_error after the error reply `reply`: the executes queued now
+    are answered aborted; the other requests go on. */
 void kg__relay_abort_queue(kg_sup_t *S, kg_msg_t *reply);
 
-/* kg_sup_synth.c */
+/* kg_sup_synth.c: messages kguard writes itself (fresh msg_id, signed) */
+/*  Publish on iopub a message of type with parent (may be NULL), under the
+    session of parent's open busy or else the kernel's; takes *content_p
+    and *metadata_p (may be NULL). */
 void kg__publish(kg_sup_t *S, const char *type, const cJSON *parent, cJSON **content_p,
                  cJSON **metadata_p);
+/*  A status message (execution_state = state) with parent. */
 void kg__publish_status(kg_sup_t *S, const cJSON *parent, const char *state);
+/*  busy for the request of header, unless one is open already (ledger). */
 void kg__status_busy(kg_sup_t *S, const cJSON *header);
+/*  idle for the request of header, once, and only after its busy. */
 void kg__status_idle(kg_sup_t *S, const cJSON *header);
+/*  idle for every open busy but except_id's (NULL: all): the kernel that
+    owed them is gone. */
 void kg__settle_status(kg_sup_t *S, const char *except_id);
+/*  Reply to e on its channel with type, taking *content_p (the entry
+    stays: the caller removes it). */
 void kg__reply(kg_sup_t *S, kg_pending_entry_t *e, const char *type, cJSON **content_p);
+/*  e's execute_reply status "aborted" (stop_on_error), its busy and idle;
+    e is removed. */
 void kg__answer_aborted(kg_sup_t *S, kg_pending_entry_t *e, const cJSON *error_metadata);
+/*  e answered with an error ename/evalue: busy, the error on iopub (an
+    execute), the reply, idle; e is removed. */
 void kg__answer_error(kg_sup_t *S, kg_pending_entry_t *e, const char *ename,
                       const char *evalue);
+/*  e (a kernel_info_request) answered from the last kernel_info_reply, or
+    kguard's own while none was seen; e is removed. */
 void kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e);
+/*  Answer with an error every pending request that was forwarded or doomed
+    (doomed_only: only the doomed), but the shutdown_request. */
 void kg__answer_all(kg_sup_t *S, bool doomed_only, const char *ename, const char *evalue);
+/*  e (a `%kguard` cell) answered with text as its stream output, then its
+    execute_reply (ok or error); e is removed. */
 void kg__answer_stream(kg_sup_t *S, kg_pending_entry_t *e, const char *text, bool ok);
+/*  An error's content: ename, evalue and a one-line traceback. New. */
 cJSON *kg__error_content(const char *ename, const char *evalue);
 
-/* kg_sup_guard.c */
+/* kg_sup_guard.c: evidence and what a fault does */
+/*  A fresh kernel: fresh evidence (the old one kept for its notice), no
+    probe, no abort wait. */
 void kg__guard_kernel_started(kg_sup_t *S);
+/*  An iopub message as evidence (error, stream). */
 void kg__guard_iopub(kg_sup_t *S, kg_msg_t *msg);
+/*  A reply as evidence (an error execute_reply); the failing cell's real
+    reply gets kguard's notice metadata. */
 void kg__guard_reply(kg_sup_t *S, kg_msg_t *msg);
+/*  The failing request's real execute_reply was relayed: CLOSING is over. */
 void kg__guard_failing_done(kg_sup_t *S, kg_msg_t *reply);
+/*  Raw output of the kernel's stdout (which = 1) or stderr (2). */
 void kg__guard_raw(kg_sup_t *S, int which, const char *data, size_t len);
+/*  Read and judge what the kernel's pipes hold now. */
 void kg__guard_drain_pipes(kg_sup_t *S);
+/*  The kernel died on its own: its exit as evidence; true if the fault is
+    sticky (the incident is open then). */
 bool kg__guard_child_exit(kg_sup_t *S);
+/*  CLOSING's entry: doom everything but the failing request, open the
+    incident, start the version probe. */
 void kg__guard_enter_closing(kg_sup_t *S);
+/*  The kernel's group is gone: answer, let the policy decide, post where
+    to go (STOPPED_RESTORE, STOPPED_RESTART or STOPPED_GIVE_UP). */
 void kg__guard_after_stop(kg_sup_t *S);
+/*  READY's entry: the notice that was due, the idles owed. */
 void kg__guard_on_ready(kg_sup_t *S);
 void kg__guard_enter_down(kg_sup_t *S);   /* DOWN's notice; then the caller flushes */
 void kg__guard_down_answer(kg_sup_t *S);  /* KernelDown for every request still pending */
+/*  The device probe confirmed the suspicion (probe: its error as matched,
+    NULL for no answer): a sticky fault dated at the first evidence. */
 void kg__guard_confirm(kg_sup_t *S, const kg_match_t *probe);
 
-/* kg_sup_notify.c */
+/* kg_sup_notify.c: notices and incident records */
+/*  info from diag (the running kernel's, or the previous one's) and what
+    the supervisor knows (incident, restore, policy). */
 void kg__notice_fill(kg_sup_t *S, const kg_diagnosis_t *diag, kg_notice_info_t *info);
 void kg__notice_fill_current(kg_sup_t *S, kg_notice_info_t *info);
+/*  Publish a notice of kind as display_data with parent (may be NULL);
+    extra (may be NULL) is appended to its texts. */
 void kg__notice_publish(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *info,
                         const cJSON *parent, const char *extra);
 /*  A new incident replaces the current one (sticky: the gate names it);
@@ -383,15 +441,24 @@ void kg__incident_put_back(kg_sup_t *S);
 /*  Free both records (kg_supervisor_destroy). */
 void kg__incidents_clear(kg_sup_t *S);
 
-/* kg_sup_helpers.c */
+/* kg_sup_helpers.c: the children that never touch the poisoned process */
+/*  The version probe (Python, torch, CUDA/HIP, device) for the incident. */
 void kg__start_probe(kg_sup_t *S);
+/*  RESTORING's entry: `kguard ckpt resume-prepare`, or RESTORED at once
+    when there is nothing to restore. */
 void kg__guard_start_restore(kg_sup_t *S);
+/*  Read what the helpers (and the GPU children) wrote; act on their end. */
 void kg__guard_helpers_poll(kg_sup_t *S);
+/*  The restore's latest progress into buf, "" if none. */
 void kg__restore_progress_text(kg_sup_t *S, char *buf, size_t len);
 
-/* kg_sup_devcheck.c */
+/* kg_sup_devcheck.c: the device probe that turns a suspicion into proof */
+/*  True while requests must wait: a probe is out, or a suspicion stands
+    in READY. */
 bool kg__check_pending(const kg_sup_t *S);
+/*  Send the probe if a suspicion stands, the kernel is READY and idle. */
 void kg__check_start(kg_sup_t *S);
+/*  True if msg belongs to the probe (never shown). */
 bool kg__check_iopub(kg_sup_t *S, kg_msg_t *msg);
 /*  True if msg is the probe's reply (consumed); *confirmed then says it
     proved the suspicion, with the matching family in *match. */
@@ -400,17 +467,27 @@ bool kg__check_reply(kg_sup_t *S, kg_msg_t *msg, bool *confirmed, kg_match_t *ma
     (the caller tells the guard). */
 bool kg__check_expired(kg_sup_t *S, int64_t now);
 
-/* kg_sup_inband.c */
+/* kg_sup_inband.c: `%kguard` cells */
+/*  True if msg (an execute_request) is a `%kguard` cell. */
 bool kg__inband_match(kg_msg_t *msg);
+/*  Record and answer the `%kguard` cell msg (arrived on ch); false if it
+    is not one. */
 bool kg__guard_inband(kg_sup_t *S, kg_msg_t *msg, kg_channel_t ch);
 
-/* kg_sup_gpu.c: the pre-flight probe and `%kguard doctor` (issue 13) */
+/* kg_sup_gpu.c: the pre-flight probe and `%kguard doctor` */
+/*  Their objects, configured from the environment. 0 or KG_ENOMEM. */
 int kg__gpu_init(kg_sup_t *S);
 void kg__gpu_destroy(kg_sup_t *S);
+/*  STARTING: start the pre-flight beside the fresh kernel if it is due
+    (after_sticky: the start follows a sticky error). */
 void kg__preflight_kernel_started(kg_sup_t *S, bool after_sticky);
+/*  True while the pre-flight's verdict is awaited: READY waits for it. */
 bool kg__preflight_holds_ready(const kg_sup_t *S);
+/*  DOWN's notice for a failing device (the hardware family). */
 void kg__preflight_down_notice(kg_sup_t *S);
+/*  Start `kguard doctor` for the `%kguard doctor` cell e (busy; held). */
 void kg__doctor_start(kg_sup_t *S, kg_pending_entry_t *e);
+/*  Read what the two children wrote; act on a verdict or an answer. */
 void kg__gpu_poll(kg_sup_t *S);
 
 /* kg_sup_hang.c: a kernel that stops answering its heartbeat mid-cell */
@@ -418,7 +495,9 @@ void kg__hang_init(kg_sup_t *S);              /* its configuration (environment)
 void kg__hang_forget(kg_sup_t *S);            /* the kernel process is gone */
 void kg__hang_destroy(kg_sup_t *S);           /* before the zmq context ends */
 
-/* kg_sup_kenv.c */
+/* kg_sup_kenv.c: the kernel's argv and environment */
+/*  The environment of a kernel start into *envp_p (NULL on allocation
+    failure; free with kg__free_envp). */
 void kg__guard_env(kg_sup_t *S, char ***envp_p);
 /*  The warm standby's environment: as a plain start's, without the
     diagnostic and resume variables, with KGUARD_STANDBY=1 and
@@ -428,17 +507,15 @@ void kg__guard_env_standby(kg_sup_t *S, const char *handover, char ***envp_p);
     empty), as the kernel's environment would have them; NULL on allocation
     failure. Free with kg__free_envp. */
 char **kg__resume_envp(kg_sup_t *S);
-
-/* kg_sup_standby.c: the warm standby (kg_sup_kernel.c, kg_supervisor.c and the
-   loop call it; it calls kg_kernel, kg_kenv and kg_sup_kernel's argv) */
-void kg__standby_start(kg_sup_t *S);          /* after READY, if configured */
-bool kg__standby_promote(kg_sup_t *S);        /* at STARTING: true if it took over */
-void kg__standby_reap(kg_sup_t *S);           /* SIGCHLD: a standby that died */
-void kg__standby_stop(kg_sup_t *S);           /* kguard is exiting */
-/* kg_sup_kenv.c */
 /*  The inner argv with {connection_file} (and the frontend's path, already
     substituted by jupyter_client) replaced by conn_path; NULL-terminated,
     free with kg__free_envp. NULL on allocation failure. */
 char **kg__kernel_argv(kg_sup_t *S, const char *conn_path);
+
+/* kg_sup_standby.c: the warm standby */
+void kg__standby_start(kg_sup_t *S);          /* after READY, if configured */
+bool kg__standby_promote(kg_sup_t *S);        /* at STARTING: true if it took over */
+void kg__standby_reap(kg_sup_t *S);           /* SIGCHLD: a standby that died */
+void kg__standby_stop(kg_sup_t *S);           /* kguard is exiting */
 
 #endif

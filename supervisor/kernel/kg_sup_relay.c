@@ -1,16 +1,14 @@
-/*  kg_relay: what the frontend sends, on its way to the inner kernel, and
-    kguard's shell queue (the kernel's side: kg_sup_relay_kernel.c, which calls
-    into this file and never the other way). Where each message goes is
-    decided by kg_gate (pure).
+/*  kg_sup_relay: what the frontend sends, on its way to the inner kernel,
+    and kguard's queues (the kernel's side is kg_sup_relay_kernel.c, which
+    calls into this file, never the other way). Where each message goes is
+    kg_gate's decision (pure); this file carries it out.
 
     Requests from the frontend are verified with the frontend's key (forged,
-    unsigned, replayed or malformed ones are dropped, counted and logged, never
-    relayed), remembered by msg_id with their routing identities, and forwarded
-    on the matching kernel socket re-signed with the kernel's key. Replies are
-    routed back by parent msg_id. Only headers are parsed on the fast path;
-    contents only where kguard needs them (errors, streams, kernel_info).
-    While the gate is closed, requests are held and answered or delivered
-    later (kg_sup_guard.c, kg_sup_synth.c).
+    unsigned, replayed or malformed ones are dropped, counted and logged,
+    never relayed), remembered by msg_id with their routing identities, and
+    forwarded on the matching kernel socket with the signature they came
+    with (both sides share the key). Only headers are parsed on the fast
+    path; contents only where kguard needs them.
 
     The kernel has at most ONE execute_request at a time: shell messages are
     forwarded in arrival order until an execute_request is in flight; the
@@ -18,8 +16,10 @@
     order is kept exactly) until its reply has arrived and what the kernel
     said before it has been judged. A cell waiting its turn therefore never
     reaches a kernel that a sticky error poisoned, and kguard implements
-    ipykernel's stop_on_error itself (s_abort_queue). `%kguard` cells keep
-    their place in that order; control messages never wait behind it.
+    ipykernel's stop_on_error itself (kg__relay_abort_queue). `%kguard`
+    cells keep their place in that order; control messages never wait
+    behind it. The held queue is a source of the loop, due whenever it can
+    move.
 */
 #include "kg_sup_priv.h"
 

@@ -1,13 +1,10 @@
-/*  kg_relay_kernel: what the inner kernel says, on its way to the frontend
-    (iopub, replies, stdin requests), the relay's deadlines, and kguard's
-    own kernel_info nudges. Replies are routed back by parent msg_id; the
-    reply that ends the in-flight execute lets the next request in
-    (kg_sup_relay.c's queue) only after what the kernel wrote before it has been
-    judged; a suspected cell's reply and idle wait for the device probe
-    (kg_sup_devcheck.c).
-
-    Arrows: kg_sup_relay_kernel.c -> kg_sup_relay.c (queue, shared receive/accept),
-    kg_sup_devcheck.c, kg_sup_guard.c, kg_sup_synth.c; never back.
+/*  kg_sup_relay_kernel: what the inner kernel says, on its way to the
+    frontend (iopub, replies, stdin requests), the relay's deadlines (one
+    timer each), and kguard's own kernel_info nudges. Replies are routed
+    back by parent msg_id; the reply that ends the in-flight execute lets
+    the next request in (kg_sup_relay.c's queue) only after what the kernel
+    wrote before it has been judged; a suspected cell's reply and idle wait
+    for the device probe (kg_sup_devcheck.c).
 */
 #include "kg_sup_priv.h"
 
@@ -177,7 +174,7 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
   if (state && strcmp(state, "idle") == 0
       && kg_devcheck_hold_idle(S->devcheck, parent, kg_msg_json(msg, KG_PART_PARENT)))
     return;
-  /* M2: one busy and one idle per request. kguard may have said busy for it
+  /* One busy and one idle per request. kguard may have said busy for it
      already (it answers it itself), or idle for it (the kernel was gone). */
   if (state && strcmp(state, "busy") == 0) {
     if (kg_pending_busy_is_open(S->pending, parent))

@@ -18,9 +18,6 @@
     standby that died before promotion is released; after
     KG__STANDBY_MAX_FAILURES such deaths no more are started (a cold start
     is the fallback). Its fields are S->standby.
-
-    Arrows: kg_sup_kernel.c, kg_sup_states.c, kg_supervisor.c ->
-    kg_sup_standby.c -> kg_kernel, kg_sup_kenv.c. Nothing above.
 */
 #include "kg_sup_priv.h"
 

@@ -2,10 +2,7 @@
     one row per state of kg_state.h (entry action, deadline, event on
     deadline), the table's next function, the transition log, and the
     state's deadline as a source of the loop. What each state does on
-    entry is here; what it waits for is kg_state.c's table.
-
-    Arrows: kg_sup_loop.c -> kg_sup_states.c -> kg_sup_kernel.c, the guard,
-    the relay (kg__flush_held), the standby, kg_sup_util.c. Events are
+    entry is here; what it waits for is kg_state.c's table. Events are
     posted (kg__fire), never applied inside another transition.
 */
 #include "kg_sup_priv.h"

@@ -1,14 +1,14 @@
-/*  kg_synth: messages kguard writes itself: status, error and aborted
+/*  kg_sup_synth: messages kguard writes itself: status, error and aborted
     replies, cached kernel_info, stream answers to in-band commands.
 
     Each gets a fresh msg_id (jupyter_client rejects a signature it has seen),
     parent = the request's header, and the session of that request's busy
     (kg_pending) while it is open, else the inner kernel's session as last
-    seen, so frontends that track the session see one kernel (M5).
+    seen, so frontends that track the session see one kernel.
 
     busy/idle go through the ledger (kg_pending): a request the kernel
     already said busy for gets no second busy, and an idle is published only
-    after a busy, once (M2).
+    after a busy, once.
 */
 #include "kg_sup_priv.h"
 

@@ -1,12 +1,15 @@
-/*  kg_supervisor: `kguard kernel`, the transparent supervising kernel.
+/*  kg_supervisor: `kguard kernel`, the supervising kernel.
 
-    Binds the frontend's five channels from its connection file, spawns the
-    inner kernel with a private connection file (ipc transport, own random
-    key, 0700 runtime dir), relays every message both ways re-signed with the
-    other side's key, and watches everything the kernel says. One
-    single-threaded zmq_poll loop over the sockets, the kernel's pipes, helper
-    children and a signalfd; deadlines instead of sleeps; the life cycle is
-    the explicit state machine of kg_state.
+    Binds the frontend's five channels from its connection file and is, to
+    the frontend, the kernel. Spawns the inner kernel with a private
+    connection file (ipc transport in a 0700 runtime directory, the
+    frontend's key), relays every message both ways (a message kguard does
+    not change goes on with the signature it came with; what kguard writes
+    or edits it signs), and watches everything the kernel says, its raw
+    output and its end. One thread, one loop (kg_loop: a poll over the
+    sockets' ZMQ_FD, the kernel's pipes, helper children and a signalfd),
+    deadlines instead of sleeps; the kernel's life cycle is a state table
+    run by kg_fsm. The heartbeat is echoed on a thread of its own.
 */
 #ifndef KG_SUPERVISOR_H
 #define KG_SUPERVISOR_H
@@ -32,15 +35,18 @@ typedef struct {
 
 typedef struct kg_supervisor_t kg_supervisor_t;
 
-/*  Set up everything that does not need the loop: signals (blocked before
-    the zmq context exists), state dir and logs, the frontend's connection
-    file and sockets, the rules. On failure returns NULL and sets *exit_code
-    (100 for a bad connection file or usage, 111 for system failures) after
-    logging a line that says what is wrong. */
+/*  Set up everything that does not need the loop: the configuration
+    (state and runtime directories), signals (blocked before the zmq
+    context exists), logs, the frontend's connection file and sockets, the
+    rules. On failure returns NULL and sets *exit_code (KG_EXIT_USAGE, 100,
+    for a bad connection file, bad rules or usage; KG_EXIT_SYSTEM, 111, for
+    system failures) after logging a line that says what is wrong. config
+    is borrowed (copied). */
 kg_supervisor_t *kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code);
 
-/*  Run the loop until shutdown. Returns the process exit code (0 after a
-    shutdown_request or SIGTERM). */
+/*  Start the kernel and run the loop until the shutdown is over (EXITED).
+    Returns the process exit code (0 after a shutdown_request, SIGTERM or
+    the launcher's end; KG_EXIT_SYSTEM if the loop failed). */
 int kg_supervisor_run(kg_supervisor_t *self);
 
 /*  Kill the kernel's group if still there, close sockets (linger 0),

@@ -1,6 +1,7 @@
 /*  kg_front: see kg_front.h. */
 #include "kg_front.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,24 +89,28 @@ kg_front_destroy(kg_front_t **self_p)
 void
 kg_front_set_loop(kg_front_t *self, kg_loop_t *loop)
 {
+  assert(self);
   self->loop = loop;
 }
 
 void *
 kg_front_socket(const kg_front_t *self, kg_channel_t ch)
 {
+  assert(self);
   return ch >= 0 && ch < KG_CH_COUNT ? self->sock[ch] : NULL;
 }
 
 kg_signer_t *
 kg_front_signer(const kg_front_t *self)
 {
+  assert(self);
   return self->signer;
 }
 
 int
 kg_front_send(kg_front_t *self, kg_channel_t ch, kg_msg_t *msg)
 {
+  assert(self);
   void *sock = kg_front_socket(self, ch);
   if (!sock)
     return KG_EUSAGE;
@@ -119,6 +124,7 @@ int
 kg_front_publish(kg_front_t *self, const char *session, const char *type,
                  const cJSON *parent, cJSON **content_p, cJSON **metadata_p)
 {
+  assert(self);
   kg_msg_t *m = kg_msg_new(type, session, parent, content_p);
   int rc = KG_ENOMEM;
   if (m && metadata_p && *metadata_p)
@@ -142,6 +148,7 @@ kg_front_reply(kg_front_t *self, kg_channel_t ch, const kg_frame_t *idents, size
                const char *session, const char *type, const cJSON *parent,
                cJSON **content_p, const cJSON *metadata)
 {
+  assert(self);
   kg_msg_t *m = kg_msg_new(type, session, parent, content_p);
   if (!m)
     return KG_ENOMEM;

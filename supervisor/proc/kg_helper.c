@@ -1,6 +1,7 @@
 /*  kg_helper: one bounded helper child (see kg_helper.h). */
 #include "kg_helper.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -11,6 +12,8 @@
 #include "kg_child.h"
 #include "kg_error.h"
 #include "kg_log.h"
+
+#define S_REAP_AGAIN_MS 5000   /* a killed helper not reaped by then is looked at again */
 
 #define S_LINE_MAX 4096   /* a longer stderr line is logged in pieces */
 
@@ -52,6 +55,7 @@ kg_helper_new(const char *name, size_t out_cap, int64_t stall_ms)
 static void
 s_forget(kg_helper_t *self)
 {
+  assert(self);
   kg_child_destroy(&self->child);
   free(self->out);
   self->out = NULL;
@@ -75,6 +79,7 @@ kg_helper_destroy(kg_helper_t **self_p)
 int
 kg_helper_start(kg_helper_t *self, char *const *argv, char *const *envp, int64_t now_ms)
 {
+  assert(self);
   s_forget(self);
   kg_child_opts_t opts = {.argv = argv, .envp = envp, .capture = true};
   int rc = kg_child_spawn(&opts, &self->child);
@@ -96,6 +101,7 @@ kg_helper_running(const kg_helper_t *self)
 int
 kg_helper_fd(const kg_helper_t *self, int which)
 {
+  assert(self);
   if (!kg_helper_running(self))
     return -1;
   return which == 1 ? kg_child_stdout_fd(self->child) : kg_child_stderr_fd(self->child);
@@ -127,6 +133,7 @@ kg_helper_parse_progress(const char *line, int64_t *done, int64_t *total)
 static void
 s_line(kg_helper_t *self, int64_t now_ms)
 {
+  assert(self);
   self->line[self->line_len] = '\0';
   int64_t d, t;
   if (kg_helper_parse_progress(self->line, &d, &t)) {
@@ -142,6 +149,7 @@ s_line(kg_helper_t *self, int64_t now_ms)
 static void
 s_stderr(kg_helper_t *self, const char *buf, size_t n, int64_t now_ms)
 {
+  assert(self);
   for (size_t i = 0; i < n; i++) {
     if (buf[i] == '\n') {
       s_line(self, now_ms);
@@ -156,6 +164,7 @@ s_stderr(kg_helper_t *self, const char *buf, size_t n, int64_t now_ms)
 static void
 s_stdout(kg_helper_t *self, const char *buf, size_t n)
 {
+  assert(self);
   if (self->out_len + n > self->out_cap) {
     self->out_dropped += n;
     return;
@@ -175,6 +184,7 @@ s_stdout(kg_helper_t *self, const char *buf, size_t n)
 static bool
 s_read(kg_helper_t *self, int64_t now_ms)
 {
+  assert(self);
   char buf[8192];
   bool got = false;
   for (int which = 1; which <= 2; which++)
@@ -194,6 +204,7 @@ s_read(kg_helper_t *self, int64_t now_ms)
 bool
 kg_helper_pump(kg_helper_t *self, int64_t now_ms)
 {
+  assert(self);
   if (!kg_helper_running(self))
     return false;
   if (s_read(self, now_ms) && !self->stalled)
@@ -215,12 +226,14 @@ kg_helper_pump(kg_helper_t *self, int64_t now_ms)
 int64_t
 kg_helper_deadline(const kg_helper_t *self)
 {
+  assert(self);
   return kg_helper_running(self) ? self->deadline_ms : 0;
 }
 
 bool
 kg_helper_timers(kg_helper_t *self, int64_t now_ms)
 {
+  assert(self);
   if (!kg_helper_running(self) || now_ms < self->deadline_ms)
     return false;
   if (!self->stalled)
@@ -228,25 +241,28 @@ kg_helper_timers(kg_helper_t *self, int64_t now_ms)
                self->stall_ms / 1000);
   self->stalled = true;
   kg_child_kill_group(self->child, SIGKILL);
-  self->deadline_ms = now_ms + 5000;   /* look again if it is not reaped */
+  self->deadline_ms = now_ms + S_REAP_AGAIN_MS;   /* look again if it is not reaped */
   return true;
 }
 
 const char *
 kg_helper_out(const kg_helper_t *self)
 {
+  assert(self);
   return self->out ? self->out : "";
 }
 
 int
 kg_helper_status(const kg_helper_t *self)
 {
+  assert(self);
   return self->status;
 }
 
 bool
 kg_helper_stalled(const kg_helper_t *self)
 {
+  assert(self);
   return self->stalled;
 }
 
@@ -282,6 +298,7 @@ s_bytes(double b, char *buf, size_t len)
 bool
 kg_helper_progress_text(const kg_helper_t *self, int64_t now_ms, char *buf, size_t len)
 {
+  assert(self);
   if (len)
     buf[0] = '\0';
   if (!self->has_progress || !len)

@@ -1,6 +1,7 @@
 /*  kg_kernel: see kg_kernel.h. */
 #include "kg_kernel.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -63,6 +64,7 @@ kg_kernel_new(const kg_kernel_opts_t *opts)
 static void
 s_close_sockets(kg_kernel_t *self)
 {
+  assert(self);
   for (int ch = 0; ch < KG_CH_COUNT; ch++)
     kg_socket_close(&self->sock[ch]);
 }
@@ -91,6 +93,7 @@ kg_kernel_destroy(kg_kernel_t **self_p)
 static void
 s_set_reason(kg_kernel_t *self, const char *reason)
 {
+  assert(self);
   free(self->reason);
   self->reason = reason ? strdup(reason) : NULL;
 }
@@ -98,6 +101,7 @@ s_set_reason(kg_kernel_t *self, const char *reason)
 static int
 s_connect(kg_kernel_t *self)
 {
+  assert(self);
   s_close_sockets(self);
   snprintf(self->routing_id, sizeof self->routing_id, "kguard-%ld-%.8s%d", (long) getpid(),
            self->tag, self->generation);
@@ -121,6 +125,7 @@ s_connect(kg_kernel_t *self)
 static int
 s_connection(kg_kernel_t *self)
 {
+  assert(self);
   snprintf(self->info->transport, sizeof self->info->transport, "ipc");
   snprintf(self->info->ip, sizeof self->info->ip, "%.200s/%.8s", self->runtime_dir, self->tag);
   for (int ch = 0; ch < KG_CH_COUNT; ch++)
@@ -143,6 +148,7 @@ s_connection(kg_kernel_t *self)
 int
 kg_kernel_start(kg_kernel_t *self, char *const *argv, char *const *envp, const char *banner)
 {
+  assert(self);
   s_set_reason(self, NULL);
   if (self->child) {
     s_set_reason(self, "the previous kernel was not released");
@@ -181,12 +187,14 @@ kg_kernel_start(kg_kernel_t *self, char *const *argv, char *const *envp, const c
 const char *
 kg_kernel_reason(const kg_kernel_t *self)
 {
+  assert(self);
   return self->reason ? self->reason : "";
 }
 
 int
 kg_kernel_endpoint(const kg_kernel_t *self, kg_channel_t ch, char *buf, size_t len)
 {
+  assert(self);
   if (self->generation == 0)
     return KG_ENOKERNEL;
   return kg_conninfo_endpoint(self->info, ch, buf, len);
@@ -195,42 +203,49 @@ kg_kernel_endpoint(const kg_kernel_t *self, kg_channel_t ch, char *buf, size_t l
 const char *
 kg_kernel_conn_path(const kg_kernel_t *self)
 {
+  assert(self);
   return self->conn_path;
 }
 
 int
 kg_kernel_generation(const kg_kernel_t *self)
 {
+  assert(self);
   return self->generation;
 }
 
 bool
 kg_kernel_present(const kg_kernel_t *self)
 {
+  assert(self);
   return self->child != NULL;
 }
 
 bool
 kg_kernel_alive(const kg_kernel_t *self)
 {
+  assert(self);
   return self->child && !kg_child_exited(self->child);
 }
 
 bool
 kg_kernel_exiting(const kg_kernel_t *self)
 {
+  assert(self);
   return kg_kernel_alive(self) && kg_child_proc_state(kg_child_pid(self->child)) == 'Z';
 }
 
 pid_t
 kg_kernel_pid(const kg_kernel_t *self)
 {
+  assert(self);
   return self->child ? kg_child_pid(self->child) : -1;
 }
 
 void *
 kg_kernel_socket(const kg_kernel_t *self, kg_channel_t ch)
 {
+  assert(self);
   return ch >= 0 && ch < KG_CH_COUNT ? self->sock[ch] : NULL;
 }
 
@@ -249,6 +264,7 @@ kg_kernel_send(kg_kernel_t *self, kg_channel_t ch, kg_msg_t *msg, int flags)
 kg_signer_t *
 kg_kernel_signer(const kg_kernel_t *self)
 {
+  assert(self);
   return self->signer;
 }
 
@@ -295,12 +311,14 @@ kg_kernel_drain(kg_kernel_t *self, kg_kernel_output_fn *fn, void *arg)
 kg_ready_t *
 kg_kernel_ready(const kg_kernel_t *self)
 {
+  assert(self);
   return self->ready;
 }
 
 kg_ring_t *
 kg_kernel_ring(const kg_kernel_t *self, int which)
 {
+  assert(self);
   return self->ring[which == 1 ? 0 : 1];
 }
 
@@ -327,12 +345,14 @@ kg_kernel_reap(kg_kernel_t *self)
 int
 kg_kernel_status(const kg_kernel_t *self)
 {
+  assert(self);
   return self->child ? kg_child_status(self->child) : 0;
 }
 
 int
 kg_kernel_release(kg_kernel_t *self, bool *exited, bool *signalled)
 {
+  assert(self);
   int st = self->child ? kg_child_status(self->child) : 0;
   if (exited)
     *exited = self->child && kg_child_exited(self->child);

@@ -2,6 +2,7 @@
     outstanding (see kg_kernel_hb.h). */
 #include "kg_kernel_hb.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ kg_kernel_hb_config_env(kg_kernel_hb_config_t *cfg, char *err, size_t errlen)
   const char *m = getenv("KGUARD_KERNEL_HB_MISSES");
   double v;
   if (p && *p) {
-    if (!s_number(p, 0.1, 60, &v)) {
+    if (!s_number(p, KG_KHB_PERIOD_MS_MIN / 1000.0, KG_KHB_PERIOD_MS_MAX / 1000.0, &v)) {
       snprintf(err, errlen, "KGUARD_KERNEL_HB_PERIOD takes seconds from 0.1 to 60, not '%.40s'",
                p);
       return KG_EUSAGE;
@@ -56,7 +57,7 @@ kg_kernel_hb_config_env(kg_kernel_hb_config_t *cfg, char *err, size_t errlen)
     cfg->period_ms = (int64_t) (v * 1000.0 + 0.5);
   }
   if (m && *m) {
-    if (!s_number(m, 1, 1000, &v) || v != (double) (int) v) {
+    if (!s_number(m, 1, KG_KHB_MISSES_MAX, &v) || v != (double) (int) v) {
       snprintf(err, errlen, "KGUARD_KERNEL_HB_MISSES takes a whole number from 1 to 1000, "
                "not '%.40s'", m);
       return KG_EUSAGE;
@@ -72,8 +73,9 @@ kg_kernel_hb_new(void *zmq_ctx, const char *endpoint, const kg_kernel_hb_config_
   kg_kernel_hb_config_t defaults = {KG_KHB_PERIOD_MS_DEFAULT, KG_KHB_MISSES_DEFAULT};
   if (!cfg)
     cfg = &defaults;
-  if (!zmq_ctx || !endpoint || cfg->period_ms < 100 || cfg->period_ms > 60000
-      || cfg->max_missed < 1 || cfg->max_missed > 1000)
+  if (!zmq_ctx || !endpoint || cfg->period_ms < KG_KHB_PERIOD_MS_MIN
+      || cfg->period_ms > KG_KHB_PERIOD_MS_MAX || cfg->max_missed < 1
+      || cfg->max_missed > KG_KHB_MISSES_MAX)
     return NULL;
   kg_kernel_hb_t *self = calloc(1, sizeof *self);
   if (!self)
@@ -104,6 +106,7 @@ kg_kernel_hb_destroy(kg_kernel_hb_t **self_p)
 void *
 kg_kernel_hb_socket(kg_kernel_hb_t *self)
 {
+  assert(self);
   return self->sock;
 }
 
@@ -112,6 +115,7 @@ kg_kernel_hb_socket(kg_kernel_hb_t *self)
 static void
 s_ping(kg_kernel_hb_t *self)
 {
+  assert(self);
   char buf[40];
   int n = snprintf(buf, sizeof buf, S_PREFIX "%llu", (unsigned long long) ++self->seq);
   (void) zmq_send(self->sock, buf, (size_t) n, ZMQ_DONTWAIT);
@@ -122,6 +126,7 @@ s_ping(kg_kernel_hb_t *self)
 static void
 s_drain(kg_kernel_hb_t *self)
 {
+  assert(self);
   char buf[64];
   int n;
   while ((n = zmq_recv(self->sock, buf, sizeof buf - 1, ZMQ_DONTWAIT)) >= 0) {
@@ -152,6 +157,7 @@ s_drain(kg_kernel_hb_t *self)
 void
 kg_kernel_hb_arm(kg_kernel_hb_t *self, bool on, int64_t now_ms)
 {
+  assert(self);
   if (on == self->armed)
     return;
   /* nothing read here: echoes of an earlier arming are told apart by their
@@ -177,6 +183,7 @@ kg_kernel_hb_arm(kg_kernel_hb_t *self, bool on, int64_t now_ms)
 void
 kg_kernel_hb_read(kg_kernel_hb_t *self)
 {
+  assert(self);
   s_drain(self);
 }
 
@@ -214,24 +221,28 @@ kg_kernel_hb_status(const kg_kernel_hb_t *self)
 int
 kg_kernel_hb_missed(const kg_kernel_hb_t *self)
 {
+  assert(self);
   return self->missed;
 }
 
 uint64_t
 kg_kernel_hb_pings(const kg_kernel_hb_t *self)
 {
+  assert(self);
   return self->seq;
 }
 
 uint64_t
 kg_kernel_hb_beats(const kg_kernel_hb_t *self)
 {
+  assert(self);
   return self->beats;
 }
 
 int64_t
 kg_kernel_hb_deadline(const kg_kernel_hb_t *self)
 {
+  assert(self);
   return self->armed ? self->deadline : 0;
 }
 

@@ -37,6 +37,9 @@
 
 #define KG_KHB_PERIOD_MS_DEFAULT 1000
 #define KG_KHB_MISSES_DEFAULT 5
+#define KG_KHB_PERIOD_MS_MIN 100     /*  the period's range                    */
+#define KG_KHB_PERIOD_MS_MAX 60000
+#define KG_KHB_MISSES_MAX 1000
 
 typedef struct {
   int64_t period_ms;            /*  one ping per period (100 .. 60000)        */

@@ -1,6 +1,7 @@
 /*  kg_parentwatch: notice that the process that launched kguard is gone. */
 #include "kg_parentwatch.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -15,6 +16,8 @@
 
 #include "kg_error.h"
 #include "kg_sigsrc.h"
+
+#define S_PERIOD_MS_DEFAULT 1000   /* without a pidfd: how often the launcher is looked at */
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -95,7 +98,7 @@ kg_parentwatch_new(pid_t target, int pdeath_sig, int period_ms)
     return NULL;
   self->pidfd = self->epfd = -1;
   self->deadline_ms = INT64_MAX;
-  self->period_ms = period_ms > 0 ? period_ms : 1000;
+  self->period_ms = period_ms > 0 ? period_ms : S_PERIOD_MS_DEFAULT;
   pid_t ppid = getppid();
   self->ppid0 = ppid > 1 ? ppid : 0;
   if (target > 1 && target != ppid && !s_is_ancestor(target))
@@ -161,12 +164,14 @@ kg_parentwatch_destroy(kg_parentwatch_t **self_p)
 int
 kg_parentwatch_fd(const kg_parentwatch_t *self)
 {
+  assert(self);
   return self->epfd;
 }
 
 int64_t
 kg_parentwatch_deadline_ms(const kg_parentwatch_t *self)
 {
+  assert(self);
   return self->gone ? 0 : self->deadline_ms;
 }
 
@@ -195,6 +200,7 @@ kg_parentwatch_check(kg_parentwatch_t *self, int64_t now_ms)
 pid_t
 kg_parentwatch_pid(const kg_parentwatch_t *self)
 {
+  assert(self);
   return self->target;
 }
 

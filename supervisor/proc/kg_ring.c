@@ -46,6 +46,7 @@ kg_ring_destroy(kg_ring_t **self_p)
 void
 kg_ring_append(kg_ring_t *self, const void *data, size_t len)
 {
+  assert(self);
   const char *p = data;
   self->total += len;
   if (self->log_fd >= 0) {
@@ -81,18 +82,21 @@ kg_ring_append(kg_ring_t *self, const void *data, size_t len)
 size_t
 kg_ring_size(const kg_ring_t *self)
 {
+  assert(self);
   return self->size;
 }
 
 unsigned long long
 kg_ring_total(const kg_ring_t *self)
 {
+  assert(self);
   return self->total;
 }
 
 char *
 kg_ring_tail(const kg_ring_t *self, size_t max)
 {
+  assert(self);
   size_t n = self->size < max ? self->size : max;
   char *out = malloc(n + 1);
   if (!out)
@@ -107,6 +111,7 @@ kg_ring_tail(const kg_ring_t *self, size_t max)
 void
 kg_ring_clear(kg_ring_t *self)
 {
+  assert(self);
   self->start = 0;
   self->size = 0;
 }

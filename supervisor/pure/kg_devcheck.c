@@ -2,6 +2,7 @@
     no supervisor file: only the classifier and the message class. */
 #include "kg_devcheck.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ kg_devcheck_destroy(kg_devcheck_t **self_p)
 void
 kg_devcheck_reset(kg_devcheck_t *self)
 {
+  assert(self);
   free(self->probe_id);
   self->probe_id = NULL;
   self->started_ms = self->deadline_ms = 0;
@@ -46,18 +48,21 @@ kg_devcheck_reset(kg_devcheck_t *self)
 void
 kg_devcheck_suspected(kg_devcheck_t *self, int64_t now)
 {
+  assert(self);
   self->suspect_ms = now;
 }
 
 int64_t
 kg_devcheck_suspect_ms(const kg_devcheck_t *self)
 {
+  assert(self);
   return self->suspect_ms;
 }
 
 int
 kg_devcheck_sent(kg_devcheck_t *self, const char *msg_id, int64_t now)
 {
+  assert(self);
   free(self->probe_id);
   self->probe_id = NULL;
   if (!msg_id || !*msg_id)
@@ -73,18 +78,21 @@ kg_devcheck_sent(kg_devcheck_t *self, const char *msg_id, int64_t now)
 bool
 kg_devcheck_probing(const kg_devcheck_t *self)
 {
+  assert(self);
   return self->probe_id != NULL;
 }
 
 bool
 kg_devcheck_is_probe(const kg_devcheck_t *self, const char *parent)
 {
+  assert(self);
   return self->probe_id && parent && strcmp(parent, self->probe_id) == 0;
 }
 
 int64_t
 kg_devcheck_deadline(const kg_devcheck_t *self)
 {
+  assert(self);
   return self->probe_id ? self->deadline_ms : 0;
 }
 
@@ -101,6 +109,7 @@ kg_devcheck_expired(kg_devcheck_t *self, int64_t now)
 int64_t
 kg_devcheck_answered(kg_devcheck_t *self, int64_t now)
 {
+  assert(self);
   free(self->probe_id);
   self->probe_id = NULL;
   return now - self->started_ms;
@@ -139,6 +148,7 @@ kg_devcheck_verdict(const cJSON *content, const kg_classifier_t *rules, kg_match
 bool
 kg_devcheck_hold_reply(kg_devcheck_t *self, kg_msg_t **msg_p)
 {
+  assert(self);
   if (self->reply || !msg_p || !*msg_p)
     return false;
   self->reply = *msg_p;
@@ -149,12 +159,14 @@ kg_devcheck_hold_reply(kg_devcheck_t *self, kg_msg_t **msg_p)
 bool
 kg_devcheck_holding(const kg_devcheck_t *self)
 {
+  assert(self);
   return self->reply != NULL;
 }
 
 bool
 kg_devcheck_hold_idle(kg_devcheck_t *self, const char *parent_id, const cJSON *parent_header)
 {
+  assert(self);
   const char *held = self->reply ? kg_msg_parent_id(self->reply) : NULL;
   if (!held || !parent_id || strcmp(parent_id, held) != 0)
     return false;
@@ -166,6 +178,7 @@ kg_devcheck_hold_idle(kg_devcheck_t *self, const char *parent_id, const cJSON *p
 void
 kg_devcheck_release(kg_devcheck_t *self, kg_msg_t **reply_p, cJSON **idle_p)
 {
+  assert(self);
   *reply_p = self->reply;
   *idle_p = self->idle;
   self->reply = NULL;

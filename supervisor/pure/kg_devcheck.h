@@ -1,5 +1,4 @@
-/*  kg_devcheck: the device probe's bookkeeping (issue 16; issue 9: the
-    state kg_sup_devcheck.c used to keep in the supervisor's shared struct).
+/*  kg_devcheck: the device probe's bookkeeping.
 
     When output shows sticky GPU error text that proves nothing by itself,
     the supervisor probes the device with a silent execute_request of its
@@ -11,7 +10,7 @@
     It sends nothing, reads no clock (the caller passes now) and calls no
     supervisor file: its functions take what they need and RETURN verdicts,
     so the timing and verdict logic is tested by tables
-    (tests/unit/supervisor/test_devcheck.c).
+    (tests/unit/pure/test_devcheck.c).
 
     Ownership: the object owns the probe id (a copy), the held reply and the
     held idle header; kg_devcheck_release hands the last two to the caller.

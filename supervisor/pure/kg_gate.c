@@ -2,6 +2,7 @@
     kg_gate.h). */
 #include "kg_gate.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,7 @@ kg_gate_destroy(kg_gate_t **self_p)
 void
 kg_gate_fault(kg_gate_t *self, kg_gate_fault_t cause, int64_t now_ms)
 {
+  assert(self);
   /* One incident, one T: a death while stopping after a sticky error is the
      same incident, and its window has not started yet. */
   if (self->fault && self->notice_ms == 0)
@@ -74,6 +76,7 @@ kg_gate_fault(kg_gate_t *self, kg_gate_fault_t cause, int64_t now_ms)
 void
 kg_gate_told(kg_gate_t *self, int64_t wall_ms)
 {
+  assert(self);
   if (self->fault && self->notice_ms == 0 && self->told_wall_ms == 0)
     self->told_wall_ms = wall_ms > 0 ? wall_ms : 1;
 }
@@ -81,6 +84,7 @@ kg_gate_told(kg_gate_t *self, int64_t wall_ms)
 void
 kg_gate_set_incident(kg_gate_t *self, const char *incident_id)
 {
+  assert(self);
   char *copy = incident_id && *incident_id ? strdup(incident_id) : NULL;
   free(self->incident);
   self->incident = copy;
@@ -89,6 +93,7 @@ kg_gate_set_incident(kg_gate_t *self, const char *incident_id)
 void
 kg_gate_notice(kg_gate_t *self, int64_t now_ms, int64_t wall_ms)
 {
+  assert(self);
   if (self->fault && self->notice_ms == 0) {
     self->notice_ms = now_ms > 0 ? now_ms : 1;
     self->notice_wall_ms = wall_ms;
@@ -100,6 +105,7 @@ kg_gate_notice(kg_gate_t *self, int64_t now_ms, int64_t wall_ms)
 void
 kg_gate_clear(kg_gate_t *self)
 {
+  assert(self);
   self->fault = false;
   self->notice_ms = 0;
 }
@@ -120,18 +126,21 @@ kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms)
 const char *
 kg_gate_incident(const kg_gate_t *self)
 {
+  assert(self);
   return self->incident ? self->incident : "";
 }
 
 kg_gate_fault_t
 kg_gate_fault_cause(const kg_gate_t *self)
 {
+  assert(self);
   return self->cause;
 }
 
 int64_t
 kg_gate_window_ms(const kg_gate_t *self)
 {
+  assert(self);
   return self->window_ms;
 }
 
@@ -168,6 +177,7 @@ kg_gate_kind(const char *msg_type, bool inband)
 kg_gate_decision_t
 kg_gate_decide(const kg_gate_t *self, const kg_gate_input_t *in)
 {
+  assert(self);
   bool open = kg_state_gate_open(in->state);
   if (kg_state_exiting(in->state))
     return s_decision(KG_GATE_DROP, KG_GATE_WHY_NONE);
@@ -221,6 +231,7 @@ kg_gate_action_name(kg_gate_action_t action)
 bool
 kg_gate_abort_begin(kg_gate_t *self, const char *request_id, bool idle_seen, int64_t now_ms)
 {
+  assert(self);
   self->abort_ms = now_ms;
   s_set(&self->abort_probe_id, NULL);
   if (idle_seen) {
@@ -244,6 +255,7 @@ kg_gate_abort_idle(kg_gate_t *self, const char *parent_id)
 void
 kg_gate_abort_probe_sent(kg_gate_t *self, const char *probe_id)
 {
+  assert(self);
   s_set(&self->abort_probe_id, probe_id);
 }
 
@@ -259,6 +271,7 @@ kg_gate_abort_answered(kg_gate_t *self, const char *parent_id)
 void
 kg_gate_abort_clear(kg_gate_t *self)
 {
+  assert(self);
   s_set(&self->abort_idle_id, NULL);
   s_set(&self->abort_probe_id, NULL);
 }
@@ -266,23 +279,27 @@ kg_gate_abort_clear(kg_gate_t *self)
 bool
 kg_gate_abort_active(const kg_gate_t *self)
 {
+  assert(self);
   return self->abort_idle_id || self->abort_probe_id;
 }
 
 int64_t
 kg_gate_abort_deadline(const kg_gate_t *self)
 {
+  assert(self);
   return kg_gate_abort_active(self) ? self->abort_ms + KG_GATE_ABORT_PROBE_MS : 0;
 }
 
 void
 kg_gate_set_running(kg_gate_t *self, const char *request_id)
 {
+  assert(self);
   s_set(&self->running_id, request_id);
 }
 
 const char *
 kg_gate_running(const kg_gate_t *self)
 {
+  assert(self);
   return self->running_id;
 }

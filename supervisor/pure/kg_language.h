@@ -1,6 +1,6 @@
 /*  kg_language: which language the inner kernel runs, and which interpreter
     runs kguard's Python helpers for it (the version probe, kguard.probe;
-    the device probe of issue 16, kguard.devprobe).
+    the device probe, kguard.devprobe).
 
     Pure: no process, no socket, no clock. Decided, first that known, by
     1. the kernel's own word: language_info.name of its kernel_info_reply

@@ -12,7 +12,10 @@
 #define S_EXPIRED_MAX 64          /*  expired entries kept for late replies  */
 #define S_LEDGER_MAX 4096         /*  open busy records (a kernel that never
                                       says idle must not grow it forever)   */
-#define S_SWEEP_EVERY_MS 1000
+#define S_SWEEP_EVERY_MS 1000    /*  expiry looked at on an add at most this often */
+#define S_IDLE_GRACE_MS 2000      /*  an execute idle without its reply expires then */
+#define S_MAX_AGE_MS (10 * 60 * 1000) /*  a forwarded non-execute unanswered this long */
+#define S_MAX_FORWARDED 1024      /*  unanswered non-execute requests kept     */
 
 typedef struct {
   kg_msg_t *msg;
@@ -74,9 +77,9 @@ kg_pending_new(size_t held_max)
     }
   }
   self->held_max = held_max;
-  self->idle_grace_ms = 2000;
-  self->max_age_ms = 10 * 60 * 1000;
-  self->max_forwarded = 1024;
+  self->idle_grace_ms = S_IDLE_GRACE_MS;
+  self->max_age_ms = S_MAX_AGE_MS;
+  self->max_forwarded = S_MAX_FORWARDED;
   return self;
 }
 
@@ -132,6 +135,7 @@ s_truthy(const cJSON *v, bool def)
 kg_pending_entry_t *
 kg_pending_add(kg_pending_t *self, kg_msg_t *msg, kg_channel_t channel, int64_t now_ms)
 {
+  assert(self);
   const char *id = kg_msg_id(msg);
   const char *type = kg_msg_type(msg);
   cJSON *header = kg_msg_json(msg, KG_PART_HEADER);
@@ -193,6 +197,7 @@ fail:
 kg_pending_entry_t *
 kg_pending_find(kg_pending_t *self, const char *msg_id)
 {
+  assert(self);
   if (!msg_id)
     return NULL;
   for (size_t i = 0; i < self->count; i++)
@@ -204,6 +209,7 @@ kg_pending_find(kg_pending_t *self, const char *msg_id)
 kg_pending_entry_t *
 kg_pending_find_expired(kg_pending_t *self, const char *msg_id)
 {
+  assert(self);
   if (!msg_id)
     return NULL;
   for (size_t i = 0; i < self->ex_count; i++) {
@@ -218,6 +224,7 @@ kg_pending_find_expired(kg_pending_t *self, const char *msg_id)
 static kg_pending_entry_t *
 s_take(kg_pending_t *self, size_t i)
 {
+  assert(self);
   kg_pending_entry_t *e = self->entries[i];
   memmove(self->entries + i, self->entries + i + 1,
           (self->count - i - 1) * sizeof *self->entries);
@@ -228,6 +235,7 @@ s_take(kg_pending_t *self, size_t i)
 bool
 kg_pending_remove(kg_pending_t *self, const char *msg_id)
 {
+  assert(self);
   if (!msg_id)
     return false;
   for (size_t i = 0; i < self->count; i++) {
@@ -251,18 +259,21 @@ kg_pending_remove(kg_pending_t *self, const char *msg_id)
 size_t
 kg_pending_count(const kg_pending_t *self)
 {
+  assert(self);
   return self->count;
 }
 
 kg_pending_entry_t *
 kg_pending_at(kg_pending_t *self, size_t index)
 {
+  assert(self);
   return index < self->count ? self->entries[index] : NULL;
 }
 
 kg_pending_entry_t *
 kg_pending_running(kg_pending_t *self)
 {
+  assert(self);
   for (size_t i = 0; i < self->count; i++) {
     kg_pending_entry_t *e = self->entries[i];
     if (e->forwarded && strcmp(e->msg_type, "execute_request") == 0)
@@ -275,6 +286,7 @@ void
 kg_pending_set_limits(kg_pending_t *self, int64_t idle_grace_ms, int64_t max_age_ms,
                       size_t max_forwarded)
 {
+  assert(self);
   self->idle_grace_ms = idle_grace_ms;
   self->max_age_ms = max_age_ms;
   self->max_forwarded = max_forwarded;
@@ -283,6 +295,7 @@ kg_pending_set_limits(kg_pending_t *self, int64_t idle_grace_ms, int64_t max_age
 static void
 s_expire(kg_pending_t *self, size_t i, const char *why)
 {
+  assert(self);
   kg_pending_entry_t *e = s_take(self, i);
   kg_warning("%s %s %s: no longer awaited (a late reply is still routed)", e->msg_type,
              e->msg_id, why);
@@ -305,12 +318,14 @@ s_idle_unanswered(const kg_pending_entry_t *e)
 int64_t
 kg_pending_idle_expiry(const kg_pending_t *self, const kg_pending_entry_t *e)
 {
+  assert(self);
   return s_idle_unanswered(e) ? e->idle_ms + self->idle_grace_ms : 0;
 }
 
 size_t
 kg_pending_expire(kg_pending_t *self, int64_t now_ms)
 {
+  assert(self);
   self->last_sweep_ms = now_ms;
   size_t expired = 0, forwarded = 0;
   size_t i = 0;
@@ -347,6 +362,7 @@ kg_pending_expire(kg_pending_t *self, int64_t now_ms)
 int
 kg_pending_hold(kg_pending_t *self, kg_msg_t **msg_p, kg_channel_t channel)
 {
+  assert(self);
   assert(msg_p && *msg_p);
   if (kg_pending_held(self) == self->held_max)
     return KG_ETOOBIG;
@@ -362,6 +378,7 @@ kg_pending_hold(kg_pending_t *self, kg_msg_t **msg_p, kg_channel_t channel)
 kg_msg_t *
 kg_pending_unhold(kg_pending_t *self, bool shell, kg_channel_t *channel)
 {
+  assert(self);
   s_queue_t *q = &self->queue[shell ? 0 : 1];
   if (q->count == 0)
     return NULL;
@@ -377,18 +394,21 @@ kg_pending_unhold(kg_pending_t *self, bool shell, kg_channel_t *channel)
 size_t
 kg_pending_held(const kg_pending_t *self)
 {
+  assert(self);
   return self->queue[0].count + self->queue[1].count;
 }
 
 size_t
 kg_pending_held_shell(const kg_pending_t *self)
 {
+  assert(self);
   return self->queue[0].count;
 }
 
 size_t
 kg_pending_drop_held(kg_pending_t *self, bool shell)
 {
+  assert(self);
   size_t n = 0;
   kg_msg_t *m;
   while ((m = kg_pending_unhold(self, shell, NULL))) {
@@ -404,6 +424,7 @@ kg_pending_drop_held(kg_pending_t *self, bool shell)
 static ssize_t
 s_busy_index(const kg_pending_t *self, const char *msg_id)
 {
+  assert(self);
   if (!msg_id)
     return -1;
   for (size_t i = self->busy_count; i-- > 0;)   /* recent ones first */
@@ -415,6 +436,7 @@ s_busy_index(const kg_pending_t *self, const char *msg_id)
 static void
 s_busy_drop(kg_pending_t *self, size_t i)
 {
+  assert(self);
   s_busy_free(&self->busy[i]);
   memmove(self->busy + i, self->busy + i + 1, (self->busy_count - i - 1) * sizeof *self->busy);
   self->busy_count--;
@@ -423,6 +445,7 @@ s_busy_drop(kg_pending_t *self, size_t i)
 int
 kg_pending_busy_open(kg_pending_t *self, const cJSON *header, const char *session)
 {
+  assert(self);
   const cJSON *id = cJSON_GetObjectItemCaseSensitive(header, "msg_id");
   if (!cJSON_IsString(id) || !*id->valuestring)
     return KG_EUSAGE;
@@ -453,12 +476,14 @@ kg_pending_busy_open(kg_pending_t *self, const cJSON *header, const char *sessio
 bool
 kg_pending_busy_is_open(const kg_pending_t *self, const char *msg_id)
 {
+  assert(self);
   return s_busy_index(self, msg_id) >= 0;
 }
 
 const char *
 kg_pending_busy_session(const kg_pending_t *self, const char *msg_id)
 {
+  assert(self);
   ssize_t i = s_busy_index(self, msg_id);
   return i < 0 ? NULL : self->busy[i].session;
 }
@@ -466,6 +491,7 @@ kg_pending_busy_session(const kg_pending_t *self, const char *msg_id)
 bool
 kg_pending_busy_close(kg_pending_t *self, const char *msg_id)
 {
+  assert(self);
   ssize_t i = s_busy_index(self, msg_id);
   if (i < 0)
     return false;
@@ -476,6 +502,7 @@ kg_pending_busy_close(kg_pending_t *self, const char *msg_id)
 size_t
 kg_pending_busy_count(const kg_pending_t *self)
 {
+  assert(self);
   return self->busy_count;
 }
 
@@ -483,6 +510,7 @@ bool
 kg_pending_busy_at(const kg_pending_t *self, size_t index, const cJSON **header,
                    const char **session)
 {
+  assert(self);
   if (index >= self->busy_count)
     return false;
   if (header)

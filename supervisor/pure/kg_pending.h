@@ -17,7 +17,7 @@
 
     The ledger records every request for which a `busy` status was published
     to the frontend and no `idle` yet, with the session it was published
-    under, so that each busy gets exactly one idle (M2).
+    under, so that each busy gets exactly one idle.
 */
 #ifndef KG_PENDING_H
 #define KG_PENDING_H

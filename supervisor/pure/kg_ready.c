@@ -1,6 +1,7 @@
 /*  kg_ready: see kg_ready.h. */
 #include "kg_ready.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ kg_ready_destroy(kg_ready_t **self_p)
 void
 kg_ready_reset(kg_ready_t *self, int64_t now)
 {
+  assert(self);
   self->got_reply = false;
   self->got_iopub = false;
   self->interval_ms = KG_READY_FIRST_MS;
@@ -47,6 +49,7 @@ kg_ready_reset(kg_ready_t *self, int64_t now)
 bool
 kg_ready_nudge_due(kg_ready_t *self, int64_t now)
 {
+  assert(self);
   /* The kernel answered, so it is up: only the iopub subscription has to
      reach it, which takes milliseconds. Do not wait out a back-off grown
      while it was still importing. */
@@ -58,6 +61,7 @@ kg_ready_nudge_due(kg_ready_t *self, int64_t now)
 void
 kg_ready_nudge_scheduled(kg_ready_t *self, int64_t now)
 {
+  assert(self);
   self->next_ms = now + self->interval_ms;
   if (self->interval_ms < KG_READY_MAX_MS)
     self->interval_ms *= 2;
@@ -66,6 +70,7 @@ kg_ready_nudge_scheduled(kg_ready_t *self, int64_t now)
 bool
 kg_ready_remember(kg_ready_t *self, const char *msg_id)
 {
+  assert(self);
   if (!msg_id || strlen(msg_id) >= sizeof self->ids[0])
     return false;
   snprintf(self->ids[self->next_id], sizeof self->ids[0], "%s", msg_id);
@@ -77,6 +82,7 @@ kg_ready_remember(kg_ready_t *self, const char *msg_id)
 bool
 kg_ready_is_nudge(const kg_ready_t *self, const char *parent)
 {
+  assert(self);
   if (!parent || !*parent)
     return false;
   for (int i = 0; i < KG_READY_IDS; i++)
@@ -88,29 +94,34 @@ kg_ready_is_nudge(const kg_ready_t *self, const char *parent)
 const char *
 kg_ready_last(const kg_ready_t *self)
 {
+  assert(self);
   return self->last_id < 0 ? "" : self->ids[self->last_id];
 }
 
 void
 kg_ready_saw_reply(kg_ready_t *self)
 {
+  assert(self);
   self->got_reply = true;
 }
 
 void
 kg_ready_saw_iopub(kg_ready_t *self)
 {
+  assert(self);
   self->got_iopub = true;
 }
 
 bool
 kg_ready_done(const kg_ready_t *self)
 {
+  assert(self);
   return self->got_reply && self->got_iopub;
 }
 
 int64_t
 kg_ready_deadline(const kg_ready_t *self)
 {
+  assert(self);
   return kg_ready_done(self) ? 0 : self->next_ms;
 }

@@ -2,6 +2,7 @@
     and the exit line (kg_relay_stats.h). */
 #include "kg_relay_stats.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -38,24 +39,28 @@ kg_relay_stats_destroy(kg_relay_stats_t **self_p)
 void
 kg_relay_stats_relayed(kg_relay_stats_t *self)
 {
+  assert(self);
   self->count[KG_RELAY_RELAYED]++;
 }
 
 void
 kg_relay_stats_unrouted(kg_relay_stats_t *self)
 {
+  assert(self);
   self->count[KG_RELAY_UNROUTED]++;
 }
 
 void
 kg_relay_stats_unrecorded(kg_relay_stats_t *self)
 {
+  assert(self);
   self->count[KG_RELAY_MALFORMED]++;
 }
 
 kg_ratelog_verdict_t
 kg_relay_stats_rejected(kg_relay_stats_t *self, int rc, int64_t now)
 {
+  assert(self);
   bool forged = rc == KG_ENOSIG || rc == KG_EBADSIG || rc == KG_EREPLAY;
   self->count[forged ? KG_RELAY_FORGED : KG_RELAY_MALFORMED]++;
   return kg_ratelog_note(self->droplog, kg_msg_drop_kind(rc), now);
@@ -64,6 +69,7 @@ kg_relay_stats_rejected(kg_relay_stats_t *self, int rc, int64_t now)
 kg_ratelog_verdict_t
 kg_relay_stats_rejected_kernel(kg_relay_stats_t *self, int rc, int64_t now)
 {
+  assert(self);
   self->count[KG_RELAY_MALFORMED]++;
   return kg_ratelog_note(self->droplog, kg_msg_drop_kind(rc), now);
 }
@@ -71,6 +77,7 @@ kg_relay_stats_rejected_kernel(kg_relay_stats_t *self, int rc, int64_t now)
 kg_ratelog_verdict_t
 kg_relay_stats_oversized(kg_relay_stats_t *self, int64_t now)
 {
+  assert(self);
   self->count[KG_RELAY_OVERSIZED]++;
   return kg_ratelog_note(self->droplog, KG_DROP_OVERSIZED, now);
 }
@@ -78,18 +85,21 @@ kg_relay_stats_oversized(kg_relay_stats_t *self, int64_t now)
 unsigned long
 kg_relay_stats_count(const kg_relay_stats_t *self, kg_relay_count_t kind)
 {
+  assert(self);
   return (unsigned) kind < KG_RELAY_KINDS ? self->count[kind] : 0;
 }
 
 int64_t
 kg_relay_stats_deadline(const kg_relay_stats_t *self)
 {
+  assert(self);
   return kg_ratelog_deadline(self->droplog);
 }
 
 char *
 kg_relay_stats_drop_summary(kg_relay_stats_t *self, int64_t now, bool force)
 {
+  assert(self);
   return kg_ratelog_summary(self->droplog, now, force);
 }
 
@@ -100,6 +110,7 @@ kg_relay_stats_drop_summary(kg_relay_stats_t *self, int64_t now, bool force)
 char *
 kg_relay_stats_totals(const kg_relay_stats_t *self)
 {
+  assert(self);
   const unsigned long *c = self->count;
   int n = snprintf(NULL, 0, S_TOTALS, c[KG_RELAY_RELAYED], c[KG_RELAY_FORGED],
                    c[KG_RELAY_MALFORMED], c[KG_RELAY_OVERSIZED], c[KG_RELAY_UNROUTED]);

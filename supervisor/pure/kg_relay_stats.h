@@ -1,6 +1,4 @@
-/*  kg_relay_stats: what the relay did with the messages it was given
-    (issue 9: the counters and the drop log kg_sup_relay.c and kg_sup_relay_kernel.c
-    used to keep in the supervisor's shared struct).
+/*  kg_relay_stats: what the relay did with the messages it was given.
 
     Every message is counted once by what became of it: relayed, dropped
     as forged or unsigned (a signature that fails, is missing or replayed),
@@ -9,7 +7,7 @@
     anyone reaching a port can cause also go through a kg_ratelog (the log
     gets the first few of each kind per interval in full, then a summary).
     The object builds the exit line that sums it all up. Pure: no sockets,
-    no clock of its own, no I/O (tests/unit/supervisor/test_relay_stats.c).
+    no clock of its own, no I/O (tests/unit/pure/test_relay_stats.c).
 
     Ownership: the object owns its drop log; strings it returns are new,
     the caller frees them.

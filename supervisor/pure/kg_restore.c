@@ -2,6 +2,7 @@
     gets (see kg_restore.h). Calls no supervisor file. */
 #include "kg_restore.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,7 @@ kg_restore_destroy(kg_restore_t **self_p)
 void
 kg_restore_begin(kg_restore_t *self)
 {
+  assert(self);
   cJSON_Delete(self->result);
   self->result = NULL;
   free(self->error);
@@ -56,6 +58,7 @@ kg_restore_begin(kg_restore_t *self)
 void
 kg_restore_set_error(kg_restore_t *self, const char *text)
 {
+  assert(self);
   char *copy = NULL;
   if (text && !(copy = strdup(text)))
     return;
@@ -66,6 +69,7 @@ kg_restore_set_error(kg_restore_t *self, const char *text)
 bool
 kg_restore_take_output(kg_restore_t *self, const char *out)
 {
+  assert(self);
   cJSON *j = out && *out ? cJSON_Parse(out) : NULL;
   if (!cJSON_IsObject(j)) {
     cJSON_Delete(j);
@@ -100,6 +104,7 @@ s_set(char **field, const char *value)
 static void
 s_error2(kg_restore_t *self, const char *prefix, const char *detail)
 {
+  assert(self);
   size_t len = strlen(prefix) + strlen(detail) + 1;
   char *text = malloc(len);
   if (!text)
@@ -112,6 +117,7 @@ s_error2(kg_restore_t *self, const char *prefix, const char *detail)
 bool
 kg_restore_decide(kg_restore_t *self)
 {
+  assert(self);
   self->pending = false;
   self->restored = false;
   const cJSON *r = self->result;
@@ -144,42 +150,49 @@ kg_restore_decide(kg_restore_t *self)
 const cJSON *
 kg_restore_result(const kg_restore_t *self)
 {
+  assert(self);
   return self->result;
 }
 
 const char *
 kg_restore_error(const kg_restore_t *self)
 {
+  assert(self);
   return self->error;
 }
 
 bool
 kg_restore_pending(const kg_restore_t *self)
 {
+  assert(self);
   return self->pending;
 }
 
 void
 kg_restore_handed_over(kg_restore_t *self)
 {
+  assert(self);
   self->pending = false;
 }
 
 const char *
 kg_restore_dir(const kg_restore_t *self)
 {
+  assert(self);
   return self->dir ? self->dir : "";
 }
 
 const char *
 kg_restore_archive(const kg_restore_t *self)
 {
+  assert(self);
   return self->archive ? self->archive : "";
 }
 
 long long
 kg_restore_step(const kg_restore_t *self)
 {
+  assert(self);
   return self->step;
 }
 
@@ -194,6 +207,7 @@ kg_restore_step_of(const cJSON *result)
 const char *
 kg_restore_digest(const kg_restore_t *self)
 {
+  assert(self);
   const cJSON *dg = cJSON_GetObjectItemCaseSensitive(self->result, "digest");
   return cJSON_IsString(dg) ? dg->valuestring : NULL;
 }
@@ -201,18 +215,21 @@ kg_restore_digest(const kg_restore_t *self)
 bool
 kg_restore_noticed(const kg_restore_t *self)
 {
+  assert(self);
   return self->noticed;
 }
 
 void
 kg_restore_set_noticed(kg_restore_t *self)
 {
+  assert(self);
   self->noticed = true;
 }
 
 cJSON *
 kg_restore_incident_json(const kg_restore_t *self)
 {
+  assert(self);
   cJSON *c = self->result ? cJSON_Duplicate(self->result, 1) : NULL;
   if (!c && self->error) {
     c = cJSON_CreateObject();

@@ -1,6 +1,5 @@
 /*  kg_restore: what the checkpoint restore said, and what the next kernel
-    gets (issue 9: the restore results kg_sup_helpers.c used to keep in the
-    supervisor's shared struct).
+    gets.
 
     After a sticky error kg_sup_helpers.c runs `kguard ckpt resume-prepare
     --json`; its stdout is one JSON object: {"status": "restored" | "none" |
@@ -10,7 +9,7 @@
     given (KGUARD_RESUME_DIR/_STEP/_ARCHIVE/_DIGEST) until it is handed
     over. It runs no process, reads no clock and calls no supervisor file;
     resume-prepare's output is outside input: anything malformed becomes a
-    clear error text, never an assert (tests/unit/supervisor/test_restore.c).
+    clear error text, never an assert (tests/unit/pure/test_restore.c).
 
     Ownership: the object owns the parsed result, the error text and the
     resume paths; accessors return borrowed pointers, valid until the next

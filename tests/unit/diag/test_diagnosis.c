@@ -63,7 +63,7 @@ KG_TEST(fault_time_is_earliest_sign)
   s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, "loading data\n", 900, KG_DIAG_NONE);
   KG_CHECK_INT(kg_diagnosis_fault_time(d), -1);
   /* the device printf arrives on raw stderr before the traceback */
-  /* (a suspicion: raw text proves nothing by itself, issue 16) */
+  /* (a suspicion: raw text proves nothing by itself) */
   s_feed_str(d, KG_SRC_RAW_STDERR, NULL, NULL, ASSERT_LINE("3") "\n", 1000, KG_DIAG_SUSPECT);
   KG_CHECK(!kg_diagnosis_sticky(d));
   /* the cell's uncaught error proves it; T stays the first evidence */
@@ -297,7 +297,7 @@ KG_TEST(step_marker_and_following_bounded)
   kg_diagnosis_destroy(&d);
 }
 
-/*  Issue 16, by table: the same sticky text is proof only as the cell's
+/*  Proof and suspicion, by table: the same sticky text is proof only as the cell's
     uncaught error or with a death; printed anywhere else it is a suspicion;
     a non-sticky family printed gives nothing (advice only when uncaught). */
 KG_TEST(suspicion_vs_proof_per_source)

@@ -116,7 +116,7 @@ KG_TEST(incident_write)
   const char *line = "../aten/src/ATen/native/cuda/Loss.cu:250: k: block: [0,0,0], thread: "
                      "[3,0,0] Assertion `t >= 0 && t < n_classes` failed.\n";
   kg_diagnosis_feed(d, KG_SRC_RAW_STDERR, NULL, NULL, line, strlen(line), 1796230984123LL);
-  kg_diagnosis_confirm(d, NULL, 1796230984200LL);   /* the device probe failed (issue 16) */
+  kg_diagnosis_confirm(d, NULL, 1796230984200LL);   /* the device probe failed */
 
   char dir[] = "/tmp/kg-incidents-XXXXXX";
   KG_CHECK(mkdtemp(dir) != NULL);

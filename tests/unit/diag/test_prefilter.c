@@ -292,7 +292,7 @@ KG_TEST(diagnosis_sees_signs_in_large_chunks)
            == KG_DIAG_NONE);
   KG_CHECK_INT(kg_diagnosis_last_step(d), 41);
   KG_CHECK(kg_diagnosis_feed(d, KG_SRC_STREAM, "stdout", "p1", buf + split, len - split, 1001)
-           == KG_DIAG_SUSPECT);   /* printed text: a suspicion (issue 16) */
+           == KG_DIAG_SUSPECT);   /* printed text: a suspicion */
   KG_CHECK(kg_diagnosis_suspect(d));
   KG_CHECK_STR(kg_diagnosis_suspect_parent(d), "p1");
   free(buf);

@@ -2,8 +2,8 @@
     their deadline and in registration order, readers and writers by fd and
     by ZeroMQ socket (with ZMQ_FD's edge: a socket is looked at again after
     a batch cut short and after a send), sources whose fd or socket changes,
-    signals by list, removal inside a handler, stopping, and more sources
-    than the old fixed table held. An iteration that must not block has a
+    signals by list, removal inside a handler, stopping, and many sources
+    (no fixed table). An iteration that must not block has a
     timer that is always due. */
 #include <errno.h>
 #include <fcntl.h>
