@@ -16,7 +16,7 @@
                     naming what happened, as display_data, and an
                     execute_reply error KguardDoctorFailed
 
-    The supervisor's side (docs/GPU-HOOKS.md §1): kg_inband_doctor_match on
+    The supervisor's side (supervisor/kernel/kg_sup_gpu.c): match on
     the in-band line; start; keep the request pending (the cell is busy)
     while it runs; poll its fds, pump, timers; at the end publish the
     display_data and the reply under the request's header, then idle.

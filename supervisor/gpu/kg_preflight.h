@@ -4,7 +4,7 @@
     making it restart a kernel that will fail again.
 
     The probe is `kguard doctor --preflight --json --timeout S` (its
-    contract: docs/GPU-HOOKS.md §2), run as a bounded helper child
+    contract: docs/doctor-and-incidents.md), run as a bounded helper child
     (kg_helper) with the kernel's environment, so it sees the devices the
     kernel will see. This class owns that child, and turns its exit status
     and JSON into a verdict:
@@ -20,7 +20,7 @@
                    a verdict on the device; the kernel is declared ready as
                    without a probe, and the reason is logged and recorded
 
-    The supervisor's side (the hooks, see docs/GPU-HOOKS.md §2): start it
+    The supervisor's side (supervisor/kernel/kg_sup_gpu.c): start it
     with the kernel (kg_preflight_wanted), poll its fds, pump it, and declare
     the kernel ready only when both the kernel is ready and
     kg_preflight_blocks_ready is false; FAILING or TIMEOUT: kernel DOWN with

@@ -6,9 +6,8 @@ preflight-fail / preflight-hang make `kguard doctor --preflight` (started by
 the supervisor with the kernel's environment) report a failing or hung
 device; the kernel's own emulation skips those words. No GPU is used.
 
-The supervisor hooks these tests exercise are wired by the lead (see
-docs/GPU-HOOKS.md §1-2 and supervisor/gpu/kg_preflight.h,
-supervisor/gpu/kg_inband_doctor.h); until then the tests that need them fail.
+The supervisor's side of both is supervisor/kernel/kg_sup_gpu.c, over
+supervisor/gpu/kg_preflight.h and supervisor/gpu/kg_inband_doctor.h.
 """
 import json
 import subprocess
