@@ -73,7 +73,7 @@ s_preflight_done(kg_sup_t *S)
     return;   /* the start was abandoned meanwhile */
   if (v == KG_PREFLIGHT_FAILING || v == KG_PREFLIGHT_TIMEOUT) {
     char *why = kg_preflight_down_reason(v, report);
-    kg__due_set_down(S, why ? why : "the device is failing (pre-flight probe)");
+    kg__due_set_down(&S->due, why ? why : "the device is failing (pre-flight probe)");
     free(why);
     kg_error("%s", S->due.down_reason ? S->due.down_reason : "");
     S->stop_reason = KG__STOP_DEVICE;

@@ -84,14 +84,14 @@ s_on_event(kg_sup_t *S, kg_diag_event_t ev, const char *parent)
     kg__failing_t sticky = S->failing;
     S->failing = (kg__failing_t){0};
     kg__failing_set(&S->failing, e ? e->msg_id : NULL, e ? e->code : NULL, NULL, e == NULL);
-    kg__incident_set_aside(S);   /* the sticky one, if any */
+    kg__incident_set_aside(&S->incidents);   /* the sticky one, if any */
     kg__incident_open(S, false);
     kg_notice_info_t info;
     kg__notice_fill_current(S, &info);
     info.restored_step = -1;
     info.checkpoint_restored = false;
     kg__notice_publish(S, KG_NOTICE_ADVICE, &info, e ? e->header : NULL, NULL);
-    kg__incident_put_back(S);
+    kg__incident_put_back(&S->incidents);
     kg__failing_clear(&S->failing);
     S->failing = sticky;
     return;
@@ -340,7 +340,7 @@ s_after_sticky(kg_sup_t *S)
 {
   const kg_match_t *m = kg_diagnosis_match(S->diag);
   const char *title = m && m->family ? m->family->title : "sticky GPU error";
-  const char *incident_id = kg__incident_id(S);
+  const char *incident_id = kg__incident_id(&S->incidents);
   char evalue[1024];
   snprintf(evalue, sizeof evalue,
            "this request did not run: kguard restarted the kernel after a %s "
@@ -382,12 +382,12 @@ s_after_sticky(kg_sup_t *S)
   S->diagnostic = false;   /* an automatic restart is a normal one */
   if (act == KG_POLICY_GIVE_UP) {
     kg_error("automatic restarts stopped: %s", reason ? reason : "");
-    kg__due_set_gave_up(S, reason);
+    kg__due_set_gave_up(&S->due, reason);
     kg__fire(S, KG_EV_STOPPED_GIVE_UP);
     return;
   }
   S->backoff_ms = delay;
-  kg__due_set(S, KG__DUE_STICKY, NULL);   /* the failing request's parent */
+  kg__due_set(&S->due, KG__DUE_STICKY, NULL);   /* the failing request's parent */
   kg__fire(S, KG_EV_STOPPED_RESTORE);
 }
 
@@ -396,7 +396,7 @@ kg__guard_after_stop(kg_sup_t *S)
 {
   bool exited, signalled;
   kg_preflight_cancel(S->preflight);   /* verdict recorded; none is due any more */
-  kg__hang_forget(S);                  /* its pinger goes with the process */
+  kg__hang_forget(&S->hang);                  /* its pinger goes with the process */
   if (kg_kernel_present(S->kernel))
     S->prev_kernel_pid = (long) kg_kernel_pid(S->kernel);
   int st = kg_kernel_release(S->kernel, &exited, &signalled);   /* and its group's leftovers */
@@ -465,7 +465,7 @@ kg__guard_after_stop(kg_sup_t *S)
     if (act == KG_POLICY_GIVE_UP) {
       char r[512];
       snprintf(r, sizeof r, "The kernel died (%s) and %s", how, reason ? reason : "");
-      kg__due_set_gave_up(S, r);
+      kg__due_set_gave_up(&S->due, r);
       kg__fire(S, KG_EV_STOPPED_GIVE_UP);
       return;
     }
@@ -482,7 +482,7 @@ kg__guard_after_stop(kg_sup_t *S)
 void
 kg__guard_on_ready(kg_sup_t *S)
 {
-  kg__due_t due = S->due.kind;
+  kg__due_kind_t due = S->due.kind;
   if (due != KG__DUE_NONE) {
     const cJSON *parent = S->due.parent;
     kg_notice_info_t info;
@@ -509,7 +509,7 @@ kg__guard_on_ready(kg_sup_t *S)
       kg__notice_publish(S, KG_NOTICE_DIAGNOSTIC, &info, cJSON_IsObject(parent) ? parent : NULL,
                        extra);
     }
-    kg__due_set(S, KG__DUE_NONE, NULL);
+    kg__due_set(&S->due, KG__DUE_NONE, NULL);
   }
   kg__settle_status(S, NULL);   /* the failing cell's idle, after its notice */
   kg_restore_handed_over(S->restore);
@@ -530,7 +530,7 @@ kg__guard_enter_down(kg_sup_t *S)
     kg__notice_publish(S, KG_NOTICE_DOWN, &info, S->failing.header, NULL);
   }
   kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
-  kg__due_set(S, KG__DUE_NONE, NULL);
+  kg__due_set(&S->due, KG__DUE_NONE, NULL);
   kg__settle_status(S, NULL);
 }
 
@@ -541,7 +541,7 @@ kg__guard_down_answer(kg_sup_t *S)
   size_t i = 0;
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
-    if (kg__shutdown_is(S, e->msg_id)) {
+    if (kg__shutdown_is(&S->shutdown, e->msg_id)) {
       i++;
       continue;
     }

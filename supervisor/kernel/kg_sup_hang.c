@@ -26,30 +26,30 @@
 #include "kg_log.h"
 
 void
-kg__hang_init(kg_sup_t *S)
+kg__hang_init(kg__hang_t *hang)
 {
   char err[256] = "";
-  if (kg_kernel_hb_config_env(&S->hang.cfg, err, sizeof err) != 0) {
+  if (kg_kernel_hb_config_env(&hang->cfg, err, sizeof err) != 0) {
     kg_warning("%s: the kernel heartbeat check uses its defaults (%d misses of %d ms)", err,
                KG_KHB_MISSES_DEFAULT, KG_KHB_PERIOD_MS_DEFAULT);
-    S->hang.cfg = (kg_kernel_hb_config_t){.period_ms = KG_KHB_PERIOD_MS_DEFAULT,
-                                          .max_missed = KG_KHB_MISSES_DEFAULT};
+    hang->cfg = (kg_kernel_hb_config_t){.period_ms = KG_KHB_PERIOD_MS_DEFAULT,
+                                        .max_missed = KG_KHB_MISSES_DEFAULT};
   }
 }
 
 void
-kg__hang_forget(kg_sup_t *S)
+kg__hang_forget(kg__hang_t *hang)
 {
-  kg_kernel_hb_destroy(&S->hang.pinger);
-  S->hang.pid = 0;
+  kg_kernel_hb_destroy(&hang->pinger);
+  hang->pid = 0;
 }
 
 void
-kg__hang_destroy(kg_sup_t *S)
+kg__hang_destroy(kg__hang_t *hang)
 {
-  kg__hang_forget(S);
-  free(S->hang.reason);
-  S->hang.reason = NULL;
+  kg__hang_forget(hang);
+  free(hang->reason);
+  hang->reason = NULL;
 }
 
 /*  The running kernel process is watched (its pinger made when first
@@ -60,7 +60,7 @@ s_watch(kg_sup_t *S)
   pid_t pid = kg_kernel_pid(S->kernel);
   if (S->hang.pinger && pid > 0 && S->hang.pid == pid)
     return true;
-  kg__hang_forget(S);
+  kg__hang_forget(&S->hang);
   char endpoint[1024];
   if (pid <= 0 || kg_kernel_endpoint(S->kernel, KG_CH_HB, endpoint, sizeof endpoint) != 0)
     return false;

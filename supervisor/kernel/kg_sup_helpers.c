@@ -69,7 +69,7 @@ kg__guard_start_restore(kg_sup_t *S)
 {
   kg_restore_begin(S->restore);
   struct stat st;
-  const char *incident_id = kg__incident_id(S);
+  const char *incident_id = kg__incident_id(&S->incidents);
   if (!incident_id || stat(S->cfg->ckpt_dir, &st) != 0 || !S->cfg->ckpt_dir[0]) {
     char buf[PATH_MAX + 64];
     snprintf(buf, sizeof buf, "no checkpoint directory %s", S->cfg->ckpt_dir);

@@ -49,7 +49,7 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
   const char *incident_path = S->incidents.current.path;
   if (n > 0 && (size_t) n < len && S->incidents.current.incident)
     n += snprintf(buf + n, len - (size_t) n, "last incident: %s (%s)\n",
-                  kg__incident_id(S), incident_path ? incident_path : "");
+                  kg__incident_id(&S->incidents), incident_path ? incident_path : "");
   if (n > 0 && (size_t) n < len && kg__state(S) == KG_ST_DOWN)
     snprintf(buf + n, len - (size_t) n, "down: %s\n",
              S->due.down_reason ? S->due.down_reason : "");
@@ -120,14 +120,14 @@ s_inband_run(kg_sup_t *S, kg_pending_entry_t *e, const kg_inband_cmd_t *c)
   char text[512];
   snprintf(text, sizeof text, "kguard: restarting the kernel%s\n",
            diagnostic ? " in diagnostic mode (diagnostic, not for timing)" : "");
-  kg__due_set(S, diagnostic ? KG__DUE_DIAGNOSTIC : KG__DUE_NONE, e->header);
+  kg__due_set(&S->due, diagnostic ? KG__DUE_DIAGNOSTIC : KG__DUE_NONE, e->header);
   kg__answer_stream(S, e, text, true);
   kg_notice("restart requested in-band%s", diagnostic ? " (diagnostic)" : "");
   S->stop_reason = KG__STOP_USER;
   kg_gate_clear(S->gate);   /* what follows is meant for the new kernel */
   if (kg__state(S) == KG_ST_DOWN || kg__state(S) == KG_ST_BACKOFF) {
     kg_policy_reset(S->policy);
-    kg__due_set_down(S, NULL);
+    kg__due_set_down(&S->due, NULL);
     S->diagnostic = diagnostic;
   }
   kg__fire(S, KG_EV_USER_RESTART);

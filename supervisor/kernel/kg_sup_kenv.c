@@ -83,8 +83,8 @@ s_push_resume(kg_sup_t *S, char ***env, size_t *n, size_t *alloc)
   const char *dg = kg_restore_digest(S->restore);
   if (dg)
     rc |= kg_envp_push(env, n, alloc, "KGUARD_RESUME_DIGEST", dg);
-  if (kg__incident_id(S))
-    rc |= kg_envp_push(env, n, alloc, "KGUARD_INCIDENT", kg__incident_id(S));
+  if (kg__incident_id(&S->incidents))
+    rc |= kg_envp_push(env, n, alloc, "KGUARD_INCIDENT", kg__incident_id(&S->incidents));
   return rc;
 }
 

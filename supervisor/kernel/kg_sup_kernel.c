@@ -37,7 +37,7 @@ kg__kernel_start(kg_sup_t *S)
   int rc = 0;
   if (!argv || !S->kernel_envp) {
     kg__free_envp(&argv);
-    kg__due_set_down(S, "unable to prepare the kernel's connection");
+    kg__due_set_down(&S->due, "unable to prepare the kernel's connection");
     return KG_ENOMEM;
   }
   char banner[PATH_MAX + 100];
@@ -47,7 +47,7 @@ kg__kernel_start(kg_sup_t *S)
   rc = kg_kernel_start(S->kernel, argv, S->kernel_envp, banner);
   kg__free_envp(&argv);
   if (rc) {
-    kg__due_set_down(S, kg_kernel_reason(S->kernel));
+    kg__due_set_down(&S->due, kg_kernel_reason(S->kernel));
     if (rc == KG_ESPAWN)
       kg_error("%s; kguard stays up and answers requests with KernelDown "
                "(fix the kernelspec, then `%%kguard restart`)", kg_kernel_reason(S->kernel));

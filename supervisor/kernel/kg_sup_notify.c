@@ -123,7 +123,7 @@ kg__write_incident(kg_sup_t *S)
   char *path = NULL;
   int rc = kg_incident_write(S->incidents.current.incident, dir, &path);
   if (rc) {
-    kg_error("unable to write incident %s: %s", kg__incident_id(S), kg_strerror(rc));
+    kg_error("unable to write incident %s: %s", kg__incident_id(&S->incidents), kg_strerror(rc));
     return;   /* where it was written before stays */
   }
   free(S->incidents.current.path);
@@ -139,26 +139,26 @@ s_incident_clear(kg__incident_t *r)
 }
 
 void
-kg__incident_set_aside(kg_sup_t *S)
+kg__incident_set_aside(kg__incidents_t *incidents)
 {
-  s_incident_clear(&S->incidents.aside);
-  S->incidents.aside = S->incidents.current;
-  S->incidents.current = (kg__incident_t){0};
+  s_incident_clear(&incidents->aside);
+  incidents->aside = incidents->current;
+  incidents->current = (kg__incident_t){0};
 }
 
 void
-kg__incident_put_back(kg_sup_t *S)
+kg__incident_put_back(kg__incidents_t *incidents)
 {
-  s_incident_clear(&S->incidents.current);
-  S->incidents.current = S->incidents.aside;
-  S->incidents.aside = (kg__incident_t){0};
+  s_incident_clear(&incidents->current);
+  incidents->current = incidents->aside;
+  incidents->aside = (kg__incident_t){0};
 }
 
 void
-kg__incidents_clear(kg_sup_t *S)
+kg__incidents_clear(kg__incidents_t *incidents)
 {
-  s_incident_clear(&S->incidents.current);
-  s_incident_clear(&S->incidents.aside);
+  s_incident_clear(&incidents->current);
+  s_incident_clear(&incidents->aside);
 }
 
 void

@@ -83,7 +83,7 @@ typedef enum {
   KG__DUE_NONE = 0,
   KG__DUE_STICKY,               /*  the sticky error's restart notice        */
   KG__DUE_DIAGNOSTIC            /*  the diagnostic restart's notice          */
-} kg__due_t;
+} kg__due_kind_t;
 
 /*  The configuration: built once by kg_supervisor_new (from the command
     line, the state directory and the environment), then frozen: the
@@ -136,6 +136,46 @@ typedef struct {
   kg_incident_t *incident;      /*  owned, or NULL                           */
   char *path;                   /*  owned, or NULL (not written)             */
 } kg__incident_t;
+
+/*  Incident records (kg_sup_notify.c). */
+typedef struct {
+  kg__incident_t current;       /*  the last sticky one: restore, env, status */
+  kg__incident_t aside;         /*  set aside while an advice's is written   */
+} kg__incidents_t;
+
+/*  What the user is still to be told. */
+typedef struct {
+  kg__due_kind_t kind;          /*  the notice due at the next READY         */
+  cJSON *parent;                /*  its parent header (owned), or NULL       */
+  char *down_reason;            /*  why kguard is DOWN (owned), or NULL      */
+} kg__due_t;
+
+/*  How kguard ends. */
+typedef struct {
+  char *request_id;             /*  the frontend's shutdown_request (owned;
+                                    never doomed nor answered as others), or
+                                    NULL                                     */
+  bool restart;                 /*  its content.restart, echoed if kguard replies */
+  int exit_code;                /*  kguard's own                             */
+} kg__shutdown_t;
+
+/*  The heartbeat watch (kg_sup_hang.c). */
+typedef struct {
+  kg_kernel_hb_config_t cfg;    /*  period and misses                        */
+  kg_kernel_hb_t *pinger;       /*  of the process pid, or NULL              */
+  pid_t pid;
+  char *reason;                 /*  why the last hang was declared (owned)   */
+  int64_t retry_ms;             /*  no pinger could be made: try again then  */
+} kg__hang_t;
+
+/*  The warm standby (kg_sup_standby.c). */
+typedef struct {
+  kg_kernel_t *kernel;          /*  its object, or NULL without --standby;
+                                    swapped with the kernel's at a promotion */
+  int64_t started_ms;
+  bool warm;                    /*  it answered kernel_info                  */
+  int failures;                 /*  standbys that died before promotion      */
+} kg__standby_t;
 
 struct kg_supervisor_t {
   const kg__config_t *cfg;      /*  owned; frozen by kg_supervisor_new       */
@@ -197,21 +237,9 @@ struct kg_supervisor_t {
   kg__failing_t failing;        /*  the failing request (kg_sup_guard.c)     */
   kg_devcheck_t *devcheck;      /*  a suspicion's device probe, the reply
                                     and idle it holds (kg_sup_devcheck.c)    */
-  struct {                      /*  incident records (kg_sup_notify.c)       */
-    kg__incident_t current;     /*  the last sticky one: restore, env, status */
-    kg__incident_t aside;       /*  set aside while an advice's is written   */
-  } incidents;
-  struct {                      /*  what the user is still to be told        */
-    kg__due_t kind;             /*  the notice due at the next READY         */
-    cJSON *parent;              /*  its parent header (owned), or NULL       */
-    char *down_reason;          /*  why kguard is DOWN (owned), or NULL      */
-  } due;
-  struct {                      /*  how kguard ends                          */
-    char *request_id;           /*  the frontend's shutdown_request (owned;
-                                    never doomed nor answered as others), or NULL */
-    bool restart;               /*  its content.restart, echoed if kguard replies */
-    int exit_code;              /*  kguard's own                             */
-  } shutdown;
+  kg__incidents_t incidents;    /*  incident records (kg_sup_notify.c)       */
+  kg__due_t due;                /*  what the user is still to be told        */
+  kg__shutdown_t shutdown;      /*  how kguard ends                          */
 
   /* children and watches */
   kg_helper_t *ckpt;            /*  `kguard ckpt resume-prepare`             */
@@ -220,20 +248,8 @@ struct kg_supervisor_t {
                                     kernel gets                              */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
   kg_inband_doctor_t *doctor;   /*  `%kguard doctor` and the cell it answers */
-  struct {                      /*  the heartbeat watch (kg_sup_hang.c)      */
-    kg_kernel_hb_config_t cfg;  /*  period and misses                        */
-    kg_kernel_hb_t *pinger;     /*  of the process pid, or NULL              */
-    pid_t pid;
-    char *reason;               /*  why the last hang was declared (owned)   */
-    int64_t retry_ms;           /*  no pinger could be made: try again then  */
-  } hang;
-  struct {                      /*  the warm standby (kg_sup_standby.c)      */
-    kg_kernel_t *kernel;        /*  its object, or NULL without --standby;
-                                    swapped with `kernel` at a promotion     */
-    int64_t started_ms;
-    bool warm;                  /*  it answered kernel_info                  */
-    int failures;               /*  standbys that died before promotion      */
-  } standby;
+  kg__hang_t hang;              /*  the heartbeat watch (kg_sup_hang.c)      */
+  kg__standby_t standby;        /*  the warm standby (kg_sup_standby.c)      */
 };
 
 /* kg_sup_util.c (calls no other supervisor file, only its classes) */
@@ -273,18 +289,18 @@ bool kg__failing_is(const kg__failing_t *f, const char *msg_id);
 
 /*  The notice due at the next READY: kind, with parent (copied; may be
     NULL); KG__DUE_NONE clears. */
-void kg__due_set(kg_sup_t *S, kg__due_t kind, const cJSON *parent);
+void kg__due_set(kg__due_t *due, kg__due_kind_t kind, const cJSON *parent);
 /*  Why kguard is DOWN (copied; NULL: it is not). */
-void kg__due_set_down(kg_sup_t *S, const char *reason);
+void kg__due_set_down(kg__due_t *due, const char *reason);
 /*  Why kguard is DOWN after automatic restarts stopped: reason (may be
     NULL) and how to start a fresh kernel by hand. */
-void kg__due_set_gave_up(kg_sup_t *S, const char *reason);
+void kg__due_set_gave_up(kg__due_t *due, const char *reason);
 
 /*  The current incident's id, or NULL if there is none. Borrowed. */
-const char *kg__incident_id(const kg_sup_t *S);
+const char *kg__incident_id(const kg__incidents_t *incidents);
 
 /*  True if msg_id (may be NULL) is the frontend's shutdown_request. */
-bool kg__shutdown_is(const kg_sup_t *S, const char *msg_id);
+bool kg__shutdown_is(const kg__shutdown_t *shutdown, const char *msg_id);
 
 /* kg_sup_kernel.c: the entry action of STARTING; 0, or a negative code with
    the down reason set in S->due (the caller fires SPAWN_FAILED) */
@@ -436,10 +452,10 @@ void kg__incident_open(kg_sup_t *S, bool sticky);
 void kg__write_incident(kg_sup_t *S);
 /*  An advice's record is opened with the sticky one set aside, then put
     back (the advice's is freed). */
-void kg__incident_set_aside(kg_sup_t *S);
-void kg__incident_put_back(kg_sup_t *S);
+void kg__incident_set_aside(kg__incidents_t *incidents);
+void kg__incident_put_back(kg__incidents_t *incidents);
 /*  Free both records (kg_supervisor_destroy). */
-void kg__incidents_clear(kg_sup_t *S);
+void kg__incidents_clear(kg__incidents_t *incidents);
 
 /* kg_sup_helpers.c: the children that never touch the poisoned process */
 /*  The version probe (Python, torch, CUDA/HIP, device) for the incident. */
@@ -491,9 +507,9 @@ void kg__doctor_start(kg_sup_t *S, kg_pending_entry_t *e);
 void kg__gpu_poll(kg_sup_t *S);
 
 /* kg_sup_hang.c: a kernel that stops answering its heartbeat mid-cell */
-void kg__hang_init(kg_sup_t *S);              /* its configuration (environment) */
-void kg__hang_forget(kg_sup_t *S);            /* the kernel process is gone */
-void kg__hang_destroy(kg_sup_t *S);           /* before the zmq context ends */
+void kg__hang_init(kg__hang_t *hang);         /* its configuration (environment) */
+void kg__hang_forget(kg__hang_t *hang);       /* the kernel process is gone */
+void kg__hang_destroy(kg__hang_t *hang);      /* before the zmq context ends */
 
 /* kg_sup_kenv.c: the kernel's argv and environment */
 /*  The environment of a kernel start into *envp_p (NULL on allocation

@@ -219,7 +219,7 @@ kg__answer_all(kg_sup_t *S, bool doomed_only, const char *ename, const char *eva
   while (i < kg_pending_count(S->pending)) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
     bool skip = (doomed_only && !e->doomed) || (!doomed_only && !e->forwarded && !e->doomed)
-                || kg__shutdown_is(S, e->msg_id);
+                || kg__shutdown_is(&S->shutdown, e->msg_id);
     if (skip) {
       i++;
       continue;

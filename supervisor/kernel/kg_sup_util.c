@@ -62,7 +62,7 @@ kg__doom_queue(kg_sup_t *S)
   for (size_t i = 0; i < kg_pending_count(S->pending); i++) {
     kg_pending_entry_t *e = kg_pending_at(S->pending, i);
     if (e->forwarded || e->doomed
-        || kg__shutdown_is(S, e->msg_id))
+        || kg__shutdown_is(&S->shutdown, e->msg_id))
       continue;
     e->doomed = true;
     doomed++;
@@ -112,18 +112,18 @@ kg__failing_is(const kg__failing_t *f, const char *msg_id)
 }
 
 void
-kg__due_set(kg_sup_t *S, kg__due_t kind, const cJSON *parent)
+kg__due_set(kg__due_t *due, kg__due_kind_t kind, const cJSON *parent)
 {
-  cJSON_Delete(S->due.parent);
-  S->due.parent = kind != KG__DUE_NONE && parent ? cJSON_Duplicate(parent, 1) : NULL;
-  S->due.kind = kind;
+  cJSON_Delete(due->parent);
+  due->parent = kind != KG__DUE_NONE && parent ? cJSON_Duplicate(parent, 1) : NULL;
+  due->kind = kind;
 }
 
 void
-kg__due_set_down(kg_sup_t *S, const char *reason)
+kg__due_set_down(kg__due_t *due, const char *reason)
 {
-  free(S->due.down_reason);
-  S->due.down_reason = reason ? strdup(reason) : NULL;
+  free(due->down_reason);
+  due->down_reason = reason ? strdup(reason) : NULL;
 }
 
 /*  Said after a give-up, in the DOWN notice and every KernelDown. */
@@ -131,22 +131,22 @@ kg__due_set_down(kg_sup_t *S, const char *reason)
                   "CONNECTION_FILE`) to start a fresh kernel."
 
 void
-kg__due_set_gave_up(kg_sup_t *S, const char *reason)
+kg__due_set_gave_up(kg__due_t *due, const char *reason)
 {
-  free(S->due.down_reason);
-  if (asprintf(&S->due.down_reason, "%s%s", reason ? reason : "", S_BY_HAND) < 0)
-    S->due.down_reason = NULL;
+  free(due->down_reason);
+  if (asprintf(&due->down_reason, "%s%s", reason ? reason : "", S_BY_HAND) < 0)
+    due->down_reason = NULL;
 }
 
 const char *
-kg__incident_id(const kg_sup_t *S)
+kg__incident_id(const kg__incidents_t *incidents)
 {
-  kg_incident_t *incident = S->incidents.current.incident;
+  kg_incident_t *incident = incidents->current.incident;
   return incident ? kg_incident_id(incident) : NULL;
 }
 
 bool
-kg__shutdown_is(const kg_sup_t *S, const char *msg_id)
+kg__shutdown_is(const kg__shutdown_t *shutdown, const char *msg_id)
 {
-  return S->shutdown.request_id && msg_id && strcmp(msg_id, S->shutdown.request_id) == 0;
+  return shutdown->request_id && msg_id && strcmp(msg_id, shutdown->request_id) == 0;
 }

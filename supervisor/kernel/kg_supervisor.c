@@ -247,7 +247,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
       || !S->devcheck || !S->restore || !S->fsm || !S->ckpt || !S->probe
       || kg__gpu_init(S) != 0)
     goto fail;
-  kg__hang_init(S);
+  kg__hang_init(&S->hang);
 
   S->ctx = zmq_ctx_new();
   if (!S->ctx) {
@@ -299,7 +299,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_helper_destroy(&S->ckpt);
   kg_helper_destroy(&S->probe);
   kg__gpu_destroy(S);
-  kg__hang_destroy(S);   /* its pinger's socket, before the context */
+  kg__hang_destroy(&S->hang);   /* its pinger's socket, before the context */
   kg_front_destroy(&S->front);
   if (S->ctx)
     zmq_ctx_term(S->ctx);
@@ -313,10 +313,10 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_diagnosis_destroy(&S->prev_diag);
   kg_policy_destroy(&S->policy);
   kg_classifier_destroy(&S->rules);
-  kg__incidents_clear(S);
+  kg__incidents_clear(&S->incidents);
   cJSON_Delete(S->info_cache);
-  kg__due_set(S, KG__DUE_NONE, NULL);
-  kg__due_set_down(S, NULL);
+  kg__due_set(&S->due, KG__DUE_NONE, NULL);
+  kg__due_set_down(&S->due, NULL);
   free(S->shutdown.request_id);
   free(S->session);
   kg_devcheck_destroy(&S->devcheck);
