@@ -303,7 +303,8 @@ def main(argv):
     build_dir = args[0]
     source_dir = args[1] if len(args) > 1 else os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))
-    objects = s_objects(build_dir)
+    # objects of sources since deleted stay in a build tree: not the house's
+    objects = [o for o in s_objects(build_dir) if os.path.exists(os.path.join(source_dir, o[0]))]
     if not objects:
         print(f"check-arrows: no library object files under {build_dir}: build first",
               file=sys.stderr)

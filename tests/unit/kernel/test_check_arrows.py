@@ -150,6 +150,22 @@ def test_names_a_circle_of_files_and_a_long_file(tmp_path):
     assert "too long: common/kg_long.h: 1001 lines (limit 1000)" in r.stdout
 
 
+@needs_cc
+def test_an_object_whose_source_is_gone_does_not_count(tmp_path):
+    """A build tree keeps the objects of deleted sources; they are not the
+    house's."""
+    build, src = s_tree(tmp_path, {
+        "supervisor/pure/kg_old.c": "void kg_kernel_poke(void);\n"
+                                    "void kg_old(void) { kg_kernel_poke(); }\n",
+        "supervisor/proc/kg_kernel.c": "void kg_kernel_poke(void) {}\n",
+    })
+    r = s_run(build, src)
+    assert r.returncode == 1 and "kg_old.c (pure) calls kg_kernel_poke" in r.stdout
+    os.remove(os.path.join(src, "supervisor", "pure", "kg_old.c"))
+    r = s_run(build, src)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_without_objects_it_says_build_first(tmp_path):
     r = s_run(str(tmp_path), SOURCE_DIR)
     assert r.returncode == 2
