@@ -506,13 +506,36 @@ kg_client_next(kg_client_t *self, int64_t deadline_ms, kg_client_event_t *ev)
   }
 }
 
+/*  metadata.kguard of a message (reply metadata, or a notice's content
+    metadata), or NULL. */
+static const cJSON *
+s_kguard_meta(kg_msg_t *msg)
+{
+  const cJSON *k = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_METADATA),
+                                                    "kguard");
+  if (cJSON_IsObject(k))
+    return k;
+  const cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
+  k = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(content, "metadata"),
+                                       "kguard");
+  return cJSON_IsObject(k) ? k : NULL;
+}
+
+static bool
+s_event_is(const cJSON *kguard, const char *event)
+{
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(kguard, "event");
+  return cJSON_IsString(e) && strcmp(e->valuestring, event) == 0;
+}
+
 int
-kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, int *signo)
+kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, kg_client_ready_t *out)
 {
   char ids[128][37];
   size_t nids = 0;
   bool replied = false, iopub = false;
   int64_t next_send = 0;
+  memset(out, 0, sizeof *out);
   while (!(replied && iopub)) {
     int64_t now = kg_clock_mono_ms();
     if (now >= deadline_ms)
@@ -532,7 +555,7 @@ kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, int *signo)
     if (ev.kind == KG_CLIENT_EXITED)
       return KG_ESPAWN;
     if (ev.kind == KG_CLIENT_SIGNAL) {
-      *signo = ev.signo;
+      out->signo = ev.signo;
       return -EINTR;
     }
     if (ev.kind != KG_CLIENT_MESSAGE)
@@ -541,12 +564,24 @@ kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, int *signo)
     bool ours = false;
     for (size_t i = 0; parent && i < nids; i++)
       ours = ours || strcmp(parent, ids[i]) == 0;
+    const char *type = kg_msg_type(ev.msg);
+    const cJSON *kg = s_kguard_meta(ev.msg);
+    if (ev.channel == KG_CH_IOPUB && type && strcmp(type, "display_data") == 0
+        && s_event_is(kg, "kernel-died"))
+      out->kernel_deaths++;
     if (ours && ev.channel == KG_CH_IOPUB)
       iopub = true;
-    const char *type = kg_msg_type(ev.msg);
     if (ours && ev.channel == KG_CH_SHELL && type
-        && strcmp(type, "kernel_info_reply") == 0)
+        && strcmp(type, "kernel_info_reply") == 0) {
+      if (s_event_is(kg, "down")) {
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(kg, "reason");
+        snprintf(out->reason, sizeof out->reason, "%s",
+                 cJSON_IsString(why) ? why->valuestring : "");
+        kg_msg_destroy(&ev.msg);
+        return KG_EDOWN;
+      }
       replied = true;
+    }
     kg_msg_destroy(&ev.msg);
   }
   return 0;

@@ -221,21 +221,90 @@ kg_notebook_load(const char *path, kg_notebook_t **self_p, char *err, size_t err
   *self_p = NULL;
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    kg_errf(err, errlen, "%s is a directory, not a notebook", path);
-    return KG_ENOTEBOOK;
+    kg_errf(err, errlen, "a directory, not a notebook");
+    return -EISDIR;
   }
   char *text = NULL;
   size_t len = 0;
   int rc = kg_file_read(path, KG_NOTEBOOK_MAX, &text, &len);
   if (rc == KG_ETOOBIG) {
-    kg_errf(err, errlen, "%s is larger than %u MiB", path, KG_NOTEBOOK_MAX >> 20);
+    kg_errf(err, errlen, "larger than %u MiB: not a notebook kguard reads",
+            KG_NOTEBOOK_MAX >> 20);
     return KG_ENOTEBOOK;
   }
-  if (rc != 0)
-    kg_errf(err, errlen, "cannot read %s: %s", path, kg_strerror(rc));
-  if (rc == 0)
-    rc = kg_notebook_parse(text, len, self_p, err, errlen);
+  if (rc == -ENOENT)
+    kg_errf(err, errlen, "no such file");
+  else if (rc == -ENOTDIR)
+    kg_errf(err, errlen, "no such file (a part of the path is not a directory)");
+  else if (rc != 0)
+    kg_errf(err, errlen, "cannot read it: %s", kg_strerror(rc));
+  else {
+    size_t blank = 0;
+    while (blank < len && strchr(" \t\r\n", text[blank]))
+      blank++;
+    if (blank == len) {
+      kg_errf(err, errlen, "%s: not a notebook (a notebook is a JSON document; "
+              "create one in Jupyter, or with jupytext or nbformat)",
+              len ? "only blank space" : "an empty file");
+      rc = KG_ENOTEBOOK;
+    }
+    else
+      rc = kg_notebook_parse(text, len, self_p, err, errlen);
+  }
   free(text);
+  return rc;
+}
+
+int
+kg_notebook_check_writable(const char *path, char *err, size_t errlen)
+{
+  struct stat st;
+  if (path[0] == '\0') {
+    kg_errf(err, errlen, "an empty path");
+    return -ENOENT;
+  }
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    kg_errf(err, errlen, "is a directory; name the notebook file to write, "
+            "e.g. %s%sout.ipynb", path, path[strlen(path) - 1] == '/' ? "" : "/");
+    return -EISDIR;
+  }
+  char *copy = strdup(path);
+  if (!copy)
+    return -ENOMEM;
+  const char *dir = dirname(copy);
+  int rc = 0;
+  if (stat(dir, &st) != 0)
+    rc = -errno;
+  else if (!S_ISDIR(st.st_mode))
+    rc = -ENOTDIR;
+  if (rc != 0) {
+    if (rc == -ENOENT)
+      kg_errf(err, errlen, "the directory %s does not exist (create it first)", dir);
+    else if (rc == -ENOTDIR)
+      kg_errf(err, errlen, "%s is not a directory", dir);
+    else
+      kg_errf(err, errlen, "cannot use the directory %s: %s", dir, strerror(-rc));
+    free(copy);
+    return rc;
+  }
+  size_t n = strlen(path) + 16;
+  char *probe = malloc(n);
+  if (!probe) {
+    free(copy);
+    return -ENOMEM;
+  }
+  snprintf(probe, n, "%s.tmp-XXXXXX", path);
+  int fd = mkostemp(probe, O_CLOEXEC);
+  if (fd < 0) {
+    rc = -errno;
+    kg_errf(err, errlen, "cannot create a file in %s: %s", dir, strerror(errno));
+  }
+  else {
+    close(fd);
+    unlink(probe);
+  }
+  free(probe);
+  free(copy);
   return rc;
 }
 

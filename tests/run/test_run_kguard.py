@@ -9,6 +9,7 @@ that the right checkpoint was restored and resumed.
 """
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -56,6 +57,8 @@ def test_clean_example(clean_result):
     assert result["final_step"] == "200" and result["resumed_from"] == "None"
     assert float(result["accuracy"]) > 0.9 and float(result["loss"]) < 0.5
     assert run.meta()["run"]["restarts"] == 0 and run.meta()["incidents"] == []
+    # The RESULT line reaches the terminal (standard output), as the demo says.
+    assert "RESULT final_step=200" in run.stdout
     # Deterministic cells print the same as a direct nbclient run's, and so
     # does the whole training (fixed seeds, single thread).
     mine = run.code_cells()
@@ -84,14 +87,28 @@ def test_emulated_assert_restarts_once_and_resumes(workdir, clean_result, kind, 
     incidents = [i for i in meta["incidents"] if i["event"] == "sticky-restart"]
     assert len(incidents) == 1, meta["incidents"]
     inc = incidents[0]
-    assert inc["restored_step"] == 40 and inc["cell"] == 5
+    # Cell 4 as kguard's notice and In [4] count it (the 4th code cell; the
+    # notebook's 5th cell, index 4, after its markdown title).
+    assert inc["restored_step"] == 40 and inc["cell"] == 4 and inc["cell_index"] == 4
+    assert "Cell [4]" in inc["notice"]
     if family:
         assert inc["family"] == family
     path = Path(inc["incident_path"])
     assert path.parent == d / "state" / "incidents" and path.exists()
     record = json.loads(path.read_text())
     assert record["id"] == inc["incident"]
-    # The terminal story: restart, restore, incident and notebook paths.
+    # The terminal story: restart, restore, incident and notebook paths, with
+    # one numbering of cells: the 4th code cell is cell 4 in every line, as
+    # in the notice (Cell [4]) and the notebook (In [4]); markdown cells are
+    # not counted.
+    assert "cell 4/5: BATCH = 64" in run.stderr
+    assert "cell 4: sticky device error" in run.stderr
+    assert "cell 5 was held back" in run.stderr
+    assert "running cells 1-4 again in the fresh kernel" in run.stderr
+    assert not re.search(r"cells? \d+\.\.\d+|cell 6\b|\[\d+/\d+\] cell", run.stderr)
+    # What the training printed is shown as it ran, the RESULT line included.
+    assert "resumed from the checkpoint of step 40" in run.stdout
+    assert "RESULT final_step=200" in run.stdout and "resumed_from=40" in run.stdout
     assert "kernel restarted" in run.stderr
     assert "checkpoint of step 40 verified and restored" in run.stderr
     assert "incident record:   %s" % path in run.stderr
