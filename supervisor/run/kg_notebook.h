@@ -41,12 +41,6 @@ int kg_notebook_parse(const char *text, size_t len, kg_notebook_t **self_p, char
 /*  Free self and set *self_p to NULL. Safe on NULL. */
 void kg_notebook_destroy(kg_notebook_t **self_p);
 
-/*  Whether kg_notebook_save could write path, checked before any work is
-    done: path is not a directory, its directory exists, and a file can be
-    created there (a temporary file beside path, as the save makes, is
-    created and removed). Returns 0, or -errno with a message naming the
-    problem (not the path) in err. */
-int kg_notebook_check_writable(const char *path, char *err, size_t errlen);
 
 /*  Number of cells (of every type). */
 size_t kg_notebook_cell_count(const kg_notebook_t *self);

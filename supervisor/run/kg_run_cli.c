@@ -19,6 +19,7 @@
 #include "kg_file.h"
 #include "kg_log.h"
 #include "kg_notebook.h"
+#include "kg_outpath.h"
 #include "kg_params.h"
 #include "kg_paths.h"
 #include "kg_progress.h"
@@ -400,7 +401,7 @@ kg_run_main(int argc, char **argv)
   /*  Where the executed notebook goes is checked now, as papermill does:
       a run whose outputs cannot be written must not run at all. */
   if (out_path) {
-    rc = kg_notebook_check_writable(out_path, err, sizeof err);
+    rc = kg_outpath_check(out_path, err, sizeof err);
     if (rc != 0) {
       if (output)
         fprintf(stderr, "kguard run: -o %s: %s\n", output, err);

@@ -13,6 +13,7 @@
 #include "kg_error.h"
 #include "kg_kernelspec.h"
 #include "kg_notebook.h"
+#include "kg_outpath.h"
 #include "kg_outputs.h"
 #include "kg_params.h"
 #include "kg_params_value.h"
@@ -125,25 +126,25 @@ KG_TEST(notebook_reject)
 /*  Where the executed notebook goes is checked before anything runs: a
     directory, a missing directory, a parent that is a file, and a writable
     place (which is left as it was). */
-KG_TEST(notebook_check_writable)
+KG_TEST(outpath_check)
 {
   char dir[] = "/tmp/kg-nbw-XXXXXX";
   KG_CHECK(mkdtemp(dir) != NULL);
   char path[128], file[128];
   char err[512];
-  KG_CHECK_INT(kg_notebook_check_writable(dir, err, sizeof err), -EISDIR);
+  KG_CHECK_INT(kg_outpath_check(dir, err, sizeof err), -EISDIR);
   KG_CHECK(strstr(err, "is a directory") != NULL && strstr(err, "out.ipynb") != NULL);
   snprintf(path, sizeof path, "%s/missing/deeper/out.ipynb", dir);
-  KG_CHECK_INT(kg_notebook_check_writable(path, err, sizeof err), -ENOENT);
+  KG_CHECK_INT(kg_outpath_check(path, err, sizeof err), -ENOENT);
   KG_CHECK(strstr(err, "missing/deeper does not exist") != NULL);
   snprintf(file, sizeof file, "%s/plain", dir);
   FILE *f = fopen(file, "w");
   KG_CHECK(f != NULL);
   fclose(f);
   snprintf(path, sizeof path, "%s/plain/out.ipynb", dir);
-  KG_CHECK(kg_notebook_check_writable(path, err, sizeof err) < 0);
+  KG_CHECK(kg_outpath_check(path, err, sizeof err) < 0);
   snprintf(path, sizeof path, "%s/out.ipynb", dir);
-  KG_CHECK_INT(kg_notebook_check_writable(path, err, sizeof err), 0);
+  KG_CHECK_INT(kg_outpath_check(path, err, sizeof err), 0);
   /*  Nothing was left behind: the directory holds only "plain". */
   DIR *d = opendir(dir);
   int entries = 0;
@@ -680,7 +681,7 @@ KG_TEST(params_value_table)
 }
 
 KG_TEST_MAIN(KG_CASE(notebook_parse), KG_CASE(notebook_reject),
-             KG_CASE(notebook_check_writable), KG_CASE(notebook_format),
+             KG_CASE(outpath_check), KG_CASE(notebook_format),
              KG_CASE(notebook_save), KG_CASE(outputs_stream), KG_CASE(outputs_display),
              KG_CASE(outputs_clear), KG_CASE(notebook_utf8), KG_CASE(params_cli),
              KG_CASE(params_files), KG_CASE(params_inject), KG_CASE(params_value_table), KG_CASE(kernelspec_names),
