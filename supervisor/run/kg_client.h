@@ -69,9 +69,6 @@ int kg_client_start(const kg_client_config_t *config, kg_client_t **self_p, char
 /*  What kg_client_wait_ready learnt besides readiness. */
 typedef struct {
   int signo;                    /*  -EINTR: the signal that arrived        */
-  int kernel_deaths;            /*  kernels that died before one answered
-                                    (kguard's "kernel-died" notices): the
-                                    restarts kguard made while starting     */
   char reason[1024];            /*  KG_EDOWN: kguard's reason ("" if none) */
 } kg_client_ready_t;
 

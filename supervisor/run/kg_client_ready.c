@@ -10,18 +10,12 @@
 #include "kg_clock.h"
 #include "kg_error.h"
 
-/*  metadata.kguard of a message (reply metadata, or a notice's content
-    metadata), or NULL. */
+/*  The reply's metadata.kguard, or NULL. */
 static const cJSON *
 s_kguard_meta(kg_msg_t *msg)
 {
   const cJSON *k = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_METADATA),
                                                     "kguard");
-  if (cJSON_IsObject(k))
-    return k;
-  const cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
-  k = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(content, "metadata"),
-                                       "kguard");
   return cJSON_IsObject(k) ? k : NULL;
 }
 
@@ -69,14 +63,11 @@ kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, kg_client_ready_t *
     for (size_t i = 0; parent && i < nids; i++)
       ours = ours || strcmp(parent, ids[i]) == 0;
     const char *type = kg_msg_type(ev.msg);
-    const cJSON *kg = s_kguard_meta(ev.msg);
-    if (ev.channel == KG_CH_IOPUB && type && strcmp(type, "display_data") == 0
-        && s_event_is(kg, "kernel-died"))
-      out->kernel_deaths++;
     if (ours && ev.channel == KG_CH_IOPUB)
       iopub = true;
     if (ours && ev.channel == KG_CH_SHELL && type
         && strcmp(type, "kernel_info_reply") == 0) {
+      const cJSON *kg = s_kguard_meta(ev.msg);
       if (s_event_is(kg, "down")) {
         const cJSON *why = cJSON_GetObjectItemCaseSensitive(kg, "reason");
         snprintf(out->reason, sizeof out->reason, "%s",
