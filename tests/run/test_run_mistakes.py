@@ -114,6 +114,17 @@ def test_default_output_beside_a_read_only_notebook(workdir):
     assert not (work / "CELL-RAN").exists()
 
 
+@pytest.mark.skipif(not PASS, reason="KGUARD_RUN_PASSTHROUGH not set")
+def test_checkpoints_that_is_a_file(workdir):
+    d, env = workdir
+    nb = _notebook(d / "nb.ipynb")
+    (d / "ckpt").write_text("a file")
+    proc = _run(PASS, [str(nb), "--checkpoints", str(d / "ckpt")], env)
+    assert proc.returncode == 100, proc.stderr
+    assert "--checkpoints %s: not a directory" % (d / "ckpt") in proc.stderr
+    assert not (d / "CELL-RAN").exists() and not (d / "nb.kguard.ipynb").exists()
+
+
 # ---------------------------------------------------------------------------------------
 # The notebook itself.
 
