@@ -189,3 +189,38 @@ def test_kguard_kernelspec_is_not_wrapped_twice(workdir):
     log = [l for l in run.stderr.splitlines() if "kernel log:" in l][0].split()[-1]
     supervising = [l for l in Path(log).read_text().splitlines() if "supervising" in l]
     assert supervising and all("/usr/bin/python3" in l for l in supervising), supervising
+
+
+def test_notice_names_the_cell_when_its_reply_comes_first(workdir):
+    """The failing cell's execute_reply can reach kguard before its error
+    (ipykernel sends iopub from a thread of its own). The notice must still
+    name the cell as the notebook does (Cell [3], In [3]), not guess from
+    the last count seen. The cell delays its own error output by a second
+    (IPython's _showtraceback on a timer), so the reply comes first every
+    time."""
+    d, env = workdir
+    assert_text = ("CUDA error: device-side assert triggered\\nCUDA kernel errors might be "
+                   "asynchronously reported at some other API call")
+    delayed = ("import os, threading\n"
+               "if not os.path.exists('fired'):\n"
+               "    open('fired', 'w').close()\n"
+               "    ip = get_ipython(); show = ip._showtraceback\n"
+               "    ip._showtraceback = lambda *a: threading.Timer(1.0, show, a).start()\n"
+               "    raise RuntimeError('%s')\n" % assert_text)
+    cells = ["x = 1", "y = 2", delayed, "print('after', x + y)"]
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "id": "c%d" % i,
+                     "execution_count": None, "source": src} for i, src in enumerate(cells)],
+          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                      "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    (d / "late.ipynb").write_text(json.dumps(nb))
+    run = kguard_run(BIN, d / "late.ipynb", env)
+    assert run.code == 0, run
+    incidents = [i for i in run.meta()["incidents"] if i["event"] == "sticky-restart"]
+    assert len(incidents) == 1, run.meta()["incidents"]
+    assert incidents[0]["cell"] == 3
+    assert "Cell [3]" in incidents[0]["notice"], incidents[0]["notice"]
+    record = json.loads(Path(incidents[0]["incident_path"]).read_text())
+    assert record["cell"]["execution_count"] == 3
+    assert "cell 3: sticky device error" in run.stderr
+    assert "after 3" in run.stdout
