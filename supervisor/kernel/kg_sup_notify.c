@@ -161,6 +161,18 @@ kg__incidents_clear(kg__incidents_t *incidents)
   s_incident_clear(&incidents->aside);
 }
 
+/*  The failing cell's execute_reply (parent) says its execution count: the
+    incident's guess (the last count seen + 1) is right only when the error
+    was seen before the reply, and the notice names the cell by it. */
+void
+kg__incident_cell_count(kg_sup_t *S, const char *parent, int count)
+{
+  kg_incident_t *incident = S->incidents.current.incident;
+  const char *failing = S->failing.msg_id;
+  if (incident && parent && failing && strcmp(parent, failing) == 0)
+    kg_incident_set_cell(incident, S->failing.code, failing, count);
+}
+
 void
 kg__incident_open(kg_sup_t *S, bool sticky)
 {

@@ -448,6 +448,9 @@ void kg__notice_publish(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info
 /*  A new incident replaces the current one (sticky: the gate names it);
     written at once. */
 void kg__incident_open(kg_sup_t *S, bool sticky);
+/*  The failing cell's execute_reply (parent) says its execution count:
+    the current incident names the cell by it. */
+void kg__incident_cell_count(kg_sup_t *S, const char *parent, int count);
 /*  Write the current incident (if any) and remember where. */
 void kg__write_incident(kg_sup_t *S);
 /*  An advice's record is opened with the sticky one set aside, then put
