@@ -23,6 +23,7 @@
   XX(TIMEOUT,     "timed out")                                                  \
   XX(NOTFOUND,    "not found")                                                  \
   XX(EXISTS,      "already exists")                                             \
+  XX(UNSAFEPATH,  "another user could change this directory or file")          \
   /* ipc: connection files and the wire protocol */                            \
   XX(CONNFILE,    "malformed connection file")                                  \
   XX(NODELIM,     "message has no <IDS|MSG> delimiter")                         \

@@ -25,6 +25,7 @@
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_paths.h"
+#include "kg_safepath.h"
 #include "kg_socket.h"
 
 static void s_apply_cb(void *arg, kg_event_t event);
@@ -51,7 +52,7 @@ s_open_logs(kg_sup_t *S)
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
   char path[PATH_MAX + 64];
   snprintf(path, sizeof path, "%s/logs/kguard-%s-%ld.log", s_rw(S)->state_dir, stamp, (long) getpid());
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  int fd = kg_safepath_open(path, O_APPEND, 0600);
   if (fd >= 0) {
     S->own_log = fdopen(fd, "a");
     if (S->own_log)
@@ -59,12 +60,14 @@ s_open_logs(kg_sup_t *S)
     else
       close(fd);
   } else
-    kg_warning("unable to open %s: %s", path, strerror(errno));
+    kg_warning("unable to open %s: %s", path, kg_strerror(fd));
   snprintf(s_rw(S)->kernel_log_path, sizeof s_rw(S)->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
            s_rw(S)->state_dir, stamp, (long) getpid());
-  S->log_fd = open(s_rw(S)->kernel_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (S->log_fd < 0)
-    kg_warning("unable to open %s: %s", s_rw(S)->kernel_log_path, strerror(errno));
+  S->log_fd = kg_safepath_open(s_rw(S)->kernel_log_path, O_APPEND, 0600);
+  if (S->log_fd < 0) {
+    kg_warning("unable to open %s: %s", s_rw(S)->kernel_log_path, kg_strerror(S->log_fd));
+    S->log_fd = -1;
+  }
   return 0;
 }
 
