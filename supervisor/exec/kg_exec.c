@@ -218,9 +218,11 @@ s_restore(kg_exec_s *E)
   char before[32], into[PATH_MAX + 96];
   snprintf(before, sizeof before, "%lld", (long long) E->fault_wall_ms);
   snprintf(into, sizeof into, "%s/restored/%s", E->state_dir, kg_incident_id(E->incident));
+  /* Only this run's checkpoints: the run id its command seals with
+     (KGUARD_RUN_ID, kg_exec_env.c). */
   char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
                   "--before", before, "--incident", (char *) kg_incident_id(E->incident),
-                  "--into", into, "--json", NULL};
+                  "--into", into, "--run", (char *) E->cfg.name, "--json", NULL};
   kg_notice("exec: restoring the last checkpoint sealed before T=%s from %s", before,
             E->cfg.ckpt_dir);
   if (kg_ex_start_helper(E, argv) != 0) {

@@ -36,12 +36,22 @@ def test_help_texts():
     assert run("ckpt", "seal", "x").returncode == 100
 
 
-def test_keygen_refuses_to_replace(keyenv):
-    assert run("keygen").returncode == 0
+def test_keygen_keeps_an_existing_key_and_says_where(keyenv):
+    """The README's "once per user" step succeeds after any seal made the
+    key: the key is kept (never replaced without --force) and named."""
+    first = run("keygen")
+    assert first.returncode == 0
     assert (keyenv / "ckpt-ed25519.secret").stat().st_mode & 0o777 == 0o600
     assert keyenv.stat().st_mode & 0o777 == 0o700
-    assert run("keygen").returncode == 100
-    assert run("keygen", "--force").returncode == 0
+    secret = (keyenv / "ckpt-ed25519.secret").read_bytes()
+    again = run("keygen")
+    assert again.returncode == 0, again.stderr
+    key_id = first.stdout.split()[1]
+    assert again.stdout.startswith(f"key {key_id} in {keyenv}") and "already there" in again.stdout
+    assert (keyenv / "ckpt-ed25519.secret").read_bytes() == secret
+    forced = run("keygen", "--force")
+    assert forced.returncode == 0 and forced.stdout.split()[1] != key_id
+    assert (keyenv / "ckpt-ed25519.secret").read_bytes() != secret
 
 
 def test_list_newest_first_and_latest_before(tmp_path, keyenv, payload):
@@ -106,7 +116,7 @@ def test_resume_prepare(tmp_path, keyenv, payload):
         f.seek(os.path.getsize(paths[1]) - 4000)
         f.write(b"\x00\x01" * 8)
     dest = tmp_path / "state" / "restored" / "inc-9"
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", str(t_fault),
             "--incident", "inc-9", "--into", str(dest), "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
@@ -131,7 +141,7 @@ def test_resume_prepare(tmp_path, keyenv, payload):
 
     # Nothing before T left: status none, exit 0, DEST not created.
     dest2 = tmp_path / "state" / "restored" / "inc-10"
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", "1000",
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", "1000",
             "--incident", "inc-10", "--into", str(dest2), "--json")
     assert p.returncode == 0
     out = json.loads(p.stdout)
@@ -139,10 +149,10 @@ def test_resume_prepare(tmp_path, keyenv, payload):
     assert not dest2.exists()
 
     # A missing directory is simply "none"; bad usage is an error object.
-    p = run("ckpt", "resume-prepare", "--dir", str(tmp_path / "nope"), "--before", "5",
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(tmp_path / "nope"), "--before", "5",
             "--incident", "i", "--into", str(tmp_path / "d3"), "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["status"] == "none"
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--json")
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--json")
     assert p.returncode == 100 and json.loads(p.stdout)["status"] == "error"
 
 
@@ -172,7 +182,7 @@ def test_resume_prepare_zstd_copies_beside_the_archives(tmp_path, keyenv, payloa
     path = seal(payload, ck, 5, "--zstd")
     t_fault = listing(ck)[0]["sealed_at_ms"] + 1
     into = tmp_path / "state" / "restored" / "z1"
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", str(t_fault),
             "--incident", "z1", "--into", str(into), "--json")
     out = json.loads(p.stdout)
     assert p.returncode == 0 and out["status"] == "restored" and out["archive"] == path
@@ -303,7 +313,7 @@ def test_keep_prunes_after_a_newer_one_verified(tmp_path, keyenv, payload):
     p10 = seal(payload, ck, 10)
     p20 = seal(payload, ck, 20)
     t_fault = listing(ck)[0]["sealed_at_ms"]  # step 20 at/after the fault
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", str(t_fault),
             "--incident", "inc-1", "--into", str(tmp_path / "x"), "--json")
     assert json.loads(p.stdout)["archive"] == p10
     stray = ck / "step-0000000001-20200101T000000000Z.kgckpt.tar"
@@ -337,7 +347,7 @@ def test_resume_prepare_says_failed_when_a_verified_checkpoint_cannot_be_restore
     "failed" with the reason, exit 111, nothing partial left; never "none"."""
     ck = tmp_path / "ck"
     ck.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(ck)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(ck)],
                       capture_output=True).returncode != 0:
         import pytest
         pytest.skip("needs root to mount a small tmpfs")
@@ -346,7 +356,7 @@ def test_resume_prepare_says_failed_when_a_verified_checkpoint_cannot_be_restore
         src.mkdir()
         (src / "state.pt").write_bytes(b"\0" * (16 << 20))  # compresses to almost nothing
         path = seal(src, ck, 3, "--zstd")
-        p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", "99999999999999",
+        p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", "99999999999999",
                 "--incident", "full1", "--into", str(tmp_path / "x"), "--json")
         out = json.loads(p.stdout)
         assert p.returncode == 111 and out["status"] == "failed", p.stdout

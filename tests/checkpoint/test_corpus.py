@@ -157,7 +157,10 @@ def test_flipped_bit_in_signature(sealed, tmp_path):
 def test_wrong_key(sealed, tmp_path, monkeypatch):
     monkeypatch.setenv("KGUARD_KEY_DIR", str(tmp_path / "other-keys"))
     assert run("keygen").returncode == 0
-    check_refused(sealed, UNSIGNED, "signed by unknown key", tmp_path)
+    check_refused(sealed, UNSIGNED, "which you do not trust", tmp_path)
+    # The message points at the way to trust the signer, not at keygen.
+    out = run("ckpt", "verify", str(sealed)).stdout
+    assert "kguard keys import" in out and "keygen" not in out
 
 
 def test_no_key_at_all(sealed, tmp_path, monkeypatch):
