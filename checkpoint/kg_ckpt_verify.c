@@ -472,7 +472,7 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const kg_keyring_t *ke
     snprintf(r->signer_id, sizeof r->signer_id, "%s", signer->id);
     rc = kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why);
     if (rc < 0) {
-      s_set(r, rc, KG_CKPT_MANIFEST_NAME, "%s: %s", kg_ckpt_status_name(rc), why);
+      s_set(r, rc, KG_CKPT_MANIFEST_NAME, "%s", why);
       goto done;
     }
     if (strcmp(m->key_id, signer->id) != 0) {
