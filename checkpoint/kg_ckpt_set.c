@@ -319,7 +319,7 @@ kg_ckpt_set_try_index(const char *dir, const unsigned char *sk, const char *run,
     kg_ckpt_gc_lock(lockfd);
   char file[PATH_MAX + 32];
   snprintf(file, sizeof file, "%s/" KG_CKPT_SET_MEMBER, stage);
-  rc = kg_file_write_atomic(file, json, strlen(json), 0644);
+  rc = kg_file_write_atomic(file, json, strlen(json), 0666 & ~kg_file_umask());
   free(json);
   if (rc < 0)
     goto out;
