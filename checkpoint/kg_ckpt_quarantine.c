@@ -37,7 +37,14 @@ s_open_sub(int dfd, const char *name)
   if (mkdirat(dfd, name, 0777) < 0 && errno != EEXIST)
     return -errno;
   int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  return fd < 0 ? (errno == ELOOP ? -ELOOP : -errno) : fd;
+  if (fd >= 0)
+    return fd;
+  int e = errno;
+  struct stat st;
+  /* O_DIRECTORY answers ENOTDIR for a link: say what it is. */
+  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+    return -ELOOP;
+  return -e;
 }
 
 int

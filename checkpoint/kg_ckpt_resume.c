@@ -286,10 +286,16 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
   size_t n = list ? list->count : 0;
   char when[32], reason[640];
 
-  char qwhy[PATH_MAX + 256];
-  if (list && (rc = kg_ckpt_quarantine(list, incident, before_ms, run, qwhy, sizeof qwhy)) < 0) {
-    snprintf(why, whysize, "quarantining: %s", qwhy);
-    goto fail;
+  /* A quarantine that fails (a link planted at quarantine/ in a shared
+     directory, no permission) does not stop the restore: what it would
+     have moved is still never chosen (below), and the JSON says why it
+     stayed. */
+  char qwhy[PATH_MAX + 256] = "";
+  bool qfailed = list && kg_ckpt_quarantine(list, incident, before_ms, run, qwhy,
+                                            sizeof qwhy) < 0;
+  if (qfailed) {
+    fprintf(stderr, "kguard ckpt resume-prepare: quarantine: %s\n", qwhy);
+    cJSON_AddStringToObject(root, "quarantine_error", qwhy);
   }
   for (size_t i = 0; i < n; i++) {
     kg_ckpt_entry_t *e = &list->entries[i];
@@ -333,6 +339,14 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
       break;
     if (e->moved_to)
       continue;
+    if (!e->leftover && e->time_ms >= before_ms) {
+      kg_clock_iso_ms(e->time_ms, when, sizeof when);
+      snprintf(reason, sizeof reason, "%s %s, at or after the failure (left in place: %.400s)",
+               e->authenticated ? "sealed at" : "modified at", when,
+               qfailed ? qwhy : "not this run's");
+      s_add_pair(skipped, e->path, NULL, NULL, reason);
+      continue;
+    }
     if (!e->leftover && e->authenticated && strcmp(e->run, run) != 0) {
       snprintf(reason, sizeof reason, "run '%.130s', not the run being resumed ('%.130s')",
                e->run, run);
@@ -419,10 +433,4 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
   kg_ckpt_list_destroy(&list);
   *out = root;
   return 0;
-fail:
-  cJSON_Delete(quarantined);
-  cJSON_Delete(skipped);
-  cJSON_Delete(root);
-  kg_ckpt_list_destroy(&list);
-  return rc < 0 ? rc : KG_EINTERNAL;
 }

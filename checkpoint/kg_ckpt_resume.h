@@ -35,6 +35,8 @@
        "step", "run", "sealed_at", "sealed_at_ms", "digest",
        "digest_of": "manifest", "dir", "in_place", "compression", "bytes",
        "error" (only when failed), "resumed_run",
+       "quarantine_error" (only when the quarantine failed: those archives
+       then stay where they are and are skipped),
        "quarantined": [{"archive", "to", "reason"}],
        "skipped": [{"archive", "reason"}]}
     (archive..dir are null unless status is "restored"; "failed": a
