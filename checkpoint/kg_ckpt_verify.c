@@ -118,7 +118,6 @@ s_check_type(kg_ckpt_report_t *r, struct archive_entry *e, const char *name)
   return 0;
 }
 
-
 /* ---- the archive reader: progress and the slow-disk test hook ----------- */
 
 typedef struct {
@@ -456,55 +455,34 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const kg_keyring_t *ke
   }
   if ((rc = s_read_small(a, r, name, sig, sizeof sig)) < 0)
     goto done;
-
   char why[256] = "";
   kg_ckpt_manifest_t *m = NULL;
-  /* Every key accepted is tried (a few at most; each try is one Ed25519
-     verification): nothing of the manifest is read before one verifies. */
-  const kg_key_t *signer = NULL;
-  for (size_t i = 0; keys && i < keys->count && !signer; i++)
-    if (crypto_sign_verify_detached(sig, (unsigned char *) json, (unsigned long long) msize,
-                                    keys->keys[i].pk) == 0)
-      signer = &keys->keys[i];
+  const kg_key_t *signer = kg_keyring_verify(keys, sig, json, (size_t) msize);
   if (signer) {
     r->authenticated = true;
     snprintf(r->signer, sizeof r->signer, "%s", signer->name);
     snprintf(r->signer_id, sizeof r->signer_id, "%s", signer->id);
-    rc = kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why);
-    if (rc < 0) {
+    if ((rc = kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why)) < 0)
       s_set(r, rc, KG_CKPT_MANIFEST_NAME, "%s", why);
-      goto done;
-    }
-    if (strcmp(m->key_id, signer->id) != 0) {
+    else if (strcmp(m->key_id, signer->id) != 0)
       rc = s_set(r, KG_ECKPT_MALFORMED, KG_CKPT_MANIFEST_NAME, "manifest names key %s but is "
                  "signed by %s", m->key_id, signer->id);
-      kg_ckpt_manifest_destroy(&m);
-      goto done;
-    }
-    r->manifest = m;
-    rc = 0;
+    else
+      r->manifest = m, m = NULL;
+    kg_ckpt_manifest_destroy(&m);
     goto done;
   }
   /* Not verified: say whether it names a key we do not hold or was altered. */
-  const char *ours = keys && keys->own ? keys->keys[0].id : NULL;
-  size_t trusted = keys ? keys->count - (keys->own ? 1 : 0) : 0;
   char held[96];
-  if (ours)
-    snprintf(held, sizeof held, "yours is %s%s", ours, trusted ? ", and " : "");
-  else
-    snprintf(held, sizeof held, "you have no key of your own%s", trusted ? ", and " : "");
-  if (trusted)
-    snprintf(held + strlen(held), sizeof held - strlen(held), "%zu trusted key%s", trusted,
-             trusted == 1 ? "" : "s");
+  kg_keyring_describe(keys, held, sizeof held);
   if (kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why) == 0
       && !kg_keyring_find(keys, m->key_id))
     rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "signed by key %s, which you do not trust (%s); "
                "if you trust its owner, import their `kguard keys export` with "
                "`kguard keys import NAME FILE`", m->key_id, held);
   else if (!keys || keys->count == 0)
-    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "no key to check its signature with (no key of "
-               "your own, none trusted): `kguard keys import NAME FILE` trusts the signer's "
-               "public key");
+    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "no key to check its signature with: "
+               "`kguard keys import NAME FILE` trusts the signer's public key");
   else
     rc = s_set(r, KG_ECKPT_CORRUPT, KG_CKPT_MANIFEST_NAME,
                "manifest signature does not match (manifest or signature altered)");

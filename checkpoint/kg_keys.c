@@ -372,6 +372,27 @@ kg_keyring_find(const kg_keyring_t *self, const char *id)
   return NULL;
 }
 
+const kg_key_t *
+kg_keyring_verify(const kg_keyring_t *self, const unsigned char sig[64], const void *msg,
+                  size_t len)
+{
+  for (size_t i = 0; self && i < self->count; i++)
+    if (crypto_sign_verify_detached(sig, msg, (unsigned long long) len, self->keys[i].pk) == 0)
+      return &self->keys[i];
+  return NULL;
+}
+
+void
+kg_keyring_describe(const kg_keyring_t *self, char *buf, size_t size)
+{
+  size_t trusted = self ? self->count - (self->own ? 1 : 0) : 0;
+  int n = self && self->own ? snprintf(buf, size, "yours is %s", self->keys[0].id)
+                            : snprintf(buf, size, "you have no key of your own");
+  if (trusted && n > 0 && (size_t) n < size)
+    snprintf(buf + n, size - (size_t) n, ", and %zu trusted key%s", trusted,
+             trusted == 1 ? "" : "s");
+}
+
 static int
 s_cmp_names(const void *a, const void *b)
 {

@@ -132,6 +132,16 @@ kg_keyring_t *kg_keyring_load(const char *dir, int *rc, char *why, size_t whylen
 /*  The keyring's key whose id is id, or NULL. */
 const kg_key_t *kg_keyring_find(const kg_keyring_t *self, const char *id);
 
+/*  The key of the keyring (NULL: none) whose Ed25519 detached signature
+    sig over the len bytes at msg verifies, or NULL. Every key is tried
+    (each try is one verification; keyrings hold a few keys). */
+const kg_key_t *kg_keyring_verify(const kg_keyring_t *self,
+                                  const unsigned char sig[64], const void *msg, size_t len);
+
+/*  One phrase saying which keys the keyring holds, for messages: "yours is
+    b2:..., and 2 trusted keys", "you have no key of your own". */
+void kg_keyring_describe(const kg_keyring_t *self, char *buf, size_t size);
+
 /*  Free the keyring and NULL *p. Safe on NULL. */
 void kg_keyring_destroy(kg_keyring_t **p);
 

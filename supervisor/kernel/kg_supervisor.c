@@ -52,22 +52,16 @@ s_open_logs(kg_sup_t *S)
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
   char path[PATH_MAX + 64];
   snprintf(path, sizeof path, "%s/logs/kguard-%s-%ld.log", s_rw(S)->state_dir, stamp, (long) getpid());
-  int fd = kg_safepath_open(path, O_APPEND, 0600);
-  if (fd >= 0) {
-    S->own_log = fdopen(fd, "a");
-    if (S->own_log)
-      kg_log_set_file(S->own_log);
-    else
-      close(fd);
-  } else
-    kg_warning("unable to open %s: %s", path, kg_strerror(fd));
+  if ((S->own_log = kg_safepath_fopen_append(path, 0600)))
+    kg_log_set_file(S->own_log);
+  else
+    kg_warning("unable to open %s: %s", path, strerror(errno));
   snprintf(s_rw(S)->kernel_log_path, sizeof s_rw(S)->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
            s_rw(S)->state_dir, stamp, (long) getpid());
-  S->log_fd = kg_safepath_open(s_rw(S)->kernel_log_path, O_APPEND, 0600);
-  if (S->log_fd < 0) {
-    kg_warning("unable to open %s: %s", s_rw(S)->kernel_log_path, kg_strerror(S->log_fd));
-    S->log_fd = -1;
-  }
+  int fd = kg_safepath_open(s_rw(S)->kernel_log_path, O_APPEND, 0600);
+  if (fd < 0)
+    kg_warning("unable to open %s: %s", s_rw(S)->kernel_log_path, kg_strerror(fd));
+  S->log_fd = fd < 0 ? -1 : fd;
   return 0;
 }
 
