@@ -234,6 +234,12 @@ class Resume:
         self._materialised = None
 
     @property
+    def in_place(self):
+        """True when kguard made no copy: members are read straight from the
+        archive (reading r.dir would make one)."""
+        return not self._dir and self._materialised is None
+
+    @property
     def dir(self):
         """A directory holding the checkpoint's members (see the class)."""
         if self._dir:
