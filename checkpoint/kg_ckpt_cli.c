@@ -40,14 +40,16 @@
 
 #define VERDICT_CODES                                                           \
   "verdict exit codes (verify, restore):\n"                                    \
-  "  0 valid       signed by your key, complete, every digest matches\n"       \
-  "  1 unsigned    no signature, an unknown key, or a plain zip (torch.save)\n" \
-  "                that is complete but not authenticated\n"                   \
+  "  0 valid       signed by your key or one you trust (kguard keys), complete,\n" \
+  "                every digest matches\n"                                       \
+  "  1 unsigned    no signature, a key you do not trust, or a plain zip\n"      \
+  "                (torch.save) that is complete but not authenticated\n"      \
   "  2 corrupt     a member or the manifest does not match (names which)\n"    \
   "  3 incomplete  truncated, empty, or a listed member missing\n"             \
   "  4 malformed   not an archive, no manifest, invalid manifest\n"            \
   "  5 unsafe      links, devices, fifos, '..' or absolute or non-UTF-8\n"     \
-  "                names, unlisted or duplicate members, oversize members\n"   \
+  "                names, unlisted or duplicate members, oversize members,\n"  \
+  "                a name that is also another's directory, a NUL in a name\n" \
   "  100 usage, 111 system failure\n"
 
 static const char s_help_main[] =
@@ -60,16 +62,18 @@ static const char s_help_main[] =
   "  verify [--progress] FILE...\n"
   "  list CKPT_DIR [--json]\n"
   "  latest CKPT_DIR [--before TIME]\n"
-  "  restore FILE DEST\n"
+  "  restore FILE DEST [--read-only] [--private] [--digest HEX]\n"
   "  quarantine CKPT_DIR --incident ID --from TIME\n"
   "  resume-prepare --dir CKPT_DIR --before T_MS --incident ID --into DEST --json\n"
+  "                 [--run ID]\n"
   "  manifest FILE\n"
   "  gc CKPT_DIR\n"
   "  prune CKPT_DIR --keep N [--keep-every K] | --resolve ID\n"
   "\n"
   "TIME is ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds since the epoch.\n"
-  "Keys: $KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard\n"
-  "(see `kguard keygen --help`).\n"
+  "Keys: $KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard;\n"
+  "archives signed by your key or a key you trust verify (`kguard keys --help`).\n"
+  "A missing FILE or CKPT_DIR is a usage error (100) naming it, for every command.\n"
   "`kguard ckpt COMMAND --help` describes each command.\n\n" VERDICT_CODES;
 
 static const char s_help_seal[] =
@@ -125,7 +129,8 @@ static const char s_help_quarantine[] =
   "\n"
   "Move every checkpoint sealed at or after TIME (the signed seal time; the\n"
   "file's mtime when it does not authenticate) into CKPT_DIR/quarantine/ID/.\n"
-  "Nothing is deleted; quarantined checkpoints are never chosen again.\n"
+  "Nothing is deleted; quarantined checkpoints are never chosen again. A\n"
+  "symbolic link at quarantine/ or quarantine/ID is refused (nothing moves).\n"
   "exit: 0, 100 usage, 111 system.\n";
 
 bool
