@@ -71,9 +71,8 @@ kg_paths_home(char *buf, size_t len)
   return KG_ENOTFOUND;
 }
 
-/*  Where the state directory is, before any check. */
-static int
-s_state_path(char *buf, size_t len)
+int
+kg_paths_state_dir_name(char *buf, size_t len)
 {
   const char *env = getenv("KGUARD_STATE_DIR");
   const char *xdg = getenv("XDG_STATE_HOME");
@@ -93,7 +92,7 @@ s_state_path(char *buf, size_t len)
 int
 kg_paths_state_dir_why(char *buf, size_t len, char *why, size_t whylen)
 {
-  int rc = s_state_path(buf, len);
+  int rc = kg_paths_state_dir_name(buf, len);
   if (rc) {
     kg_errf(why, whylen, "the state directory's path is too long");
     return rc;
