@@ -264,9 +264,10 @@ kg_keys_parse(const void *data, size_t len, unsigned char pk[KG_KEYS_PUBLIC_BYTE
               size_t whylen)
 {
   const char *p = data, *end = p + len;
-  if (len == KG_KEYS_PUBLIC_BYTES && memchr(p, '\n', len) == NULL
-      && strncmp(p, KG_KEYS_LINE_TYPE, len) != 0) {
-    memcpy(pk, p, KG_KEYS_PUBLIC_BYTES); /* a raw ckpt-ed25519.public */
+  /* A raw ckpt-ed25519.public: exactly 32 bytes (any bytes at all; an
+     export line is always longer). */
+  if (len == KG_KEYS_PUBLIC_BYTES) {
+    memcpy(pk, p, KG_KEYS_PUBLIC_BYTES);
     return 0;
   }
   /* The first line that is neither blank nor a '#' comment. */

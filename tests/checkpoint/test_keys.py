@@ -110,6 +110,10 @@ def test_import_is_idempotent_and_checks_names_and_files(two, tmp_path):
     # A raw 32-byte ckpt-ed25519.public imports as well.
     raw = kg(bob, "keys", "import", "carol-raw", str(carol / "ckpt-ed25519.public"))
     assert raw.returncode == 0  # carol's key is trusted already, as 'alice' now
+    # Raw keys are any 32 bytes, newlines included (one in eight random keys
+    # holds a 0x0a byte: it was then taken for a text line and refused).
+    (tmp_path / "raw.public").write_bytes(b"\n" * 16 + b"k" * 16)
+    assert kg(bob, "keys", "import", "raw-nl", str(tmp_path / "raw.public")).returncode == 0
     # Your own key is no import.
     own = kg(bob, "keys", "import", "me", str(bob / "ckpt-ed25519.public"))
     assert own.returncode == 0 and "your own" in own.stdout
