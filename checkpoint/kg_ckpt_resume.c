@@ -103,18 +103,16 @@ s_remove_private_copies(const char *dir, const char *dest)
     size_t n = strlen(de->d_name);
     if (de->d_name[0] != '.' || n <= sl + 1 || strcmp(de->d_name + n - sl, S_SOURCE_SUFFIX) != 0)
       continue;
-    char copy[NAME_MAX + 1], *text = NULL;
+    char copy[NAME_MAX + 1], source[PATH_MAX + 1];
     snprintf(copy, sizeof copy, "%.*s", (int) (n - sl - 1), de->d_name + 1);
     int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    char buf[PATH_MAX + 1];
-    ssize_t got = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    ssize_t got = fd >= 0 ? read(fd, source, sizeof source - 1) : -1;
     if (fd >= 0)
       close(fd);
     if (got < 0)
       continue;
-    buf[got] = '\0';
-    text = buf;
-    if (strcmp(text, real) != 0 || strcmp(copy, keep) == 0)
+    source[got] = '\0';
+    if (strcmp(source, real) != 0 || strcmp(copy, keep) == 0)
       continue;
     kg_ckpt_remove_tree_at(dirfd(d), copy);
     unlinkat(dirfd(d), de->d_name, 0);

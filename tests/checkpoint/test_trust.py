@@ -151,6 +151,12 @@ def test_zstd_copy_in_a_shared_directory_cannot_be_swapped(shared, attacker, tmp
     assert not out["dir"].startswith(shared), out["dir"]
     assert stat.S_IMODE(os.stat(out["dir"]).st_mode) == 0o500
     assert stat.S_IMODE(os.stat(os.path.join(out["dir"], "state.pt")).st_mode) == 0o400
+    # The next incident of this checkpoint directory removes that copy.
+    p = run("ckpt", "resume-prepare", "--dir", ck, "--before", "99999999999999", "--incident",
+            "z3", "--into", str(state / "restored" / "z3"), "--json")
+    again = json.loads(p.stdout)
+    assert again["dir"] == str(state / "restored" / "z3"), p.stdout
+    assert sorted(os.listdir(state / "restored")) == [".z3.source", "z3"]
 
 
 def test_a_copy_altered_after_the_restore_never_reaches_torch_load(tmp_path, keyenv):
