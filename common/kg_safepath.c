@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdbool.h>
@@ -26,6 +27,26 @@ s_who(uid_t uid, char *buf, size_t len)
   else
     snprintf(buf, len, "uid %u", (unsigned) uid);
   return buf;
+}
+
+/*  True if gid is owner's private group: its primary group, named as the
+    user, listing no other member (a user private group, Debian's default:
+    umask 002 makes directories group-writable for nobody but their
+    owner). As OpenSSH accepts for its own files. */
+static bool
+s_private_group(uid_t owner, gid_t gid)
+{
+  struct passwd pw, *pres = NULL;
+  struct group gr, *gres = NULL;
+  char pbuf[2048], gbuf[8192];
+  if (getpwuid_r(owner, &pw, pbuf, sizeof pbuf, &pres) != 0 || !pres || pw.pw_gid != gid
+      || getgrgid_r(gid, &gr, gbuf, sizeof gbuf, &gres) != 0 || !gres
+      || strcmp(gr.gr_name, pw.pw_name) != 0)
+    return false;
+  for (char **m = gr.gr_mem; m && *m; m++)
+    if (strcmp(*m, pw.pw_name) != 0)
+      return false;
+  return true;
 }
 
 /*  One directory of the checked path: leaf is the directory itself, else
@@ -54,6 +75,8 @@ s_check_one(const char *path, const char *shown, bool leaf, char *why, size_t wh
     return KG_EUNSAFEPATH;
   }
   mode_t w = st.st_mode & (S_IWGRP | S_IWOTH);
+  if (w == S_IWGRP && s_private_group(st.st_uid, st.st_gid))
+    w = 0;
   if (w && (leaf || !(st.st_mode & S_ISVTX))) {
     kg_errf(why, whylen, "%s%s%s%s is writable by %s (mode %04o): another user could swap "
             "what kguard keeps there; `chmod go-w %s`, or use a directory of your own",

@@ -14,7 +14,9 @@
       (root's are accepted too: root can change anything anyway), not
       writable by group or others, and every directory above it owned by
       root or the user and, when group- or world-writable, sticky (as /tmp
-      is: nobody can then rename or remove what they do not own);
+      is: nobody can then rename or remove what they do not own). Write
+      permission for the owner's private group (named as the owner, its
+      primary group, no other member) counts as none, as OpenSSH rules;
     - every file kguard writes is opened through kg_safepath_open: never
       through a symlink at its last component (O_NOFOLLOW), only a regular
       file the user owns with no other hard link, and with exactly the

@@ -35,16 +35,24 @@ s_teardown(void)
   KG_CHECK_INT(system(cmd), 0);
 }
 
-/*  mkdir root/name with mode (exactly: chmod after), owned by uid. */
+/*  mkdir root/name with mode (exactly: chmod after), owned by uid and
+    gid. */
 static const char *
-s_dir(const char *name, mode_t mode, uid_t uid)
+s_dir_g(const char *name, mode_t mode, uid_t uid, gid_t gid)
 {
   static char path[256];
   snprintf(path, sizeof path, "%s/%s", s_root, name);
   KG_CHECK_INT(mkdir(path, 0700), 0);
+  KG_CHECK_INT(chown(path, uid, gid), 0);
   KG_CHECK_INT(chmod(path, mode), 0);
-  KG_CHECK_INT(chown(path, uid, (gid_t) -1), 0);
   return path;
+}
+
+/*  The same in group 65534 (nogroup: a group shared with others). */
+static const char *
+s_dir(const char *name, mode_t mode, uid_t uid)
+{
+  return s_dir_g(name, mode, uid, OTHER_UID);
 }
 
 KG_TEST(safepath_dir_table)
@@ -67,6 +75,10 @@ KG_TEST(safepath_dir_table)
     {"other-owner", 0700, OTHER_UID, KG_EUNSAFEPATH, "not by you"},
   };
   char why[1024];
+  /* root's own private group (group root, root's primary, no other
+     member on this machine): group write is no one else's. */
+  const char *upg = s_dir_g("upg-writable", 0770, 0, 0);
+  KG_CHECK_INT(kg_safepath_check_dir(upg, why, sizeof why), 0);
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     const char *p = s_dir(rows[i].name, rows[i].mode, rows[i].uid);
     why[0] = '\0';
