@@ -205,6 +205,10 @@ const char *kg__diag_label(kg_sup_t *S);
     its table): applied now, or after the running transition. */
 void kg__fire(kg_sup_t *S, kg_event_t event);
 bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in the queue */
+/*  A message of type could not be sent to `to` ("frontend", "kernel")
+    with rc (a peer that does not read: KG_EQFULL; one that is gone:
+    -EHOSTUNREACH): counted as unsent, logged at a bounded rate. */
+void kg__unsent(kg_sup_t *S, const char *to, const char *type, int rc);
 /*  Doom every request queued behind the running cell (they are answered,
     never run) and drop the held non-requests. */
 void kg__doom_queue(kg_sup_t *S);

@@ -9,6 +9,13 @@
     session of the request's busy, kg_pending_busy_session, or the inner
     kernel's as last seen) and a signature with the frontend's key.
 
+    No send blocks: shell, control and stdin are ROUTERs that report a
+    peer whose pipe is full (ZMQ_ROUTER_MANDATORY), and what such a peer
+    cannot take yet waits in a bounded queue per channel (kg_outq), sent in
+    order by kg_front_flush when the loop sees the socket wake up; iopub is
+    a PUB, which never blocks (a subscriber that does not read loses
+    messages at its high-water mark, as with ipykernel's own iopub).
+
     It knows no kernel, no state and no supervisor: callers hand it what to
     send and read what it received from its sockets. */
 #ifndef KG_FRONT_H
@@ -32,7 +39,9 @@ kg_front_t *kg_front_bind(void *ctx, const kg_conninfo_t *info, int *err);
 /*  A front over sockets the caller bound (tests: inproc pairs), taking
     ownership of each sockets[ch] (set to NULL; KG_CH_HB is ignored, no
     heartbeat thread) and signing with key (copied; key_len 0: no signing).
-    NULL on allocation failure (the sockets are then left with the caller). */
+    Its ROUTERs are set to report full pipes, as kg_front_bind's are. NULL
+    on failure: before the sockets were taken (allocation) they are left
+    with the caller, after (a socket option refused) they are closed. */
 kg_front_t *kg_front_adopt(void *sockets[KG_CH_COUNT], const void *key, size_t key_len);
 
 /*  Close the sockets (linger 0), stop the heartbeat, free self; *self_p
@@ -49,8 +58,22 @@ kg_signer_t *kg_front_signer(const kg_front_t *self);
 
 /*  Send msg (borrowed; its identities set by the caller) on channel ch,
     signed with the frontend's key (a message relayed with its own valid
-    signature keeps it: kg_msg_send). 0 or a negative code. */
+    signature keeps it: kg_msg_send), without blocking. 0 (sent, or queued
+    behind a peer that is not reading), or a negative code: KG_EQFULL (the
+    channel's queue is full: dropped), -EHOSTUNREACH (the peer it is
+    addressed to is gone: dropped), another -errno. */
 int kg_front_send(kg_front_t *self, kg_channel_t ch, kg_msg_t *msg);
+
+/*  Send what waits in channel ch's queue, in order, until the socket would
+    block. Returns the number of messages sent. */
+size_t kg_front_flush(kg_front_t *self, kg_channel_t ch);
+
+/*  Messages waiting in channel ch's queue (0 for iopub and heartbeat). */
+size_t kg_front_queued(const kg_front_t *self, kg_channel_t ch);
+
+/*  Messages dropped so far, over all channels, because a peer was not
+    reading (its queue was full) or was gone by the time its turn came. */
+unsigned long kg_front_unsent(const kg_front_t *self);
 
 /*  Publish on iopub a message of type under session, with parent (a
     header, borrowed; NULL: none), taking *content_p and, if given,

@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include "kg_child.h"
 #include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_log.h"
+#include "kg_outq.h"
 #include "kg_socket.h"
 
 struct kg_kernel_t {
@@ -26,6 +28,7 @@ struct kg_kernel_t {
   kg_conninfo_t *info;          /*  the private connection file's contents   */
   kg_signer_t *signer;          /*  its key                                  */
   void *sock[KG_CH_COUNT];      /*  DEALER x3 (one routing id), SUB iopub    */
+  kg_outq_t *outq[KG_CH_COUNT]; /*  for the DEALERs; NULL for iopub and hb   */
   char routing_id[40];
   kg_child_t *child;            /*  the process, until released              */
   kg_ring_t *ring[2];           /*  stdout, stderr                           */
@@ -51,7 +54,11 @@ kg_kernel_new(const kg_kernel_opts_t *opts)
   self->ring[0] = kg_ring_new(opts->ring_bytes, opts->log_fd);
   self->ring[1] = kg_ring_new(opts->ring_bytes, opts->log_fd);
   self->ready = kg_ready_new();
-  if (!self->ready || !self->runtime_dir || !self->conn_path || !self->tag || !self->info
+  bool queues = true;
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+    if (ch == KG_CH_SHELL || ch == KG_CH_CONTROL || ch == KG_CH_STDIN)
+      queues = queues && (self->outq[ch] = kg_outq_new(KG_OUTQ_MAX_MSGS, KG_OUTQ_MAX_BYTES));
+  if (!queues || !self->ready || !self->runtime_dir || !self->conn_path || !self->tag || !self->info
       || !self->ring[0]
       || !self->ring[1])
     kg_kernel_destroy(&self);
@@ -61,8 +68,11 @@ kg_kernel_new(const kg_kernel_opts_t *opts)
 static void
 s_close_sockets(kg_kernel_t *self)
 {
-  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+  for (int ch = 0; ch < KG_CH_COUNT; ch++) {
+    if (self->outq[ch])
+      kg_outq_clear(self->outq[ch]);   /* meant for the previous kernel */
     kg_socket_close(&self->sock[ch]);
+  }
 }
 
 void
@@ -73,6 +83,8 @@ kg_kernel_destroy(kg_kernel_t **self_p)
   kg_kernel_t *self = *self_p;
   kg_child_destroy(&self->child);   /* SIGKILL to its group if not reaped */
   s_close_sockets(self);
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+    kg_outq_destroy(&self->outq[ch]);
   kg_signer_destroy(&self->signer);
   kg_conninfo_destroy(&self->info);
   kg_ring_destroy(&self->ring[0]);
@@ -236,6 +248,30 @@ kg_signer_t *
 kg_kernel_signer(const kg_kernel_t *self)
 {
   return self->signer;
+}
+
+int
+kg_kernel_send(kg_kernel_t *self, kg_channel_t ch, kg_msg_t *msg, kg_outq_class_t cls)
+{
+  void *sock = kg_kernel_socket(self, ch);
+  kg_outq_t *q = sock && ch >= 0 && ch < KG_CH_COUNT ? self->outq[ch] : NULL;
+  if (!q)
+    return KG_ENOKERNEL;
+  int rc = kg_outq_send(q, sock, self->signer, msg, cls);
+  return rc > 0 ? 0 : rc;   /* queued counts as sent */
+}
+
+size_t
+kg_kernel_flush(kg_kernel_t *self, kg_channel_t ch)
+{
+  void *sock = kg_kernel_socket(self, ch);
+  return sock && self->outq[ch] ? kg_outq_flush(self->outq[ch], sock, self->signer) : 0;
+}
+
+size_t
+kg_kernel_queued(const kg_kernel_t *self, kg_channel_t ch)
+{
+  return ch >= 0 && ch < KG_CH_COUNT && self->outq[ch] ? kg_outq_length(self->outq[ch]) : 0;
 }
 
 int

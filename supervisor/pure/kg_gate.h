@@ -10,7 +10,8 @@
       ANSWER    kguard answers it itself with an error and it never runs
                 anywhere (why: kg_gate_why_t)
       HOLD      keep it in kguard's queue, in arrival order, until its turn
-      DROP      nothing can take it (stdin input for a kernel that is gone)
+      DROP      nothing can take it (stdin input for a kernel that is gone,
+                or that did not ask for input: kg_gate_input_asked)
 
     The stale-request rule (issue 9). After a fault at T (a sticky GPU error,
     or the kernel's death), an execute_request that reaches kguard after T
@@ -173,6 +174,17 @@ bool kg_gate_abort_active(const kg_gate_t *self);
 /*  When the wait gives up (the error reply's time + KG_GATE_ABORT_PROBE_MS),
     or 0 if none is active. */
 int64_t kg_gate_abort_deadline(const kg_gate_t *self);
+
+/*  Input the kernel asked for. ipykernel reads its stdin channel only
+    while it waits for an input(): an input_reply nobody asked for would sit
+    in the kernel's queue (and, thousands of them, fill it), so stdin
+    messages go to the kernel only while an input_request it sent is
+    unanswered, one reply per request. kg_gate_input_asked(id) when the
+    kernel's input_request was relayed to the frontend; NULL or "" when it
+    was answered (the reply forwarded) or can no longer be (its cell ended,
+    the kernel is gone). */
+void kg_gate_input_asked(kg_gate_t *self, const char *request_id);
+bool kg_gate_input_awaited(const kg_gate_t *self);
 
 /*  The execute_request the kernel said busy for (its status' parent), or
     NULL: the request a raw-output fault belongs to. NULL or "" clears. */

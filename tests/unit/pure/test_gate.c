@@ -39,11 +39,14 @@ KG_TEST(gate_table_every_state)
         for (int flight = 0; flight < 2; flight++)
           for (int queued = 0; queued < 2; queued++)
             for (int ph = 0; ph < PH_COUNT; ph++)
+             for (int asked = 0; asked < 2; asked++)
              for (int sent = 0; sent < 3; sent++) {
               /* the request's header date: unknown, before, after the notice */
               static const int64_t sent_at[] = {0, 1700000004000, 1700000005100};
               int64_t now;
               kg_gate_t *g = s_gate_in_phase(ph, &now);
+              if (asked)   /* the kernel's input_request is out */
+                kg_gate_input_asked(g, "input-request-1");
               kg_gate_input_t in = {.state = (kg_state_t) st, .channel = chans[c],
                                     .kind = (kg_gate_msg_t) kind, .in_flight = flight,
                                     .queue_waiting = queued, .now_ms = now,
@@ -67,7 +70,8 @@ KG_TEST(gate_table_every_state)
                 continue;
               }
               if (chans[c] == KG_CH_STDIN) {
-                KG_CHECK_INT(d.action, open ? KG_GATE_FORWARD : KG_GATE_DROP);
+                /* only to a kernel that asked for input */
+                KG_CHECK_INT(d.action, open && asked ? KG_GATE_FORWARD : KG_GATE_DROP);
                 continue;
               }
               if (st == KG_ST_DOWN) {
@@ -99,7 +103,7 @@ KG_TEST(gate_table_every_state)
               } else
                 KG_CHECK_INT(d.action, open ? KG_GATE_FORWARD : KG_GATE_HOLD);
             }
-  KG_CHECK_INT(rows, KG_ST_COUNT * 3 * KG_GATE_MSG_COUNT * 2 * 2 * PH_COUNT * 3);
+  KG_CHECK_INT(rows, KG_ST_COUNT * 3 * KG_GATE_MSG_COUNT * 2 * 2 * PH_COUNT * 2 * 3);
 }
 
 /*  Spot rows stated outright (the reported runs). */
@@ -114,55 +118,61 @@ KG_TEST(gate_table_rows)
     int64_t sent;
     kg_gate_action_t action;
     kg_gate_why_t why;
+    bool asked;   /* the kernel's input_request is out */
   } rows[] = {
     /* Run All cells arriving while kguard restarts: answered, not held */
     {KG_ST_STOPPING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     {KG_ST_RESTORING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     {KG_ST_STARTING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     /* ...and in the fresh kernel, just after the notice */
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 0,
-     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     /* in the window, made after the notice (the frontend had it): it runs */
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 1700000005100,
-     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE, false},
     /* ... made before it (queued on a slow link): answered */
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 1700000004000,
-     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     /* before the notice the date does not matter */
     {KG_ST_STARTING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE,
-     1700000099000, KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     1700000099000, KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     /* after the window it runs */
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_AFTER_WINDOW, 0,
-     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE, false},
     /* kernel_info during the restart waits for the fresh kernel */
     {KG_ST_STARTING, KG_CH_SHELL, KG_GATE_MSG_REQUEST, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_HOLD, KG_GATE_WHY_NONE},
+     KG_GATE_HOLD, KG_GATE_WHY_NONE, false},
     /* %kguard status during the restart is answered by kguard */
     {KG_ST_BACKOFF, KG_CH_SHELL, KG_GATE_MSG_INBAND, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE, false},
     /* one execute in flight: the next waits */
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, true, false, PH_NO_FAULT, 0, KG_GATE_HOLD,
-     KG_GATE_WHY_NONE},
+     KG_GATE_WHY_NONE, false},
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_REQUEST, false, true, PH_NO_FAULT, 0, KG_GATE_HOLD,
-     KG_GATE_WHY_NONE},
+     KG_GATE_WHY_NONE, false},
     /* control never waits behind the shell queue */
     {KG_ST_READY, KG_CH_CONTROL, KG_GATE_MSG_REQUEST, true, true, PH_NO_FAULT, 0,
-     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE, false},
     {KG_ST_CLOSING, KG_CH_CONTROL, KG_GATE_MSG_REQUEST, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_HOLD, KG_GATE_WHY_NONE},
+     KG_GATE_HOLD, KG_GATE_WHY_NONE, false},
     {KG_ST_DOWN, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 0, KG_GATE_ANSWER,
-     KG_GATE_WHY_DOWN},
+     KG_GATE_WHY_DOWN, false},
     {KG_ST_READY, KG_CH_STDIN, KG_GATE_MSG_OTHER, true, true, PH_IN_WINDOW, 0,
-     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE, true},
+    /* an input_reply nobody asked for never reaches the kernel */
+    {KG_ST_READY, KG_CH_STDIN, KG_GATE_MSG_OTHER, true, false, PH_NO_FAULT, 0,
+     KG_GATE_DROP, KG_GATE_WHY_NONE, false},
     {KG_ST_STOPPING, KG_CH_STDIN, KG_GATE_MSG_OTHER, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_DROP, KG_GATE_WHY_NONE},
+     KG_GATE_DROP, KG_GATE_WHY_NONE, false},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     int64_t now;
     kg_gate_t *g = s_gate_in_phase(rows[i].phase, &now);
+    if (rows[i].asked)
+      kg_gate_input_asked(g, "input-request-1");
     kg_gate_input_t in = {rows[i].state, rows[i].ch, rows[i].kind, rows[i].flight,
                           rows[i].queued, now, rows[i].sent};
     kg_gate_decision_t d = kg_gate_decide(g, &in);
