@@ -124,6 +124,11 @@ const char *kg_msg_parent_id(kg_msg_t *self);
     session. Returns 0, KG_EBADJSON or KG_EBADHEADER. */
 int kg_msg_check_header(kg_msg_t *self);
 
+/*  The 32 bytes of a split message's signature frame (64 hex digits, as
+    jupyter_client writes it; either case) into mac: what a replay history
+    remembers. 0, or KG_EBADSIG when the frame is not such a signature. */
+int kg_msg_mac(const kg_msg_t *self, unsigned char mac[32]);
+
 /*  Send self on socket: identities, delimiter, the signature, the frames,
     the buffers. The signature is the received one, shared not copied, when
     kg_msg_parse checked it with signer's key (kg_signer_same_key), or

@@ -237,8 +237,7 @@ void kg__send_nudge(kg_sup_t *S);
 /* kg_sup_relay.c, shared with kg_sup_relay_kernel.c */
 int kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch,
                    kg_msg_t **msg_p);
-bool kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side,
-                      kg_channel_t ch);
+bool kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, const char *side, kg_channel_t ch);
 void kg__relay_note_size(kg_sup_t *S, const kg_msg_t *msg);
 bool kg__relay_holds_queue(const kg_pending_entry_t *e);
 bool kg__relay_kernel_busy(kg_sup_t *S);

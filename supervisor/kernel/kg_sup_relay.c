@@ -67,16 +67,14 @@ kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_
   }
 }
 
-/*  Parse and check a received message (its signature with signer); on
-    failure count, log, return false. The kernel shares the frontend's key,
-    so what passes goes on with the signature it came with (kg_msg_send). */
+/*  Check a message from the frontend (kg_front_check: signature, header,
+    replay, date, reflection); on failure count, log, return false. The
+    kernel shares the frontend's key, so what passes goes on with the
+    signature it came with (kg_msg_send). */
 bool
-kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side,
-                 kg_channel_t ch)
+kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, const char *side, kg_channel_t ch)
 {
-  int rc = kg_msg_parse(msg, signer);
-  if (rc == 0)
-    rc = kg_msg_check_header(msg);
+  int rc = kg_front_check(S->front, msg, kg_clock_wall_ms());
   if (rc == 0)
     return true;
   /* Anyone who reaches the ports can send these: the log gets the first
@@ -314,6 +312,12 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     const cJSON *date = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_HEADER),
                                                          "date");
     in.sent_wall_ms = kg_gate_date_ms(cJSON_IsString(date) ? date->valuestring : NULL);
+    /* the date is on that frontend's clock: known from its session's
+       earlier messages (this one is among those measured) */
+    unsigned long measured = 0;
+    in.clock.known = kg_front_clock(S->front, kg_msg_session(msg), &in.clock.offset_ms,
+                                    &measured)
+                     && measured >= 2;
   }
   kg_gate_decision_t d = kg_gate_decide(S->gate, &in);
   if (d.action == KG_GATE_DROP) {
@@ -360,8 +364,7 @@ kg__on_front(kg_sup_t *S, kg_channel_t ch)
     if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
       return;
     kg__relay_note_size(S, msg);
-    if (kg__relay_accept(S, msg, kg_front_signer(S->front),
-                         "frontend", ch))
+    if (kg__relay_accept(S, msg, "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
     kg_msg_destroy(&msg);
   }

@@ -412,8 +412,10 @@ kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
       return;
     if (s_accept_kernel(S, msg, ch)) {
       const char *session = kg_msg_session(msg);
-      if (session && *session && strcmp(session, S->session) != 0)
+      if (session && *session && (!S->session || strcmp(session, S->session) != 0)) {
         kg__set_str(&S->session, session);
+        kg_front_kernel_session(S->front, session);   /* never accepted from a frontend */
+      }
       if (ch == KG_CH_IOPUB)
         s_kernel_iopub(S, msg);
       else if (ch == KG_CH_STDIN)

@@ -244,6 +244,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   kg__set_str(&S->session, uuid);
   if (!S->session)
     goto fail;
+  kg_front_kernel_session(S->front, S->session);   /* kguard's own: never a frontend's */
   kg_shutdown_begin(S->shutdown);
   kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", s_rw(S)->name, s_rw(S)->inner_argv[0],
             (long) getpid(), s_rw(S)->state_dir);

@@ -7,17 +7,32 @@
 #include <zmq.h>
 
 #include "kg_error.h"
+#include "kg_gate.h"
 #include "kg_heartbeat.h"
 #include "kg_log.h"
 #include "kg_outq.h"
+#include "kg_replay.h"
 #include "kg_socket.h"
 
 struct kg_front_t {
   void *sock[KG_CH_COUNT];      /*  owned; sock[KG_CH_HB] stays NULL          */
   kg_heartbeat_t *heartbeat;    /*  owned, or NULL (adopted sockets)          */
   kg_signer_t *signer;          /*  owned: the frontend's key                 */
+  kg_replay_t *replay;          /*  owned: what was accepted, the senders'
+                                    clocks; NULL without a key               */
   kg_outq_t *outq[KG_CH_COUNT]; /*  owned, for the ROUTERs; NULL otherwise    */
 };
+
+/*  The signer and, with a key, the replay history. 0 or KG_ENOMEM. */
+static int
+s_keys(kg_front_t *self, const void *key, size_t key_len)
+{
+  self->signer = kg_signer_new(key, key_len, 0);   /* replays: kg_replay */
+  if (self->signer && key_len > 0)
+    self->replay = kg_replay_new(KG_REPLAY_WINDOW_MS, KG_REPLAY_MAX_MACS,
+                                 KG_REPLAY_MAX_SESSIONS);
+  return self->signer && (key_len == 0 || self->replay) ? 0 : KG_ENOMEM;
+}
 
 /*  The ROUTER channels: they get a send queue and report full pipes. */
 static bool
@@ -51,8 +66,7 @@ kg_front_bind(void *ctx, const kg_conninfo_t *info, int *err)
   *err = KG_ENOMEM;
   if (!self)
     return NULL;
-  self->signer = kg_signer_new(info->key, info->key_len, 65536);
-  if (!self->signer)
+  if (s_keys(self, info->key, info->key_len) != 0)
     goto fail;
   for (int ch = 0; ch < KG_CH_COUNT; ch++) {
     if (ch == KG_CH_HB)
@@ -89,8 +103,9 @@ kg_front_adopt(void *sockets[KG_CH_COUNT], const void *key, size_t key_len)
   kg_front_t *self = calloc(1, sizeof *self);
   if (!self)
     return NULL;
-  self->signer = kg_signer_new(key, key_len, 65536);
-  if (!self->signer) {
+  if (s_keys(self, key, key_len) != 0) {
+    kg_signer_destroy(&self->signer);
+    kg_replay_destroy(&self->replay);
     free(self);
     return NULL;
   }
@@ -117,6 +132,7 @@ kg_front_destroy(kg_front_t **self_p)
     kg_socket_close(&self->sock[ch]);
   }
   kg_signer_destroy(&self->signer);
+  kg_replay_destroy(&self->replay);
   free(self);
   *self_p = NULL;
 }
@@ -131,6 +147,38 @@ kg_signer_t *
 kg_front_signer(const kg_front_t *self)
 {
   return self->signer;
+}
+
+int
+kg_front_check(kg_front_t *self, kg_msg_t *msg, int64_t now_wall_ms)
+{
+  int rc = kg_msg_parse(msg, self->signer);
+  if (rc == 0)
+    rc = kg_msg_check_header(msg);
+  if (rc != 0 || !self->replay)
+    return rc;
+  unsigned char mac[KG_REPLAY_MAC_BYTES];
+  if ((rc = kg_msg_mac(msg, mac)) != 0)
+    return rc;
+  const cJSON *date = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_HEADER),
+                                                       "date");
+  return kg_replay_check(self->replay, mac, kg_msg_session(msg),
+                         kg_gate_date_ms(cJSON_IsString(date) ? date->valuestring : NULL),
+                         now_wall_ms);
+}
+
+void
+kg_front_kernel_session(kg_front_t *self, const char *session)
+{
+  if (self->replay)
+    kg_replay_kernel_session(self->replay, session);
+}
+
+bool
+kg_front_clock(const kg_front_t *self, const char *session, int64_t *offset_ms,
+               unsigned long *count)
+{
+  return self->replay && kg_replay_clock(self->replay, session, offset_ms, count);
 }
 
 int

@@ -21,7 +21,9 @@
 #ifndef KG_FRONT_H
 #define KG_FRONT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -55,6 +57,26 @@ void *kg_front_socket(const kg_front_t *self, kg_channel_t ch);
 /*  The signer with the frontend's key (borrowed): checks what the frontend
     sends, signs what kguard sends it. */
 kg_signer_t *kg_front_signer(const kg_front_t *self);
+
+/*  Check a message received on a frontend channel, cheapest and least
+    trusting first: its signature with the frontend's key before any JSON
+    is parsed (kg_msg_parse), its header (kg_msg_check_header), then, with
+    a key, that it is not a replay, too old, or the kernel's own message
+    sent back (kg_replay: by the header's date and session; now_wall_ms is
+    kguard's wall clock). 0, or the first check's code (KG_EBADSIG,
+    KG_EREPLAY, KG_EEXPIRED, KG_EREFLECTED, KG_ENODATE...). */
+int kg_front_check(kg_front_t *self, kg_msg_t *msg, int64_t now_wall_ms);
+
+/*  The inner kernel signs with session (the relay tells each one it
+    sees): a frontend message under it is the kernel's own, reflected. */
+void kg_front_kernel_session(kg_front_t *self, const char *session);
+
+/*  session's clock as measured from its accepted messages: add *offset_ms
+    to its header dates for kguard's wall clock; *count messages measured
+    it (kg_replay_clock). False for a session never accepted or without a
+    key. */
+bool kg_front_clock(const kg_front_t *self, const char *session, int64_t *offset_ms,
+                    unsigned long *count);
 
 /*  Send msg (borrowed; its identities set by the caller) on channel ch,
     signed with the frontend's key (a message relayed with its own valid

@@ -108,8 +108,14 @@ kg_gate_clear(kg_gate_t *self)
   self->notice_ms = 0;
 }
 
+int64_t
+kg_gate_made_ms(int64_t sent_wall_ms, kg_gate_clock_t clock)
+{
+  return sent_wall_ms > 0 && clock.known ? sent_wall_ms + clock.offset_ms : 0;
+}
+
 bool
-kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms)
+kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t made_wall_ms)
 {
   if (!self->fault || now_ms < self->fault_ms)
     return false;
@@ -118,7 +124,7 @@ kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms)
   if (self->told_wall_ms == 0)
     return true;    /* nobody can have seen the failure yet */
   /* made before the frontend was told: sent by someone who did not know */
-  return sent_wall_ms <= 0 || sent_wall_ms < self->told_wall_ms;
+  return made_wall_ms <= 0 || made_wall_ms < self->told_wall_ms;
 }
 
 /*  n digits at *p into *out; advances *p. Strict: no sign, no blanks (which
@@ -234,7 +240,8 @@ kg_gate_decide(const kg_gate_t *self, const kg_gate_input_t *in)
       return s_decision(KG_GATE_DROP, KG_GATE_WHY_NONE);
     return s_decision(KG_GATE_ANSWER, KG_GATE_WHY_DOWN);
   }
-  if (in->kind == KG_GATE_MSG_EXECUTE && kg_gate_stale(self, in->now_ms, in->sent_wall_ms))
+  if (in->kind == KG_GATE_MSG_EXECUTE
+      && kg_gate_stale(self, in->now_ms, kg_gate_made_ms(in->sent_wall_ms, in->clock)))
     return s_decision(KG_GATE_ANSWER, KG_GATE_WHY_STALE);
   if (in->channel == KG_CH_SHELL) {
     /* One execute_request in the kernel at a time, in arrival order; a

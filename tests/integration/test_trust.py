@@ -3,11 +3,14 @@ client cannot wedge kguard's loop; what ipykernel prints for strangers is
 neither evidence nor an unbounded log; replayed and reflected messages never
 reach the kernel; a frontend's skewed clock cannot turn a stale request into
 a fresh one."""
+import datetime
 import os
+import re
 import signal
 import time
 
 import zmq
+from jupyter_client import KernelManager
 from jupyter_client.session import Session
 
 from conftest import Collector, gone, kguard_pid, stdout_of, wait_until
@@ -109,3 +112,218 @@ def test_kernel_not_reading_its_shell_does_not_wedge_the_loop(env):
     full = [l for l in logs.splitlines() if "unable to send comm_msg" in l]
     assert 1 <= len(full) <= 5, full
     assert "unsent" in logs
+
+
+def _dropped(env, kind):
+    """How many messages of kind the drop log's summaries account for."""
+    return sum(int(n) for n in re.findall(r"(\d+) %s\b" % kind, "\n".join(
+        l for l in _logs(env).splitlines() if "dropped in the last" in l)))
+
+
+def _recv_reply(sock, msg_id, session, timeout=30):
+    """The reply to msg_id on a raw DEALER, skipping anything else."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not sock.poll(200):
+            continue
+        idents, msg = session.feed_identities(sock.recv_multipart())
+        m = session.deserialize(msg)
+        if m["parent_header"].get("msg_id") == msg_id:
+            return m
+    raise AssertionError("no reply to %s within %s s" % (msg_id, timeout))
+
+
+def _execute(session, code):
+    return session.msg("execute_request", {"code": code, "silent": False,
+                                           "store_history": False, "user_expressions": {},
+                                           "allow_stdin": False})
+
+
+def test_replay_after_65540_messages_never_reaches_the_kernel(env):
+    """A captured execute_request sent again after 65,540 other signed
+    messages: jupyter_client's history (the last 65,536) has forgotten it,
+    kguard's (bounded by the messages' dates) has not. The fillers arrive
+    while the kernel is down (no restart allowed), where kguard drops comm
+    messages itself, so that the flood costs seconds; the replay goes to
+    the fresh kernel `%kguard restart` starts."""
+    env.spec(kg_args=["--max-restarts", "0"])
+    km, kc = env.start()
+    marker = env.work / "ran"
+    sock = _connect(km, "shell")
+    sock.setsockopt(zmq.SNDHWM, 0)
+    keyed = Session(key=km.session.key, session=kc.session.session)
+
+    def request(code, timeout=60):
+        m = _execute(keyed, code)
+        keyed.send(sock, m)
+        return _recv_reply(sock, m["header"]["msg_id"], keyed, timeout)
+
+    captured = _execute(keyed, "open(%r, 'a').write('x')" % str(marker))
+    frames = keyed.serialize(captured)
+    sock.send_multipart(frames)
+    r = _recv_reply(sock, captured["header"]["msg_id"], keyed)
+    assert r["content"]["status"] == "ok" and marker.read_text() == "x"
+    r = request("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert r["content"]["ename"] == "KernelDied", r["content"]
+    for _ in range(65540):   # signed messages kguard accepts
+        keyed.send(sock, "comm_msg", {"comm_id": "none", "data": {}})
+    r = request("pass", timeout=180)   # answered once every filler was read
+    assert r["content"]["ename"] == "KernelDown", r["content"]
+    r = request("%kguard restart")
+    assert r["content"]["status"] == "ok", r["content"]
+    sock.send_multipart(frames)                    # the replay
+    r = request("print('after')")                  # same connection: read after it
+    assert r["content"]["status"] == "ok", r["content"]
+    assert marker.read_text() == "x", "the replayed request ran"
+    assert "signature was already seen (replay)" in _logs(env)
+    sock.close()
+
+
+def test_old_message_of_a_known_session_is_refused(env):
+    """A signed request dated 11 minutes ago on its session's own clock (a
+    capture replayed once its signature could have been forgotten) is
+    refused for its date."""
+    env.spec()
+    km, kc = env.start()
+    marker = env.work / "ran"
+    sock = _connect(km, "shell")
+    keyed = Session(key=km.session.key, session=kc.session.session)
+    old = _execute(keyed, "open(%r, 'w').write('x')" % str(marker))
+    old["header"]["date"] -= datetime.timedelta(minutes=11)
+    keyed.send(sock, old)
+    after = _execute(keyed, "print('after')")
+    keyed.send(sock, after)
+    r = _recv_reply(sock, after["header"]["msg_id"], keyed)
+    assert r["content"]["status"] == "ok"
+    assert not marker.exists(), "the old request ran"
+    assert "dated before the replay window" in _logs(env)
+    sock.close()
+
+
+_ECHO_COMM = r'''
+def _target(comm, msg):
+    @comm.on_msg
+    def _(m):
+        open(MARK, "a").write(m["content"]["data"]["who"] + "\n")
+    comm.send({"who": "kernel"})   # the kernel's own comm_msg, on iopub
+get_ipython().kernel.comm_manager.register_target("kg_echo", _target)
+'''
+
+
+def test_kernel_message_reflected_back_is_refused(env):
+    """The kernel's own comm_msg, read from iopub (anyone can subscribe)
+    and sent back on shell with its valid signature, never reaches the
+    kernel; the client's own comm_msg after it does."""
+    env.spec()
+    km, kc = env.start()
+    col = Collector(kc)
+    mark = env.work / "comm-log"
+    reply, _ = col.run(_ECHO_COMM.replace("MARK", repr(str(mark))))
+    assert reply["content"]["status"] == "ok"
+    sub = _connect(km, "iopub", zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    wait_until(lambda: col.run("print('sub')") and sub.poll(200), 30, "the raw subscriber")
+    sock = _connect(km, "shell")
+    keyed = Session(key=km.session.key, session=kc.session.session)
+    keyed.send(sock, "comm_open", {"comm_id": "c1", "target_name": "kg_echo", "data": {}})
+    kernel_frames = None
+    deadline = time.monotonic() + 30
+    while kernel_frames is None and time.monotonic() < deadline:
+        if not sub.poll(200):
+            continue
+        frames = sub.recv_multipart()
+        if b'"comm_msg"' in frames[3] and b'"kernel"' in frames[6]:
+            kernel_frames = frames[1:]   # without the topic
+    assert kernel_frames, "the kernel's comm_msg never came"
+    sock.send_multipart(kernel_frames)          # reflected, signature intact
+    keyed.send(sock, "comm_msg", {"comm_id": "c1", "data": {"who": "client"}})
+    wait_until(lambda: mark.exists() and "client" in mark.read_text(), 30,
+               "the client's comm_msg")
+    assert mark.read_text() == "client\n", mark.read_text()
+    assert "reflected" in _logs(env)
+    sub.close()
+    sock.close()
+
+
+def _skewed_start(env, name, seconds):
+    """A client whose clock is `seconds` off kguard's: every header date it
+    writes, from its first message on, is shifted."""
+    def skew(session):
+        plain = session.msg_header
+
+        def msg_header(msg_type):
+            h = plain(msg_type)
+            h["date"] = h["date"] + datetime.timedelta(seconds=seconds)
+            return h
+
+        session.msg_header = msg_header
+
+    km = KernelManager(kernel_name=name)
+    skew(km.session)
+    km.start_kernel(cwd=str(env.work))
+    env.managers.append(km)
+    kc = km.client()   # a Session of its own
+    skew(kc.session)
+    assert kc.session.msg("x")["header"]["date"] > datetime.datetime.now(
+        datetime.timezone.utc) + datetime.timedelta(seconds=seconds - 1)
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    return km, kc
+
+
+def _made_now(kc, code):
+    """An execute_request made now (its header date set now), sent later."""
+    return kc.session.msg("execute_request", dict(
+        code=code, silent=False, store_history=True, user_expressions={},
+        allow_stdin=False, stop_on_error=True))
+
+
+def _touch(path):
+    return "open(%r, 'w').write('ran')" % str(path)
+
+
+def _stale_round(env, kc, col):
+    """Run All on a skewed frontend: a request made before the failing cell
+    ran is held up and sent after the notice; a request made after the
+    notice follows. Returns (stale reply, fresh reply)."""
+    col.run("import kguard.emulate as em")
+    m_queued, m_fresh = env.work / "queued", env.work / "fresh"
+    queued = _made_now(kc, _touch(m_queued))
+    bad = kc.execute("em.step(2)")
+    col.wait_iopub(bad, lambda m: m["msg_type"] == "display_data"
+                   and m["content"].get("metadata", {}).get("kguard", {}).get("event")
+                   == "sticky-restart", timeout=90, what="the sticky notice")
+    kc.shell_channel.send(queued)
+    stale = col.wait_reply(queued["header"]["msg_id"], timeout=60)
+    fresh_id = kc.execute(_touch(m_fresh))
+    fresh = col.wait_reply(fresh_id, timeout=60)
+    return stale, fresh, m_queued, m_fresh
+
+
+def test_skewed_frontend_clock_ahead_cannot_run_a_stale_request(env):
+    """A browser whose clock runs 10 s ahead of kguard's: the request Run
+    All queued behind the failing cell is dated 10 s 'later' than it was
+    made, after kguard's notice by kguard's clock. It is still stale."""
+    name = env.spec(env={"KGUARD_EMULATE": "cuda-assert:step=2"},
+                    kg_args=["--stale-window", "600"])
+    km, kc = _skewed_start(env, name, +10)
+    col = Collector(kc)
+    stale, fresh, m_queued, m_fresh = _stale_round(env, kc, col)
+    assert stale["content"].get("ename") == "KernelRestarted", stale["content"]
+    assert not m_queued.exists(), "a stale request ran in the fresh kernel"
+    assert fresh["content"]["status"] == "ok", fresh["content"]
+    assert m_fresh.exists()
+
+
+def test_skewed_frontend_clock_behind_can_run_a_fresh_request(env):
+    """A browser whose clock runs 10 s behind: a request made after the
+    notice is dated 'before' it by kguard's clock. It runs."""
+    name = env.spec(env={"KGUARD_EMULATE": "cuda-assert:step=2"},
+                    kg_args=["--stale-window", "600"])
+    km, kc = _skewed_start(env, name, -10)
+    col = Collector(kc)
+    stale, fresh, m_queued, m_fresh = _stale_round(env, kc, col)
+    assert stale["content"].get("ename") == "KernelRestarted", stale["content"]
+    assert not m_queued.exists()
+    assert fresh["content"]["status"] == "ok", fresh["content"]
+    assert m_fresh.exists()

@@ -50,7 +50,8 @@ KG_TEST(gate_table_every_state)
               kg_gate_input_t in = {.state = (kg_state_t) st, .channel = chans[c],
                                     .kind = (kg_gate_msg_t) kind, .in_flight = flight,
                                     .queue_waiting = queued, .now_ms = now,
-                                    .sent_wall_ms = sent_at[sent]};
+                                    .sent_wall_ms = sent_at[sent],
+                                    .clock = {0, true}};   /* kguard's own clock */
               kg_gate_decision_t d = kg_gate_decide(g, &in);
               /* the same input with no fault at all */
               kg_gate_t *clean = kg_gate_new(2000);
@@ -174,7 +175,7 @@ KG_TEST(gate_table_rows)
     if (rows[i].asked)
       kg_gate_input_asked(g, "input-request-1");
     kg_gate_input_t in = {rows[i].state, rows[i].ch, rows[i].kind, rows[i].flight,
-                          rows[i].queued, now, rows[i].sent};
+                          rows[i].queued, now, rows[i].sent, {0, true}};
     kg_gate_decision_t d = kg_gate_decide(g, &in);
     if (d.action != rows[i].action || d.why != rows[i].why)
       fprintf(stderr, "row %zu: %s/%d, expected %s/%d\n", i, kg_gate_action_name(d.action),
@@ -270,6 +271,67 @@ KG_TEST(gate_told_before_notice)
   kg_gate_destroy(&g);
 }
 
+/*  A frontend whose clock is off kguard's (a laptop's browser and a remote
+    GPU server): the request's date is read on that frontend's own clock,
+    as measured from its earlier messages (the smallest arrival - date,
+    here with a 20 ms delivery), so neither a clock ahead turns a request
+    made before the notice into a fresh one, nor a clock behind turns one
+    made after it into a stale one. Each row: the frontend's skew, when the
+    request was really made relative to the notice (kguard's clock),
+    whether its clock is known, and the verdict inside the window. */
+KG_TEST(gate_skewed_frontend_clocks)
+{
+  enum { NOTICE_WALL = 1700000005000LL, DELIVERY = 20 };
+  static const struct {
+    int64_t skew, made_rel;
+    bool known, dated;
+    bool stale;
+  } rows[] = {
+    /* Run All: made 1 s before the notice, held up on the link */
+    {0, -1000, true, true, true},
+    {+10000, -1000, true, true, true},      /* ahead: still stale */
+    {-10000, -1000, true, true, true},
+    {+3600000, -1000, true, true, true},    /* an hour ahead */
+    {-3600000, -1000, true, true, true},
+    /* made 100 ms after the notice reached kguard's log: it runs */
+    {0, +100, true, true, false},
+    {+10000, +100, true, true, false},
+    {-10000, +100, true, true, false},      /* behind: not refused for that */
+    {+3600000, +100, true, true, false},
+    {-3600000, +100, true, true, false},
+    /* what remains is the link's one-way delay, as with synchronised
+       clocks: made 10 ms before the notice, measured with 20 ms delivery */
+    {+10000, -10, true, true, false},
+    /* its session's first message: its clock is unknown, so its date */
+    {+10000, +100, false, true, true},
+    {0, +100, true, false, true},           /* no date */
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    kg_gate_t *g = kg_gate_new(2000);
+    kg_gate_fault(g, KG_GATE_FAULT_STICKY, 1000);
+    kg_gate_notice(g, 5000, NOTICE_WALL);
+    /* the frontend dates by its clock: kguard's time + skew */
+    int64_t date = rows[i].dated ? NOTICE_WALL + rows[i].made_rel + rows[i].skew : 0;
+    kg_gate_clock_t clock = {-rows[i].skew + DELIVERY, rows[i].known};
+    kg_gate_input_t in = {.state = KG_ST_READY, .channel = KG_CH_SHELL,
+                          .kind = KG_GATE_MSG_EXECUTE, .now_ms = 5300,
+                          .sent_wall_ms = date, .clock = clock};
+    kg_gate_decision_t d = kg_gate_decide(g, &in);
+    bool stale = d.action == KG_GATE_ANSWER && d.why == KG_GATE_WHY_STALE;
+    if (stale != rows[i].stale)
+      fprintf(stderr, "row %zu (skew %+lld ms, made %+lld ms): %s\n", i,
+              (long long) rows[i].skew, (long long) rows[i].made_rel,
+              stale ? "stale" : "runs");
+    KG_CHECK_INT(stale, rows[i].stale);
+    KG_CHECK_INT(d.action, rows[i].stale ? KG_GATE_ANSWER : KG_GATE_FORWARD);
+    kg_gate_destroy(&g);
+  }
+  kg_gate_clock_t unknown = {5, false}, known = {-10000, true};
+  KG_CHECK_INT(kg_gate_made_ms(1700000010000, unknown), 0);
+  KG_CHECK_INT(kg_gate_made_ms(0, known), 0);
+  KG_CHECK_INT(kg_gate_made_ms(1700000010000, known), 1700000000000);
+}
+
 KG_TEST(gate_header_dates)
 {
   /* 2026-12-03T05:10:35.120Z: every form a Jupyter client writes. */
@@ -360,5 +422,6 @@ KG_TEST(gate_abort_probe_sequence)
 }
 
 KG_TEST_MAIN(KG_CASE(gate_table_every_state), KG_CASE(gate_table_rows), KG_CASE(gate_header_dates), KG_CASE(gate_told_before_notice),
+             KG_CASE(gate_skewed_frontend_clocks),
              KG_CASE(gate_stale_every_arrival_order), KG_CASE(gate_stale_window_edges),
              KG_CASE(gate_abort_probe_sequence))
