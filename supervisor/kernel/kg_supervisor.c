@@ -109,7 +109,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     goto fail;
 
   /* Signals first: libzmq's threads must inherit the blocked mask. */
-  S->sig = kg_sigsrc_new();
+  static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, 0};
+  S->sig = kg_sigsrc_new(signals);
   if (!S->sig) {
     kg_error("unable to set up the signal fd: %s", strerror(errno));
     goto fail;
@@ -244,7 +245,6 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   kg__set_str(&S->session, uuid);
   if (!S->session)
     goto fail;
-  kg_front_kernel_session(S->front, S->session);   /* kguard's own: never a frontend's */
   kg_shutdown_begin(S->shutdown);
   kg_notice("kguard %s supervising `%s` (pid %ld, state dir %s)", s_rw(S)->name, s_rw(S)->inner_argv[0],
             (long) getpid(), s_rw(S)->state_dir);
