@@ -47,6 +47,7 @@
 #include "kg_relay_stats.h"
 #include "kg_policy.h"
 #include "kg_ring.h"
+#include "kg_rotlog.h"
 #include "kg_parentwatch.h"
 #include "kg_shutdown.h"
 #include "kg_sigsrc.h"
@@ -57,6 +58,8 @@
 
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
 #define KG__RING_BYTES (256u * 1024u)   /* the kernel's stdout/stderr kept */
+#define KG__KLOG_BYTES (32u * 1024u * 1024u) /* the kernel log, twice at most */
+#define KG__KLOG_ENV "KGUARD_KERNEL_LOG_BYTES"   /* ... or this many bytes  */
 #define KG__START_TIMEOUT_MS 60000
 #define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
@@ -123,8 +126,8 @@ struct kg_supervisor_t {
 
   /* the kernel */
   kg_state_t state;
-  int log_fd;                   /*  logs/kernel-<id>.log (the kernel's rings
-                                    write there)                             */
+  kg_rotlog_t *klog;            /*  logs/kernel-<id>.log (the kernel's rings
+                                    write there; bounded, kg_rotlog)         */
   FILE *own_log;                /*  logs/kguard-<id>.log                     */
   kg_pending_t *pending;
   kg_gate_t *gate;              /*  routing decision, stale-request rule     */

@@ -49,9 +49,9 @@ typedef struct {
   const kg_conninfo_t *key_from;  /*  the kernel shares this key (the
                                       frontend's), or NULL for a fresh random
                                       key (borrowed, read at each start)       */
-  int log_fd;                     /*  the kernel log: raw output and a banner
-                                      per start are copied there; -1 none
-                                      (borrowed)                               */
+  kg_rotlog_t *log;               /*  the kernel log (bounded): raw output
+                                      and a banner per start are copied
+                                      there; NULL none (borrowed)              */
   size_t ring_bytes;              /*  last bytes of stdout/stderr kept (> 0)  */
   const char *tag;                /*  names this object's ipc endpoints and
                                       routing ids ("k" if NULL; copied): two
@@ -142,11 +142,16 @@ int kg_kernel_output_fd(const kg_kernel_t *self, int which);
 /*  RAW_OUTPUT: called once per chunk read, which = 1 stdout, 2 stderr. */
 typedef void (kg_kernel_output_fn)(void *arg, int which, const char *data, size_t len);
 
-/*  Read what the pipes hold now (a bounded amount per call): each chunk goes
-    to the ring of its stream (and the log), is passed through to kguard's
-    own fd 1 or 2, then handed to fn(arg, ...) (fn may be NULL). Returns the
-    bytes read. */
+/*  Read what the pipes hold now (a bounded amount per call): each chunk,
+    once what is not the kernel's is taken out (kg_foreign: what a stranger
+    makes ipykernel print), goes to the ring of its stream (and the log),
+    is passed through to kguard's own fd 1 or 2, then handed to fn(arg,
+    ...) (fn may be NULL). Returns the bytes read. */
 size_t kg_kernel_drain(kg_kernel_t *self, kg_kernel_output_fn *fn, void *arg);
+
+/*  Lines taken out of this object's streams so far (kg_foreign), over
+    every generation. The first is logged (its start) when it is seen. */
+unsigned long kg_kernel_foreign_lines(const kg_kernel_t *self);
 
 /*  Its readiness tracker (reset by each start). Borrowed. */
 kg_ready_t *kg_kernel_ready(const kg_kernel_t *self);

@@ -9,6 +9,7 @@ import re
 import signal
 import time
 
+import psutil
 import zmq
 from jupyter_client import KernelManager
 from jupyter_client.session import Session
@@ -327,3 +328,72 @@ def test_skewed_frontend_clock_behind_can_run_a_fresh_request(env):
     assert not m_queued.exists()
     assert fresh["content"]["status"] == "ok", fresh["content"]
     assert m_fresh.exists()
+
+
+def _pipe_port(km):
+    """ipykernel's subprocess-output port: the inner kernel's one TCP
+    listener (127.0.0.1, a random port), whatever the transport."""
+    (kernel,) = psutil.Process(kguard_pid(km)).children()
+    ports = [c.laddr.port for c in kernel.connections(kind="tcp") if c.status == "LISTEN"]
+    assert len(ports) == 1, ports
+    return ports[0]
+
+
+def _status(col):
+    reply, msgs = col.run("%kguard status")
+    return stdout_of(msgs)
+
+
+def test_what_a_stranger_makes_ipykernel_print_is_neither_evidence_nor_log(env):
+    """Any local user can connect to ipykernel's subprocess-output port
+    (no key) and make it print what it sends to its stderr: CUDA error text
+    that way started a device probe, and 440 MB went into the kernel log in
+    14 s. Those lines leave the stream before kguard keeps or judges it."""
+    env.spec(env={"KGUARD_KERNEL_LOG_BYTES": "1M"})
+    km, kc = env.start()
+    col = Collector(kc)
+    push = zmq.Context.instance().socket(zmq.PUSH)
+    push.setsockopt(zmq.LINGER, 0)
+    push.connect("tcp://127.0.0.1:%d" % _pipe_port(km))
+    blob = b"RuntimeError: CUDA error: an illegal memory access was encountered " * 1500
+    for _ in range(200):   # 20 MB
+        push.send_multipart([b"not-the-token", blob])
+    push.send_multipart([b"not-the-token", b"kg-last-stranger-message"])
+    kernel_log = lambda: _logs(env, "kernel")
+    # kguard has read all of it: it says so (or, before the fix, the log has it)
+    wait_until(lambda: "foreign lines: 201 " in _status(col)
+               or "kg-last-stranger-message" in kernel_log(), 120,
+               "the stranger's lines to be read")
+    logs = kernel_log()
+    injected = "CUDA error" in logs or "Bad pipe message" in logs
+    assert not injected, "a stranger's text is in the kernel log"
+    total = sum(p.stat().st_size for p in (env.state / "logs").glob("kernel-*.log*"))
+    assert total < 64 * 1024, total
+    probed = "device probe" in _logs(env)
+    assert not probed, "a stranger's text started a device probe"
+    # the kernel's own output still is evidence and still is logged
+    reply, _ = col.run("import os; os.write(2, b'the kernel itself\\n')")
+    wait_until(lambda: "the kernel itself" in kernel_log(), 30, "the kernel's own line")
+    assert "kept out of the kernel log" in _logs(env)
+    push.close()
+
+
+def test_the_kernel_log_is_bounded(env):
+    """A kernel writing 5 MiB to its raw stderr, with the log bounded at
+    1 MiB: the newest bytes under the log's name, the ones before in .1,
+    never more than the bound in either."""
+    env.spec(env={"KGUARD_KERNEL_LOG_BYTES": "1M"})
+    km, kc = env.start()
+    col = Collector(kc)
+    reply, _ = col.run("import os\nfor i in range(1280):\n"
+                       "    os.write(2, (b'%06d ' % i) + b'k' * 4088 + b'\\n')\n"
+                       "os.write(2, b'kg-end-of-output\\n')", timeout=60)
+    assert reply["content"]["status"] == "ok"
+    (log,) = (env.state / "logs").glob("kernel-*.log")
+    wait_until(lambda: "kg-end-of-output" in log.read_text(errors="replace"), 60,
+               "the last line in the log")
+    old = log.with_name(log.name + ".1")
+    assert log.stat().st_size <= 1024 * 1024
+    assert old.exists() and old.stat().st_size <= 1024 * 1024
+    assert "001279 " in log.read_text()      # the newest lines are kept
+    assert log.stat().st_mode & 0o777 == 0o600 and old.stat().st_mode & 0o777 == 0o600
