@@ -134,7 +134,9 @@ struct kg_supervisor_t {
   cJSON *info_cache;            /*  last kernel_info_reply content           */
   char *session;                /*  inner kernel's session as last seen
                                     (owned; any length: the kernel chose it) */
-  int execution_count;          /*  last seen                                */
+  int execution_count;          /*  the running kernel's, as its last
+                                    execute_reply said (0: a fresh kernel);
+                                    `%kguard` replies carry it              */
 
   kg_evq_t *evq;                /*  the state machine's event queue (kg__fire) */
 
