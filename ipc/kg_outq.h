@@ -17,6 +17,12 @@
     good (EHOSTUNREACH: a ROUTER's peer that is gone) are reported, not
     queued.
 
+    As a writer of a reactor (kg_loop): flush on every wake-up of the
+    socket (input or output), and arm KG_LOOP_OUT only while a flush makes
+    progress. ZMQ_POLLOUT is level-triggered and, on a ROUTER that reports
+    full pipes, true while ANY peer has room: a queue whose first message
+    waits for one full peer would make an always-armed writer spin.
+
     Ownership: the queue owns its copies; the socket and signer are
     borrowed per call. One thread.
 */
