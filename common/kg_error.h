@@ -34,6 +34,10 @@
   XX(BADJSON,     "message frame is not a JSON object")                         \
   XX(BADHEADER,   "message header lacks msg_id, msg_type or session")           \
   XX(SCHEME,      "unsupported signature scheme")                               \
+  XX(NODATE,      "message header has no valid date")                           \
+  XX(EXPIRED,     "message is dated before the replay window")                  \
+  XX(REFLECTED,   "message is the kernel's own, sent back to it (reflected)")   \
+  XX(QFULL,       "the peer is not reading: its send queue is full")           \
   /* supervisor */                                                              \
   XX(SPAWN,       "unable to start the kernel")                                 \
   XX(NOKERNEL,    "no such kernel")                                             \

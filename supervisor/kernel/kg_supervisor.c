@@ -58,10 +58,9 @@ s_open_logs(kg_sup_t *S)
     kg_warning("unable to open %s: %s", path, strerror(errno));
   snprintf(s_rw(S)->kernel_log_path, sizeof s_rw(S)->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
            s_rw(S)->state_dir, stamp, (long) getpid());
-  int fd = kg_safepath_open(s_rw(S)->kernel_log_path, O_APPEND, 0600);
-  if (fd < 0)
-    kg_warning("unable to open %s: %s", s_rw(S)->kernel_log_path, kg_strerror(fd));
-  S->log_fd = fd < 0 ? -1 : fd;
+  S->klog = kg_rotlog_open(s_rw(S)->kernel_log_path, kg_rotlog_limit(KG__KLOG_ENV, KG__KLOG_BYTES));
+  if (!S->klog)
+    kg_warning("unable to open %s: %s", s_rw(S)->kernel_log_path, strerror(errno));
   return 0;
 }
 
@@ -93,7 +92,6 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     free(S);
     return NULL;
   }
-  S->log_fd = -1;
   S->execution_count = 0;
   S->state = KG_ST_STARTING;
   snprintf(s_rw(S)->conn_path, sizeof s_rw(S)->conn_path, "%s", config->connection_file);
@@ -222,7 +220,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     goto fail;
   kg_kernel_opts_t kopts = {.ctx = S->ctx, .runtime_dir = S->cfg->runtime_dir,
                             .conn_path = S->cfg->inner_conn_path, .key_from = S->front_info,
-                            .log_fd = S->log_fd, .ring_bytes = KG__RING_BYTES};
+                            .log = S->klog, .ring_bytes = KG__RING_BYTES};
   S->kernel = kg_kernel_new(&kopts);
   if (!S->kernel)
     goto fail;
@@ -295,8 +293,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(C->inner_argv);
   free(C->spec_language);
   free(C);
-  if (S->log_fd >= 0)
-    close(S->log_fd);
+  kg_rotlog_close(&S->klog);
   kg_parentwatch_destroy(&S->parent);
   kg_sigsrc_destroy(&S->sig);
   if (S->own_log) {
