@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kg_exec.h"
@@ -202,7 +203,12 @@ s_setup(kg_exec_s *E)
     return KG_EXIT_USAGE;
   }
   snprintf(E->log_path, sizeof E->log_path, "%s/logs/exec-%s.log", E->state_dir, E->cfg.name);
-  E->log = fopen(E->log_path, "ae");
+  char lerr[PATH_MAX + 200];
+  if ((rc = kg_exec_log_open(E->log_path, E->cfg.name, &E->log, lerr, sizeof lerr)) != 0) {
+    kg_error("exec: %s", lerr);
+    return rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
+  }
+  kg_exec_log_run_started(E->log, kg_clock_wall_ms(), E->cfg.argv);
   char rules_path[PATH_MAX], err[512] = "";
   if (E->cfg.rules_path)
     snprintf(rules_path, sizeof rules_path, "%s", E->cfg.rules_path);
@@ -265,10 +271,38 @@ s_teardown(kg_exec_s *E)
   free(E->helper_out);
   free(E->resume_dir);
   free(E->resume_archive);
-  if (E->log)
-    fclose(E->log);
+  kg_exec_log_destroy(&E->log);
   if (E->sigfd >= 0)
     close(E->sigfd);
+}
+
+/*  What the exit code stands for, in words; a command's own code that
+    kguard reported as another (one of kguard's own) is named. */
+static void
+s_summary(const kg_exec_s *E, char *buf, size_t len)
+{
+  switch (E->outcome) {
+  case KG_EXEC_OUT_SUCCESS:
+    snprintf(buf, len, "success");
+    return;
+  case KG_EXEC_OUT_GAVE_UP:
+    snprintf(buf, len, "gave up: permanent");
+    return;
+  case KG_EXEC_OUT_RETRYABLE:
+    snprintf(buf, len, "retryable");
+    return;
+  case KG_EXEC_OUT_COMMAND_FAILED:
+    break;
+  }
+  char how[64];
+  kg_child_describe(E->outcome_status, how, sizeof how);
+  int st = E->outcome_status;
+  int own = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+  if (own != E->exit_code)
+    snprintf(buf, len, "the command's own failure: it ended with %s, a code kguard reserves, "
+             "reported as %d", how, E->exit_code);
+  else
+    snprintf(buf, len, "the command's own failure: %s", how);
 }
 
 int
@@ -300,12 +334,12 @@ kg_exec_run(const kg_exec_config_t *config)
     else
       code = kg_ex_loop(E);
   }
-  if (code == E->exit_code && E->state == KG_EX_DONE)
-    kg_notice("exec: exit %d (%s)", code,
-              E->outcome == KG_EXEC_OUT_SUCCESS ? "success"
-              : E->outcome == KG_EXEC_OUT_GAVE_UP ? "gave up: permanent"
-              : E->outcome == KG_EXEC_OUT_RETRYABLE ? "retryable"
-              : "the command's own failure");
+  if (code == E->exit_code && E->state == KG_EX_DONE) {
+    char summary[256];
+    s_summary(E, summary, sizeof summary);
+    kg_notice("exec: exit %d (%s)", code, summary);
+    kg_exec_log_run_ended(E->log, kg_clock_wall_ms(), code, summary);
+  }
   s_teardown(E);
   free(E);
   return code;

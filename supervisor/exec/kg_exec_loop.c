@@ -50,6 +50,8 @@ kg_ex_start_command(kg_exec_s *E)
   cJSON_Delete(E->exits);
   E->exits = cJSON_CreateArray();
   kg_diagnosis_reset(E->diag);
+  if (E->generation > 0)
+    kg_exec_log_generation(E->log, E->generation, kg_clock_wall_ms(), E->resume_step);
   kg_notice("exec: started %s (pid %ld, generation %d%s)", E->cfg.argv[0], (long) E->pgid,
             E->generation, E->resume_step >= 0 ? ", resuming" : "");
   E->generation++;
@@ -253,8 +255,7 @@ s_read_group(kg_exec_s *E, int which)
     if (n <= 0)
       return;
     s_write_all(which == 1 ? STDOUT_FILENO : STDERR_FILENO, buf, (size_t) n);
-    if (E->log)
-      fwrite(buf, 1, (size_t) n, E->log);
+    kg_exec_log_output(E->log, buf, (size_t) n);
     kg_source_t src = which == 1 ? KG_SRC_RAW_STDOUT : KG_SRC_RAW_STDERR;
     kg_diag_event_t d = kg_diagnosis_feed(E->diag, src, NULL, NULL, buf, (size_t) n,
                                           kg_clock_wall_ms());

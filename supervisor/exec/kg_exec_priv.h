@@ -13,6 +13,7 @@
 #include "kg_classifier.h"
 #include "kg_diagnosis.h"
 #include "kg_exec.h"
+#include "kg_exec_log.h"
 #include "kg_exec_rule.h"
 #include "kg_incident.h"
 #include "kg_policy.h"
@@ -63,7 +64,7 @@ typedef struct kg_exec_s {
   char state_dir[PATH_MAX];
   char python_dir[PATH_MAX];
   char log_path[PATH_MAX + 64];
-  FILE *log;                    /* the group's output, kept                   */
+  kg_exec_log_t *log;           /* the group's output, kept                   */
   char run_dir[PATH_MAX + 64];  /* <state>/exec/<name>                        */
   char error_file[PATH_MAX + 96]; /* TORCHELASTIC_ERROR_FILE of this start    */
 

@@ -118,3 +118,50 @@ def test_bad_usage_is_rejected(tmp_path):
     r = subprocess.run([BIN, "exec", "--state-dir", str(tmp_path), "--", "/nonexistent/cmd"],
                        capture_output=True, text=True)
     assert r.returncode == 127, r.stderr
+
+
+def _plain(tmp, *cmd, name="job", opts=()):
+    """kguard exec over a small shell command (no training), its Run."""
+    return Run([BIN, "exec", "--state-dir", str(tmp / "state"), "--name", name, *opts, "--",
+                *cmd], base_env(tmp))
+
+
+def test_log_is_private_and_each_run_is_separated_with_its_time(tmp_path):
+    import os
+    import re
+    import stat
+    for word in ("first", "second"):
+        assert _plain(tmp_path, "sh", "-c", f"echo {word}-run").wait() == 0
+    log = tmp_path / "state" / "logs" / "exec-job.log"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    text = log.read_text()
+    starts = re.findall(r"^===== kguard exec job: run started (\S+) .*$", text, re.M)
+    assert len(starts) == 2, text
+    assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", t) for t in starts)
+    assert text.index("first-run") < text.index(starts[1]) < text.index("second-run")
+    assert len(re.findall(r"^===== kguard exec job: exit 0 .*$", text, re.M)) == 2, text
+    # A log left with loose permissions by an older kguard is tightened.
+    os.chmod(log, 0o644)
+    assert _plain(tmp_path, "true").wait() == 0
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_log_never_follows_a_planted_symlink(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    logs = tmp_path / "state" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "exec-job.log").symlink_to(victim)
+    run = _plain(tmp_path, "sh", "-c", "echo should-not-run")
+    assert run.wait() == 100, run.output()
+    assert "exec-job.log" in run.output() and "symbolic link" in run.output()
+    assert "should-not-run" not in run.output()
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_command_code_that_kguard_reserves_is_kept_in_the_log_and_summary(tmp_path):
+    run = _plain(tmp_path, "sh", "-c", "exit 86")
+    assert run.wait() == 1, run.output()
+    assert "exit code 86" in run.output() and "reported as 1" in run.output()
+    text = (tmp_path / "state" / "logs" / "exec-job.log").read_text()
+    assert "exit 1" in text and "exit code 86" in text and "reported as 1" in text, text
