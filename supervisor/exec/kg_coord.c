@@ -5,7 +5,10 @@
     it is its own process and nodes wait for its decision anyway. */
 #include "kg_coord.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -407,6 +410,91 @@ s_check_lost(s_coord_t *C)
   return -1;
 }
 
+/*  Listen on HOST:PORT of --bind: every address HOST resolves to (never
+    every interface unless HOST is "*" or 0.0.0.0 or ::). Writes what it
+    listens on into where. Returns 0, or -1 after an error naming the
+    problem (nothing bound). */
+static int
+s_bind(s_coord_t *C, char *where, size_t wlen)
+{
+  char host[512];
+  const char *colon = strrchr(C->bind, ':');
+  size_t hl = colon ? (size_t) (colon - C->bind) : 0;
+  if (!colon || hl == 0 || hl >= sizeof host || !colon[1]) {
+    kg_error("coordinator: --bind must be HOST:PORT, got %s", C->bind);
+    return -1;
+  }
+  memcpy(host, C->bind, hl);
+  host[hl] = '\0';
+  if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {   /* [v6]:port */
+    memmove(host, host + 1, hl - 2);
+    host[hl - 2] = '\0';
+  }
+  const char *port = colon + 1;
+  where[0] = '\0';
+  char ep[600];
+  if (strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
+    snprintf(ep, sizeof ep, "tcp://*:%s", port);
+    if (zmq_bind(C->router, ep) != 0) {
+      kg_error("coordinator: cannot listen on %s: %s", ep, zmq_strerror(zmq_errno()));
+      return -1;
+    }
+    snprintf(where, wlen, "%s (every interface)", ep);
+    return 0;
+  }
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+  int gai = getaddrinfo(host, port, &hints, &res);
+  if (gai != 0) {
+    kg_error("coordinator: cannot resolve %s: %s", host, gai_strerror(gai));
+    return -1;
+  }
+  int bound = 0, loopback = 0;
+  char tried[512] = "";
+  for (struct addrinfo *a = res; a; a = a->ai_next) {
+    char addr[INET6_ADDRSTRLEN] = "";
+    const void *in = a->ai_family == AF_INET6
+                     ? (const void *) &((struct sockaddr_in6 *) a->ai_addr)->sin6_addr
+                     : (const void *) &((struct sockaddr_in *) a->ai_addr)->sin_addr;
+    if ((a->ai_family != AF_INET && a->ai_family != AF_INET6)
+        || !inet_ntop(a->ai_family, in, addr, sizeof addr))
+      continue;
+    if (a->ai_family == AF_INET6) {
+      int one = 1;
+      zmq_setsockopt(C->router, ZMQ_IPV6, &one, sizeof one);
+      snprintf(ep, sizeof ep, "tcp://[%s]:%s", addr, port);
+    } else {
+      snprintf(ep, sizeof ep, "tcp://%s:%s", addr, port);
+    }
+    if (strstr(where, ep))
+      continue;   /* getaddrinfo repeats an address per protocol */
+    size_t tl = strlen(tried);
+    snprintf(tried + tl, sizeof tried - tl, "%s%s", tl ? ", " : "", addr);
+    if (zmq_bind(C->router, ep) != 0) {
+      kg_info("coordinator: %s: %s", ep, zmq_strerror(zmq_errno()));
+      continue;
+    }
+    bound++;
+    loopback += a->ai_family == AF_INET ? (ntohl(((struct sockaddr_in *) a->ai_addr)
+                                                  ->sin_addr.s_addr) >> 24) == 127
+                                        : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)
+                                                                 a->ai_addr)->sin6_addr);
+    size_t wl = strlen(where);
+    snprintf(where + wl, wlen - wl, "%s%s", wl ? " " : "", ep);
+  }
+  freeaddrinfo(res);
+  if (!bound) {
+    kg_error("coordinator: cannot listen on %s: it resolves to %s, not an address of this "
+             "host; pass --coordinator-bind ADDR (an address of this host, or 0.0.0.0 for "
+             "every interface)", C->bind, tried[0] ? tried : "nothing usable");
+    return -1;
+  }
+  if (loopback == bound && C->nnodes > 1)
+    kg_warning("coordinator: %s resolves to a loopback address here (%s): nodes on other "
+               "hosts cannot reach it; name the address they use (or --coordinator-bind)",
+               host, tried);
+  return 0;
+}
+
 static int
 s_serve(s_coord_t *C, int sigfd)
 {
@@ -505,19 +593,19 @@ kg_coord_main(int argc, char **argv)
   C.zap = zmq_socket(C.ctx, ZMQ_REP);
   C.router = zmq_socket(C.ctx, ZMQ_ROUTER);
   int one = 1, zero = 0;
-  char ep[600];
-  snprintf(ep, sizeof ep, "tcp://%s", C.bind);
   if (!C.nodes || !C.policy || sigfd < 0 || !C.zap || !C.router
       || zmq_bind(C.zap, "inproc://zeromq.zap.01") != 0
       || zmq_setsockopt(C.router, ZMQ_CURVE_SERVER, &one, sizeof one) != 0
       || zmq_setsockopt(C.router, ZMQ_CURVE_SECRETKEY, C.keys.server_secret, 41) != 0
       || zmq_setsockopt(C.router, ZMQ_ZAP_DOMAIN, "kguard", 6) != 0
-      || zmq_setsockopt(C.router, ZMQ_LINGER, &zero, sizeof zero) != 0
-      || zmq_bind(C.router, ep) != 0) {
-    kg_error("coordinator: cannot listen on %s: %s", ep, zmq_strerror(zmq_errno()));
+      || zmq_setsockopt(C.router, ZMQ_LINGER, &zero, sizeof zero) != 0) {
+    kg_error("coordinator: cannot set up its sockets: %s", zmq_strerror(zmq_errno()));
     return KG_EXEC_EXIT_RETRYABLE;
   }
-  kg_notice("coordinator: listening on %s for %d nodes (CURVE)", ep, C.nnodes);
+  char where[1024];
+  if (s_bind(&C, where, sizeof where) != 0)
+    return KG_EXIT_USAGE;
+  kg_notice("coordinator: listening on %s for %d nodes (CURVE)", where, C.nnodes);
   int code = s_serve(&C, sigfd);
   kg_notice("coordinator: the job ends with %d", code);
   unlink(C.nonce_file);

@@ -11,6 +11,7 @@
 
 #include "kg_clock.h"
 #include "kg_error.h"
+#include "kg_exit.h"
 #include "kg_log.h"
 
 static const char *s_state_names[] = {"running", "suspect", "stopping", "restoring",
@@ -439,6 +440,17 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       E->outcome = KG_EXEC_OUT_RETRYABLE;
     } else if (E->state != KG_EX_DONE) {
       s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    }
+    return;
+  }
+  if (ev.kind == KG_EXE_COORD_FAILED) {
+    /* Only at the start (before any command ran); later the heartbeat
+       rule judges a coordinator that is gone. */
+    if (E->state == KG_EX_JOINING) {
+      kg_error("exec: the coordinator could not start (its message above): exit %d",
+               KG_EXIT_USAGE);
+      E->exit_code = KG_EXIT_USAGE;
+      s_enter(E, KG_EX_DONE, -1);
     }
     return;
   }

@@ -40,6 +40,7 @@ typedef struct {
   int node_rank;
   int nproc_per_node;           /* ranks per node (default 1)                   */
   const char *coordinator;      /* HOST:PORT                                    */
+  const char *coordinator_bind; /* node 0: the address it listens on (NULL: HOST) */
   const char *secret_file;      /* the job's shared secret (CURVE keys)          */
   int64_t heartbeat_ms;         /* a silent coordinator or node is lost          */
 } kg_exec_config_t;

@@ -49,7 +49,12 @@ static const char s_help[] =
   "  --nnodes N --node-rank R --coordinator HOST:PORT --secret FILE\n"
   "                        node 0 runs the coordinator on HOST:PORT (CURVE, keys\n"
   "                        derived from the job's secret file of 32+ bytes);\n"
-  "                        --checkpoints must be a directory every node shares\n"
+  "                        --checkpoints must be a directory every node shares;\n"
+  "                        the coordinator listens only on the addresses HOST\n"
+  "                        resolves to on node 0\n"
+  "  --coordinator-bind ADDR node 0: listen on ADDR instead (an address of this\n"
+  "                        host, e.g. when HOST is a service name; 0.0.0.0: every\n"
+  "                        interface)\n"
   "  --nproc-per-node P    ranks per node (default 1); rank r checkpoints into\n"
   "                        DIR/rank-r and is restored into KGUARD_RESUME_DIR/rank-r\n"
   "                        (kguard.save/resume do both: KGUARD_CKPT_LAYOUT=rank-dirs)\n"
@@ -131,6 +136,8 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
       c->rules_path = v;
     else if (strcmp(a, "--coordinator") == 0)
       c->coordinator = v;
+    else if (strcmp(a, "--coordinator-bind") == 0)
+      c->coordinator_bind = v;
     else if (strcmp(a, "--secret") == 0)
       c->secret_file = v;
     else if (strcmp(a, "--max-restarts") == 0) {

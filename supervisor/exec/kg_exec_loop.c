@@ -199,8 +199,13 @@ s_reap(kg_exec_s *E)
       if (kg_child_reap(E->coord) != 1)
         break;
       char how[64];
-      kg_child_describe(kg_child_status(E->coord), how, sizeof how);
+      int st = kg_child_status(E->coord);
+      kg_child_describe(st, how, sizeof how);
       kg_info("exec: the coordinator ended: %s", how);
+      /* It ends with the usage code only when it cannot start (its message
+         says why); any other end is judged by the heartbeat rule. */
+      if (WIFEXITED(st) && WEXITSTATUS(st) == KG_EXIT_USAGE)
+        kg_ex_fire(E, KG_EXE_COORD_FAILED, 0);
     } else if (E->helper && pid == kg_child_pid(E->helper)) {
       if (kg_child_reap(E->helper) != 1)
         break;

@@ -20,9 +20,13 @@
 static int
 s_start_coordinator(kg_exec_s *E)
 {
+  /* The address the nodes were told, unless --coordinator-bind says where. */
   const char *colon = strrchr(E->cfg.coordinator, ':');
-  char bind[64], nn[16], np[16], mr[16];
-  snprintf(bind, sizeof bind, "*:%s", colon ? colon + 1 : "");
+  char bind[600], nn[16], np[16], mr[16];
+  if (E->cfg.coordinator_bind)
+    snprintf(bind, sizeof bind, "%s:%s", E->cfg.coordinator_bind, colon ? colon + 1 : "");
+  else
+    snprintf(bind, sizeof bind, "%s", E->cfg.coordinator);
   snprintf(nn, sizeof nn, "%d", E->cfg.nnodes);
   snprintf(np, sizeof np, "%d", E->cfg.nproc_per_node);
   snprintf(mr, sizeof mr, "%d", E->cfg.max_restarts);

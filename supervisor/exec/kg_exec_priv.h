@@ -41,7 +41,8 @@ typedef enum {
   KG_EXE_PEER_FAULT,   /* multi-node: the coordinator says stop              */
   KG_EXE_WELCOME,      /* multi-node: welcome (arg 1 = shared storage seen)   */
   KG_EXE_DECISION,     /* multi-node: the coordinator's decision (E->decision) */
-  KG_EXE_LINK_LOST     /* multi-node: no word from the coordinator in time    */
+  KG_EXE_LINK_LOST,    /* multi-node: no word from the coordinator in time    */
+  KG_EXE_COORD_FAILED  /* node 0: the coordinator could not start (usage)     */
 } kg_ex_event_kind_t;
 
 typedef struct {
