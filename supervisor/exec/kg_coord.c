@@ -24,6 +24,7 @@
 #include "kg_coord_ckpt.h"
 #include "kg_coord_keys.h"
 #include "kg_coord_rule.h"
+#include "kg_coord_store.h"
 #include "kg_error.h"
 #include "kg_exec_rule.h"
 #include "kg_file.h"
@@ -54,7 +55,8 @@ typedef struct {
   int gen;
   bool stopping;              /* a stop was broadcast for this generation    */
   bool preempted;
-  char nonce[65], nonce_file[PATH_MAX + 128];
+  char nonce[65], nonce_name[80];
+  kg_coord_store_t *store;    /* CKPT_DIR/.kguard                            */
   kg_policy_t *policy;
 } s_coord_t;
 
@@ -85,25 +87,10 @@ s_broadcast(s_coord_t *C, cJSON *msg)
 static void
 s_write_decision(s_coord_t *C, cJSON *decision)
 {
-  char dir[PATH_MAX + 64], path[PATH_MAX + 128];
-  snprintf(dir, sizeof dir, "%s/.kguard/decisions", C->ckpt_dir);
-  kg_paths_mkdirs(dir, 0700);
-  char *text = cJSON_PrintUnformatted(decision);
-  if (!text)
-    return;
-  char mac[65];
-  kg_coord_keys_mac(&C->keys, text, strlen(text), mac);
-  cJSON *doc = cJSON_CreateObject();
-  cJSON_AddStringToObject(doc, "decision", text);
-  cJSON_AddStringToObject(doc, "mac", mac);
-  cJSON_AddStringToObject(doc, "mac_alg", "crypto_auth (HMAC-SHA-512-256), job key");
-  char *out = cJSON_Print(doc);
-  snprintf(path, sizeof path, "%s/gen-%d.json", dir, C->gen);
-  if (out)
-    kg_file_write_atomic(path, out, strlen(out), 0600);
-  free(out);
-  free(text);
-  cJSON_Delete(doc);
+  int rc = kg_coord_store_write_decision(C->store, &C->keys, decision);
+  if (rc != 0)
+    kg_warning("coordinator: cannot write the decision into %s/.kguard/decisions: %s",
+               C->ckpt_dir, kg_strerror(rc));
 }
 
 /* ---- the decision ------------------------------------------------------ */
@@ -298,7 +285,6 @@ s_on_message(s_coord_t *C, const unsigned char *id, size_t id_len, const char *t
     cJSON *w = cJSON_CreateObject();
     cJSON_AddStringToObject(w, "type", "welcome");
     cJSON_AddNumberToObject(w, "gen", C->gen);
-    cJSON_AddStringToObject(w, "nonce_file", C->nonce_file);
     cJSON_AddStringToObject(w, "nonce", C->nonce);
     s_send(C, k, w);
     cJSON_Delete(w);
@@ -565,16 +551,32 @@ kg_coord_main(int argc, char **argv)
   }
   if (kg_paths_exe(C.exe, sizeof C.exe) != 0)
     return KG_EXIT_SYSTEM;
+  /* Its own files in the shared directory, never through a planted link. */
+  if (kg_coord_store_open(C.ckpt_dir, &C.store, err, sizeof err) != 0) {
+    kg_error("coordinator: %s", err);
+    return KG_EXIT_USAGE;
+  }
+  /* A job started again (requeued) goes on numbering its generations
+     after the last decision this job's key verifies. */
+  cJSON *last = kg_coord_store_read_decisions(C.store, &C.keys, NULL);
+  if (last) {
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(last, "gen");
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(last, "action");
+    C.gen = g->valueint + 1;
+    kg_notice("coordinator: this job's last decision was %s for generation %d: the job "
+              "goes on with generation %d", act->valuestring, g->valueint, C.gen);
+    cJSON_Delete(last);
+  }
   /* The nonce that proves a node sees this directory (shared storage). */
   unsigned char rnd[16];
   randombytes_buf(rnd, sizeof rnd);
   sodium_bin2hex(C.nonce, sizeof C.nonce, rnd, sizeof rnd);
-  char d[PATH_MAX + 16];
-  snprintf(d, sizeof d, "%s/.kguard", C.ckpt_dir);
-  kg_paths_mkdirs(d, 0700);
-  snprintf(C.nonce_file, sizeof C.nonce_file, "%s/nonce-%s", d, C.nonce);
-  if (kg_file_write_atomic(C.nonce_file, C.nonce, strlen(C.nonce), 0600) != 0) {
-    kg_error("coordinator: cannot write into the checkpoint directory %s", C.ckpt_dir);
+  snprintf(C.nonce_name, sizeof C.nonce_name, "nonce-%s", C.nonce);
+  int nrc = kg_coord_store_create(C.store, C.nonce_name, C.nonce, strlen(C.nonce));
+  if (nrc != 0) {
+    kg_error("coordinator: cannot write into the checkpoint directory %s/.kguard: %s",
+             C.ckpt_dir, kg_strerror(nrc));
+    kg_coord_store_destroy(&C.store);
     return KG_EXIT_SYSTEM;
   }
   kg_policy_config_t pc;
@@ -608,7 +610,8 @@ kg_coord_main(int argc, char **argv)
   kg_notice("coordinator: listening on %s for %d nodes (CURVE)", where, C.nnodes);
   int code = s_serve(&C, sigfd);
   kg_notice("coordinator: the job ends with %d", code);
-  unlink(C.nonce_file);
+  kg_coord_store_remove(C.store, C.nonce_name);
+  kg_coord_store_destroy(&C.store);
   int linger = 2000;
   zmq_setsockopt(C.router, ZMQ_LINGER, &linger, sizeof linger);
   zmq_close(C.router);

@@ -4,6 +4,7 @@
 #include "kg_exec_priv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -121,15 +122,20 @@ s_shared_storage(kg_exec_s *E, const cJSON *m)
   if (!cJSON_IsString(nonce) || strspn(nonce->valuestring, "0123456789abcdef") != 32
       || nonce->valuestring[32])
     return false;
-  /* In this node's own --checkpoints: the same directory, seen here. */
-  char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/.kguard/nonce-%s", E->cfg.ckpt_dir, nonce->valuestring);
-  char *data = NULL;
-  size_t len = 0;
-  bool ok = kg_file_read(path, 4096, &data, &len) == 0
-            && len == strlen(nonce->valuestring) && memcmp(data, nonce->valuestring, len) == 0;
-  free(data);
-  return ok;
+  /* In this node's own --checkpoints: the same directory, seen here,
+     read without following a link planted at .kguard or at the name. */
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/.kguard", E->cfg.ckpt_dir);
+  int dir = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  char name[64], data[64];
+  snprintf(name, sizeof name, "nonce-%s", nonce->valuestring);
+  int fd = dir >= 0 ? openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
+  ssize_t n = fd >= 0 ? read(fd, data, sizeof data) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (dir >= 0)
+    close(dir);
+  return n == 32 && memcmp(data, nonce->valuestring, 32) == 0;
 }
 
 void
@@ -149,6 +155,9 @@ kg_ex_node_recv(kg_exec_s *E)
     if (!cJSON_IsString(type)) {
       kg_warning("exec: malformed message from the coordinator ignored");
     } else if (strcmp(type->valuestring, "welcome") == 0) {
+      const cJSON *gen = cJSON_GetObjectItemCaseSensitive(m, "gen");
+      if (cJSON_IsNumber(gen) && gen->valueint >= 0)
+        E->generation = gen->valueint;   /* a requeued job goes on counting */
       kg_ex_fire(E, KG_EXE_WELCOME, s_shared_storage(E, m) ? 1 : 0);
     } else if (strcmp(type->valuestring, "stop") == 0) {
       const cJSON *by = cJSON_GetObjectItemCaseSensitive(m, "by");

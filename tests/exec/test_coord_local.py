@@ -61,3 +61,17 @@ def test_a_coordinator_address_of_another_host_is_refused_with_the_fix(tmp_path)
     assert node0.wait(60) == 100, node0.output()
     out = node0.output()
     assert "not an address of this host" in out and "--coordinator-bind" in out
+
+
+def test_a_link_planted_at_the_coordinators_directory_is_refused(tmp_path):
+    # A neighbour who can write the shared checkpoint directory plants
+    # .kguard -> a directory of theirs (or a file of the user's to clobber).
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / ".kguard").symlink_to(elsewhere)
+    port = _free_port()
+    node0 = _node(tmp_path, 0, f"127.0.0.1:{port}", _secret(tmp_path))
+    assert node0.wait(60) == 100, node0.output()
+    assert "symbolic link" in node0.output() and ".kguard" in node0.output()
+    assert list(elsewhere.iterdir()) == []

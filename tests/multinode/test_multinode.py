@@ -118,8 +118,11 @@ def test_poisoned_rank_alive_on_a_peer_host_all_resume_from_the_agreed_step(host
     root = job[0]["job"]["root_cause"]
     assert root["host"] == "node1" and root["rank"] == 1 and root["family"] == "illegal-address"
     assert job[0]["checkpoint"]["step"] == 6
-    decisions = list((tmp_path / "ckpt" / ".kguard" / "decisions").glob("gen-*.json"))
-    assert decisions and all("mac" in json.loads(p.read_text()) for p in decisions)
+    # The decision that starts generation 1 is gen-1.json, MAC'd with the job key.
+    decisions = sorted((tmp_path / "ckpt" / ".kguard" / "decisions").glob("gen-*.json"))
+    assert [p.name for p in decisions] == ["gen-1.json"]
+    doc = json.loads(decisions[0].read_text())
+    assert len(doc["mac"]) == 64 and json.loads(doc["decision"])["gen"] == 1
 
 
 def test_a_corrupt_archive_on_one_rank_makes_every_rank_fall_back_a_step(hosts, tmp_path,
