@@ -28,8 +28,8 @@ kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg)
   E->qlen++;
 }
 
-static void
-s_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline)
+void
+kg_ex_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline)
 {
   if (E->state != state)
     kg_debug("exec: %s -> %s", s_state_names[E->state], s_state_names[state]);
@@ -37,13 +37,13 @@ s_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline)
   E->deadline = deadline;
 }
 
-static void
-s_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status)
+void
+kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status)
 {
   E->outcome = outcome;
   E->outcome_status = status;
   E->exit_code = kg_exec_exit_code(outcome, status);
-  s_enter(E, KG_EX_DONE, -1);
+  kg_ex_enter(E, KG_EX_DONE, -1);
 }
 
 /*  Stop the whole group with sig, then KILL after grace_ms; what follows
@@ -54,7 +54,7 @@ s_stop(kg_exec_s *E, int sig, int64_t grace_ms, kg_ex_then_t then)
   E->then = then;
   E->killed = false;
   kg_ex_kill_tree(E, sig);
-  s_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + grace_ms);
+  kg_ex_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + grace_ms);
   if (kg_ex_group_gone(E))
     kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
 }
@@ -92,7 +92,7 @@ s_preempt(kg_exec_s *E, int sig)
   case KG_EX_BACKOFF:
   case KG_EX_JOINING:
   case KG_EX_WAITING:
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     break;
   case KG_EX_DONE:
     break;
@@ -170,7 +170,7 @@ s_judge(kg_exec_s *E, kg_exec_evidence_t ev, int status, int64_t step)
       E->outcome = KG_EXEC_OUT_SUCCESS;
       s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
     } else {
-      s_enter(E, KG_EX_RUNNING, -1);
+      kg_ex_enter(E, KG_EX_RUNNING, -1);
     }
   }
 }
@@ -213,7 +213,7 @@ s_restore(kg_exec_s *E)
   E->resume_step = -1;
   if (!E->cfg.ckpt_dir) {
     kg_notice("exec: no --checkpoints: the command starts over");
-    s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+    kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
     return;
   }
   char before[32], into[PATH_MAX + 96];
@@ -226,10 +226,10 @@ s_restore(kg_exec_s *E)
             E->cfg.ckpt_dir);
   if (kg_ex_start_helper(E, argv) != 0) {
     kg_error("exec: cannot start `kguard ckpt resume-prepare`");
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   }
-  s_enter(E, KG_EX_RESTORING, -1);
+  kg_ex_enter(E, KG_EX_RESTORING, -1);
 }
 
 static void s_multi_restore_step(kg_exec_s *E);
@@ -246,7 +246,7 @@ s_helper_done(kg_exec_s *E)
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
       kg_error("exec: the agreed checkpoint does not restore on this node: exit %d "
                "(retryable)", KG_EXEC_EXIT_RETRYABLE);
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
       return;
     }
     s_multi_restore_step(E);
@@ -264,7 +264,7 @@ s_helper_done(kg_exec_s *E)
     kg_error("exec: `kguard ckpt resume-prepare` failed (%s): infrastructure failure, "
              "exit %d (retryable)", how, KG_EXEC_EXIT_RETRYABLE);
     cJSON_Delete(j);
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   }
   if (strcmp(status->valuestring, "restored") == 0) {
@@ -284,10 +284,10 @@ s_helper_done(kg_exec_s *E)
   kg_incident_take_checkpoint(E->incident, &j);
   kg_ex_incident_write(E);
   if (E->preempted) {
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   }
-  s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+  kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
 }
 
 /*  Restore this node's ranks one after the other, then start. */
@@ -296,32 +296,34 @@ s_multi_restore_step(kg_exec_s *E)
 {
   int rc = kg_ex_node_restore_next(E);
   if (rc > 0) {
-    s_enter(E, KG_EX_RESTORING, -1);
+    kg_ex_enter(E, KG_EX_RESTORING, -1);
   } else if (rc < 0) {
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
   } else if (E->preempted) {
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
   } else {
     if (E->resume_archive) {
       E->resume_dir = strdup(E->restored_base);
       kg_notice("exec: this node's ranks restored at step %lld", (long long) E->resume_step);
     }
-    s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+    kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
   }
 }
 
 /*  The outcome a job-ending decision's code stands for. */
-static void
-s_done_code(kg_exec_s *E, int c)
+void
+kg_ex_done_code(kg_exec_s *E, int c)
 {
   if (c == KG_EXEC_EXIT_GAVE_UP)
-    s_done(E, KG_EXEC_OUT_GAVE_UP, 0);
+    kg_ex_done(E, KG_EXEC_OUT_GAVE_UP, 0);
   else if (c == KG_EXEC_EXIT_RETRYABLE)
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
   else if (c == 0)
-    s_done(E, KG_EXEC_OUT_SUCCESS, 0);
+    kg_ex_done(E, KG_EXEC_OUT_SUCCESS, 0);
+  else if (c == KG_EXIT_USAGE)
+    kg_ex_done(E, KG_EXEC_OUT_USAGE, 0);
   else
-    s_done(E, KG_EXEC_OUT_COMMAND_FAILED, (c & 0xff) << 8);
+    kg_ex_done(E, KG_EXEC_OUT_COMMAND_FAILED, (c & 0xff) << 8);
 }
 
 /*  The coordinator ends the job while this node still runs (a node lost):
@@ -334,9 +336,9 @@ s_end_early(kg_exec_s *E)
   int c = cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE;
   kg_notice("exec: the coordinator ends the job (%s): exit %d",
             cJSON_IsString(why) ? why->valuestring : "no reason given", c);
-  s_done_code(E, c);               /* records the outcome and the code  */
+  kg_ex_done_code(E, c);               /* records the outcome and the code  */
   kg_ex_kill_tree(E, SIGTERM);
-  s_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + E->cfg.kill_grace_ms);
+  kg_ex_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + E->cfg.kill_grace_ms);
   E->then = KG_EX_THEN_EXIT;
   E->killed = false;
   E->preempted = false;
@@ -360,7 +362,7 @@ s_decision(kg_exec_s *E)
             rtext ? rtext : "");
   free(rtext);
   if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
-    s_done_code(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
+    kg_ex_done_code(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
     return;
   }
   const cJSON *step = cJSON_GetObjectItemCaseSensitive(d, "step");
@@ -386,7 +388,7 @@ s_group_gone(kg_exec_s *E)
   kg_ex_incident_refresh(E);
   E->incident_open = false;
   if (E->lost) {
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   }
   if (E->multi && E->preempted) {
@@ -395,7 +397,7 @@ s_group_gone(kg_exec_s *E)
     cJSON_AddNumberToObject(f, "gen", E->generation - 1);
     cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
     kg_ex_node_send(E, "stopped", f);
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   }
   if (E->then == KG_EX_THEN_REPORT) {
@@ -404,10 +406,10 @@ s_group_gone(kg_exec_s *E)
     cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
     kg_ex_node_send(E, "stopped", f);
     if (E->preempted && E->outcome == KG_EXEC_OUT_RETRYABLE) {
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
       return;
     }
-    s_enter(E, KG_EX_WAITING, kg_clock_mono_ms() + 600000);
+    kg_ex_enter(E, KG_EX_WAITING, kg_clock_mono_ms() + 600000);
     return;
   }
   if (E->then == KG_EX_THEN_RESTART && !E->preempted) {
@@ -415,9 +417,9 @@ s_group_gone(kg_exec_s *E)
     return;
   }
   if (E->preempted)
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
   else
-    s_done(E, E->outcome, E->outcome_status);
+    kg_ex_done(E, E->outcome, E->outcome_status);
 }
 
 /*  One transition. */
@@ -439,7 +441,7 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       E->then = KG_EX_THEN_EXIT;
       E->outcome = KG_EXEC_OUT_RETRYABLE;
     } else if (E->state != KG_EX_DONE) {
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     }
     return;
   }
@@ -450,8 +452,12 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       kg_error("exec: the coordinator could not start (its message above): exit %d",
                KG_EXIT_USAGE);
       E->exit_code = KG_EXIT_USAGE;
-      s_enter(E, KG_EX_DONE, -1);
+      kg_ex_enter(E, KG_EX_DONE, -1);
     }
+    return;
+  }
+  if (ev.kind == KG_EXE_DECISION && E->state == KG_EX_JOINING) {
+    kg_ex_node_join_step(E, ev);
     return;
   }
   if (ev.kind == KG_EXE_DECISION && E->state != KG_EX_WAITING) {
@@ -471,7 +477,7 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       kg_notice("exec: sticky error text seen (%s): a fault once a process fails or "
                 "training stalls for %lld ms%s", m && m->family ? m->family->id : "?",
                 (long long) stall, E->cfg.stall_ms < 0 ? " (4 x its longest step)" : "");
-      s_enter(E, KG_EX_SUSPECT, E->fault_mono_ms + stall);
+      kg_ex_enter(E, KG_EX_SUSPECT, E->fault_mono_ms + stall);
     } else if (ev.kind == KG_EXE_LEADER_EXIT) {
       s_leader_exit_running(E, (int) ev.arg);
     } else if (ev.kind == KG_EXE_PEER_FAULT) {
@@ -492,28 +498,14 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       s_fault(E, "the job failed while the sticky text stood");
     break;
   case KG_EX_JOINING:
-    if (ev.kind == KG_EXE_WELCOME && ev.arg == 1) {
-      if (kg_ex_start_command(E) != 0)
-        s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-      else
-        s_enter(E, KG_EX_RUNNING, -1);
-    } else if (ev.kind == KG_EXE_WELCOME) {
-      kg_error("exec: the checkpoint directory %s is not the one the coordinator's node "
-               "sees (its nonce file is not readable here): multi-node mode needs a shared "
-               "checkpoint directory; refusing", E->cfg.ckpt_dir);
-      E->exit_code = 100;
-      s_enter(E, KG_EX_DONE, -1);
-    } else if (ev.kind == KG_EXE_DEADLINE) {
-      kg_error("exec: no answer from the coordinator %s (retryable)", E->cfg.coordinator);
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-    }
+    kg_ex_node_join_step(E, ev);
     break;
   case KG_EX_WAITING:
     if (ev.kind == KG_EXE_DECISION) {
       s_decision(E);
     } else if (ev.kind == KG_EXE_DEADLINE) {
       kg_error("exec: no decision from the coordinator (retryable)");
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     }
     break;
   case KG_EX_STOPPING:
@@ -536,9 +528,9 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
   case KG_EX_BACKOFF:
     if (ev.kind == KG_EXE_DEADLINE) {
       if (kg_ex_start_command(E) != 0)
-        s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+        kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
       else
-        s_enter(E, KG_EX_RUNNING, -1);
+        kg_ex_enter(E, KG_EX_RUNNING, -1);
     }
     break;
   case KG_EX_DONE:
@@ -569,4 +561,5 @@ kg_exec_config_default(kg_exec_config_t *config)
   config->nnodes = 1;
   config->nproc_per_node = 1;
   config->heartbeat_ms = 30000;
+  config->join_timeout_ms = 600000;   /* torchrun's rendezvous join timeout */
 }

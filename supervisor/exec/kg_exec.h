@@ -43,10 +43,12 @@ typedef struct {
   const char *coordinator_bind; /* node 0: the address it listens on (NULL: HOST) */
   const char *secret_file;      /* the job's shared secret (CURVE keys)          */
   int64_t heartbeat_ms;         /* a silent coordinator or node is lost          */
+  int64_t join_timeout_ms;      /* every node joins within this of node 0's start */
 } kg_exec_config_t;
 
 /*  Fill config with the defaults (budget 3, stall 60 s, kill grace 10 s,
-    pre-emption grace 25 s, backoff 1 s, one node, heartbeat 30 s). */
+    pre-emption grace 25 s, backoff 1 s, one node, heartbeat 30 s, join
+    timeout 600 s). */
 void kg_exec_config_default(kg_exec_config_t *config);
 
 /*  Run the command until it is done; returns the process exit code

@@ -60,6 +60,15 @@ static const char s_help[] =
   "                        (kguard.save/resume do both: KGUARD_CKPT_LAYOUT=rank-dirs)\n"
   "  --heartbeat-timeout S a coordinator or node silent this long is lost: the\n"
   "                        job ends with 200 (infrastructure; default 30)\n"
+  "  --join-timeout S      every node must have joined within this of node 0's\n"
+  "                        start (default 600, as torchrun's rendezvous), else the\n"
+  "                        job ends with 200; once a connection failed the CURVE\n"
+  "                        handshake (a node with another --secret), the heartbeat\n"
+  "                        timeout instead, and 100. A node refused that way exits\n"
+  "                        100 at once. Before the start every node verifies a\n"
+  "                        probe each node signed with its checkpoint key: a node\n"
+  "                        that cannot verify another's ends the job with 100,\n"
+  "                        naming the key\n"
   "\n"
   "A sticky error text is proof only when a process of the group then fails, or\n"
   "when no newer `kguard: completed step N` line (two steps on) follows within\n"
@@ -161,6 +170,9 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     } else if (strcmp(a, "--heartbeat-timeout") == 0) {
       if (s_seconds(v, &c->heartbeat_ms) < 0 || c->heartbeat_ms < 100)
         return s_usage("--heartbeat-timeout needs seconds (at least 0.1)", v);
+    } else if (strcmp(a, "--join-timeout") == 0) {
+      if (s_seconds(v, &c->join_timeout_ms) < 0 || c->join_timeout_ms < 100)
+        return s_usage("--join-timeout needs seconds (at least 0.1)", v);
     } else if (strcmp(a, "--preempt-grace") == 0) {
       if (s_seconds(v, &c->preempt_grace_ms) < 0)
         return s_usage("--preempt-grace needs seconds", v);
@@ -298,6 +310,9 @@ s_summary(const kg_exec_s *E, char *buf, size_t len)
   case KG_EXEC_OUT_RETRYABLE:
     snprintf(buf, len, "retryable");
     return;
+  case KG_EXEC_OUT_USAGE:
+    snprintf(buf, len, "refused: the job's configuration (see above)");
+    return;
   case KG_EXEC_OUT_COMMAND_FAILED:
     break;
   }
@@ -331,7 +346,7 @@ kg_exec_run(const kg_exec_config_t *config)
       code = rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
     } else {
       E->state = KG_EX_JOINING;
-      E->deadline = kg_clock_mono_ms() + 120000;
+      E->deadline = kg_clock_mono_ms() + E->cfg.join_timeout_ms + E->cfg.heartbeat_ms;
       code = kg_ex_loop(E);
     }
   } else if (code == 0) {

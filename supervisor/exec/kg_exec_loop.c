@@ -329,11 +329,12 @@ kg_ex_loop(kg_exec_s *E)
     int hout = E->helper ? kg_child_stdout_fd(E->helper) : -1;
     int herr = E->helper ? kg_child_stderr_fd(E->helper) : -1;
     /* zmq_poll takes plain fds (fd < 0 is never ready) and the link. */
-    zmq_pollitem_t p[6] = {
+    zmq_pollitem_t p[7] = {
       {NULL, E->sigfd, ZMQ_POLLIN, 0}, {NULL, out, out >= 0 ? ZMQ_POLLIN : 0, 0},
       {NULL, err, err >= 0 ? ZMQ_POLLIN : 0, 0}, {NULL, hout, hout >= 0 ? ZMQ_POLLIN : 0, 0},
-      {NULL, herr, herr >= 0 ? ZMQ_POLLIN : 0, 0}, {E->link, -1, ZMQ_POLLIN, 0}};
-    int n = E->link ? 6 : 5;
+      {NULL, herr, herr >= 0 ? ZMQ_POLLIN : 0, 0}, {E->link, -1, ZMQ_POLLIN, 0},
+      {E->monitor, -1, ZMQ_POLLIN, 0}};
+    int n = !E->link ? 5 : E->monitor ? 7 : 6;
     int64_t wake = E->deadline;
     if (E->link) {
       int64_t t = kg_ex_node_timers(E);
@@ -362,8 +363,10 @@ kg_ex_loop(kg_exec_s *E)
       s_read_helper(E);
     if (rc > 0 && p[0].revents)
       s_read_signals(E);
-    if (rc > 0 && n == 6 && p[5].revents)
+    if (rc > 0 && n >= 6 && p[5].revents)
       kg_ex_node_recv(E);
+    if (rc > 0 && n == 7 && p[6].revents)
+      kg_ex_node_monitor(E);
     if (E->deadline >= 0 && kg_clock_mono_ms() >= E->deadline) {
       E->deadline = -1;
       kg_ex_fire(E, KG_EXE_DEADLINE, 0);

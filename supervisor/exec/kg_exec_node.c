@@ -8,15 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include "kg_clock.h"
 #include "kg_coord_keys.h"
 #include "kg_error.h"
+#include "kg_exit.h"
 #include "kg_file.h"
 #include "kg_log.h"
 #include "kg_paths.h"
+
+#define S_MONITOR "inproc://kguard-exec-monitor"
 
 static int
 s_start_coordinator(kg_exec_s *E)
@@ -31,12 +35,13 @@ s_start_coordinator(kg_exec_s *E)
   snprintf(nn, sizeof nn, "%d", E->cfg.nnodes);
   snprintf(np, sizeof np, "%d", E->cfg.nproc_per_node);
   snprintf(mr, sizeof mr, "%d", E->cfg.max_restarts);
-  char hb[32];
+  char hb[32], jt[32];
   snprintf(hb, sizeof hb, "%lld", (long long) E->cfg.heartbeat_ms);
+  snprintf(jt, sizeof jt, "%lld", (long long) E->cfg.join_timeout_ms);
   char *argv[] = {E->exe, "exec", "--serve-coordinator", "--bind", bind, "--nnodes", nn,
                   "--nproc-per-node", np, "--secret", (char *) E->cfg.secret_file,
                   "--checkpoints", (char *) E->cfg.ckpt_dir, "--state-dir", E->state_dir,
-                  "--max-restarts", mr, "--heartbeat-timeout-ms", hb, NULL};
+                  "--max-restarts", mr, "--heartbeat-timeout-ms", hb, "--join-timeout-ms", jt, NULL};
   kg_child_opts_t o = {.argv = argv, .capture = false};
   int rc = kg_child_spawn(&o, &E->coord);
   if (rc != 0)
@@ -73,10 +78,21 @@ kg_ex_node_open(kg_exec_s *E)
     kg_error("exec: cannot connect to the coordinator %s: %s", ep, zmq_strerror(zmq_errno()));
     return KG_EUSAGE;
   }
+  /* The handshake's outcome: a coordinator that refuses this node's keys
+     (another job secret) shows only as failed handshakes here. */
+  if (zmq_socket_monitor(E->link, S_MONITOR, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                         | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                         | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0
+      && (E->monitor = zmq_socket(E->zctx, ZMQ_PAIR))
+      && zmq_connect(E->monitor, S_MONITOR) != 0) {
+    zmq_close(E->monitor);
+    E->monitor = NULL;
+  }
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   cJSON *f = cJSON_CreateObject();
   cJSON_AddStringToObject(f, "host", host);
+  cJSON_AddNumberToObject(f, "nproc", E->cfg.nproc_per_node);
   kg_ex_node_send(E, "hello", f);
   E->coord_seen = kg_clock_mono_ms();   /* the joining deadline covers the start */
   E->beat_next = E->coord_seen + E->cfg.heartbeat_ms / 4;
@@ -88,6 +104,9 @@ kg_ex_node_open(kg_exec_s *E)
 void
 kg_ex_node_close(kg_exec_s *E)
 {
+  if (E->monitor)
+    zmq_close(E->monitor);
+  E->monitor = NULL;
   if (E->link) {
     int linger = 1000;
     zmq_setsockopt(E->link, ZMQ_LINGER, &linger, sizeof linger);
@@ -151,6 +170,7 @@ kg_ex_node_recv(kg_exec_s *E)
     cJSON *m = cJSON_ParseWithLength(zmq_msg_data(&msg), zmq_msg_size(&msg));
     zmq_msg_close(&msg);
     E->coord_seen = kg_clock_mono_ms();
+    E->heard = true;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
     if (!cJSON_IsString(type)) {
       kg_warning("exec: malformed message from the coordinator ignored");
@@ -158,7 +178,18 @@ kg_ex_node_recv(kg_exec_s *E)
       const cJSON *gen = cJSON_GetObjectItemCaseSensitive(m, "gen");
       if (cJSON_IsNumber(gen) && gen->valueint >= 0)
         E->generation = gen->valueint;   /* a requeued job goes on counting */
+      const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(m, "nonce");
+      if (cJSON_IsString(nonce))
+        snprintf(E->nonce, sizeof E->nonce, "%s", nonce->valuestring);
       kg_ex_fire(E, KG_EXE_WELCOME, s_shared_storage(E, m) ? 1 : 0);
+    } else if (strcmp(type->valuestring, "check") == 0) {
+      kg_ex_fire(E, KG_EXE_CHECK, 0);
+    } else if (strcmp(type->valuestring, "start") == 0) {
+      const cJSON *gen = cJSON_GetObjectItemCaseSensitive(m, "gen");
+      const cJSON *port = cJSON_GetObjectItemCaseSensitive(m, "master_port");
+      if (cJSON_IsNumber(gen) && gen->valueint >= 0)
+        E->generation = gen->valueint;
+      kg_ex_fire(E, KG_EXE_START, cJSON_IsNumber(port) ? port->valueint : 0);
     } else if (strcmp(type->valuestring, "stop") == 0) {
       const cJSON *by = cJSON_GetObjectItemCaseSensitive(m, "by");
       kg_ex_fire(E, KG_EXE_PEER_FAULT, cJSON_IsNumber(by) ? by->valueint : -1);
@@ -238,4 +269,210 @@ kg_ex_node_restore_next(kg_exec_s *E)
     return kg_ex_start_helper(E, argv) == 0 ? 1 : -1;
   }
   return 0;
+}
+
+/* ---- joining ------------------------------------------------------------ */
+
+/*  .kguard/probe-<nonce>-node-<node>.kgckpt.tar in this node's view of the
+    shared directory. */
+static void
+s_probe_path(const kg_exec_s *E, int node, char *buf, size_t len)
+{
+  snprintf(buf, len, "%s/.kguard/probe-%s-node-%d.kgckpt.tar", E->cfg.ckpt_dir, E->nonce,
+           node);
+}
+
+/*  Seal this node's key probe with the key its ranks will sign with (the
+    same environment): a tiny archive every node then verifies. */
+static int
+s_seal_probe(kg_exec_s *E)
+{
+  char dir[PATH_MAX + 128], file[PATH_MAX + 160], out[PATH_MAX + 96];
+  snprintf(dir, sizeof dir, "%s/keyprobe", E->run_dir);
+  kg_paths_remove_tree(dir);
+  if (kg_paths_mkdirs(dir, 0700) != 0)
+    return -1;
+  snprintf(file, sizeof file, "%s/node", dir);
+  char text[128];
+  int n = snprintf(text, sizeof text, "{\"node\": %d, \"nonce\": \"%s\"}\n",
+                   E->cfg.node_rank, E->nonce);
+  if (kg_file_write_atomic(file, text, (size_t) n, 0600) != 0)
+    return -1;
+  s_probe_path(E, E->cfg.node_rank, out, sizeof out);
+  char *argv[] = {E->exe, "ckpt", "seal", dir, "--step", "0", "--run", "kguard-keyprobe",
+                  "-o", out, NULL};
+  return kg_ex_start_helper(E, argv);
+}
+
+/*  Verify every node's probe (this node's too) in one `kguard ckpt verify`. */
+static int
+s_verify_probes(kg_exec_s *E)
+{
+  int n = E->cfg.nnodes;
+  char **argv = calloc((size_t) n + 4, sizeof *argv);
+  if (!argv)
+    return -1;
+  argv[0] = E->exe;
+  argv[1] = "ckpt";
+  argv[2] = "verify";
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    char p[PATH_MAX + 96];
+    s_probe_path(E, i, p, sizeof p);
+    if (!(argv[3 + i] = strdup(p)))
+      rc = -1;
+  }
+  if (rc == 0)
+    rc = kg_ex_start_helper(E, argv);
+  for (int i = 0; i < n; i++)
+    free(argv[3 + i]);
+  free(argv);
+  return rc;
+}
+
+/*  What `kguard ckpt verify` said of each probe: the ones that are not
+    valid, as [{node, reason}]. */
+static cJSON *
+s_probe_problems(kg_exec_s *E)
+{
+  cJSON *problems = cJSON_CreateArray();
+  const char *out = E->helper_out ? E->helper_out : "";
+  for (int i = 0; i < E->cfg.nnodes; i++) {
+    char p[PATH_MAX + 96], head[PATH_MAX + 100];
+    s_probe_path(E, i, p, sizeof p);
+    snprintf(head, sizeof head, "%s: ", p);
+    const char *line = out, *verdict = NULL;
+    while (line && *line) {
+      if (strncmp(line, head, strlen(head)) == 0) {
+        verdict = line + strlen(head);
+        break;
+      }
+      line = strchr(line, '\n');
+      line = line ? line + 1 : NULL;
+    }
+    if (verdict && strncmp(verdict, "valid:", 6) == 0)
+      continue;
+    char why[700];
+    size_t wl = verdict ? strcspn(verdict, "\n") : 0;
+    snprintf(why, sizeof why, "%.*s", (int) (wl < 600 ? wl : 600),
+             verdict ? verdict : "no verdict from kguard ckpt verify");
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "node", i);
+    cJSON_AddStringToObject(o, "reason", why);
+    cJSON_AddItemToArray(problems, o);
+    kg_error("exec: this node cannot verify the checkpoints node %d signs: %s", i, why);
+  }
+  return problems;
+}
+
+static void
+s_refuse(kg_exec_s *E, const char *reason, kg_exec_outcome_t outcome)
+{
+  cJSON *f = cJSON_CreateObject();
+  cJSON_AddStringToObject(f, "reason", reason);
+  kg_ex_node_send(E, "refused", f);
+  kg_ex_done(E, outcome, 0);
+}
+
+void
+kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev)
+{
+  switch (ev.kind) {
+  case KG_EXE_REFUSED:
+    kg_error("exec: the coordinator %s refuses this node: the CURVE handshake failed, so the "
+             "job secret %s is not the one node 0 was started with (every node needs a copy "
+             "of the same --secret file), or %s is not this job's coordinator",
+             E->cfg.coordinator, E->cfg.secret_file, E->cfg.coordinator);
+    kg_ex_done(E, KG_EXEC_OUT_USAGE, 0);
+    return;
+  case KG_EXE_DECISION: {
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(E->decision, "code");
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(E->decision, "reason");
+    int c = cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE;
+    kg_error("exec: the job cannot start: %s", cJSON_IsString(why) ? why->valuestring
+                                                                    : "the coordinator ended it");
+    kg_ex_done_code(E, c);
+    return;
+  }
+  case KG_EXE_DEADLINE:
+    kg_error("exec: no start from the coordinator %s within the join timeout (retryable)",
+             E->cfg.coordinator);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  default:
+    break;
+  }
+  if (ev.kind == KG_EXE_WELCOME && E->join == KG_EX_J_HELLO) {
+    if (ev.arg != 1) {
+      char why[PATH_MAX + 200];
+      snprintf(why, sizeof why, "its checkpoint directory %s is not the one the coordinator's "
+               "node sees (the coordinator's nonce file is not readable there): multi-node "
+               "mode needs a checkpoint directory every node shares", E->cfg.ckpt_dir);
+      kg_error("exec: %s; refusing", why);
+      s_refuse(E, why, KG_EXEC_OUT_USAGE);
+    } else if (s_seal_probe(E) != 0) {
+      s_refuse(E, "cannot start `kguard ckpt seal` for its key probe", KG_EXEC_OUT_RETRYABLE);
+    } else {
+      E->join = KG_EX_J_SEAL;
+    }
+  } else if (ev.kind == KG_EXE_HELPER_DONE && E->join == KG_EX_J_SEAL) {
+    int st = kg_child_status(E->helper);
+    kg_child_destroy(&E->helper);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      char how[64], why[200];
+      kg_child_describe(st, how, sizeof how);
+      snprintf(why, sizeof why, "it cannot seal a checkpoint with its signing key "
+               "(`kguard ckpt seal`: %s, its message above)", how);
+      kg_error("exec: %s", why);
+      s_refuse(E, why, WIFEXITED(st) && WEXITSTATUS(st) == KG_EXIT_USAGE
+               ? KG_EXEC_OUT_USAGE : KG_EXEC_OUT_RETRYABLE);
+      return;
+    }
+    kg_ex_node_send(E, "joined", NULL);
+    E->join = KG_EX_J_JOINED;
+  } else if (ev.kind == KG_EXE_CHECK && E->join == KG_EX_J_JOINED) {
+    if (s_verify_probes(E) != 0)
+      s_refuse(E, "cannot start `kguard ckpt verify` for the key probes", KG_EXEC_OUT_RETRYABLE);
+    else
+      E->join = KG_EX_J_VERIFY;
+  } else if (ev.kind == KG_EXE_HELPER_DONE && E->join == KG_EX_J_VERIFY) {
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddItemToObject(f, "problems", s_probe_problems(E));
+    kg_child_destroy(&E->helper);
+    kg_ex_node_send(E, "checked", f);
+    E->join = KG_EX_J_CHECKED;
+  } else if (ev.kind == KG_EXE_START && E->join == KG_EX_J_CHECKED) {
+    E->master_port = (int) ev.arg;
+    if (kg_ex_start_command(E) != 0)
+      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    else
+      kg_ex_enter(E, KG_EX_RUNNING, -1);
+  }
+}
+
+void
+kg_ex_node_monitor(kg_exec_s *E)
+{
+  for (;;) {
+    zmq_msg_t f;
+    zmq_msg_init(&f);
+    if (zmq_msg_recv(&f, E->monitor, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&f);
+      return;
+    }
+    uint16_t event = 0;
+    if (zmq_msg_size(&f) >= 6)
+      memcpy(&event, zmq_msg_data(&f), sizeof event);
+    bool more = zmq_msg_more(&f);
+    zmq_msg_close(&f);
+    while (more) {
+      zmq_msg_init(&f);
+      more = zmq_msg_recv(&f, E->monitor, 0) >= 0 && zmq_msg_more(&f);
+      zmq_msg_close(&f);
+    }
+    /* Two in a row with nothing heard: not a glitch but keys that do not
+       match (libzmq retries the connection every 100 ms or so). */
+    if (!E->heard && ++E->handshake_failures == 2)
+      kg_ex_fire(E, KG_EXE_REFUSED, 0);
+  }
 }

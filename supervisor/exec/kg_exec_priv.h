@@ -42,7 +42,11 @@ typedef enum {
   KG_EXE_WELCOME,      /* multi-node: welcome (arg 1 = shared storage seen)   */
   KG_EXE_DECISION,     /* multi-node: the coordinator's decision (E->decision) */
   KG_EXE_LINK_LOST,    /* multi-node: no word from the coordinator in time    */
-  KG_EXE_COORD_FAILED  /* node 0: the coordinator could not start (usage)     */
+  KG_EXE_COORD_FAILED, /* node 0: the coordinator could not start (usage)     */
+  KG_EXE_CHECK,        /* multi-node: verify every node's key probe           */
+  KG_EXE_START,        /* multi-node: every node joined (arg: master port)    */
+  KG_EXE_REFUSED       /* multi-node: the coordinator refuses this node's
+                          handshake (a different job secret)                  */
 } kg_ex_event_kind_t;
 
 typedef struct {
@@ -51,6 +55,15 @@ typedef struct {
 } kg_ex_event_t;
 
 #define KG_EX_QUEUE 64
+
+/*  Where a multi-node join stands (state KG_EX_JOINING). */
+typedef enum {
+  KG_EX_J_HELLO = 0,   /* hello sent, waiting for the welcome                  */
+  KG_EX_J_SEAL,        /* sealing this node's key probe                        */
+  KG_EX_J_JOINED,      /* joined, waiting for every node to join               */
+  KG_EX_J_VERIFY,      /* verifying every node's key probe                     */
+  KG_EX_J_CHECKED      /* checked, waiting for the start                       */
+} kg_ex_join_t;
 
 /*  What follows STOPPING once the group is gone. */
 typedef enum {
@@ -120,6 +133,12 @@ typedef struct kg_exec_s {
   int64_t beat_next;            /* monotonic: send the next heartbeat         */
   int64_t coord_seen;           /* monotonic: last message from the coordinator */
   bool lost;                    /* the coordinator is lost: exit retryable    */
+  kg_ex_join_t join;
+  void *monitor;                /* PAIR: the link's handshake events          */
+  int handshake_failures;       /* before any word from the coordinator       */
+  bool heard;                   /* the coordinator has said something         */
+  char nonce[33];               /* the job's nonce (key probes' names)        */
+  int master_port;              /* rank 0's rendezvous store port, 0 unknown  */
 
   kg_ex_event_t queue[KG_EX_QUEUE];
   int qhead, qlen;
@@ -128,6 +147,11 @@ typedef struct kg_exec_s {
 /*  kg_exec.c */
 void kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg);
 void kg_ex_run_queue(kg_exec_s *E);
+void kg_ex_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline);
+/*  The run ends with outcome (status: a wait status for COMMAND_FAILED). */
+void kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status);
+/*  The run ends with the code a job-ending decision names. */
+void kg_ex_done_code(kg_exec_s *E, int code);
 
 /*  kg_exec_loop.c */
 int kg_ex_loop(kg_exec_s *E);
@@ -152,5 +176,9 @@ void kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields);
 int64_t kg_ex_node_timers(kg_exec_s *E);
 cJSON *kg_ex_node_report(kg_exec_s *E);
 int kg_ex_node_restore_next(kg_exec_s *E);
+/*  One event while joining (state KG_EX_JOINING). */
+void kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev);
+/*  The link's handshake events (the monitor socket is readable). */
+void kg_ex_node_monitor(kg_exec_s *E);
 
 #endif

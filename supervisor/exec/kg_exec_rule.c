@@ -21,6 +21,8 @@ kg_exec_exit_code(kg_exec_outcome_t outcome, int wait_status)
     return KG_EXEC_EXIT_GAVE_UP;
   case KG_EXEC_OUT_RETRYABLE:
     return KG_EXEC_EXIT_RETRYABLE;
+  case KG_EXEC_OUT_USAGE:
+    return 100;
   case KG_EXEC_OUT_COMMAND_FAILED:
   default:
     break;

@@ -43,7 +43,8 @@ typedef enum {
   KG_EXEC_OUT_SUCCESS = 0,
   KG_EXEC_OUT_COMMAND_FAILED,   /* the command's own failure               */
   KG_EXEC_OUT_GAVE_UP,          /* sticky faults, no more restarts          */
-  KG_EXEC_OUT_RETRYABLE         /* pre-empted or infrastructure failure     */
+  KG_EXEC_OUT_RETRYABLE,        /* pre-empted or infrastructure failure     */
+  KG_EXEC_OUT_USAGE             /* the job's configuration is refused (100) */
 } kg_exec_outcome_t;
 
 /*  The process exit code for outcome; wait_status (a waitpid status) is

@@ -1,0 +1,227 @@
+/*  kg_coord_decide: a running job's faults and decisions (protocol in
+    kg_coord.h). The coordinator waits for every node's report before it
+    decides, so the decision sees every incident of the generation. The
+    checkpoint commands it runs (list, quarantine) block it; that is fine:
+    nodes wait for its decision anyway. */
+#include "kg_coord_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_clock.h"
+#include "kg_coord_ckpt.h"
+#include "kg_coord_rule.h"
+#include "kg_exec_rule.h"
+#include "kg_exit.h"
+#include "kg_incident.h"
+#include "kg_log.h"
+
+static int
+s_decide(kg_coord_s *C)
+{
+  int world = C->nnodes * C->nproc;
+  size_t nn = C->nnodes > 0 ? (size_t) C->nnodes : 1;
+  kg_coord_report_t *rep = calloc(nn, sizeof *rep);
+  if (!rep)
+    return KG_EXIT_SYSTEM;
+  for (int i = 0; i < C->nnodes; i++) {
+    cJSON *r = C->nodes[i].report;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "fault_ms");
+    rep[i].sticky = r != NULL;
+    rep[i].fault_ms = cJSON_IsNumber(t) ? (int64_t) t->valuedouble : INT64_MAX;
+  }
+  int root = kg_coord_root(rep, C->nnodes);
+  free(rep);
+  if (C->preempted)
+    return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "a node was pre-empted");
+  if (root < 0) {
+    /* No sticky fault anywhere: the command's own failure ends the job. */
+    int code = 1;
+    for (int i = 0; i < C->nnodes; i++) {
+      const cJSON *c = cJSON_GetObjectItemCaseSensitive(C->nodes[i].failed, "code");
+      if (cJSON_IsNumber(c)) {
+        code = c->valueint;
+        break;
+      }
+    }
+    return kg_coord_end(C, code, "the command failed, no sticky GPU fault");
+  }
+  cJSON *d = cJSON_CreateObject();
+  cJSON_AddStringToObject(d, "type", "decision");
+  int exit_code = 0;
+  cJSON *rr = C->nodes[root].report;
+  const cJSON *sig = cJSON_GetObjectItemCaseSensitive(rr, "signature");
+  const cJSON *ls = cJSON_GetObjectItemCaseSensitive(rr, "last_step");
+  const cJSON *fm = cJSON_GetObjectItemCaseSensitive(rr, "fault_ms");
+  int64_t delay = 0;
+  const char *reason = NULL;
+  kg_policy_action_t act = kg_policy_decide(C->policy, kg_clock_mono_ms(),
+                                            cJSON_IsString(sig) ? sig->valuestring : NULL,
+                                            &delay, &reason);
+  kg_incident_t *inc = kg_incident_new(kg_clock_wall_ms());
+  cJSON *ij = kg_incident_json(inc);
+  kg_incident_set_fault_time(inc, cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : 0);
+  cJSON *job = cJSON_AddObjectToObject(ij, "job");
+  cJSON_AddNumberToObject(job, "generation", C->gen);
+  cJSON_AddItemToObject(job, "root_cause", cJSON_Duplicate(rr, true));
+  cJSON *cons = cJSON_AddArrayToObject(job, "consequences");
+  for (int i = 0; i < C->nnodes; i++) {
+    if (i == root)
+      continue;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "node", i);
+    cJSON_AddItemToObject(o, "report", C->nodes[i].report ? cJSON_Duplicate(C->nodes[i].report, true)
+                                                           : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "failed", C->nodes[i].failed ? cJSON_Duplicate(C->nodes[i].failed, true)
+                                                           : cJSON_CreateNull());
+    cJSON_AddItemToArray(cons, o);
+  }
+  kg_incident_set_restarts(inc, kg_policy_restart_count(C->policy));
+  kg_incident_set_policy(inc, act == KG_POLICY_RESTART ? "restart" : "give-up", reason, delay);
+  cJSON_AddNumberToObject(d, "gen", C->gen + 1);
+  cJSON_AddStringToObject(d, "incident", kg_incident_id(inc));
+  cJSON *rootj = cJSON_AddObjectToObject(d, "root");
+  cJSON_AddNumberToObject(rootj, "node", root);
+  const char *keys[] = {"host", "family", "line", "rank", NULL};
+  for (int k = 0; keys[k]; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(rr, keys[k]);
+    if (v)
+      cJSON_AddItemToObject(rootj, keys[k], cJSON_Duplicate(v, true));
+  }
+  kg_notice("coordinator: root cause on node %d: %s", root,
+            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rr, "line"))
+            ? cJSON_GetObjectItemCaseSensitive(rr, "line")->valuestring : "?");
+  if (act == KG_POLICY_GIVE_UP) {
+    cJSON_AddStringToObject(d, "action", "give-up");
+    cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_GAVE_UP);
+    exit_code = KG_EXEC_EXIT_GAVE_UP;
+  } else {
+    kg_coord_archive_t *a = NULL;
+    cJSON *listing = kg_coord_ckpt_listing(C->exe, C->ckpt_dir, world);
+    int n = kg_coord_ckpt_archives(listing, world, &a);
+    bool *fr = calloc(world > 0 ? (size_t) world : 1, sizeof *fr);
+    for (int r = root * C->nproc; fr && r < (root + 1) * C->nproc; r++)
+      fr[r] = true;
+    int64_t s = kg_coord_pick_step(a, n, world, cJSON_IsNumber(ls) ? (int64_t) ls->valuedouble : -1,
+                                   fr, cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : INT64_MAX);
+    kg_coord_ckpt_quarantine(C->exe, C->ckpt_dir, listing, world, s, kg_incident_id(inc));
+    cJSON_AddStringToObject(d, "action", "restart");
+    cJSON_AddNumberToObject(d, "delay_ms", (double) delay);
+    int port = kg_coord_free_port();
+    if (port > 0)
+      cJSON_AddNumberToObject(d, "master_port", port);
+    cJSON *arch = cJSON_AddObjectToObject(d, "archives");
+    if (s >= 0) {
+      cJSON_AddNumberToObject(d, "step", (double) s);
+      for (int r = 0; r < world; r++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", r);
+        const char *p = kg_coord_ckpt_archive(listing, world, r, s);
+        cJSON_AddItemToObject(arch, key, p ? cJSON_CreateString(p) : cJSON_CreateNull());
+      }
+    } else {
+      cJSON_AddNullToObject(d, "step");
+    }
+    kg_notice("coordinator: generation %d resumes from step %lld", C->gen + 1, (long long) s);
+    cJSON_ReplaceItemInObject(ij, "checkpoint", cJSON_Duplicate(d, true));
+    free(fr);
+    free(a);
+    cJSON_Delete(listing);
+  }
+  char idir[PATH_MAX + 16];
+  snprintf(idir, sizeof idir, "%s/incidents", C->state_dir);
+  kg_incident_write(inc, idir, NULL);
+  kg_incident_destroy(&inc);
+  kg_coord_write_decision(C, d);
+  kg_coord_broadcast(C, d);
+  cJSON_Delete(d);
+  C->gen++;
+  C->stopping = false;
+  int64_t now = kg_clock_mono_ms();   /* the coordinator was busy, not the nodes */
+  for (int i = 0; i < C->nnodes; i++) {
+    C->nodes[i].stopped = false;
+    C->nodes[i].seen_ms = now;
+    cJSON_Delete(C->nodes[i].report);
+    cJSON_Delete(C->nodes[i].failed);
+    C->nodes[i].report = C->nodes[i].failed = NULL;
+  }
+  return exit_code;   /* 0: the job goes on */
+}
+
+
+static void
+s_stop_all(kg_coord_s *C, int by)
+{
+  if (C->stopping)
+    return;
+  C->stopping = true;
+  cJSON *m = cJSON_CreateObject();
+  cJSON_AddStringToObject(m, "type", "stop");
+  cJSON_AddNumberToObject(m, "gen", C->gen);
+  cJSON_AddNumberToObject(m, "by", by);
+  kg_coord_broadcast(C, m);
+  cJSON_Delete(m);
+}
+
+int
+kg_coord_run_message(kg_coord_s *C, int k, const char *t, const cJSON *m)
+{
+  kg_coord_node_t *n = &C->nodes[k];
+  int rc = -1;
+  if (strcmp(t, "fault") == 0) {
+    cJSON_Delete(n->report);
+    n->report = cJSON_Duplicate(m, true);
+    s_stop_all(C, k);
+  } else if (strcmp(t, "failed") == 0) {
+    cJSON_Delete(n->failed);
+    n->failed = cJSON_Duplicate(m, true);
+    s_stop_all(C, k);
+  } else if (strcmp(t, "preempted") == 0) {
+    C->preempted = true;
+    s_stop_all(C, k);
+  } else if (strcmp(t, "stopped") == 0) {
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "report");
+    if (cJSON_IsObject(r) && !n->report)
+      n->report = cJSON_Duplicate(r, true);
+    n->stopped = true;
+    s_stop_all(C, k);
+    bool all = true;
+    for (int i = 0; i < C->nnodes; i++)
+      all = all && (C->nodes[i].stopped || C->nodes[i].done);
+    if (all) {
+      int code = s_decide(C);
+      if (code != 0)
+        rc = code;
+    }
+  } else if (strcmp(t, "done") == 0) {
+    n->done = true;
+    bool all = true;
+    for (int i = 0; i < C->nnodes; i++)
+      all = all && C->nodes[i].done;
+    if (all)
+      rc = 0;
+  } else {
+    kg_info("coordinator: %s from node %d ignored", t, k);
+  }
+  return rc;
+}
+
+int
+kg_coord_check_lost(kg_coord_s *C, int64_t now)
+{
+  if (!C->started)
+    return -1;   /* the join deadline rules until then */
+  for (int i = 0; i < C->nnodes; i++) {
+    kg_coord_node_t *n = &C->nodes[i];
+    if (!n->id_len || n->done || now - n->seen_ms <= C->heartbeat_ms)
+      continue;
+    char why[128];
+    snprintf(why, sizeof why, "node %d lost (no message for %lld ms): infrastructure, "
+             "not a GPU fault", i, (long long) (now - n->seen_ms));
+    kg_error("coordinator: %s; the job ends retryable", why);
+    n->id_len = 0;   /* no more sends to it */
+    return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, why);
+  }
+  return -1;
+}
