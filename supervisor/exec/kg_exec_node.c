@@ -407,7 +407,7 @@ kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev)
       char why[PATH_MAX + 200];
       snprintf(why, sizeof why, "its checkpoint directory %s is not the one the coordinator's "
                "node sees (the coordinator's nonce file is not readable there): multi-node "
-               "mode needs a checkpoint directory every node shares", E->cfg.ckpt_dir);
+               "mode needs a shared checkpoint directory, one every node sees", E->cfg.ckpt_dir);
       kg_error("exec: %s; refusing", why);
       s_refuse(E, why, KG_EXEC_OUT_USAGE);
     } else if (s_seal_probe(E) != 0) {
