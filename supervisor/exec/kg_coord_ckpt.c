@@ -147,6 +147,37 @@ kg_coord_ckpt_archive(const cJSON *listing, int world, int r, int64_t s)
   return NULL;
 }
 
+int
+kg_coord_ckpt_unusable(const cJSON *listing, int world, int64_t fault_step, char *why,
+                       size_t len)
+{
+  int count = 0;
+  if (len)
+    why[0] = '\0';
+  for (int r = 0; r < world; r++) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetArrayItem(listing, r)) {
+      const cJSON *step = cJSON_GetObjectItemCaseSensitive(e, "step");
+      const cJSON *status = cJSON_GetObjectItemCaseSensitive(e, "status");
+      const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
+      if (!cJSON_IsString(status) || strcmp(status->valuestring, "leftover") == 0
+          || (cJSON_IsString(kind) && strcmp(kind->valuestring, "set") == 0))
+        continue;
+      if (cJSON_IsNumber(step) && fault_step >= 0 && step->valuedouble > (double) fault_step)
+        continue;
+      if (count++ == 0 && len) {
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "archive");
+        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(e, "reason");
+        snprintf(why, len, "rank %d: %s: %s%s%s", r,
+                 cJSON_IsString(path) ? path->valuestring : "?", status->valuestring,
+                 cJSON_IsString(reason) && reason->valuestring[0] ? ": " : "",
+                 cJSON_IsString(reason) ? reason->valuestring : "");
+      }
+    }
+  }
+  return count;
+}
+
 int64_t
 kg_coord_ckpt_quarantine_from(const cJSON *rows, int64_t s)
 {

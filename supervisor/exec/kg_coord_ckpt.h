@@ -37,6 +37,15 @@ const char *kg_coord_ckpt_archive(const cJSON *listing, int world, int r, int64_
     step is newer than s: where quarantine must start; -1 when none. */
 int64_t kg_coord_ckpt_quarantine_from(const cJSON *rows, int64_t s);
 
+/*  Pure. When no step can be agreed, is anything lost by starting over?
+    Counts the listing's archives (every row but leftovers of interrupted
+    writes and set index rows) that could have been a resume point: not
+    newer than fault_step (-1: any), or unauthenticated (no step known).
+    The first one's rank, path, status and reason go into why. Returns the
+    count: 0 means nothing was there to resume from. */
+int kg_coord_ckpt_unusable(const cJSON *listing, int world, int64_t fault_step, char *why,
+                           size_t len);
+
 /*  Quarantine, on every rank, the archives newer than s (`EXE ckpt
     quarantine DIR/rank-R --incident ID --from T`, blocking) and log what
     moved; failures are logged by kguard-ckpt and not fatal. */

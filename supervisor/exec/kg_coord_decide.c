@@ -5,6 +5,7 @@
     nodes wait for its decision anyway. */
 #include "kg_coord_priv.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +18,109 @@
 #include "kg_incident.h"
 #include "kg_log.h"
 
+/*  The root cause's incident: the report, every other node's as a
+    consequence, the policy's verdict. Caller destroys it. */
+static kg_incident_t *
+s_incident(kg_coord_s *C, int root, bool restart, const char *reason, int64_t delay)
+{
+  cJSON *rr = C->nodes[root].report;
+  const cJSON *fm = cJSON_GetObjectItemCaseSensitive(rr, "fault_ms");
+  kg_incident_t *inc = kg_incident_new(kg_clock_wall_ms());
+  if (!inc)
+    return NULL;
+  cJSON *ij = kg_incident_json(inc);
+  kg_incident_set_fault_time(inc, cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : 0);
+  cJSON *job = cJSON_AddObjectToObject(ij, "job");
+  cJSON_AddNumberToObject(job, "generation", C->gen);
+  cJSON_AddItemToObject(job, "root_cause", cJSON_Duplicate(rr, true));
+  cJSON *cons = cJSON_AddArrayToObject(job, "consequences");
+  for (int i = 0; i < C->nnodes; i++) {
+    if (i == root)
+      continue;
+    kg_coord_node_t *n = &C->nodes[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "node", i);
+    cJSON_AddItemToObject(o, "report", n->report ? cJSON_Duplicate(n->report, true)
+                                                 : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "failed", n->failed ? cJSON_Duplicate(n->failed, true)
+                                                 : cJSON_CreateNull());
+    cJSON_AddItemToArray(cons, o);
+  }
+  kg_incident_set_restarts(inc, kg_policy_restart_count(C->policy));
+  kg_incident_set_policy(inc, restart ? "restart" : "give-up", reason, delay);
+  return inc;
+}
+
+/*  The restart point after the root cause's fault: s*, the newer archives
+    quarantined on every rank, each rank's archive, into decision d. When
+    checkpoints sealed before the fault exist but no step verifies on every
+    rank, d becomes a give-up instead (never a silent start over). Returns
+    the exit code the decision carries (0: the job goes on). */
+static int
+s_restart_point(kg_coord_s *C, int root, cJSON *d, kg_incident_t *inc)
+{
+  int world = C->nnodes * C->nproc;
+  cJSON *rr = C->nodes[root].report;
+  const cJSON *ls = cJSON_GetObjectItemCaseSensitive(rr, "last_step");
+  const cJSON *fm = cJSON_GetObjectItemCaseSensitive(rr, "fault_ms");
+  int64_t fstep = cJSON_IsNumber(ls) ? (int64_t) ls->valuedouble : -1;
+  kg_coord_archive_t *a = NULL;
+  cJSON *listing = kg_coord_ckpt_listing(C->exe, C->ckpt_dir, world);
+  int n = kg_coord_ckpt_archives(listing, world, &a);
+  bool *fr = calloc(world > 0 ? (size_t) world : 1, sizeof *fr);
+  for (int r = root * C->nproc; fr && r < (root + 1) * C->nproc; r++)
+    fr[r] = true;
+  int64_t s = kg_coord_pick_step(a, n, world, fstep, fr,
+                                 cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : INT64_MAX);
+  free(fr);
+  free(a);
+  char why[1024];
+  int unusable = s < 0 ? kg_coord_ckpt_unusable(listing, world, fstep, why, sizeof why) : 0;
+  int code = 0;
+  if (unusable > 0) {
+    char reason[1400];
+    snprintf(reason, sizeof reason, "%d checkpoint(s) sealed before the fault exist, but no "
+             "step verifies on every rank (first: %s): the job does not start over and lose "
+             "them; make every node verify them (keys), or move them away to start over",
+             unusable, why);
+    kg_error("coordinator: %s", reason);
+    cJSON_AddStringToObject(d, "action", "give-up");
+    cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_GAVE_UP);
+    cJSON_AddStringToObject(d, "reason", reason);
+    kg_incident_set_policy(inc, "give-up", reason, 0);
+    code = KG_EXEC_EXIT_GAVE_UP;
+  } else {
+    kg_coord_ckpt_quarantine(C->exe, C->ckpt_dir, listing, world, s, kg_incident_id(inc));
+    cJSON_AddStringToObject(d, "action", "restart");
+    int port = kg_coord_free_port();
+    if (port > 0)
+      cJSON_AddNumberToObject(d, "master_port", port);
+    cJSON *arch = cJSON_AddObjectToObject(d, "archives");
+    if (s >= 0) {
+      cJSON_AddNumberToObject(d, "step", (double) s);
+      for (int r = 0; r < world; r++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", r);
+        const char *p = kg_coord_ckpt_archive(listing, world, r, s);
+        cJSON_AddItemToObject(arch, key, p ? cJSON_CreateString(p) : cJSON_CreateNull());
+      }
+    } else {
+      cJSON_AddNullToObject(d, "step");
+    }
+    kg_notice("coordinator: generation %d resumes from %s%lld", C->gen + 1,
+              s >= 0 ? "step " : "the start (no checkpoint sealed before the fault) ",
+              (long long) s);
+  }
+  cJSON_ReplaceItemInObject(kg_incident_json(inc), "checkpoint", cJSON_Duplicate(d, true));
+  cJSON_Delete(listing);
+  return code;
+}
+
+/*  Every node stopped (or finished): decide for the job. Returns the exit
+    code when the job ends, 0 when it goes on. */
 static int
 s_decide(kg_coord_s *C)
 {
-  int world = C->nnodes * C->nproc;
   size_t nn = C->nnodes > 0 ? (size_t) C->nnodes : 1;
   kg_coord_report_t *rep = calloc(nn, sizeof *rep);
   if (!rep)
@@ -47,40 +147,22 @@ s_decide(kg_coord_s *C)
     }
     return kg_coord_end(C, code, "the command failed, no sticky GPU fault");
   }
-  cJSON *d = cJSON_CreateObject();
-  cJSON_AddStringToObject(d, "type", "decision");
-  int exit_code = 0;
   cJSON *rr = C->nodes[root].report;
   const cJSON *sig = cJSON_GetObjectItemCaseSensitive(rr, "signature");
-  const cJSON *ls = cJSON_GetObjectItemCaseSensitive(rr, "last_step");
-  const cJSON *fm = cJSON_GetObjectItemCaseSensitive(rr, "fault_ms");
+  const cJSON *line = cJSON_GetObjectItemCaseSensitive(rr, "line");
   int64_t delay = 0;
   const char *reason = NULL;
   kg_policy_action_t act = kg_policy_decide(C->policy, kg_clock_mono_ms(),
                                             cJSON_IsString(sig) ? sig->valuestring : NULL,
                                             &delay, &reason);
-  kg_incident_t *inc = kg_incident_new(kg_clock_wall_ms());
-  cJSON *ij = kg_incident_json(inc);
-  kg_incident_set_fault_time(inc, cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : 0);
-  cJSON *job = cJSON_AddObjectToObject(ij, "job");
-  cJSON_AddNumberToObject(job, "generation", C->gen);
-  cJSON_AddItemToObject(job, "root_cause", cJSON_Duplicate(rr, true));
-  cJSON *cons = cJSON_AddArrayToObject(job, "consequences");
-  for (int i = 0; i < C->nnodes; i++) {
-    if (i == root)
-      continue;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "node", i);
-    cJSON_AddItemToObject(o, "report", C->nodes[i].report ? cJSON_Duplicate(C->nodes[i].report, true)
-                                                           : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "failed", C->nodes[i].failed ? cJSON_Duplicate(C->nodes[i].failed, true)
-                                                           : cJSON_CreateNull());
-    cJSON_AddItemToArray(cons, o);
-  }
-  kg_incident_set_restarts(inc, kg_policy_restart_count(C->policy));
-  kg_incident_set_policy(inc, act == KG_POLICY_RESTART ? "restart" : "give-up", reason, delay);
+  kg_notice("coordinator: root cause on node %d: %s", root,
+            cJSON_IsString(line) ? line->valuestring : "?");
+  kg_incident_t *inc = s_incident(C, root, act == KG_POLICY_RESTART, reason, delay);
+  cJSON *d = cJSON_CreateObject();
+  cJSON_AddStringToObject(d, "type", "decision");
   cJSON_AddNumberToObject(d, "gen", C->gen + 1);
-  cJSON_AddStringToObject(d, "incident", kg_incident_id(inc));
+  cJSON_AddStringToObject(d, "incident", inc ? kg_incident_id(inc) : "");
+  cJSON_AddNumberToObject(d, "delay_ms", (double) delay);
   cJSON *rootj = cJSON_AddObjectToObject(d, "root");
   cJSON_AddNumberToObject(rootj, "node", root);
   const char *keys[] = {"host", "family", "line", "rank", NULL};
@@ -89,50 +171,20 @@ s_decide(kg_coord_s *C)
     if (v)
       cJSON_AddItemToObject(rootj, keys[k], cJSON_Duplicate(v, true));
   }
-  kg_notice("coordinator: root cause on node %d: %s", root,
-            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rr, "line"))
-            ? cJSON_GetObjectItemCaseSensitive(rr, "line")->valuestring : "?");
-  if (act == KG_POLICY_GIVE_UP) {
+  int exit_code;
+  if (act == KG_POLICY_GIVE_UP || !inc) {
     cJSON_AddStringToObject(d, "action", "give-up");
     cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_GAVE_UP);
     exit_code = KG_EXEC_EXIT_GAVE_UP;
   } else {
-    kg_coord_archive_t *a = NULL;
-    cJSON *listing = kg_coord_ckpt_listing(C->exe, C->ckpt_dir, world);
-    int n = kg_coord_ckpt_archives(listing, world, &a);
-    bool *fr = calloc(world > 0 ? (size_t) world : 1, sizeof *fr);
-    for (int r = root * C->nproc; fr && r < (root + 1) * C->nproc; r++)
-      fr[r] = true;
-    int64_t s = kg_coord_pick_step(a, n, world, cJSON_IsNumber(ls) ? (int64_t) ls->valuedouble : -1,
-                                   fr, cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : INT64_MAX);
-    kg_coord_ckpt_quarantine(C->exe, C->ckpt_dir, listing, world, s, kg_incident_id(inc));
-    cJSON_AddStringToObject(d, "action", "restart");
-    cJSON_AddNumberToObject(d, "delay_ms", (double) delay);
-    int port = kg_coord_free_port();
-    if (port > 0)
-      cJSON_AddNumberToObject(d, "master_port", port);
-    cJSON *arch = cJSON_AddObjectToObject(d, "archives");
-    if (s >= 0) {
-      cJSON_AddNumberToObject(d, "step", (double) s);
-      for (int r = 0; r < world; r++) {
-        char key[16];
-        snprintf(key, sizeof key, "%d", r);
-        const char *p = kg_coord_ckpt_archive(listing, world, r, s);
-        cJSON_AddItemToObject(arch, key, p ? cJSON_CreateString(p) : cJSON_CreateNull());
-      }
-    } else {
-      cJSON_AddNullToObject(d, "step");
-    }
-    kg_notice("coordinator: generation %d resumes from step %lld", C->gen + 1, (long long) s);
-    cJSON_ReplaceItemInObject(ij, "checkpoint", cJSON_Duplicate(d, true));
-    free(fr);
-    free(a);
-    cJSON_Delete(listing);
+    exit_code = s_restart_point(C, root, d, inc);
   }
-  char idir[PATH_MAX + 16];
-  snprintf(idir, sizeof idir, "%s/incidents", C->state_dir);
-  kg_incident_write(inc, idir, NULL);
-  kg_incident_destroy(&inc);
+  if (inc) {
+    char idir[PATH_MAX + 16];
+    snprintf(idir, sizeof idir, "%s/incidents", C->state_dir);
+    kg_incident_write(inc, idir, NULL);
+    kg_incident_destroy(&inc);
+  }
   kg_coord_write_decision(C, d);
   kg_coord_broadcast(C, d);
   cJSON_Delete(d);
@@ -148,7 +200,6 @@ s_decide(kg_coord_s *C)
   }
   return exit_code;   /* 0: the job goes on */
 }
-
 
 static void
 s_stop_all(kg_coord_s *C, int by)

@@ -279,7 +279,20 @@ s_helper_done(kg_exec_s *E)
                 arch->valuestring);
     }
   } else {
-    kg_notice("exec: no checkpoint sealed before the fault verifies: the command starts over");
+    char why[1024];
+    int unverified = kg_exec_unverified(j, why, sizeof why);
+    if (unverified > 0) {
+      /* Starting over would drop them without a word: stop instead. */
+      kg_error("exec: %d checkpoint(s) sealed before the fault exist in %s, but none verifies "
+               "(first: %s): kguard does not start the training over and lose them; make them "
+               "verify (the signing key), or move them away to start over; exit %d "
+               "(permanent)", unverified, E->cfg.ckpt_dir, why, KG_EXEC_EXIT_GAVE_UP);
+      kg_incident_take_checkpoint(E->incident, &j);
+      kg_ex_incident_write(E);
+      kg_ex_done(E, KG_EXEC_OUT_GAVE_UP, 0);
+      return;
+    }
+    kg_notice("exec: no checkpoint was sealed before the fault: the command starts over");
   }
   kg_incident_take_checkpoint(E->incident, &j);
   kg_ex_incident_write(E);
@@ -357,9 +370,11 @@ s_decision(kg_exec_s *E)
   const cJSON *gen = cJSON_GetObjectItemCaseSensitive(d, "gen");
   const cJSON *root = cJSON_GetObjectItemCaseSensitive(d, "root");
   char *rtext = root ? cJSON_PrintUnformatted(root) : NULL;
-  kg_notice("exec: coordinator decided %s%s%s",
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(d, "reason");
+  kg_notice("exec: coordinator decided %s%s%s%s%s",
             cJSON_IsString(action) ? action->valuestring : "?", rtext ? ", root cause " : "",
-            rtext ? rtext : "");
+            rtext ? rtext : "", cJSON_IsString(why) ? ": " : "",
+            cJSON_IsString(why) ? why->valuestring : "");
   free(rtext);
   if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
     kg_ex_done_code(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);

@@ -1,6 +1,8 @@
 /*  kg_exec_rule: exit codes and the proof rule of `kguard exec`. */
 #include "kg_exec_rule.h"
 
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 
 /*  kguard's own codes, which a passed-through command code must not fake. */
@@ -71,4 +73,23 @@ kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms)
   int64_t ms = longest_gap_ms > KG_EXEC_STALL_MAX_MS / 4 ? KG_EXEC_STALL_MAX_MS
                                                          : 4 * longest_gap_ms;
   return ms < KG_EXEC_STALL_MIN_MS ? KG_EXEC_STALL_MIN_MS : ms;
+}
+
+int
+kg_exec_unverified(const cJSON *resume, char *why, size_t len)
+{
+  int count = 0;
+  if (len)
+    why[0] = '\0';
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(resume, "skipped")) {
+    const cJSON *archive = cJSON_GetObjectItemCaseSensitive(e, "archive");
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(e, "reason");
+    const char *r = cJSON_IsString(reason) ? reason->valuestring : "";
+    if (strstr(r, "at or after the failure"))
+      continue;
+    if (count++ == 0 && len)
+      snprintf(why, len, "%s: %s", cJSON_IsString(archive) ? archive->valuestring : "?", r);
+  }
+  return count;
 }

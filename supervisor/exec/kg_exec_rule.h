@@ -34,7 +34,10 @@
 #define KG_EXEC_RULE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include <cjson/cJSON.h>
 
 #define KG_EXEC_EXIT_GAVE_UP 86
 #define KG_EXEC_EXIT_RETRYABLE 200
@@ -83,5 +86,14 @@ kg_exec_verdict_t kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t 
 #define KG_EXEC_STALL_MIN_MS 1500
 #define KG_EXEC_STALL_MAX_MS 60000
 int64_t kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms);
+
+/*  After `kguard ckpt resume-prepare` found nothing to resume from (its
+    JSON, borrowed): were there checkpoints sealed before the fault that
+    did not verify? Counts its "skipped" entries, leaving out those skipped
+    only for being sealed at or after the failure. The first one's archive
+    and reason go into why. Returns the count: 0 means there was nothing to
+    lose by starting over; more means starting over would silently drop
+    them (kguard exec stops with KG_EXEC_EXIT_GAVE_UP instead). Pure. */
+int kg_exec_unverified(const cJSON *resume, char *why, size_t len);
 
 #endif

@@ -137,6 +137,39 @@ KG_TEST(listing_rows_become_archives_paths_and_quarantine_times)
   cJSON_Delete(listing);
 }
 
+/*  Starting over loses nothing only when no archive that could have been
+    a resume point exists on any rank. */
+KG_TEST(archives_that_exist_but_cannot_be_agreed_stop_a_start_over)
+{
+  static const struct {
+    const char *listing;
+    int64_t fault_step;
+    int want;
+    const char *why;
+  } t[] = {
+    {"[[],[]]", -1, 0, ""},
+    /* leftovers of interrupted writes and set rows are no resume points */
+    {"[[{\"status\":\"leftover\",\"archive\":\"r0/t\"},{\"kind\":\"set\",\"step\":3,"
+     "\"status\":\"corrupt\"}],[]]", -1, 0, ""},
+    /* newer than the fault: quarantined anyway */
+    {"[[{\"step\":9,\"status\":\"valid\",\"archive\":\"r0/s9\"}],[]]", 7, 0, ""},
+    /* rank 0 has step 3, rank 1 nothing: they exist */
+    {"[[{\"step\":3,\"status\":\"valid\",\"archive\":\"r0/s3\"}],[]]", 7, 1,
+     "rank 0: r0/s3: valid"},
+    /* signed by a key this node does not know: no step is known */
+    {"[[],[{\"step\":null,\"status\":\"unsigned\",\"archive\":\"r1/s3\",\"reason\":"
+     "\"signed by unknown key b2:9\"},{\"step\":null,\"status\":\"unsigned\"}]]", 7, 2,
+     "rank 1: r1/s3: unsigned: signed by unknown key b2:9"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    cJSON *l = cJSON_Parse(t[i].listing);
+    char why[256];
+    KG_CHECK_INT(kg_coord_ckpt_unusable(l, 2, t[i].fault_step, why, sizeof why), t[i].want);
+    KG_CHECK_STR(why, t[i].why);
+    cJSON_Delete(l);
+  }
+}
+
 KG_TEST(root_cause_is_the_earliest_sticky_report)
 {
   kg_coord_report_t r1[] = {{false, 0}, {true, 500}, {true, 400}};
@@ -351,6 +384,7 @@ KG_TEST(store_never_follows_a_planted_link_and_believes_only_this_jobs_decisions
 KG_TEST_MAIN(KG_CASE(agreed_step_is_newest_that_every_rank_verifies),
              KG_CASE(archive_rank_is_the_manifests_else_the_directorys),
              KG_CASE(listing_rows_become_archives_paths_and_quarantine_times),
+             KG_CASE(archives_that_exist_but_cannot_be_agreed_stop_a_start_over),
              KG_CASE(root_cause_is_the_earliest_sticky_report),
              KG_CASE(keys_derive_from_the_secret_and_reject_weak_files),
              KG_CASE(decision_files_are_named_by_their_generation),

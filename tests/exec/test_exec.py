@@ -81,6 +81,19 @@ def test_sigabrt_with_hsa_abort_is_proof(tmp_path, ref):
     assert len(inc) == 1 and inc[0]["sticky"] is True
 
 
+def test_checkpoints_that_do_not_verify_are_never_dropped_by_a_silent_start_over(tmp_path):
+    # The training seals with a key kguard does not trust (another
+    # KGUARD_KEY_DIR): after the fault nothing verifies, though step 3 exists.
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-assert:step=5:once")
+    run = Run(exec_args(tmp_path, script_args=["--sign-with-keys", str(tmp_path / "other")]),
+              env)
+    assert run.wait() == GAVE_UP, run.output()
+    out = run.output()
+    assert "none verifies" in out and "signed by unknown key" in out, out
+    assert run.count("exec: started") == 1
+    assert any(p.name.startswith("step-0000000003-") for p in (tmp_path / "ckpt").iterdir())
+
+
 def test_the_commands_own_failure_passes_through(tmp_path):
     env = base_env(tmp_path)
     run = Run(exec_args(tmp_path, script_args=["--steps", "notanumber"]), env)

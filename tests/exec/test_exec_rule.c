@@ -70,5 +70,34 @@ KG_TEST(stall_follows_the_pace)
     KG_CHECK_INT(kg_exec_stall_ms(rows[i].configured, rows[i].gap), rows[i].want);
 }
 
+/*  Checkpoints that exist but do not verify are never dropped silently by
+    a start over; the ones sealed after the fault do not count. */
+KG_TEST(unverified_checkpoints_stop_a_silent_start_over)
+{
+  static const struct {
+    const char *json;
+    int want;
+    const char *why;
+  } rows[] = {
+    {"{\"status\":\"none\",\"skipped\":[]}", 0, ""},
+    {"{\"status\":\"none\"}", 0, ""},
+    {"{\"status\":\"none\",\"skipped\":[{\"archive\":\"a\",\"reason\":\"set sealed at "
+     "X, at or after the failure\"}]}", 0, ""},
+    {"{\"status\":\"none\",\"skipped\":[{\"archive\":\"s3\",\"reason\":\"unsigned: "
+     "signed by unknown key b2:1\"},{\"archive\":\"s6\",\"reason\":\"corrupt: m\"}]}", 2,
+     "s3: unsigned: signed by unknown key b2:1"},
+    {"{\"status\":\"none\",\"skipped\":[{\"archive\":\"x\",\"reason\":\"shard of rank 1 "
+     "of 2: chosen only with its set\"}]}", 1, "x: shard of rank 1 of 2: chosen only with its set"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    cJSON *j = cJSON_Parse(rows[i].json);
+    char why[256];
+    KG_CHECK_INT(kg_exec_unverified(j, why, sizeof why), rows[i].want);
+    KG_CHECK_STR(why, rows[i].why);
+    cJSON_Delete(j);
+  }
+}
+
 KG_TEST_MAIN(KG_CASE(proof_needs_failure_or_stall), KG_CASE(exit_codes_for_schedulers),
-             KG_CASE(stall_follows_the_pace))
+             KG_CASE(stall_follows_the_pace),
+             KG_CASE(unverified_checkpoints_stop_a_silent_start_over))

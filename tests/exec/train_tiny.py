@@ -32,7 +32,12 @@ p.add_argument("--fault-at-seal", action="store_true",
                     "step's start")
 p.add_argument("--wait-signal-at", type=int, default=-1,
                help="after this step, wait (blocked) until a pre-emption signal")
+p.add_argument("--sign-with-keys", default=None,
+               help="seal with the key pair in this directory instead of kguard exec's own "
+                    "(a rank whose KGUARD_KEY_DIR differs: its archives do not verify there)")
 args = p.parse_args()
+if args.sign_with_keys:
+    os.environ["KGUARD_KEY_DIR"] = args.sign_with_keys
 
 rank = int(os.environ.get("RANK", "0"))
 world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -200,6 +200,21 @@ def test_same_fault_twice_ends_the_job_with_the_permanent_code(hosts, tmp_path):
         assert r.count("exec: started") == 2, r.output()
 
 
+def test_checkpoints_no_node_can_verify_end_the_job_instead_of_a_silent_start_over(hosts,
+                                                                                  tmp_path):
+    # The nodes verify each other's key probes, but the ranks seal with
+    # another key: after the fault the archives of steps 3 and 6 exist and
+    # none verifies. Both nodes stop with the permanent code, saying why.
+    runs = _start_job(hosts, tmp_path, fault="cuda-assert:step=8:once",
+                      kg_opts=("--stall-timeout", "4"),
+                      script_args=("--sign-with-keys", str(tmp_path / "other-keys")))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [GAVE_UP, GAVE_UP], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "does not start over" in r.output(), r.output()
+        assert r.count("exec: started") == 1, r.output()
+
+
 def test_sigterm_preemption_on_one_node_ends_the_job_retryable(hosts, tmp_path):
     runs = _start_job(hosts, tmp_path, script_args=("--wait-signal-at", "4"))
     runs[0].wait_line("waiting for a pre-emption signal", timeout=120)
