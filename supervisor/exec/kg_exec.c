@@ -150,7 +150,7 @@ s_judge(kg_exec_s *E, kg_exec_evidence_t ev, int status, int64_t step)
     char how[64] = "";
     if (ev == KG_EXEC_EV_STALL)
       snprintf(how, sizeof how, "no progress for %lld ms",
-               (long long) kg_exec_stall_ms(E->cfg.stall_ms, E->longest_step_gap_ms));
+               (long long) kg_exec_stall_ms(E->cfg.stall_ms, E->pace.longest_gap_ms));
     else
       kg_child_describe(status, how, sizeof how);
     char why[128];
@@ -484,11 +484,11 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
   switch (E->state) {
   case KG_EX_RUNNING:
     if (ev.kind == KG_EXE_STICKY) {
-      E->step_at_suspicion = E->last_step;
+      E->step_at_suspicion = E->pace.last_step;
       E->fault_mono_ms = kg_clock_mono_ms();
       const kg_match_t *m = kg_diagnosis_suspect(E->diag) ? kg_diagnosis_suspicion(E->diag)
                                                              : kg_diagnosis_match(E->diag);
-      int64_t stall = kg_exec_stall_ms(E->cfg.stall_ms, E->longest_step_gap_ms);
+      int64_t stall = kg_exec_stall_ms(E->cfg.stall_ms, E->pace.longest_gap_ms);
       kg_notice("exec: sticky error text seen (%s): a fault once a process fails or "
                 "training stalls for %lld ms%s", m && m->family ? m->family->id : "?",
                 (long long) stall, E->cfg.stall_ms < 0 ? " (4 x its longest step)" : "");

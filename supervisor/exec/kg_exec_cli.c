@@ -39,8 +39,8 @@ static const char s_help[] =
   "  --name NAME           run name: log file, KGUARD_RUN_ID (default: exec)\n"
   "  --stall-timeout S     seconds without progress after a sticky error text that\n"
   "                        prove the fault (default: 4 x the longest gap between\n"
-  "                        two completed steps of the run, 1.5 to 60; 60 before\n"
-  "                        two steps were seen)\n"
+  "                        two completed steps of the job, kept across restarts,\n"
+  "                        1.5 to 60; 60 before two steps were seen)\n"
   "  --kill-grace S        SIGTERM to SIGKILL after a fault (default 10)\n"
   "  --preempt-grace S     after SIGTERM/SIGUSR1 from a scheduler, seconds the\n"
   "                        command has to seal and exit before SIGKILL (default 25)\n"
@@ -335,7 +335,7 @@ kg_exec_run(const kg_exec_config_t *config)
     return KG_EXIT_SYSTEM;
   E->cfg = *config;
   E->sigfd = -1;
-  E->last_step = -1;
+  kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
   E->deadline = -1;
   int code = s_setup(E);

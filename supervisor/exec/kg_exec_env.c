@@ -108,7 +108,7 @@ kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason)
     return;
   E->incident_open = true;
   kg_incident_set_diagnosis(E->incident, E->diag);
-  kg_incident_set_last_step(E->incident, E->last_step);
+  kg_incident_set_last_step(E->incident, E->pace.last_step);
   if (E->leader_reaped) {
     int st = E->leader_status;
     kg_incident_set_exit(E->incident, WIFEXITED(st) ? WEXITSTATUS(st) : -1,

@@ -36,8 +36,7 @@ kg_ex_start_command(kg_exec_s *E)
   if (!E->envp)
     return KG_ENOMEM;
   kg_child_opts_t opts = {.argv = E->cfg.argv, .envp = E->envp, .capture = true};
-  E->last_step_mono_ms = 0;   /* the pace is this run's: start-up is no gap */
-  E->longest_step_gap_ms = 0;
+  kg_exec_pace_restart(&E->pace);   /* its steps count afresh; the pace stays */
   kg_child_destroy(&E->leader);
   int rc = kg_child_spawn(&opts, &E->leader);
   if (rc != 0) {
@@ -265,14 +264,8 @@ s_read_group(kg_exec_s *E, int which)
     kg_diag_event_t d = kg_diagnosis_feed(E->diag, src, NULL, NULL, buf, (size_t) n,
                                           kg_clock_wall_ms());
     int64_t step = kg_diagnosis_last_step(E->diag);
-    if (step > E->last_step) {
-      int64_t now = kg_clock_mono_ms();
-      if (E->last_step_mono_ms > 0 && now - E->last_step_mono_ms > E->longest_step_gap_ms)
-        E->longest_step_gap_ms = now - E->last_step_mono_ms;   /* the job's pace */
-      E->last_step_mono_ms = now;
-      E->last_step = step;
+    if (kg_exec_pace_step(&E->pace, step, kg_clock_mono_ms()))
       kg_ex_fire(E, KG_EXE_STEP, step);
-    }
     /* Text on the group's pipes proves nothing by itself (a suspicion,
        issue 16): the proof is a failure or a stall after it (kg_exec.c). */
     if (d == KG_DIAG_SUSPECT || d == KG_DIAG_STICKY)

@@ -239,7 +239,7 @@ kg_ex_node_report(kg_exec_s *E)
   cJSON_AddStringToObject(r, "family", m && m->family ? m->family->id : "unknown");
   cJSON_AddStringToObject(r, "line", m ? m->line : "");
   cJSON_AddNumberToObject(r, "fault_ms", (double) E->fault_wall_ms);
-  cJSON_AddNumberToObject(r, "last_step", (double) E->last_step);
+  cJSON_AddNumberToObject(r, "last_step", (double) E->pace.last_step);
   cJSON_AddStringToObject(r, "signature", E->signature);
   if (E->incident)
     cJSON_AddStringToObject(r, "incident", kg_incident_id(E->incident));

@@ -112,9 +112,7 @@ typedef struct kg_exec_s {
   int64_t delay_ms;             /* backoff before the next start              */
 
   int generation;               /* starts of the command, from 0             */
-  int64_t last_step;            /* newest completed step seen, -1 none       */
-  int64_t last_step_mono_ms;    /* when it was seen (this run of the command), 0 none */
-  int64_t longest_step_gap_ms;  /* longest gap between two steps of this run  */
+  kg_exec_pace_t pace;          /* this run's steps, the job's pace           */
   int64_t step_at_suspicion;
   int64_t fault_wall_ms;
   int64_t fault_mono_ms;

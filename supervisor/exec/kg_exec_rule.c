@@ -93,3 +93,29 @@ kg_exec_unverified(const cJSON *resume, char *why, size_t len)
   }
   return count;
 }
+
+void
+kg_exec_pace_init(kg_exec_pace_t *pace)
+{
+  pace->longest_gap_ms = 0;
+  kg_exec_pace_restart(pace);
+}
+
+void
+kg_exec_pace_restart(kg_exec_pace_t *pace)
+{
+  pace->last_step = -1;
+  pace->last_ms = -1;
+}
+
+bool
+kg_exec_pace_step(kg_exec_pace_t *pace, int64_t step, int64_t now_ms)
+{
+  if (step <= pace->last_step)
+    return false;
+  if (pace->last_ms >= 0 && now_ms - pace->last_ms > pace->longest_gap_ms)
+    pace->longest_gap_ms = now_ms - pace->last_ms;
+  pace->last_ms = now_ms;
+  pace->last_step = step;
+  return true;
+}

@@ -77,8 +77,9 @@ kg_exec_verdict_t kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t 
 /*  How long training may make no progress after a sticky error text before
     that stall is the proof. configured_ms >= 0 (--stall-timeout): that.
     Otherwise (auto, the default) it follows the job's own pace: four times
-    the longest gap between two consecutive completed steps seen in this
-    run of the command (longest_gap_ms), within KG_EXEC_STALL_MIN_MS ..
+    the longest gap between two consecutive completed steps of one run of
+    the command, over every run so far (longest_gap_ms, kg_exec_pace_t),
+    within KG_EXEC_STALL_MIN_MS ..
     KG_EXEC_STALL_MAX_MS; KG_EXEC_STALL_MAX_MS before two steps were seen.
     A poisoned rank that stays alive is then found in seconds in a job with
     fast steps, and a job with slow steps is never killed for printing the
@@ -86,6 +87,27 @@ kg_exec_verdict_t kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t 
 #define KG_EXEC_STALL_MIN_MS 1500
 #define KG_EXEC_STALL_MAX_MS 60000
 int64_t kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms);
+
+/*  The job's pace, across restarts: the steps of the current run of the
+    command (progress is a newer step of this run: a restarted run counts
+    from the step it resumed, or 0) and the longest gap between two
+    consecutive steps of one run, over every run (start-up is never a gap).
+    A fault that comes back after a restart is judged with the pace the
+    job already showed. Plain struct, pure functions (time passed in). */
+typedef struct {
+  int64_t last_step;          /* newest step of this run, -1 none            */
+  int64_t last_ms;            /* when it was seen (monotonic), -1 none       */
+  int64_t longest_gap_ms;     /* the job's pace so far, 0 unknown             */
+} kg_exec_pace_t;
+
+void kg_exec_pace_init(kg_exec_pace_t *pace);
+
+/*  A new run of the command starts: its steps count afresh; the pace stays. */
+void kg_exec_pace_restart(kg_exec_pace_t *pace);
+
+/*  A "completed step N" line at now_ms. Returns true when step is newer
+    than this run's last (progress; the pace is updated), else false. */
+bool kg_exec_pace_step(kg_exec_pace_t *pace, int64_t step, int64_t now_ms);
 
 /*  After `kguard ckpt resume-prepare` found nothing to resume from (its
     JSON, borrowed): were there checkpoints sealed before the fault that

@@ -178,3 +178,26 @@ def test_a_command_code_that_kguard_reserves_is_kept_in_the_log_and_summary(tmp_
     assert "exit code 86" in run.output() and "reported as 1" in run.output()
     text = (tmp_path / "state" / "logs" / "exec-job.log").read_text()
     assert "exit 1" in text and "exit code 86" in text and "reported as 1" in text, text
+
+
+DETBUG = """
+import sys, time
+for n in range(1, 11):
+    time.sleep(0.1)
+    print(f"kguard: completed step {n}", flush=True)
+print("RuntimeError: CUDA error: device-side assert triggered", file=sys.stderr, flush=True)
+time.sleep(1000)
+"""
+
+
+def test_the_pace_measured_before_a_restart_judges_the_fault_after_it(tmp_path):
+    # A deterministic bug in a job of 0.1 s steps: the stall that proves it
+    # follows the pace (4 x the longest gap, floor 1.5 s) in every
+    # generation, also when the fault comes back before the previous
+    # generation's highest step, never the 60 s of a job whose pace is unknown.
+    run = _plain(tmp_path, "/usr/bin/python3", "-c", DETBUG, opts=("--max-restarts", "5"))
+    assert run.wait(240) == GAVE_UP, run.output()
+    stalls = [line.split("stalls for ")[1].split(" ms")[0] for line in run.output().splitlines()
+              if "sticky error text seen" in line]
+    assert stalls == ["1500", "1500"], run.output()
+    assert run.count("exec: started") == 2

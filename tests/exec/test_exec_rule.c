@@ -1,6 +1,7 @@
 /*  kg_exec_rule: the proof rule and the exit codes, as tables. */
 #include <sys/wait.h>
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kg_exec_rule.h"
@@ -98,6 +99,42 @@ KG_TEST(unverified_checkpoints_stop_a_silent_start_over)
   }
 }
 
+/*  The pace survives a restart: a run that starts over (or resumes below
+    the previous run's highest step) counts its own steps as progress, and
+    its stall is judged with the pace already measured. */
+KG_TEST(pace_survives_a_restart)
+{
+  kg_exec_pace_t p;
+  kg_exec_pace_init(&p);
+  KG_CHECK_INT(kg_exec_stall_ms(-1, p.longest_gap_ms), KG_EXEC_STALL_MAX_MS);
+  static const struct {
+    bool restart;          /* a new run of the command starts first */
+    int64_t step, now;
+    bool progress;
+    int64_t gap;           /* longest gap after it */
+  } rows[] = {
+    {false, 1, 1000, true, 0},     /* the first step: no gap yet (start-up)      */
+    {false, 2, 1100, true, 100},
+    {false, 2, 1150, false, 100},  /* a peer's line for the same step            */
+    {false, 3, 1400, true, 300},
+    {false, 4, 1450, true, 300},
+    {true, 1, 9000, true, 300},    /* restarted: step 1 is progress; no gap from 4 */
+    {false, 2, 9100, true, 300},   /* below the last run's highest: still progress */
+    {true, 7, 20000, true, 300},   /* resumed at 6: its first step                */
+    {false, 8, 20900, true, 900},  /* a slower step in a later run raises the pace */
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    if (rows[i].restart)
+      kg_exec_pace_restart(&p);
+    KG_CHECK_INT(kg_exec_pace_step(&p, rows[i].step, rows[i].now), rows[i].progress);
+    KG_CHECK_INT(p.longest_gap_ms, rows[i].gap);
+  }
+  kg_exec_pace_restart(&p);
+  KG_CHECK_INT(p.last_step, -1);
+  KG_CHECK_INT(kg_exec_stall_ms(-1, p.longest_gap_ms), 3600);   /* 4 x 900, kept */
+}
+
 KG_TEST_MAIN(KG_CASE(proof_needs_failure_or_stall), KG_CASE(exit_codes_for_schedulers),
              KG_CASE(stall_follows_the_pace),
-             KG_CASE(unverified_checkpoints_stop_a_silent_start_over))
+             KG_CASE(unverified_checkpoints_stop_a_silent_start_over),
+             KG_CASE(pace_survives_a_restart))
