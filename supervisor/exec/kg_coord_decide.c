@@ -3,6 +3,7 @@
     decides, so the decision sees every incident of the generation. The
     checkpoint commands it runs (list, quarantine) block it; that is fine:
     nodes wait for its decision anyway. */
+#include "kg_coord.h"
 #include "kg_coord_priv.h"
 
 #include <limits.h>
@@ -155,6 +156,9 @@ s_decide(kg_coord_s *C)
   kg_policy_action_t act = kg_policy_decide(C->policy, kg_clock_mono_ms(),
                                             cJSON_IsString(sig) ? sig->valuestring : NULL,
                                             &delay, &reason);
+  const char *signature = cJSON_IsString(sig) ? sig->valuestring : "";
+  delay = kg_exec_backoff(delay, C->last_signature, signature);
+  snprintf(C->last_signature, sizeof C->last_signature, "%s", signature);
   kg_notice("coordinator: root cause on node %d: %s", root,
             cJSON_IsString(line) ? line->valuestring : "?");
   kg_incident_t *inc = s_incident(C, root, act == KG_POLICY_RESTART, reason, delay);

@@ -8,6 +8,7 @@
     as a silent start over. Until then the join deadline runs; a failed
     CURVE handshake (a node with another secret) shortens it to the
     heartbeat timeout. */
+#include "kg_coord.h"
 #include "kg_coord_priv.h"
 
 #include <stddef.h>

@@ -48,6 +48,7 @@ typedef struct kg_coord_s {
   char nonce[65], nonce_name[80];
   kg_coord_store_t *store;    /* CKPT_DIR/.kguard                            */
   kg_policy_t *policy;
+  char last_signature[96];    /* the previous fault's (back-off only for it) */
 } kg_coord_s;
 
 /*  kg_coord.c */
@@ -57,9 +58,6 @@ void kg_coord_write_decision(kg_coord_s *C, const cJSON *decision);
 /*  End the job for every node: an "end" decision with code and reason,
     broadcast and written. Returns code. */
 int kg_coord_end(kg_coord_s *C, int code, const char *reason);
-/*  A TCP port free on this host now, for the next generation's
-    rendezvous store (rank 0 serves it); 0 when none could be found. */
-int kg_coord_free_port(void);
 
 /*  kg_coord_join.c: hello, joined, refused, checked. Returns an exit code
     when the job ends, -1 while it goes on; 0 when type is not one of these

@@ -59,6 +59,19 @@ s_stop(kg_exec_s *E, int sig, int64_t grace_ms, kg_ex_then_t then)
     kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
 }
 
+/*  End with outcome: at once, or once the tree is gone when it still
+    stops. */
+static void
+s_finish(kg_exec_s *E, kg_exec_outcome_t outcome)
+{
+  if (E->state == KG_EX_STOPPING) {
+    E->outcome = outcome;
+    E->then = KG_EX_THEN_EXIT;
+  } else {
+    kg_ex_done(E, outcome, 0);
+  }
+}
+
 static void
 s_preempt(kg_exec_s *E, int sig)
 {
@@ -99,6 +112,24 @@ s_preempt(kg_exec_s *E, int sig)
   }
 }
 
+/*  A proven fault: the whole local tree is killed at once. The kill grace
+    is for healthy processes sealing on a scheduler's signal; after a fault
+    nothing this node's processes could still seal would be chosen (it is
+    sealed after T), and a poisoned process may ignore TERM for good. */
+static void
+s_kill_proven(kg_exec_s *E, kg_ex_then_t then)
+{
+  if (E->mode == KG_EXEC_MODE_AGENT && E->fault_rank >= 0)
+    kg_notice("exec: killing rank %d (the poisoned one) and this node's other ranks now",
+              E->cfg.node_rank * E->nranks + E->fault_rank);
+  else
+    kg_notice("exec: killing the command's whole tree now (a proven fault gets no grace)");
+  s_stop(E, SIGKILL, E->cfg.kill_grace_ms, then);
+  E->killed = true;
+}
+
+static void s_restore(kg_exec_s *E);
+
 /*  Proof of a sticky fault: decide with the policy, record, stop. */
 static void
 s_fault(kg_exec_s *E, const char *why)
@@ -121,13 +152,17 @@ s_fault(kg_exec_s *E, const char *why)
     cJSON_AddStringToObject(kg_incident_json(E->incident), "proof", why);
     kg_ex_incident_write(E);
     kg_ex_node_send(E, "fault", kg_ex_node_report(E));
-    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
+    s_kill_proven(E, KG_EX_THEN_REPORT);
     return;
   }
   int64_t delay = 0;
   const char *reason = NULL;
   kg_policy_action_t act = kg_policy_decide(E->policy, kg_clock_mono_ms(), E->signature,
                                             &delay, &reason);
+  /* Back-off is for the same failure coming back; another one restarts at
+     once. */
+  delay = kg_exec_backoff(delay, E->last_signature, E->signature);
+  snprintf(E->last_signature, sizeof E->last_signature, "%s", E->signature);
   kg_notice("exec: sticky %s (%s) proven: %s; %s", m && m->family ? m->family->id : "error",
             m ? m->line : "", why, reason ? reason : "");
   kg_ex_incident_begin(E, act == KG_POLICY_RESTART ? "restart" : "give-up", reason);
@@ -136,9 +171,13 @@ s_fault(kg_exec_s *E, const char *why)
   E->delay_ms = delay;
   if (act == KG_POLICY_GIVE_UP) {
     E->outcome = KG_EXEC_OUT_GAVE_UP;
-    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+    s_kill_proven(E, KG_EX_THEN_EXIT);
   } else {
-    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_RESTART);
+    s_kill_proven(E, KG_EX_THEN_RESTART);
+    /* The checkpoint is chosen and verified while the tree goes: nothing
+       of it can seal any more (KILL), and what it sealed after T is
+       quarantined. */
+    s_restore(E);
   }
 }
 
@@ -211,9 +250,12 @@ s_restore(kg_exec_s *E)
   free(E->resume_archive);
   E->resume_dir = E->resume_archive = NULL;
   E->resume_step = -1;
+  E->restored = false;
   if (!E->cfg.ckpt_dir) {
     kg_notice("exec: no --checkpoints: the command starts over");
-    kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+    E->restored = true;
+    if (E->state != KG_EX_STOPPING)
+      kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
     return;
   }
   char before[32], into[PATH_MAX + 96];
@@ -226,10 +268,11 @@ s_restore(kg_exec_s *E)
             E->cfg.ckpt_dir);
   if (kg_ex_start_helper(E, argv) != 0) {
     kg_error("exec: cannot start `kguard ckpt resume-prepare`");
-    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    s_finish(E, KG_EXEC_OUT_RETRYABLE);
     return;
   }
-  kg_ex_enter(E, KG_EX_RESTORING, -1);
+  if (E->state != KG_EX_STOPPING)
+    kg_ex_enter(E, KG_EX_RESTORING, -1);
 }
 
 static void s_multi_restore_step(kg_exec_s *E);
@@ -264,7 +307,7 @@ s_helper_done(kg_exec_s *E)
     kg_error("exec: `kguard ckpt resume-prepare` failed (%s): infrastructure failure, "
              "exit %d (retryable)", how, KG_EXEC_EXIT_RETRYABLE);
     cJSON_Delete(j);
-    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    s_finish(E, KG_EXEC_OUT_RETRYABLE);
     return;
   }
   if (strcmp(status->valuestring, "restored") == 0) {
@@ -289,18 +332,21 @@ s_helper_done(kg_exec_s *E)
                "(permanent)", unverified, E->cfg.ckpt_dir, why, KG_EXEC_EXIT_GAVE_UP);
       kg_incident_take_checkpoint(E->incident, &j);
       kg_ex_incident_write(E);
-      kg_ex_done(E, KG_EXEC_OUT_GAVE_UP, 0);
+      s_finish(E, KG_EXEC_OUT_GAVE_UP);
       return;
     }
     kg_notice("exec: no checkpoint was sealed before the fault: the command starts over");
   }
   kg_incident_take_checkpoint(E->incident, &j);
   kg_ex_incident_write(E);
+  E->restored = true;
   if (E->preempted) {
-    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    s_finish(E, KG_EXEC_OUT_RETRYABLE);
     return;
   }
-  kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+  /* Still stopping: the start waits for the tree to be gone. */
+  if (E->state != KG_EX_STOPPING)
+    kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
 }
 
 /*  Restore this node's ranks one after the other, then start. */
@@ -388,6 +434,9 @@ s_decision(kg_exec_s *E)
   E->resume_dir = E->resume_archive = NULL;
   E->resume_step = cJSON_IsNumber(step) ? (int64_t) step->valuedouble : -1;
   E->delay_ms = cJSON_IsNumber(delay) ? (int64_t) delay->valuedouble : 0;
+  const cJSON *port = cJSON_GetObjectItemCaseSensitive(d, "master_port");
+  if (cJSON_IsNumber(port))
+    E->master_port = port->valueint;
   if (cJSON_IsNumber(gen))
     E->generation = gen->valueint;
   E->sticky_report = false;
@@ -428,13 +477,63 @@ s_group_gone(kg_exec_s *E)
     return;
   }
   if (E->then == KG_EX_THEN_RESTART && !E->preempted) {
-    s_restore(E);
+    if (E->restored)
+      kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+    else if (E->helper)
+      kg_ex_enter(E, KG_EX_RESTORING, -1);   /* the restore still runs */
+    else
+      s_restore(E);
     return;
   }
   if (E->preempted)
     kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
   else
     kg_ex_done(E, E->outcome, E->outcome_status);
+}
+
+/*  Before the ranks start again on the same devices: has every process of
+    the last generation let go of its device memory? When not yet, the
+    deadline is re-armed (a bounded wait: KG_EXEC_DEVMEM_WAIT_MS, then a
+    warning and the start). Without a driver to ask, a no-op that says so
+    once. */
+static bool
+s_devices_free(kg_exec_s *E)
+{
+  int64_t now = kg_clock_mono_ms();
+  pid_t pids[256];
+  int n = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, E->exits) {
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
+    if (cJSON_IsNumber(pid) && n < 256)
+      pids[n++] = (pid_t) pid->valueint;
+  }
+  int held = kg_exec_devmem_held(E->devmem, pids, n);
+  if (held < 0) {
+    if (!E->devmem_said)
+      kg_notice("exec: no GPU driver to ask here (NVML): the check that the last "
+                "generation's device memory was released is a no-op");
+    E->devmem_said = true;
+    return true;
+  }
+  if (held == 0) {
+    E->devmem_until = 0;
+    return true;
+  }
+  if (E->devmem_until == 0) {
+    E->devmem_until = now + KG_EXEC_DEVMEM_WAIT_MS;
+    kg_notice("exec: %d process(es) of the last generation still hold device memory: "
+              "waiting for the driver to release it (at most %d ms)", held,
+              KG_EXEC_DEVMEM_WAIT_MS);
+  }
+  if (now >= E->devmem_until) {
+    kg_warning("exec: device memory of %d ended process(es) still not released after %d ms: "
+               "starting anyway", held, KG_EXEC_DEVMEM_WAIT_MS);
+    E->devmem_until = 0;
+    return true;
+  }
+  E->deadline = now + 20;
+  return false;
 }
 
 /*  One transition. */
@@ -524,7 +623,9 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
     }
     break;
   case KG_EX_STOPPING:
-    if (ev.kind == KG_EXE_GROUP_GONE) {
+    if (ev.kind == KG_EXE_HELPER_DONE && !E->multi) {
+      s_helper_done(E);   /* the restore, overlapped with the teardown */
+    } else if (ev.kind == KG_EXE_GROUP_GONE) {
       s_group_gone(E);
     } else if (ev.kind == KG_EXE_PEER_FAULT && E->then == KG_EX_THEN_EXIT && E->multi
                && E->outcome == KG_EXEC_OUT_SUCCESS) {
@@ -541,7 +642,7 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       s_helper_done(E);
     break;
   case KG_EX_BACKOFF:
-    if (ev.kind == KG_EXE_DEADLINE) {
+    if (ev.kind == KG_EXE_DEADLINE && s_devices_free(E)) {
       if (kg_ex_start_command(E) != 0)
         kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
       else

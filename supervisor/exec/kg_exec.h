@@ -39,6 +39,12 @@ typedef struct {
   int nnodes;
   int node_rank;
   int nproc_per_node;           /* ranks per node (default 1)                   */
+  bool nproc_given;             /* --nproc-per-node given: kguard starts the ranks
+                                   (unless COMMAND is torchrun)                 */
+  const char *master_addr;      /* the ranks' MASTER_ADDR (NULL: 127.0.0.1, or the
+                                   coordinator's host)                          */
+  int master_port;              /* the ranks' MASTER_PORT (0: a free one each
+                                   generation)                                  */
   const char *coordinator;      /* HOST:PORT                                    */
   const char *coordinator_bind; /* node 0: the address it listens on (NULL: HOST) */
   const char *secret_file;      /* the job's shared secret (CURVE keys)          */

@@ -145,6 +145,8 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
       c->rules_path = v;
     else if (strcmp(a, "--coordinator") == 0)
       c->coordinator = v;
+    else if (strcmp(a, "--master-addr") == 0)
+      c->master_addr = v;
     else if (strcmp(a, "--coordinator-bind") == 0)
       c->coordinator_bind = v;
     else if (strcmp(a, "--secret") == 0)
@@ -158,6 +160,10 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     } else if (strcmp(a, "--nproc-per-node") == 0) {
       if (s_int(v, 1, 1024, &c->nproc_per_node) < 0)
         return s_usage("--nproc-per-node needs an integer 1-1024", v);
+      c->nproc_given = true;
+    } else if (strcmp(a, "--master-port") == 0) {
+      if (s_int(v, 1, 65535, &c->master_port) < 0)
+        return s_usage("--master-port needs a port number 1-65535", v);
     } else if (strcmp(a, "--node-rank") == 0) {
       if (s_int(v, 0, 4095, &c->node_rank) < 0)
         return s_usage("--node-rank needs an integer 0-4095", v);
@@ -238,6 +244,20 @@ s_setup(kg_exec_s *E)
     return KG_EXIT_USAGE;
   }
   E->diag = kg_diagnosis_new(E->rules);
+  E->mode = kg_exec_mode(E->cfg.argv, E->cfg.nproc_given, E->cfg.nnodes);
+  E->devmem = kg_exec_devmem_new();
+  if (kg_ex_ranks_new(E) != 0)
+    return KG_EXIT_SYSTEM;
+  if (E->cfg.master_addr) {
+    snprintf(E->master_addr, sizeof E->master_addr, "%s", E->cfg.master_addr);
+  } else if (E->cfg.nnodes > 1 && E->cfg.coordinator) {
+    /* Rank 0 runs on node 0, reached where the coordinator is. */
+    const char *colon = strrchr(E->cfg.coordinator, ':');
+    size_t hl = colon ? (size_t) (colon - E->cfg.coordinator) : strlen(E->cfg.coordinator);
+    snprintf(E->master_addr, sizeof E->master_addr, "%.*s", (int) hl, E->cfg.coordinator);
+  } else {
+    snprintf(E->master_addr, sizeof E->master_addr, "127.0.0.1");
+  }
   kg_policy_config_t pc;
   kg_policy_config_default(&pc);
   pc.max_restarts = E->cfg.max_restarts;
@@ -279,9 +299,9 @@ s_teardown(kg_exec_s *E)
     }
     kg_child_destroy(&E->coord);
   }
-  kg_child_destroy(&E->leader);
+  kg_ex_ranks_destroy(E);
+  kg_exec_devmem_destroy(&E->devmem);
   kg_child_destroy(&E->helper);
-  kg_ex_free_env(&E->envp);
   cJSON_Delete(E->exits);
   kg_incident_destroy(&E->incident);
   kg_policy_destroy(&E->policy);

@@ -13,9 +13,11 @@
 #include "kg_classifier.h"
 #include "kg_diagnosis.h"
 #include "kg_exec.h"
+#include "kg_exec_devmem.h"
 #include "kg_exec_log.h"
 #include "kg_exec_rule.h"
 #include "kg_incident.h"
+#include "kg_linebuf.h"
 #include "kg_policy.h"
 
 typedef enum {
@@ -55,6 +57,7 @@ typedef struct {
 } kg_ex_event_t;
 
 #define KG_EX_QUEUE 64
+#define KG_EXEC_DEVMEM_WAIT_MS 10000   /* device memory released, at most */
 
 /*  Where a multi-node join stands (state KG_EX_JOINING). */
 typedef enum {
@@ -72,6 +75,18 @@ typedef enum {
   KG_EX_THEN_REPORT    /* multi-node: report to the coordinator, wait         */
 } kg_ex_then_t;
 
+/*  One local rank (agent mode: RANK = node * nproc + index), or the one
+    command (plain and wrapper modes), each its own process group. */
+typedef struct {
+  kg_child_t *child;            /* NULL before the first start                */
+  pid_t pgid;
+  bool reaped;
+  int status;                   /* wait status once reaped                    */
+  kg_linebuf_t *lines[2];       /* stdout, stderr: whole lines for diagnosis  */
+  char **envp;                  /* its environment (owned)                    */
+  char error_file[PATH_MAX + 96]; /* TORCHELASTIC_ERROR_FILE of this start    */
+} kg_ex_rank_t;
+
 typedef struct kg_exec_s {
   kg_exec_config_t cfg;
   char exe[PATH_MAX];
@@ -80,7 +95,6 @@ typedef struct kg_exec_s {
   char log_path[PATH_MAX + 64];
   kg_exec_log_t *log;           /* the group's output, kept                   */
   char run_dir[PATH_MAX + 64];  /* <state>/exec/<name>                        */
-  char error_file[PATH_MAX + 96]; /* TORCHELASTIC_ERROR_FILE of this start    */
 
   kg_classifier_t *rules;
   kg_diagnosis_t *diag;
@@ -88,14 +102,18 @@ typedef struct kg_exec_s {
   kg_incident_t *incident;      /* the current fault's record, or NULL        */
   bool incident_open;           /* its generation's tree is not yet gone      */
   char signature[KG_DIAG_SIGNATURE_MAX];
+  char last_signature[KG_DIAG_SIGNATURE_MAX]; /* the previous fault's        */
+  bool restored;                /* the restore of this fault is done           */
 
-  kg_child_t *leader;           /* the command (its process group)            */
-  pid_t pgid;
+  kg_exec_mode_t mode;          /* plain, wrapper or agent (kg_exec_mode)     */
+  kg_ex_rank_t *ranks;          /* this node's ranks, or the one command      */
+  int nranks;
+  bool leader_reaped;           /* the command is over (a rank failed, or all
+                                   ended): leader_status says how            */
   int leader_status;
-  bool leader_reaped;
-  char **envp;                  /* the command's environment (owned)           */
-  cJSON *exits;                 /* [{pid, status}] of this start's processes  */
-
+  int fault_rank;               /* local index of the rank the sticky text or
+                                   death came from, -1 unknown               */
+  cJSON *exits;                 /* [{pid, status, rank}] of this start       */
   kg_child_t *helper;           /* `kguard ckpt resume-prepare`               */
   char *helper_out;
   size_t helper_len;
@@ -112,6 +130,9 @@ typedef struct kg_exec_s {
   int64_t delay_ms;             /* backoff before the next start              */
 
   int generation;               /* starts of the command, from 0             */
+  kg_exec_devmem_t *devmem;     /* the driver's view of device memory          */
+  bool devmem_said;             /* "no driver to ask" logged                   */
+  int64_t devmem_until;         /* monotonic: the wait for it ends, 0 none     */
   kg_exec_pace_t pace;          /* this run's steps, the job's pace           */
   int64_t step_at_suspicion;
   int64_t fault_wall_ms;
@@ -137,6 +158,7 @@ typedef struct kg_exec_s {
   bool heard;                   /* the coordinator has said something         */
   char nonce[33];               /* the job's nonce (key probes' names)        */
   int master_port;              /* rank 0's rendezvous store port, 0 unknown  */
+  char master_addr[256];        /* agent mode: MASTER_ADDR of the ranks        */
 
   kg_ex_event_t queue[KG_EX_QUEUE];
   int qhead, qlen;
@@ -153,13 +175,26 @@ void kg_ex_done_code(kg_exec_s *E, int code);
 
 /*  kg_exec_loop.c */
 int kg_ex_loop(kg_exec_s *E);
-int kg_ex_start_command(kg_exec_s *E);
-void kg_ex_kill_tree(kg_exec_s *E, int sig);
-bool kg_ex_group_gone(kg_exec_s *E);
 int kg_ex_start_helper(kg_exec_s *E, char **argv);
 
+/*  kg_exec_ranks.c: the process tree. */
+int kg_ex_ranks_new(kg_exec_s *E);
+void kg_ex_ranks_destroy(kg_exec_s *E);
+/*  Start every rank (the command) for the next generation. Returns 0 or a
+    negative code (nothing left running). */
+int kg_ex_start_command(kg_exec_s *E);
+/*  sig to every rank's process group and to every process of the tree
+    that left it (never the helper, the coordinator or a standby). */
+void kg_ex_kill_tree(kg_exec_s *E, int sig);
+/*  sig to one rank's process group. */
+void kg_ex_kill_rank(kg_exec_s *E, int rank, int sig);
+/*  Nothing of the command is left. */
+bool kg_ex_group_gone(kg_exec_s *E);
+/*  Reap every ended child, firing the events they mean. */
+void kg_ex_reap(kg_exec_s *E);
+
 /*  kg_exec_env.c */
-char **kg_ex_build_env(kg_exec_s *E);
+char **kg_ex_build_env(kg_exec_s *E, int rank);
 void kg_ex_free_env(char ***envp_p);
 void kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason);
 void kg_ex_incident_write(kg_exec_s *E);

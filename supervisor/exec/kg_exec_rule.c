@@ -119,3 +119,26 @@ kg_exec_pace_step(kg_exec_pace_t *pace, int64_t step, int64_t now_ms)
   pace->last_step = step;
   return true;
 }
+
+kg_exec_mode_t
+kg_exec_mode(char *const *argv, bool ranks_asked, int nnodes)
+{
+  const char *base = argv && argv[0] ? strrchr(argv[0], '/') : NULL;
+  base = base ? base + 1 : argv && argv[0] ? argv[0] : "";
+  if (strcmp(base, "torchrun") == 0)
+    return KG_EXEC_MODE_WRAP;
+  if (strncmp(base, "python", 6) == 0)
+    for (char *const *a = argv + 1; *a && (*a)[0] == '-'; a++)
+      if (strcmp(*a, "-m") == 0 && a[1]
+          && (strcmp(a[1], "torch.distributed.run") == 0
+              || strcmp(a[1], "torch.distributed.launch") == 0))
+        return KG_EXEC_MODE_WRAP;
+  return ranks_asked || nnodes > 1 ? KG_EXEC_MODE_AGENT : KG_EXEC_MODE_PLAIN;
+}
+
+int64_t
+kg_exec_backoff(int64_t policy_delay_ms, const char *previous, const char *signature)
+{
+  bool same = previous && signature && *signature && strcmp(previous, signature) == 0;
+  return same ? policy_delay_ms : 0;
+}

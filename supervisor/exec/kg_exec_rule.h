@@ -88,6 +88,26 @@ kg_exec_verdict_t kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t 
 #define KG_EXEC_STALL_MAX_MS 60000
 int64_t kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms);
 
+/*  The delay before a restart: the policy's back-off (policy_delay_ms)
+    when the fault's signature is the previous fault's, else none: back-off
+    is for the same failure coming back, and another one is no reason to
+    wait. Signatures NULL or "" never match. Pure. */
+int64_t kg_exec_backoff(int64_t policy_delay_ms, const char *previous, const char *signature);
+
+/*  Who starts the ranks. */
+typedef enum {
+  KG_EXEC_MODE_PLAIN = 0,       /* one command; kguard sets no rank variables */
+  KG_EXEC_MODE_WRAP,            /* torchrun (or its module) starts the ranks   */
+  KG_EXEC_MODE_AGENT            /* kguard starts --nproc-per-node ranks itself
+                                   with torchrun's environment contract       */
+} kg_exec_mode_t;
+
+/*  The mode for COMMAND argv (NULL-terminated): WRAP when it is torchrun
+    (`torchrun ...`, `python -m torch.distributed.run|launch ...`), else
+    AGENT when --nproc-per-node was given or the job has several nodes,
+    else PLAIN. Pure. */
+kg_exec_mode_t kg_exec_mode(char *const *argv, bool ranks_asked, int nnodes);
+
 /*  The job's pace, across restarts: the steps of the current run of the
     command (progress is a newer step of this run: a restarted run counts
     from the step it resumed, or 0) and the longest gap between two

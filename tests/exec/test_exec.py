@@ -26,7 +26,9 @@ def _final(tmp):
 
 def test_uncaught_device_assert_resumes_from_last_checkpoint(tmp_path, ref):
     env = base_env(tmp_path, KGUARD_EMULATE="cuda-assert:step=5:once")
-    run = Run(exec_args(tmp_path), env)
+    # The proof here is the failure; a loaded machine must not make the
+    # exit come later than a stall deadline of the pace's 1.5 s floor.
+    run = Run(exec_args(tmp_path, "--stall-timeout", "60"), env)
     assert run.wait() == 0, run.output()
     out = run.output()
     assert "resumed from step 3" in out

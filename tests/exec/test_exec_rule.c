@@ -134,7 +134,46 @@ KG_TEST(pace_survives_a_restart)
   KG_CHECK_INT(kg_exec_stall_ms(-1, p.longest_gap_ms), 3600);   /* 4 x 900, kept */
 }
 
+/*  Back-off is for the same failure coming back; another one restarts at
+    once (the same one twice stops anyway, by the policy). */
+KG_TEST(back_off_only_for_the_same_failure)
+{
+  KG_CHECK_INT(kg_exec_backoff(1000, "", "device-assert:1:2"), 0);
+  KG_CHECK_INT(kg_exec_backoff(1000, "illegal-address:3:4", "device-assert:1:2"), 0);
+  KG_CHECK_INT(kg_exec_backoff(1000, "device-assert:1:2", "device-assert:1:2"), 1000);
+  KG_CHECK_INT(kg_exec_backoff(1000, NULL, "device-assert:1:2"), 0);
+  KG_CHECK_INT(kg_exec_backoff(1000, "", ""), 0);
+  KG_CHECK_INT(kg_exec_backoff(0, "a", "a"), 0);
+}
+
+/*  Who starts the ranks: torchrun when the command is torchrun, else
+    kguard when asked for ranks (or several nodes), else one plain command. */
+KG_TEST(mode_follows_the_command)
+{
+  static const struct {
+    const char *argv[6];
+    bool ranks;
+    int nnodes;
+    kg_exec_mode_t want;
+  } rows[] = {
+    {{"python3", "train.py", NULL}, false, 1, KG_EXEC_MODE_PLAIN},
+    {{"python3", "train.py", NULL}, true, 1, KG_EXEC_MODE_AGENT},
+    {{"python3", "train.py", NULL}, false, 2, KG_EXEC_MODE_AGENT},
+    {{"torchrun", "--nproc_per_node=2", "train.py", NULL}, true, 1, KG_EXEC_MODE_WRAP},
+    {{"/usr/bin/torchrun", "train.py", NULL}, false, 2, KG_EXEC_MODE_WRAP},
+    {{"python3", "-u", "-m", "torch.distributed.run", "t.py", NULL}, true, 1, KG_EXEC_MODE_WRAP},
+    {{"python", "-m", "torch.distributed.launch", "t.py", NULL}, false, 1, KG_EXEC_MODE_WRAP},
+    {{"python3", "-m", "mypkg.train", NULL}, true, 1, KG_EXEC_MODE_AGENT},
+    {{"python3", "t.py", "-m", "torch.distributed.run", NULL}, false, 1, KG_EXEC_MODE_PLAIN},
+    {{"sh", "-c", "torchrun x", NULL}, false, 1, KG_EXEC_MODE_PLAIN},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    KG_CHECK_INT(kg_exec_mode((char *const *) rows[i].argv, rows[i].ranks, rows[i].nnodes),
+                 rows[i].want);
+}
+
 KG_TEST_MAIN(KG_CASE(proof_needs_failure_or_stall), KG_CASE(exit_codes_for_schedulers),
              KG_CASE(stall_follows_the_pace),
              KG_CASE(unverified_checkpoints_stop_a_silent_start_over),
-             KG_CASE(pace_survives_a_restart))
+             KG_CASE(pace_survives_a_restart), KG_CASE(back_off_only_for_the_same_failure),
+             KG_CASE(mode_follows_the_command))
