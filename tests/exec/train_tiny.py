@@ -30,6 +30,8 @@ p.add_argument("--fault-rank", type=int, default=0)
 p.add_argument("--fault-at-seal", action="store_true",
                help="the emulated fault fires while a checkpoint is being made, not at a "
                     "step's start")
+p.add_argument("--ignore-term", action="store_true",
+               help="the poisoned rank ignores SIGTERM (as one stuck in a device call)")
 p.add_argument("--wait-signal-at", type=int, default=-1,
                help="after this step, wait (blocked) until a pre-emption signal")
 p.add_argument("--sign-with-keys", default=None,
@@ -91,6 +93,8 @@ def fault_point(n):
         emulate.step(n)
     except Exception as e:  # the emulated device error
         if args.on_fault == "hang":
+            if args.ignore_term:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
             print(f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
             threading.Event().wait()  # poisoned, alive, never returns
         raise
