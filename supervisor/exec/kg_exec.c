@@ -678,4 +678,6 @@ kg_exec_config_default(kg_exec_config_t *config)
   config->nproc_per_node = 1;
   config->heartbeat_ms = 30000;
   config->join_timeout_ms = 600000;   /* torchrun's rendezvous join timeout */
+  config->standby_imports = "torch";
+  config->standby_max_age_ms = 3600000;
 }

@@ -48,6 +48,9 @@ typedef struct {
   const char *coordinator;      /* HOST:PORT                                    */
   const char *coordinator_bind; /* node 0: the address it listens on (NULL: HOST) */
   const char *secret_file;      /* the job's shared secret (CURVE keys)          */
+  bool standby;                 /* keep a warm standby per local rank           */
+  const char *standby_imports;  /* what a standby imports (default "torch")      */
+  int64_t standby_max_age_ms;   /* an older standby is not used                  */
   int64_t heartbeat_ms;         /* a silent coordinator or node is lost          */
   int64_t join_timeout_ms;      /* every node joins within this of node 0's start */
 } kg_exec_config_t;

@@ -132,6 +132,10 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     }
     if (a[0] != '-')
       break;
+    if (strcmp(a, "--standby") == 0) {
+      c->standby = true;
+      continue;
+    }
     if (!v)
       return s_usage("option needs a value", a);
     i++;
@@ -145,6 +149,8 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
       c->rules_path = v;
     else if (strcmp(a, "--coordinator") == 0)
       c->coordinator = v;
+    else if (strcmp(a, "--standby-imports") == 0)
+      c->standby_imports = v;
     else if (strcmp(a, "--master-addr") == 0)
       c->master_addr = v;
     else if (strcmp(a, "--coordinator-bind") == 0)
@@ -176,6 +182,9 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     } else if (strcmp(a, "--heartbeat-timeout") == 0) {
       if (s_seconds(v, &c->heartbeat_ms) < 0 || c->heartbeat_ms < 100)
         return s_usage("--heartbeat-timeout needs seconds (at least 0.1)", v);
+    } else if (strcmp(a, "--standby-max-age") == 0) {
+      if (s_seconds(v, &c->standby_max_age_ms) < 0)
+        return s_usage("--standby-max-age needs seconds", v);
     } else if (strcmp(a, "--join-timeout") == 0) {
       if (s_seconds(v, &c->join_timeout_ms) < 0 || c->join_timeout_ms < 100)
         return s_usage("--join-timeout needs seconds (at least 0.1)", v);
@@ -246,6 +255,11 @@ s_setup(kg_exec_s *E)
   E->diag = kg_diagnosis_new(E->rules);
   E->mode = kg_exec_mode(E->cfg.argv, E->cfg.nproc_given, E->cfg.nnodes);
   E->devmem = kg_exec_devmem_new();
+  char why[256];
+  if (E->cfg.standby && !kg_ex_standby_possible(E, why, sizeof why)) {
+    kg_error("exec: %s", why);
+    return KG_EXIT_USAGE;
+  }
   if (kg_ex_ranks_new(E) != 0)
     return KG_EXIT_SYSTEM;
   if (E->cfg.master_addr) {

@@ -162,7 +162,7 @@ enum { S_SIG = 0, S_HOUT, S_HERR, S_LINK, S_MON, S_FIXED };
 int
 kg_ex_loop(kg_exec_s *E)
 {
-  size_t cap = S_FIXED + 2 * (size_t) E->nranks;
+  size_t cap = S_FIXED + 4 * (size_t) E->nranks;   /* each rank, each standby */
   zmq_pollitem_t *p = calloc(cap, sizeof *p);
   if (!p)
     return KG_EXIT_SYSTEM;
@@ -183,6 +183,10 @@ kg_ex_loop(kg_exec_s *E)
         kg_child_t *c = E->ranks[r].child;
         int fd = !c ? -1 : w == 0 ? kg_child_stdout_fd(c) : kg_child_stderr_fd(c);
         p[S_FIXED + 2 * r + w] = (zmq_pollitem_t){NULL, fd, fd >= 0 ? ZMQ_POLLIN : 0, 0};
+        kg_child_t *sb = E->ranks[r].standby;
+        fd = !sb ? -1 : w == 0 ? kg_child_stdout_fd(sb) : kg_child_stderr_fd(sb);
+        p[S_FIXED + 2 * (E->nranks + r) + w] =
+          (zmq_pollitem_t){NULL, fd, fd >= 0 ? ZMQ_POLLIN : 0, 0};
       }
     int64_t wake = E->deadline;
     if (E->link) {
@@ -209,6 +213,10 @@ kg_ex_loop(kg_exec_s *E)
       for (int w = 0; w < 2; w++)
         if (p[S_FIXED + 2 * r + w].revents)
           s_read_rank(E, r, w + 1);
+    for (int r = 0; rc > 0 && r < E->nranks; r++)
+      for (int w = 0; w < 2; w++)
+        if (p[S_FIXED + 2 * (E->nranks + r) + w].revents)
+          kg_ex_standby_read(E, r, w + 1);
     if (rc > 0 && (p[S_HOUT].revents || p[S_HERR].revents))
       s_read_helper(E);
     if (rc > 0 && p[S_SIG].revents)
@@ -226,6 +234,7 @@ kg_ex_loop(kg_exec_s *E)
       kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
       kg_ex_run_queue(E);
     }
+    kg_ex_standby_tick(E);
   }
   free(p);
   /* What the ranks still had in their pipes. */

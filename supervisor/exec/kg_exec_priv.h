@@ -85,6 +85,11 @@ typedef struct {
   kg_linebuf_t *lines[2];       /* stdout, stderr: whole lines for diagnosis  */
   char **envp;                  /* its environment (owned)                    */
   char error_file[PATH_MAX + 96]; /* TORCHELASTIC_ERROR_FILE of this start    */
+  kg_child_t *standby;          /* its warm standby (kg_exec_standby.c)        */
+  int standby_fd;               /* the handover pipe's write end, -1 none      */
+  int64_t standby_started;      /* monotonic                                   */
+  bool standby_warm;            /* it said it is ready                         */
+  size_t standby_seen;          /* bytes of its ready line read so far         */
 } kg_ex_rank_t;
 
 typedef struct kg_exec_s {
@@ -133,6 +138,8 @@ typedef struct kg_exec_s {
   kg_exec_devmem_t *devmem;     /* the driver's view of device memory          */
   bool devmem_said;             /* "no driver to ask" logged                   */
   int64_t devmem_until;         /* monotonic: the wait for it ends, 0 none     */
+  int standby_failures;         /* standbys that died before use               */
+  int64_t generation_started;   /* monotonic                                   */
   kg_exec_pace_t pace;          /* this run's steps, the job's pace           */
   int64_t step_at_suspicion;
   int64_t fault_wall_ms;
@@ -192,6 +199,21 @@ void kg_ex_kill_rank(kg_exec_s *E, int rank, int sig);
 bool kg_ex_group_gone(kg_exec_s *E);
 /*  Reap every ended child, firing the events they mean. */
 void kg_ex_reap(kg_exec_s *E);
+
+/*  kg_exec_standby.c: warm standby ranks. */
+/*  Can this command have standbys? If not, why (usage). */
+bool kg_ex_standby_possible(const kg_exec_s *E, char *why, size_t len);
+/*  Start the missing standbys when they are due (every loop turn). */
+void kg_ex_standby_tick(kg_exec_s *E);
+/*  Read what rank r's standby printed (which = 1 stdout, 2 stderr). */
+void kg_ex_standby_read(kg_exec_s *E, int r, int which);
+/*  pid was a standby: reap it (a death before use). False: not one. */
+bool kg_ex_standby_reaped(kg_exec_s *E, pid_t pid);
+bool kg_ex_standby_spared(const kg_exec_s *E, pid_t pid);
+/*  Rank r's standby becomes the rank with ranks[r].envp: true, or false
+    (logged why) for a cold start. */
+bool kg_ex_standby_promote(kg_exec_s *E, int r);
+void kg_ex_standby_stop(kg_exec_s *E, int r);
 
 /*  kg_exec_env.c */
 char **kg_ex_build_env(kg_exec_s *E, int rank);

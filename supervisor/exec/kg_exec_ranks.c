@@ -25,10 +25,12 @@ kg_ex_ranks_new(kg_exec_s *E)
   E->ranks = calloc((size_t) E->nranks, sizeof *E->ranks);
   if (!E->ranks)
     return KG_ENOMEM;
-  for (int r = 0; r < E->nranks; r++)
+  for (int r = 0; r < E->nranks; r++) {
+    E->ranks[r].standby_fd = -1;
     for (int w = 0; w < 2; w++)
       if (!(E->ranks[r].lines[w] = kg_linebuf_new(KG_DIAG_MAX_LINE)))
         return KG_ENOMEM;
+  }
   return 0;
 }
 
@@ -37,6 +39,7 @@ kg_ex_ranks_destroy(kg_exec_s *E)
 {
   for (int r = 0; E->ranks && r < E->nranks; r++) {
     kg_ex_rank_t *k = &E->ranks[r];
+    kg_ex_standby_stop(E, r);
     kg_child_destroy(&k->child);
     kg_ex_free_env(&k->envp);
     kg_linebuf_destroy(&k->lines[0]);
@@ -83,7 +86,7 @@ kg_ex_start_command(kg_exec_s *E)
     k->status = 0;
     k->pgid = -1;
     int rc = k->envp ? 0 : KG_ENOMEM;
-    if (rc == 0) {
+    if (rc == 0 && !kg_ex_standby_promote(E, r)) {
       kg_child_opts_t opts = {.argv = E->cfg.argv, .envp = k->envp, .capture = true};
       rc = kg_child_spawn(&opts, &k->child);
     }
@@ -107,15 +110,17 @@ kg_ex_start_command(kg_exec_s *E)
     kg_notice("exec: started %s (pid %ld, generation %d%s)", E->cfg.argv[0],
               (long) E->ranks[0].pgid, E->generation, E->resume_step >= 0 ? ", resuming" : "");
   E->generation++;
+  E->generation_started = kg_clock_mono_ms();
   return 0;
 }
 
-/*  A process kguard must never signal: the helper, the coordinator. */
+/*  A process kguard must never signal with the tree: the helper, the
+    coordinator, a standby. */
 static bool
 s_spared(const kg_exec_s *E, pid_t pid)
 {
   return (E->helper && pid == kg_child_pid(E->helper))
-         || (E->coord && pid == kg_child_pid(E->coord));
+         || (E->coord && pid == kg_child_pid(E->coord)) || kg_ex_standby_spared(E, pid);
 }
 
 static bool
@@ -318,6 +323,8 @@ kg_ex_reap(kg_exec_s *E)
          says why); any other end is judged by the heartbeat rule. */
       if (WIFEXITED(st) && WEXITSTATUS(st) == 100)
         kg_ex_fire(E, KG_EXE_COORD_FAILED, 0);
+    } else if (kg_ex_standby_spared(E, pid)) {
+      kg_ex_standby_reaped(E, pid);
     } else if (E->helper && pid == kg_child_pid(E->helper)) {
       if (kg_child_reap(E->helper) != 1)
         break;

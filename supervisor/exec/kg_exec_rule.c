@@ -142,3 +142,31 @@ kg_exec_backoff(int64_t policy_delay_ms, const char *previous, const char *signa
   bool same = previous && signature && *signature && strcmp(previous, signature) == 0;
   return same ? policy_delay_ms : 0;
 }
+
+int
+kg_exec_python_program(char *const *argv, bool *module)
+{
+  *module = false;
+  const char *base = argv && argv[0] ? strrchr(argv[0], '/') : NULL;
+  base = base ? base + 1 : argv && argv[0] ? argv[0] : "";
+  if (strncmp(base, "python", 6) != 0)
+    return -1;
+  for (int i = 1; argv[i]; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-m") == 0) {
+      *module = true;
+      return argv[i + 1] ? i + 1 : -1;
+    }
+    if (strncmp(a, "-m", 2) == 0) {   /* -mMODULE */
+      *module = true;
+      return -1;   /* handed over as a module name only when it stands alone */
+    }
+    if (a[0] != '-' )
+      return i;                        /* the script */
+    if (strcmp(a, "-") == 0 || strncmp(a, "-c", 2) == 0 || strcmp(a, "--") == 0)
+      return -1;                       /* stdin, -c CODE: nothing to hand over */
+    if ((strcmp(a, "-W") == 0 || strcmp(a, "-X") == 0) && argv[i + 1])
+      i++;                             /* an option with its value */
+  }
+  return -1;
+}

@@ -108,6 +108,14 @@ typedef enum {
     else PLAIN. Pure. */
 kg_exec_mode_t kg_exec_mode(char *const *argv, bool ranks_asked, int nnodes);
 
+/*  Where a Python COMMAND's program starts: argv[0] must be a Python
+    interpreter (its name starts with "python"), then its own options
+    (-u, -O, -B, -X opt, -W arg, ...), then a script path or -m MODULE.
+    Returns the index of the script (or of MODULE, with *module true), or
+    -1 when the command is not one a warm standby can run: not Python, -c
+    CODE, a script read from stdin, nothing to run. Pure. */
+int kg_exec_python_program(char *const *argv, bool *module);
+
 /*  The job's pace, across restarts: the steps of the current run of the
     command (progress is a newer step of this run: a restarted run counts
     from the step it resumed, or 0) and the longest gap between two

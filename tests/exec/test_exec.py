@@ -295,3 +295,57 @@ def _torchrun_reference(tmp):
                     "--out", str(d / "out.json")], env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180)
     return json.loads((d / "out.json").read_text())["params"]
+
+
+def test_warm_standby_ranks_take_over_after_a_fault(tmp_path):
+    # Both ranks' standbys (torch imported, no device touched) are warm
+    # before rank 1 is poisoned at step 8; they become the ranks of
+    # generation 1, resume from step 6 and end as the fault-free run.
+    go = tmp_path / "go"
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-illegal-address:step=8:once")
+    run = Run(exec_args(tmp_path, "--nproc-per-node", "2", "--standby",
+                        script_args=["--fault-rank", "1", "--hold-at", "7",
+                                     "--hold-file", str(go)]), env)
+    run.wait_line("warm standby for rank 0 ready", timeout=180)
+    run.wait_line("warm standby for rank 1 ready", timeout=180)
+    go.touch()
+    assert run.wait(240) == 0, run.output()
+    out = run.output()
+    assert "cold start" not in out, out
+    assert out.count("resumed from step 6") == 2, out
+    # Generation 1's ranks are the standbys' processes.
+    pids = {line.split("(pid ")[1].split(",")[0] for line in out.splitlines()
+            if "warm standby for rank" in line and "ready" in line}
+    assert len(pids) >= 2
+    assert _final(tmp_path) == _torchrun_reference(tmp_path)
+
+
+def test_a_standby_that_died_means_a_cold_start_said_so(tmp_path):
+    import os
+    import re
+    import signal as sig
+    go = tmp_path / "go"
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-illegal-address:step=8:once")
+    run = Run(exec_args(tmp_path, "--nproc-per-node", "2", "--standby",
+                        script_args=["--fault-rank", "1", "--hold-at", "7",
+                                     "--hold-file", str(go)]), env)
+    i = run.wait_line("warm standby for rank 1 ready", timeout=180)
+    os.kill(int(run.lines[i].split("(pid ")[1].split(",")[0]), sig.SIGKILL)
+    run.wait_line("warm standby for rank 1 died before it was needed", timeout=60)
+    go.touch()
+    assert run.wait(240) == 0, run.output()
+    out = run.output()
+    # Its replacement may still be importing when the fault comes: either
+    # way rank 1 starts cold, and says so.
+    assert re.search(r"no warm standby for rank 1 \((none is running|still importing)\): "
+                     r"cold start", out), out
+    assert out.count("resumed from step 6") == 2, out
+
+
+def test_standby_needs_kguard_to_start_a_python_program(tmp_path):
+    import subprocess
+    for cmd in (["torchrun", "--nproc_per_node=2", "x.py"], ["sh", "-c", "true"]):
+        r = subprocess.run([BIN, "exec", "--state-dir", str(tmp_path / "s"), "--standby", "--",
+                            *cmd], capture_output=True, text=True, env=base_env(tmp_path))
+        assert r.returncode == 100, r.stderr
+        assert "--standby needs" in r.stderr

@@ -172,8 +172,36 @@ KG_TEST(mode_follows_the_command)
                  rows[i].want);
 }
 
+/*  What a warm standby can run: a Python script or -m module after the
+    interpreter's own options; nothing else. */
+KG_TEST(python_program_for_a_standby)
+{
+  static const struct {
+    const char *argv[7];
+    int want;
+    bool module;
+  } rows[] = {
+    {{"python3", "train.py", "--lr", "1", NULL}, 1, false},
+    {{"/usr/bin/python3.11", "-u", "-X", "dev", "train.py", NULL}, 4, false},
+    {{"python", "-W", "ignore", "-O", "t.py", NULL}, 4, false},
+    {{"python3", "-m", "pkg.train", "--x", NULL}, 2, true},
+    {{"python3", "-u", "-m", "pkg.train", NULL}, 3, true},
+    {{"python3", "-c", "print(1)", NULL}, -1, false},
+    {{"python3", "-", NULL}, -1, false},
+    {{"python3", NULL}, -1, false},
+    {{"python3", "-m", NULL}, -1, true},
+    {{"bash", "train.sh", NULL}, -1, false},
+    {{"torchrun", "train.py", NULL}, -1, false},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    bool module = false;
+    KG_CHECK_INT(kg_exec_python_program((char *const *) rows[i].argv, &module), rows[i].want);
+    KG_CHECK_INT(module, rows[i].module);
+  }
+}
+
 KG_TEST_MAIN(KG_CASE(proof_needs_failure_or_stall), KG_CASE(exit_codes_for_schedulers),
              KG_CASE(stall_follows_the_pace),
              KG_CASE(unverified_checkpoints_stop_a_silent_start_over),
              KG_CASE(pace_survives_a_restart), KG_CASE(back_off_only_for_the_same_failure),
-             KG_CASE(mode_follows_the_command))
+             KG_CASE(mode_follows_the_command), KG_CASE(python_program_for_a_standby))

@@ -30,6 +30,9 @@ p.add_argument("--fault-rank", type=int, default=0)
 p.add_argument("--fault-at-seal", action="store_true",
                help="the emulated fault fires while a checkpoint is being made, not at a "
                     "step's start")
+p.add_argument("--hold-at", type=int, default=-1,
+               help="before this step, wait until --hold-file exists (a test's go-ahead)")
+p.add_argument("--hold-file", default=None)
 p.add_argument("--ignore-term", action="store_true",
                help="the poisoned rank ignores SIGTERM (as one stuck in a device call)")
 p.add_argument("--wait-signal-at", type=int, default=-1,
@@ -101,6 +104,10 @@ def fault_point(n):
 
 
 for n in range(start + 1, args.steps + 1):
+    if n == args.hold_at and args.hold_file:
+        import time
+        while not os.path.exists(args.hold_file):
+            time.sleep(0.05)  # a file the test creates; no other channel to it
     if not args.fault_at_seal:
         fault_point(n)
     x, y = batch(n)
