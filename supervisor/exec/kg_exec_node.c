@@ -235,7 +235,9 @@ kg_ex_node_report(kg_exec_s *E)
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   cJSON_AddStringToObject(r, "host", host);
-  cJSON_AddNumberToObject(r, "rank", E->cfg.node_rank * E->cfg.nproc_per_node);
+  cJSON_AddNumberToObject(r, "rank", E->cfg.node_rank * E->cfg.nproc_per_node
+                                     + (E->mode == KG_EXEC_MODE_AGENT && E->fault_rank > 0
+                                        ? E->fault_rank : 0));
   cJSON_AddStringToObject(r, "family", m && m->family ? m->family->id : "unknown");
   cJSON_AddStringToObject(r, "line", m ? m->line : "");
   cJSON_AddNumberToObject(r, "fault_ms", (double) E->fault_wall_ms);
