@@ -80,6 +80,16 @@ kg_coord_end(kg_coord_s *C, int code, const char *reason)
   return code;
 }
 
+void
+kg_coord_add_ports(kg_coord_s *C, cJSON *msg)
+{
+  int port = kg_coord_free_port();
+  if (port > 0)
+    cJSON_AddNumberToObject(msg, "master_port", port);
+  if (kg_exec_store_ready(C->rstore))
+    cJSON_AddNumberToObject(msg, "store_port", kg_exec_store_port(C->rstore));
+}
+
 int
 kg_coord_free_port(void)
 {
@@ -299,8 +309,11 @@ static int
 s_serve(kg_coord_s *C, int sigfd)
 {
   for (;;) {
-    zmq_pollitem_t it[4] = {{C->router, 0, ZMQ_POLLIN, 0}, {C->zap, 0, ZMQ_POLLIN, 0},
-                            {NULL, sigfd, ZMQ_POLLIN, 0}, {C->monitor, 0, ZMQ_POLLIN, 0}};
+    int sfd = kg_exec_store_fd(C->rstore);
+    zmq_pollitem_t it[5] = {{C->router, 0, ZMQ_POLLIN, 0}, {C->zap, 0, ZMQ_POLLIN, 0},
+                            {NULL, sigfd, ZMQ_POLLIN, 0},
+                            {NULL, sfd, sfd >= 0 ? ZMQ_POLLIN : 0, 0},
+                            {C->monitor, 0, ZMQ_POLLIN, 0}};
     int64_t now = kg_clock_mono_ms(), wake = now + (C->heartbeat_ms / 4 > 0
                                                     ? C->heartbeat_ms / 4 : 250);
     if (!C->started && C->join_deadline < wake)
@@ -309,19 +322,25 @@ s_serve(kg_coord_s *C, int sigfd)
     if (rl > 0 && rl < wake)
       wake = rl;
     long timeout = wake > now ? (long) (wake - now) : 0;
-    if (zmq_poll(it, C->monitor ? 4 : 3, timeout) < 0) {
+    if (zmq_poll(it, C->monitor ? 5 : 4, timeout) < 0) {
       if (errno == EINTR)
         continue;
       return KG_EXIT_SYSTEM;
     }
     if (it[2].revents) {
       struct signalfd_siginfo si;
-      if (read(sigfd, &si, sizeof si) == (ssize_t) sizeof si && si.ssi_signo != SIGCHLD)
-        return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "the coordinator was stopped");
+      while (read(sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
+        if (si.ssi_signo != SIGCHLD)
+          return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "the coordinator was stopped");
+        /* Signals coalesce: whichever child it names, see to the store. */
+        kg_exec_store_reaped(C->rstore, kg_exec_store_pid(C->rstore));
+      }
     }
+    if (it[3].revents)
+      kg_exec_store_read(C->rstore);
     if (it[1].revents)
       s_zap(C);
-    if (C->monitor && it[3].revents)
+    if (C->monitor && it[4].revents)
       s_monitor(C);
     while (it[0].revents) {
       unsigned char id[256];
@@ -371,6 +390,7 @@ kg_coord_main(int argc, char **argv)
     else if (strcmp(a, "--max-restarts") == 0) C.max_restarts = atoi(v);
     else if (strcmp(a, "--heartbeat-timeout-ms") == 0) C.heartbeat_ms = atoll(v);
     else if (strcmp(a, "--join-timeout-ms") == 0) C.join_timeout_ms = atoll(v);
+    else if (strcmp(a, "--store-python") == 0) C.store_python = v;
   }
   if (!C.bind || !C.secret || !C.ckpt_dir || !C.state_dir || C.nnodes < 1
       || C.nnodes > S_MAX_NODES || C.nproc < 1 || C.heartbeat_ms < 100
@@ -426,6 +446,7 @@ kg_coord_main(int argc, char **argv)
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGCHLD);
   sigprocmask(SIG_BLOCK, &set, NULL);
   int sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   C.ctx = zmq_ctx_new();
@@ -453,6 +474,10 @@ kg_coord_main(int argc, char **argv)
   if (s_bind(&C, where, sizeof where) != 0)
     return KG_EXIT_USAGE;
   C.join_deadline = kg_clock_mono_ms() + C.join_timeout_ms;
+  /* The ranks' rendezvous store, outside every tree a node stops. */
+  if (C.store_python && kg_exec_store_start(C.store_python, &C.rstore) != 0)
+    kg_warning("coordinator: cannot start the ranks' rendezvous store: each generation's "
+               "rank 0 serves one");
   kg_notice("coordinator: listening on %s for %d nodes (CURVE)", where, C.nnodes);
   int code = s_serve(&C, sigfd);
   kg_notice("coordinator: the job ends with %d", code);
@@ -477,6 +502,7 @@ kg_coord_main(int argc, char **argv)
   }
   free(C.nodes);
   kg_ratelog_destroy(&C.refusals);
+  kg_exec_store_destroy(&C.rstore);
   kg_policy_destroy(&C.policy);
   close(sigfd);
   return code;

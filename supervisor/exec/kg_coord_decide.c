@@ -93,9 +93,7 @@ s_restart_point(kg_coord_s *C, int root, cJSON *d, kg_incident_t *inc)
   } else {
     kg_coord_ckpt_quarantine(C->exe, C->ckpt_dir, listing, world, s, kg_incident_id(inc));
     cJSON_AddStringToObject(d, "action", "restart");
-    int port = kg_coord_free_port();
-    if (port > 0)
-      cJSON_AddNumberToObject(d, "master_port", port);
+    kg_coord_add_ports(C, d);
     cJSON *arch = cJSON_AddObjectToObject(d, "archives");
     if (s >= 0) {
       cJSON_AddNumberToObject(d, "step", (double) s);

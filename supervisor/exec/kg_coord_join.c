@@ -66,9 +66,7 @@ s_all_checked(kg_coord_s *C)
   for (int i = 0; i < C->nnodes; i++)
     C->nodes[i].seen_ms = now;
   cJSON *m = cJSON_CreateObject();
-  int port = kg_coord_free_port();
-  if (port > 0)
-    cJSON_AddNumberToObject(m, "master_port", port);
+  kg_coord_add_ports(C, m);
   kg_notice("coordinator: every node joined and verifies every node's checkpoints: "
             "generation %d starts", C->gen);
   s_send_type(C, -1, "start", m);

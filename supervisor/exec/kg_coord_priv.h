@@ -13,6 +13,7 @@
 
 #include "kg_coord_keys.h"
 #include "kg_coord_store.h"
+#include "kg_exec_store.h"
 #include "kg_policy.h"
 #include "kg_ratelog.h"
 
@@ -49,6 +50,8 @@ typedef struct kg_coord_s {
   kg_coord_store_t *store;    /* CKPT_DIR/.kguard                            */
   kg_policy_t *policy;
   char last_signature[96];    /* the previous fault's (back-off only for it) */
+  const char *store_python;   /* host the ranks' rendezvous store with it     */
+  kg_exec_store_t *rstore;    /* the ranks' rendezvous store, or NULL         */
 } kg_coord_s;
 
 /*  kg_coord.c */
@@ -58,6 +61,11 @@ void kg_coord_write_decision(kg_coord_s *C, const cJSON *decision);
 /*  End the job for every node: an "end" decision with code and reason,
     broadcast and written. Returns code. */
 int kg_coord_end(kg_coord_s *C, int code, const char *reason);
+
+/*  The ports a start or restart names: master_port (a fresh one, for
+    rank 0 to serve when no store is kept) and store_port (the kept store,
+    once it serves). */
+void kg_coord_add_ports(kg_coord_s *C, cJSON *msg);
 
 /*  kg_coord_join.c: hello, joined, refused, checked. Returns an exit code
     when the job ends, -1 while it goes on; 0 when type is not one of these

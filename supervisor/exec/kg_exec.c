@@ -435,8 +435,10 @@ s_decision(kg_exec_s *E)
   E->resume_step = cJSON_IsNumber(step) ? (int64_t) step->valuedouble : -1;
   E->delay_ms = cJSON_IsNumber(delay) ? (int64_t) delay->valuedouble : 0;
   const cJSON *port = cJSON_GetObjectItemCaseSensitive(d, "master_port");
+  const cJSON *store = cJSON_GetObjectItemCaseSensitive(d, "store_port");
   if (cJSON_IsNumber(port))
     E->master_port = port->valueint;
+  E->store_port = cJSON_IsNumber(store) ? store->valueint : 0;
   if (cJSON_IsNumber(gen))
     E->generation = gen->valueint;
   E->sticky_report = false;

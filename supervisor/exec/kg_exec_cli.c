@@ -255,6 +255,17 @@ s_setup(kg_exec_s *E)
   E->diag = kg_diagnosis_new(E->rules);
   E->mode = kg_exec_mode(E->cfg.argv, E->cfg.nproc_given, E->cfg.nnodes);
   E->devmem = kg_exec_devmem_new();
+  /* One node of ranks kguard starts: their rendezvous store outlives the
+     restarts (several nodes: the coordinator hosts it). */
+  if (E->mode == KG_EXEC_MODE_AGENT && E->cfg.nnodes == 1 && E->cfg.master_port == 0) {
+    bool module;
+    const char *py = kg_exec_python_program(E->cfg.argv, &module) >= 0 ? E->cfg.argv[0]
+                                                                       : "python3";
+    int src = kg_exec_store_start(py, &E->store);
+    if (src != 0)
+      kg_warning("exec: cannot start the ranks' rendezvous store (%s): each generation's "
+                 "rank 0 serves one", kg_strerror(src));
+  }
   char why[256];
   if (E->cfg.standby && !kg_ex_standby_possible(E, why, sizeof why)) {
     kg_error("exec: %s", why);
@@ -315,6 +326,7 @@ s_teardown(kg_exec_s *E)
   }
   kg_ex_ranks_destroy(E);
   kg_exec_devmem_destroy(&E->devmem);
+  kg_exec_store_destroy(&E->store);
   kg_child_destroy(&E->helper);
   cJSON_Delete(E->exits);
   kg_incident_destroy(&E->incident);

@@ -73,9 +73,11 @@ s_rank_env(kg_exec_s *E, int r, char ***env, size_t *n, size_t *alloc)
   S_INT("TORCHELASTIC_RESTART_COUNT", E->generation);
   S_INT("TORCHELASTIC_MAX_RESTARTS", E->cfg.max_restarts);
   rc |= kg_envp_push(env, n, alloc, "TORCHELASTIC_RUN_ID", E->cfg.name);
-  /* Rank 0 serves this generation's store on MASTER_PORT (torchrun's c10d
-     way): no store of kguard's to survive or to be torn down. */
-  rc |= kg_envp_push(env, n, alloc, "TORCHELASTIC_USE_AGENT_STORE", "False");
+  /* The store kguard keeps across restarts (each generation's keys under
+     its own prefix, by TORCHELASTIC_RESTART_COUNT), or, until it serves,
+     one rank 0 brings up on a fresh port (torchrun's c10d way). */
+  rc |= kg_envp_push(env, n, alloc, "TORCHELASTIC_USE_AGENT_STORE",
+                     E->agent_store ? "True" : "False");
 #undef S_INT
   /* As torchrun: one OpenMP thread per rank unless the user said, and
      NCCL's asynchronous error handling on (a rank's device error ends its

@@ -157,7 +157,7 @@ s_read_signals(kg_exec_s *E)
 }
 
 /*  Fixed poll items first, then two per rank. */
-enum { S_SIG = 0, S_HOUT, S_HERR, S_LINK, S_MON, S_FIXED };
+enum { S_SIG = 0, S_HOUT, S_HERR, S_LINK, S_MON, S_STORE, S_FIXED };
 
 int
 kg_ex_loop(kg_exec_s *E)
@@ -178,6 +178,8 @@ kg_ex_loop(kg_exec_s *E)
                         : (zmq_pollitem_t){NULL, -1, 0, 0};
     p[S_MON] = E->monitor ? (zmq_pollitem_t){E->monitor, -1, ZMQ_POLLIN, 0}
                           : (zmq_pollitem_t){NULL, -1, 0, 0};
+    int sfd = kg_exec_store_fd(E->store);
+    p[S_STORE] = (zmq_pollitem_t){NULL, sfd, sfd >= 0 ? ZMQ_POLLIN : 0, 0};
     for (int r = 0; r < E->nranks; r++)
       for (int w = 0; w < 2; w++) {
         kg_child_t *c = E->ranks[r].child;
@@ -217,6 +219,8 @@ kg_ex_loop(kg_exec_s *E)
       for (int w = 0; w < 2; w++)
         if (p[S_FIXED + 2 * (E->nranks + r) + w].revents)
           kg_ex_standby_read(E, r, w + 1);
+    if (rc > 0 && p[S_STORE].revents)
+      kg_exec_store_read(E->store);
     if (rc > 0 && (p[S_HOUT].revents || p[S_HERR].revents))
       s_read_helper(E);
     if (rc > 0 && p[S_SIG].revents)

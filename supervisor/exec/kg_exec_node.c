@@ -42,7 +42,19 @@ s_start_coordinator(kg_exec_s *E)
                   "--nproc-per-node", np, "--secret", (char *) E->cfg.secret_file,
                   "--checkpoints", (char *) E->cfg.ckpt_dir, "--state-dir", E->state_dir,
                   "--max-restarts", mr, "--heartbeat-timeout-ms", hb, "--join-timeout-ms", jt, NULL};
-  kg_child_opts_t o = {.argv = argv, .capture = false};
+  /* Ranks kguard starts get a rendezvous store the coordinator keeps. */
+  bool module;
+  const char *py = kg_exec_python_program(E->cfg.argv, &module) >= 0 ? E->cfg.argv[0] : "python3";
+  char *full[sizeof argv / sizeof argv[0] + 2];
+  size_t k = 0;
+  for (; argv[k]; k++)
+    full[k] = argv[k];
+  if (E->mode == KG_EXEC_MODE_AGENT && E->cfg.master_port == 0) {
+    full[k++] = "--store-python";
+    full[k++] = (char *) py;
+  }
+  full[k] = NULL;
+  kg_child_opts_t o = {.argv = full, .capture = false};
   int rc = kg_child_spawn(&o, &E->coord);
   if (rc != 0)
     kg_error("exec: cannot start the coordinator: %s", kg_strerror(rc));
@@ -187,6 +199,8 @@ kg_ex_node_recv(kg_exec_s *E)
     } else if (strcmp(type->valuestring, "start") == 0) {
       const cJSON *gen = cJSON_GetObjectItemCaseSensitive(m, "gen");
       const cJSON *port = cJSON_GetObjectItemCaseSensitive(m, "master_port");
+      const cJSON *store = cJSON_GetObjectItemCaseSensitive(m, "store_port");
+      E->store_port = cJSON_IsNumber(store) ? store->valueint : 0;
       if (cJSON_IsNumber(gen) && gen->valueint >= 0)
         E->generation = gen->valueint;
       kg_ex_fire(E, KG_EXE_START, cJSON_IsNumber(port) ? port->valueint : 0);

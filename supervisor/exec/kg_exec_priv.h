@@ -15,6 +15,7 @@
 #include "kg_exec.h"
 #include "kg_exec_devmem.h"
 #include "kg_exec_log.h"
+#include "kg_exec_store.h"
 #include "kg_exec_rule.h"
 #include "kg_incident.h"
 #include "kg_linebuf.h"
@@ -166,6 +167,9 @@ typedef struct kg_exec_s {
   char nonce[33];               /* the job's nonce (key probes' names)        */
   int master_port;              /* rank 0's rendezvous store port, 0 unknown  */
   char master_addr[256];        /* agent mode: MASTER_ADDR of the ranks        */
+  kg_exec_store_t *store;       /* single node: the ranks' rendezvous store    */
+  int store_port;               /* several nodes: the coordinator's store, 0 none */
+  bool agent_store;             /* this generation's ranks use a kept store    */
 
   kg_ex_event_t queue[KG_EX_QUEUE];
   int qhead, qlen;

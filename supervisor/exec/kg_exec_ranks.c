@@ -65,10 +65,15 @@ kg_ex_start_command(kg_exec_s *E)
     /* A fresh rendezvous store each generation (rank 0 serves it, as under
        torchrun's c10d rendezvous): nothing of the last one is in the way.
        Several nodes: the coordinator names the port. */
-    if (E->cfg.master_port > 0)
+    E->agent_store = false;
+    if (E->cfg.master_port > 0) {
       E->master_port = E->cfg.master_port;
-    else if (!E->multi)
+    } else if (E->multi ? E->store_port > 0 : kg_exec_store_ready(E->store)) {
+      E->agent_store = true;   /* the kept store, as torchrun's agent store */
+      E->master_port = E->multi ? E->store_port : kg_exec_store_port(E->store);
+    } else if (!E->multi) {
       E->master_port = kg_coord_free_port();
+    }
     if (E->master_port <= 0) {
       kg_error("exec: no free port for the ranks' rendezvous (MASTER_PORT); pass --master-port");
       return KG_EUSAGE;
@@ -120,7 +125,8 @@ static bool
 s_spared(const kg_exec_s *E, pid_t pid)
 {
   return (E->helper && pid == kg_child_pid(E->helper))
-         || (E->coord && pid == kg_child_pid(E->coord)) || kg_ex_standby_spared(E, pid);
+         || (E->coord && pid == kg_child_pid(E->coord)) || kg_ex_standby_spared(E, pid)
+         || kg_exec_store_is(E->store, pid);
 }
 
 static bool
@@ -323,6 +329,8 @@ kg_ex_reap(kg_exec_s *E)
          says why); any other end is judged by the heartbeat rule. */
       if (WIFEXITED(st) && WEXITSTATUS(st) == 100)
         kg_ex_fire(E, KG_EXE_COORD_FAILED, 0);
+    } else if (kg_exec_store_reaped(E->store, pid)) {
+      continue;
     } else if (kg_ex_standby_spared(E, pid)) {
       kg_ex_standby_reaped(E, pid);
     } else if (E->helper && pid == kg_child_pid(E->helper)) {
