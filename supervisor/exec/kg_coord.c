@@ -404,8 +404,6 @@ kg_coord_main(int argc, char **argv)
     kg_error("coordinator: %s", err);
     return KG_EXIT_USAGE;
   }
-  if (kg_paths_exe(C.exe, sizeof C.exe) != 0)
-    return KG_EXIT_SYSTEM;
   /* Its own files in the shared directory, never through a planted link. */
   if (kg_coord_store_open(C.ckpt_dir, &C.store, err, sizeof err) != 0) {
     kg_error("coordinator: %s", err);
@@ -499,6 +497,7 @@ kg_coord_main(int argc, char **argv)
     cJSON_Delete(C.nodes[i].report);
     cJSON_Delete(C.nodes[i].failed);
     cJSON_Delete(C.nodes[i].problems);
+    cJSON_Delete(C.nodes[i].listing);
   }
   free(C.nodes);
   kg_ratelog_destroy(&C.refusals);

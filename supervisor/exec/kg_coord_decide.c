@@ -52,6 +52,27 @@ s_incident(kg_coord_s *C, int root, bool restart, const char *reason, int64_t de
   return inc;
 }
 
+/*  The listing of every rank, an array indexed by rank, from the nodes'
+    own listings (node k lists ranks k * nproc ..); NULL when a node could
+    not list its ranks. */
+static cJSON *
+s_merged_listing(kg_coord_s *C, int world)
+{
+  cJSON *listing = cJSON_CreateArray();
+  for (int r = 0; r < world; r++) {
+    const kg_coord_node_t *n = &C->nodes[r / C->nproc];
+    char key[16];
+    snprintf(key, sizeof key, "%d", r);
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(n->listing, key);
+    if (!n->done && !cJSON_IsArray(rows)) {
+      cJSON_Delete(listing);
+      return NULL;
+    }
+    cJSON_AddItemToArray(listing, rows ? cJSON_Duplicate(rows, true) : cJSON_CreateArray());
+  }
+  return listing;
+}
+
 /*  The restart point after the root cause's fault: s*, the newer archives
     quarantined on every rank, each rank's archive, into decision d. When
     checkpoints sealed before the fault exist but no step verifies on every
@@ -66,7 +87,17 @@ s_restart_point(kg_coord_s *C, int root, cJSON *d, kg_incident_t *inc)
   const cJSON *fm = cJSON_GetObjectItemCaseSensitive(rr, "fault_ms");
   int64_t fstep = cJSON_IsNumber(ls) ? (int64_t) ls->valuedouble : -1;
   kg_coord_archive_t *a = NULL;
-  cJSON *listing = kg_coord_ckpt_listing(C->exe, C->ckpt_dir, world);
+  cJSON *listing = s_merged_listing(C, world);
+  if (!listing) {
+    char reason[160];
+    snprintf(reason, sizeof reason, "a node could not list its ranks' checkpoints (its message "
+             "above): infrastructure, the job ends retryable");
+    kg_error("coordinator: %s", reason);
+    cJSON_AddStringToObject(d, "action", "end");
+    cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_RETRYABLE);
+    cJSON_AddStringToObject(d, "reason", reason);
+    return KG_EXEC_EXIT_RETRYABLE;
+  }
   int n = kg_coord_ckpt_archives(listing, world, &a);
   bool *fr = calloc(world > 0 ? (size_t) world : 1, sizeof *fr);
   for (int r = root * C->nproc; fr && r < (root + 1) * C->nproc; r++)
@@ -91,7 +122,15 @@ s_restart_point(kg_coord_s *C, int root, cJSON *d, kg_incident_t *inc)
     kg_incident_set_policy(inc, "give-up", reason, 0);
     code = KG_EXEC_EXIT_GAVE_UP;
   } else {
-    kg_coord_ckpt_quarantine(C->exe, C->ckpt_dir, listing, world, s, kg_incident_id(inc));
+    /* Every node moves its own ranks' newer archives to quarantine. */
+    cJSON *quar = cJSON_AddObjectToObject(d, "quarantine");
+    for (int r = 0; r < world; r++) {
+      int64_t from = kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, r), s);
+      char key[16];
+      snprintf(key, sizeof key, "%d", r);
+      if (from >= 0)
+        cJSON_AddNumberToObject(quar, key, (double) from);
+    }
     cJSON_AddStringToObject(d, "action", "restart");
     kg_coord_add_ports(C, d);
     cJSON *arch = cJSON_AddObjectToObject(d, "archives");
@@ -198,7 +237,8 @@ s_decide(kg_coord_s *C)
     C->nodes[i].seen_ms = now;
     cJSON_Delete(C->nodes[i].report);
     cJSON_Delete(C->nodes[i].failed);
-    C->nodes[i].report = C->nodes[i].failed = NULL;
+    cJSON_Delete(C->nodes[i].listing);
+    C->nodes[i].report = C->nodes[i].failed = C->nodes[i].listing = NULL;
   }
   return exit_code;   /* 0: the job goes on */
 }
@@ -237,6 +277,9 @@ kg_coord_run_message(kg_coord_s *C, int k, const char *t, const cJSON *m)
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "report");
     if (cJSON_IsObject(r) && !n->report)
       n->report = cJSON_Duplicate(r, true);
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(m, "listing");
+    cJSON_Delete(n->listing);
+    n->listing = cJSON_IsObject(l) ? cJSON_Duplicate(l, true) : NULL;
     n->stopped = true;
     s_stop_all(C, k);
     bool all = true;

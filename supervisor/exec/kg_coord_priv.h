@@ -28,6 +28,8 @@ typedef struct {
   cJSON *problems;            /* checked: the probes it could not verify     */
   cJSON *report;              /* its fault fields, or NULL                   */
   cJSON *failed;              /* {"code"} when its command failed            */
+  cJSON *listing;             /* stopped: {rank: rows} of its ranks, or NULL
+                                 when it could not list them                 */
 } kg_coord_node_t;
 
 typedef struct kg_coord_s {
@@ -35,7 +37,6 @@ typedef struct kg_coord_s {
   int nnodes, nproc, max_restarts;
   int64_t heartbeat_ms;       /* a node silent this long is lost              */
   int64_t join_timeout_ms;    /* every node has joined within this            */
-  char exe[PATH_MAX];
   kg_coord_keys_t keys;
   void *ctx, *router, *zap, *monitor;
   kg_coord_node_t *nodes;

@@ -444,7 +444,7 @@ s_decision(kg_exec_s *E)
   E->sticky_report = false;
   snprintf(E->restored_base, sizeof E->restored_base, "%s/restored/%s-gen%d", E->state_dir,
            cJSON_IsString(inc) ? inc->valuestring : "job", E->generation);
-  E->restore_rank = E->cfg.node_rank * E->cfg.nproc_per_node;
+  E->restore_rank = 0;
   s_multi_restore_step(E);
 }
 
@@ -467,15 +467,16 @@ s_group_gone(kg_exec_s *E)
     return;
   }
   if (E->then == KG_EX_THEN_REPORT) {
-    cJSON *f = cJSON_CreateObject();
-    cJSON_AddNumberToObject(f, "gen", E->generation - 1);
-    cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
-    kg_ex_node_send(E, "stopped", f);
-    if (E->preempted && E->outcome == KG_EXEC_OUT_RETRYABLE) {
-      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-      return;
-    }
+    /* Every node verifies its own ranks' checkpoints, in parallel, now
+       that nothing of its tree can seal any more; the coordinator only
+       merges the listings. */
+    cJSON_Delete(E->listing);
+    E->listing = cJSON_CreateObject();
+    E->listing_failed = false;
+    E->list_rank = E->cfg.node_rank * E->nranks;
     kg_ex_enter(E, KG_EX_WAITING, kg_clock_mono_ms() + 600000);
+    if (kg_ex_node_list_next(E) == 0)
+      kg_ex_node_send_stopped(E);
     return;
   }
   if (E->then == KG_EX_THEN_RESTART && !E->preempted) {
@@ -617,7 +618,11 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
     kg_ex_node_join_step(E, ev);
     break;
   case KG_EX_WAITING:
-    if (ev.kind == KG_EXE_DECISION) {
+    if (ev.kind == KG_EXE_HELPER_DONE) {
+      kg_ex_node_listed(E);
+      if (kg_ex_node_list_next(E) == 0)
+        kg_ex_node_send_stopped(E);
+    } else if (ev.kind == KG_EXE_DECISION) {
       s_decision(E);
     } else if (ev.kind == KG_EXE_DEADLINE) {
       kg_error("exec: no decision from the coordinator (retryable)");

@@ -129,6 +129,8 @@ kg_ex_node_close(kg_exec_s *E)
   E->link = E->zctx = NULL;
   cJSON_Delete(E->decision);
   E->decision = NULL;
+  cJSON_Delete(E->listing);
+  E->listing = NULL;
 }
 
 void
@@ -262,29 +264,132 @@ kg_ex_node_report(kg_exec_s *E)
   return r;
 }
 
-/*  Restore the next of this node's ranks at the agreed step. Returns 1 when
-    a helper was started, 0 when every local rank is done, < 0 on failure. */
+/*  The decision's archive of rank r, in this node's view of the shared
+    directory (the coordinator names it relative to it), into buf. */
+static bool
+s_archive(const kg_exec_s *E, const char *field, int r, char *buf, size_t len)
+{
+  char key[16];
+  snprintf(key, sizeof key, "%d", r);
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+    cJSON_GetObjectItemCaseSensitive(E->decision, field), key);
+  if (!cJSON_IsString(a) || strstr(a->valuestring, "..") || a->valuestring[0] == '/')
+    return false;
+  snprintf(buf, len, "%s/%s", E->cfg.ckpt_dir, a->valuestring);
+  return true;
+}
+
+/*  The restore of this node's ranks at the agreed step: first each local
+    rank's archives newer than it go to quarantine (the decision says from
+    when), then each rank's archive is restored. Returns 1 when a helper
+    was started, 0 when every step is done, < 0 on failure. */
 int
 kg_ex_node_restore_next(kg_exec_s *E)
 {
-  const cJSON *arch = cJSON_GetObjectItemCaseSensitive(E->decision, "archives");
-  int last = (E->cfg.node_rank + 1) * E->cfg.nproc_per_node;
-  while (E->restore_rank < last) {
-    int r = E->restore_rank++;
-    char key[16];
+  int n = E->nranks, first = E->cfg.node_rank * n;
+  const cJSON *quar = cJSON_GetObjectItemCaseSensitive(E->decision, "quarantine");
+  const cJSON *inc = cJSON_GetObjectItemCaseSensitive(E->decision, "incident");
+  while (E->restore_rank < 2 * n) {
+    int step = E->restore_rank++, r = first + step % n;
+    char key[16], dir[PATH_MAX + 32];
     snprintf(key, sizeof key, "%d", r);
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(arch, key);
-    if (!cJSON_IsString(a))
+    snprintf(dir, sizeof dir, "%s/rank-%d", E->cfg.ckpt_dir, r);
+    if (step < n) {
+      const cJSON *from = cJSON_GetObjectItemCaseSensitive(quar, key);
+      if (!cJSON_IsNumber(from))
+        continue;
+      char froms[32];
+      snprintf(froms, sizeof froms, "%.0f", from->valuedouble);
+      char *argv[] = {E->exe, "ckpt", "quarantine", dir, "--incident",
+                      cJSON_IsString(inc) ? inc->valuestring : "job", "--from", froms, NULL};
+      return kg_ex_start_helper(E, argv) == 0 ? 1 : -1;
+    }
+    char archive[PATH_MAX + 200], dest[PATH_MAX + 128];
+    if (!s_archive(E, "archives", r, archive, sizeof archive))
       continue;
-    char dest[PATH_MAX + 128];
     kg_paths_mkdirs(E->restored_base, 0700);
     snprintf(dest, sizeof dest, "%s/rank-%d", E->restored_base, r);
-    char *argv[] = {E->exe, "ckpt", "restore", a->valuestring, dest, NULL};
+    char *argv[] = {E->exe, "ckpt", "restore", archive, dest, NULL};
     if (!E->resume_archive)
-      E->resume_archive = strdup(a->valuestring);
+      E->resume_archive = strdup(archive);
     return kg_ex_start_helper(E, argv) == 0 ? 1 : -1;
   }
   return 0;
+}
+
+int
+kg_ex_node_list_next(kg_exec_s *E)
+{
+  int last = (E->cfg.node_rank + 1) * E->nranks;
+  while (E->list_rank < last) {
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/rank-%d", E->cfg.ckpt_dir, E->list_rank);
+    struct stat st;
+    if (stat(dir, &st) != 0) {   /* nothing sealed by this rank yet */
+      char key[16];
+      snprintf(key, sizeof key, "%d", E->list_rank++);
+      cJSON_AddItemToObject(E->listing, key, cJSON_CreateArray());
+      continue;
+    }
+    char *argv[] = {E->exe, "ckpt", "list", dir, "--json", NULL};
+    if (kg_ex_start_helper(E, argv) != 0) {
+      E->listing_failed = true;
+      E->list_rank = last;
+      return 0;
+    }
+    return 1;
+  }
+  return 0;
+}
+
+void
+kg_ex_node_listed(kg_exec_s *E)
+{
+  int st = kg_child_status(E->helper);
+  kg_child_destroy(&E->helper);
+  cJSON *rows = E->helper_out ? cJSON_Parse(E->helper_out) : NULL;
+  free(E->helper_out);
+  E->helper_out = NULL;
+  E->helper_len = 0;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !cJSON_IsArray(rows)) {
+    kg_error("exec: cannot list rank %d's checkpoints (`kguard ckpt list`)", E->list_rank);
+    E->listing_failed = true;
+    cJSON_Delete(rows);
+    E->list_rank++;
+    return;
+  }
+  /* Paths relative to the shared directory: another node may mount it
+     elsewhere. */
+  size_t base = strlen(E->cfg.ckpt_dir);
+  cJSON *e;
+  cJSON_ArrayForEach(e, rows) {
+    cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "archive");
+    if (cJSON_IsString(path) && strncmp(path->valuestring, E->cfg.ckpt_dir, base) == 0
+        && path->valuestring[base] == '/') {
+      char *rel = strdup(path->valuestring + base + 1);
+      if (rel)
+        cJSON_SetValuestring(path, rel);
+      free(rel);
+    }
+  }
+  char key[16];
+  snprintf(key, sizeof key, "%d", E->list_rank++);
+  cJSON_AddItemToObject(E->listing, key, rows);
+}
+
+void
+kg_ex_node_send_stopped(kg_exec_s *E)
+{
+  cJSON *f = cJSON_CreateObject();
+  cJSON_AddNumberToObject(f, "gen", E->generation - 1);
+  cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
+  if (E->listing_failed || !E->listing)
+    cJSON_AddNullToObject(f, "listing");
+  else
+    cJSON_AddItemReferenceToObject(f, "listing", E->listing);
+  kg_ex_node_send(E, "stopped", f);
+  cJSON_Delete(E->listing);
+  E->listing = NULL;
 }
 
 /* ---- joining ------------------------------------------------------------ */

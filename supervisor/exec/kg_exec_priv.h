@@ -154,7 +154,11 @@ typedef struct kg_exec_s {
   void *zctx, *link;            /* DEALER to the coordinator                  */
   kg_child_t *coord;            /* node 0: the coordinator process            */
   cJSON *decision;              /* the latest decision (owned)                */
-  int restore_rank;             /* next local rank to restore                 */
+  int restore_rank;             /* next step of the restore: local ranks to
+                                   quarantine, then to restore                */
+  int list_rank;                /* next local rank to list after a stop       */
+  cJSON *listing;               /* {rank: rows} of this node's ranks (owned)  */
+  bool listing_failed;          /* a listing could not be made                */
   char restored_base[PATH_MAX + 96];
   bool sticky_report;           /* a proven fault here, for `stopped`         */
   int64_t beat_next;            /* monotonic: send the next heartbeat         */
@@ -235,6 +239,15 @@ void kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields);
 int64_t kg_ex_node_timers(kg_exec_s *E);
 cJSON *kg_ex_node_report(kg_exec_s *E);
 int kg_ex_node_restore_next(kg_exec_s *E);
+/*  After a stop: list the next local rank's checkpoints (`kguard ckpt
+    list`, verifying each). Returns 1 when a helper was started, 0 when
+    every rank is listed. */
+int kg_ex_node_list_next(kg_exec_s *E);
+/*  The listing helper ended: keep its rows (paths relative to the shared
+    directory). */
+void kg_ex_node_listed(kg_exec_s *E);
+/*  Tell the coordinator this node's tree is gone, with its listing. */
+void kg_ex_node_send_stopped(kg_exec_s *E);
 /*  One event while joining (state KG_EX_JOINING). */
 void kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev);
 /*  The link's handshake events (the monitor socket is readable). */
