@@ -36,6 +36,13 @@ wall clock:
   load        -> every rank loaded its resume (kguard.resume().load())
   first-step  -> every rank completed its first step after the restart
   resume      kill .. first-step: from the proof to training again
+  total       detect + resume: from the first error line to training again
+  verify      several hosts: the slowest node's listing and verification of
+              its ranks' checkpoints (part of decide)
+  no-read     total without reading checkpoints (restore, load, verify)
+(Parts are consecutive segments of that path: a part that overlaps the one
+before it, as the restore running while the tree goes, counts only for
+what it adds, so they sum to resume.)
 Each part ends when the slowest node or rank ends it. --json writes the
 per-trial parts for bench/resilience/model16.py.
 """
@@ -62,7 +69,7 @@ from netns import Hosts, NetnsUnavailable  # noqa: E402
 from versus_torchrun import free_port  # noqa: E402
 
 PARTS = ("detect", "kill", "mem-free", "tree-gone", "decide", "restore", "backoff", "launch",
-         "import", "rendezvous", "load", "first-step", "resume", "total", "no-read")
+         "import", "rendezvous", "load", "first-step", "resume", "total", "verify", "no-read")
 FAULT_STEP = 10
 
 
@@ -243,10 +250,16 @@ def trial(nodes, hosts):
             parts[name] = max(0.0, at - t)
             t = max(t, at)
         resume = m["first_step"] - t_proof
+        # Several hosts: each node lists and verifies its ranks' checkpoints
+        # after its tree is gone (inside "decide"; reading checkpoints).
+        verify = max([float(msg.split(" in ")[-1].split(" ms")[0]) / 1000
+                      for lg in logs for t0, msg in lg
+                      if "checkpoints listed and verified" in msg and t0 >= t_proof] or [0.0])
         return {"detect": t_proof - t_err, **parts,
                 "resume": resume, "total": m["first_step"] - t_err,
                 # the checkpoint read (restore, load) left out: the issue's measure
-                "no-read": m["first_step"] - t_err - parts["restore"] - parts["load"],
+                "verify": verify,
+                "no-read": m["first_step"] - t_err - parts["restore"] - parts["load"] - verify,
                 "cold": sum(1 for lg in logs for _, msg in lg if "cold start" in msg),
                 "resumed_step": tl[0]["step"],
                 "sigkill": sum(1 for lg in logs for _, msg in lg

@@ -473,6 +473,7 @@ s_group_gone(kg_exec_s *E)
     cJSON_Delete(E->listing);
     E->listing = cJSON_CreateObject();
     E->listing_failed = false;
+    E->listing_started = kg_clock_mono_ms();
     E->list_rank = E->cfg.node_rank * E->nranks;
     kg_ex_enter(E, KG_EX_WAITING, kg_clock_mono_ms() + 600000);
     if (kg_ex_node_list_next(E) == 0)

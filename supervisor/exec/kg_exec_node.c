@@ -380,6 +380,12 @@ kg_ex_node_listed(kg_exec_s *E)
 void
 kg_ex_node_send_stopped(kg_exec_s *E)
 {
+  int archives = 0;
+  const cJSON *rows;
+  cJSON_ArrayForEach(rows, E->listing)
+    archives += cJSON_GetArraySize(rows);
+  kg_notice("exec: this node's ranks' checkpoints listed and verified: %d archive(s) in %lld ms",
+            archives, (long long) (kg_clock_mono_ms() - E->listing_started));
   cJSON *f = cJSON_CreateObject();
   cJSON_AddNumberToObject(f, "gen", E->generation - 1);
   cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));

@@ -159,6 +159,7 @@ typedef struct kg_exec_s {
   int list_rank;                /* next local rank to list after a stop       */
   cJSON *listing;               /* {rank: rows} of this node's ranks (owned)  */
   bool listing_failed;          /* a listing could not be made                */
+  int64_t listing_started;      /* monotonic                                   */
   char restored_base[PATH_MAX + 96];
   bool sticky_report;           /* a proven fault here, for `stopped`         */
   int64_t beat_next;            /* monotonic: send the next heartbeat         */
