@@ -294,14 +294,9 @@ s_setup(kg_exec_s *E)
      died) are reparented to kguard, which reaps them and sees their status. */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     kg_warning("exec: not a subreaper (%s): orphans go to init", strerror(errno));
-  sigset_t set;
-  sigemptyset(&set);
-  int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1};
-  for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
-    sigaddset(&set, sigs[k]);
-  signal(SIGPIPE, SIG_IGN);
-  if (sigprocmask(SIG_BLOCK, &set, NULL) != 0
-      || (E->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+  /* Before any ZeroMQ context: its threads inherit the blocked mask. */
+  static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, 0};
+  if (!(E->sig = kg_sigsrc_new(sigs)))
     return KG_EXIT_SYSTEM;
   return 0;
 }
@@ -314,11 +309,10 @@ s_teardown(kg_exec_s *E)
     /* The coordinator ends once every node reported; give it a moment to
        deliver its last decision (SIGKILL through kg_child_destroy after). */
     int64_t end = kg_clock_mono_ms() + 5000;
-    while (!kg_child_exited(E->coord) && kg_clock_mono_ms() < end) {
-      struct signalfd_siginfo si;
-      struct pollfd p = {.fd = E->sigfd, .events = POLLIN};
+    while (E->sig && !kg_child_exited(E->coord) && kg_clock_mono_ms() < end) {
+      struct pollfd p = {.fd = kg_sigsrc_fd(E->sig), .events = POLLIN};
       if (poll(&p, 1, 200) > 0)
-        while (read(E->sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
+        while (kg_sigsrc_read(E->sig) > 0) {
         }
       kg_child_reap(E->coord);
     }
@@ -337,8 +331,7 @@ s_teardown(kg_exec_s *E)
   free(E->resume_dir);
   free(E->resume_archive);
   kg_exec_log_destroy(&E->log);
-  if (E->sigfd >= 0)
-    close(E->sigfd);
+  kg_sigsrc_destroy(&E->sig);
 }
 
 /*  What the exit code stands for, in words; a command's own code that
@@ -380,7 +373,6 @@ kg_exec_run(const kg_exec_config_t *config)
   if (!E)
     return KG_EXIT_SYSTEM;
   E->cfg = *config;
-  E->sigfd = -1;
   kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
   E->deadline = -1;

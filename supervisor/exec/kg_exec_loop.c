@@ -1,5 +1,8 @@
-/*  kg_exec_loop: the one poll loop of `kguard exec` and the ranks'
-    output (the process tree: kg_exec_ranks.c). */
+/*  kg_exec_loop: `kguard exec` on the house's reactor (kg_loop): the
+    ranks' and the helpers' output, the coordinator's link, the signals
+    and the state's deadlines as its registrations; every handler ends by
+    running the queued events of the state table (kg_exec.c). The process
+    tree: kg_exec_ranks.c. */
 #include "kg_exec_priv.h"
 
 #include <dirent.h>
@@ -14,7 +17,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zmq.h>
 
 #include "kg_clock.h"
 #include "kg_error.h"
@@ -144,103 +146,202 @@ s_read_helper(kg_exec_s *E)
 
 /* ---- the loop ---------------------------------------------------------- */
 
-static void
-s_read_signals(kg_exec_s *E)
+/* ---- the loop: every source a registration of kg_loop ------------------ */
+
+/*  After every handler: the queued events run, a tree that is gone says
+    so, and a run that is done stops the loop. */
+static int
+s_after(kg_exec_s *E)
 {
-  struct signalfd_siginfo si;
-  while (read(E->sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
-    if (si.ssi_signo == SIGCHLD)
-      kg_ex_reap(E);
-    else
-      kg_ex_fire(E, KG_EXE_SIGNAL, (int64_t) si.ssi_signo);
+  kg_ex_run_queue(E);
+  if (E->state == KG_EX_STOPPING && kg_ex_group_gone(E)) {
+    kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
+    kg_ex_run_queue(E);
   }
+  return E->state == KG_EX_DONE ? KG_LOOP_STOP : KG_LOOP_OK;
 }
 
-/*  Fixed poll items first, then two per rank. */
-enum { S_SIG = 0, S_HOUT, S_HERR, S_LINK, S_MON, S_STORE, S_FIXED };
+/*  One of a rank's (or its standby's) two pipes. */
+typedef struct {
+  kg_exec_s *E;
+  int rank, which;
+  bool standby;
+} s_pipe_t;
+
+static int
+s_pipe_fd(void *arg)
+{
+  s_pipe_t *p = arg;
+  kg_ex_rank_t *k = &p->E->ranks[p->rank];
+  kg_child_t *c = p->standby ? k->standby : k->child;
+  return !c ? -1 : p->which == 1 ? kg_child_stdout_fd(c) : kg_child_stderr_fd(c);
+}
+
+static int
+s_on_pipe(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  s_pipe_t *p = arg;
+  if (p->standby)
+    kg_ex_standby_read(p->E, p->rank, p->which);
+  else
+    s_read_rank(p->E, p->rank, p->which);
+  return s_after(p->E);
+}
+
+static int
+s_helper_fd(void *arg)
+{
+  kg_exec_s *E = arg;
+  return E->helper ? kg_child_stdout_fd(E->helper) : -1;
+}
+
+static int
+s_helper_err_fd(void *arg)
+{
+  kg_exec_s *E = arg;
+  return E->helper ? kg_child_stderr_fd(E->helper) : -1;
+}
+
+static int
+s_on_helper(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  s_read_helper(arg);
+  return s_after(arg);
+}
+
+static int
+s_store_fd(void *arg)
+{
+  return kg_exec_store_fd(((kg_exec_s *) arg)->store);
+}
+
+static int
+s_on_store(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_exec_store_read(((kg_exec_s *) arg)->store);
+  return s_after(arg);
+}
+
+static void *
+s_link(void *arg)
+{
+  return ((kg_exec_s *) arg)->link;
+}
+
+static void *
+s_monitor(void *arg)
+{
+  return ((kg_exec_s *) arg)->monitor;
+}
+
+static int
+s_on_link(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_ex_node_recv(arg);
+  return s_after(arg);
+}
+
+static int
+s_on_monitor(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_ex_node_monitor(arg);
+  return s_after(arg);
+}
+
+static int
+s_on_signal(kg_loop_t *loop, int signo, void *arg)
+{
+  (void) loop;
+  kg_exec_s *E = arg;
+  if (signo == SIGCHLD)
+    kg_ex_reap(E);
+  else
+    kg_ex_fire(E, KG_EXE_SIGNAL, signo);
+  return s_after(E);
+}
+
+static int64_t
+s_deadline(void *arg)
+{
+  const kg_exec_s *E = arg;
+  return E->deadline >= 0 ? (E->deadline > 0 ? E->deadline : 1) : 0;
+}
+
+static int
+s_on_deadline(kg_loop_t *loop, int id, void *arg)
+{
+  (void) loop, (void) id;
+  kg_exec_s *E = arg;
+  E->deadline = -1;
+  kg_ex_fire(E, KG_EXE_DEADLINE, 0);
+  return s_after(E);
+}
+
+static int64_t
+s_node_when(void *arg)
+{
+  const kg_exec_s *E = arg;
+  return E->link ? kg_ex_node_when(E) : 0;
+}
+
+static int
+s_on_node_timer(kg_loop_t *loop, int id, void *arg)
+{
+  (void) loop, (void) id;
+  kg_ex_node_timers(arg);
+  return s_after(arg);
+}
+
+static int64_t
+s_standby_due(void *arg)
+{
+  return kg_ex_standby_due(arg);
+}
+
+static int
+s_on_standby(kg_loop_t *loop, int id, void *arg)
+{
+  (void) loop, (void) id;
+  kg_ex_standby_tick(arg);
+  return s_after(arg);
+}
 
 int
 kg_ex_loop(kg_exec_s *E)
 {
-  size_t cap = S_FIXED + 4 * (size_t) E->nranks;   /* each rank, each standby */
-  zmq_pollitem_t *p = calloc(cap, sizeof *p);
-  if (!p)
-    return KG_EXIT_SYSTEM;
-  while (E->state != KG_EX_DONE) {
-    int hout = E->helper ? kg_child_stdout_fd(E->helper) : -1;
-    int herr = E->helper ? kg_child_stderr_fd(E->helper) : -1;
-    /* zmq_poll takes plain fds (fd < 0 is never ready) and the link. */
-    p[S_SIG] = (zmq_pollitem_t){NULL, E->sigfd, ZMQ_POLLIN, 0};
-    p[S_HOUT] = (zmq_pollitem_t){NULL, hout, hout >= 0 ? ZMQ_POLLIN : 0, 0};
-    p[S_HERR] = (zmq_pollitem_t){NULL, herr, herr >= 0 ? ZMQ_POLLIN : 0, 0};
-    /* A socket item must name a socket: an idle fd stands in without one. */
-    p[S_LINK] = E->link ? (zmq_pollitem_t){E->link, -1, ZMQ_POLLIN, 0}
-                        : (zmq_pollitem_t){NULL, -1, 0, 0};
-    p[S_MON] = E->monitor ? (zmq_pollitem_t){E->monitor, -1, ZMQ_POLLIN, 0}
-                          : (zmq_pollitem_t){NULL, -1, 0, 0};
-    int sfd = kg_exec_store_fd(E->store);
-    p[S_STORE] = (zmq_pollitem_t){NULL, sfd, sfd >= 0 ? ZMQ_POLLIN : 0, 0};
-    for (int r = 0; r < E->nranks; r++)
-      for (int w = 0; w < 2; w++) {
-        kg_child_t *c = E->ranks[r].child;
-        int fd = !c ? -1 : w == 0 ? kg_child_stdout_fd(c) : kg_child_stderr_fd(c);
-        p[S_FIXED + 2 * r + w] = (zmq_pollitem_t){NULL, fd, fd >= 0 ? ZMQ_POLLIN : 0, 0};
-        kg_child_t *sb = E->ranks[r].standby;
-        fd = !sb ? -1 : w == 0 ? kg_child_stdout_fd(sb) : kg_child_stderr_fd(sb);
-        p[S_FIXED + 2 * (E->nranks + r) + w] =
-          (zmq_pollitem_t){NULL, fd, fd >= 0 ? ZMQ_POLLIN : 0, 0};
-      }
-    int64_t wake = E->deadline;
-    if (E->link) {
-      int64_t t = kg_ex_node_timers(E);
-      kg_ex_run_queue(E);
-      if (E->state == KG_EX_DONE)
-        break;
-      if (wake < 0 || t < wake)
-        wake = t;
-    }
-    long timeout = -1;
-    if (wake >= 0) {
-      int64_t left = wake - kg_clock_mono_ms();
-      timeout = left < 0 ? 0 : left > 60000 ? 60000 : (long) left;
-    }
-    int rc = zmq_poll(p, (int) cap, timeout);
-    if (rc < 0 && zmq_errno() != EINTR) {
-      kg_error("exec: poll: %s", zmq_strerror(zmq_errno()));
-      free(p);
-      return KG_EXIT_SYSTEM;
-    }
-    /* Output before exits, so the text that explains a death is seen first. */
-    for (int r = 0; rc > 0 && r < E->nranks; r++)
-      for (int w = 0; w < 2; w++)
-        if (p[S_FIXED + 2 * r + w].revents)
-          s_read_rank(E, r, w + 1);
-    for (int r = 0; rc > 0 && r < E->nranks; r++)
-      for (int w = 0; w < 2; w++)
-        if (p[S_FIXED + 2 * (E->nranks + r) + w].revents)
-          kg_ex_standby_read(E, r, w + 1);
-    if (rc > 0 && p[S_STORE].revents)
-      kg_exec_store_read(E->store);
-    if (rc > 0 && (p[S_HOUT].revents || p[S_HERR].revents))
-      s_read_helper(E);
-    if (rc > 0 && p[S_SIG].revents)
-      s_read_signals(E);
-    if (rc > 0 && E->link && p[S_LINK].revents)
-      kg_ex_node_recv(E);
-    if (rc > 0 && E->monitor && p[S_MON].revents)
-      kg_ex_node_monitor(E);
-    if (E->deadline >= 0 && kg_clock_mono_ms() >= E->deadline) {
-      E->deadline = -1;
-      kg_ex_fire(E, KG_EXE_DEADLINE, 0);
-    }
-    kg_ex_run_queue(E);
-    if (E->state == KG_EX_STOPPING && kg_ex_group_gone(E)) {
-      kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
-      kg_ex_run_queue(E);
-    }
-    kg_ex_standby_tick(E);
+  /* Registered in the order their handlers run in one iteration: the
+     ranks' output before the signals, so the text that explains a death
+     is read before the death is. */
+  s_pipe_t *pipes = calloc(4 * (size_t) E->nranks, sizeof *pipes);
+  E->loop = kg_loop_new();
+  bool ok = pipes && E->loop;
+  for (int k = 0; ok && k < 4 * E->nranks; k++) {
+    pipes[k] = (s_pipe_t){E, k / 4 % E->nranks, k % 2 + 1, k % 4 >= 2};
+    ok = kg_loop_fd_of(E->loop, s_pipe_fd, KG_LOOP_IN, s_on_pipe, &pipes[k]) > 0;
   }
-  free(p);
+  ok = ok && kg_loop_fd_of(E->loop, s_helper_fd, KG_LOOP_IN, s_on_helper, E) > 0
+       && kg_loop_fd_of(E->loop, s_helper_err_fd, KG_LOOP_IN, s_on_helper, E) > 0
+       && kg_loop_fd_of(E->loop, s_store_fd, KG_LOOP_IN, s_on_store, E) > 0
+       && kg_loop_socket_of(E->loop, s_link, KG_LOOP_IN, s_on_link, E) > 0
+       && kg_loop_socket_of(E->loop, s_monitor, KG_LOOP_IN, s_on_monitor, E) > 0
+       && kg_loop_signals(E->loop, E->sig, s_on_signal, E) > 0
+       && kg_loop_timer_of(E->loop, s_deadline, s_on_deadline, E) > 0
+       && kg_loop_timer_of(E->loop, s_node_when, s_on_node_timer, E) > 0
+       && kg_loop_timer_of(E->loop, s_standby_due, s_on_standby, E) > 0;
+  int rc = ok ? 0 : KG_ENOMEM;
+  if (ok && s_after(E) != KG_LOOP_STOP)
+    rc = kg_loop_run(E->loop);
+  kg_loop_destroy(&E->loop);
+  free(pipes);
+  if (rc != 0) {
+    kg_error("exec: the event loop failed: %s", kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
+  }
   /* What the ranks still had in their pipes. */
   for (int r = 0; r < E->nranks; r++) {
     s_read_rank(E, r, 1);

@@ -18,6 +18,7 @@
 #include "kg_exit.h"
 #include "kg_file.h"
 #include "kg_log.h"
+#include "kg_loop.h"
 #include "kg_paths.h"
 
 #define S_MONITOR "inproc://kguard-exec-monitor"
@@ -140,8 +141,11 @@ kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields)
   cJSON_AddStringToObject(m, "type", type);
   cJSON_AddNumberToObject(m, "node", E->cfg.node_rank);
   char *text = cJSON_PrintUnformatted(m);
-  if (text && E->link)
+  if (text && E->link) {
     zmq_send(E->link, text, strlen(text), ZMQ_DONTWAIT);
+    if (E->loop)
+      kg_loop_sent(E->loop, E->link);   /* the send may have taken the input's edge */
+  }
   free(text);
   cJSON_Delete(m);
 }
@@ -222,6 +226,15 @@ kg_ex_node_recv(kg_exec_s *E)
 /*  Heartbeats both ways: send one when due, and declare the coordinator
     lost when it said nothing for the heartbeat timeout (once). Returns the
     next time (monotonic ms) this needs to run. */
+int64_t
+kg_ex_node_when(const kg_exec_s *E)
+{
+  int64_t next = E->beat_next, hb = E->cfg.heartbeat_ms;
+  if (!E->lost && E->coord_seen + hb + 1 < next)
+    next = E->coord_seen + hb + 1;
+  return next > 0 ? next : 1;
+}
+
 int64_t
 kg_ex_node_timers(kg_exec_s *E)
 {

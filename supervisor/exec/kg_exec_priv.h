@@ -19,6 +19,8 @@
 #include "kg_exec_rule.h"
 #include "kg_incident.h"
 #include "kg_linebuf.h"
+#include "kg_loop.h"
+#include "kg_sigsrc.h"
 #include "kg_policy.h"
 
 typedef enum {
@@ -124,7 +126,8 @@ typedef struct kg_exec_s {
   char *helper_out;
   size_t helper_len;
 
-  int sigfd;
+  kg_sigsrc_t *sig;             /* SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1  */
+  kg_loop_t *loop;              /* the one reactor (kg_loop)                  */
   kg_ex_state_t state;
   kg_ex_then_t then;
   int64_t deadline;             /* monotonic ms, -1 = none                     */
@@ -214,6 +217,9 @@ void kg_ex_reap(kg_exec_s *E);
 bool kg_ex_standby_possible(const kg_exec_s *E, char *why, size_t len);
 /*  Start the missing standbys when they are due (every loop turn). */
 void kg_ex_standby_tick(kg_exec_s *E);
+/*  When the missing standbys are due (monotonic ms), 0 when none is. A
+    query. */
+int64_t kg_ex_standby_due(const kg_exec_s *E);
 /*  Read what rank r's standby printed (which = 1 stdout, 2 stderr). */
 void kg_ex_standby_read(kg_exec_s *E, int r, int which);
 /*  pid was a standby: reap it (a death before use). False: not one. */
@@ -238,6 +244,8 @@ void kg_ex_node_close(kg_exec_s *E);
 void kg_ex_node_recv(kg_exec_s *E);
 void kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields);
 int64_t kg_ex_node_timers(kg_exec_s *E);
+/*  When kg_ex_node_timers must run next (monotonic ms). A query. */
+int64_t kg_ex_node_when(const kg_exec_s *E);
 cJSON *kg_ex_node_report(kg_exec_s *E);
 int kg_ex_node_restore_next(kg_exec_s *E);
 /*  After a stop: list the next local rank's checkpoints (`kguard ckpt

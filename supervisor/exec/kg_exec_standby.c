@@ -159,14 +159,26 @@ kg_ex_standby_stop(kg_exec_s *E, int r)
   k->standby_warm = false;
 }
 
+int64_t
+kg_ex_standby_due(const kg_exec_s *E)
+{
+  if (!E->cfg.standby || E->state != KG_EX_RUNNING || E->standby_failures >= S_MAX_FAILURES)
+    return 0;
+  bool missing = false;
+  for (int r = 0; r < E->nranks; r++)
+    missing = missing || !E->ranks[r].standby;
+  if (!missing)
+    return 0;
+  /* Behind the generation's own start, not against it: once it trained a
+     step (or after a while for a script that prints none). */
+  return E->pace.last_step >= 0 ? 1 : E->generation_started + S_DUE_WITHOUT_STEPS_MS;
+}
+
 void
 kg_ex_standby_tick(kg_exec_s *E)
 {
-  if (!E->cfg.standby || E->state != KG_EX_RUNNING || E->standby_failures >= S_MAX_FAILURES)
-    return;
-  /* Behind the generation's own start, not against it: once it trained a
-     step (or after a while for a script that prints none). */
-  if (E->pace.last_step < 0 && kg_clock_mono_ms() - E->generation_started < S_DUE_WITHOUT_STEPS_MS)
+  int64_t due = kg_ex_standby_due(E);
+  if (due == 0 || due > kg_clock_mono_ms())
     return;
   for (int r = 0; r < E->nranks; r++) {
     if (E->ranks[r].standby)
