@@ -140,8 +140,10 @@ def main():
         f"{statistics.median(r['resume'] for r in rows if r['nodes'] == n):.2f}"
         for n in counts) + f" | **{after:.1f}** | sum of the parts after detect |")
     read = sum(model[k] for k in READS)
+    def no_read(r):
+        return r["resume"] - sum(r.get(k, 0) for k in READS)
     print("| kill to first step, checkpoint read excluded | " + " | ".join(
-        f"{statistics.median(r['resume'] - sum(r.get(k, 0) for k in READS) for r in rows if r['nodes'] == n):.2f}"
+        f"{statistics.median(no_read(r) for r in rows if r['nodes'] == n):.2f}"
         for n in counts) + f" | {after - read:.1f} | without verify, restore, load |")
     print("| fault to first step | " + " | ".join(
         f"{statistics.median(r['resume'] + r['detect'] for r in rows if r['nodes'] == n):.2f}"

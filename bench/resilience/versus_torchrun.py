@@ -389,7 +389,8 @@ def main():
     ap.add_argument("--random-state", dest="seed", metavar="N", type=int, default=None,
                     help="initialise the random generator with this integer, for a repeatable run")
     ap.add_argument("--launchers", default=",".join(LAUNCHERS),
-                    help="goodput, detbug: who starts the ranks, in turn (%s)" % ", ".join(LAUNCHERS))
+                    help="goodput, detbug: who starts the ranks, in turn (%s)"
+                         % ", ".join(LAUNCHERS))
     ap.add_argument("--on-fault", choices=["raise", "hang"], default="raise",
                     help="detbug: the poisoned rank raises, or stays alive (judged by the pace)")
     ap.add_argument("--short", action="store_true", help="one small trial (the ctest version)")

@@ -191,6 +191,23 @@ void kg_ex_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline);
 void kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status);
 /*  The run ends with the code a job-ending decision names. */
 void kg_ex_done_code(kg_exec_s *E, int code);
+/*  End with outcome: at once, or once the tree is gone while it stops. */
+void kg_ex_finish(kg_exec_s *E, kg_exec_outcome_t outcome);
+
+/*  kg_exec_restart.c: after a proven fault. */
+/*  Start choosing the checkpoint (one node): at once, also while the tree
+    still stops. */
+void kg_ex_restore(kg_exec_s *E);
+/*  The checkpoint helper ended (one node: resume-prepare; several: a
+    quarantine or restore of this node's ranks). */
+void kg_ex_helper_done(kg_exec_s *E);
+/*  The coordinator's decision, once this node's tree stopped. */
+void kg_ex_decision(kg_exec_s *E);
+/*  The coordinator ends the job while this node still runs. */
+void kg_ex_end_early(kg_exec_s *E);
+/*  May the ranks start again on these devices (memory released)? When
+    not yet, the deadline is re-armed. */
+bool kg_ex_devices_free(kg_exec_s *E);
 
 /*  kg_exec_loop.c */
 int kg_ex_loop(kg_exec_s *E);
