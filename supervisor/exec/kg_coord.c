@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -27,6 +26,8 @@
 #include "kg_exec_rule.h"
 #include "kg_exit.h"
 #include "kg_log.h"
+#include "kg_loop.h"
+#include "kg_sigsrc.h"
 #include "kg_paths.h"
 
 #define S_MAX_NODES 4096
@@ -46,6 +47,8 @@ kg_coord_send(kg_coord_s *C, int node, const cJSON *msg)
   /* Never block the loop on a node that stopped reading. */
   if (zmq_send(C->router, n->id, n->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
     zmq_send(C->router, text, strlen(text), ZMQ_DONTWAIT);
+  if (C->loop)
+    kg_loop_sent(C->loop, C->router);   /* the send may have taken the input's edge */
   free(text);
 }
 
@@ -305,73 +308,153 @@ s_bind(kg_coord_s *C, char *where, size_t wlen)
   return 0;
 }
 
+/* ---- the loop: kg_loop registrations ------------------------------------ */
+
+/*  The job is over with code: the loop stops. */
 static int
-s_serve(kg_coord_s *C, int sigfd)
+s_over(kg_coord_s *C, int code)
 {
-  for (;;) {
-    int sfd = kg_exec_store_fd(C->rstore);
-    zmq_pollitem_t it[5] = {{C->router, 0, ZMQ_POLLIN, 0}, {C->zap, 0, ZMQ_POLLIN, 0},
-                            {NULL, sigfd, ZMQ_POLLIN, 0},
-                            {NULL, sfd, sfd >= 0 ? ZMQ_POLLIN : 0, 0},
-                            {C->monitor, 0, ZMQ_POLLIN, 0}};
-    int64_t now = kg_clock_mono_ms(), wake = now + (C->heartbeat_ms / 4 > 0
-                                                    ? C->heartbeat_ms / 4 : 250);
-    if (!C->started && C->join_deadline < wake)
-      wake = C->join_deadline;
-    int64_t rl = kg_ratelog_deadline(C->refusals);
-    if (rl > 0 && rl < wake)
-      wake = rl;
-    long timeout = wake > now ? (long) (wake - now) : 0;
-    if (zmq_poll(it, C->monitor ? 5 : 4, timeout) < 0) {
-      if (errno == EINTR)
-        continue;
-      return KG_EXIT_SYSTEM;
-    }
-    if (it[2].revents) {
-      struct signalfd_siginfo si;
-      while (read(sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
-        if (si.ssi_signo != SIGCHLD)
-          return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "the coordinator was stopped");
-        /* Signals coalesce: whichever child it names, see to the store. */
-        kg_exec_store_reaped(C->rstore, kg_exec_store_pid(C->rstore));
-      }
-    }
-    if (it[3].revents)
-      kg_exec_store_read(C->rstore);
-    if (it[1].revents)
-      s_zap(C);
-    if (C->monitor && it[4].revents)
-      s_monitor(C);
-    while (it[0].revents) {
-      unsigned char id[256];
-      int il = zmq_recv(C->router, id, sizeof id, ZMQ_DONTWAIT);
-      if (il < 0)
-        break;
-      zmq_msg_t body;
-      zmq_msg_init(&body);
-      if (zmq_msg_recv(&body, C->router, 0) < 0) {
-        zmq_msg_close(&body);
-        break;
-      }
-      int rc = s_on_message(C, id, (size_t) (il > (int) sizeof id ? (int) sizeof id : il),
-                            zmq_msg_data(&body), zmq_msg_size(&body));
+  if (code < 0)
+    return KG_LOOP_OK;
+  C->code = code;
+  return KG_LOOP_STOP;
+}
+
+static int
+s_on_router(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_coord_s *C = arg;
+  for (int n = 0; n < 64; n++) {   /* a bounded batch, then the others' turn */
+    unsigned char nid[256];
+    int il = zmq_recv(C->router, nid, sizeof nid, ZMQ_DONTWAIT);
+    if (il < 0)
+      return KG_LOOP_OK;
+    zmq_msg_t body;
+    zmq_msg_init(&body);
+    if (zmq_msg_recv(&body, C->router, 0) < 0) {
       zmq_msg_close(&body);
-      if (rc >= 0)
-        return rc;
+      return KG_LOOP_OK;
     }
-    now = kg_clock_mono_ms();
-    char *summary = kg_ratelog_summary(C->refusals, now, false);
-    if (summary) {
-      kg_warning("coordinator: connections refused %s", summary);
-      free(summary);
-    }
-    /* After reading what the nodes said. */
-    int rc = kg_coord_join_timers(C, now);
-    if (rc < 0)
-      rc = kg_coord_check_lost(C, now);
+    int rc = s_on_message(C, nid, (size_t) (il > (int) sizeof nid ? (int) sizeof nid : il),
+                          zmq_msg_data(&body), zmq_msg_size(&body));
+    zmq_msg_close(&body);
     if (rc >= 0)
-      return rc;
+      return s_over(C, rc);
   }
+  return KG_LOOP_MORE;
+}
+
+static int
+s_on_zap(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  s_zap(arg);
+  kg_loop_sent(loop, ((kg_coord_s *) arg)->zap);
+  return KG_LOOP_OK;
+}
+
+static int
+s_on_monitor(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  s_monitor(arg);
+  return KG_LOOP_OK;
+}
+
+static int
+s_store_fd(void *arg)
+{
+  return kg_exec_store_fd(((kg_coord_s *) arg)->rstore);
+}
+
+static int
+s_on_store(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_exec_store_read(((kg_coord_s *) arg)->rstore);
+  return KG_LOOP_OK;
+}
+
+static int
+s_on_signal(kg_loop_t *loop, int signo, void *arg)
+{
+  (void) loop;
+  kg_coord_s *C = arg;
+  if (signo != SIGCHLD)
+    return s_over(C, kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "the coordinator was stopped"));
+  /* Signals coalesce: whichever child it names, see to the store. */
+  kg_exec_store_reaped(C->rstore, kg_exec_store_pid(C->rstore));
+  return KG_LOOP_OK;
+}
+
+/*  Every quarter of the heartbeat timeout: a node silent for it is lost. */
+static int
+s_on_beat_check(kg_loop_t *loop, int id, void *arg)
+{
+  kg_coord_s *C = arg;
+  int64_t now = kg_loop_now(loop);
+  kg_loop_timer_set(loop, id, now + (C->heartbeat_ms / 4 > 0 ? C->heartbeat_ms / 4 : 250));
+  return s_over(C, kg_coord_check_lost(C, now));
+}
+
+static int64_t
+s_join_when(void *arg)
+{
+  const kg_coord_s *C = arg;
+  return C->started ? 0 : C->join_deadline;
+}
+
+static int
+s_on_join_deadline(kg_loop_t *loop, int id, void *arg)
+{
+  (void) id;
+  return s_over(arg, kg_coord_join_timers(arg, kg_loop_now(loop)));
+}
+
+static int64_t
+s_refusals_when(void *arg)
+{
+  return kg_ratelog_deadline(((kg_coord_s *) arg)->refusals);
+}
+
+static int
+s_on_refusals(kg_loop_t *loop, int id, void *arg)
+{
+  (void) id;
+  kg_coord_s *C = arg;
+  char *summary = kg_ratelog_summary(C->refusals, kg_loop_now(loop), false);
+  if (summary) {
+    kg_warning("coordinator: connections refused %s", summary);
+    free(summary);
+  }
+  return KG_LOOP_OK;
+}
+
+/*  Serve until the job is over; its exit code. */
+static int
+s_serve(kg_coord_s *C, kg_sigsrc_t *sig)
+{
+  C->loop = kg_loop_new();
+  C->code = KG_EXIT_SYSTEM;
+  int64_t now = kg_clock_mono_ms();
+  bool ok = C->loop
+            && kg_loop_socket(C->loop, C->router, KG_LOOP_IN, s_on_router, C) > 0
+            && kg_loop_socket(C->loop, C->zap, KG_LOOP_IN, s_on_zap, C) > 0
+            && (!C->monitor || kg_loop_socket(C->loop, C->monitor, KG_LOOP_IN, s_on_monitor,
+                                              C) > 0)
+            && kg_loop_fd_of(C->loop, s_store_fd, KG_LOOP_IN, s_on_store, C) > 0
+            && kg_loop_signals(C->loop, sig, s_on_signal, C) > 0
+            && kg_loop_timer(C->loop, now + C->heartbeat_ms / 4 + 1, s_on_beat_check, C) > 0
+            && kg_loop_timer_of(C->loop, s_join_when, s_on_join_deadline, C) > 0
+            && kg_loop_timer_of(C->loop, s_refusals_when, s_on_refusals, C) > 0;
+  int rc = ok ? kg_loop_run(C->loop) : KG_ENOMEM;
+  kg_loop_destroy(&C->loop);
+  if (rc != 0) {
+    kg_error("coordinator: its event loop failed: %s", kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
+  }
+  return C->code;
 }
 
 int
@@ -439,19 +522,14 @@ kg_coord_main(int argc, char **argv)
   C.nodes = calloc((size_t) C.nnodes, sizeof *C.nodes);
   static const char *const kinds[] = {"failed handshakes"};
   C.refusals = kg_ratelog_new(1, kinds, 3, 10000);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &set, NULL);
-  int sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  /* Before the ZeroMQ context: its threads inherit the blocked mask. */
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD, 0};
+  kg_sigsrc_t *sig = kg_sigsrc_new(sigs);
   C.ctx = zmq_ctx_new();
   C.zap = zmq_socket(C.ctx, ZMQ_REP);
   C.router = zmq_socket(C.ctx, ZMQ_ROUTER);
   int one = 1, zero = 0;
-  if (!C.nodes || !C.policy || !C.refusals || sigfd < 0 || !C.zap || !C.router
+  if (!C.nodes || !C.policy || !C.refusals || !sig || !C.zap || !C.router
       || zmq_bind(C.zap, "inproc://zeromq.zap.01") != 0
       || zmq_setsockopt(C.router, ZMQ_CURVE_SERVER, &one, sizeof one) != 0
       || zmq_setsockopt(C.router, ZMQ_CURVE_SECRETKEY, C.keys.server_secret, 41) != 0
@@ -477,7 +555,7 @@ kg_coord_main(int argc, char **argv)
     kg_warning("coordinator: cannot start the ranks' rendezvous store: each generation's "
                "rank 0 serves one");
   kg_notice("coordinator: listening on %s for %d nodes (CURVE)", where, C.nnodes);
-  int code = s_serve(&C, sigfd);
+  int code = s_serve(&C, sig);
   kg_notice("coordinator: the job ends with %d", code);
   kg_coord_store_remove(C.store, C.nonce_name);
   for (int i = 0; i < C.nnodes; i++) {
@@ -503,6 +581,6 @@ kg_coord_main(int argc, char **argv)
   kg_ratelog_destroy(&C.refusals);
   kg_exec_store_destroy(&C.rstore);
   kg_policy_destroy(&C.policy);
-  close(sigfd);
+  kg_sigsrc_destroy(&sig);
   return code;
 }

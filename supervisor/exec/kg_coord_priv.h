@@ -14,6 +14,7 @@
 #include "kg_coord_keys.h"
 #include "kg_coord_store.h"
 #include "kg_exec_store.h"
+#include "kg_loop.h"
 #include "kg_policy.h"
 #include "kg_ratelog.h"
 
@@ -39,6 +40,8 @@ typedef struct kg_coord_s {
   int64_t join_timeout_ms;    /* every node has joined within this            */
   kg_coord_keys_t keys;
   void *ctx, *router, *zap, *monitor;
+  kg_loop_t *loop;            /* the reactor it serves on (kg_loop)           */
+  int code;                   /* the job's exit code, once it is over         */
   kg_coord_node_t *nodes;
   int gen;
   bool started;               /* every node joined and checked: job running  */
