@@ -92,8 +92,8 @@ s_diag_line(void *arg, const char *line, size_t len, bool truncated, int64_t fir
 
 /*  Pass one rank's pipe through as it comes, keep it, and diagnose it line
     by line. */
-static void
-s_read_rank(kg_exec_s *E, int r, int which)
+void
+kg_ex_read_rank(kg_exec_s *E, int r, int which)
 {
   kg_ex_rank_t *k = &E->ranks[r];
   char buf[65536];
@@ -110,8 +110,8 @@ s_read_rank(kg_exec_s *E, int r, int which)
   }
 }
 
-static void
-s_read_helper(kg_exec_s *E)
+void
+kg_ex_read_helper(kg_exec_s *E)
 {
   char buf[8192];
   for (;;) {
@@ -185,7 +185,7 @@ s_on_pipe(kg_loop_t *loop, int id, int events, void *arg)
   if (p->standby)
     kg_ex_standby_read(p->E, p->rank, p->which);
   else
-    s_read_rank(p->E, p->rank, p->which);
+    kg_ex_read_rank(p->E, p->rank, p->which);
   return s_after(p->E);
 }
 
@@ -207,7 +207,7 @@ static int
 s_on_helper(kg_loop_t *loop, int id, int events, void *arg)
 {
   (void) loop, (void) id, (void) events;
-  s_read_helper(arg);
+  kg_ex_read_helper(arg);
   return s_after(arg);
 }
 
@@ -344,8 +344,8 @@ kg_ex_loop(kg_exec_s *E)
   }
   /* What the ranks still had in their pipes. */
   for (int r = 0; r < E->nranks; r++) {
-    s_read_rank(E, r, 1);
-    s_read_rank(E, r, 2);
+    kg_ex_read_rank(E, r, 1);
+    kg_ex_read_rank(E, r, 2);
   }
   return E->exit_code;
 }

@@ -211,6 +211,11 @@ bool kg_ex_devices_free(kg_exec_s *E);
 
 /*  kg_exec_loop.c */
 int kg_ex_loop(kg_exec_s *E);
+/*  Read what is in rank r's pipe (which = 1 stdout, 2 stderr): pass it
+    through, keep it, diagnose it. */
+void kg_ex_read_rank(kg_exec_s *E, int r, int which);
+/*  Read what is in the helper's pipes (its answer on stdout is kept). */
+void kg_ex_read_helper(kg_exec_s *E);
 int kg_ex_start_helper(kg_exec_s *E, char **argv);
 
 /*  kg_exec_ranks.c: the process tree. */

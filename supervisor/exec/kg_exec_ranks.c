@@ -317,6 +317,10 @@ kg_ex_reap(kg_exec_s *E)
     if (r < E->nranks) {
       if (kg_child_reap(E->ranks[r].child) != 1)
         break;
+      /* What it wrote before it died is read before its death is judged:
+         its SIGCHLD may come in after the poll that did not see the text. */
+      kg_ex_read_rank(E, r, 1);
+      kg_ex_read_rank(E, r, 2);
       s_rank_ended(E, r, kg_child_status(E->ranks[r].child));
     } else if (E->coord && pid == kg_child_pid(E->coord) && !kg_child_exited(E->coord)) {
       if (kg_child_reap(E->coord) != 1)
@@ -336,6 +340,7 @@ kg_ex_reap(kg_exec_s *E)
     } else if (E->helper && pid == kg_child_pid(E->helper)) {
       if (kg_child_reap(E->helper) != 1)
         break;
+      kg_ex_read_helper(E);   /* all of its answer, before it is read */
       kg_ex_fire(E, KG_EXE_HELPER_DONE, 0);
     } else {
       int st = 0;
