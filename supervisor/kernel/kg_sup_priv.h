@@ -45,6 +45,7 @@
 #include "kg_relay_stats.h"
 #include "kg_restore.h"
 #include "kg_ring.h"
+#include "kg_rotlog.h"
 #include "kg_sigsrc.h"
 #include "kg_signer.h"
 #include "kg_state.h"
@@ -54,6 +55,8 @@
 #define KG__EVENTS_MAX 16         /* events waiting at once (a transition posts 1-2) */
 #define KG__RING_BYTES (256u * 1024u)   /* the kernel's stdout/stderr kept */
 #define KG__START_TIMEOUT_MS 60000 /* STARTING: ready within this, or stopped */
+#define KG__KLOG_BYTES (32u * 1024u * 1024u) /* the kernel log, twice at most */
+#define KG__KLOG_ENV "KGUARD_KERNEL_LOG_BYTES"   /* ... or this many bytes  */
 #define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
 #define KG__KILL_REAP_MS 2000     /* KILLING: warn again if still not reaped */
@@ -219,14 +222,17 @@ struct kg_supervisor_t {
   cJSON *info_cache;            /*  last kernel_info_reply content           */
   char *session;                /*  its session as last seen (owned; any
                                     length: the kernel chose it)             */
-  int execution_count;          /*  last seen                                */
+  int execution_count;          /*  the running kernel's, as its last
+                                    execute_reply said (0: a fresh kernel);
+                                    `%kguard` replies carry it              */
 
   /* the relay */
   kg_pending_t *pending;        /*  requests, held queues, the busy ledger   */
   kg_gate_t *gate;              /*  routing decision, stale-request rule     */
   kg_relay_stats_t *stats;      /*  relayed and dropped counts, the drop log */
   int64_t trim_at_ms;           /*  give freed message memory back then      */
-  int log_fd;                   /*  logs/kernel-*.log, the rings write there */
+  kg_rotlog_t *klog;            /*  logs/kernel-*.log (the kernel's rings
+                                    write there; bounded, kg_rotlog)         */
   FILE *own_log;                /*  logs/kguard-*.log                        */
 
   /* faults */
@@ -273,6 +279,11 @@ kg__state(const kg_sup_t *S)
 {
   return (kg_state_t) kg_fsm_state(S->fsm);
 }
+
+/*  A message of type could not be sent to `to` ("frontend", "kernel")
+    with rc (a peer that does not read: KG_EQFULL; one that is gone:
+    -EHOSTUNREACH): counted in stats as unsent, logged at a bounded rate. */
+void kg__unsent(kg_relay_stats_t *stats, const char *to, const char *type, int rc);
 /*  Doom every request queued behind the running cell (they are answered,
     never run) and drop the held non-requests. */
 void kg__doom_queue(kg_sup_t *S);
@@ -353,9 +364,9 @@ void kg__flush_held(kg_sup_t *S);
     counted and skipped. */
 int kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch,
                    kg_msg_t **msg_p);
-/*  Parse and check msg with signer; false (counted, logged) if it fails. */
-bool kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side,
-                      kg_channel_t ch);
+/*  Check msg from the frontend (kg_front_check: signature, header, replay,
+    date, reflection); false (counted, logged) if it fails. */
+bool kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, const char *side, kg_channel_t ch);
 /*  A message this big schedules the memory trim after the burst. */
 void kg__relay_note_size(kg_sup_t *S, const kg_msg_t *msg);
 /*  True if e is the execute in the kernel that holds the shell queue. */

@@ -68,16 +68,14 @@ kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_
   }
 }
 
-/*  Parse and check a received message (its signature with signer); on
-    failure count, log, return false. The kernel shares the frontend's key,
-    so what passes goes on with the signature it came with (kg_msg_send). */
+/*  Check a message from the frontend (kg_front_check: signature, header,
+    replay, date, reflection); on failure count, log, return false. The
+    kernel shares the frontend's key, so what passes goes on with the
+    signature it came with (kg_msg_send). */
 bool
-kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side,
-                 kg_channel_t ch)
+kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, const char *side, kg_channel_t ch)
 {
-  int rc = kg_msg_parse(msg, signer);
-  if (rc == 0)
-    rc = kg_msg_check_header(msg);
+  int rc = kg_front_check(S->front, msg, kg_clock_wall_ms());
   if (rc == 0)
     return true;
   /* Anyone who reaches the ports can send these: the log gets the first
@@ -102,14 +100,26 @@ kg__relay_note_size(kg_sup_t *S, const kg_msg_t *msg)
     S->trim_at_ms = kg_clock_mono_ms() + KG__TRIM_DELAY_MS;
 }
 
+/*  To the kernel, never blocking: a kernel that does not read its channel
+    gets what it cannot take yet queued (kg_kernel_send); when even that
+    queue is full the message is dropped, and a request is answered with an
+    error so that its sender does not wait for ever. */
 static void
 s_forward(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
 {
   if (kg_msg_set_idents(msg, NULL, 0) != 0)
     return;
-  int rc = kg_kernel_send(S->kernel, ch, msg, 0);
+  /* a request is answered, a burst of anything else (comm_msg) may not
+     crowd requests out of the queue */
+  int rc = kg_kernel_send(S->kernel, ch, msg, e ? KG_OUTQ_REQUEST : KG_OUTQ_BULK);
   if (rc) {
-    kg_error("unable to forward %s to the kernel: %s", kg_msg_type(msg), kg_strerror(rc));
+    kg__unsent(S->stats, "kernel", kg_msg_type(msg), rc);
+    if (e && !e->doomed)
+      kg__answer_error(S, e, "KernelBusy",
+                       rc == KG_EQFULL
+                         ? "the kernel is not reading its requests: kguard's queue to it is "
+                           "full, so this request was not sent"
+                         : "kguard could not send this request to the kernel");
     return;
   }
   if (e)
@@ -289,19 +299,32 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     .info_cached = S->info_cache != NULL,
     .interrupt_by_signal = !S->cfg->inner_message_interrupts,
   };
-  if (in.kind == KG_GATE_MSG_EXECUTE)
+  if (in.kind == KG_GATE_MSG_EXECUTE) {
     in.sent_wall_ms = kg_date_header_ms(kg_msg_json(msg, KG_PART_HEADER));
+    /* the date is on that frontend's clock: known from its session's
+       earlier messages (this one is among those measured) */
+    unsigned long measured = 0;
+    in.clock.known = kg_front_clock(S->front, kg_msg_session(msg), &in.clock.offset_ms,
+                                    &measured)
+                     && measured >= 2;
+  }
   kg_gate_decision_t d = kg_gate_decide(S->gate, &in);
   if (d.action == KG_GATE_DROP) {
     if (kg_state_exiting(in.state))
       kg_debug("%s ignored: shutting down", type);
-    else if (ch == KG_CH_STDIN)
-      kg_info("%s dropped: the kernel that asked for input is gone", type);
-    else
+    else if (ch == KG_CH_STDIN) {
+      if (kg_relay_stats_unexpected(S->stats, in.now_ms) == KG_RATELOG_FULL)
+        kg_warning("dropped %s on the frontend stdin channel: no input_request is waiting "
+                   "for it%s", type,
+                   kg_state_gate_open(in.state) ? "" : " (the kernel that asked is gone)");
+    } else
       kg_debug("%s dropped: nothing can take it now", type);
     return;
   }
-  if (ch == KG_CH_STDIN) {   /* input for the kernel that asked: no reply comes */
+  if (ch == KG_CH_STDIN) {
+    /* the one reply to the kernel's input_request (kg_gate_input_asked):
+       no reply comes back, and a second one is dropped */
+    kg_gate_input_asked(S->gate, NULL);
     s_forward(S, ch, msg, NULL);
     return;
   }
@@ -356,22 +379,32 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 /*  A bounded batch from the frontend's socket of channel ch: KG_LOOP_MORE
     unless a receive found it empty. */
 static int
-s_on_front(kg_loop_t *loop, int id, int events, void *arg)
+s_read_front(kg_sup_t *S, kg_channel_t ch)
 {
-  kg__src_t *src = arg;
-  kg_sup_t *S = src->S;
-  kg_channel_t ch = (kg_channel_t) src->which;
   for (int i = 0; i < S_BATCH; i++) {
     kg_msg_t *msg = NULL;
     if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
       return KG_LOOP_OK;
     kg__relay_note_size(S, msg);
-    if (kg__relay_accept(S, msg, kg_front_signer(S->front),
-                         "frontend", ch))
+    if (kg__relay_accept(S, msg, "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
     kg_msg_destroy(&msg);
   }
   return KG_LOOP_MORE;
+}
+
+/*  The frontend's socket of channel ch woke up (kg__relay_front_attach):
+    what it holds is read, then what waits in its send queue is sent as
+    far as it goes, since either wake-up may mean its peer took some. */
+static int
+s_on_front(kg_loop_t *loop, int id, int events, void *arg)
+{
+  kg__src_t *src = arg;
+  kg_sup_t *S = src->S;
+  kg_channel_t ch = (kg_channel_t) src->which;
+  int rc = (events & KG_LOOP_IN) ? s_read_front(S, ch) : KG_LOOP_OK;
+  kg_front_flush(S->front, ch);
+  return rc;
 }
 
 /*  kguard's held queue is a source of its own: due whenever it can move
@@ -416,7 +449,7 @@ kg__relay_front_attach(kg_sup_t *S)
     kg__src_t *src = &S->src.front[chans[i]];
     *src = (kg__src_t){S, chans[i]};
     void *socket = kg_front_socket(S->front, chans[i]);
-    if (socket && kg_loop_socket(S->loop, socket, KG_LOOP_IN, s_on_front, src) < 0)
+    if (socket && kg_loop_socket(S->loop, socket, KG_LOOP_IN | KG_LOOP_OUT, s_on_front, src) < 0)
       return KG_ENOMEM;
   }
   return 0;

@@ -82,8 +82,8 @@ s_send_nudge(kg_sup_t *S)
   if (!m)
     return;
   kg_ready_remember(kg_kernel_ready(S->kernel), kg_msg_id(m));
-  if (kg_kernel_send(S->kernel, KG_CH_SHELL, m, ZMQ_DONTWAIT) != 0)
-    kg_debug("nudge not sent (kernel not connected yet)");
+  if (kg_kernel_send(S->kernel, KG_CH_SHELL, m, KG_OUTQ_NOWAIT) != 0)
+    kg_debug("nudge not sent (kernel not connected yet, or not reading)");
   kg_msg_destroy(&m);
 }
 
@@ -97,7 +97,7 @@ s_route_back(kg_sup_t *S, kg_msg_t *msg, kg_pending_entry_t *e, kg_channel_t ch)
     return;
   int rc = kg_front_send(S->front, ch, msg);
   if (rc)
-    kg_warning("unable to send %s to the frontend: %s", kg_msg_type(msg), kg_strerror(rc));
+    kg__unsent(S->stats, "frontend", kg_msg_type(msg), rc);
   else
     kg_relay_stats_relayed(S->stats);
 }
@@ -234,6 +234,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   bool idle_seen = e && e->idle_ms > 0;
   bool abort_queue = false;
   if (ends_flight) {
+    kg_gate_input_asked(S->gate, NULL);   /* its input() is over, answered or not */
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                        "status");
     abort_queue = cJSON_IsString(st) && strcmp(st->valuestring, "error") == 0 && !e->silent
@@ -316,6 +317,8 @@ s_kernel_stdin(kg_sup_t *S, kg_msg_t *msg)
     kg_info("%s with no waiting request dropped", kg_msg_type(msg));
     return;
   }
+  if (strcmp(kg_msg_type(msg), "input_request") == 0)
+    kg_gate_input_asked(S->gate, kg_msg_id(msg));   /* one input_reply may go in */
   s_route_back(S, msg, e, KG_CH_STDIN);
 }
 
@@ -372,8 +375,10 @@ s_on_kernel(kg_sup_t *S, kg_channel_t ch)
       return KG_LOOP_OK;
     if (s_accept_kernel(S, msg, ch)) {
       const char *session = kg_msg_session(msg);
-      if (session && *session && strcmp(session, S->session) != 0)
+      if (session && *session && (!S->session || strcmp(session, S->session) != 0)) {
         kg__set_str(&S->session, session);
+        kg_front_kernel_session(S->front, session);   /* never accepted from a frontend */
+      }
       if (ch == KG_CH_IOPUB)
         s_kernel_iopub(S, msg);
       else if (ch == KG_CH_STDIN)
@@ -404,7 +409,17 @@ kg__droplog_flush(kg_sup_t *S, int64_t now, bool force)
 
 /* ------------------------------------------------------------------------
    The kernel side's sources: its sockets (fresh ones at each start), and
-   the relay's deadlines, each a timer of its own. */
+   the relay's deadlines, each a timer of its own.
+
+   No send blocks (kg_kernel_send, kg_front_send): what a peer that is not
+   reading cannot take waits in the socket's queue (kg_outq), flushed when
+   the socket may take more: when it woke up or was read from (either may
+   have processed the peer's "read some" command). The DEALERs and the
+   frontend's ROUTERs are therefore registered for output too: the loop
+   looks at a socket only when its fd woke, it was sent on or its batch
+   was cut short, so a ROUTER whose ZMQ_POLLOUT stays true while one peer
+   is full costs one look per wake-up, and a peer that never reads costs
+   no busy loop (a flush that sends nothing is no send). */
 
 static void *
 s_kernel_socket(void *arg)
@@ -413,11 +428,17 @@ s_kernel_socket(void *arg)
   return kg_kernel_socket(src->S->kernel, (kg_channel_t) src->which);
 }
 
+/*  The kernel's socket of a channel woke up: read, then send what waits
+    in its queue as far as it goes (either wake-up may mean the kernel
+    took some). */
 static int
 s_on_kernel_socket(kg_loop_t *loop, int id, int events, void *arg)
 {
   kg__src_t *src = arg;
-  return s_on_kernel(src->S, (kg_channel_t) src->which);
+  kg_channel_t ch = (kg_channel_t) src->which;
+  int rc = (events & KG_LOOP_IN) ? s_on_kernel(src->S, ch) : KG_LOOP_OK;
+  kg_kernel_flush(src->S->kernel, ch);
+  return rc;
 }
 
 /*  STARTING: kernel_info nudges until the kernel answered and iopub flows. */
@@ -530,7 +551,8 @@ kg__relay_kernel_attach(kg_sup_t *S)
   for (size_t i = 0; i < sizeof chans / sizeof chans[0]; i++) {
     kg__src_t *src = &S->src.kernel[chans[i]];
     *src = (kg__src_t){S, chans[i]};
-    if (kg_loop_socket_of(S->loop, s_kernel_socket, KG_LOOP_IN, s_on_kernel_socket, src) < 0)
+    int events = chans[i] == KG_CH_IOPUB ? KG_LOOP_IN : KG_LOOP_IN | KG_LOOP_OUT;
+    if (kg_loop_socket_of(S->loop, s_kernel_socket, events, s_on_kernel_socket, src) < 0)
       return KG_ENOMEM;
   }
   if (kg_loop_timer_of(S->loop, s_nudge_when, s_nudge, S) < 0

@@ -264,7 +264,7 @@ s_nudge(kg_loop_t *loop, int id, void *arg)
   if (!m)
     return KG_LOOP_OK;
   kg_ready_remember(ready, kg_msg_id(m));
-  (void) kg_kernel_send(standby, KG_CH_SHELL, m, ZMQ_DONTWAIT);   /* not connected yet: the next nudge */
+  (void) kg_kernel_send(standby, KG_CH_SHELL, m, KG_OUTQ_NOWAIT);   /* not connected yet: the next nudge */
   kg_msg_destroy(&m);
   kg_ready_nudge_scheduled(ready, now);
   return KG_LOOP_OK;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kg_clock.h"
+#include "kg_error.h"
 #include "kg_language.h"
 #include "kg_log.h"
 
@@ -29,6 +31,14 @@ kg__fire(kg_sup_t *S, kg_event_t event)
 {
   if (kg_fsm_post(S->fsm, event, 0, kg_loop_now(S->loop)) != 0)
     kg_error("event queue full: %s dropped", kg_event_name(event));
+}
+
+void
+kg__unsent(kg_relay_stats_t *stats, const char *to, const char *type, int rc)
+{
+  if (kg_relay_stats_unsent(stats, rc, kg_clock_mono_ms()) == KG_RATELOG_FULL)
+    kg_warning("unable to send %s to the %s: %s", type ? type : "a message", to,
+               kg_strerror(rc));
 }
 
 bool

@@ -23,6 +23,7 @@
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_paths.h"
+#include "kg_safepath.h"
 #include "kg_socket.h"
 
 
@@ -142,17 +143,13 @@ s_config(kg__config_t *C, const kg_supervisor_config_t *config)
 static void
 s_open_logs(kg_sup_t *S)
 {
-  int fd = open(S->cfg->own_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    S->own_log = fdopen(fd, "a");
-    if (S->own_log)
-      kg_log_set_file(S->own_log);
-    else
-      close(fd);
-  } else
+  if ((S->own_log = kg_safepath_fopen_append(S->cfg->own_log_path, 0600)))
+    kg_log_set_file(S->own_log);
+  else
     kg_warning("unable to open %s: %s", S->cfg->own_log_path, strerror(errno));
-  S->log_fd = open(S->cfg->kernel_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (S->log_fd < 0)
+  S->klog = kg_rotlog_open(S->cfg->kernel_log_path,
+                           kg_rotlog_limit(KG__KLOG_ENV, KG__KLOG_BYTES));
+  if (!S->klog)
     kg_warning("unable to open %s: %s", S->cfg->kernel_log_path, strerror(errno));
 }
 
@@ -211,7 +208,6 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   a->cfg = cfg;   /* frozen from here on */
   kg_sup_t *S = &a->S;
   S->cfg = &a->cfg;
-  S->log_fd = -1;
 
   /* Signals first: libzmq's threads must inherit the blocked mask. */
   static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, 0};
@@ -261,7 +257,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   kg_front_set_loop(S->front, S->loop);
   kg_kernel_opts_t kopts = {.ctx = S->ctx, .runtime_dir = S->cfg->runtime_dir,
                             .conn_path = S->cfg->inner_conn_path, .key_from = S->front_info,
-                            .log_fd = S->log_fd, .ring_bytes = KG__RING_BYTES,
+                            .log = S->klog, .ring_bytes = KG__RING_BYTES,
                             .loop = S->loop};
   if (!(S->kernel = kg_kernel_new(&kopts)))
     goto fail;
@@ -323,8 +319,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg_restore_destroy(&S->restore);
   kg__failing_clear(&S->failing);
   kg__free_envp(&S->kernel_envp);
-  if (S->log_fd >= 0)
-    close(S->log_fd);
+  kg_rotlog_close(&S->klog);
   kg_loop_destroy(&S->loop);
   kg_parentwatch_destroy(&S->parent);
   kg_sigsrc_destroy(&S->sig);
