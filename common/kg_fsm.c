@@ -97,7 +97,7 @@ kg_fsm_start(kg_fsm_t *self, int initial, int64_t now_ms)
 }
 
 int
-kg_fsm_post(kg_fsm_t *self, int event, int64_t arg, int64_t now_ms)
+kg_fsm_queue(kg_fsm_t *self, int event, int64_t arg)
 {
   assert(self);
   if (event < 0 || event >= self->def->nevents || self->state == KG_FSM_NONE)
@@ -105,11 +105,27 @@ kg_fsm_post(kg_fsm_t *self, int event, int64_t arg, int64_t now_ms)
   if (self->count == self->cap)
     return KG_ETOOBIG;
   self->ring[(self->head + self->count++) % self->cap] = (kg_fsm_event_t){event, arg};
-  if (self->applying)
-    return 0;
+  return 0;
+}
+
+void
+kg_fsm_run(kg_fsm_t *self, int64_t now_ms)
+{
+  assert(self);
+  if (self->applying || self->count == 0)
+    return;
   self->now = now_ms;
   s_drain(self);
-  return 0;
+}
+
+int
+kg_fsm_post(kg_fsm_t *self, int event, int64_t arg, int64_t now_ms)
+{
+  assert(self);
+  int rc = kg_fsm_queue(self, event, arg);
+  if (rc == 0)
+    kg_fsm_run(self, now_ms);
+  return rc;
 }
 
 bool

@@ -91,6 +91,18 @@ int kg_fsm_start(kg_fsm_t *self, int initial, int64_t now_ms);
     event, or not started). */
 int kg_fsm_post(kg_fsm_t *self, int event, int64_t arg, int64_t now_ms);
 
+/*  Queue event (with arg) without applying it, also outside a transition:
+    for an owner that first gathers everything one wake-up brought (every
+    child reaped, every line read) and only then lets the machine judge it,
+    in order. kg_fsm_run applies what waits. 0, KG_ETOOBIG (full: dropped),
+    or KG_EUSAGE (not an event, or not started). */
+int kg_fsm_queue(kg_fsm_t *self, int event, int64_t arg);
+
+/*  Apply what waits at now_ms, in order, until nothing does (what the
+    transitions post included). From inside a transition: nothing (what
+    waits is applied when it returns). */
+void kg_fsm_run(kg_fsm_t *self, int64_t now_ms);
+
 /*  At now_ms: if the state's deadline has passed, disarm it and post the
     row's on_deadline event. Returns true if it did. */
 bool kg_fsm_tick(kg_fsm_t *self, int64_t now_ms);

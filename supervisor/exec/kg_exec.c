@@ -1,7 +1,12 @@
-/*  kg_exec: the state table of `kguard exec`. Every transition runs from
-    the event queue (kg_ex_run_queue), never from inside another one. */
+/*  kg_exec: the decisions of `kguard exec` on the state engine (kg_fsm,
+    the states and rows of kg_exec_states.h): the next function judges an
+    event in the current state, acts (stops the tree, reports, starts the
+    restore) and names the state it leads to; entering a state arms its
+    deadline. Every transition runs from the event queue, never from
+    inside another one. */
 #include "kg_exec_priv.h"
 
+#include <assert.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,27 +19,27 @@
 #include "kg_exit.h"
 #include "kg_log.h"
 
-static const char *s_state_names[] = {"running", "suspect", "stopping", "restoring",
-                                      "backoff", "done", "joining", "waiting"};
-
 void
 kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg)
 {
-  if (E->qlen == KG_EX_QUEUE) {
-    kg_error("exec: event queue full, event %d dropped", (int) kind);
-    return;
-  }
-  E->queue[(E->qhead + E->qlen) % KG_EX_QUEUE] = (kg_ex_event_t){kind, arg};
-  E->qlen++;
+  assert(E);
+  if (kg_fsm_queue(E->fsm, (int) kind, arg) != 0)
+    kg_error("exec: event queue full, %s dropped", kg_ex_event_names[kind]);
 }
 
 void
-kg_ex_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline)
+kg_ex_run_queue(kg_exec_s *E)
 {
-  if (E->state != state)
-    kg_debug("exec: %s -> %s", s_state_names[E->state], s_state_names[state]);
+  assert(E);
+  kg_fsm_run(E->fsm, kg_clock_mono_ms());
+}
+
+void
+kg_ex_enter(kg_exec_s *E, kg_ex_state_t state)
+{
+  assert(E);
   E->state = state;
-  E->deadline = deadline;
+  E->entered = true;
 }
 
 void
@@ -43,7 +48,7 @@ kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status)
   E->outcome = outcome;
   E->outcome_status = status;
   E->exit_code = kg_exec_exit_code(outcome, status);
-  kg_ex_enter(E, KG_EX_DONE, -1);
+  kg_ex_enter(E, KG_EX_DONE);
 }
 
 /*  Stop the whole group with sig, then KILL after grace_ms; what follows
@@ -54,7 +59,8 @@ s_stop(kg_exec_s *E, int sig, int64_t grace_ms, kg_ex_then_t then)
   E->then = then;
   E->killed = false;
   kg_ex_kill_tree(E, sig);
-  kg_ex_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + grace_ms);
+  E->stop_grace_ms = grace_ms;
+  kg_ex_enter(E, KG_EX_STOPPING);
   if (kg_ex_group_gone(E))
     kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
 }
@@ -108,6 +114,7 @@ s_preempt(kg_exec_s *E, int sig)
     kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     break;
   case KG_EX_DONE:
+  case KG_EX_STATE_COUNT:
     break;
   }
 }
@@ -207,7 +214,7 @@ s_judge(kg_exec_s *E, kg_exec_evidence_t ev, int status, int64_t step)
       E->outcome = KG_EXEC_OUT_SUCCESS;
       s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
     } else {
-      kg_ex_enter(E, KG_EX_RUNNING, -1);
+      kg_ex_enter(E, KG_EX_RUNNING);
     }
   }
 }
@@ -268,16 +275,16 @@ s_group_gone(kg_exec_s *E)
     E->listing_failed = false;
     E->listing_started = kg_clock_mono_ms();
     E->list_rank = E->cfg.node_rank * E->nranks;
-    kg_ex_enter(E, KG_EX_WAITING, kg_clock_mono_ms() + 600000);
+    kg_ex_enter(E, KG_EX_WAITING);
     if (kg_ex_node_list_next(E) == 0)
       kg_ex_node_send_stopped(E);
     return;
   }
   if (E->then == KG_EX_THEN_RESTART && !E->preempted) {
     if (E->restored)
-      kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+      kg_ex_enter(E, KG_EX_BACKOFF);
     else if (E->helper)
-      kg_ex_enter(E, KG_EX_RESTORING, -1);   /* the restore still runs */
+      kg_ex_enter(E, KG_EX_RESTORING);   /* the restore still runs */
     else
       kg_ex_restore(E);
     return;
@@ -288,7 +295,118 @@ s_group_gone(kg_exec_s *E)
     kg_ex_done(E, E->outcome, E->outcome_status);
 }
 
-/*  One transition. */
+/* ---- what each state does with an event --------------------------------
+   A state's handler judges the event, acts, and names the state it leads
+   to (kg_ex_enter), or none: the event changes nothing. */
+
+static void
+s_on_running(kg_exec_s *E, kg_ex_event_t ev)
+{
+  if (ev.kind == KG_EXE_STICKY) {
+    kg_ex_enter(E, KG_EX_SUSPECT);
+  } else if (ev.kind == KG_EXE_LEADER_EXIT) {
+    s_leader_exit_running(E, (int) ev.arg);
+  } else if (ev.kind == KG_EXE_PEER_FAULT) {
+    kg_notice("exec: node %lld reported a failure: stopping this node's tree",
+              (long long) ev.arg);
+    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
+  }
+}
+
+static void
+s_on_suspect(kg_exec_s *E, kg_ex_event_t ev)
+{
+  if (ev.kind == KG_EXE_PROC_EXIT)
+    s_judge(E, KG_EXEC_EV_PROC_EXIT, (int) ev.arg, 0);
+  else if (ev.kind == KG_EXE_LEADER_EXIT)
+    s_judge(E, KG_EXEC_EV_LEADER_EXIT, (int) ev.arg, 0);
+  else if (ev.kind == KG_EXE_STEP)
+    s_judge(E, KG_EXEC_EV_STEP, 0, ev.arg);
+  else if (ev.kind == KG_EXE_DEADLINE)
+    s_judge(E, KG_EXEC_EV_STALL, 0, 0);
+  else if (ev.kind == KG_EXE_PEER_FAULT)
+    s_fault(E, "the job failed while the sticky text stood");
+}
+
+static void
+s_on_stopping(kg_exec_s *E, kg_ex_event_t ev)
+{
+  if (ev.kind == KG_EXE_HELPER_DONE && !E->multi) {
+    kg_ex_helper_done(E);   /* the restore, overlapped with the teardown */
+  } else if (ev.kind == KG_EXE_GROUP_GONE) {
+    s_group_gone(E);
+  } else if (ev.kind == KG_EXE_PEER_FAULT && E->then == KG_EX_THEN_EXIT && E->multi
+             && E->outcome == KG_EXEC_OUT_SUCCESS) {
+    /* finished here; the others' trouble is theirs */
+  } else if (ev.kind == KG_EXE_DEADLINE && !E->killed) {
+    kg_notice("exec: the group did not stop within its grace: SIGKILL");
+    kg_ex_kill_tree(E, SIGKILL);
+    E->killed = true;
+  }
+}
+
+static void
+s_on_restoring(kg_exec_s *E, kg_ex_event_t ev)
+{
+  if (ev.kind == KG_EXE_HELPER_DONE)
+    kg_ex_helper_done(E);
+}
+
+static void
+s_on_backoff(kg_exec_s *E, kg_ex_event_t ev)
+{
+  if (ev.kind == KG_EXE_DEADLINE && kg_ex_devices_free(E)) {
+    if (kg_ex_start_command(E) != 0)
+      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    else
+      kg_ex_enter(E, KG_EX_RUNNING);
+  }
+}
+
+static void
+s_on_waiting(kg_exec_s *E, kg_ex_event_t ev)
+{
+  if (ev.kind == KG_EXE_HELPER_DONE) {
+    kg_ex_node_listed(E);
+    if (kg_ex_node_list_next(E) == 0)
+      kg_ex_node_send_stopped(E);
+  } else if (ev.kind == KG_EXE_DECISION) {
+    kg_ex_decision(E);
+  } else if (ev.kind == KG_EXE_DEADLINE) {
+    kg_error("exec: no decision from the coordinator (retryable)");
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  }
+}
+
+/*  Indexed by state; NULL: the state takes no event (DONE). */
+static void (*const s_on[KG_EX_STATE_COUNT])(kg_exec_s *, kg_ex_event_t) = {
+  [KG_EX_RUNNING] = s_on_running,     [KG_EX_SUSPECT] = s_on_suspect,
+  [KG_EX_STOPPING] = s_on_stopping,   [KG_EX_RESTORING] = s_on_restoring,
+  [KG_EX_BACKOFF] = s_on_backoff,     [KG_EX_DONE] = NULL,
+  [KG_EX_JOINING] = kg_ex_node_join_step, [KG_EX_WAITING] = s_on_waiting,
+};
+
+/*  The coordinator is lost: infrastructure, not a GPU fault. */
+static void
+s_link_lost(kg_exec_s *E)
+{
+  kg_error("exec: the coordinator is lost (no message for %lld ms): infrastructure, not a "
+           "GPU fault; stopping, exit %d (retryable)", (long long) E->cfg.heartbeat_ms,
+           KG_EXEC_EXIT_RETRYABLE);
+  if (E->state == KG_EX_RUNNING || E->state == KG_EX_SUSPECT) {
+    E->outcome = KG_EXEC_OUT_RETRYABLE;
+    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+  } else if (E->state == KG_EX_STOPPING) {
+    E->then = KG_EX_THEN_EXIT;
+    E->outcome = KG_EXEC_OUT_RETRYABLE;
+  } else if (E->state != KG_EX_DONE) {
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  }
+}
+
+/*  One event: those every state takes alike first (a scheduler's signal,
+    the coordinator lost or failed, a decision that ends the job early),
+    then the state's own handler. */
 static void
 s_step(kg_exec_s *E, kg_ex_event_t ev)
 {
@@ -297,18 +415,7 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
     return;
   }
   if (ev.kind == KG_EXE_LINK_LOST) {
-    kg_error("exec: the coordinator is lost (no message for %lld ms): infrastructure, not a "
-             "GPU fault; stopping, exit %d (retryable)", (long long) E->cfg.heartbeat_ms,
-             KG_EXEC_EXIT_RETRYABLE);
-    if (E->state == KG_EX_RUNNING || E->state == KG_EX_SUSPECT) {
-      E->outcome = KG_EXEC_OUT_RETRYABLE;
-      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
-    } else if (E->state == KG_EX_STOPPING) {
-      E->then = KG_EX_THEN_EXIT;
-      E->outcome = KG_EXEC_OUT_RETRYABLE;
-    } else if (E->state != KG_EX_DONE) {
-      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-    }
+    s_link_lost(E);
     return;
   }
   if (ev.kind == KG_EXE_COORD_FAILED) {
@@ -318,108 +425,137 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       kg_error("exec: the coordinator could not start (its message above): exit %d",
                KG_EXIT_USAGE);
       E->exit_code = KG_EXIT_USAGE;
-      kg_ex_enter(E, KG_EX_DONE, -1);
+      kg_ex_enter(E, KG_EX_DONE);
     }
     return;
   }
-  if (ev.kind == KG_EXE_DECISION && E->state == KG_EX_JOINING) {
-    kg_ex_node_join_step(E, ev);
-    return;
-  }
-  if (ev.kind == KG_EXE_DECISION && E->state != KG_EX_WAITING) {
+  if (ev.kind == KG_EXE_DECISION && E->state != KG_EX_WAITING && E->state != KG_EX_JOINING) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(E->decision, "action");
     if (cJSON_IsString(a) && strcmp(a->valuestring, "end") == 0 && E->state != KG_EX_DONE)
       kg_ex_end_early(E);
     return;
   }
-  switch (E->state) {
-  case KG_EX_RUNNING:
-    if (ev.kind == KG_EXE_STICKY) {
-      E->step_at_suspicion = E->pace.last_step;
-      E->fault_mono_ms = kg_clock_mono_ms();
-      const kg_match_t *m = kg_diagnosis_suspect(E->diag) ? kg_diagnosis_suspicion(E->diag)
-                                                             : kg_diagnosis_match(E->diag);
-      int64_t stall = kg_exec_stall_ms(E->cfg.stall_ms, E->pace.longest_gap_ms);
-      kg_notice("exec: sticky error text seen (%s): a fault once a process fails or "
-                "training stalls for %lld ms%s", m && m->family ? m->family->id : "?",
-                (long long) stall, E->cfg.stall_ms < 0 ? " (4 x its longest step)" : "");
-      kg_ex_enter(E, KG_EX_SUSPECT, E->fault_mono_ms + stall);
-    } else if (ev.kind == KG_EXE_LEADER_EXIT) {
-      s_leader_exit_running(E, (int) ev.arg);
-    } else if (ev.kind == KG_EXE_PEER_FAULT) {
-      kg_notice("exec: node %lld reported a failure: stopping this node's tree",
-                (long long) ev.arg);
-      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
-    }
-    break;
-  case KG_EX_SUSPECT:
-    if (ev.kind == KG_EXE_PROC_EXIT)
-      s_judge(E, KG_EXEC_EV_PROC_EXIT, (int) ev.arg, 0);
-    else if (ev.kind == KG_EXE_LEADER_EXIT)
-      s_judge(E, KG_EXEC_EV_LEADER_EXIT, (int) ev.arg, 0);
-    else if (ev.kind == KG_EXE_STEP)
-      s_judge(E, KG_EXEC_EV_STEP, 0, ev.arg);
-    else if (ev.kind == KG_EXE_DEADLINE)
-      s_judge(E, KG_EXEC_EV_STALL, 0, 0);
-    else if (ev.kind == KG_EXE_PEER_FAULT)
-      s_fault(E, "the job failed while the sticky text stood");
-    break;
-  case KG_EX_JOINING:
-    kg_ex_node_join_step(E, ev);
-    break;
-  case KG_EX_WAITING:
-    if (ev.kind == KG_EXE_HELPER_DONE) {
-      kg_ex_node_listed(E);
-      if (kg_ex_node_list_next(E) == 0)
-        kg_ex_node_send_stopped(E);
-    } else if (ev.kind == KG_EXE_DECISION) {
-      kg_ex_decision(E);
-    } else if (ev.kind == KG_EXE_DEADLINE) {
-      kg_error("exec: no decision from the coordinator (retryable)");
-      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-    }
-    break;
-  case KG_EX_STOPPING:
-    if (ev.kind == KG_EXE_HELPER_DONE && !E->multi) {
-      kg_ex_helper_done(E);   /* the restore, overlapped with the teardown */
-    } else if (ev.kind == KG_EXE_GROUP_GONE) {
-      s_group_gone(E);
-    } else if (ev.kind == KG_EXE_PEER_FAULT && E->then == KG_EX_THEN_EXIT && E->multi
-               && E->outcome == KG_EXEC_OUT_SUCCESS) {
-      /* finished here; the others' trouble is theirs */
-    } else if (ev.kind == KG_EXE_DEADLINE && !E->killed) {
-      kg_notice("exec: the group did not stop within its grace: SIGKILL");
-      kg_ex_kill_tree(E, SIGKILL);
-      E->killed = true;
-      E->deadline = -1;
-    }
-    break;
-  case KG_EX_RESTORING:
-    if (ev.kind == KG_EXE_HELPER_DONE)
-      kg_ex_helper_done(E);
-    break;
-  case KG_EX_BACKOFF:
-    if (ev.kind == KG_EXE_DEADLINE && kg_ex_devices_free(E)) {
-      if (kg_ex_start_command(E) != 0)
-        kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-      else
-        kg_ex_enter(E, KG_EX_RUNNING, -1);
-    }
-    break;
-  case KG_EX_DONE:
-    break;
-  }
+  if (s_on[E->state])
+    s_on[E->state](E, ev);
 }
 
-void
-kg_ex_run_queue(kg_exec_s *E)
+/* ---- the rows ---------------------------------------------------------- */
+
+/*  SUSPECT: the suspicion's step and time, and the stall deadline: proof
+    comes from a failure before it, or from no progress until it. */
+static void
+s_enter_suspect(void *arg, int from, const kg_fsm_event_t *ev)
 {
-  while (E->qlen > 0) {
-    kg_ex_event_t ev = E->queue[E->qhead];
-    E->qhead = (E->qhead + 1) % KG_EX_QUEUE;
-    E->qlen--;
-    s_step(E, ev);
-  }
+  (void) from, (void) ev;
+  kg_exec_s *E = arg;
+  E->step_at_suspicion = E->pace.last_step;
+  E->fault_mono_ms = kg_fsm_now(E->fsm);
+  const kg_match_t *m = kg_diagnosis_suspect(E->diag) ? kg_diagnosis_suspicion(E->diag)
+                                                         : kg_diagnosis_match(E->diag);
+  int64_t stall = kg_exec_stall_ms(E->cfg.stall_ms, E->pace.longest_gap_ms);
+  kg_notice("exec: sticky error text seen (%s): a fault once a process fails or "
+            "training stalls for %lld ms%s", m && m->family ? m->family->id : "?",
+            (long long) stall, E->cfg.stall_ms < 0 ? " (4 x its longest step)" : "");
+  kg_fsm_set_deadline(E->fsm, E->fault_mono_ms + stall);
+}
+
+/*  STOPPING: the grace its stop gave the tree (the signal went with the
+    transition, before anything else it started); then KILL. */
+static void
+s_enter_stopping(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from, (void) ev;
+  kg_exec_s *E = arg;
+  kg_fsm_set_deadline(E->fsm, kg_fsm_now(E->fsm) + E->stop_grace_ms);
+}
+
+/*  BACKOFF: the policy's (or the coordinator's) delay. */
+static void
+s_enter_backoff(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from, (void) ev;
+  kg_exec_s *E = arg;
+  kg_fsm_set_deadline(E->fsm, kg_fsm_now(E->fsm) + (E->delay_ms > 0 ? E->delay_ms : 0));
+}
+
+/*  JOINING: the join timeout, and a heartbeat's worth for the last word. */
+static void
+s_enter_joining(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from, (void) ev;
+  kg_exec_s *E = arg;
+  kg_fsm_set_deadline(E->fsm,
+                      kg_fsm_now(E->fsm) + E->cfg.join_timeout_ms + E->cfg.heartbeat_ms);
+}
+
+static const kg_fsm_row_t s_rows[KG_EX_STATE_COUNT] = {
+  [KG_EX_RUNNING] = {NULL, 0, KG_FSM_NONE},
+  [KG_EX_SUSPECT] = {s_enter_suspect, 0, KG_EXE_DEADLINE},
+  [KG_EX_STOPPING] = {s_enter_stopping, 0, KG_EXE_DEADLINE},
+  [KG_EX_RESTORING] = {NULL, 0, KG_FSM_NONE},
+  [KG_EX_BACKOFF] = {s_enter_backoff, 0, KG_EXE_DEADLINE},
+  [KG_EX_DONE] = {NULL, 0, KG_FSM_NONE},
+  [KG_EX_JOINING] = {s_enter_joining, 0, KG_EXE_DEADLINE},
+  [KG_EX_WAITING] = {NULL, KG_EX_DECISION_WAIT_MS, KG_EXE_DEADLINE},
+};
+
+const char *const kg_ex_state_names[KG_EX_STATE_COUNT] = {
+#define KG_EX_STATE_NAME(n) #n,
+  KG_EX_STATES(KG_EX_STATE_NAME)
+#undef KG_EX_STATE_NAME
+};
+
+const char *const kg_ex_event_names[KG_EXE_COUNT] = {
+#define KG_EX_EVENT_NAME(n) #n,
+  KG_EX_EVENTS(KG_EX_EVENT_NAME)
+#undef KG_EX_EVENT_NAME
+};
+
+/*  The next function: the decision code, which names the state (if any)
+    the event leads to. */
+static int
+s_next(void *arg, int state, const kg_fsm_event_t *ev)
+{
+  kg_exec_s *E = arg;
+  assert(E->state == (kg_ex_state_t) state);
+  E->entered = false;
+  s_step(E, (kg_ex_event_t){(kg_ex_event_kind_t) ev->id, ev->arg});
+  return E->entered ? (int) E->state : KG_FSM_NONE;
+}
+
+static void
+s_trace(void *arg, int from, const kg_fsm_event_t *ev, int to)
+{
+  (void) arg;
+  if (to != KG_FSM_NONE && to != from)
+    kg_debug("exec: %s -> %s (%s)", kg_ex_state_names[from], kg_ex_state_names[to],
+             kg_ex_event_names[ev->id]);
+}
+
+static const kg_fsm_def_t s_def = {
+  .nstates = KG_EX_STATE_COUNT,
+  .nevents = KG_EXE_COUNT,
+  .state_names = kg_ex_state_names,
+  .event_names = kg_ex_event_names,
+  .rows = s_rows,
+  .next = s_next,
+  .trace = s_trace,
+};
+
+const kg_fsm_def_t *
+kg_ex_states(void)
+{
+  return &s_def;
+}
+
+int
+kg_ex_states_start(kg_exec_s *E, kg_ex_state_t initial)
+{
+  assert(E && !E->fsm);
+  if (!(E->fsm = kg_fsm_new(&s_def, E, KG_EX_QUEUE)))
+    return KG_ENOMEM;
+  E->state = initial;
+  return kg_fsm_start(E->fsm, (int) initial, kg_clock_mono_ms());
 }
 
 void

@@ -12,10 +12,11 @@
     KGUARD_RESUME_* variables that kguard.resume() reads, within the restart
     policy (kg_policy: budget, backoff, same failure twice = give up).
 
-    One loop: a single poll over the group's two pipes, the checkpoint
-    helper's pipe, a signalfd (SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1) and
-    the multi-node coordinator link; one deadline per state; a state table
-    that runs each transition from a queue of events, never nested.
+    One loop (kg_loop) over the group's pipes, the checkpoint helper's, a
+    signal source (SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1) and the
+    multi-node coordinator link; the states on the house's state engine
+    (kg_fsm, kg_exec_states.h): a deadline per state, each transition run
+    from a queue of events, never nested.
 */
 #ifndef KG_EXEC_H
 #define KG_EXEC_H

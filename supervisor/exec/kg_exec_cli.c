@@ -356,6 +356,7 @@ s_teardown(kg_exec_s *E)
   free(E->resume_archive);
   kg_exec_log_destroy(&E->log);
   kg_sigsrc_destroy(&E->sig);
+  kg_fsm_destroy(&E->fsm);
 }
 
 /*  What the exit code stands for, in words; a command's own code that
@@ -399,20 +400,20 @@ kg_exec_run(const kg_exec_config_t *config)
   E->cfg = *config;
   kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
-  E->deadline = -1;
   int code = s_setup(E);
   E->multi = E->cfg.nnodes > 1;
   if (code == 0 && E->multi) {
     int rc = kg_ex_node_open(E);
-    if (rc != 0) {
+    if (rc != 0)
       code = rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
-    } else {
-      E->state = KG_EX_JOINING;
-      E->deadline = kg_clock_mono_ms() + E->cfg.join_timeout_ms + E->cfg.heartbeat_ms;
+    else if (kg_ex_states_start(E, KG_EX_JOINING) != 0)
+      code = KG_EXIT_SYSTEM;
+    else
       code = kg_ex_loop(E);
-    }
   } else if (code == 0) {
-    int rc = kg_ex_start_command(E);
+    int rc = kg_ex_states_start(E, KG_EX_RUNNING);
+    if (rc == 0)
+      rc = kg_ex_start_command(E);
     if (rc != 0)
       code = rc == -ENOENT || rc == -EACCES ? 127 : KG_EXIT_SYSTEM;
     else

@@ -189,7 +189,7 @@ kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev)
     if (kg_ex_start_command(E) != 0)
       kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     else
-      kg_ex_enter(E, KG_EX_RUNNING, -1);
+      kg_ex_enter(E, KG_EX_RUNNING);
   }
 }
 

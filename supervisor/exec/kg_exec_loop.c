@@ -1,7 +1,7 @@
 /*  kg_exec_loop: `kguard exec` on the house's reactor (kg_loop): the
     ranks' and the helpers' output, the coordinator's link, the signals
     and the state's deadlines as its registrations; every handler ends by
-    running the queued events of the state table (kg_exec.c). The process
+    running the queued events (kg_exec.c, on kg_fsm). The process
     tree: kg_exec_ranks.c. */
 #include "kg_exec_priv.h"
 
@@ -144,8 +144,6 @@ kg_ex_read_helper(kg_exec_s *E)
   }
 }
 
-/* ---- the loop ---------------------------------------------------------- */
-
 /* ---- the loop: every source a registration of kg_loop ------------------ */
 
 /*  After every handler: the queued events run, a tree that is gone says
@@ -265,20 +263,20 @@ s_on_signal(kg_loop_t *loop, int signo, void *arg)
   return s_after(E);
 }
 
+/*  The state's deadline (kg_exec_states.h): when it passes, the row's
+    event is posted. */
 static int64_t
 s_deadline(void *arg)
 {
-  const kg_exec_s *E = arg;
-  return E->deadline >= 0 ? (E->deadline > 0 ? E->deadline : 1) : 0;
+  return kg_fsm_deadline(((const kg_exec_s *) arg)->fsm);
 }
 
 static int
 s_on_deadline(kg_loop_t *loop, int id, void *arg)
 {
-  (void) loop, (void) id;
+  (void) id;
   kg_exec_s *E = arg;
-  E->deadline = -1;
-  kg_ex_fire(E, KG_EXE_DEADLINE, 0);
+  kg_fsm_tick(E->fsm, kg_loop_now(loop));
   return s_after(E);
 }
 

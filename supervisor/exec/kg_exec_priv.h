@@ -1,5 +1,5 @@
 /*  kg_exec_priv: the state of one `kguard exec` run, shared by its files
-    (kg_exec.c the state table, kg_exec_loop.c the poll loop and reaping,
+    (kg_exec.c the decisions on the state engine, kg_exec_loop.c the loop and reaping,
     kg_exec_env.c the command's environment and the incident). Not a
     public interface. */
 #ifndef KG_EXEC_PRIV_H
@@ -17,43 +17,15 @@
 #include "kg_exec_log.h"
 #include "kg_exec_store.h"
 #include "kg_exec_rule.h"
+#include "kg_exec_states.h"
+#include "kg_fsm.h"
 #include "kg_incident.h"
 #include "kg_linebuf.h"
 #include "kg_loop.h"
 #include "kg_sigsrc.h"
 #include "kg_policy.h"
 
-typedef enum {
-  KG_EX_RUNNING = 0,   /* the command runs, no suspicion                      */
-  KG_EX_SUSPECT,       /* a sticky text seen; waiting for proof or progress   */
-  KG_EX_STOPPING,      /* TERM sent to the group; KILL at the deadline        */
-  KG_EX_RESTORING,     /* `kguard ckpt resume-prepare` runs                   */
-  KG_EX_BACKOFF,       /* waiting the policy's delay before the next start    */
-  KG_EX_DONE,          /* exit with E->exit_code                              */
-  KG_EX_JOINING,       /* multi-node: waiting for the coordinator's welcome   */
-  KG_EX_WAITING        /* multi-node: tree stopped, waiting for the decision  */
-} kg_ex_state_t;
-
-typedef enum {
-  KG_EXE_STICKY = 0,   /* the diagnosis established a sticky family          */
-  KG_EXE_STEP,         /* a newer completed step (arg: step)                  */
-  KG_EXE_PROC_EXIT,    /* a process of the tree ended (arg: wait status)      */
-  KG_EXE_LEADER_EXIT,  /* the command ended (arg: wait status)                */
-  KG_EXE_DEADLINE,     /* the state's deadline passed                         */
-  KG_EXE_GROUP_GONE,   /* nothing of the group is left                        */
-  KG_EXE_SIGNAL,       /* SIGTERM/SIGINT/SIGHUP/SIGUSR1 to kguard (arg: signo) */
-  KG_EXE_HELPER_DONE,  /* the checkpoint helper ended                         */
-  KG_EXE_PEER_FAULT,   /* multi-node: the coordinator says stop              */
-  KG_EXE_WELCOME,      /* multi-node: welcome (arg 1 = shared storage seen)   */
-  KG_EXE_DECISION,     /* multi-node: the coordinator's decision (E->decision) */
-  KG_EXE_LINK_LOST,    /* multi-node: no word from the coordinator in time    */
-  KG_EXE_COORD_FAILED, /* node 0: the coordinator could not start (usage)     */
-  KG_EXE_CHECK,        /* multi-node: verify every node's key probe           */
-  KG_EXE_START,        /* multi-node: every node joined (arg: master port)    */
-  KG_EXE_REFUSED       /* multi-node: the coordinator refuses this node's
-                          handshake (a different job secret)                  */
-} kg_ex_event_kind_t;
-
+/*  An event as the decision code sees it. */
 typedef struct {
   kg_ex_event_kind_t kind;
   int64_t arg;
@@ -128,9 +100,13 @@ typedef struct kg_exec_s {
 
   kg_sigsrc_t *sig;             /* SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1  */
   kg_loop_t *loop;              /* the one reactor (kg_loop)                  */
-  kg_ex_state_t state;
+  kg_fsm_t *fsm;                /* the states (kg_exec_states.h): the queue,
+                                   the state's deadline (monotonic ms)       */
+  kg_ex_state_t state;          /* kg_fsm's state; inside a transition, the
+                                   one it leads to so far (kg_ex_enter)     */
+  bool entered;                 /* the running transition named a state     */
   kg_ex_then_t then;
-  int64_t deadline;             /* monotonic ms, -1 = none                     */
+  int64_t stop_grace_ms;        /* STOPPING's deadline, from its entry       */
   bool killed;                  /* SIGKILL already sent this stop              */
   bool preempted;               /* a scheduler's signal arrived               */
   kg_exec_outcome_t outcome;
@@ -178,15 +154,19 @@ typedef struct kg_exec_s {
   kg_exec_store_t *store;       /* single node: the ranks' rendezvous store    */
   int store_port;               /* several nodes: the coordinator's store, 0 none */
   bool agent_store;             /* this generation's ranks use a kept store    */
-
-  kg_ex_event_t queue[KG_EX_QUEUE];
-  int qhead, qlen;
 } kg_exec_s;
 
-/*  kg_exec.c */
+/*  kg_exec.c: the decisions, on kg_fsm. */
+/*  The machine for E in its first state (RUNNING, or JOINING for a node
+    of several). 0 or KG_ENOMEM. */
+int kg_ex_states_start(kg_exec_s *E, kg_ex_state_t initial);
+/*  Queue an event; applied by kg_ex_run_queue, after what the wake-up
+    brought has been gathered (inside a transition: after it). */
 void kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg);
 void kg_ex_run_queue(kg_exec_s *E);
-void kg_ex_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline);
+/*  Inside a transition: it leads to state (the last call wins); entering
+    arms the state's deadline (kg_exec_states.h). */
+void kg_ex_enter(kg_exec_s *E, kg_ex_state_t state);
 /*  The run ends with outcome (status: a wait status for COMMAND_FAILED). */
 void kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status);
 /*  The run ends with the code a job-ending decision names. */

@@ -3,7 +3,7 @@
     the teardown; several: the coordinator's decision, then this node's
     quarantine and restores), the decisions that end a job, and the check
     that the devices are free before the ranks start again. Called from
-    the state table (kg_exec.c). */
+    the decisions (kg_exec.c). */
 #include "kg_exec_priv.h"
 
 #include <signal.h>
@@ -17,6 +17,8 @@
 #include "kg_error.h"
 #include "kg_exit.h"
 #include "kg_log.h"
+
+#define S_DEVMEM_POLL_MS 20   /* asking the driver again while memory is held */
 
 static void s_multi_restore_step(kg_exec_s *E);
 
@@ -32,7 +34,7 @@ kg_ex_restore(kg_exec_s *E)
     kg_notice("exec: no --checkpoints: the command starts over");
     E->restored = true;
     if (E->state != KG_EX_STOPPING)
-      kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+      kg_ex_enter(E, KG_EX_BACKOFF);
     return;
   }
   char before[32], into[PATH_MAX + 96];
@@ -51,7 +53,7 @@ kg_ex_restore(kg_exec_s *E)
     return;
   }
   if (E->state != KG_EX_STOPPING)
-    kg_ex_enter(E, KG_EX_RESTORING, -1);
+    kg_ex_enter(E, KG_EX_RESTORING);
 }
 
 void
@@ -123,7 +125,7 @@ kg_ex_helper_done(kg_exec_s *E)
   }
   /* Still stopping: the start waits for the tree to be gone. */
   if (E->state != KG_EX_STOPPING)
-    kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+    kg_ex_enter(E, KG_EX_BACKOFF);
 }
 
 /*  Restore this node's ranks one after the other, then start. */
@@ -132,7 +134,7 @@ s_multi_restore_step(kg_exec_s *E)
 {
   int rc = kg_ex_node_restore_next(E);
   if (rc > 0) {
-    kg_ex_enter(E, KG_EX_RESTORING, -1);
+    kg_ex_enter(E, KG_EX_RESTORING);
   } else if (rc < 0) {
     kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
   } else if (E->preempted) {
@@ -142,7 +144,7 @@ s_multi_restore_step(kg_exec_s *E)
       E->resume_dir = strdup(E->restored_base);
       kg_notice("exec: this node's ranks restored at step %lld", (long long) E->resume_step);
     }
-    kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+    kg_ex_enter(E, KG_EX_BACKOFF);
   }
 }
 
@@ -174,7 +176,8 @@ kg_ex_end_early(kg_exec_s *E)
             cJSON_IsString(why) ? why->valuestring : "no reason given", c);
   kg_ex_done_code(E, c);               /* records the outcome and the code  */
   kg_ex_kill_tree(E, SIGTERM);
-  kg_ex_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + E->cfg.kill_grace_ms);
+  E->stop_grace_ms = E->cfg.kill_grace_ms;
+  kg_ex_enter(E, KG_EX_STOPPING);
   E->then = KG_EX_THEN_EXIT;
   E->killed = false;
   E->preempted = false;
@@ -266,7 +269,7 @@ kg_ex_devices_free(kg_exec_s *E)
     E->devmem_until = 0;
     return true;
   }
-  E->deadline = now + 20;
+  kg_fsm_set_deadline(E->fsm, now + S_DEVMEM_POLL_MS);
   return false;
 }
 

@@ -232,6 +232,33 @@ KG_TEST(names_and_bad_definitions)
   KG_CHECK(kg_fsm_new(&no_next, NULL, 4) == NULL);
 }
 
+/*  Queued events wait for kg_fsm_run, then apply in order (a wake-up's
+    events gathered first, judged after); run inside a transition, or with
+    nothing queued, does nothing. */
+KG_TEST(queued_events_wait_for_run)
+{
+  s_machine_t m;
+  s_setup(&m, 4);
+  KG_CHECK_INT(kg_fsm_queue(m.fsm, T_EV_WORK, 0), KG_EUSAGE);   /* not started */
+  KG_CHECK_INT(kg_fsm_start(m.fsm, T_IDLE, 1000), 0);
+  KG_CHECK_INT(kg_fsm_queue(m.fsm, T_EV_WORK, 0), 0);
+  KG_CHECK_INT(kg_fsm_queue(m.fsm, T_EV_DONE, 0), 0);
+  KG_CHECK_INT(kg_fsm_state(m.fsm), T_IDLE);
+  KG_CHECK(kg_fsm_pending(m.fsm));
+  KG_CHECK_STR(m.log, "NONE>IDLE(NONE)");
+  kg_fsm_run(m.fsm, 1010);
+  KG_CHECK_STR(m.log, "NONE>IDLE(NONE) IDLE>BUSY(WORK) BUSY>IDLE(DONE)");
+  KG_CHECK(!kg_fsm_pending(m.fsm));
+  KG_CHECK_INT(kg_fsm_now(m.fsm), 1010);
+  kg_fsm_run(m.fsm, 1020);   /* nothing waits: nothing happens */
+  KG_CHECK_INT(kg_fsm_now(m.fsm), 1010);
+  KG_CHECK_INT(kg_fsm_queue(m.fsm, T_NEVENTS, 0), KG_EUSAGE);
+  for (int i = 0; i < 4; i++)
+    KG_CHECK_INT(kg_fsm_queue(m.fsm, T_EV_PAUSE, 0), 0);
+  KG_CHECK_INT(kg_fsm_queue(m.fsm, T_EV_PAUSE, 0), KG_ETOOBIG);
+  kg_fsm_destroy(&m.fsm);
+}
+
 KG_TEST_MAIN(KG_CASE(transitions_apply_in_order_never_nested), KG_CASE(deadlines_post_their_event),
              KG_CASE(an_entry_action_sets_its_own_deadline), KG_CASE(a_full_queue_refuses),
-             KG_CASE(names_and_bad_definitions))
+             KG_CASE(names_and_bad_definitions), KG_CASE(queued_events_wait_for_run))
