@@ -374,10 +374,13 @@ kg_ex_node_listed(kg_exec_s *E)
   }
   /* Only this run's archives (the run id its ranks seal with,
      KGUARD_RUN_ID): the same user's other experiment copied into the
-     directory is never chosen. */
+     directory is never chosen. An archive whose signature does not verify
+     has no run to read (`ckpt list` says null): it stays, never chosen,
+     so that checkpoints which exist but do not verify stop a start over
+     (kg_coord_ckpt_unusable), as resume-prepare's do on one node. */
   for (int i = cJSON_GetArraySize(rows) - 1; i >= 0; i--) {
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, i), "run");
-    if (!cJSON_IsString(run) || strcmp(run->valuestring, E->cfg.name) != 0) {
+    if (cJSON_IsString(run) && strcmp(run->valuestring, E->cfg.name) != 0) {
       const cJSON *path =
           cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, i), "archive");
       kg_notice("exec: skipping %s: run '%s', not the run being resumed ('%s')",
