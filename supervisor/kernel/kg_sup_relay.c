@@ -36,6 +36,8 @@
 #include "kg_log.h"
 
 #define S_BATCH 256   /* messages taken from one socket per wake-up */
+#define S_CLOCK_MESSAGES 2   /* a session's clock is known from its messages
+                                measured, this one included: one before it */
 
 static bool
 s_ends_with(const char *s, const char *suffix)
@@ -306,7 +308,7 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     unsigned long measured = 0;
     in.clock.known = kg_front_clock(S->front, kg_msg_session(msg), &in.clock.offset_ms,
                                     &measured)
-                     && measured >= 2;
+                     && measured >= S_CLOCK_MESSAGES;
   }
   kg_gate_decision_t d = kg_gate_decide(S->gate, &in);
   if (d.action == KG_GATE_DROP) {

@@ -85,14 +85,16 @@ bool kg_front_clock(const kg_front_t *self, const char *session, int64_t *offset
 
 /*  Send msg (borrowed; its identities set by the caller) on channel ch,
     signed with the frontend's key (a message relayed with its own valid
-    signature keeps it: kg_msg_send), without blocking. 0 (sent, or queued
+    signature keeps it: kg_msg_send), without blocking; the loop is told
+    (kg_loop_sent). 0 (sent, or queued
     behind a peer that is not reading), or a negative code: KG_EQFULL (the
     channel's queue is full: dropped), -EHOSTUNREACH (the peer it is
     addressed to is gone: dropped), another -errno. */
 int kg_front_send(kg_front_t *self, kg_channel_t ch, kg_msg_t *msg);
 
 /*  Send what waits in channel ch's queue, in order, until the socket would
-    block. Returns the number of messages sent. */
+    block (the loop is told when anything went). Returns the number of
+    messages sent. */
 size_t kg_front_flush(kg_front_t *self, kg_channel_t ch);
 
 /*  Messages waiting in channel ch's queue (0 for iopub and heartbeat). */
