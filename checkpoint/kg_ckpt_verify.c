@@ -11,10 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kg_ckpt_chunker.h"
+#include "kg_ckpt_rangecheck.h"
+#include "kg_ckpt_ratecap.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 #include "kg_keys.h"
@@ -128,16 +129,23 @@ typedef struct {
   const kg_ckpt_sink_t *sink;      /* progress callback, or NULL           */
   int64_t last_report_ns;          /* when progress was last reported      */
   uint64_t last_report_done;
-  uint64_t bps;                    /* test hook: read rate cap, 0 = none   */
-  int64_t start_ns;
+  kg_ckpt_ratecap_t cap;           /* test hook: read rate cap             */
+  /* Checking in place: member bytes are read by the pool's workers, not
+     here; data is skipped (lseek) instead of read. */
+  kg_ckpt_rangecheck_t *pool;
+  uint64_t meta;                   /* bytes of the file that are not member
+                                      data, up to the last header seen    */
 } s_reader_t;
 
-static int64_t
-s_now_ns(void)
+/*  Bytes of the archive checked so far: what was read here, or, when the
+    pool reads the members, the headers passed plus what the pool hashed. */
+static uint64_t
+s_done(s_reader_t *rd)
 {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  if (!rd->pool)
+    return rd->done;
+  uint64_t d = rd->meta + kg_ckpt_rangecheck_hashed(rd->pool);
+  return d < rd->total ? d : rd->total;
 }
 
 static void
@@ -145,41 +153,33 @@ s_report(s_reader_t *rd, bool force)
 {
   if (!rd->sink || !rd->sink->progress)
     return;
-  int64_t now = s_now_ns();
-  if (!force && (now - rd->last_report_ns < 1000000000LL || rd->done == rd->last_report_done))
+  int64_t now = kg_ckpt_now_ns();
+  uint64_t done = s_done(rd);
+  if (!force && (now - rd->last_report_ns < 1000000000LL || done == rd->last_report_done))
     return;
   rd->last_report_ns = now;
-  rd->last_report_done = rd->done;
-  rd->sink->progress(rd->sink->arg, rd->done, rd->total);
+  rd->last_report_done = done;
+  rd->sink->progress(rd->sink->arg, done, rd->total);
 }
 
-/*  The test hook's rate cap: wait until done bytes are due. This is a
-    simulated slow disk, not synchronisation: nothing waits for anything
-    else to happen. */
 static void
-s_throttle(s_reader_t *rd)
+s_report_tick(void *arg)
 {
-  if (!rd->bps)
-    return;
-  int64_t due = rd->start_ns + (int64_t) ((double) rd->done * 1e9 / (double) rd->bps);
-  int64_t now;
-  while ((now = s_now_ns()) < due) {
-    int64_t left = due - now;
-    if (left > 200000000LL)
-      left = 200000000LL; /* keep reporting progress while slowed */
-    struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
-    nanosleep(&ts, NULL);
-    s_report(rd, false);
-  }
+  s_report(arg, false);
+}
+
+static void
+s_report_hashed(void *arg, uint64_t hashed)
+{
+  (void) hashed;
+  s_report(arg, false);
 }
 
 static la_ssize_t
 s_read_cb(struct archive *a, void *arg, const void **out)
 {
   s_reader_t *rd = arg;
-  size_t want = READ_BLOCK;
-  if (rd->bps && want > rd->bps / 8 + 4096)
-    want = rd->bps / 8 + 4096; /* smaller reads so that the cap is smooth */
+  size_t want = kg_ckpt_ratecap_piece(&rd->cap, READ_BLOCK);
   ssize_t n;
   do
     n = read(rd->fd, rd->buf, want);
@@ -189,10 +189,31 @@ s_read_cb(struct archive *a, void *arg, const void **out)
     return -1;
   }
   rd->done += (uint64_t) n;
-  s_throttle(rd);
+  kg_ckpt_ratecap_take(&rd->cap, (uint64_t) n, s_report_tick, rd);
   s_report(rd, false);
   *out = rd->buf;
   return n;
+}
+
+/*  Checking in place: member data the pool reads is skipped here, never
+    read. Never past the end of the file, so libarchive sees a truncated
+    archive as it would when reading. */
+static la_int64_t
+s_skip_cb(struct archive *a, void *arg, la_int64_t request)
+{
+  (void) a;
+  s_reader_t *rd = arg;
+  if (!rd->pool || request <= 0)
+    return 0;                      /* libarchive then reads instead */
+  off_t cur = lseek(rd->fd, 0, SEEK_CUR);
+  if (cur < 0 || (uint64_t) cur >= rd->total)
+    return 0;
+  uint64_t n = (uint64_t) request;
+  if (n > rd->total - (uint64_t) cur)
+    n = rd->total - (uint64_t) cur;
+  if (lseek(rd->fd, (off_t) n, SEEK_CUR) < 0)
+    return 0;
+  return (la_int64_t) n;
 }
 
 static void
@@ -202,14 +223,7 @@ s_reader_init(s_reader_t *rd, int fd, uint64_t total, const kg_ckpt_sink_t *sink
   rd->fd = fd;
   rd->total = total;
   rd->sink = sink;
-  rd->start_ns = s_now_ns();
-  const char *bps = getenv(KG_CKPT_TEST_READ_BPS_ENV);
-  if (bps && *bps) {
-    char *end;
-    unsigned long long v = strtoull(bps, &end, 10);
-    if (*end == '\0' && v > 0)
-      rd->bps = v;
-  }
+  kg_ckpt_ratecap_init(&rd->cap);
   s_report(rd, true);
 }
 
@@ -282,25 +296,117 @@ done:
 
 /* ---- kguard archives --------------------------------------------------- */
 
-/*  Plain verify hashes here, as the data streams past. A sink with finish
-    (restore) hashes what it wrote in its own threads and is asked at the
-    end. */
+/*  Three ways to check the payload. An uncompressed archive verified
+    without a sink is checked in place: this thread walks the headers
+    (skipping the data) and hands each member's byte range to the
+    rangecheck pool, whose workers pread and hash it on every core. A
+    compressed one is streamed: this thread decompresses and the chunker
+    hashes version 2 chunks on other threads (version 1 here). A sink with
+    finish (restore) hashes what it wrote in its own threads and is asked
+    at the end. */
 static int s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
-                            kg_ckpt_chunker_t *c);
+                            kg_ckpt_chunker_t *c, s_reader_t *rd);
+
+/*  The verdict for the first range of the pool that failed. */
+static int
+s_range_fail(kg_ckpt_report_t *r, int rc, const kg_ckpt_rangecheck_bad_t *bad)
+{
+  const kg_ckpt_member_t *mem = bad->tag;
+  const char *name = mem->path;
+  uint64_t start = bad->chunk < 0 ? 0 : (uint64_t) bad->chunk * KG_CKPT_CHUNK_SIZE;
+  if (rc == KG_ECKPT_CORRUPT && bad->chunk < 0)
+    return s_set(r, rc, name, "member '%s' does not match its digest", name);
+  if (rc == KG_ECKPT_CORRUPT)
+    return s_set(r, rc, name,
+                 "member '%s' does not match its digest (chunk %ld, bytes %llu..%llu)", name,
+                 bad->chunk, (unsigned long long) start,
+                 (unsigned long long) start + KG_CKPT_CHUNK_SIZE - 1);
+  if (rc == KG_ECKPT_TRUNC)
+    return s_set(r, rc, name, "member '%s' ends after %llu of %llu bytes", name,
+                 (unsigned long long) (start + bad->got), (unsigned long long) mem->size);
+  return s_set(r, rc, name, "reading member '%s': %s", name, kg_strerror(rc));
+}
 
 static int
-s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink)
+s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
+                 s_reader_t *rd)
 {
   kg_ckpt_chunker_t c = {0};
-  int rc = s_verify_members(a, r, sink, &c);
+  int rc = s_verify_members(a, r, sink, &c, rd);
   kg_ckpt_chunker_stop(&c);
+  if (rd->pool) {
+    /* Every range handed over lies before whatever stopped the walk (a
+       bad header, a missing member): a range that failed is what a
+       one-pass reader would have met first. */
+    kg_ckpt_rangecheck_bad_t bad;
+    int prc = kg_ckpt_rangecheck_wait(rd->pool, s_report_hashed, rd, &bad);
+    if (prc != 0)
+      rc = s_range_fail(r, prc, &bad);
+  }
   return rc;
+}
+
+/*  In place: the member's data starts where libarchive stands after its
+    header. Check that it lies within the file and that libarchive's first
+    data bytes are the file's bytes there (so the ranges hashed are the
+    bytes any tar reader extracts), then hand its chunks (version 2) or
+    the whole member (version 1) to the pool. *data_before: member bytes
+    before this one, updated. */
+static int
+s_check_in_place(struct archive *a, kg_ckpt_report_t *r, s_reader_t *rd,
+                 const kg_ckpt_member_t *mem, uint64_t *data_before)
+{
+  const char *name = mem->path;
+  la_int64_t pos = archive_filter_bytes(a, 0);
+  if (pos < 0 || (uint64_t) pos < *data_before)
+    return s_set(r, KG_EINTERNAL, name, "member '%s': no data offset", name);
+  uint64_t off = (uint64_t) pos;
+  rd->meta = off - *data_before;
+  if (off > rd->total || mem->size > rd->total - off)
+    return s_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after %llu of %llu bytes", name,
+                 (unsigned long long) (off < rd->total ? rd->total - off : 0),
+                 (unsigned long long) mem->size);
+  if (mem->size > 0) {
+    const void *buf;
+    size_t len;
+    la_int64_t boff;
+    int d = archive_read_data_block(a, &buf, &len, &boff);
+    if (d == ARCHIVE_EOF)
+      return s_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after 0 of %llu bytes", name,
+                   (unsigned long long) mem->size);
+    if (d != ARCHIVE_OK)
+      return s_archive_fail(r, a, name, "reading");
+    if (boff != 0)
+      return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' has holes", name);
+    unsigned char peek[4096];
+    size_t n = len < sizeof peek ? len : sizeof peek;
+    if (n > mem->size)
+      n = (size_t) mem->size;
+    ssize_t got = pread(rd->fd, peek, n, (off_t) off);
+    if (got < 0)
+      return s_set(r, -errno, name, "reading member '%s': %s", name, strerror(errno));
+    if ((size_t) got != n || memcmp(peek, buf, n) != 0)
+      return s_set(r, KG_ECKPT_CORRUPT, name, "member '%s' changed while it was read", name);
+  }
+  if (mem->chunks) {
+    for (size_t k = 0; k < mem->nchunks; k++) {
+      uint64_t at = (uint64_t) k * KG_CKPT_CHUNK_SIZE;
+      uint64_t len = mem->size - at < KG_CKPT_CHUNK_SIZE ? mem->size - at : KG_CKPT_CHUNK_SIZE;
+      if (kg_ckpt_rangecheck_add(rd->pool, off + at, len, mem->chunks[k], mem, (long) k) < 0)
+        return s_set(r, KG_ENOMEM, name, "out of memory");
+    }
+  } else if (kg_ckpt_rangecheck_add(rd->pool, off, mem->size, mem->digest, mem, -1) < 0) {
+    return s_set(r, KG_ENOMEM, name, "out of memory");
+  }
+  *data_before += mem->size;
+  return 0;
 }
 
 static int
 s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
-                 kg_ckpt_chunker_t *c)
+                 kg_ckpt_chunker_t *c, s_reader_t *rd)
 {
+  uint64_t data_before = 0;   /* in place: member bytes before this header */
   bool sink_hashes = sink && sink->finish;
   kg_ckpt_manifest_t *m = r->manifest;
   struct archive_entry *e;
@@ -331,6 +437,11 @@ s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
       return s_set(r, KG_ECKPT_CORRUPT, name,
                    "member '%s' has %llu bytes, the manifest says %llu", name,
                    (unsigned long long) hsize, (unsigned long long) mem->size);
+    if (rd->pool) {
+      if ((rc = s_check_in_place(a, r, rd, mem, &data_before)) < 0)
+        return rc;
+      continue;
+    }
     if (sink && sink->begin && (rc = sink->begin(sink->arg, mem)) < 0)
       return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
     bool chunked = mem->chunks != NULL;
@@ -529,7 +640,7 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
   if (!a || !(rd.buf = malloc(READ_BLOCK))) {
     archive_read_free(a);
     rc = s_set(r, KG_ENOMEM, NULL, "out of memory");
-    goto out;
+    goto out_reader;
   }
   /* As for zip: a registration that fails is out of memory. (zstd may
      answer ARCHIVE_WARN: an external program instead of the library.) */
@@ -538,9 +649,9 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
     archive_read_free(a);
     free(rd.buf);
     rc = s_set(r, KG_ENOMEM, NULL, "out of memory");
-    goto out;
+    goto out_reader;
   }
-  if (archive_read_open2(a, &rd, NULL, s_read_cb, NULL, NULL) != ARCHIVE_OK) {
+  if (archive_read_open2(a, &rd, NULL, s_read_cb, s_skip_cb, NULL) != ARCHIVE_OK) {
     /* Our archives start with the manifest's header (or zstd's magic): one
        that cannot even be opened was cut inside its first header. */
     static const unsigned char zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
@@ -555,15 +666,28 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
       rc = s_archive_fail(r, a, NULL, "opening");
   }
   else if ((rc = s_verify_manifest(a, r, pk)) == 0) {
+    /* In place: uncompressed (libarchive's own view, not the manifest's
+       word), and nothing wants the bytes themselves. */
+    bool in_place = archive_filter_count(a) == 1
+                    && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE
+                    && (!sink || (!sink->begin && !sink->data && !sink->end && !sink->finish));
     if (flags & KG_CKPT_VERIFY_MANIFEST_ONLY) {
       rc = s_set(r, 0, NULL, "manifest authenticated");
+    } else if (in_place && !(rd.pool = kg_ckpt_rangecheck_new(fd, &rd.cap))) {
+      rc = s_set(r, KG_ENOMEM, NULL, "cannot start the hashing threads");
     } else {
-      rc = s_verify_payload(a, r, sink);
+      rc = s_verify_payload(a, r, sink, &rd);
     }
   }
   archive_read_free(a);
   free(rd.buf);
+  /* The end: a valid archive was checked to its last byte. */
+  if (rc == 0 && rd.pool)
+    rd.meta = rd.total;
   s_report(&rd, true);
+  kg_ckpt_rangecheck_destroy(&rd.pool);
+out_reader:
+  kg_ckpt_ratecap_fini(&rd.cap);
 out:
   close(fd);
   return rc;
