@@ -91,7 +91,8 @@ def test_slow_big_restore_is_bounded_by_stalls_not_size_and_copies_nothing(ckenv
     into = ckenv / "state" / "restored" / "big1"
     rc, out, progress, elapsed, killed = run_with_stall_deadline(
         [BIN, "ckpt", "resume-prepare", "--dir", str(ckenv / "ck"), "--before",
-         "99999999999999", "--incident", "big1", "--into", str(into), "--json"], env)
+         "99999999999999", "--incident", "big1", "--into", str(into), "--json",
+         "--progress=machine"], env)
     assert not killed, f"stalled: no progress for {STALL_S} s after {progress[-1:]}"
     # It ran for several stall deadlines: a fixed deadline of that length
     # would have abandoned it.
