@@ -347,3 +347,37 @@ def test_reading_the_end_first_holds_one_chunk_buffer_per_thread(ckenv, monkeypa
             f.read(100)
         f.seek(10)
         assert f.read(1 << 20) == data[10:10 + (1 << 20)]
+
+
+def test_a_read_of_whole_chunks_goes_straight_into_the_callers_buffer(ckenv, monkeypatch):
+    """torch.load reads each tensor with one readinto: the whole chunks it
+    covers are read and hashed in the caller's buffer (no chunk buffer, no
+    second copy), and the call returns only once all of them matched. When
+    one does not, the call raises and the caller's buffer holds none of the
+    bytes it was given: zeros where they were written."""
+    import kguard.archive as A
+
+    monkeypatch.setattr(A, "_threads", lambda: 2)
+    chunk = 64 << 20
+    data = os.urandom(3 * chunk + 1000)
+    path = seal_one(ckenv, data)
+    digest = json.loads(subprocess.run([BIN, "ckpt", "manifest", path], capture_output=True,
+                                       text=True, check=True).stdout)["manifest_digest"]
+    hashed = count_hashed(monkeypatch)
+    buf = bytearray(len(data))
+    with Archive(path, expect_digest=digest, prechecked=True).open("state.pt") as f:
+        assert f.readinto(buf) == len(data)
+        assert f.raw._chunks._made == 0
+    assert buf == data and hashed[0] == len(data)
+
+    off, _ = member_offset(path, "state.pt")
+    with open(path, "r+b") as g:  # chunk 2 altered after kguard verified it
+        g.seek(off + 2 * chunk + 9)
+        g.write(bytes([data[2 * chunk + 9] ^ 1]))
+    buf = bytearray(b"\xee" * (3 * chunk))
+    with Archive(path, expect_digest=digest, prechecked=True).open("state.pt") as f:
+        with pytest.raises(CheckpointError, match="chunk 2"):
+            f.raw.readinto(memoryview(buf))
+        assert buf.count(0) == len(buf)
+        # The chunks before it still read, through the window.
+        assert f.raw.readinto(memoryview(buf)[:1000]) == 1000 and buf[:1000] == data[:1000]
