@@ -68,7 +68,7 @@ kg_eg_address_parse(const char *text, char *host, size_t hostlen, int *port,
 
 /*  Options that take a value, and what each does. */
 enum { O_KERNEL_ID, O_RESPONSE, O_PUBKEY, O_RANGE, O_IP, O_KGUARD, O_CKPT, O_IGNORED,
-       O_TRANSPORT };
+       O_TRANSPORT, O_COMM_IFACE, O_RSA_1024 };
 static const struct {
   const char *name;
   int what;
@@ -84,6 +84,8 @@ static const struct {
   {"cluster-type", O_IGNORED},
   {"kernel-class-name", O_IGNORED},
   {"transport-encryption", O_TRANSPORT},
+  {"comm-interface", O_COMM_IFACE},
+  {"allow-rsa-1024", O_RSA_1024},     /* a flag: takes no value */
 };
 
 int
@@ -92,6 +94,7 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
 {
   memset(o, 0, sizeof *o);
   o->ip = "0.0.0.0";
+  o->comm_interface = "auto";
   *ignored = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -124,6 +127,14 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
       kg_errf(err, errlen, "unknown option '%s' (see kguard eg-launch --help)", a);
       return KG_EUSAGE;
     }
+    if (what == O_RSA_1024) {
+      if (eq) {
+        kg_errf(err, errlen, "option '--allow-rsa-1024' takes no value");
+        return KG_EUSAGE;
+      }
+      o->allow_rsa_1024 = true;
+      continue;
+    }
     const char *value = eq ? eq + 1 : NULL;
     if (!value) {
       if (i + 1 >= argc) {
@@ -140,6 +151,14 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
     case O_IP: o->ip = value; break;
     case O_KGUARD: o->kguard = value; break;
     case O_CKPT: o->checkpoints = value; break;
+    case O_COMM_IFACE:
+      if (!*value || strlen(value) >= 16 || strchr(value, '/')) {
+        kg_errf(err, errlen, "--comm-interface: expected auto, any or an interface name "
+                             "(like eth0), got '%s'", value);
+        rc = KG_EUSAGE;
+      }
+      o->comm_interface = value;
+      break;
     case O_RANGE: rc = kg_eg_port_range_parse(value, &o->port_lo, &o->port_hi, err, errlen); break;
     case O_IGNORED:
       *ignored = "Spark/Dask options of Enterprise Gateway's launchers are ignored: kguard "
@@ -190,8 +209,12 @@ kg_eg_request_parse(const char *data, size_t len, kg_eg_request_t *req, char *er
   const cJSON *down = cJSON_GetObjectItemCaseSensitive(j, "shutdown");
   if (sig && !cJSON_IsNull(sig)) {
     double v = cJSON_IsNumber(sig) ? sig->valuedouble : -1;
-    if (v < 0 || v > 64 || v != (double) (int) v) {
-      kg_errf(err, errlen, "signum: expected an integer in 0..64");
+    if (v != 0 && v != 2 && v != 9 && v != 15) {
+      if (cJSON_IsNumber(sig) && v == (double) (int) v)
+        kg_errf(err, errlen, "signum %d refused: the gateway sends only 0 (poll), 2 "
+                             "(interrupt), 9 (kill) and 15 (terminate)", (int) v);
+      else
+        kg_errf(err, errlen, "signum: expected one of 0, 2, 9, 15");
       rc = KG_EUSAGE;
     } else
       req->signum = (int) v;
@@ -208,4 +231,26 @@ kg_eg_request_parse(const char *data, size_t len, kg_eg_request_t *req, char *er
   }
   cJSON_Delete(j);
   return rc;
+}
+
+bool
+kg_eg_peer_allowed(const kg_eg_peer_t *peer, const kg_eg_trust_t *trust, char *why,
+                   size_t whylen)
+{
+  if (!peer->local) {
+    if (trust->local_only)
+      kg_errf(why, whylen, "a connection from another host (the gateway runs on this one)");
+    return !trust->local_only;
+  }
+  if (!peer->uid_known) {
+    kg_errf(why, whylen, "a local connection whose owner cannot be found");
+    return false;
+  }
+  if (peer->uid == 0 || peer->uid == trust->self_uid
+      || (trust->gateway_uid_known && peer->uid == trust->gateway_uid))
+    return true;
+  kg_errf(why, whylen, "a local connection of uid %u (only the kernel's user, root%s may "
+                       "send requests)", peer->uid,
+          trust->gateway_uid_known ? " and the gateway's user" : "");
+  return false;
 }

@@ -19,6 +19,7 @@
 #include "kg_file.h"
 #include "kg_log.h"
 #include "kg_notebook.h"
+#include "kg_outpath.h"
 #include "kg_params.h"
 #include "kg_paths.h"
 #include "kg_progress.h"
@@ -68,8 +69,8 @@ s_usage(FILE *out)
     "  --cwd DIR             the kernel's working directory (default: the notebook's\n"
     "                        directory); relative paths in the notebook and the\n"
     "                        default kguard-checkpoints directory are found there\n"
-    "  --log-output          stream each cell's output (stdout, stderr, results,\n"
-    "                        errors) to stderr as it arrives\n"
+    "  --log-output          show the cells' output even with --quiet (papermill's\n"
+    "                        spelling; without --quiet it is shown anyway)\n"
     "  --checkpoints DIR     checkpoint directory for the kernel (KGUARD_CKPT_DIR;\n"
     "                        default: kguard-checkpoints in the kernel's working\n"
     "                        directory: the notebook's, or --cwd)\n"
@@ -78,31 +79,44 @@ s_usage(FILE *out)
     "  --max-restarts N      kernel restarts to follow before giving up (default 3;\n"
     "                        kguard's own budget and repeated-failure rule apply too)\n"
     "  --startup-timeout SEC time for the kernel to become ready (default 120)\n"
-    "  -q, --quiet           print only problems and the final summary\n"
+    "  -q, --quiet           show neither the cells' output nor each cell's progress:\n"
+    "                        only problems and the final summary\n"
     "  -h, --help            this text\n"
     "\n"
-    "The kernel runs in the notebook's directory (or --cwd); its output goes to a\n"
-    "log file in the state directory (logs/). The written notebook holds the\n"
-    "outputs of each cell's final execution; metadata.kguard.incidents lists every\n"
-    "kguard event (family, incident record, restored checkpoint step),\n"
-    "metadata.kguard.run the result and metadata.kguard.parameters the parameters.\n"
-    "Progress goes to stderr: a live line on a terminal, plain lines\n"
-    "otherwise.\n"
+    "What the cells print is shown as it arrives, as if their code ran as a script:\n"
+    "their stdout, results and displays (as text) on standard output, their stderr\n"
+    "and tracebacks on standard error, whether or not these are terminals (so\n"
+    "`kguard run nb.ipynb | grep RESULT` and CI logs see it; --quiet hides it).\n"
+    "kguard's own lines go to standard error: a live line for the running cell on a\n"
+    "terminal, plain lines otherwise. Cells are numbered as Jupyter numbers them\n"
+    "when a notebook runs from the top: cell N is the Nth non-empty code cell, In [N]\n"
+    "in the written notebook and Cell [N] in kguard's notices.\n"
+    "\n"
+    "Before any cell runs, kguard checks what it will need: the notebook, the\n"
+    "kernel, the parameters, and that the executed notebook can be written (its\n"
+    "directory exists and takes a new file). The kernel runs in the notebook's\n"
+    "directory (or --cwd); the kguard kernel's log is in the state directory\n"
+    "(logs/). The written notebook holds the outputs of each cell's final\n"
+    "execution; metadata.kguard.incidents lists every kguard event (family,\n"
+    "incident record, restored checkpoint step, cell), metadata.kguard.run the\n"
+    "result and metadata.kguard.parameters the parameters.\n"
     "\n"
     "exit codes:\n"
     "  0    every code cell ran (after restarts, if any)\n"
     "  1    a cell raised an error (not tagged raises-exception); notebook written\n"
     "  2    gave up: kguard stopped restarting (same failure twice, or its restart\n"
     "       budget spent), or more than --max-restarts restarts; notebook written\n"
-    "  3    bad notebook (not UTF-8, not JSON, not nbformat 4, no cells) or unknown\n"
-    "       kernel; nothing written\n"
+    "  3    bad notebook (empty, not UTF-8, not JSON, not nbformat 4, no cells) or\n"
+    "       unknown kernel; nothing written\n"
     "  4    a cell ran past --timeout; notebook written\n"
     "  5    every cell ran, but after a restart kguard could not restore a verified\n"
     "       checkpoint it had (metadata.kguard.run.checkpoints_not_restored):\n"
     "       training started over instead of resuming; notebook written\n"
-    "  100  wrong usage (including bad parameters, --cwd or --kernel name);\n"
-    "       nothing written\n"
-    "  111  system failure (e.g. the kernel could not start)\n"
+    "  100  wrong usage: no such NOTEBOOK, an -o that cannot be written (a missing\n"
+    "       or read-only directory, a directory), bad parameters, --cwd or --kernel\n"
+    "       name; nothing ran, nothing written\n"
+    "  111  system failure, e.g. the kernel could not start (its own last words and\n"
+    "       its kernelspec are shown); nothing written\n"
     "  130  interrupted by Ctrl-C (143: SIGTERM); notebook written\n",
     out);
 }
@@ -313,7 +327,7 @@ kg_run_main(int argc, char **argv)
     int prc = kg_params_add_cli(params, argv[pnames[i]], argv[pnames[i] + 1], perr,
                                 sizeof perr);
     if (prc != 0) {
-      fprintf(stderr, "kguard run: -p: %s\n", perr);
+      fprintf(stderr, "kguard run: %s\n", perr);
       code = prc == KG_ENOMEM ? KG_EXIT_SYSTEM : KG_EXIT_USAGE;
       kg_params_destroy(&params);
       goto usage;
@@ -333,14 +347,17 @@ kg_run_main(int argc, char **argv)
     return KG_EXIT_USAGE;
   }
 
-  /*  The notebook first: a bad one is reported before anything starts. */
+  /*  The notebook first: a bad one is reported before anything starts. A
+      path that does not lead to a file is a usage error, like every
+      mistyped path; a file that is not a notebook, a bad notebook. */
   char err[2048];
   kg_notebook_t *nb = NULL;
   int rc = kg_notebook_load(input, &nb, err, sizeof err);
   if (rc != 0) {
     fprintf(stderr, "kguard run: %s: %s\n", input, err);
     kg_params_destroy(&params);
-    return KG_RUN_EXIT_BAD_NOTEBOOK;
+    return rc == -ENOENT || rc == -ENOTDIR || rc == -EISDIR ? KG_EXIT_USAGE
+           : rc == KG_ENOTEBOOK ? KG_RUN_EXIT_BAD_NOTEBOOK : KG_EXIT_SYSTEM;
   }
   const char *kname = kernel ? kernel : kg_notebook_kernel_name(nb);
   if (!kname)
@@ -348,7 +365,14 @@ kg_run_main(int argc, char **argv)
   kg_kernelspec_t *spec = NULL;
   rc = kg_kernelspec_find(kname, NULL, &spec, err, sizeof err);
   if (rc != 0) {
-    fprintf(stderr, "kguard run: %s: %s\n", input, err);
+    if (kernel)
+      fprintf(stderr, "kguard run: --kernel %s: %s; `jupyter kernelspec list` shows the "
+              "installed ones\n", kernel, err);
+    else
+      fprintf(stderr, "kguard run: %s: the notebook's kernel \"%s\" "
+              "(metadata.kernelspec.name) is not installed here: %s; run it with one "
+              "that is: --kernel NAME (`jupyter kernelspec list` shows them)\n", input,
+              kname, err);
     kg_notebook_destroy(&nb);
     kg_params_destroy(&params);
     /*  A bad --kernel is usage; a bad name in the notebook, a bad notebook. */
@@ -374,6 +398,30 @@ kg_run_main(int argc, char **argv)
 
   code = KG_EXIT_SYSTEM;
   char *out_path = output ? strdup(output) : s_default_output(input);
+  /*  Where the executed notebook goes is checked now, as papermill does:
+      a run whose outputs cannot be written must not run at all. */
+  if (out_path) {
+    rc = kg_outpath_check(out_path, err, sizeof err);
+    if (rc != 0) {
+      if (output)
+        fprintf(stderr, "kguard run: -o %s: %s\n", output, err);
+      else
+        fprintf(stderr, "kguard run: the executed notebook %s cannot be written: %s; "
+                "choose where with -o OUT\n", out_path, err);
+      free(out_path);
+      kg_notebook_destroy(&nb);
+      kg_kernelspec_destroy(&spec);
+      return rc == -ENOMEM ? KG_EXIT_SYSTEM : KG_EXIT_USAGE;
+    }
+  }
+  struct stat ckst;
+  if (checkpoints && stat(checkpoints, &ckst) == 0 && !S_ISDIR(ckst.st_mode)) {
+    fprintf(stderr, "kguard run: --checkpoints %s: not a directory\n", checkpoints);
+    free(out_path);
+    kg_notebook_destroy(&nb);
+    kg_kernelspec_destroy(&spec);
+    return KG_EXIT_USAGE;
+  }
   char *nb_dir = cwd_arg ? s_absolute(cwd_arg) : s_dirname(input);
   char *state_dir = s_state_dir(state_arg);
   char *ckpt = checkpoints ? s_absolute(checkpoints) : NULL;
@@ -382,7 +430,7 @@ kg_run_main(int argc, char **argv)
   int exe_rc = kg_paths_exe(exe, sizeof exe);
   char log_path[PATH_MAX + 64];
   bool have_log = false;
-  kg_progress_t *pr = kg_progress_new(stderr, quiet);
+  kg_progress_t *pr = kg_progress_new(stderr, stdout, quiet);
   int sigfd = -1;
   if (!out_path || !nb_dir || !state_dir || (checkpoints && !ckpt) || (state_arg && !state_abs)
       || !pr || exe_rc != 0) {
@@ -427,7 +475,7 @@ kg_run_main(int argc, char **argv)
     .startup_timeout_s = startup,
     .state_dir = state_dir,
     .log_path = have_log ? log_path : NULL,
-    .log_output = log_output,
+    .show_output = log_output || !quiet,
     .client = {
       .exe = exe,
       .spec = spec,
