@@ -10,7 +10,7 @@
 
 #include "kg_ckpt_ratecap.h"
 #include "kg_error.h"
-#include "kg_progress.h"
+#include "kg_throughput.h"
 
 enum { S_NOTHING = 0, S_LINE = 1, S_MACHINE = 2 };
 
@@ -118,10 +118,10 @@ s_draw(kg_ckpt_progress_t *p, uint64_t done, uint64_t total, int64_t now)
   char nums[160];
   double secs = (double) (now - p->start_ns) / 1e9;
   if (total)
-    kg_progress_text(done, total, secs, 0, nums, sizeof nums);
+    kg_throughput_text(done, total, secs, 0, nums, sizeof nums);
   else {
     char d[32];
-    kg_progress_bytes((double) done, d, sizeof d);
+    kg_throughput_bytes((double) done, d, sizeof d);
     snprintf(nums, sizeof nums, "%s so far", d);
   }
   struct winsize ws;

@@ -11,7 +11,7 @@
 #include "kg_child.h"
 #include "kg_error.h"
 #include "kg_log.h"
-#include "kg_progress.h"
+#include "kg_throughput.h"
 
 #define S_LINE_MAX 4096   /* a longer stderr line is logged in pieces */
 
@@ -276,7 +276,7 @@ kg_helper_progress_text(const kg_helper_t *self, int64_t now_ms, char *buf, size
   if (!self->has_progress || !len)
     return false;
   double secs = (double) (self->progress_ms - self->started_ms) / 1000.0;
-  kg_progress_text(self->done, self->total, secs, (double) (now_ms - self->progress_ms) / 1000.0,
+  kg_throughput_text(self->done, self->total, secs, (double) (now_ms - self->progress_ms) / 1000.0,
                    buf, len);
   return true;
 }

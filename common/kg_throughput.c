@@ -1,10 +1,10 @@
-/*  kg_progress: the words of progress. */
-#include "kg_progress.h"
+/*  kg_throughput: the words of progress. */
+#include "kg_throughput.h"
 
 #include <stdio.h>
 
 void
-kg_progress_bytes(double b, char *buf, size_t len)
+kg_throughput_bytes(double b, char *buf, size_t len)
 {
   static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -16,16 +16,16 @@ kg_progress_bytes(double b, char *buf, size_t len)
 }
 
 char *
-kg_progress_text(uint64_t done, uint64_t total, double secs, double stale_secs, char *buf,
+kg_throughput_text(uint64_t done, uint64_t total, double secs, double stale_secs, char *buf,
                  size_t len)
 {
   if (!len)
     return buf;
   char d[32], t[32], r[32];
-  kg_progress_bytes((double) done, d, sizeof d);
-  kg_progress_bytes((double) total, t, sizeof t);
+  kg_throughput_bytes((double) done, d, sizeof d);
+  kg_throughput_bytes((double) total, t, sizeof t);
   double bps = secs > 0 ? (double) done / secs : 0;
-  kg_progress_bytes(bps, r, sizeof r);
+  kg_throughput_bytes(bps, r, sizeof r);
   int n = snprintf(buf, len, "%s of %s", d, total ? t : "?");
   if (n > 0 && (size_t) n < len && bps > 0)
     n += snprintf(buf + n, len - (size_t) n, ", %s/s", r);

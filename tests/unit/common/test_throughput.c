@@ -1,9 +1,9 @@
-/*  kg_progress by a table: bytes done, total, seconds since the start and
+/*  kg_throughput by a table: bytes done, total, seconds since the start and
     since the figures were measured, and the words a person reads. */
 #include <stdint.h>
 #include <string.h>
 
-#include "kg_progress.h"
+#include "kg_throughput.h"
 #include "kg_test.h"
 
 typedef struct {
@@ -29,12 +29,12 @@ KG_TEST(text_table)
   char buf[128];
   for (size_t i = 0; i < sizeof s_rows / sizeof s_rows[0]; i++) {
     const s_row_t *r = &s_rows[i];
-    kg_progress_text(r->done, r->total, r->secs, r->stale, buf, sizeof buf);
+    kg_throughput_text(r->done, r->total, r->secs, r->stale, buf, sizeof buf);
     KG_CHECK_STR(buf, r->want);
   }
   /* Cut to the buffer, always terminated. */
   char small[8];
-  kg_progress_text(1 << 20, 4 << 20, 1, 0, small, sizeof small);
+  kg_throughput_text(1 << 20, 4 << 20, 1, 0, small, sizeof small);
   KG_CHECK(strlen(small) == sizeof small - 1);
 }
 
