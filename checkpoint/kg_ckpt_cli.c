@@ -309,8 +309,12 @@ s_seal(int argc, char **argv)
   /* Retention: after this seal, with the public half of the key. */
   if (keep > 0 && o.into) {
     unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-    if ((rc = kg_ckpt_retain_prune(o.into, kg_ckpt_cli_public_key(pkbuf), keep, every, NULL, 0, false,
-                                   stderr)) < 0)
+    kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
+    kg_ckpt_progress_begin(&prog, "checking %s", o.into);
+    rc = kg_ckpt_retain_prune(o.into, kg_ckpt_cli_public_key(pkbuf), keep, every, NULL, 0,
+                              false, &watch, stderr);
+    kg_ckpt_progress_end(&prog);
+    if (rc < 0)
       fprintf(stderr, "kguard ckpt seal: pruning '%s': %s (the seal itself succeeded)\n",
               o.into, kg_strerror(rc));
   }

@@ -9,8 +9,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kg_ckpt_gc.h"
+#include "kg_ckpt_progress.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_retain.h"
 #include "kg_ckpt_util.h"
@@ -114,7 +116,7 @@ kg_ckpt_cli_gc(int argc, char **argv)
 
 static const char s_help_prune[] =
   "usage: kguard ckpt prune CKPT_DIR --keep N [--keep-every K] [--open-incident T]...\n"
-  "                         [--dry-run]\n"
+  "                         [--dry-run] [--progress[=WHEN]]\n"
   "       kguard ckpt prune CKPT_DIR --resolve ID\n"
   "\n"
   "Remove old sealed checkpoints once a newer one verified completely: keep the\n"
@@ -125,6 +127,7 @@ static const char s_help_prune[] =
   "leftovers, unauthenticated files or anything in quarantine/. --resolve ID\n"
   "closes an incident (removes its marker). `seal --keep N [--keep-every K]`\n"
   "prunes after each seal. Prints one line per removal.\n"
+  KG_CKPT_PROGRESS_HELP
   "exit: 0, 100 usage, 111 system.\n";
 
 static bool
@@ -172,12 +175,16 @@ kg_ckpt_cli_prune(int argc, char **argv)
   int64_t every = 0, open[64];
   size_t nopen = 0;
   bool dry = false;
+  kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int r;
     if (s_help(a)) {
       fputs(s_help_prune, stdout);
       return KG_EXIT_OK;
+    } else if ((r = kg_ckpt_progress_option(a, &show)) != 0) {
+      if (r < 0)
+        return kg_ckpt_cli_usage("--progress is auto, machine or none", a);
     } else if ((r = kg_ckpt_cli_retain_opt(argc, argv, &i, &keep, &every)) != 0) {
       if (r < 0)
         return KG_EXIT_USAGE;
@@ -212,7 +219,12 @@ kg_ckpt_cli_prune(int argc, char **argv)
   } else {
     unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
     const unsigned char *pk = kg_keys_load_public(NULL, pkbuf) == 0 ? pkbuf : NULL;
-    rc = kg_ckpt_retain_prune(dir, pk, keep, every, open, nopen, dry, stdout);
+    kg_ckpt_progress_t prog;
+    kg_ckpt_progress_init(&prog, show, STDERR_FILENO);
+    kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
+    kg_ckpt_progress_begin(&prog, "checking %s", dir);
+    rc = kg_ckpt_retain_prune(dir, pk, keep, every, open, nopen, dry, &watch, stdout);
+    kg_ckpt_progress_end(&prog);
   }
   if (rc < 0) {
     fprintf(stderr, "kguard ckpt prune: %s: %s\n", dir, kg_strerror(rc));

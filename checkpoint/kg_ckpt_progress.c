@@ -159,6 +159,10 @@ kg_ckpt_progress_update(void *arg, uint64_t done, uint64_t total)
     }
     return;
   }
+  if (total && done >= total) {   /* read to the end: nothing more to show */
+    kg_ckpt_progress_end(p);
+    return;
+  }
   if (now - p->start_ns < p->after_ns || now - p->last_ns < S_REDRAW_NS)
     return;
   s_draw(p, done, total, now);

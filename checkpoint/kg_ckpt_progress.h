@@ -3,7 +3,8 @@
 
     `--progress[=WHEN]` (every command that reads or writes archives):
       auto (the default)  on a terminal, one line updated in place once the
-                          operation has run a second, erased at its end:
+                          operation has run a second, erased at its end (or
+                          once the archive was read to its end):
                             "verifying c.kgckpt.tar: 412.0 MiB of 1.0 GiB,
                              230.1 MiB/s, about 3 s left"
                           anywhere else (a pipe, a file, a log) nothing;

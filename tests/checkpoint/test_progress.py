@@ -177,3 +177,24 @@ def test_bad_progress_value_is_a_usage_error(archive):
                   "--progress=maybe"]):
         p = run(*args)
         assert p.returncode == 100 and "--progress is auto, machine or none" in p.stderr, args
+
+
+def test_list_latest_and_prune_on_a_terminal(archive, tmp_path):
+    """The commands that verify a directory's archives show the same line;
+    prune's removals are printed on stdout, not into the line."""
+    ck = archive.parent
+    for args, what in ((["ckpt", "list", str(ck)], f"verifying {archive.name}"),
+                       (["ckpt", "latest", str(ck)], f"checking {ck}"),
+                       (["ckpt", "prune", str(ck), "--keep", "1", "--dry-run"],
+                        f"checking {ck}")):
+        code, out, tty = on_terminal(args, env=slow())
+        assert code == 0, (args, tty)
+        assert {m["what"] for m in LINE.finditer(tty)} == {what}, (args, repr(tty))
+        # Erased before anything else is written: only whole lines remain.
+        rest = re.sub(r"\r[^\r\n]*\x1b\[K", "", tty)
+        assert rest == "" or rest.endswith("\n"), (args, repr(tty))
+        assert "\r" not in out, args
+    p = subprocess.run([BIN, "ckpt", "prune", str(ck), "--keep", "1", "--progress=machine"],
+                       capture_output=True, text=True, env=slow())
+    size = archive.stat().st_size
+    assert p.returncode == 0 and machine_lines(p.stderr)[-1] == (size, size), p.stderr
