@@ -1,4 +1,5 @@
-/*  kg_ckpt_cli: `kguard ckpt ...` and `kguard keygen`.
+/*  kg_ckpt_cli: `kguard ckpt ...` (`kguard keygen` and `kguard keys`:
+    kg_ckpt_cli_keys.c).
 
     Every subcommand parses its own options, prints one line per problem on
     stderr, and returns an exit code: 0 ok, 100 usage, 111 system, and for
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kg_clock.h"
@@ -40,14 +42,16 @@
 
 #define VERDICT_CODES                                                           \
   "verdict exit codes (verify, restore):\n"                                    \
-  "  0 valid       signed by your key, complete, every digest matches\n"       \
-  "  1 unsigned    no signature, an unknown key, or a plain zip (torch.save)\n" \
-  "                that is complete but not authenticated\n"                   \
+  "  0 valid       signed by your key or one you trust (kguard keys), complete,\n" \
+  "                every digest matches\n"                                       \
+  "  1 unsigned    no signature, a key you do not trust, or a plain zip\n"      \
+  "                (torch.save) that is complete but not authenticated\n"      \
   "  2 corrupt     a member or the manifest does not match (names which)\n"    \
   "  3 incomplete  truncated, empty, or a listed member missing\n"             \
   "  4 malformed   not an archive, no manifest, invalid manifest\n"            \
   "  5 unsafe      links, devices, fifos, '..' or absolute or non-UTF-8\n"     \
-  "                names, unlisted or duplicate members, oversize members\n"   \
+  "                names, unlisted or duplicate members, oversize members,\n"  \
+  "                a name that is also another's directory, a NUL in a name\n" \
   "  100 usage, 111 system failure\n"
 
 static const char s_help_main[] =
@@ -60,9 +64,11 @@ static const char s_help_main[] =
   "  verify [--progress[=WHEN]] FILE...\n"
   "  list CKPT_DIR [--json] [--progress[=WHEN]]\n"
   "  latest CKPT_DIR [--before TIME] [--progress[=WHEN]]\n"
-  "  restore [--progress[=WHEN]] FILE DEST\n"
+  "  restore FILE DEST [--read-only] [--private] [--digest HEX]\n"
+  "          [--progress[=WHEN]]\n"
   "  quarantine CKPT_DIR --incident ID --from TIME\n"
   "  resume-prepare --dir CKPT_DIR --before T_MS --incident ID --into DEST --json\n"
+  "                 [--run ID]\n"
   "  manifest FILE\n"
   "  gc CKPT_DIR\n"
   "  prune CKPT_DIR --keep N [--keep-every K] | --resolve ID\n"
@@ -71,8 +77,9 @@ static const char s_help_main[] =
   "with bytes done, rate and time left while it runs over a second\n"
   "(--progress[=auto|machine|none]).\n"
   "TIME is ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds since the epoch.\n"
-  "Keys: $KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard\n"
-  "(see `kguard keygen --help`).\n"
+  "Keys: $KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard;\n"
+  "archives signed by your key or a key you trust verify (`kguard keys --help`).\n"
+  "A missing FILE or CKPT_DIR is a usage error (100) naming it, for every command.\n"
   "`kguard ckpt COMMAND --help` describes each command.\n\n" VERDICT_CODES;
 
 static const char s_help_seal[] =
@@ -112,12 +119,19 @@ static const char s_help_verify[] =
   VERDICT_CODES;
 
 static const char s_help_restore[] =
-  "usage: kguard ckpt restore [--progress[=WHEN]] FILE DEST\n"
+  "usage: kguard ckpt restore FILE DEST [--read-only] [--private] [--digest HEX]\n"
+  "                           [--progress[=WHEN]]\n"
   "\n"
   "Verify FILE while extracting it into a private temporary directory beside\n"
-  "DEST; rename it to DEST only if everything verified. DEST must not exist.\n"
-  "Only regular files named in the signed manifest are written, with exactly\n"
-  "its sizes; nothing is ever written outside DEST.\n"
+  "DEST; rename it to DEST only if everything verified. DEST must not exist,\n"
+  "and the directory that will hold it must (it is never created: a typo is\n"
+  "reported, as by tar -C and cp). Only regular files named in the signed\n"
+  "manifest are written, with exactly its sizes; nothing is ever written\n"
+  "outside DEST.\n"
+  "--read-only: files 0400 and directories 0500 before DEST appears.\n"
+  "--private: refuse a DEST whose directory someone else could change.\n"
+  "--digest HEX: refuse (corrupt) unless the manifest's BLAKE2b-256 is HEX\n"
+  "(what `kguard ckpt manifest` and resume-prepare print).\n"
   KG_CKPT_PROGRESS_HELP "\n" VERDICT_CODES;
 
 static const char s_help_quarantine[] =
@@ -125,18 +139,9 @@ static const char s_help_quarantine[] =
   "\n"
   "Move every checkpoint sealed at or after TIME (the signed seal time; the\n"
   "file's mtime when it does not authenticate) into CKPT_DIR/quarantine/ID/.\n"
-  "Nothing is deleted; quarantined checkpoints are never chosen again.\n"
+  "Nothing is deleted; quarantined checkpoints are never chosen again. A\n"
+  "symbolic link at quarantine/ or quarantine/ID is refused (nothing moves).\n"
   "exit: 0, 100 usage, 111 system.\n";
-
-static const char s_help_keygen[] =
-  "usage: kguard keygen [--force]\n"
-  "\n"
-  "Create the Ed25519 key pair that signs checkpoints, in $KGUARD_KEY_DIR, else\n"
-  "$XDG_CONFIG_HOME/kguard, else ~/.config/kguard (directory 0700):\n"
-  "ckpt-ed25519.secret (mode 0600) and ckpt-ed25519.public. Refuses to replace an\n"
-  "existing key unless --force (archives signed by the old key then read as\n"
-  "'unsigned'). Prints the directory and key id.\n"
-  "exit: 0, 100 usage (key exists), 111 system.\n";
 
 bool
 kg_ckpt_cli_is_help(const char *arg)
@@ -162,17 +167,41 @@ s_exit_of(int rc)
   return rc == KG_EUSAGE || rc == KG_EEXISTS ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
 }
 
-/*  Load the public key; absent is fine (everything then reads unsigned). */
-const unsigned char *
-kg_ckpt_cli_public_key(unsigned char pk[KG_KEYS_PUBLIC_BYTES])
+int
+kg_ckpt_cli_keys(const char *cmd, const kg_keyring_t **out)
 {
-  int rc = kg_keys_load_public(NULL, pk);
-  if (rc < 0) {
-    if (rc != KG_ECKPT_NOKEY)
-      kg_warning("cannot load the public key: %s", kg_strerror(rc));
-    return NULL;
+  static kg_keyring_t *ring;
+  static int ring_rc;
+  static char why[PATH_MAX + 512];
+  if (!ring && ring_rc == 0)
+    ring = kg_keyring_load(NULL, &ring_rc, why, sizeof why);
+  *out = ring;
+  if (ring)
+    return KG_EXIT_OK;
+  fprintf(stderr, "kguard %s: %s\n", cmd, why);
+  return ring_rc == KG_EUNSAFEPATH || ring_rc == KG_ECKPT_MALFORMED || ring_rc == KG_ETOOBIG
+           ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
+}
+
+int
+kg_ckpt_cli_need(const char *cmd, const char *path, bool dir)
+{
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))
+      return KG_EXIT_OK;
+    fprintf(stderr, "kguard ckpt %s: %s: %s\n", cmd,
+            dir ? "not a directory" : S_ISDIR(st.st_mode) ? "a directory, not a file"
+                                                          : "not a regular file", path);
+    return KG_EXIT_USAGE;
   }
-  return pk;
+  if (errno == ENOENT || errno == ENOTDIR) {
+    fprintf(stderr, "kguard ckpt %s: no such %s: %s\n", cmd, dir ? "directory" : "file",
+            path);
+    return KG_EXIT_USAGE;
+  }
+  fprintf(stderr, "kguard ckpt %s: cannot read %s: %s\n", cmd, path, strerror(errno));
+  return KG_EXIT_SYSTEM;
 }
 
 static bool
@@ -261,11 +290,21 @@ s_seal(int argc, char **argv)
     o.world_size = 0; /* one rank: a plain checkpoint */
   if (o.world_size >= 2 && (o.rank >= o.world_size || o.output))
     return kg_ckpt_cli_usage("--rank must be below --world-size, and shards need --into", NULL);
+  int code = kg_ckpt_cli_need("seal", o.dir, true);
+  char parent[PATH_MAX];
+  if (code == 0 && o.output) {
+    if (kg_ckpt_dirname(o.output, parent, sizeof parent) < 0)
+      return kg_ckpt_cli_usage("path too long", o.output);
+    code = kg_ckpt_cli_need("seal", parent, true);
+  }
+  if (code)
+    return code;
   unsigned char sk[KG_KEYS_SECRET_BYTES];
-  int rc = kg_keys_load_secret(NULL, true, sk);
+  char kwhy[PATH_MAX + 512] = "";
+  int rc = kg_keys_load_secret(NULL, true, sk, kwhy, sizeof kwhy);
   if (rc < 0) {
-    fprintf(stderr, "kguard ckpt seal: no usable signing key: %s\n", kg_strerror(rc));
-    return KG_EXIT_SYSTEM;
+    fprintf(stderr, "kguard ckpt seal: no usable signing key: %s\n", kwhy);
+    return rc == KG_EUNSAFEPATH || rc == KG_ECKPT_MALFORMED ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   o.sk = sk;
   char out[PATH_MAX], why[512];
@@ -307,12 +346,11 @@ s_seal(int argc, char **argv)
   printf("%s\n", out);
   fflush(stdout);
   /* Retention: after this seal, with the public half of the key. */
-  if (keep > 0 && o.into) {
-    unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  const kg_keyring_t *keys = NULL;
+  if (keep > 0 && o.into && kg_ckpt_cli_keys("ckpt seal", &keys) == 0) {
     kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
     kg_ckpt_progress_begin(&prog, "checking %s", o.into);
-    rc = kg_ckpt_retain_prune(o.into, kg_ckpt_cli_public_key(pkbuf), keep, every, NULL, 0,
-                              false, &watch, stderr);
+    rc = kg_ckpt_retain_prune(o.into, keys, keep, every, NULL, 0, false, &watch, stderr);
     kg_ckpt_progress_end(&prog);
     if (rc < 0)
       fprintf(stderr, "kguard ckpt seal: pruning '%s': %s (the seal itself succeeded)\n",
@@ -328,8 +366,7 @@ static int
 s_verify(int argc, char **argv)
 {
   int worst = 0, files = 0;
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-  const unsigned char *pk = NULL;
+  const kg_keyring_t *keys = NULL;
   kg_ckpt_progress_when_t when = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++)
     if (kg_ckpt_cli_is_help(argv[i])) {
@@ -338,29 +375,38 @@ s_verify(int argc, char **argv)
     } else if (kg_ckpt_progress_option(argv[i], &when) < 0) {
       return kg_ckpt_cli_usage("--progress is auto, machine or none", argv[i]);
     }
-  pk = kg_ckpt_cli_public_key(pkbuf);
+  int code = kg_ckpt_cli_keys("ckpt verify", &keys);
+  if (code)
+    return code;
   kg_ckpt_progress_t prog;
   kg_ckpt_progress_init(&prog, when, STDERR_FILENO);
   kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
   for (int i = 1; i < argc; i++) {
     if (kg_ckpt_progress_option(argv[i], &when))
       continue;
-    kg_ckpt_report_t r;
-    kg_ckpt_progress_begin(&prog, "verifying %s", argv[i]);
-    int rc = kg_ckpt_verify(argv[i], pk, 0, &watch, &r);
-    kg_ckpt_progress_end(&prog);
     files++;
-    if (rc == 0)
-      printf("%s: valid: step %" PRId64 ", run %s, sealed %s, key %s, manifest blake2b-256:%.16s\n",
-             argv[i], r.manifest->step, r.manifest->run, r.manifest->sealed_at,
-             r.manifest->key_id, r.manifest_digest);
-    else
-      printf("%s: %s: %s\n", argv[i], kg_ckpt_status_name(rc), r.reason);
-    fflush(stdout);
-    int code = s_exit_of(rc);
+    if (argv[i][0] == '-') {
+      code = kg_ckpt_cli_usage("unexpected argument", argv[i]);
+    } else if ((code = kg_ckpt_cli_need("verify", argv[i], false)) == 0) {
+      kg_ckpt_report_t r;
+      kg_ckpt_progress_begin(&prog, "verifying %s", argv[i]);
+      int rc = kg_ckpt_verify(argv[i], keys, 0, &watch, &r);
+      kg_ckpt_progress_end(&prog);
+      if (rc == 0)
+        printf("%s: valid: step %" PRId64 ", run %s, sealed %s, signed by %s%s%s (%s), "
+               "manifest blake2b-256:%.16s\n", argv[i], r.manifest->step, r.manifest->run,
+               r.manifest->sealed_at, r.signer[0] ? "trusted key '" : "your key",
+               r.signer, r.signer[0] ? "'" : "", r.manifest->key_id, r.manifest_digest);
+      else if (kg_ckpt_status_of(rc) >= 0)
+        printf("%s: %s: %s\n", argv[i], kg_ckpt_status_name(rc), r.reason);
+      else
+        fprintf(stderr, "kguard ckpt verify: %s: %s\n", argv[i], r.reason);
+      fflush(stdout);
+      code = s_exit_of(rc);
+      kg_ckpt_report_clear(&r);
+    }
     if (code > worst)
       worst = code;
-    kg_ckpt_report_clear(&r);
   }
   if (files == 0)
     return kg_ckpt_cli_usage("verify needs at least one FILE", NULL);
@@ -374,38 +420,57 @@ s_restore(int argc, char **argv)
 {
   const char *pos[2] = {NULL, NULL};
   int npos = 0;
+  kg_ckpt_restore_opts_t opts = {0};
   kg_ckpt_progress_when_t when = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++) {
     int o;
     if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_restore, stdout);
       return KG_EXIT_OK;
-    }
-    if ((o = kg_ckpt_progress_option(argv[i], &when)) < 0)
-      return kg_ckpt_cli_usage("--progress is auto, machine or none", argv[i]);
-    if (o > 0)
-      continue;
-    if (argv[i][0] == '-' || npos == 2)
+    } else if ((o = kg_ckpt_progress_option(argv[i], &when)) != 0) {
+      if (o < 0)
+        return kg_ckpt_cli_usage("--progress is auto, machine or none", argv[i]);
+    } else if (strcmp(argv[i], "--read-only") == 0) {
+      opts.flags |= KG_CKPT_RESTORE_READ_ONLY;
+    } else if (strcmp(argv[i], "--private") == 0) {
+      opts.flags |= KG_CKPT_RESTORE_PRIVATE;
+    } else if (strcmp(argv[i], "--digest") == 0 && i + 1 < argc) {
+      const char *d = argv[++i];
+      if (strncmp(d, "blake2b-256:", 12) == 0)
+        d += 12;
+      if (strlen(d) != 64 || strspn(d, "0123456789abcdef") != 64)
+        return kg_ckpt_cli_usage("--digest needs 64 lower-case hex digits", argv[i]);
+      opts.expect_digest = d;
+    } else if (argv[i][0] == '-' || npos == 2) {
       return kg_ckpt_cli_usage("unexpected argument", argv[i]);
-    pos[npos++] = argv[i];
+    } else {
+      pos[npos++] = argv[i];
+    }
   }
   if (npos != 2)
     return kg_ckpt_cli_usage("restore needs FILE and DEST", NULL);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  const kg_keyring_t *keys = NULL;
+  int code = kg_ckpt_cli_need("restore", pos[0], false);
+  if (code == 0)
+    code = kg_ckpt_cli_keys("ckpt restore", &keys);
+  if (code)
+    return code;
   kg_ckpt_report_t r;
   kg_ckpt_progress_t prog;
   kg_ckpt_progress_init(&prog, when, STDERR_FILENO);
   kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
   kg_ckpt_progress_begin(&prog, "restoring %s", pos[0]);
-  int rc = kg_ckpt_restore(pos[0], pos[1], kg_ckpt_cli_public_key(pkbuf), &watch, &r);
+  int rc = kg_ckpt_restore(pos[0], pos[1], keys, &watch, &opts, &r);
   kg_ckpt_progress_end(&prog);
   if (rc == 0)
     printf("%s: restored step %" PRId64 " into %s\n", pos[0], r.manifest->step, pos[1]);
   else if (kg_ckpt_status_of(rc) > 0)
     fprintf(stderr, "kguard ckpt restore: %s: %s: %s\n", pos[0], kg_ckpt_status_name(rc),
             r.reason);
-  else
+  else if (rc == KG_EUSAGE || rc == KG_EEXISTS)
     fprintf(stderr, "kguard ckpt restore: %s\n", r.reason);
+  else
+    fprintf(stderr, "kguard ckpt restore: %s: %s\n", pos[0], r.reason);
   kg_ckpt_report_clear(&r);
   return s_exit_of(rc);
 }
@@ -435,19 +500,25 @@ s_quarantine(int argc, char **argv)
   if (!kg_ckpt_quarantine_id_ok(incident))
     return kg_ckpt_cli_usage("incident id must be 1-128 of [A-Za-z0-9._:-], not starting with '.'",
                    incident);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  const kg_keyring_t *keys = NULL;
+  int code = kg_ckpt_cli_need("quarantine", dir, true);
+  if (code == 0)
+    code = kg_ckpt_cli_keys("ckpt quarantine", &keys);
+  if (code)
+    return code;
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, kg_ckpt_cli_public_key(pkbuf), false, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list) {
-    fprintf(stderr, "kguard ckpt quarantine: %s: %s\n", dir, kg_strerror(rc));
+    fprintf(stderr, "kguard ckpt quarantine: cannot read %s: %s\n", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
-  rc = kg_ckpt_quarantine(list, incident, from);
+  char why[PATH_MAX + 128] = "";
+  rc = kg_ckpt_quarantine(list, incident, from, NULL, why, sizeof why);
   for (size_t i = 0; i < list->count; i++)
     if (list->entries[i].moved_to)
       printf("%s -> %s\n", list->entries[i].path, list->entries[i].moved_to);
   if (rc < 0)
-    fprintf(stderr, "kguard ckpt quarantine: %s\n", kg_strerror(rc));
+    fprintf(stderr, "kguard ckpt quarantine: %s\n", why);
   kg_ckpt_list_destroy(&list);
   return rc < 0 ? KG_EXIT_SYSTEM : KG_EXIT_OK;
 }
@@ -487,41 +558,4 @@ kg_ckpt_cli_main(int argc, char **argv)
   if (strcmp(cmd, "prune") == 0)
     return kg_ckpt_cli_prune(argc, argv);
   return kg_ckpt_cli_usage("unknown ckpt command", cmd);
-}
-
-int
-kg_ckpt_keygen_main(int argc, char **argv)
-{
-  bool force = false;
-  for (int i = 1; i < argc; i++) {
-    if (kg_ckpt_cli_is_help(argv[i])) {
-      fputs(s_help_keygen, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--force") == 0) {
-      force = true;
-    } else {
-      fprintf(stderr, "kguard keygen: unexpected argument: %s (see --help)\n", argv[i]);
-      return KG_EXIT_USAGE;
-    }
-  }
-  char dir[PATH_MAX];
-  int rc = kg_keys_dir(dir, sizeof dir);
-  if (rc == 0)
-    rc = kg_keys_generate(dir, force);
-  if (rc == KG_EEXISTS) {
-    fprintf(stderr, "kguard keygen: a key already exists in %s (use --force to replace it)\n",
-            dir);
-    return KG_EXIT_USAGE;
-  }
-  if (rc < 0) {
-    fprintf(stderr, "kguard keygen: %s\n", kg_strerror(rc));
-    return KG_EXIT_SYSTEM;
-  }
-  unsigned char pk[KG_KEYS_PUBLIC_BYTES];
-  char id[KG_KEYS_ID_LEN];
-  if (kg_keys_load_public(dir, pk) == 0) {
-    kg_keys_id(pk, id);
-    printf("key %s in %s\n", id, dir);
-  }
-  return KG_EXIT_OK;
 }

@@ -26,7 +26,7 @@ static const char s_help_list[] =
   "seal time, size, status, file. Leftovers of interrupted seals are shown as\n"
   "'leftover'. --json prints an array of objects instead.\n"
   KG_CKPT_PROGRESS_HELP
-  "exit: 0, 100 usage, 111 system (CKPT_DIR unreadable).\n";
+  "exit: 0, 100 usage (also: no such CKPT_DIR), 111 system (CKPT_DIR unreadable).\n";
 
 static const char s_help_latest[] =
   "usage: kguard ckpt latest CKPT_DIR [--before TIME] [--progress[=WHEN]]\n"
@@ -36,7 +36,7 @@ static const char s_help_latest[] =
   "TIME (default: now and later) that verifies completely. Each newer file that\n"
   "was passed over is reported on stderr with the reason.\n"
   KG_CKPT_PROGRESS_HELP
-  "exit: 0 found, 1 none, 100 usage, 111 system.\n";
+  "exit: 0 found, 1 none, 100 usage (also: no such CKPT_DIR), 111 system.\n";
 
 static const char *
 s_entry_status(const kg_ckpt_entry_t *e)
@@ -47,16 +47,16 @@ s_entry_status(const kg_ckpt_entry_t *e)
 /*  Checkpoint sets: appended to arr as {"kind": "set", ...} rows, or
     printed after the table when arr is NULL. */
 static void
-s_list_sets(const char *dir, const unsigned char *pk, cJSON *arr)
+s_list_sets(const char *dir, const kg_keyring_t *keys, cJSON *arr)
 {
   int rc;
-  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &rc);
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &rc);
   if (!sets)
     return;
   char when[32], reason[1024];
   for (size_t i = 0; i < sets->count; i++) {
     const kg_ckpt_set_t *s = &sets->sets[i];
-    rc = kg_ckpt_set_verify(s, pk, NULL, reason, sizeof reason);
+    rc = kg_ckpt_set_verify(s, keys, NULL, reason, sizeof reason);
     if (arr) {
       cJSON *o = cJSON_CreateObject();
       cJSON_AddStringToObject(o, "kind", "set");
@@ -104,12 +104,16 @@ kg_ckpt_cli_list(int argc, char **argv)
   }
   if (!dir)
     return kg_ckpt_cli_usage("list needs CKPT_DIR", NULL);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  const kg_keyring_t *keys = NULL;
+  int code = kg_ckpt_cli_need("list", dir, true);
+  if (code == 0)
+    code = kg_ckpt_cli_keys("ckpt list", &keys);
+  if (code)
+    return code;
   int rc;
-  const unsigned char *pk = kg_ckpt_cli_public_key(pkbuf);
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, pk, false, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list) {
-    fprintf(stderr, "kguard ckpt list: %s: %s\n", dir, kg_strerror(rc));
+    fprintf(stderr, "kguard ckpt list: cannot read %s: %s\n", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
   /* Every archive verified completely, with progress. */
@@ -119,7 +123,7 @@ kg_ckpt_cli_list(int argc, char **argv)
   list->watch = &watch;
   for (size_t i = 0; i < list->count; i++) {
     kg_ckpt_progress_begin(&prog, "verifying %s", list->entries[i].name);
-    kg_ckpt_list_verify(list, i, pk);
+    kg_ckpt_list_verify(list, i, keys);
   }
   kg_ckpt_progress_end(&prog);
   char when[32];
@@ -148,7 +152,7 @@ kg_ckpt_cli_list(int argc, char **argv)
       }
       cJSON_AddItemToArray(arr, o);
     }
-    s_list_sets(dir, kg_ckpt_cli_public_key(pkbuf), arr);
+    s_list_sets(dir, keys, arr);
     char *text = cJSON_Print(arr);
     printf("%s\n", text ? text : "[]");
     free(text);
@@ -164,7 +168,7 @@ kg_ckpt_cli_list(int argc, char **argv)
              e->authenticated ? kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when) : "-",
              e->size, s_entry_status(e), e->name);
     }
-    s_list_sets(dir, kg_ckpt_cli_public_key(pkbuf), NULL);
+    s_list_sets(dir, keys, NULL);
   }
   kg_ckpt_list_destroy(&list);
   return KG_EXIT_OK;
@@ -195,13 +199,17 @@ kg_ckpt_cli_latest(int argc, char **argv)
   }
   if (!dir)
     return kg_ckpt_cli_usage("latest needs CKPT_DIR", NULL);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-  const unsigned char *pk = kg_ckpt_cli_public_key(pkbuf);
+  const kg_keyring_t *keys = NULL;
+  int code = kg_ckpt_cli_need("latest", dir, true);
+  if (code == 0)
+    code = kg_ckpt_cli_keys("ckpt latest", &keys);
+  if (code)
+    return code;
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, pk, false, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list) {
-    fprintf(stderr, "kguard ckpt latest: %s: %s\n", dir, kg_strerror(rc));
-    return rc == -ENOENT ? 1 : KG_EXIT_SYSTEM;
+    fprintf(stderr, "kguard ckpt latest: cannot read %s: %s\n", dir, kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
   }
   kg_ckpt_progress_t prog;
   kg_ckpt_progress_init(&prog, show, STDERR_FILENO);
@@ -209,7 +217,7 @@ kg_ckpt_cli_latest(int argc, char **argv)
   list->watch = &watch;
   kg_ckpt_progress_begin(&prog, "checking %s", dir);
   size_t chosen = 0;
-  rc = kg_ckpt_list_latest(list, pk, before, &chosen);
+  rc = kg_ckpt_list_latest(list, keys, before, &chosen);
   kg_ckpt_progress_end(&prog);
   size_t upto = rc == 0 ? chosen : list->count;
   char buf[700];
@@ -217,11 +225,11 @@ kg_ckpt_cli_latest(int argc, char **argv)
     const char *why = kg_ckpt_list_skip_reason(list, i, before, buf, sizeof buf);
     fprintf(stderr, "skipped %s: %s\n", list->entries[i].name, why ? why : "not chosen");
   }
-  int code = 1;
+  code = 1;
   /* A complete, verified set newer than the plain choice wins. */
   int64_t plain_ms = rc == 0 ? list->entries[chosen].sealed_at_ms : INT64_MIN;
   int srcode;
-  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &srcode);
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &srcode);
   for (size_t k = 0; sets && k < sets->count; k++) {
     const kg_ckpt_set_t *st = &sets->sets[k];
     if (st->rc == 0 && st->sealed_at_ms <= plain_ms)
@@ -232,7 +240,7 @@ kg_ckpt_cli_latest(int argc, char **argv)
       continue;
     }
     kg_ckpt_progress_begin(&prog, "checking set %s", st->path);
-    int vrc = kg_ckpt_set_verify(st, pk, &watch, why, sizeof why);
+    int vrc = kg_ckpt_set_verify(st, keys, &watch, why, sizeof why);
     kg_ckpt_progress_end(&prog);
     if (vrc == 0) {
       printf("%s\n", st->path);

@@ -38,7 +38,7 @@ static const char s_help_gc[] =
   "writer is gone (its lock is free; a running writer's are kept), and copies\n"
   "of restored zstd checkpoints (.restored-*). Never touches sealed archives\n"
   "or quarantine/. Prints what it removed.\n"
-  "exit: 0, 100 usage, 111 system.\n";
+  "exit: 0, 100 usage (also: no such CKPT_DIR), 111 system.\n";
 
 static bool
 s_help(const char *a)
@@ -57,12 +57,17 @@ kg_ckpt_cli_manifest(int argc, char **argv)
     fprintf(stderr, "kguard ckpt manifest: needs exactly one FILE (see --help)\n");
     return KG_EXIT_USAGE;
   }
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-  const unsigned char *pk = kg_keys_load_public(NULL, pkbuf) == 0 ? pkbuf : NULL;
+  const kg_keyring_t *keys = NULL;
+  int code = kg_ckpt_cli_need("manifest", argv[1], false);
+  if (code == 0)
+    code = kg_ckpt_cli_keys("ckpt manifest", &keys);
+  if (code)
+    return code;
   kg_ckpt_report_t r;
-  int rc = kg_ckpt_verify(argv[1], pk, KG_CKPT_VERIFY_MANIFEST_ONLY, NULL, &r);
+  int rc = kg_ckpt_verify(argv[1], keys, KG_CKPT_VERIFY_MANIFEST_ONLY, NULL, &r);
   if (rc != 0) {
-    fprintf(stderr, "%s: %s: %s\n", argv[1], kg_ckpt_status_name(rc), r.reason);
+    fprintf(stderr, "kguard ckpt manifest: %s: %s: %s\n", argv[1], kg_ckpt_status_name(rc),
+            r.reason);
     kg_ckpt_report_clear(&r);
     int s = kg_ckpt_status_of(rc);
     return s > 0 ? s : KG_EXIT_SYSTEM;
@@ -70,11 +75,16 @@ kg_ckpt_cli_manifest(int argc, char **argv)
   char *json = kg_ckpt_manifest_encode(r.manifest);
   cJSON *m = json ? cJSON_Parse(json) : NULL;
   cJSON *o = cJSON_CreateObject();
-  int code = KG_EXIT_SYSTEM;
+  code = KG_EXIT_SYSTEM;
   if (m && o) {
     cJSON_AddItemToObject(o, "manifest", m);
     m = NULL;
     cJSON_AddStringToObject(o, "manifest_digest", r.manifest_digest);
+    cJSON_AddStringToObject(o, "signer_id", r.signer_id);
+    if (r.signer[0])
+      cJSON_AddStringToObject(o, "signer", r.signer);
+    else
+      cJSON_AddNullToObject(o, "signer");
     cJSON_AddNumberToObject(o, "archive_size", (double) r.archive_size);
     char *text = cJSON_PrintUnformatted(o);
     if (text) {
@@ -103,6 +113,9 @@ kg_ckpt_cli_gc(int argc, char **argv)
     fprintf(stderr, "kguard ckpt gc: needs exactly one CKPT_DIR (see --help)\n");
     return KG_EXIT_USAGE;
   }
+  int code = kg_ckpt_cli_need("gc", argv[1], true);
+  if (code)
+    return code;
   kg_ckpt_gc_stats_t st;
   int rc = kg_ckpt_gc(argv[1], INT64_MAX, &st);
   printf("removed %zu (%llu bytes of temporaries), %zu still being written\n", st.removed,
@@ -128,7 +141,7 @@ static const char s_help_prune[] =
   "closes an incident (removes its marker). `seal --keep N [--keep-every K]`\n"
   "prunes after each seal. Prints one line per removal.\n"
   KG_CKPT_PROGRESS_HELP
-  "exit: 0, 100 usage, 111 system.\n";
+  "exit: 0, 100 usage (also: no such CKPT_DIR), 111 system.\n";
 
 static bool
 s_count(const char *s, int64_t min, int64_t *out)
@@ -209,7 +222,9 @@ kg_ckpt_cli_prune(int argc, char **argv)
     fprintf(stderr, "kguard ckpt prune: needs CKPT_DIR and either --keep N or --resolve ID\n");
     return KG_EXIT_USAGE;
   }
-  int rc;
+  int rc, code = kg_ckpt_cli_need("prune", dir, true);
+  if (code)
+    return code;
   if (resolve) {
     if (!kg_ckpt_quarantine_id_ok(resolve)) {
       fprintf(stderr, "kguard ckpt prune: bad incident id '%s'\n", resolve);
@@ -217,13 +232,14 @@ kg_ckpt_cli_prune(int argc, char **argv)
     }
     rc = kg_ckpt_retain_resolve(dir, resolve);
   } else {
-    unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-    const unsigned char *pk = kg_keys_load_public(NULL, pkbuf) == 0 ? pkbuf : NULL;
+    const kg_keyring_t *keys = NULL;
+    if ((code = kg_ckpt_cli_keys("ckpt prune", &keys)))
+      return code;
     kg_ckpt_progress_t prog;
     kg_ckpt_progress_init(&prog, show, STDERR_FILENO);
     kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
     kg_ckpt_progress_begin(&prog, "checking %s", dir);
-    rc = kg_ckpt_retain_prune(dir, pk, keep, every, open, nopen, dry, &watch, stdout);
+    rc = kg_ckpt_retain_prune(dir, keys, keep, every, open, nopen, dry, &watch, stdout);
     kg_ckpt_progress_end(&prog);
   }
   if (rc < 0) {

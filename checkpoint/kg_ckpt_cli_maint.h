@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kg_keys.h"
+
 /*  `kguard ckpt manifest FILE`: authenticate FILE's manifest (no payload
     byte is read) and print {"manifest": {...}, "manifest_digest": hex,
     "archive_size": N} on stdout; exit 0, a verdict code 1..5, 100, 111. */
@@ -31,11 +33,23 @@ int kg_ckpt_cli_list(int argc, char **argv);
 int kg_ckpt_cli_latest(int argc, char **argv);
 
 /*  Shared by the ckpt command files: "--help"/"-h"; print "kguard ckpt:
-    MSG[: ARG] (see --help)" and return the usage exit code; load the public
-    key into pk and return it, or NULL when there is none (a warning unless
-    simply absent). */
+    MSG[: ARG] (see --help)" and return the usage exit code. */
 bool kg_ckpt_cli_is_help(const char *arg);
 int kg_ckpt_cli_usage(const char *msg, const char *arg);
-const unsigned char *kg_ckpt_cli_public_key(unsigned char pk[32]);
+
+/*  The keys verification accepts (the user's own and the trusted ones,
+    kg_keyring_load), loaded once per process into *out. Returns 0, or
+    prints "kguard CMD: why" (CMD: "ckpt verify", "keys", ...) and returns the exit code (100 for a key
+    directory others could change or a malformed trusted key, 111 for a
+    system error). */
+int kg_ckpt_cli_keys(const char *cmd, const kg_keyring_t **out);
+
+/*  The one rule for paths named on a ckpt command line: path must exist
+    and be a directory (dir) or a regular file. Returns 0, or prints
+    "kguard ckpt CMD: no such directory: PATH" (or "... file", "not a
+    directory", "not a regular file") and returns 100, or, when it cannot
+    be looked at (permissions), "kguard ckpt CMD: cannot read PATH: why"
+    and 111. */
+int kg_ckpt_cli_need(const char *cmd, const char *path, bool dir);
 
 #endif

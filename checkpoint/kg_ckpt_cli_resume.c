@@ -3,6 +3,7 @@
 */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,8 +23,8 @@
 
 static const char s_help_resume[] =
   "usage: kguard ckpt resume-prepare --dir CKPT_DIR --before T_MS --incident ID\n"
-  "                                  --into DEST --json [--seal-wait-stall-ms MS]\n"
-  "                                  [--progress[=WHEN]]\n"
+  "                                  --into DEST --json [--run ID]\n"
+  "                                  [--seal-wait-stall-ms MS] [--progress[=WHEN]]\n"
   "\n"
   "First waits for the seals still writing into CKPT_DIR (a background seal\n"
   "outlives a faulted kernel): each ends sealed, and is then a candidate, or\n"
@@ -32,15 +33,19 @@ static const char s_help_resume[] =
   "  [{\"writer\", \"outcome\": \"ended\"|\"excluded\", \"waited_ms\"}].\n"
   "For the supervisor after a sticky failure at T_MS: quarantine checkpoints\n"
   "sealed at or after T_MS, then verify completely, newest first, those sealed\n"
-  "strictly before it until one is valid. An uncompressed checkpoint is checked\n"
+  "strictly before it until one is valid. Only checkpoints of the run being\n"
+  "resumed count: --run ID, else $KGUARD_RUN_ID, else \"default\" (what seal\n"
+  "records); every other run's is skipped, saying so. Signatures by your key\n"
+  "or a trusted one (kguard keys) verify. An uncompressed checkpoint is checked\n"
   "in place and not copied (\"dir\": \"\": the kernel reads it from the archive);\n"
-  "a zstd one is restored into CKPT_DIR/.restored-ID. DEST is accepted for\n"
-  "compatibility and not written. Prints one JSON object:\n"
+  "a zstd one is restored, read-only, into CKPT_DIR/.restored-ID when nobody\n"
+  "else can write CKPT_DIR, else into DEST (private). Prints one JSON object:\n"
   "  {\"status\": \"restored\"|\"none\"|\"failed\", \"archive\", \"archive_abs\",\n"
   "   \"step\", \"run\", \"sealed_at\", \"sealed_at_ms\",\n"
   "   \"digest\": \"blake2b-256:<hex of the manifest>\", \"digest_of\": \"manifest\",\n"
   "   \"dir\", \"in_place\", \"compression\", \"bytes\", \"error\" (when failed),\n"
-  "   \"before_ms\", \"incident\", \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
+  "   \"before_ms\", \"incident\", \"resumed_run\",\n"
+  "   \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
   "   \"skipped\": [{\"archive\", \"reason\"}]}\n"
   "\"failed\": a checkpoint could not be read or copied (system error); nothing\n"
   "partial remains.\n"
@@ -91,7 +96,7 @@ s_wait_tick(void *arg, uint64_t bytes, size_t writers)
 int
 kg_ckpt_cli_resume(int argc, char **argv)
 {
-  const char *dir = NULL, *incident = NULL, *dest = NULL;
+  const char *dir = NULL, *incident = NULL, *dest = NULL, *run = NULL;
   int64_t before = -1, stall_ms = KG_CKPT_SEAL_WAIT_STALL_MS;
   kg_ckpt_progress_when_t when = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++) {
@@ -113,6 +118,8 @@ kg_ckpt_cli_resume(int argc, char **argv)
       incident = argv[++i];
     } else if (strcmp(a, "--into") == 0 && more) {
       dest = argv[++i];
+    } else if (strcmp(a, "--run") == 0 && more) {
+      run = argv[++i];
     } else if (strcmp(a, "--seal-wait-stall-ms") == 0 && more) {
       char *end = NULL;
       errno = 0;
@@ -127,7 +134,20 @@ kg_ckpt_cli_resume(int argc, char **argv)
   }
   if (!dir || !incident || !dest || before < 0)
     return s_json_error(KG_EXIT_USAGE, "needs --dir, --before, --incident and --into");
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  /* The run being resumed: what kguard.save and seal record by default. */
+  if (!run)
+    run = getenv("KGUARD_RUN_ID");
+  if (!run || !*run)
+    run = "default";
+  const kg_keyring_t *keys = NULL;
+  char kwhy[PATH_MAX + 512];
+  int krc;
+  kg_keyring_t *ring = kg_keyring_load(NULL, &krc, kwhy, sizeof kwhy);
+  if (!ring)
+    return s_json_error(krc == KG_EUNSAFEPATH || krc == KG_ECKPT_MALFORMED ? KG_EXIT_USAGE
+                                                                            : KG_EXIT_SYSTEM,
+                        kwhy);
+  keys = ring;
   cJSON *out = NULL;
   char why[600] = "";
   kg_ckpt_progress_t prog;
@@ -141,9 +161,10 @@ kg_ckpt_cli_resume(int argc, char **argv)
     fprintf(stderr, "kguard ckpt resume-prepare: could not check for seals in flight in "
             "'%s'; choosing without waiting\n", dir);
   kg_ckpt_progress_begin(&prog, "checking the last checkpoint in %s", dir);
-  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, &watch,
-                                  kg_ckpt_cli_public_key(pkbuf), &out, why, sizeof why);
+  int rc = kg_ckpt_resume_prepare(dir, before, incident, run, dest, &watch, keys, &out, why,
+                                  sizeof why);
   kg_ckpt_progress_end(&prog);
+  kg_keyring_destroy(&ring);
   if (rc < 0) {
     cJSON_Delete(waited);
     return s_json_error(rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM, why);

@@ -36,6 +36,7 @@ s_usage(FILE *out)
     "  restart  ask a running kguard kernel for a (diagnostic) restart\n"
     "  ckpt     seal, verify, list, select and restore checkpoint archives\n"
     "  keygen   create the checkpoint signing key pair\n"
+    "  keys     list, export, import (trust) and remove checkpoint signing keys\n"
     "  doctor   which GPU stack the kernel will use, and whether it fits the device\n"
     "  incident list incidents; export one as a shareable repro request\n"
     "  eg-launch  kernel launcher for Jupyter Enterprise Gateway (cluster kernels)\n"
@@ -54,7 +55,7 @@ s_usage(FILE *out)
 #define KGUARD_EG_RELPATH "../libexec/kguard/kguard-eg"
 #endif
 
-/*  `ckpt` and `keygen` run in kguard-ckpt (see supervisor/main_ckpt.c for
+/*  `ckpt`, `keygen` and `keys` run in kguard-ckpt (see supervisor/main_ckpt.c for
     why), `eg-launch` in kguard-eg (supervisor/eg/main_eg.c): beside this
     executable in a build tree, under libexec once installed. argv is passed
     on, with `--kguard SELF` after the command name when with_self is set
@@ -128,7 +129,7 @@ main(int argc, char **argv)
     return kg_run_main(argc - 1, argv + 1);
   if (strcmp(cmd, "exec") == 0)
     return kg_exec_main(argc - 1, argv + 1);
-  if (strcmp(cmd, "ckpt") == 0 || strcmp(cmd, "keygen") == 0)
+  if (strcmp(cmd, "ckpt") == 0 || strcmp(cmd, "keygen") == 0 || strcmp(cmd, "keys") == 0)
     return s_exec_helper("kguard-ckpt", KGUARD_CKPT_RELPATH, argc, argv, 0);
   if (strcmp(cmd, "eg-launch") == 0)
     return s_exec_helper("kguard-eg", KGUARD_EG_RELPATH, argc, argv, 1);

@@ -1,4 +1,5 @@
-/*  kguard-ckpt: the checkpoint commands (`kguard ckpt ...`, `kguard keygen`).
+/*  kguard-ckpt: the checkpoint commands (`kguard ckpt ...`, `kguard keygen`,
+    `kguard keys`).
 
     They live in their own executable so that the long-lived processes
     (`kguard kernel`, one per notebook, and `kguard run`) never map
@@ -19,7 +20,9 @@ main(int argc, char **argv)
     return kg_ckpt_cli_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "keygen") == 0)
     return kg_ckpt_keygen_main(argc - 1, argv + 1);
-  kg_error("kguard-ckpt runs `kguard ckpt ...` and `kguard keygen` for kguard; "
-           "run those instead");
+  if (argc >= 2 && strcmp(argv[1], "keys") == 0)
+    return kg_ckpt_keys_main(argc - 1, argv + 1);
+  kg_error("kguard-ckpt runs `kguard ckpt ...`, `kguard keygen` and `kguard keys` for "
+           "kguard; run those instead");
   return KG_EXIT_USAGE;
 }

@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kg_exec.h"
@@ -21,39 +22,71 @@
 
 static const char s_help[] =
   "usage: kguard exec [OPTIONS] -- COMMAND [ARGS...]\n"
+  "       kguard exec --nproc-per-node N [OPTIONS] -- python train.py [ARGS...]\n"
   "\n"
-  "Run a training command (a Python script, or torchrun ...) in its own process\n"
-  "group under kguard: its output is passed through unchanged and kept; on a proven\n"
-  "sticky GPU error the whole group is stopped, an incident is written, the last\n"
-  "checkpoint sealed before the fault is verified and restored (newer ones are\n"
-  "quarantined), and COMMAND starts again with KGUARD_RESUME_* set for\n"
-  "kguard.resume().\n"
+  "Run a training command under kguard: its output is passed through unchanged and\n"
+  "kept; on a proven sticky GPU error the tree is killed at once, an incident is\n"
+  "written, the last checkpoint sealed before the fault is verified and restored\n"
+  "(newer ones are quarantined), and the ranks start again with KGUARD_RESUME_*\n"
+  "set for kguard.resume(). With --nproc-per-node kguard starts the N ranks itself,\n"
+  "with torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
+  "GROUP_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT, ...), so the\n"
+  "script runs as under torchrun; a restart replaces the ranks, never kguard.\n"
+  "COMMAND may also be torchrun itself (the slower path: torchrun's agent and\n"
+  "rendezvous start again at every restart).\n"
   "\n"
   "options:\n"
   "  --checkpoints DIR     checkpoint directory (KGUARD_CKPT_DIR of the command);\n"
   "                        without it a restart starts over\n"
+  "  --nproc-per-node N    kguard starts N ranks of COMMAND on this node (each its\n"
+  "                        own process group; with torchrun as COMMAND: its ranks\n"
+  "                        per node, for the checkpoint layout)\n"
+  "  --master-addr ADDR    the ranks' MASTER_ADDR (default 127.0.0.1; several\n"
+  "                        nodes: the coordinator's HOST)\n"
+  "  --master-port PORT    a fixed MASTER_PORT (default: kguard keeps the ranks'\n"
+  "                        rendezvous store across restarts, as torchrun's agent)\n"
+  "  --standby             keep a warm Python per rank that has imported\n"
+  "                        --standby-imports (no device touched); a restart hands\n"
+  "                        it the rank instead of a cold start (COMMAND must be\n"
+  "                        python [OPTIONS] SCRIPT|-m MODULE [ARGS])\n"
+  "  --standby-imports M,..  what a standby imports (default torch)\n"
+  "  --standby-max-age S   an older standby is replaced by a cold start (default\n"
+  "                        3600)\n"
   "  --max-restarts N      restarts within 10 minutes before giving up (default 3)\n"
   "  --state-dir DIR       incidents, restored checkpoints, logs (default\n"
   "                        $KGUARD_STATE_DIR, else ~/.local/state/kguard)\n"
   "  --name NAME           run name: log file, KGUARD_RUN_ID (default: exec)\n"
   "  --stall-timeout S     seconds without progress after a sticky error text that\n"
   "                        prove the fault (default: 4 x the longest gap between\n"
-  "                        two completed steps of the run, 1.5 to 60; 60 before\n"
-  "                        two steps were seen)\n"
-  "  --kill-grace S        SIGTERM to SIGKILL after a fault (default 10)\n"
+  "                        two completed steps of the job, kept across restarts,\n"
+  "                        1.5 to 60; 60 before two steps were seen)\n"
+  "  --kill-grace S        a peer node's tree (stopped because of a fault\n"
+  "                        elsewhere): SIGTERM to SIGKILL (default 10); a proven\n"
+  "                        fault's own tree is killed at once\n"
   "  --preempt-grace S     after SIGTERM/SIGUSR1 from a scheduler, seconds the\n"
   "                        command has to seal and exit before SIGKILL (default 25)\n"
   "  --rules FILE          classification rules (default: the shipped ones)\n"
-  "multi-node (one kguard exec per node, outside torchrun):\n"
+  "multi-node (one kguard exec per node):\n"
   "  --nnodes N --node-rank R --coordinator HOST:PORT --secret FILE\n"
   "                        node 0 runs the coordinator on HOST:PORT (CURVE, keys\n"
   "                        derived from the job's secret file of 32+ bytes);\n"
-  "                        --checkpoints must be a directory every node shares\n"
-  "  --nproc-per-node P    ranks per node (default 1); rank r checkpoints into\n"
-  "                        DIR/rank-r and is restored into KGUARD_RESUME_DIR/rank-r\n"
-  "                        (kguard.save/resume do both: KGUARD_CKPT_LAYOUT=rank-dirs)\n"
+  "                        --checkpoints must be a directory every node shares;\n"
+  "                        the coordinator listens only on the addresses HOST\n"
+  "                        resolves to on node 0\n"
+  "  --coordinator-bind ADDR node 0: listen on ADDR instead (an address of this\n"
+  "                        host, e.g. when HOST is a service name; 0.0.0.0: every\n"
+  "                        interface)\n"
   "  --heartbeat-timeout S a coordinator or node silent this long is lost: the\n"
   "                        job ends with 200 (infrastructure; default 30)\n"
+  "  --join-timeout S      every node must have joined within this of node 0's\n"
+  "                        start (default 600, as torchrun's rendezvous), else the\n"
+  "                        job ends with 200; once a connection failed the CURVE\n"
+  "                        handshake (a node with another --secret), the heartbeat\n"
+  "                        timeout instead, and 100. A node refused that way exits\n"
+  "                        100 at once. Before the start every node verifies a\n"
+  "                        probe each node signed with its checkpoint key: a node\n"
+  "                        that cannot verify another's ends the job with 100,\n"
+  "                        naming the key\n"
   "\n"
   "A sticky error text is proof only when a process of the group then fails, or\n"
   "when no newer `kguard: completed step N` line (two steps on) follows within\n"
@@ -62,11 +95,17 @@ static const char s_help[] =
   "exit codes (for schedulers):\n"
   "  0    the command succeeded\n"
   "  1-   the command's own failure, passed through (128+N: killed by signal N;\n"
-  "       a code equal to one below is reported as 1)\n"
-  "  86   permanent: sticky faults kept coming (same failure twice, budget spent)\n"
-  "  100  usage error; 111 system failure in kguard; 127 COMMAND cannot be run\n"
+  "       a code equal to one below is reported as 1, the original in the log)\n"
+  "  86   permanent: sticky faults kept coming (same failure twice, budget spent),\n"
+  "       or checkpoints exist that no restart can verify (never a silent start\n"
+  "       over)\n"
+  "  100  usage or configuration error (also: nodes that cannot verify each\n"
+  "       other's checkpoints, a node with another --secret); 111 system failure\n"
+  "       in kguard; 127 COMMAND cannot be run\n"
   "  200  retryable: pre-empted by SIGTERM/SIGINT/SIGUSR1, or an infrastructure\n"
-  "       failure (checkpoint helper, a peer node or the coordinator lost)\n";
+  "       failure (checkpoint helper, a peer node or the coordinator lost)\n"
+  "\n"
+  "docs: docs/exec.md\n";
 
 static int
 s_usage(const char *msg, const char *arg)
@@ -117,6 +156,10 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     }
     if (a[0] != '-')
       break;
+    if (strcmp(a, "--standby") == 0) {
+      c->standby = true;
+      continue;
+    }
     if (!v)
       return s_usage("option needs a value", a);
     i++;
@@ -130,6 +173,12 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
       c->rules_path = v;
     else if (strcmp(a, "--coordinator") == 0)
       c->coordinator = v;
+    else if (strcmp(a, "--standby-imports") == 0)
+      c->standby_imports = v;
+    else if (strcmp(a, "--master-addr") == 0)
+      c->master_addr = v;
+    else if (strcmp(a, "--coordinator-bind") == 0)
+      c->coordinator_bind = v;
     else if (strcmp(a, "--secret") == 0)
       c->secret_file = v;
     else if (strcmp(a, "--max-restarts") == 0) {
@@ -141,6 +190,10 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     } else if (strcmp(a, "--nproc-per-node") == 0) {
       if (s_int(v, 1, 1024, &c->nproc_per_node) < 0)
         return s_usage("--nproc-per-node needs an integer 1-1024", v);
+      c->nproc_given = true;
+    } else if (strcmp(a, "--master-port") == 0) {
+      if (s_int(v, 1, 65535, &c->master_port) < 0)
+        return s_usage("--master-port needs a port number 1-65535", v);
     } else if (strcmp(a, "--node-rank") == 0) {
       if (s_int(v, 0, 4095, &c->node_rank) < 0)
         return s_usage("--node-rank needs an integer 0-4095", v);
@@ -153,6 +206,12 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     } else if (strcmp(a, "--heartbeat-timeout") == 0) {
       if (s_seconds(v, &c->heartbeat_ms) < 0 || c->heartbeat_ms < 100)
         return s_usage("--heartbeat-timeout needs seconds (at least 0.1)", v);
+    } else if (strcmp(a, "--standby-max-age") == 0) {
+      if (s_seconds(v, &c->standby_max_age_ms) < 0)
+        return s_usage("--standby-max-age needs seconds", v);
+    } else if (strcmp(a, "--join-timeout") == 0) {
+      if (s_seconds(v, &c->join_timeout_ms) < 0 || c->join_timeout_ms < 100)
+        return s_usage("--join-timeout needs seconds (at least 0.1)", v);
     } else if (strcmp(a, "--preempt-grace") == 0) {
       if (s_seconds(v, &c->preempt_grace_ms) < 0)
         return s_usage("--preempt-grace needs seconds", v);
@@ -202,7 +261,12 @@ s_setup(kg_exec_s *E)
     return KG_EXIT_USAGE;
   }
   snprintf(E->log_path, sizeof E->log_path, "%s/logs/exec-%s.log", E->state_dir, E->cfg.name);
-  E->log = fopen(E->log_path, "ae");
+  char lerr[PATH_MAX + 200];
+  if ((rc = kg_exec_log_open(E->log_path, E->cfg.name, &E->log, lerr, sizeof lerr)) != 0) {
+    kg_error("exec: %s", lerr);
+    return rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
+  }
+  kg_exec_log_run_started(E->log, kg_clock_wall_ms(), E->cfg.argv);
   char rules_path[PATH_MAX], err[512] = "";
   if (E->cfg.rules_path)
     snprintf(rules_path, sizeof rules_path, "%s", E->cfg.rules_path);
@@ -213,6 +277,36 @@ s_setup(kg_exec_s *E)
     return KG_EXIT_USAGE;
   }
   E->diag = kg_diagnosis_new(E->rules);
+  E->mode = kg_exec_mode(E->cfg.argv, E->cfg.nproc_given, E->cfg.nnodes);
+  E->devmem = kg_exec_devmem_new();
+  /* One node of ranks kguard starts: their rendezvous store outlives the
+     restarts (several nodes: the coordinator hosts it). */
+  if (E->mode == KG_EXEC_MODE_AGENT && E->cfg.nnodes == 1 && E->cfg.master_port == 0) {
+    bool module;
+    const char *py = kg_exec_python_program(E->cfg.argv, &module) >= 0 ? E->cfg.argv[0]
+                                                                       : "python3";
+    int src = kg_exec_store_start(py, &E->store);
+    if (src != 0)
+      kg_warning("exec: cannot start the ranks' rendezvous store (%s): each generation's "
+                 "rank 0 serves one", kg_strerror(src));
+  }
+  char why[256];
+  if (E->cfg.standby && !kg_ex_standby_possible(E, why, sizeof why)) {
+    kg_error("exec: %s", why);
+    return KG_EXIT_USAGE;
+  }
+  if (kg_ex_ranks_new(E) != 0)
+    return KG_EXIT_SYSTEM;
+  if (E->cfg.master_addr) {
+    snprintf(E->master_addr, sizeof E->master_addr, "%s", E->cfg.master_addr);
+  } else if (E->cfg.nnodes > 1 && E->cfg.coordinator) {
+    /* Rank 0 runs on node 0, reached where the coordinator is. */
+    const char *colon = strrchr(E->cfg.coordinator, ':');
+    size_t hl = colon ? (size_t) (colon - E->cfg.coordinator) : strlen(E->cfg.coordinator);
+    snprintf(E->master_addr, sizeof E->master_addr, "%.*s", (int) hl, E->cfg.coordinator);
+  } else {
+    snprintf(E->master_addr, sizeof E->master_addr, "127.0.0.1");
+  }
   kg_policy_config_t pc;
   kg_policy_config_default(&pc);
   pc.max_restarts = E->cfg.max_restarts;
@@ -224,14 +318,9 @@ s_setup(kg_exec_s *E)
      died) are reparented to kguard, which reaps them and sees their status. */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     kg_warning("exec: not a subreaper (%s): orphans go to init", strerror(errno));
-  sigset_t set;
-  sigemptyset(&set);
-  int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1};
-  for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
-    sigaddset(&set, sigs[k]);
-  signal(SIGPIPE, SIG_IGN);
-  if (sigprocmask(SIG_BLOCK, &set, NULL) != 0
-      || (E->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+  /* Before any ZeroMQ context: its threads inherit the blocked mask. */
+  static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, 0};
+  if (!(E->sig = kg_sigsrc_new(sigs)))
     return KG_EXIT_SYSTEM;
   return 0;
 }
@@ -244,19 +333,19 @@ s_teardown(kg_exec_s *E)
     /* The coordinator ends once every node reported; give it a moment to
        deliver its last decision (SIGKILL through kg_child_destroy after). */
     int64_t end = kg_clock_mono_ms() + 5000;
-    while (!kg_child_exited(E->coord) && kg_clock_mono_ms() < end) {
-      struct signalfd_siginfo si;
-      struct pollfd p = {.fd = E->sigfd, .events = POLLIN};
+    while (E->sig && !kg_child_exited(E->coord) && kg_clock_mono_ms() < end) {
+      struct pollfd p = {.fd = kg_sigsrc_fd(E->sig), .events = POLLIN};
       if (poll(&p, 1, 200) > 0)
-        while (read(E->sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
+        while (kg_sigsrc_read(E->sig) > 0) {
         }
       kg_child_reap(E->coord);
     }
     kg_child_destroy(&E->coord);
   }
-  kg_child_destroy(&E->leader);
+  kg_ex_ranks_destroy(E);
+  kg_exec_devmem_destroy(&E->devmem);
+  kg_exec_store_destroy(&E->store);
   kg_child_destroy(&E->helper);
-  kg_ex_free_env(&E->envp);
   cJSON_Delete(E->exits);
   kg_incident_destroy(&E->incident);
   kg_policy_destroy(&E->policy);
@@ -265,10 +354,40 @@ s_teardown(kg_exec_s *E)
   free(E->helper_out);
   free(E->resume_dir);
   free(E->resume_archive);
-  if (E->log)
-    fclose(E->log);
-  if (E->sigfd >= 0)
-    close(E->sigfd);
+  kg_exec_log_destroy(&E->log);
+  kg_sigsrc_destroy(&E->sig);
+}
+
+/*  What the exit code stands for, in words; a command's own code that
+    kguard reported as another (one of kguard's own) is named. */
+static void
+s_summary(const kg_exec_s *E, char *buf, size_t len)
+{
+  switch (E->outcome) {
+  case KG_EXEC_OUT_SUCCESS:
+    snprintf(buf, len, "success");
+    return;
+  case KG_EXEC_OUT_GAVE_UP:
+    snprintf(buf, len, "gave up: permanent");
+    return;
+  case KG_EXEC_OUT_RETRYABLE:
+    snprintf(buf, len, "retryable");
+    return;
+  case KG_EXEC_OUT_USAGE:
+    snprintf(buf, len, "refused: the job's configuration (see above)");
+    return;
+  case KG_EXEC_OUT_COMMAND_FAILED:
+    break;
+  }
+  char how[64];
+  kg_child_describe(E->outcome_status, how, sizeof how);
+  int st = E->outcome_status;
+  int own = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+  if (own != E->exit_code)
+    snprintf(buf, len, "the command's own failure: it ended with %s, a code kguard reserves, "
+             "reported as %d", how, E->exit_code);
+  else
+    snprintf(buf, len, "the command's own failure: %s", how);
 }
 
 int
@@ -278,8 +397,7 @@ kg_exec_run(const kg_exec_config_t *config)
   if (!E)
     return KG_EXIT_SYSTEM;
   E->cfg = *config;
-  E->sigfd = -1;
-  E->last_step = -1;
+  kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
   E->deadline = -1;
   int code = s_setup(E);
@@ -290,7 +408,7 @@ kg_exec_run(const kg_exec_config_t *config)
       code = rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
     } else {
       E->state = KG_EX_JOINING;
-      E->deadline = kg_clock_mono_ms() + 120000;
+      E->deadline = kg_clock_mono_ms() + E->cfg.join_timeout_ms + E->cfg.heartbeat_ms;
       code = kg_ex_loop(E);
     }
   } else if (code == 0) {
@@ -300,12 +418,12 @@ kg_exec_run(const kg_exec_config_t *config)
     else
       code = kg_ex_loop(E);
   }
-  if (code == E->exit_code && E->state == KG_EX_DONE)
-    kg_notice("exec: exit %d (%s)", code,
-              E->outcome == KG_EXEC_OUT_SUCCESS ? "success"
-              : E->outcome == KG_EXEC_OUT_GAVE_UP ? "gave up: permanent"
-              : E->outcome == KG_EXEC_OUT_RETRYABLE ? "retryable"
-              : "the command's own failure");
+  if (code == E->exit_code && E->state == KG_EX_DONE) {
+    char summary[256];
+    s_summary(E, summary, sizeof summary);
+    kg_notice("exec: exit %d (%s)", code, summary);
+    kg_exec_log_run_ended(E->log, kg_clock_wall_ms(), code, summary);
+  }
   s_teardown(E);
   free(E);
   return code;
