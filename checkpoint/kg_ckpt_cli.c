@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kg_clock.h"
 #include "kg_ckpt_cli_maint.h"
@@ -23,6 +24,7 @@
 #include "kg_ckpt_gc.h"
 #include "kg_ckpt_retain.h"
 #include "kg_ckpt_list.h"
+#include "kg_ckpt_progress.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
 #include "kg_ckpt_seal.h"
@@ -59,10 +61,11 @@ static const char s_help_main[] =
   "\n"
   "commands:\n"
   "  seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
-  "  verify [--progress] FILE...\n"
-  "  list CKPT_DIR [--json]\n"
-  "  latest CKPT_DIR [--before TIME]\n"
+  "  verify [--progress[=WHEN]] FILE...\n"
+  "  list CKPT_DIR [--json] [--progress[=WHEN]]\n"
+  "  latest CKPT_DIR [--before TIME] [--progress[=WHEN]]\n"
   "  restore FILE DEST [--read-only] [--private] [--digest HEX]\n"
+  "          [--progress[=WHEN]]\n"
   "  quarantine CKPT_DIR --incident ID --from TIME\n"
   "  resume-prepare --dir CKPT_DIR --before T_MS --incident ID --into DEST --json\n"
   "                 [--run ID]\n"
@@ -70,6 +73,9 @@ static const char s_help_main[] =
   "  gc CKPT_DIR\n"
   "  prune CKPT_DIR --keep N [--keep-every K] | --resolve ID\n"
   "\n"
+  "Every command that reads or writes an archive shows, on a terminal, one line\n"
+  "with bytes done, rate and time left while it runs over a second\n"
+  "(--progress[=auto|machine|none]).\n"
   "TIME is ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds since the epoch.\n"
   "Keys: $KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard;\n"
   "archives signed by your key or a key you trust verify (`kguard keys --help`).\n"
@@ -80,7 +86,7 @@ static const char s_help_seal[] =
   "usage: kguard ckpt seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
   "                         [--time T] [--after PATH] [--remove-dir]\n"
   "                         [--keep N [--keep-every K]] [--rank R --world-size N]\n"
-  "                         [--format 1|2]\n"
+  "                         [--format 1|2] [--progress[=WHEN]]\n"
   "\n"
   "Seal the regular files under DIR into one signed archive, written atomically\n"
   "(temporary name, fsync, rename, directory fsync). With --into the name is\n"
@@ -96,22 +102,25 @@ static const char s_help_seal[] =
   "--keep N [--keep-every K]: then prune CKPT_DIR (see `kguard ckpt prune --help`).\n"
   "--rank R --world-size N (N >= 2): seal this rank's shard of a checkpoint set;\n"
   "the seal that completes the set writes its signed index set-<N>-*.kgset.tar.\n"
+  KG_CKPT_PROGRESS_HELP
   "exit: 0 sealed, 100 usage (also: DIR holds links or special files), 111 system.\n";
 
 static const char s_help_verify[] =
-  "usage: kguard ckpt verify [--progress] FILE...\n"
+  "usage: kguard ckpt verify [--progress[=WHEN]] FILE...\n"
   "\n"
   "Check each archive in one streaming pass: manifest signature first, then\n"
   "every member's type, name, size and BLAKE2b-256 digest. Prints one line per\n"
   "file: 'FILE: VERDICT: reason'. A plain torch.save file (zip) has every\n"
   "member read so its CRC is checked, without unpickling anything.\n"
   "The exit code is the highest verdict code among the files.\n"
-  "--progress: write 'kguard-progress DONE TOTAL' lines (bytes of the file) to\n"
-  "stderr at the start, at least once a second while reading, and at the end.\n\n"
+  KG_CKPT_PROGRESS_HELP
+  "Machine lines count bytes of the file: at the start, at least once a second\n"
+  "while reading, and at the end.\n\n"
   VERDICT_CODES;
 
 static const char s_help_restore[] =
   "usage: kguard ckpt restore FILE DEST [--read-only] [--private] [--digest HEX]\n"
+  "                           [--progress[=WHEN]]\n"
   "\n"
   "Verify FILE while extracting it into a private temporary directory beside\n"
   "DEST; rename it to DEST only if everything verified. DEST must not exist,\n"
@@ -122,7 +131,8 @@ static const char s_help_restore[] =
   "--read-only: files 0400 and directories 0500 before DEST appears.\n"
   "--private: refuse a DEST whose directory someone else could change.\n"
   "--digest HEX: refuse (corrupt) unless the manifest's BLAKE2b-256 is HEX\n"
-  "(what `kguard ckpt manifest` and resume-prepare print).\n\n" VERDICT_CODES;
+  "(what `kguard ckpt manifest` and resume-prepare print).\n"
+  KG_CKPT_PROGRESS_HELP "\n" VERDICT_CODES;
 
 static const char s_help_quarantine[] =
   "usage: kguard ckpt quarantine CKPT_DIR --incident ID --from TIME\n"
@@ -208,6 +218,13 @@ s_parse_i64(const char *s, int64_t *out)
 
 /* ---- seal ----------------------------------------------------------------- */
 
+/*  A zstd seal hashes every file first, then writes: one line each. */
+static void
+s_seal_phase(void *arg, const char *what, const char *dir)
+{
+  kg_ckpt_progress_begin(arg, "%s %s", what, dir);
+}
+
 static int
 s_seal(int argc, char **argv)
 {
@@ -216,12 +233,17 @@ s_seal(int argc, char **argv)
   bool remove_dir = false;
   int keep = 0, r;
   int64_t every = 0;
+  kg_ckpt_progress_when_t when = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
+    int po;
     if (kg_ckpt_cli_is_help(a)) {
       fputs(s_help_seal, stdout);
       return KG_EXIT_OK;
+    } else if ((po = kg_ckpt_progress_option(a, &when)) != 0) {
+      if (po < 0)
+        return kg_ckpt_cli_usage("--progress is auto, machine or none", a);
     } else if (strcmp(a, "--step") == 0 && more) {
       if (!s_parse_i64(argv[++i], &o.step))
         return kg_ckpt_cli_usage("--step needs a non-negative integer", argv[i]);
@@ -291,7 +313,14 @@ s_seal(int argc, char **argv)
     fprintf(stderr, "kguard ckpt seal: waiting for '%s': %s (sealing anyway)\n", after,
             kg_strerror(rc));
   kg_ckpt_inflight_test_hold("start");
+  kg_ckpt_progress_t prog;
+  kg_ckpt_progress_init(&prog, when, STDERR_FILENO);
+  kg_ckpt_progress_begin(&prog, "sealing %s", o.dir);
+  o.progress = kg_ckpt_progress_update;
+  o.phase = s_seal_phase;
+  o.progress_arg = &prog;
   rc = kg_ckpt_seal(&o, out, sizeof out, why, sizeof why);
+  kg_ckpt_progress_end(&prog);
   if (rc == 0)
     kg_ckpt_inflight_test_hold("renamed");
   char set[PATH_MAX] = "";
@@ -319,7 +348,11 @@ s_seal(int argc, char **argv)
   /* Retention: after this seal, with the public half of the key. */
   const kg_keyring_t *keys = NULL;
   if (keep > 0 && o.into && kg_ckpt_cli_keys("ckpt seal", &keys) == 0) {
-    if ((rc = kg_ckpt_retain_prune(o.into, keys, keep, every, NULL, 0, false, stderr)) < 0)
+    kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
+    kg_ckpt_progress_begin(&prog, "checking %s", o.into);
+    rc = kg_ckpt_retain_prune(o.into, keys, keep, every, NULL, 0, false, &watch, stderr);
+    kg_ckpt_progress_end(&prog);
+    if (rc < 0)
       fprintf(stderr, "kguard ckpt seal: pruning '%s': %s (the seal itself succeeded)\n",
               o.into, kg_strerror(rc));
   }
@@ -334,27 +367,31 @@ s_verify(int argc, char **argv)
 {
   int worst = 0, files = 0;
   const kg_keyring_t *keys = NULL;
-  bool progress = false;
+  kg_ckpt_progress_when_t when = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++)
     if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_verify, stdout);
       return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--progress") == 0) {
-      progress = true;
+    } else if (kg_ckpt_progress_option(argv[i], &when) < 0) {
+      return kg_ckpt_cli_usage("--progress is auto, machine or none", argv[i]);
     }
   int code = kg_ckpt_cli_keys("ckpt verify", &keys);
   if (code)
     return code;
-  kg_ckpt_sink_t watch = {.progress = kg_ckpt_cli_progress_line};
+  kg_ckpt_progress_t prog;
+  kg_ckpt_progress_init(&prog, when, STDERR_FILENO);
+  kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--progress") == 0)
+    if (kg_ckpt_progress_option(argv[i], &when))
       continue;
     files++;
     if (argv[i][0] == '-') {
       code = kg_ckpt_cli_usage("unexpected argument", argv[i]);
     } else if ((code = kg_ckpt_cli_need("verify", argv[i], false)) == 0) {
       kg_ckpt_report_t r;
-      int rc = kg_ckpt_verify(argv[i], keys, 0, progress ? &watch : NULL, &r);
+      kg_ckpt_progress_begin(&prog, "verifying %s", argv[i]);
+      int rc = kg_ckpt_verify(argv[i], keys, 0, &watch, &r);
+      kg_ckpt_progress_end(&prog);
       if (rc == 0)
         printf("%s: valid: step %" PRId64 ", run %s, sealed %s, signed by %s%s%s (%s), "
                "manifest blake2b-256:%.16s\n", argv[i], r.manifest->step, r.manifest->run,
@@ -364,6 +401,7 @@ s_verify(int argc, char **argv)
         printf("%s: %s: %s\n", argv[i], kg_ckpt_status_name(rc), r.reason);
       else
         fprintf(stderr, "kguard ckpt verify: %s: %s\n", argv[i], r.reason);
+      fflush(stdout);
       code = s_exit_of(rc);
       kg_ckpt_report_clear(&r);
     }
@@ -383,10 +421,15 @@ s_restore(int argc, char **argv)
   const char *pos[2] = {NULL, NULL};
   int npos = 0;
   kg_ckpt_restore_opts_t opts = {0};
+  kg_ckpt_progress_when_t when = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++) {
+    int o;
     if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_restore, stdout);
       return KG_EXIT_OK;
+    } else if ((o = kg_ckpt_progress_option(argv[i], &when)) != 0) {
+      if (o < 0)
+        return kg_ckpt_cli_usage("--progress is auto, machine or none", argv[i]);
     } else if (strcmp(argv[i], "--read-only") == 0) {
       opts.flags |= KG_CKPT_RESTORE_READ_ONLY;
     } else if (strcmp(argv[i], "--private") == 0) {
@@ -413,7 +456,12 @@ s_restore(int argc, char **argv)
   if (code)
     return code;
   kg_ckpt_report_t r;
-  int rc = kg_ckpt_restore(pos[0], pos[1], keys, NULL, &opts, &r);
+  kg_ckpt_progress_t prog;
+  kg_ckpt_progress_init(&prog, when, STDERR_FILENO);
+  kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
+  kg_ckpt_progress_begin(&prog, "restoring %s", pos[0]);
+  int rc = kg_ckpt_restore(pos[0], pos[1], keys, &watch, &opts, &r);
+  kg_ckpt_progress_end(&prog);
   if (rc == 0)
     printf("%s: restored step %" PRId64 " into %s\n", pos[0], r.manifest->step, pos[1]);
   else if (kg_ckpt_status_of(rc) > 0)

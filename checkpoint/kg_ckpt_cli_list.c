@@ -8,30 +8,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kg_clock.h"
 #include "kg_ckpt_cli_maint.h"
 #include "kg_ckpt_list.h"
+#include "kg_ckpt_progress.h"
 #include "kg_ckpt_set.h"
 #include "kg_exit.h"
 #include "kg_error.h"
 #include "kg_keys.h"
 
 static const char s_help_list[] =
-  "usage: kguard ckpt list CKPT_DIR [--json]\n"
+  "usage: kguard ckpt list CKPT_DIR [--json] [--progress[=WHEN]]\n"
   "\n"
   "Verify every checkpoint in CKPT_DIR and print a table, newest first: step,\n"
   "seal time, size, status, file. Leftovers of interrupted seals are shown as\n"
   "'leftover'. --json prints an array of objects instead.\n"
+  KG_CKPT_PROGRESS_HELP
   "exit: 0, 100 usage (also: no such CKPT_DIR), 111 system (CKPT_DIR unreadable).\n";
 
 static const char s_help_latest[] =
-  "usage: kguard ckpt latest CKPT_DIR [--before TIME]\n"
+  "usage: kguard ckpt latest CKPT_DIR [--before TIME] [--progress[=WHEN]]\n"
   "\n"
   "Print the last consistent checkpoint (or complete set of rank shards: its\n"
   "index set-*.kgset.tar): the newest one sealed strictly before\n"
   "TIME (default: now and later) that verifies completely. Each newer file that\n"
   "was passed over is reported on stderr with the reason.\n"
+  KG_CKPT_PROGRESS_HELP
   "exit: 0 found, 1 none, 100 usage (also: no such CKPT_DIR), 111 system.\n";
 
 static const char *
@@ -81,10 +85,15 @@ kg_ckpt_cli_list(int argc, char **argv)
 {
   const char *dir = NULL;
   bool json = false;
+  kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++) {
+    int po;
     if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_list, stdout);
       return KG_EXIT_OK;
+    } else if ((po = kg_ckpt_progress_option(argv[i], &show)) != 0) {
+      if (po < 0)
+        return kg_ckpt_cli_usage("--progress is auto, machine or none", argv[i]);
     } else if (strcmp(argv[i], "--json") == 0) {
       json = true;
     } else if (argv[i][0] == '-' || dir) {
@@ -102,11 +111,21 @@ kg_ckpt_cli_list(int argc, char **argv)
   if (code)
     return code;
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, true, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list) {
     fprintf(stderr, "kguard ckpt list: cannot read %s: %s\n", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
+  /* Every archive verified completely, with progress. */
+  kg_ckpt_progress_t prog;
+  kg_ckpt_progress_init(&prog, show, STDERR_FILENO);
+  kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
+  list->watch = &watch;
+  for (size_t i = 0; i < list->count; i++) {
+    kg_ckpt_progress_begin(&prog, "verifying %s", list->entries[i].name);
+    kg_ckpt_list_verify(list, i, keys);
+  }
+  kg_ckpt_progress_end(&prog);
   char when[32];
   if (json) {
     cJSON *arr = cJSON_CreateArray();
@@ -160,10 +179,15 @@ kg_ckpt_cli_latest(int argc, char **argv)
 {
   const char *dir = NULL;
   int64_t before = INT64_MAX;
+  kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++) {
+    int po;
     if (kg_ckpt_cli_is_help(argv[i])) {
       fputs(s_help_latest, stdout);
       return KG_EXIT_OK;
+    } else if ((po = kg_ckpt_progress_option(argv[i], &show)) != 0) {
+      if (po < 0)
+        return kg_ckpt_cli_usage("--progress is auto, machine or none", argv[i]);
     } else if (strcmp(argv[i], "--before") == 0 && i + 1 < argc) {
       if (kg_ckpt_parse_time(argv[++i], &before) < 0)
         return kg_ckpt_cli_usage("--before needs ISO 8601 or ms since the epoch", argv[i]);
@@ -187,8 +211,14 @@ kg_ckpt_cli_latest(int argc, char **argv)
     fprintf(stderr, "kguard ckpt latest: cannot read %s: %s\n", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
+  kg_ckpt_progress_t prog;
+  kg_ckpt_progress_init(&prog, show, STDERR_FILENO);
+  kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
+  list->watch = &watch;
+  kg_ckpt_progress_begin(&prog, "checking %s", dir);
   size_t chosen = 0;
   rc = kg_ckpt_list_latest(list, keys, before, &chosen);
+  kg_ckpt_progress_end(&prog);
   size_t upto = rc == 0 ? chosen : list->count;
   char buf[700];
   for (size_t i = 0; i < upto; i++) {
@@ -209,7 +239,10 @@ kg_ckpt_cli_latest(int argc, char **argv)
       fprintf(stderr, "skipped %s: set sealed at or after --before\n", st->path);
       continue;
     }
-    if (kg_ckpt_set_verify(st, keys, NULL, why, sizeof why) == 0) {
+    kg_ckpt_progress_begin(&prog, "checking set %s", st->path);
+    int vrc = kg_ckpt_set_verify(st, keys, &watch, why, sizeof why);
+    kg_ckpt_progress_end(&prog);
+    if (vrc == 0) {
       printf("%s\n", st->path);
       fprintf(stderr, "chosen set %s: step %" PRId64 ", %" PRId64 " ranks, valid\n", st->path,
               st->step, st->world_size);

@@ -9,8 +9,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kg_ckpt_gc.h"
+#include "kg_ckpt_progress.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_retain.h"
 #include "kg_ckpt_util.h"
@@ -127,7 +129,7 @@ kg_ckpt_cli_gc(int argc, char **argv)
 
 static const char s_help_prune[] =
   "usage: kguard ckpt prune CKPT_DIR --keep N [--keep-every K] [--open-incident T]...\n"
-  "                         [--dry-run]\n"
+  "                         [--dry-run] [--progress[=WHEN]]\n"
   "       kguard ckpt prune CKPT_DIR --resolve ID\n"
   "\n"
   "Remove old sealed checkpoints once a newer one verified completely: keep the\n"
@@ -138,6 +140,7 @@ static const char s_help_prune[] =
   "leftovers, unauthenticated files or anything in quarantine/. --resolve ID\n"
   "closes an incident (removes its marker). `seal --keep N [--keep-every K]`\n"
   "prunes after each seal. Prints one line per removal.\n"
+  KG_CKPT_PROGRESS_HELP
   "exit: 0, 100 usage (also: no such CKPT_DIR), 111 system.\n";
 
 static bool
@@ -185,12 +188,16 @@ kg_ckpt_cli_prune(int argc, char **argv)
   int64_t every = 0, open[64];
   size_t nopen = 0;
   bool dry = false;
+  kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int r;
     if (s_help(a)) {
       fputs(s_help_prune, stdout);
       return KG_EXIT_OK;
+    } else if ((r = kg_ckpt_progress_option(a, &show)) != 0) {
+      if (r < 0)
+        return kg_ckpt_cli_usage("--progress is auto, machine or none", a);
     } else if ((r = kg_ckpt_cli_retain_opt(argc, argv, &i, &keep, &every)) != 0) {
       if (r < 0)
         return KG_EXIT_USAGE;
@@ -228,7 +235,12 @@ kg_ckpt_cli_prune(int argc, char **argv)
     const kg_keyring_t *keys = NULL;
     if ((code = kg_ckpt_cli_keys("ckpt prune", &keys)))
       return code;
-    rc = kg_ckpt_retain_prune(dir, keys, keep, every, open, nopen, dry, stdout);
+    kg_ckpt_progress_t prog;
+    kg_ckpt_progress_init(&prog, show, STDERR_FILENO);
+    kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
+    kg_ckpt_progress_begin(&prog, "checking %s", dir);
+    rc = kg_ckpt_retain_prune(dir, keys, keep, every, open, nopen, dry, &watch, stdout);
+    kg_ckpt_progress_end(&prog);
   }
   if (rc < 0) {
     fprintf(stderr, "kguard ckpt prune: %s: %s\n", dir, kg_strerror(rc));

@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kg_ckpt_cli_maint.h"
 #include "kg_ckpt_cli_resume.h"
 #include "kg_ckpt_inflight.h"
+#include "kg_ckpt_progress.h"
 #include "kg_ckpt_resume.h"
 #include "kg_ckpt_verify.h"
 #include "kg_exit.h"
@@ -22,7 +24,7 @@
 static const char s_help_resume[] =
   "usage: kguard ckpt resume-prepare --dir CKPT_DIR --before T_MS --incident ID\n"
   "                                  --into DEST --json [--run ID]\n"
-  "                                  [--seal-wait-stall-ms MS]\n"
+  "                                  [--seal-wait-stall-ms MS] [--progress[=WHEN]]\n"
   "\n"
   "First waits for the seals still writing into CKPT_DIR (a background seal\n"
   "outlives a faulted kernel): each ends sealed, and is then a candidate, or\n"
@@ -46,21 +48,13 @@ static const char s_help_resume[] =
   "   \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
   "   \"skipped\": [{\"archive\", \"reason\"}]}\n"
   "\"failed\": a checkpoint could not be read or copied (system error); nothing\n"
-  "partial remains. Progress: 'kguard-progress DONE TOTAL' lines on stderr, at\n"
-  "the start of each candidate and at least once a second while it is read.\n"
+  "partial remains.\n"
+  KG_CKPT_PROGRESS_HELP
+  "Machine lines (what the kernel supervisor asks for): at the start of each\n"
+  "candidate and at least once a second while it is read; while seals in flight\n"
+  "are waited for, 'kguard-progress BYTES 0' (their bytes written so far).\n"
   "On bad usage it prints {\"status\": \"error\", \"error\": \"...\"}.\n"
   "exit: 0 restored or none, 111 failed or system error, 100 usage.\n";
-
-/*  The progress line the supervisor reads on stderr to push back its
-    stall deadline (see FORMAT.md, "Progress"). */
-void
-kg_ckpt_cli_progress_line(void *arg, uint64_t done, uint64_t total)
-{
-  (void) arg;
-  fprintf(stderr, "kguard-progress %llu %llu\n", (unsigned long long) done,
-          (unsigned long long) total);
-  fflush(stderr);
-}
 
 static int
 s_json_error(int code, const char *msg)
@@ -78,20 +72,25 @@ s_json_error(int code, const char *msg)
 
 struct s_wait_note {
   bool said;
+  kg_ckpt_progress_t *prog;
 };
 
-/*  While a seal in flight is waited for: one log line, then progress lines
-    (total unknown: 0) so the supervisor's stall deadline sees it alive. */
+/*  While a seal in flight is waited for: one log line, then progress
+    (total unknown: 0) so that the supervisor's stall deadline sees it
+    alive and a person sees the bytes the writers have written. */
 static void
 s_wait_tick(void *arg, uint64_t bytes, size_t writers)
 {
   struct s_wait_note *note = arg;
   if (!note->said) {
+    kg_ckpt_progress_end(note->prog);
     fprintf(stderr, "kguard ckpt resume-prepare: waiting for %zu checkpoint writer%s in "
             "flight to finish\n", writers, writers == 1 ? "" : "s");
+    kg_ckpt_progress_begin(note->prog, "waiting for %zu checkpoint writer%s", writers,
+                           writers == 1 ? "" : "s");
     note->said = true;
   }
-  kg_ckpt_cli_progress_line(NULL, bytes, 0);
+  kg_ckpt_progress_update(note->prog, bytes, 0);
 }
 
 int
@@ -99,12 +98,17 @@ kg_ckpt_cli_resume(int argc, char **argv)
 {
   const char *dir = NULL, *incident = NULL, *dest = NULL, *run = NULL;
   int64_t before = -1, stall_ms = KG_CKPT_SEAL_WAIT_STALL_MS;
+  kg_ckpt_progress_when_t when = KG_CKPT_PROGRESS_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
+    int po;
     if (kg_ckpt_cli_is_help(a)) {
       fputs(s_help_resume, stdout);
       return KG_EXIT_OK;
+    } else if ((po = kg_ckpt_progress_option(a, &when)) != 0) {
+      if (po < 0)
+        return s_json_error(KG_EXIT_USAGE, "--progress is auto, machine or none");
     } else if (strcmp(a, "--dir") == 0 && more) {
       dir = argv[++i];
     } else if (strcmp(a, "--before") == 0 && more) {
@@ -146,16 +150,20 @@ kg_ckpt_cli_resume(int argc, char **argv)
   keys = ring;
   cJSON *out = NULL;
   char why[600] = "";
-  kg_ckpt_sink_t watch = {.progress = kg_ckpt_cli_progress_line};
+  kg_ckpt_progress_t prog;
+  kg_ckpt_progress_init(&prog, when, STDERR_FILENO);
+  kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
   /* A seal still writing (a background seal outlives the faulted kernel)
      finishes first, or is excluded once it stops making progress. */
   cJSON *waited = cJSON_CreateArray();
-  struct s_wait_note note = {false};
+  struct s_wait_note note = {false, &prog};
   if (kg_ckpt_inflight_wait(dir, stall_ms, s_wait_tick, &note, waited) < 0)
     fprintf(stderr, "kguard ckpt resume-prepare: could not check for seals in flight in "
             "'%s'; choosing without waiting\n", dir);
+  kg_ckpt_progress_begin(&prog, "checking the last checkpoint in %s", dir);
   int rc = kg_ckpt_resume_prepare(dir, before, incident, run, dest, &watch, keys, &out, why,
                                   sizeof why);
+  kg_ckpt_progress_end(&prog);
   kg_keyring_destroy(&ring);
   if (rc < 0) {
     cJSON_Delete(waited);

@@ -133,7 +133,7 @@ kg_ckpt_list_verify(kg_ckpt_list_t *self, size_t i, const kg_keyring_t *keys)
   if (e->full || e->leftover || e->rc != 0)
     return e->rc;
   kg_ckpt_report_t r;
-  kg_ckpt_verify(e->path, keys, 0, NULL, &r);
+  kg_ckpt_verify(e->path, keys, 0, self->watch, &r);
   s_fill(e, &r, true);
   kg_ckpt_report_clear(&r);
   return e->rc;

@@ -38,6 +38,8 @@ typedef struct {
   char *dir;                  /* the scanned directory */
   kg_ckpt_entry_t *entries;   /* newest first, leftovers included */
   size_t count;
+  const kg_ckpt_sink_t *watch; /* progress of kg_ckpt_list_verify (borrowed; NULL
+                                  after scan, set by the caller) */
 } kg_ckpt_list_t;
 
 /*  Scan dir. With full, every archive is verified completely (for

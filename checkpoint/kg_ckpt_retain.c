@@ -148,13 +148,15 @@ s_markers(const char *dir, int64_t **open, size_t *nopen, char ***names, size_t 
 
 int
 kg_ckpt_retain_prune(const char *dir, const kg_keyring_t *keys, int keep, int64_t every,
-                     const int64_t *extra_open, size_t nextra, bool dry_run, void *out)
+                     const int64_t *extra_open, size_t nextra, bool dry_run,
+                     const kg_ckpt_sink_t *watch, void *out)
 {
   FILE *o = out;
   int rc;
   kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list)
     return rc == -ENOENT ? 0 : rc;
+  list->watch = watch;
   int64_t *open = NULL;
   size_t nopen = 0, nnames = 0;
   char **names = NULL;

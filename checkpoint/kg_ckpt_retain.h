@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "kg_ckpt_list.h"
+#include "kg_ckpt_verify.h"
 
 #define KG_CKPT_INCIDENT_PREFIX ".incident-"
 
@@ -47,9 +48,11 @@ size_t kg_ckpt_retain_plan(const kg_ckpt_retain_item_t *items, size_t n, int kee
     from the newest down until one is valid, remove (unlink) what the plan
     marks, unless dry_run. extra_open: caller's open incident times.
     Prints one line per removal ("removed FILE: reason") to out when not
-    NULL. Returns the number removed (>= 0) or -errno / KG_ENOMEM. */
+    NULL. watch (may be NULL): progress of the complete verifications.
+    Returns the number removed (>= 0) or -errno / KG_ENOMEM. */
 int kg_ckpt_retain_prune(const char *dir, const kg_keyring_t *keys, int keep, int64_t every,
-                         const int64_t *extra_open, size_t nextra, bool dry_run, void *out);
+                         const int64_t *extra_open, size_t nextra, bool dry_run,
+                         const kg_ckpt_sink_t *watch, void *out);
 
 /*  Record an open incident for dir: T and the chosen archive's file name
     (NULL: none). Returns 0 or -errno. */

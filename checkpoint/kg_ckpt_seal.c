@@ -36,6 +36,8 @@ typedef struct {
   kg_ckpt_manifest_t *m;
   struct timespec *mtimes;  /* per member, from hashing */
   int rootfd;
+  const kg_ckpt_seal_opts_t *o;   /* its progress callback */
+  uint64_t done, total;     /* bytes of the members written, of all */
 } s_hash_job_t;
 
 
@@ -149,6 +151,9 @@ s_write_member(struct archive *a, struct archive_entry *e, s_hash_job_t *job, si
     }
     left -= (uint64_t) n;
     s_kick_writeback(outfd, kicked);
+    job->done += (uint64_t) n;
+    if (job->o->progress)
+      job->o->progress(job->o->progress_arg, job->done, job->total);
   }
   if (hash) {
     if (fstat(fd, &after) < 0 || !s_same_file_state(&st, &after)) {
@@ -195,6 +200,9 @@ s_write_archive(int outfd, s_hash_job_t *job, const char *json, size_t jlen,
      it). The zstd filter blocks its own output. */
   archive_write_set_bytes_per_block(a, zstd ? 64 * 1024 : 0);
   archive_write_set_bytes_in_last_block(a, 1);
+  job->done = 0;
+  if (job->o->progress)
+    job->o->progress(job->o->progress_arg, 0, job->total);
   if (archive_write_open_fd(a, outfd) != ARCHIVE_OK) {
     rc = kg_ckpt_fail(why, whysize, s_archive_errno(a), "opening the archive: %s%s", "");
     goto out;
@@ -322,7 +330,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   kg_ckpt_manifest_t *m = kg_ckpt_manifest_new();
   if (!m)
     return kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
-  s_hash_job_t job = {.m = m, .rootfd = -1};
+  s_hash_job_t job = {.m = m, .rootfd = -1, .o = o};
   char *json = NULL;
   int outfd = -1, rc;
   bool have_tmp = false;
@@ -339,6 +347,8 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     goto out;
   }
   kg_ckpt_manifest_sort(m);
+  for (size_t i = 0; i < m->count; i++)
+    job.total += m->members[i].size;
   if (!(job.mtimes = calloc(m->count ? m->count : 1, sizeof *job.mtimes))) {
     rc = kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
     goto out;
@@ -413,8 +423,13 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   } else {
     /* zstd: the compressed offsets of the manifest are not known ahead,
        so hash first (in parallel across files), then write. */
-    if ((rc = kg_ckpt_seal_hash_all(m, job.rootfd, job.mtimes, why, whysize)) < 0)
+    if (o->phase)
+      o->phase(o->progress_arg, "hashing", o->dir);
+    if ((rc = kg_ckpt_seal_hash_all(m, job.rootfd, job.mtimes, o->progress, o->progress_arg,
+                                    why, whysize)) < 0)
       goto out;
+    if (o->phase)
+      o->phase(o->progress_arg, "sealing", o->dir);
     if (!(json = kg_ckpt_manifest_encode(m))) {
       rc = kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
       goto out;

@@ -41,6 +41,14 @@ typedef struct {
   int format;                /* manifest version: 0 = current (2), or 1 */
   int64_t rank;              /* shard of a set: rank (0..world_size-1) */
   int64_t world_size;        /* >= 2 for a shard, else 0 */
+  /* Optional: bytes of the files sealed so far of their total, about
+     every MiB and once at the end (this thread). */
+  void (*progress)(void *arg, uint64_t done, uint64_t total);
+  /* Optional: a zstd seal reads the files twice; called with "hashing"
+     before the first pass and "sealing" before the second, each counted
+     from 0 again; dir is opts->dir. */
+  void (*phase)(void *arg, const char *what, const char *dir);
+  void *progress_arg;
 } kg_ckpt_seal_opts_t;
 
 /*  Seal opts->dir. On success returns 0 and writes the archive's path into

@@ -33,6 +33,11 @@ typedef struct {
   atomic_int rc;
   char why[256];
   pthread_mutex_t lock;
+  atomic_uint_least64_t hashed;   /* bytes hashed by every thread           */
+  uint64_t total;                 /* bytes of every member                  */
+  void (*progress)(void *arg, uint64_t done, uint64_t total);  /* or NULL */
+  void *arg;
+  pthread_t caller;               /* the only thread that reports progress  */
 } s_hash_job_t;
 
 
@@ -128,6 +133,9 @@ s_hash_one(s_hash_job_t *job, size_t i, unsigned char *buf)
       break;
     crypto_generichash_update(&hs, buf, (size_t) n);
     total += (uint64_t) n;
+    uint64_t all = atomic_fetch_add(&job->hashed, (uint64_t) n) + (uint64_t) n;
+    if (job->progress && pthread_equal(pthread_self(), job->caller))
+      job->progress(job->arg, all, job->total);
     if (mem->chunks && total % KG_CKPT_CHUNK_SIZE == 0 && k + 1 < mem->nchunks) {
       crypto_generichash_final(&hs, mem->chunks[k++], KG_CKPT_DIGEST_BYTES);
       crypto_generichash_init(&hs, NULL, 0, KG_CKPT_DIGEST_BYTES);
@@ -169,11 +177,18 @@ s_hash_worker(void *arg)
 }
 
 int
-kg_ckpt_seal_hash_all(kg_ckpt_manifest_t *m, int rootfd, struct timespec *mtimes, char *why,
-                      size_t whysize)
+kg_ckpt_seal_hash_all(kg_ckpt_manifest_t *m, int rootfd, struct timespec *mtimes,
+                      void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
+                      char *why, size_t whysize)
 {
-  s_hash_job_t jobv = {.m = m, .rootfd = rootfd, .mtimes = mtimes};
+  s_hash_job_t jobv = {.m = m, .rootfd = rootfd, .mtimes = mtimes, .progress = progress,
+                       .arg = arg, .caller = pthread_self()};
   s_hash_job_t *job = &jobv;
+  atomic_init(&job->hashed, 0);
+  for (size_t i = 0; i < m->count; i++)
+    job->total += m->members[i].size;
+  if (progress)
+    progress(arg, 0, job->total);
   pthread_mutex_init(&job->lock, NULL);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   size_t n = cpus > 0 ? (size_t) cpus : 1;
@@ -191,6 +206,8 @@ kg_ckpt_seal_hash_all(kg_ckpt_manifest_t *m, int rootfd, struct timespec *mtimes
     pthread_join(tids[i], NULL);
   pthread_mutex_destroy(&job->lock);
   int rc = atomic_load(&job->rc);
+  if (progress && rc == 0)
+    progress(arg, job->total, job->total);
   if (rc < 0)
     snprintf(why, whysize, "%s", job->why);
   return rc;

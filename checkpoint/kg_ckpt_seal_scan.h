@@ -6,6 +6,7 @@
 #define KG_CKPT_SEAL_SCAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "kg_ckpt_manifest.h"
@@ -23,9 +24,11 @@ int kg_ckpt_seal_walk(int dfd, const char *prefix, kg_ckpt_manifest_t *m, char *
     in m by reading the files relative to rootfd, on up to 4 threads, and
     record each file's mtime in mtimes[i] (m->count entries, caller-owned).
     A file whose size differs from m's is refused ("file changed while
-    sealing"). Returns 0, or the first failure's negative code with why
-    naming the member. */
+    sealing"). progress (may be NULL) is called with arg from this thread
+    only: bytes hashed by every thread of the members' total. Returns 0,
+    or the first failure's negative code with why naming the member. */
 int kg_ckpt_seal_hash_all(kg_ckpt_manifest_t *m, int rootfd, struct timespec *mtimes,
+                          void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg,
                           char *why, size_t whysize);
 
 #endif

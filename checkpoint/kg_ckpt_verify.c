@@ -1,4 +1,5 @@
-/*  kg_ckpt_verify: one streaming pass over a checkpoint archive. */
+/*  kg_ckpt_verify: one pass over a checkpoint archive (the manifest, then
+    every member's header; kg_ckpt_verify_priv.h says where the rest is). */
 #include "kg_ckpt_verify.h"
 
 #include <archive.h>
@@ -11,24 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kg_ckpt_chunker.h"
 #include "kg_ckpt_util.h"
+#include "kg_ckpt_verify_priv.h"
 #include "kg_error.h"
 #include "kg_keys.h"
 
-#define READ_BLOCK (1 << 20)
-#define ZIP_TOTAL_MAX (64ULL << 30) /* bytes a plain zip may inflate to */
-#define ZIP_MEMBERS_MAX 1000000
-
-static int
-s_set(kg_ckpt_report_t *r, int rc, const char *member, const char *fmt, ...)
-  __attribute__((format(printf, 4, 5)));
-
-static int
-s_set(kg_ckpt_report_t *r, int rc, const char *member, const char *fmt, ...)
+int
+kg__ckpt_set(kg_ckpt_report_t *r, int rc, const char *member, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -41,8 +34,9 @@ s_set(kg_ckpt_report_t *r, int rc, const char *member, const char *fmt, ...)
 
 /*  Turn a libarchive failure into a verdict. Truncation is reported in a
     few wordings depending on the layer (tar, zstd, zip). */
-static int
-s_archive_fail(kg_ckpt_report_t *r, struct archive *a, const char *member, const char *what)
+int
+kg__ckpt_archive_fail(kg_ckpt_report_t *r, struct archive *a, const char *member,
+                      const char *what)
 {
   const char *msg = archive_error_string(a);
   int err = archive_errno(a);
@@ -50,12 +44,12 @@ s_archive_fail(kg_ckpt_report_t *r, struct archive *a, const char *member, const
      without a word only where its own allocation failed (e.g. a filter
      slot calloc'd in archive_read_open1): a system failure, not a verdict. */
   if (!msg && err == 0)
-    return s_set(r, KG_ENOMEM, member, "%s: libarchive failed without a reason "
-                 "(out of memory)", what);
+    return kg__ckpt_set(r, KG_ENOMEM, member, "%s: libarchive failed without a reason "
+                        "(out of memory)", what);
   if (!msg)
     msg = "unknown libarchive error";
   if (err == EIO || err == ENOMEM || err == EBADF)
-    return s_set(r, -err, member, "%s: %s", what, msg);
+    return kg__ckpt_set(r, -err, member, "%s: %s", what, msg);
   int rc = KG_ECKPT_MALFORMED;
   if (strstr(msg, "runcat") || strstr(msg, "remature") || strstr(msg, "nexpected end")
       || strstr(msg, "EOF"))
@@ -63,8 +57,8 @@ s_archive_fail(kg_ckpt_report_t *r, struct archive *a, const char *member, const
   else if (strstr(msg, "amaged") || strstr(msg, "hecksum") || strstr(msg, "CRC"))
     rc = KG_ECKPT_CORRUPT;
   if (member && *member)
-    return s_set(r, rc, member, "%s member '%s': %s", what, member, msg);
-  return s_set(r, rc, member, "%s: %s", what, msg);
+    return kg__ckpt_set(r, rc, member, "%s member '%s': %s", what, member, msg);
+  return kg__ckpt_set(r, rc, member, "%s: %s", what, msg);
 }
 
 /*  Name of entry as UTF-8 bytes, or NULL when it is not UTF-8. */
@@ -87,9 +81,9 @@ s_read_small(struct archive *a, kg_ckpt_report_t *r, const char *member, void *b
   while (got < size) {
     la_ssize_t n = archive_read_data(a, (char *) buf + got, size - got);
     if (n < 0)
-      return s_archive_fail(r, a, member, "reading");
+      return kg__ckpt_archive_fail(r, a, member, "reading");
     if (n == 0)
-      return s_set(r, KG_ECKPT_TRUNC, member, "member '%s' ends early", member);
+      return kg__ckpt_set(r, KG_ECKPT_TRUNC, member, "member '%s' ends early", member);
     got += (size_t) n;
   }
   return 0;
@@ -100,206 +94,53 @@ static int
 s_check_type(kg_ckpt_report_t *r, struct archive_entry *e, const char *name)
 {
   if (archive_entry_hardlink(e))
-    return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is a hard link to '%.200s'",
-                 name, archive_entry_hardlink(e));
+    return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is a hard link to '%.200s'",
+                        name, archive_entry_hardlink(e));
   if (archive_entry_symlink(e) || archive_entry_filetype(e) == AE_IFLNK)
-    return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is a symbolic link", name);
+    return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is a symbolic link", name);
   mode_t t = archive_entry_filetype(e);
   if (t != AE_IFREG) {
     const char *kind = t == AE_IFDIR ? "a directory" : t == AE_IFIFO ? "a fifo"
                        : t == AE_IFCHR ? "a character device" : t == AE_IFBLK ? "a block device"
                        : t == AE_IFSOCK ? "a socket" : "not a regular file";
-    return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is %s", name, kind);
+    return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is %s", name, kind);
   }
   if (archive_entry_sparse_count(e) > 0)
-    return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is sparse", name);
+    return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is sparse", name);
   if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
-    return s_set(r, KG_ECKPT_MALFORMED, name, "member '%s' has no size", name);
+    return kg__ckpt_set(r, KG_ECKPT_MALFORMED, name, "member '%s' has no size", name);
   return 0;
 }
 
-/* ---- the archive reader: progress and the slow-disk test hook ----------- */
-
-typedef struct {
-  int fd;
-  unsigned char *buf;              /* READ_BLOCK bytes                     */
-  uint64_t done, total;            /* bytes of the file read, its size     */
-  const kg_ckpt_sink_t *sink;      /* progress callback, or NULL           */
-  int64_t last_report_ns;          /* when progress was last reported      */
-  uint64_t last_report_done;
-  uint64_t bps;                    /* test hook: read rate cap, 0 = none   */
-  int64_t start_ns;
-} s_reader_t;
-
-static int64_t
-s_now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void
-s_report(s_reader_t *rd, bool force)
-{
-  if (!rd->sink || !rd->sink->progress)
-    return;
-  int64_t now = s_now_ns();
-  if (!force && (now - rd->last_report_ns < 1000000000LL || rd->done == rd->last_report_done))
-    return;
-  rd->last_report_ns = now;
-  rd->last_report_done = rd->done;
-  rd->sink->progress(rd->sink->arg, rd->done, rd->total);
-}
-
-/*  The test hook's rate cap: wait until done bytes are due. This is a
-    simulated slow disk, not synchronisation: nothing waits for anything
-    else to happen. */
-static void
-s_throttle(s_reader_t *rd)
-{
-  if (!rd->bps)
-    return;
-  int64_t due = rd->start_ns + (int64_t) ((double) rd->done * 1e9 / (double) rd->bps);
-  int64_t now;
-  while ((now = s_now_ns()) < due) {
-    int64_t left = due - now;
-    if (left > 200000000LL)
-      left = 200000000LL; /* keep reporting progress while slowed */
-    struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
-    nanosleep(&ts, NULL);
-    s_report(rd, false);
-  }
-}
-
-static la_ssize_t
-s_read_cb(struct archive *a, void *arg, const void **out)
-{
-  s_reader_t *rd = arg;
-  size_t want = READ_BLOCK;
-  if (rd->bps && want > rd->bps / 8 + 4096)
-    want = rd->bps / 8 + 4096; /* smaller reads so that the cap is smooth */
-  ssize_t n;
-  do
-    n = read(rd->fd, rd->buf, want);
-  while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    archive_set_error(a, errno, "read: %s", strerror(errno));
-    return -1;
-  }
-  rd->done += (uint64_t) n;
-  s_throttle(rd);
-  s_report(rd, false);
-  *out = rd->buf;
-  return n;
-}
-
-static void
-s_reader_init(s_reader_t *rd, int fd, uint64_t total, const kg_ckpt_sink_t *sink)
-{
-  memset(rd, 0, sizeof *rd);
-  rd->fd = fd;
-  rd->total = total;
-  rd->sink = sink;
-  rd->start_ns = s_now_ns();
-  const char *bps = getenv(KG_CKPT_TEST_READ_BPS_ENV);
-  if (bps && *bps) {
-    char *end;
-    unsigned long long v = strtoull(bps, &end, 10);
-    if (*end == '\0' && v > 0)
-      rd->bps = v;
-  }
-  s_report(rd, true);
-}
-
-/* ---- plain zip files (torch.save) ------------------------------------- */
-
-static int
-s_verify_zip(int fd, kg_ckpt_report_t *r)
-{
-  struct archive *a = archive_read_new();
-  if (!a)
-    return s_set(r, KG_ENOMEM, NULL, "out of memory");
-  int rc = 0;
-  /* ARCHIVE_FATAL here is libarchive failing to allocate its reader, not
-     anything about the file. */
-  if (archive_read_support_format_zip_seekable(a) != ARCHIVE_OK) {
-    archive_read_free(a);
-    return s_set(r, KG_ENOMEM, NULL, "out of memory");
-  }
-  if (archive_read_open_fd(a, fd, READ_BLOCK) != ARCHIVE_OK) {
-    /* A zip whose central directory is gone was cut short. */
-    rc = s_set(r, KG_ECKPT_TRUNC, NULL,
-               "zip archive without a readable central directory (%s)",
-               archive_error_string(a) ? archive_error_string(a) : "?");
-    archive_read_free(a);
-    return rc;
-  }
-  struct archive_entry *e;
-  unsigned long count = 0;
-  uint64_t total = 0;
-  int h;
-  while ((h = archive_read_next_header(a, &e)) == ARCHIVE_OK || h == ARCHIVE_WARN) {
-    const char *name = archive_entry_pathname(e);
-    if (!name)
-      name = "?";
-    if (++count > ZIP_MEMBERS_MAX) {
-      rc = s_set(r, KG_ECKPT_UNSAFE, NULL, "zip has more than %d members", ZIP_MEMBERS_MAX);
-      goto done;
-    }
-    const void *buf;
-    size_t len;
-    la_int64_t off;
-    int d;
-    /* Reading each member to its end makes libarchive check its CRC-32. */
-    while ((d = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
-      total += len;
-      if (total > ZIP_TOTAL_MAX) {
-        rc = s_set(r, KG_ECKPT_UNSAFE, name, "zip inflates past %llu bytes",
-                   (unsigned long long) ZIP_TOTAL_MAX);
-        goto done;
-      }
-    }
-    if (d != ARCHIVE_EOF) {
-      rc = s_archive_fail(r, a, name, "zip member");
-      goto done;
-    }
-  }
-  if (h != ARCHIVE_EOF) {
-    rc = s_archive_fail(r, a, NULL, "zip header");
-    goto done;
-  }
-  r->zip = true;
-  rc = s_set(r, KG_ECKPT_UNSIGNED, NULL,
-             "plain zip (torch.save file): complete, %lu members, every CRC "
-             "matches, but not authenticated",
-             count);
-done:
-  archive_read_free(a);
-  return rc;
-}
 
 /* ---- kguard archives --------------------------------------------------- */
 
-/*  Plain verify hashes here, as the data streams past. A sink with finish
-    (restore) hashes what it wrote in its own threads and is asked at the
-    end. */
+/*  Three ways to check the payload. An uncompressed archive verified
+    without a sink is checked in place: this thread walks the headers
+    (skipping the data) and hands each member's byte range to the
+    rangecheck pool, whose workers pread and hash it on every core. A
+    compressed one is streamed: this thread decompresses and the chunker
+    hashes version 2 chunks on other threads (version 1 here). A sink with
+    finish (restore) hashes what it wrote in its own threads and is asked
+    at the end. */
 static int s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
-                            kg_ckpt_chunker_t *c);
+                            kg_ckpt_chunker_t *c, kg_ckpt_reader_t *rd);
 
 static int
-s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink)
+s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
+                 kg_ckpt_reader_t *rd)
 {
   kg_ckpt_chunker_t c = {0};
-  int rc = s_verify_members(a, r, sink, &c);
+  int rc = s_verify_members(a, r, sink, &c, rd);
   kg_ckpt_chunker_stop(&c);
-  return rc;
+  return rd->pool ? kg__ckpt_in_place_result(r, rd, rc) : rc;
 }
 
 static int
 s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
-                 kg_ckpt_chunker_t *c)
+                 kg_ckpt_chunker_t *c, kg_ckpt_reader_t *rd)
 {
+  uint64_t data_before = 0;   /* in place: member bytes before this header */
   bool sink_hashes = sink && sink->finish;
   kg_ckpt_manifest_t *m = r->manifest;
   struct archive_entry *e;
@@ -307,36 +148,41 @@ s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
   while ((h = archive_read_next_header(a, &e)) == ARCHIVE_OK || h == ARCHIVE_WARN) {
     const char *name = s_entry_name(e);
     if (!name)
-      return s_set(r, KG_ECKPT_UNSAFE, NULL, "a member name is not valid UTF-8");
+      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, NULL, "a member name is not valid UTF-8");
     int rc = s_check_type(r, e, name);
     if (rc < 0)
       return rc;
     const char *problem = kg_ckpt_path_problem(name);
     if (problem)
-      return s_set(r, KG_ECKPT_UNSAFE, name, "member '%.300s': %s", name, problem);
+      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%.300s': %s", name, problem);
     kg_ckpt_member_t *mem = kg_ckpt_manifest_find(m, name);
     if (!mem)
-      return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is not listed in the manifest",
-                   name);
+      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is not listed in the manifest",
+                          name);
     if (mem->seen)
-      return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' appears twice", name);
+      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' appears twice", name);
     mem->seen = true;
     uint64_t hsize = (uint64_t) archive_entry_size(e);
     if (hsize > mem->size)
-      return s_set(r, KG_ECKPT_UNSAFE, name,
-                   "member '%s' claims %llu bytes, more than the manifest's %llu", name,
-                   (unsigned long long) hsize, (unsigned long long) mem->size);
+      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name,
+                          "member '%s' claims %llu bytes, more than the manifest's %llu", name,
+                          (unsigned long long) hsize, (unsigned long long) mem->size);
     if (hsize < mem->size)
-      return s_set(r, KG_ECKPT_CORRUPT, name,
-                   "member '%s' has %llu bytes, the manifest says %llu", name,
-                   (unsigned long long) hsize, (unsigned long long) mem->size);
+      return kg__ckpt_set(r, KG_ECKPT_CORRUPT, name,
+                          "member '%s' has %llu bytes, the manifest says %llu", name,
+                          (unsigned long long) hsize, (unsigned long long) mem->size);
+    if (rd->pool) {
+      if ((rc = kg__ckpt_check_in_place(a, r, rd, mem, &data_before)) < 0)
+        return rc;
+      continue;
+    }
     if (sink && sink->begin && (rc = sink->begin(sink->arg, mem)) < 0)
-      return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+      return kg__ckpt_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
     bool chunked = mem->chunks != NULL;
     if (chunked) {
       free(c->got);
       if (kg_ckpt_chunker_start(c) < 0 || !(c->got = calloc(mem->nchunks, sizeof *c->got)))
-        return s_set(r, KG_ENOMEM, name, "out of memory");
+        return kg__ckpt_set(r, KG_ENOMEM, name, "out of memory");
     }
     bool hash_here = !sink_hashes && !chunked;
     crypto_generichash_state st;
@@ -348,56 +194,56 @@ s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
     int d;
     while ((d = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
       if (off < 0 || (uint64_t) off != got)
-        return s_set(r, KG_ECKPT_UNSAFE, name, "member '%s' has holes", name);
+        return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' has holes", name);
       if (len > mem->size - got)
-        return s_set(r, KG_ECKPT_UNSAFE, name,
-                     "member '%s' holds more than its manifest size", name);
+        return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name,
+                            "member '%s' holds more than its manifest size", name);
       if (chunked)
         kg_ckpt_chunker_feed(c, mem, got, buf, len);
       got += len;
       if (hash_here)
         crypto_generichash_update(&st, buf, len);
       if (sink && sink->data && (rc = sink->data(sink->arg, buf, len)) < 0)
-        return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+        return kg__ckpt_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
     }
     if (d != ARCHIVE_EOF)
-      return s_archive_fail(r, a, name, "reading");
+      return kg__ckpt_archive_fail(r, a, name, "reading");
     if (got != mem->size)
-      return s_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after %llu of %llu bytes",
-                   name, (unsigned long long) got, (unsigned long long) mem->size);
+      return kg__ckpt_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after %llu of %llu bytes",
+                          name, (unsigned long long) got, (unsigned long long) mem->size);
     long bad;
     if (chunked && (bad = kg_ckpt_chunker_check(c, mem)) >= 0)
-      return s_set(r, KG_ECKPT_CORRUPT, name,
-                   "member '%s' does not match its digest (chunk %ld, bytes %llu..%llu)", name,
-                   bad, (unsigned long long) bad * KG_CKPT_CHUNK_SIZE,
-                   (unsigned long long) (bad + 1) * KG_CKPT_CHUNK_SIZE - 1);
+      return kg__ckpt_set(r, KG_ECKPT_CORRUPT, name,
+                          "member '%s' does not match its digest (chunk %ld, bytes %llu..%llu)",
+                          name, bad, (unsigned long long) bad * KG_CKPT_CHUNK_SIZE,
+                          (unsigned long long) (bad + 1) * KG_CKPT_CHUNK_SIZE - 1);
     if (hash_here) {
       unsigned char digest[KG_CKPT_DIGEST_BYTES];
       crypto_generichash_final(&st, digest, sizeof digest);
       if (sodium_memcmp(digest, mem->digest, sizeof digest) != 0)
-        return s_set(r, KG_ECKPT_CORRUPT, name, "member '%s' does not match its digest",
-                     name);
+        return kg__ckpt_set(r, KG_ECKPT_CORRUPT, name, "member '%s' does not match its digest",
+                            name);
     }
     if (sink && sink->end && (rc = sink->end(sink->arg, mem)) < 0)
-      return s_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+      return kg__ckpt_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
   }
   if (h != ARCHIVE_EOF)
-    return s_archive_fail(r, a, NULL, "reading a member header");
+    return kg__ckpt_archive_fail(r, a, NULL, "reading a member header");
   for (size_t i = 0; i < m->count; i++)
     if (!m->members[i].seen)
-      return s_set(r, KG_ECKPT_TRUNC, m->members[i].path,
-                   "listed member '%s' is missing", m->members[i].path);
+      return kg__ckpt_set(r, KG_ECKPT_TRUNC, m->members[i].path,
+                          "listed member '%s' is missing", m->members[i].path);
   if (sink_hashes) {
     const kg_ckpt_member_t *bad = NULL;
     int rc = sink->finish(sink->arg, &bad);
     const char *name = bad ? bad->path : NULL;
     if (rc == KG_ECKPT_CORRUPT && name)
-      return s_set(r, rc, name, "member '%s' does not match its digest", name);
+      return kg__ckpt_set(r, rc, name, "member '%s' does not match its digest", name);
     if (rc != 0)
-      return s_set(r, rc, name, "restoring '%s': %s", name ? name : "the archive",
-                   kg_strerror(rc));
+      return kg__ckpt_set(r, rc, name, "restoring '%s': %s", name ? name : "the archive",
+                          kg_strerror(rc));
   }
-  return s_set(r, 0, NULL, "valid");
+  return kg__ckpt_set(r, 0, NULL, "valid");
 }
 
 /*  Read the manifest and signature members and authenticate. */
@@ -407,24 +253,24 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const kg_keyring_t *ke
   struct archive_entry *e;
   int h = archive_read_next_header(a, &e);
   if (h == ARCHIVE_EOF)
-    return s_set(r, KG_ECKPT_MALFORMED, NULL, "archive has no members (no manifest)");
+    return kg__ckpt_set(r, KG_ECKPT_MALFORMED, NULL, "archive has no members (no manifest)");
   if (h < ARCHIVE_WARN)
-    return s_archive_fail(r, a, NULL, "reading the first header");
+    return kg__ckpt_archive_fail(r, a, NULL, "reading the first header");
   const char *name = s_entry_name(e);
   if (!name || strcmp(name, KG_CKPT_MANIFEST_NAME) != 0)
-    return s_set(r, KG_ECKPT_MALFORMED, NULL,
-                 "no manifest (first member is '%.200s', not " KG_CKPT_MANIFEST_NAME ")",
-                 name ? name : "(not UTF-8)");
+    return kg__ckpt_set(r, KG_ECKPT_MALFORMED, NULL,
+                        "no manifest (first member is '%.200s', not " KG_CKPT_MANIFEST_NAME ")",
+                        name ? name : "(not UTF-8)");
   int rc = s_check_type(r, e, name);
   if (rc < 0)
     return rc;
   la_int64_t msize = archive_entry_size(e);
   if (msize <= 0 || msize > KG_CKPT_MANIFEST_MAX)
-    return s_set(r, KG_ECKPT_UNSAFE, name, "manifest size %lld outside 1..%d bytes",
-                 (long long) msize, KG_CKPT_MANIFEST_MAX);
+    return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "manifest size %lld outside 1..%d bytes",
+                        (long long) msize, KG_CKPT_MANIFEST_MAX);
   char *json = malloc((size_t) msize);
   if (!json)
-    return s_set(r, KG_ENOMEM, name, "out of memory");
+    return kg__ckpt_set(r, KG_ENOMEM, name, "out of memory");
   unsigned char sig[crypto_sign_BYTES];
   if ((rc = s_read_small(a, r, name, json, (size_t) msize)) < 0)
     goto done;
@@ -434,23 +280,23 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const kg_keyring_t *ke
 
   h = archive_read_next_header(a, &e);
   if (h == ARCHIVE_EOF) {
-    rc = s_set(r, KG_ECKPT_TRUNC, NULL, "archive ends after the manifest");
+    rc = kg__ckpt_set(r, KG_ECKPT_TRUNC, NULL, "archive ends after the manifest");
     goto done;
   }
   if (h < ARCHIVE_WARN) {
-    rc = s_archive_fail(r, a, NULL, "reading the signature header");
+    rc = kg__ckpt_archive_fail(r, a, NULL, "reading the signature header");
     goto done;
   }
   name = s_entry_name(e);
   if (!name || strcmp(name, KG_CKPT_SIG_NAME) != 0) {
-    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "no " KG_CKPT_SIG_NAME " after the manifest");
+    rc = kg__ckpt_set(r, KG_ECKPT_UNSIGNED, NULL, "no " KG_CKPT_SIG_NAME " after the manifest");
     goto done;
   }
   if ((rc = s_check_type(r, e, name)) < 0)
     goto done;
   if (archive_entry_size(e) != crypto_sign_BYTES) {
-    rc = s_set(r, KG_ECKPT_MALFORMED, name, "signature is not %d bytes",
-               crypto_sign_BYTES);
+    rc = kg__ckpt_set(r, KG_ECKPT_MALFORMED, name, "signature is not %d bytes",
+                      crypto_sign_BYTES);
     goto done;
   }
   if ((rc = s_read_small(a, r, name, sig, sizeof sig)) < 0)
@@ -463,10 +309,10 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const kg_keyring_t *ke
     snprintf(r->signer, sizeof r->signer, "%s", signer->name);
     snprintf(r->signer_id, sizeof r->signer_id, "%s", signer->id);
     if ((rc = kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why)) < 0)
-      s_set(r, rc, KG_CKPT_MANIFEST_NAME, "%s", why);
+      kg__ckpt_set(r, rc, KG_CKPT_MANIFEST_NAME, "%s", why);
     else if (strcmp(m->key_id, signer->id) != 0)
-      rc = s_set(r, KG_ECKPT_MALFORMED, KG_CKPT_MANIFEST_NAME, "manifest names key %s but is "
-                 "signed by %s", m->key_id, signer->id);
+      rc = kg__ckpt_set(r, KG_ECKPT_MALFORMED, KG_CKPT_MANIFEST_NAME,
+                        "manifest names key %s but is signed by %s", m->key_id, signer->id);
     else
       r->manifest = m, m = NULL;
     kg_ckpt_manifest_destroy(&m);
@@ -477,15 +323,16 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const kg_keyring_t *ke
   kg_keyring_describe(keys, held, sizeof held);
   if (kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why) == 0
       && !kg_keyring_find(keys, m->key_id))
-    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "signed by key %s, which you do not trust (%s); "
-               "if you trust its owner, import their `kguard keys export` with "
-               "`kguard keys import NAME FILE`", m->key_id, held);
+    rc = kg__ckpt_set(r, KG_ECKPT_UNSIGNED, NULL,
+                      "signed by key %s, which you do not trust (%s); "
+                      "if you trust its owner, import their `kguard keys export` with "
+                      "`kguard keys import NAME FILE`", m->key_id, held);
   else if (!keys || keys->count == 0)
-    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "no key to check its signature with: "
-               "`kguard keys import NAME FILE` trusts the signer's public key");
+    rc = kg__ckpt_set(r, KG_ECKPT_UNSIGNED, NULL, "no key to check its signature with: "
+                      "`kguard keys import NAME FILE` trusts the signer's public key");
   else
-    rc = s_set(r, KG_ECKPT_CORRUPT, KG_CKPT_MANIFEST_NAME,
-               "manifest signature does not match (manifest or signature altered)");
+    rc = kg__ckpt_set(r, KG_ECKPT_CORRUPT, KG_CKPT_MANIFEST_NAME,
+                      "manifest signature does not match (manifest or signature altered)");
   kg_ckpt_manifest_destroy(&m);
 done:
   free(json);
@@ -501,36 +348,36 @@ kg_ckpt_verify(const char *path, const kg_keyring_t *keys, unsigned flags,
      kg_ckpt_util.h (the portable BLAKE2b is the faster one on our CPUs). */
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return s_set(r, -errno, NULL, "cannot open: %s", strerror(errno));
+    return kg__ckpt_set(r, -errno, NULL, "cannot open: %s", strerror(errno));
   struct stat st;
   int rc;
   if (fstat(fd, &st) < 0) {
-    rc = s_set(r, -errno, NULL, "cannot stat: %s", strerror(errno));
+    rc = kg__ckpt_set(r, -errno, NULL, "cannot stat: %s", strerror(errno));
     goto out;
   }
   if (!S_ISREG(st.st_mode)) {
-    rc = s_set(r, KG_ECKPT_MALFORMED, NULL, "not a regular file");
+    rc = kg__ckpt_set(r, KG_ECKPT_MALFORMED, NULL, "not a regular file");
     goto out;
   }
   r->archive_size = (uint64_t) st.st_size;
   if (st.st_size == 0) {
-    rc = s_set(r, KG_ECKPT_TRUNC, NULL, "empty file");
+    rc = kg__ckpt_set(r, KG_ECKPT_TRUNC, NULL, "empty file");
     goto out;
   }
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   unsigned char magic[4] = {0};
   if (pread(fd, magic, sizeof magic, 0) == (ssize_t) sizeof magic && magic[0] == 'P'
       && magic[1] == 'K' && (magic[2] == 3 || magic[2] == 5) && magic[3] == magic[2] + 1) {
-    rc = s_verify_zip(fd, r);
+    rc = kg__ckpt_verify_zip(fd, r);
     goto out;
   }
-  s_reader_t rd;
-  s_reader_init(&rd, fd, r->archive_size, sink);
+  kg_ckpt_reader_t rd;
+  kg__ckpt_reader_init(&rd, fd, r->archive_size, sink);
   struct archive *a = archive_read_new();
-  if (!a || !(rd.buf = malloc(READ_BLOCK))) {
+  if (!a || !(rd.buf = malloc(KG_CKPT_READ_BLOCK))) {
     archive_read_free(a);
-    rc = s_set(r, KG_ENOMEM, NULL, "out of memory");
-    goto out;
+    rc = kg__ckpt_set(r, KG_ENOMEM, NULL, "out of memory");
+    goto out_reader;
   }
   /* As for zip: a registration that fails is out of memory. (zstd may
      answer ARCHIVE_WARN: an external program instead of the library.) */
@@ -538,10 +385,11 @@ kg_ckpt_verify(const char *path, const kg_keyring_t *keys, unsigned flags,
       || archive_read_support_format_tar(a) != ARCHIVE_OK) {
     archive_read_free(a);
     free(rd.buf);
-    rc = s_set(r, KG_ENOMEM, NULL, "out of memory");
-    goto out;
+    rc = kg__ckpt_set(r, KG_ENOMEM, NULL, "out of memory");
+    goto out_reader;
   }
-  if (archive_read_open2(a, &rd, NULL, s_read_cb, NULL, NULL) != ARCHIVE_OK) {
+  if (archive_read_open2(a, &rd, NULL, kg__ckpt_reader_read, kg__ckpt_reader_skip, NULL)
+      != ARCHIVE_OK) {
     /* Our archives start with the manifest's header (or zstd's magic): one
        that cannot even be opened was cut inside its first header. */
     static const unsigned char zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
@@ -550,21 +398,33 @@ kg_ckpt_verify(const char *path, const kg_keyring_t *keys, unsigned flags,
     if ((st.st_size < 1024 && got > 0
          && strncmp(head, KG_CKPT_MANIFEST_NAME, (size_t) got) == 0)
         || memcmp(magic, zmagic, sizeof zmagic) == 0)
-      rc = s_set(r, KG_ECKPT_TRUNC, NULL, "archive ends inside its first header (%s)",
-                 archive_error_string(a) ? archive_error_string(a) : "?");
+      rc = kg__ckpt_set(r, KG_ECKPT_TRUNC, NULL, "archive ends inside its first header (%s)",
+                        archive_error_string(a) ? archive_error_string(a) : "?");
     else
-      rc = s_archive_fail(r, a, NULL, "opening");
+      rc = kg__ckpt_archive_fail(r, a, NULL, "opening");
   }
   else if ((rc = s_verify_manifest(a, r, keys)) == 0) {
+    /* In place: uncompressed (libarchive's own view, not the manifest's
+       word), and nothing wants the bytes themselves. */
+    bool in_place = archive_filter_count(a) == 1
+                    && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE
+                    && (!sink || (!sink->begin && !sink->data && !sink->end && !sink->finish));
     if (flags & KG_CKPT_VERIFY_MANIFEST_ONLY) {
-      rc = s_set(r, 0, NULL, "manifest authenticated");
+      rc = kg__ckpt_set(r, 0, NULL, "manifest authenticated");
+    } else if (in_place && !(rd.pool = kg_ckpt_rangecheck_new(fd, &rd.cap))) {
+      rc = kg__ckpt_set(r, KG_ENOMEM, NULL, "cannot start the hashing threads");
     } else {
-      rc = s_verify_payload(a, r, sink);
+      rc = s_verify_payload(a, r, sink, &rd);
     }
   }
   archive_read_free(a);
   free(rd.buf);
-  s_report(&rd, true);
+  /* The end: a valid archive was checked to its last byte. */
+  if (rc == 0 && rd.pool)
+    rd.meta = rd.total;
+  kg__ckpt_reader_report(&rd, true);
+out_reader:
+  kg__ckpt_reader_fini(&rd);
 out:
   close(fd);
   return rc;

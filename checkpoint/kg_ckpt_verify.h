@@ -1,14 +1,18 @@
-/*  kg_ckpt_verify: check a checkpoint archive in one streaming pass.
+/*  kg_ckpt_verify: check a checkpoint archive in one pass.
 
     Order of checks (see FORMAT.md): the first member must be the manifest
     (capped at KG_CKPT_MANIFEST_MAX bytes), the second its detached Ed25519
     signature; the signature is checked against the given public key before
     any payload byte is read. Then every payload header is checked (regular
     file, safe UTF-8 name, listed in the manifest, not seen before, header
-    size equal to the manifest size) before its data is read, and the data is
-    hashed (BLAKE2b-256) as it streams past; the manifest's sizes cap what is
-    ever decompressed. Memory use is bounded by the manifest cap plus the
-    reader's 1 MiB block, whatever the archive size.
+    size equal to the manifest size) before its data is read, and the data
+    is hashed (BLAKE2b-256); the manifest's sizes cap what is ever read or
+    decompressed. An uncompressed archive verified without a sink is checked
+    in place: the headers are walked and each member's bytes are pread and
+    hashed on every core (kg_ckpt_rangecheck.h); otherwise the data streams
+    past one thread and version 2 chunks are hashed on others
+    (kg_ckpt_chunker.h). Either way the verdict is the first failure in
+    archive order, and memory is bounded whatever the archive size.
 
     A sink, when given, receives each member's bytes as they are read
     (restore uses it); it must not treat anything as final until verify

@@ -84,10 +84,12 @@ kg__guard_start_restore(kg_sup_t *S)
   snprintf(before, sizeof before, "%lld", (long long) t);
   snprintf(into, sizeof into, "%s/restored/%s", S->cfg->state_dir, incident_id);
   /* execve's argv is char *const[]: the strings are not written */
+  /* --progress=machine: the kguard-progress lines kg_helper reads to push
+     back its stall deadline (they are off by default off a terminal). */
   char *argv[] = {(char *) S->cfg->exe, "ckpt", "resume-prepare", "--dir",
                   (char *) S->cfg->ckpt_dir, "--before", before,
                   "--incident", (char *) incident_id, "--into", into, "--json",
-                  NULL};
+                  "--progress=machine", NULL};
   kg_notice("restoring the last checkpoint sealed before T=%s from %s", before, S->cfg->ckpt_dir);
   if (kg_helper_start(S->ckpt, argv, S->kernel_envp, kg_clock_mono_ms()) != 0) {
     kg_restore_set_error(S->restore, "unable to start `kguard ckpt resume-prepare`");

@@ -12,6 +12,7 @@
 #include "kg_child.h"
 #include "kg_error.h"
 #include "kg_log.h"
+#include "kg_throughput.h"
 
 #define S_REAP_AGAIN_MS 5000   /* a killed helper not reaped by then is looked at again */
 
@@ -283,18 +284,6 @@ kg_helper_progress(const kg_helper_t *self, int64_t *done, int64_t *total, int64
   return true;
 }
 
-static void
-s_bytes(double b, char *buf, size_t len)
-{
-  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    u++;
-  }
-  snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
-}
-
 bool
 kg_helper_progress_text(const kg_helper_t *self, int64_t now_ms, char *buf, size_t len)
 {
@@ -303,19 +292,8 @@ kg_helper_progress_text(const kg_helper_t *self, int64_t now_ms, char *buf, size
     buf[0] = '\0';
   if (!self->has_progress || !len)
     return false;
-  char done[32], total[32], rate[32];
-  s_bytes((double) self->done, done, sizeof done);
-  s_bytes((double) self->total, total, sizeof total);
   double secs = (double) (self->progress_ms - self->started_ms) / 1000.0;
-  double bps = secs > 0 ? (double) self->done / secs : 0;
-  s_bytes(bps, rate, sizeof rate);
-  int n = snprintf(buf, len, "%s of %s", done, self->total ? total : "?");
-  if (n > 0 && (size_t) n < len && bps > 0)
-    n += snprintf(buf + n, len - (size_t) n, ", %s/s", rate);
-  if (n > 0 && (size_t) n < len && bps > 0 && self->total > self->done) {
-    double left = (double) (self->total - self->done) / bps;
-    left -= (double) (now_ms - self->progress_ms) / 1000.0;
-    snprintf(buf + n, len - (size_t) n, ", about %.0f s left", left > 0 ? left : 0);
-  }
+  kg_throughput_text(self->done, self->total, secs, (double) (now_ms - self->progress_ms) / 1000.0,
+                   buf, len);
   return true;
 }

@@ -119,7 +119,7 @@ def test_resume_prepare(tmp_path, keyenv, payload):
         f.write(b"\x00\x01" * 8)
     dest = tmp_path / "state" / "restored" / "inc-9"
     p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", str(t_fault),
-            "--incident", "inc-9", "--into", str(dest), "--json")
+            "--incident", "inc-9", "--into", str(dest), "--json", "--progress=machine")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["status"] == "restored"

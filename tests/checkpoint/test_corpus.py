@@ -339,6 +339,77 @@ def test_torch_zip_truncated(tmp_path, keyenv):
     check_refused(g, INCOMPLETE, "incomplete", tmp_path)
 
 
+# ---- members checked in place: offsets and the order of what is reported -------
+
+def long_named_payload(tmp_path):
+    """Members whose names need extended headers (pax or GNU long names)."""
+    d = tmp_path / "long"
+    deep = d / ("dir-" + "d" * 120) / ("sub-" + "s" * 90)
+    deep.mkdir(parents=True)
+    (d / ("f" * 150 + ".bin")).write_bytes(os.urandom(70_000))
+    (deep / "state.pt").write_bytes(os.urandom(300_001))
+    (d / "empty").write_bytes(b"")
+    (d / "small").write_bytes(b"x" * 511)
+    return d
+
+
+@pytest.mark.parametrize("fmt", [None, tarfile.PAX_FORMAT, tarfile.GNU_FORMAT,
+                                 tarfile.USTAR_FORMAT])
+def test_members_behind_extended_headers_are_found(tmp_path, keyenv, fmt):
+    """Each member's bytes are read where its header says they start, behind
+    pax or GNU long-name headers alike (the archive as sealed, and rewritten
+    by another tar writer): valid as written, and a flipped bit in any
+    member is named."""
+    src = long_named_payload(tmp_path)
+    sealed = tmp_path / "long.kgckpt.tar"
+    run("ckpt", "seal", str(src), "--step", "1", "-o", str(sealed), check=True)
+    arch = sealed
+    if fmt is not None:
+        head, body = head_and_payload(sealed)
+        if fmt == tarfile.USTAR_FORMAT:   # ustar: names only up to 256 bytes
+            if any(len(i.name.encode()) > 100 for i, _ in body):
+                pytest.skip("ustar cannot hold these names")
+        arch = build(tmp_path / f"long-{fmt}.tar", head + body, fmt=fmt)
+    p = run("ckpt", "verify", str(arch))
+    assert p.returncode == VALID, p.stdout + p.stderr
+    with tarfile.open(arch) as t:
+        infos = [i for i in t.getmembers() if i.name not in (MANIFEST, SIG) and i.size]
+    for info in infos:
+        f = flip(arch, tmp_path / "flipped.tar", info.offset_data + info.size - 1)
+        p = run("ckpt", "verify", str(f))
+        assert p.returncode == CORRUPT, p.stdout
+        assert f"member '{info.name}' does not match its digest" in p.stdout, p.stdout
+
+
+def test_the_first_bad_member_in_archive_order_is_named(tmp_path, keyenv):
+    """Two members whose bytes differ from their digests: the one that comes
+    first in the archive is named, although the other is far smaller (and
+    so is found sooner when members are checked at once)."""
+    d = tmp_path / "two"
+    d.mkdir()
+    (d / "a-big.bin").write_bytes(os.urandom(8 << 20))
+    (d / "b-small.bin").write_bytes(os.urandom(10))
+    sealed = tmp_path / "two.kgckpt.tar"
+    run("ckpt", "seal", str(d), "--step", "1", "-o", str(sealed), check=True)
+    with tarfile.open(sealed) as t:
+        infos = {i.name: i for i in t.getmembers()}
+    first, second = sorted((infos["a-big.bin"], infos["b-small.bin"]), key=lambda i: i.offset)
+    for _ in range(5):
+        f = flip(sealed, tmp_path / "f1.tar", first.offset_data + first.size - 1)
+        f = flip(f, tmp_path / "f2.tar", second.offset_data)
+        check_refused(f, CORRUPT, f"member '{first.name}' does not match its digest", tmp_path)
+
+
+def test_a_bad_member_before_a_bad_header_is_named(sealed, tmp_path):
+    """A member whose bytes differ, followed by a header that is refused (an
+    unlisted member): the member is named, as a one-pass reader meets it
+    first."""
+    head, body = head_and_payload(sealed)
+    body = [(i, bytes([d[0] ^ 1]) + d[1:] if i.name == "state.pt" else d) for i, d in body]
+    f = build(tmp_path / "bad-then-unlisted.tar", head + body + [reg("evil", b"x" * 10)])
+    check_refused(f, CORRUPT, "member 'state.pt' does not match its digest", tmp_path)
+
+
 # ---- signed manifests that C and Python must read alike ------------------------
 
 def _sign(manifest, key_dir):

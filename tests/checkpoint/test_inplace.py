@@ -91,7 +91,8 @@ def test_slow_big_restore_is_bounded_by_stalls_not_size_and_copies_nothing(ckenv
     into = ckenv / "state" / "restored" / "big1"
     rc, out, progress, elapsed, killed = run_with_stall_deadline(
         [BIN, "ckpt", "resume-prepare", "--dir", str(ckenv / "ck"), "--before",
-         "99999999999999", "--incident", "big1", "--into", str(into), "--json"], env)
+         "99999999999999", "--incident", "big1", "--into", str(into), "--json",
+         "--progress=machine"], env)
     assert not killed, f"stalled: no progress for {STALL_S} s after {progress[-1:]}"
     # It ran for several stall deadlines: a fixed deadline of that length
     # would have abandoned it.
@@ -242,10 +243,18 @@ def count_hashed(monkeypatch):
     hashed = [0]
     real = A._b2
 
-    def counting(data=b""):
-        hashed[0] += len(data)
-        return real(data)
-    monkeypatch.setattr(A, "_b2", counting)
+    class Counting:
+        def __init__(self, data=b""):
+            self._h = real(data)
+            hashed[0] += len(data)
+
+        def update(self, data):
+            hashed[0] += len(data)
+            self._h.update(data)
+
+        def digest(self):
+            return self._h.digest()
+    monkeypatch.setattr(A, "_b2", Counting)
     return hashed
 
 
@@ -299,3 +308,76 @@ def test_single_pass_serves_no_byte_of_a_chunk_changed_after_kguard_verified_it(
     # prechecked without the digest kguard verified counts for nothing.
     with pytest.raises(CheckpointError, match="chunk 1"):
         Archive(path, prechecked=True).open("state.pt")
+
+
+def test_reading_the_end_first_holds_one_chunk_buffer_per_thread(ckenv, monkeypatch):
+    """A zip reader (torch.load) reads the start, then the end, then the
+    file from the start. The end's chunk, far from the window, is checked
+    through a small buffer keeping only the bytes around the read: the
+    window is left alone, at most one chunk buffer per thread is ever held,
+    and every byte is hashed once plus that chunk once more. A changed byte
+    in that chunk raises on the read at the end, and nothing else is lost."""
+    import kguard.archive as A
+
+    monkeypatch.setattr(A, "_threads", lambda: 2)
+    chunk = 64 << 20
+    data = os.urandom(2 * chunk + (30 << 20))
+    path = seal_one(ckenv, data)
+    digest = json.loads(subprocess.run([BIN, "ckpt", "manifest", path], capture_output=True,
+                                       text=True, check=True).stdout)["manifest_digest"]
+    hashed = count_hashed(monkeypatch)
+    with Archive(path, expect_digest=digest, prechecked=True).open("state.pt") as f:
+        assert f.read(10) == data[:10]
+        for back, n in ((100, 100), (5000, 42), (4096, 4096)):
+            f.seek(-back, os.SEEK_END)
+            assert f.read(n) == data[len(data) - back:len(data) - back + n]
+        f.seek(0)
+        assert hashlib.blake2b(f.read()).digest() == hashlib.blake2b(data).digest()
+        assert f.raw._chunks._made <= 2
+    assert hashed[0] == len(data) + (30 << 20)
+
+    off, _ = member_offset(path, "state.pt")
+    with open(path, "r+b") as g:  # a byte of the last chunk, well before the end read
+        g.seek(off + 2 * chunk + 7)
+        g.write(bytes([data[2 * chunk + 7] ^ 1]))
+    with Archive(path, expect_digest=digest, prechecked=True).open("state.pt") as f:
+        assert f.read(10) == data[:10]
+        f.seek(-100, os.SEEK_END)
+        with pytest.raises(CheckpointError, match="chunk 2"):
+            f.read(100)
+        f.seek(10)
+        assert f.read(1 << 20) == data[10:10 + (1 << 20)]
+
+
+def test_a_read_of_whole_chunks_goes_straight_into_the_callers_buffer(ckenv, monkeypatch):
+    """torch.load reads each tensor with one readinto: the whole chunks it
+    covers are read and hashed in the caller's buffer (no chunk buffer, no
+    second copy), and the call returns only once all of them matched. When
+    one does not, the call raises and the caller's buffer holds none of the
+    bytes it was given: zeros where they were written."""
+    import kguard.archive as A
+
+    monkeypatch.setattr(A, "_threads", lambda: 2)
+    chunk = 64 << 20
+    data = os.urandom(3 * chunk + 1000)
+    path = seal_one(ckenv, data)
+    digest = json.loads(subprocess.run([BIN, "ckpt", "manifest", path], capture_output=True,
+                                       text=True, check=True).stdout)["manifest_digest"]
+    hashed = count_hashed(monkeypatch)
+    buf = bytearray(len(data))
+    with Archive(path, expect_digest=digest, prechecked=True).open("state.pt") as f:
+        assert f.readinto(buf) == len(data)
+        assert f.raw._chunks._made == 0
+    assert buf == data and hashed[0] == len(data)
+
+    off, _ = member_offset(path, "state.pt")
+    with open(path, "r+b") as g:  # chunk 2 altered after kguard verified it
+        g.seek(off + 2 * chunk + 9)
+        g.write(bytes([data[2 * chunk + 9] ^ 1]))
+    buf = bytearray(b"\xee" * (3 * chunk))
+    with Archive(path, expect_digest=digest, prechecked=True).open("state.pt") as f:
+        with pytest.raises(CheckpointError, match="chunk 2"):
+            f.raw.readinto(memoryview(buf))
+        assert buf.count(0) == len(buf)
+        # The chunks before it still read, through the window.
+        assert f.raw.readinto(memoryview(buf)[:1000]) == 1000 and buf[:1000] == data[:1000]
