@@ -7,7 +7,6 @@
     kernel). Prints kguard's answer.
 */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,55 +21,72 @@
 #include "kg_signer.h"
 #include "kg_socket.h"
 
-static void
-s_usage(FILE *out)
-{
-  fputs(
-    "usage: kguard restart [--diagnostic] [--timeout S] -f CONNECTION_FILE\n"
-    "\n"
-    "Ask the kguard kernel behind CONNECTION_FILE (e.g. from %connect_info or\n"
-    "jupyter --runtime-dir) to restart its inner kernel. --diagnostic starts it\n"
-    "with CUDA_LAUNCH_BLOCKING=1 (CUDA) or AMD_SERIALIZE_KERNEL=3 and\n"
-    "HIP_LAUNCH_BLOCKING=1 (ROCm): for locating a fault, not for timing. The next\n"
-    "normal restart removes them. Leaves the DOWN state too.\n"
-    "exit codes: 0 restarted, 1 kguard refused, 100 usage or bad connection file,\n"
-    "111 I/O error or no answer within the timeout (default 30 s).\n",
-    out);
-}
+enum { O_DIAG = 1, O_CONN, O_TIMEOUT };
+
+static const kg_opt_t s_opts[] = {
+  {O_CONN, 'f', "connection-file", "FILE",
+   "the kguard kernel's connection file (from %connect_info, or in `jupyter --runtime-dir`)",
+   0},
+  {O_DIAG, 'd', "diagnostic", NULL,
+   "start the fresh kernel with CUDA_LAUNCH_BLOCKING=1 (CUDA) or AMD_SERIALIZE_KERNEL=3 and "
+   "HIP_LAUNCH_BLOCKING=1 (ROCm): for locating a fault, not for timing; the next normal "
+   "restart removes them", 0},
+  {O_TIMEOUT, 't', "timeout", "SEC", "how long to wait for kguard's answer (default 30)", 0},
+  {0, 0, NULL, NULL, NULL, 0},
+};
+
+static const kg_opt_exit_t s_exits[] = {
+  {"0", "kguard accepted the request: the restart has begun"},
+  {"1", "kguard refused (its reason is printed)"},
+  {"100", "usage error or a bad connection file"},
+  {"111", "I/O error, or no answer within --timeout"},
+  {NULL, NULL},
+};
+
+const kg_cmd_t kg_cli_restart_cmd = {
+  .name = "restart",
+  .summary = "ask a running kguard kernel for a (diagnostic) restart",
+  .usage = "[--diagnostic] [--timeout SEC] -f CONNECTION_FILE",
+  .about = "Ask the kguard kernel behind CONNECTION_FILE to restart its inner kernel, as "
+           "`%kguard restart` does in a cell. It acts at once, even while a cell runs. It also "
+           "leaves the DOWN state, where kguard has stopped restarting on its own.",
+  .opts = s_opts,
+  .exits = s_exits,
+};
 
 int
 kg_cli_restart_main(int argc, char **argv)
 {
-  static const struct option opts[] = {
-    {"diagnostic", no_argument, NULL, 'd'},
-    {"connection-file", required_argument, NULL, 'f'},
-    {"timeout", required_argument, NULL, 't'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
   const char *conn = NULL;
   bool diagnostic = false;
   double timeout_s = 30;
-  optind = 1;
-  int c;
-  while ((c = getopt_long(argc, argv, "df:t:h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'd': diagnostic = true; break;
-    case 'f': conn = optarg; break;
-    case 't': timeout_s = atof(optarg); break;
-    case 'h': s_usage(stdout); return KG_EXIT_OK;
-    default: s_usage(stderr); return KG_EXIT_USAGE;
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_cli_restart_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    switch (id) {
+    case KG_OPT_EXIT: return p.code;
+    case KG_OPT_OPERAND: return kg_opt_usage(&p, "unexpected argument '%s'", p.value);
+    case O_DIAG: diagnostic = true; break;
+    case O_CONN: conn = p.value; break;
+    case O_TIMEOUT: {
+      char *end = NULL;
+      errno = 0;
+      timeout_s = strtod(p.value, &end);
+      if (errno || end == p.value || *end || !(timeout_s > 0 && timeout_s <= 86400))
+        return kg_opt_usage(&p, "--timeout takes seconds (more than 0, at most 86400), not "
+                            "'%s'", p.value);
+      break;
+    }
     }
   }
-  if (!conn || optind < argc || timeout_s <= 0) {
-    fprintf(stderr, "kguard restart: %s (see kguard restart --help)\n",
-            !conn ? "missing -f CONNECTION_FILE" : "invalid arguments");
-    return KG_EXIT_USAGE;
-  }
+  if (!conn)
+    return kg_opt_usage(&p, "missing -f CONNECTION_FILE");
   kg_conninfo_t *info = kg_conninfo_new();
   char err[256] = "";
   int rc = info ? kg_conninfo_load(info, conn, err, sizeof err) : KG_ENOMEM;
   if (rc) {
-    fprintf(stderr, "kguard restart: %s: %s\n", conn, *err ? err : kg_strerror(rc));
+    kg_opt_error("%s: %s", conn, *err ? err : kg_strerror(rc));
     kg_conninfo_destroy(&info);
     return rc == KG_ECONNFILE || rc == KG_ESCHEME || rc == -ENOENT ? KG_EXIT_USAGE
                                                                    : KG_EXIT_SYSTEM;
@@ -87,7 +103,7 @@ kg_cli_restart_main(int argc, char **argv)
   char *text = NULL;
   size_t text_len = 0;
   if (!signer || !control || !iopub) {
-    fprintf(stderr, "kguard restart: unable to connect: %s\n", kg_strerror(rc));
+    kg_opt_error("unable to connect to the kernel of %s: %s", conn, kg_strerror(rc));
     goto done;
   }
   cJSON *content = cJSON_CreateObject();
@@ -100,7 +116,7 @@ kg_cli_restart_main(int argc, char **argv)
   cJSON_AddBoolToObject(content, "stop_on_error", true);
   req = kg_msg_new("execute_request", session, NULL, &content);
   if (!req || kg_msg_send(req, control, signer, 0) != 0) {
-    fprintf(stderr, "kguard restart: unable to send the request\n");
+    kg_opt_error("unable to send the request to the kernel of %s", conn);
     goto done;
   }
   char req_id[64];
@@ -109,8 +125,7 @@ kg_cli_restart_main(int argc, char **argv)
   for (;;) {
     int64_t left = deadline - kg_clock_mono_ms();
     if (left <= 0) {
-      fprintf(stderr, "kguard restart: no answer within %.0f s (is %s a kguard kernel?)\n",
-              timeout_s, conn);
+      kg_opt_error("no answer within %.0f s (is %s a kguard kernel's?)", timeout_s, conn);
       goto done;
     }
     zmq_pollitem_t items[2] = {{.socket = control, .events = ZMQ_POLLIN},
@@ -152,10 +167,10 @@ kg_cli_restart_main(int argc, char **argv)
         if (text)
           fputs(text, ok ? stdout : stderr);
         else if (ok)
-          puts("kguard: restart requested");
+          puts("kguard restart: restart requested");
         if (!ok)
-          fprintf(stderr, "kguard restart: refused: %s\n",
-                  cJSON_IsString(ev) ? ev->valuestring : "(no reason given)");
+          kg_opt_error("refused: %s", cJSON_IsString(ev) ? ev->valuestring
+                                                         : "(no reason given)");
         code = ok ? KG_EXIT_OK : 1;
         kg_msg_destroy(&m);
         goto done;

@@ -206,12 +206,38 @@ kg_doctor_assess(cJSON *report)
     if (level && strcmp(level, "warn") == 0)
       s_say(warnings, "%s=%s: %s", s_str(e, "name"), s_str(e, "value"), s_str(e, "note"));
   }
+  /* kernels that cannot start: every guarded one, and the one judged */
+  const cJSON *kernel = cJSON_GetObjectItem(report, "kernel");
+  bool judged_starts = true;
   int guarded = 0;
   cJSON_ArrayForEach(e, cJSON_GetObjectItem(report, "kernelspecs"))
   {
     guarded += cJSON_IsTrue(cJSON_GetObjectItem(e, "guarded"));
-    if (s_str(e, "error"))
+    const cJSON *start = cJSON_GetObjectItem(e, "start");
+    bool judged = s_str(kernel, "name") && strcmp(s_str(kernel, "name"), s_str(e, "name")) == 0;
+    if (start && !cJSON_IsTrue(cJSON_GetObjectItem(start, "ok"))) {
+      if (judged)
+        judged_starts = false;
+      s_say(problems, "kernelspec %s (%s) cannot start: %s%s%s%s", s_str(e, "name"),
+            s_str(e, "dir") ? s_str(e, "dir") : "?", s_str(start, "why") ? s_str(start, "why")
+                                                                         : "?",
+            s_str(start, "fix") ? "; write it again with this kguard: `" : "",
+            s_str(start, "fix") ? s_str(start, "fix") : "", s_str(start, "fix") ? "`" : "");
+    } else if (start && s_str(start, "other_kguard"))
+      s_say(warnings, "kernelspec %s runs the kguard at %s, not this one: `%s` makes it run "
+            "this kguard", s_str(e, "name"), s_str(start, "other_kguard"), s_str(start, "fix"));
+    else if (s_str(e, "error"))
       s_say(warnings, "kernelspec %s: %s", s_str(e, "name"), s_str(e, "error"));
+  }
+  /* the judged kernel's Python must answer: one that cannot be started or
+     fails is a kernel that will not work (unless its kernelspec already
+     said why it cannot start) */
+  if (probe && s_str(probe, "error") && !cJSON_IsTrue(cJSON_GetObjectItem(probe, "not_python"))
+      && judged_starts) {
+    if (cJSON_IsTrue(cJSON_GetObjectItem(probe, "timed_out")))
+      s_say(warnings, "the kernel's Python was slow: %s", s_str(probe, "error"));
+    else
+      s_say(problems, "the kernel's Python cannot be used: %s", s_str(probe, "error"));
   }
   if (!guarded)
     s_say(warnings, "no kernelspec is guarded by kguard: `kguard install` wraps one");
