@@ -50,6 +50,21 @@ kg_opt_error(const char *fmt, ...)
   va_end(ap);
 }
 
+void
+kg_opt_error_at(const char *path, const char *fmt, ...)
+{
+  char msg[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  size_t n = strlen(path);
+  if (strncmp(msg, path, n) == 0 && msg[n] == ':')
+    kg_opt_error("%s", msg);
+  else
+    kg_opt_error("%s: %s", path, msg);
+}
+
 /*  "kguard CMD", the prefix and the name in "see ... --help". */
 static void
 s_cmd_line(const kg_cmd_t *cmd, char *buf, size_t len)

@@ -132,6 +132,12 @@ int kg_opt_usage(kg_opt_parser_t *p, const char *fmt, ...)
     command talks to its user about a problem. */
 void kg_opt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*  kg_opt_error about the file at path: "PREFIX: PATH: MESSAGE", with the
+    path said once even when MESSAGE (a library's, say) already starts
+    with "PATH:". */
+void kg_opt_error_at(const char *path, const char *fmt, ...)
+  __attribute__((format(printf, 2, 3)));
+
 /*  The prefix ("kguard run"); set it without parsing (a program exec'd with
     its command name already checked). prog is copied (at most 63 bytes). */
 const char *kg_opt_prog(void);

@@ -1,7 +1,6 @@
 /*  kguard: wires the modules together. Each command lives in its module
-    with its option table (kg_opt.h); this file only dispatches, and
-    answers `kguard help`, which prints any command's help, man page, the
-    Markdown reference or the bash completion from those tables. */
+    with its option table (kg_opt.h); this file only lists them (the root
+    table, which `kguard help` walks) and dispatches. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -56,38 +55,12 @@ static const kg_cmd_t s_eg_cmd = {
   .about = "See `kguard eg-launch --help`.",
 };
 
-/* ---- kguard help ------------------------------------------------------------ */
-
-enum { O_FORMAT = 1, O_OUTPUT_DIR };
-
-static const kg_opt_t s_help_opts[] = {
-  {O_FORMAT, 0, "format", "text|man|markdown|bash-completion",
-   "text (the default): what `kguard COMMAND --help` prints; man: the command's man page "
-   "(roff, for `man -l -`); markdown: the command-line reference (docs/cli.md) when no "
-   "COMMAND is given, else the command's section; bash-completion: the completion script "
-   "for every command", 0},
-  {O_OUTPUT_DIR, 0, "output-dir", "DIR",
-   "with --format=man: write the page of kguard and of every command into DIR "
-   "(kguard.1, kguard-run.1 ...) instead of one page to standard output", 0},
-  {0, 0, NULL, NULL, NULL, 0},
-};
-
-static const kg_cmd_t s_help_cmd = {
-  .name = "help",
-  .summary = "describe a command (the same text as `kguard COMMAND --help`)",
-  .usage = "[--format FORMAT] [COMMAND [SUBCOMMAND]]",
-  .about = "Print the help of COMMAND (and SUBCOMMAND, as in `kguard help ckpt seal`), or "
-           "kguard's own help without one. The help, the man pages and the command-line "
-           "reference are all written from the same option tables.",
-  .opts = s_help_opts,
-};
-
 /* ---- the command table ------------------------------------------------------ */
 
 static const kg_cmd_t *const s_cmds[] = {
   &kg_cli_install_cmd, &kg_cli_uninstall_cmd, &s_run_cmd, &s_exec_cmd, &kg_cli_doctor_cmd,
   &s_ckpt_cmd, &s_keygen_cmd, &kg_cli_restart_cmd, &s_incident_cmd, &kg_cli_kernel_cmd,
-  &s_eg_cmd, &s_help_cmd, NULL};
+  &s_eg_cmd, &kg_cli_help_cmd, NULL};
 
 static const kg_opt_exit_t s_root_exits[] = {
   {"0", "success"},
@@ -164,81 +137,6 @@ s_exec_helper(const char *name, const char *relpath, int argc, char **argv, int 
   return KG_EXIT_SYSTEM;
 }
 
-/*  Write every man page into dir. */
-static int
-s_man_dir(const char *dir)
-{
-  const kg_cmd_t *pages[32];
-  size_t n = 0;
-  pages[n++] = &s_root;
-  for (const kg_cmd_t *const *c = s_cmds; *c && n < 32; c++)
-    if (!((*c)->flags & KG_CMD_HIDDEN))
-      pages[n++] = *c;
-  for (size_t i = 0; i < n; i++) {
-    char name[128], path[PATH_MAX];
-    kg_optdoc_man_name(pages[i], name, sizeof name);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "we");
-    if (!f) {
-      kg_opt_error("cannot write %s: %s", path, strerror(errno));
-      return KG_EXIT_SYSTEM;
-    }
-    kg_optdoc_man(pages[i], &s_root, f);
-    if (fclose(f) != 0) {
-      kg_opt_error("cannot write %s: %s", path, strerror(errno));
-      return KG_EXIT_SYSTEM;
-    }
-  }
-  return KG_EXIT_OK;
-}
-
-static int
-s_help_main(int argc, char **argv)
-{
-  kg_opt_parser_t p;
-  kg_opt_init(&p, &s_help_cmd, argc, argv);
-  const char *format = "text", *dir = NULL;
-  char *words[4];
-  int nwords = 0, id;
-  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
-    switch (id) {
-    case KG_OPT_EXIT: return p.code;
-    case O_FORMAT: format = p.value; break;
-    case O_OUTPUT_DIR: dir = p.value; break;
-    case KG_OPT_OPERAND:
-      if (nwords == 2)
-        return kg_opt_usage(&p, "at most a command and a subcommand, not '%s'", p.value);
-      words[nwords++] = (char *) p.value;
-      break;
-    }
-  }
-  static const char *const formats[] = {"text", "man", "markdown", "bash-completion"};
-  size_t f = 0;
-  while (f < 4 && strcmp(format, formats[f]) != 0)
-    f++;
-  if (f == 4)
-    return kg_opt_usage(&p, "--format is text, man, markdown or bash-completion, not '%s'",
-                        format);
-  if (dir && (f != 1 || nwords))
-    return kg_opt_usage(&p, "--output-dir writes every man page: give it with --format=man "
-                        "and no COMMAND");
-  const kg_cmd_t *cmd = kg_optdoc_find(&s_root, nwords, words);
-  if (!cmd)
-    return kg_opt_usage(&p, "no command '%s%s%s'", words[0], nwords > 1 ? " " : "",
-                        nwords > 1 ? words[1] : "");
-  switch (f) {
-  case 0: kg_optdoc_help(cmd, stdout); break;
-  case 1:
-    if (dir)
-      return s_man_dir(dir);
-    kg_optdoc_man(cmd, &s_root, stdout);
-    break;
-  case 2: kg_optdoc_markdown(cmd, stdout); break;
-  case 3: kg_optdoc_bash(&s_root, stdout); break;
-  }
-  return fflush(stdout) == 0 ? KG_EXIT_OK : KG_EXIT_SYSTEM;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -278,8 +176,8 @@ main(int argc, char **argv)
     return kg_run_main(n, rest);
   if (cmd == &s_exec_cmd)
     return kg_exec_main(n, rest);
-  if (cmd == &s_help_cmd)
-    return s_help_main(n, rest);
+  if (cmd == &kg_cli_help_cmd)
+    return kg_cli_help_main(&s_root, n, rest);
   if (cmd == &s_ckpt_cmd || cmd == &s_keygen_cmd)
     return s_exec_helper("kguard-ckpt", KGUARD_CKPT_RELPATH, argc, argv, 0);
   return s_exec_helper("kguard-eg", KGUARD_EG_RELPATH, argc, argv, 1);

@@ -39,4 +39,10 @@ int kg_cli_doctor_main(int argc, char **argv);
     (supervisor/cli/kg_cli_incident.c) */
 int kg_cli_incident_main(int argc, char **argv);
 
+/*  kguard help [--format F] [COMMAND [SUBCOMMAND]]: help, man pages, the
+    reference, the completion, the tables as JSON; root is kguard's own
+    table, whose subcommands are every command (supervisor/cli/kg_cli_help.c) */
+extern const kg_cmd_t kg_cli_help_cmd;
+int kg_cli_help_main(const kg_cmd_t *root, int argc, char **argv);
+
 #endif

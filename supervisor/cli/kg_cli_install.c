@@ -478,12 +478,12 @@ kg_cli_install_main(int argc, char **argv)
   cJSON_Delete(out);
 
   int code = KG_EXIT_OK;
-  rc = kg_paths_mkdirs(dest, 0755);
   char file[PATH_MAX + 16];
   snprintf(file, sizeof file, "%s/kernel.json", dest);
-  if (rc == 0)
-    rc = kg_file_write_atomic(file, text, strlen(text), 0644);
-  if (rc != 0) {
+  if ((rc = kg_paths_mkdirs(dest, 0755)) != 0) {
+    kg_opt_error("unable to create %s: %s", dest, kg_strerror(rc));
+    code = KG_EXIT_SYSTEM;
+  } else if ((rc = kg_file_write_atomic(file, text, strlen(text), 0644)) != 0) {
     kg_opt_error("unable to write %s: %s", file, kg_strerror(rc));
     code = KG_EXIT_SYSTEM;
   }

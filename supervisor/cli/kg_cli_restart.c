@@ -86,7 +86,7 @@ kg_cli_restart_main(int argc, char **argv)
   char err[256] = "";
   int rc = info ? kg_conninfo_load(info, conn, err, sizeof err) : KG_ENOMEM;
   if (rc) {
-    kg_opt_error("%s: %s", conn, *err ? err : kg_strerror(rc));
+    kg_opt_error_at(conn, "%s", *err ? err : kg_strerror(rc));
     kg_conninfo_destroy(&info);
     return rc == KG_ECONNFILE || rc == KG_ESCHEME || rc == -ENOENT ? KG_EXIT_USAGE
                                                                    : KG_EXIT_SYSTEM;

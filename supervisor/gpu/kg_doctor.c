@@ -29,6 +29,19 @@ s_say(cJSON *arr, const char *fmt, ...)
   cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
 }
 
+const char *
+kg_doctor_lib_error(char *buf, size_t len, const char *library, const char *error)
+{
+  size_t n = library ? strlen(library) : 0;
+  if (!error)
+    snprintf(buf, len, "%s: not loadable", library ? library : "?");
+  else if (n && strncmp(error, library, n) == 0 && error[n] == ':')
+    snprintf(buf, len, "%s", error);
+  else
+    snprintf(buf, len, "%s: %s", library ? library : "?", error);
+  return buf;
+}
+
 int
 kg_doctor_version_value(const char *v)
 {
@@ -155,11 +168,13 @@ s_drivers(cJSON *report, const char *decision, const cJSON *probe, cJSON *proble
     if (strcmp(s_str(e, "name") ? s_str(e, "name") : "", "CUDA_VISIBLE_DEVICES") == 0)
       vis_cu = s_str(e, "value");
   if (strcmp(decision, "cuda") == 0) {
+    char le[512];
     if (!cu_ok)
-      s_say(problems, "torch is a CUDA build but no CUDA driver was found (%s: %s): "
+      s_say(problems, "torch is a CUDA build but no CUDA driver was found (%s): "
             "torch.cuda.is_available() will be False and training falls back to the CPU "
-            "or fails", s_str(cu, "library") ? s_str(cu, "library") : "libcuda.so.1",
-            s_str(cu, "error") ? s_str(cu, "error") : "not loaded");
+            "or fails", kg_doctor_lib_error(le, sizeof le, s_str(cu, "library")
+                                            ? s_str(cu, "library") : "libcuda.so.1",
+                                            s_str(cu, "error")));
     else if (ncu == 0)
       s_say(problems, "the CUDA driver sees no device (%s)%s",
             s_str(cu, "error") ? s_str(cu, "error") : "device count 0",

@@ -72,8 +72,9 @@ s_backend(s_r_t *r, const char *label, const cJSON *b)
     return;
   }
   if (!cJSON_IsTrue(cJSON_GetObjectItem(b, "loaded"))) {
-    s_item(r, "%s: not found (%s: %s)", label, s_or(s_str(b, "library"), "?"),
-           s_or(s_str(b, "error"), "not loadable"));
+    char le[512];
+    s_item(r, "%s: not found (%s)", label,
+           kg_doctor_lib_error(le, sizeof le, s_str(b, "library"), s_str(b, "error")));
     return;
   }
   const char *rt = s_str(b, "runtime_version");

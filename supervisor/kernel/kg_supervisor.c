@@ -157,8 +157,11 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
                *err ? err : kg_strerror(rc));
       *exit_code = KG_EXIT_USAGE;
     } else {
-      kg_error("unable to read connection file %s: %s", s_rw(S)->conn_path,
-               *err ? err : kg_strerror(rc));
+      if (*err)   /* it names the file */
+        kg_error("unable to read the connection file %s", err);
+      else
+        kg_error("unable to read the connection file %s: %s", s_rw(S)->conn_path,
+                 kg_strerror(rc));
       *exit_code = rc == -ENOENT || rc == -EACCES || rc == -EISDIR ? KG_EXIT_USAGE
                                                                     : KG_EXIT_SYSTEM;
     }
