@@ -56,7 +56,8 @@ int kg_ckpt_inflight_wait(const char *dir, int64_t stall_ms, kg_ckpt_inflight_ti
     seal got there), then wait for a shared lock on PATH (the test holds an
     exclusive one until it lets the seal go on). Stages: "start" (before
     the temporary is created), "written" (archive written, before its fsync
-    and rename), "renamed" (archive in place, before the staging directory
+    and rename), "synced" (fsync done, the temporary still open and locked,
+    before the rename), "renamed" (archive in place, before the staging directory
     is removed). Does nothing otherwise. Never set it outside tests. */
 void kg_ckpt_inflight_test_hold(const char *stage);
 

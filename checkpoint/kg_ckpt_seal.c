@@ -426,14 +426,16 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   }
   kg_ckpt_inflight_test_hold("written");
   /* Any fsync or close error makes the archive untrustworthy: never retry. */
-  if (fsync(outfd) < 0 || close(outfd) < 0) {
-    outfd = -1;
+  if (fsync(outfd) < 0) {
     rc = kg_ckpt_fail(why, whysize, -errno, "syncing the archive: %s%s", "");
     goto out;
   }
-  outfd = -1;
-  /* Two seals of one step in the same millisecond: the second takes
-     "...-N" before the suffix rather than failing. */
+  kg_ckpt_inflight_test_hold("synced");
+  /* The temporary stays open, and so locked, until it has its final name:
+     another writer's kg_ckpt_gc in the same directory (every seal starts
+     with one) takes an unlocked temporary for an abandoned one. Two seals
+     of one step in the same millisecond: the second takes "...-N" before
+     the suffix rather than failing. */
   for (int k = 2; (rc = kg_ckpt_seal_rename_noreplace(tmp, final)) == KG_EEXISTS && o->into && k < 100;
        k++)
     if ((rc = kg_ckpt_seal_numbered(final, sizeof final, o->zstd, k)) < 0)
@@ -443,10 +445,15 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     goto out;
   }
   have_tmp = false;
-  if ((rc = kg_ckpt_fsync_dir(dir)) < 0) {
-    /* The name may not survive a crash: take it back rather than trust it. */
+  rc = close(outfd) < 0 ? -errno : 0;
+  outfd = -1;
+  if (rc == 0)
+    rc = kg_ckpt_fsync_dir(dir);
+  if (rc < 0) {
+    /* The archive or its name may not survive a crash: take it back
+       rather than trust it. */
     unlink(final);
-    kg_ckpt_fail(why, whysize, rc, "syncing directory '%s': %s", dir);
+    kg_ckpt_fail(why, whysize, rc, "syncing '%s': %s", final);
     goto out;
   }
   snprintf(out, size, "%s", final);

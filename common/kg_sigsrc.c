@@ -1,6 +1,7 @@
-/*  kg_sigsrc: a signalfd over the signals kguard handles in its loop. */
+/*  kg_sigsrc: a signalfd over a list of signals (see kg_sigsrc.h). */
 #include "kg_sigsrc.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -13,18 +14,20 @@ struct kg_sigsrc_t {
 };
 
 kg_sigsrc_t *
-kg_sigsrc_new(void)
+kg_sigsrc_new(const int *signals)
 {
+  sigset_t set;
+  sigemptyset(&set);
+  if (!signals || !signals[0]) {
+    errno = EINVAL;
+    return NULL;
+  }
+  for (const int *s = signals; *s; s++)
+    if (sigaddset(&set, *s) != 0)
+      return NULL;   /* errno EINVAL */
   kg_sigsrc_t *self = calloc(1, sizeof *self);
   if (!self)
     return NULL;
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGCHLD);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGQUIT);
   if (sigprocmask(SIG_BLOCK, &set, &self->old_mask) != 0) {
     free(self);
     return NULL;
@@ -56,12 +59,14 @@ kg_sigsrc_destroy(kg_sigsrc_t **self_p)
 int
 kg_sigsrc_fd(const kg_sigsrc_t *self)
 {
+  assert(self);
   return self->fd;
 }
 
 int
 kg_sigsrc_read(kg_sigsrc_t *self)
 {
+  assert(self);
   struct signalfd_siginfo si;
   ssize_t n;
   do

@@ -1,100 +1,190 @@
 #!/usr/bin/env python3
-"""check-arrows: the supervisor's files call each other one way only, and no
+"""check-arrows: kguard's libraries use only libraries below them, and no
 source file is long.
 
-From the built object files (not from the sources: what the linker sees is
-what calls what), build the file-level graph "A calls a function defined in
-B" among the C files of kguard's supervisor (supervisor/*.c and its diag/
-and run/ folders; exec/ and eg/ are separate programs' libraries with their
-own owners), then fail naming
+Each folder is one library. They stand in this order ("A < B": B may use A):
 
-  * every cycle: a strongly connected component of more than one file (A
-    calls B and B, maybe through others, calls A back), with one call per
-    arrow of the circle as a witness;
+    common < ipc < checkpoint
+    common < ipc < diag < pure < proc < gpu < kernel < cli
+    common < ipc < diag < exec, run
+    common < ipc < eg
+    every library < main (supervisor/main*.c, which only dispatch)
+
+A library may include the headers of, and call the functions of, libraries
+below it only; a header named *_priv.h is included only inside its own
+folder. The includes are read from the sources (`#include "x.h"`, resolved
+to the folder holding x.h); the calls from the built object files (nm: what
+the linker sees is what calls what). The check fails naming
+
+  * every arrow that runs back up: a file that includes a header of, or
+    calls a function defined in, a library that is not below its own (one
+    line per file and library, with one include or symbol as a witness);
+  * every private header included from another folder;
+  * every circle of libraries (a strongly connected component of the
+    library graph), with one arrow per step as a witness;
+  * every circle of files among the kernel supervisor's libraries (main,
+    cli, kernel, gpu, proc, pure, diag, run): A calls B and B, maybe through
+    others, calls A back;
   * every source file (.c/.h) under supervisor/ ipc/ checkpoint/ common/
-    longer than MAX_LINES, except the commented exceptions below.
+    longer than MAX_LINES.
 
 Usage: check-arrows.py BUILD_DIR [SOURCE_DIR]    (exit 0 clean, 1 findings,
-2 bad usage or no object files: build first). `--graph` prints every arrow;
-`--layers` prints the files by layer (0: calls no other file of the graph;
-n: calls files of layers below n only), when there is no cycle.
-Needs `nm` (binutils).
+2 bad usage or no object files: build first). `--graph` prints every call
+arrow between files; `--layers` prints the files of the file-cycle check by
+layer (0: calls no other file of it; n: calls files of layers below n only),
+when there is no cycle. Needs `nm` (binutils).
 """
 import os
+import re
 import subprocess
 import sys
 
 MAX_LINES = 600
 
-# Files over the limit that the supervisor core does not own: their areas
-# have their own owners and issues; each is named so that the list cannot
-# grow silently. Tests (tests/) are not counted at all.
-LONG_FILE_EXCEPTIONS = {}   # none since ipc/kg_msg.c was split (kg_msg_wire.c)
+# Files over the limit that the supervisor core does not own: each is named
+# so that the list cannot grow silently. Tests (tests/) are not counted.
+LONG_FILE_EXCEPTIONS = {}
 
-# Object-file folders (relative to BUILD_DIR) whose files form the graph,
-# and the source folder (relative to SOURCE_DIR) each was compiled from.
-OBJECT_DIRS = [
-    ("supervisor/CMakeFiles/kguard.dir", "supervisor"),
-    ("supervisor/cli/CMakeFiles/kg_cli.dir", "supervisor/cli"),
-    ("supervisor/kernel/CMakeFiles/kg_supervisor.dir", "supervisor/kernel"),
-    ("supervisor/gpu/CMakeFiles/kg_gpu.dir", "supervisor/gpu"),
-    ("supervisor/proc/CMakeFiles/kg_proc.dir", "supervisor/proc"),
-    ("supervisor/pure/CMakeFiles/kg_pure.dir", "supervisor/pure"),
-    ("supervisor/diag/CMakeFiles/kg_diag.dir", "supervisor/diag"),
-    ("supervisor/run/CMakeFiles/kg_run.dir", "supervisor/run"),
+# (library, source folder, libraries directly below it). A library may use
+# every library below it, directly or through others.
+LIBRARIES = [
+    ("common", "common", []),
+    ("ipc", "ipc", ["common"]),
+    ("checkpoint", "checkpoint", ["ipc"]),
+    ("diag", "supervisor/diag", ["ipc"]),
+    ("pure", "supervisor/pure", ["diag"]),
+    ("proc", "supervisor/proc", ["pure"]),
+    ("gpu", "supervisor/gpu", ["proc"]),
+    ("kernel", "supervisor/kernel", ["gpu"]),
+    ("cli", "supervisor/cli", ["kernel"]),
+    ("exec", "supervisor/exec", ["diag"]),
+    ("run", "supervisor/run", ["diag"]),
+    ("eg", "supervisor/eg", ["ipc"]),
+    ("main", "supervisor", ["checkpoint", "cli", "exec", "run", "eg"]),
 ]
+
+# The libraries whose files must not call each other in a circle.
+FILE_CYCLE_LIBRARIES = {"main", "cli", "kernel", "gpu", "proc", "pure", "diag", "run"}
 
 LINE_DIRS = ["supervisor", "ipc", "checkpoint", "common"]
 
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
-def s_objects(build_dir):
-    """[(source path, object path)] for every object of the graph."""
+
+def s_below():
+    """{library: set of the libraries it may use}."""
+    direct = {name: set(under) for name, _, under in LIBRARIES}
+    below = {}
+
+    def visit(name):
+        if name not in below:
+            below[name] = set()
+            for d in direct[name]:
+                below[name] |= {d} | visit(d)
+        return below[name]
+
+    for name in direct:
+        visit(name)
+    return below
+
+
+def s_library_of(rel):
+    """The library of a path relative to the source root, or None."""
+    folder = os.path.dirname(rel)
+    for name, src, _ in LIBRARIES:
+        if folder == src:
+            return name
+    return None
+
+
+def s_sources(source_dir):
+    """[(path relative to source_dir, library)] of every .c/.h of a library
+    (its own folder only, not the folders under it)."""
     found = []
-    for obj_dir, src_dir in OBJECT_DIRS:
-        root = os.path.join(build_dir, obj_dir)
+    for name, src, _ in LIBRARIES:
+        root = os.path.join(source_dir, src)
         if not os.path.isdir(root):
             continue
-        for dirpath, _, names in os.walk(root):
-            for name in sorted(names):
-                if not name.endswith(".c.o"):
-                    continue
-                rel = os.path.relpath(os.path.join(dirpath, name), root)
-                found.append((os.path.join(src_dir, rel[:-2]), os.path.join(dirpath, name)))
+        for f in sorted(os.listdir(root)):
+            if f.endswith((".c", ".h")) and os.path.isfile(os.path.join(root, f)):
+                found.append((os.path.join(src, f), name))
     return found
 
 
-def s_symbols(obj):
-    """(defined functions, undefined symbols) of one object file."""
-    out = subprocess.run(["nm", "-P", obj], check=True, capture_output=True,
-                         text=True).stdout
-    defined, undefined = set(), set()
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) < 2:
+def s_includes(source_dir, sources):
+    """[(file, its library, header, header's path)] for every quoted include
+    that names a header of a library."""
+    where = {os.path.basename(rel): rel for rel, _ in sources if rel.endswith(".h")}
+    found = []
+    for rel, lib in sources:
+        with open(os.path.join(source_dir, rel), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for header in INCLUDE_RE.findall(text):
+            target = where.get(os.path.basename(header))
+            if target:
+                found.append((rel, lib, os.path.basename(header), target))
+    return found
+
+
+def s_objects(build_dir):
+    """[(source path, library, object path)] for every built object of a
+    library (BUILD_DIR/<folder>/CMakeFiles/<target>.dir/...)."""
+    found = []
+    for name, src, _ in LIBRARIES:
+        root = os.path.join(build_dir, src, "CMakeFiles")
+        if not os.path.isdir(root):
             continue
-        name, kind = parts[0], parts[1]
-        if kind == "T":
-            defined.add(name)
-        elif kind == "U":
-            undefined.add(name)
-    return defined, undefined
+        for target in sorted(os.listdir(root)):
+            tdir = os.path.join(root, target)
+            if not target.endswith(".dir") or not os.path.isdir(tdir):
+                continue
+            for dirpath, _, names in os.walk(tdir):
+                for f in sorted(names):
+                    if f.endswith(".c.o"):
+                        rel = os.path.relpath(os.path.join(dirpath, f), tdir)
+                        found.append((os.path.join(src, rel[:-2]), name,
+                                      os.path.join(dirpath, f)))
+    return found
 
 
-def s_graph(objects):
-    """{file: {callee file: example symbol}}."""
-    defined_in, needs = {}, {}
-    for src, obj in objects:
-        defined, undefined = s_symbols(obj)
+def s_symbols(objects):
+    """{object path: (defined symbols, undefined symbols)}, one nm run for
+    all of them."""
+    table = {obj: (set(), set()) for _, _, obj in objects}
+    paths = [obj for _, _, obj in objects]
+    for i in range(0, len(paths), 200):
+        chunk = paths[i:i + 200]
+        out = subprocess.run(["nm", "-P", "-A", *chunk], check=True, capture_output=True,
+                             text=True).stdout
+        for line in out.splitlines():
+            head, _, rest = line.partition(": ")
+            parts = rest.split()
+            if head not in table or len(parts) < 2:
+                continue
+            name, kind = parts[0], parts[1]
+            if kind in ("T", "D", "B", "R"):
+                table[head][0].add(name)
+            elif kind == "U":
+                table[head][1].add(name)
+    return table
+
+
+def s_call_graph(objects, symbols):
+    """{file: {callee file: example symbol}} and {file: library}."""
+    defined_in, needs, library = {}, {}, {}
+    for src, lib, obj in objects:
+        defined, undefined = symbols[obj]
         for sym in defined:
             defined_in[sym] = src
         needs[src] = undefined
+        library[src] = lib
     graph = {src: {} for src in needs}
     for src, undefined in needs.items():
         for sym in sorted(undefined):
             callee = defined_in.get(sym)
             if callee and callee != src:
                 graph[src].setdefault(callee, sym)
-    return graph
+    return graph, library
 
 
 def s_components(graph):
@@ -172,9 +262,39 @@ def s_layers(graph):
     return layer
 
 
+def s_check_libraries(includes, graph, library):
+    """(findings, library graph {lib: {lib: witness}}): the arrows that run
+    back up, the private headers used outside their folder."""
+    below = s_below()
+    findings, lib_graph = [], {name: {} for name, _, _ in LIBRARIES}
+    seen = set()
+    for rel, lib, header, target in includes:
+        tlib = s_library_of(target)
+        if header.endswith("_priv.h") and os.path.dirname(target) != os.path.dirname(rel):
+            findings.append(f"private header: {rel} includes {header}, private to "
+                            f"{os.path.dirname(target)}/")
+        if tlib == lib or tlib is None:
+            continue
+        lib_graph[lib].setdefault(tlib, f"{rel} includes {header}")
+        if tlib not in below[lib] and (rel, tlib) not in seen:
+            seen.add((rel, tlib))
+            findings.append(f"arrow runs back up: {rel} ({lib}) includes {header} ({tlib})")
+    for src, callees in sorted(graph.items()):
+        lib = library[src]
+        for callee, sym in sorted(callees.items()):
+            tlib = library[callee]
+            if tlib == lib:
+                continue
+            lib_graph[lib].setdefault(tlib, f"{src} calls {sym} ({callee})")
+            if tlib not in below[lib] and (src, tlib) not in seen:
+                seen.add((src, tlib))
+                findings.append(f"arrow runs back up: {src} ({lib}) calls {sym}, "
+                                f"defined in {callee} ({tlib})")
+    return findings, lib_graph
+
+
 def main(argv):
     args = [a for a in argv[1:] if not a.startswith("--")]
-    show_graph = "--graph" in argv
     if not args or len(args) > 2:
         print(__doc__.strip(), file=sys.stderr)
         return 2
@@ -183,37 +303,53 @@ def main(argv):
         os.path.dirname(os.path.abspath(__file__)))
     objects = s_objects(build_dir)
     if not objects:
-        print(f"check-arrows: no supervisor object files under {build_dir}: build first",
+        print(f"check-arrows: no library object files under {build_dir}: build first",
               file=sys.stderr)
         return 2
-    graph = s_graph(objects)
-    if show_graph:
+    graph, library = s_call_graph(objects, s_symbols(objects))
+    if "--graph" in argv:
         for src in sorted(graph):
             for callee, sym in sorted(graph[src].items()):
                 print(f"{src} -> {callee}   ({sym})")
-    failed = False
-    cycles = [c for c in s_components(graph) if len(c) > 1]
+    sources = s_sources(source_dir)
+    findings, lib_graph = s_check_libraries(s_includes(source_dir, sources), graph, library)
+    for line in findings:
+        print(line)
+    upward = sum(1 for f in findings if f.startswith("arrow runs back up"))
+    lib_cycles = [c for c in s_components(lib_graph) if len(c) > 1]
+    for comp in sorted(lib_cycles):
+        members = set(comp)
+        print(f"circle of {len(comp)} libraries: " + " ".join(comp))
+        for lib in comp:
+            for tlib, witness in sorted(lib_graph[lib].items()):
+                if tlib in members:
+                    print(f"    {lib} -> {tlib}  ({witness})")
+    file_graph = {src: {c: s for c, s in callees.items()
+                        if library[c] in FILE_CYCLE_LIBRARIES}
+                  for src, callees in graph.items() if library[src] in FILE_CYCLE_LIBRARIES}
+    cycles = [c for c in s_components(file_graph) if len(c) > 1]
     for comp in sorted(cycles):
-        failed = True
         members = set(comp)
         print(f"cycle of {len(comp)} files: " + " ".join(comp))
         for src in comp:
-            for callee, sym in sorted(graph[src].items()):
+            for callee, sym in sorted(file_graph[src].items()):
                 if callee in members:
                     print(f"    {src} -> {callee}  ({sym})")
-    for rel, n in s_long_files(source_dir):
-        failed = True
+    long_files = s_long_files(source_dir)
+    for rel, n in long_files:
         print(f"too long: {rel}: {n} lines (limit {MAX_LINES})")
     if "--layers" in argv and not cycles:
-        layers = s_layers(graph)
-        for n in range(max(layers.values()) + 1):
+        layers = s_layers(file_graph)
+        for n in range(max(layers.values(), default=-1) + 1):
             names = sorted(os.path.relpath(f, "supervisor") for f, l in layers.items() if l == n)
             print(f"layer {n}: " + " ".join(names))
-    if failed:
-        return 1
-    print(f"check-arrows: {len(graph)} files, no cycle; no source file over {MAX_LINES} lines "
-          f"({len(LONG_FILE_EXCEPTIONS)} listed exceptions)")
-    return 0
+    private = len(findings) - upward
+    print(f"check-arrows: {len(sources)} source files, {len(objects)} objects in "
+          f"{len(LIBRARIES)} libraries; {upward} arrow(s) back up, {private} private "
+          f"header(s) outside their folder, {len(lib_cycles)} circle(s) of libraries, "
+          f"{len(cycles)} circle(s) of files, {len(long_files)} file(s) over {MAX_LINES} "
+          f"lines ({len(LONG_FILE_EXCEPTIONS)} listed exceptions)")
+    return 1 if findings or lib_cycles or cycles or long_files else 0
 
 
 if __name__ == "__main__":

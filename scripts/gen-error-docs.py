@@ -38,8 +38,9 @@ STICKY_ACTION = (
     "new cells nor ones queued before you saw the failure), writes an incident "
     "record, starts a fresh kernel, and restores the last checkpoint that was "
     "sealed before the fault and passes verification, so training resumes through "
-    "`kguard.resume()`. Restarts are limited by the restart policy (see the "
-    "README: `--max-restarts`, `--restart-window`, `--backoff`); the same failure "
+    "`kguard.resume()`. Restarts are limited by the restart policy "
+    "([notebooks.md](notebooks.md#the-restart-policy): `--max-restarts`, "
+    "`--restart-window`, `--backoff`); the same failure "
     "twice in a row stops automatic restarts, because a restart does not fix "
     "a bug in the data or the code.")
 ADVICE_ACTION = (
@@ -155,7 +156,7 @@ def render(table):
       "process itself dies, kguard starts a fresh one and restores the last "
       "checkpoint, as for a sticky error. A rule table of the same schema can "
       "replace the built-in one (`kguard kernel --rules FILE` or `$KGUARD_RULES`; "
-      "see the README).")
+      "see [notebooks.md](notebooks.md#error-families)).")
     return "\n".join(out) + "\n"
 
 

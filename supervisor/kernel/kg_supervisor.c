@@ -109,7 +109,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     goto fail;
 
   /* Signals first: libzmq's threads must inherit the blocked mask. */
-  S->sig = kg_sigsrc_new();
+  static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, 0};
+  S->sig = kg_sigsrc_new(signals);
   if (!S->sig) {
     kg_error("unable to set up the signal fd: %s", strerror(errno));
     goto fail;

@@ -31,7 +31,7 @@ import kguard  # noqa: E402
 from kguard import checkpoint as kc  # noqa: E402
 from conftest import BIN  # noqa: E402
 
-STAGES = ["start", "written", "renamed"]
+STAGES = ["start", "written", "synced", "renamed"]
 
 
 def wait_for(cond, deadline_s, what):
@@ -147,3 +147,18 @@ def test_no_writer_no_wait(ck):
     kguard.save({"w": torch.full((1000,), 1.0)}, 1)
     res = finish(start_resume(ck, "--seal-wait-stall-ms", "0"))
     assert res["status"] == "restored" and res["step"] == 1 and res["waited"] == []
+
+
+def test_another_writers_gc_never_takes_a_seal_about_to_be_renamed(ck, monkeypatch):
+    """Ranks of one job seal into one directory, and every seal begins by
+    collecting the temporaries whose writer is gone (no lock held). A seal
+    between its last write and its rename holds its lock still: the other
+    rank's collection leaves it alone, and the seal ends in place (it failed
+    with 'renaming into place ...: No such file' when the lock went with an
+    early close)."""
+    pending, lock = held_seal(ck, monkeypatch, "synced")
+    r = subprocess.run([BIN, "ckpt", "gc", str(ck / "ck")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    os.close(lock)
+    path = pending.wait(60)
+    assert subprocess.run([BIN, "ckpt", "verify", path]).returncode == 0

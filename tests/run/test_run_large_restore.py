@@ -10,7 +10,7 @@ never opens it: it resumes from the previous one.
 The slow disk is the documented test hook KGUARD_TEST_READ_BPS (every
 archive read of verify/restore/resume-prepare capped at that many bytes per
 second). Short version, in the test command: 96 MiB read at 3 MiB/s (32 s).
-Soak version (documented in bench/README.md), 3 GiB at 80 MiB/s (~40 s of
+Soak version (documented in docs/benchmarks.md), 3 GiB at 80 MiB/s (~40 s of
 restore; needs ~8 GiB of memory and ~7 GiB of disk under $TMPDIR):
 
     KGUARD_BIN=build/dev/kguard KGUARD_LARGE_RESTORE_MIB=3072 \

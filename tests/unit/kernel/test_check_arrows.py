@@ -1,7 +1,8 @@
-"""scripts/check-arrows.py on a made-up build: it must name a circle of
-calls between object files and a source file over the limit, and pass a
-one-way graph. The objects are compiled here from three tiny C files laid
-out as CMake lays out kg_supervisor's objects."""
+"""scripts/check-arrows.py on made-up builds: it must name an arrow that runs
+back up (by include and by call), a private header used outside its folder,
+a circle of libraries, a circle of files and a long file, and pass a house
+whose arrows all point down. The objects are compiled here from tiny C files
+laid out as CMake lays out kguard's libraries."""
 import os
 import shutil
 import subprocess
@@ -14,20 +15,29 @@ SOURCE_DIR = os.environ.get("KGUARD_SOURCE_DIR",
 SCRIPT = os.path.join(SOURCE_DIR, "scripts", "check-arrows.py")
 CC = shutil.which("cc") or shutil.which("gcc")
 
+FOLDERS = ["common", "ipc", "checkpoint", "supervisor", "supervisor/diag", "supervisor/pure",
+           "supervisor/proc", "supervisor/gpu", "supervisor/kernel", "supervisor/cli",
+           "supervisor/exec", "supervisor/run", "supervisor/eg"]
+
 
 def s_tree(tmp_path, files, long_lines=0):
-    """A source tree and a build tree with the objects of files
-    ({name: C source}); one extra header of long_lines lines if asked."""
+    """A source tree and a build tree from files ({"folder/name": text}):
+    every .c is compiled into BUILD/folder/CMakeFiles/t.dir/name.c.o; one
+    extra header of long_lines lines in common/ if asked."""
     src, build = tmp_path / "src", tmp_path / "build"
-    for top in ("supervisor", "ipc", "checkpoint", "common"):
-        (src / top).mkdir(parents=True)
-    (src / "supervisor" / "kernel").mkdir()
-    objdir = build / "supervisor" / "kernel" / "CMakeFiles" / "kg_supervisor.dir"
-    objdir.mkdir(parents=True)
-    for name, code in files.items():
-        c = src / "supervisor" / "kernel" / name
-        c.write_text(code)
-        subprocess.run([CC, "-c", str(c), "-o", str(objdir / (name + ".o"))], check=True)
+    for folder in FOLDERS:
+        (src / folder).mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        (src / rel).write_text(text)
+    includes = [f"-I{src / folder}" for folder in FOLDERS]
+    for rel in files:
+        if not rel.endswith(".c"):
+            continue
+        folder, name = os.path.split(rel)
+        objdir = build / folder / "CMakeFiles" / "t.dir"
+        objdir.mkdir(parents=True, exist_ok=True)
+        subprocess.run([CC, *includes, "-c", str(src / rel), "-o", str(objdir / (name + ".o"))],
+                       check=True)
     if long_lines:
         (src / "common" / "kg_long.h").write_text("/* x */\n" * long_lines)
     return str(build), str(src)
@@ -38,34 +48,106 @@ def s_run(build, src, *extra):
                           text=True)
 
 
-@pytest.mark.skipif(not CC, reason="no C compiler")
-def test_names_a_circle_and_a_long_file(tmp_path):
+needs_cc = pytest.mark.skipif(not CC, reason="no C compiler")
+
+
+@needs_cc
+def test_passes_a_house_whose_arrows_point_down(tmp_path):
     build, src = s_tree(tmp_path, {
-        "kg_a.c": "void kg_b(void); void kg_a(void) { kg_b(); }\n",
-        "kg_b.c": "void kg_c(void); void kg_b(void) { kg_c(); }\n",
-        "kg_c.c": "void kg_a(void); void kg_c(void) { kg_a(); }\n",
+        "common/kg_low.h": "void kg_low(void);\n",
+        "common/kg_low.c": '#include "kg_low.h"\nvoid kg_low(void) {}\n',
+        "ipc/kg_wire.h": "void kg_wire(void);\n",
+        "ipc/kg_wire.c": '#include "kg_wire.h"\n#include "kg_low.h"\n'
+                         "void kg_wire(void) { kg_low(); }\n",
+        "supervisor/kernel/kg_sup_priv.h": "void kg__mid(void);\n",
+        "supervisor/kernel/kg_sup_mid.c": '#include "kg_sup_priv.h"\n#include "kg_wire.h"\n'
+                                          "void kg__mid(void) { kg_wire(); }\n",
+        "supervisor/kernel/kg_sup_top.c": '#include "kg_sup_priv.h"\n'
+                                          "void kg__top(void) { kg__mid(); }\n",
+        "supervisor/run/kg_run.c": '#include "kg_wire.h"\nvoid kg_run(void) { kg_wire(); }\n',
+    }, long_lines=600)
+    r = s_run(build, src, "--layers")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 arrow(s) back up" in r.stdout
+    assert "0 circle(s) of libraries, 0 circle(s) of files" in r.stdout
+    assert "layer 0: kernel/kg_sup_mid.c run/kg_run.c" in r.stdout
+    assert "layer 1: kernel/kg_sup_top.c" in r.stdout
+
+
+@needs_cc
+def test_names_an_include_that_runs_back_up(tmp_path):
+    build, src = s_tree(tmp_path, {
+        "common/kg_low.c": '#include "kg_wire.h"\nint kg_low(void) { return KG_WIRE; }\n',
+        "ipc/kg_wire.h": "#define KG_WIRE 1\n",
+    })
+    r = s_run(build, src)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "arrow runs back up: common/kg_low.c (common) includes kg_wire.h (ipc)" in r.stdout
+
+
+@needs_cc
+def test_names_a_call_that_runs_back_up_and_the_circle_it_closes(tmp_path):
+    build, src = s_tree(tmp_path, {
+        "supervisor/pure/kg_gate.c": "void kg_kernel_poke(void);\n"
+                                     "void kg_gate(void) { kg_kernel_poke(); }\n",
+        "supervisor/proc/kg_kernel.c": "void kg_gate(void);\n"
+                                       "void kg_kernel_poke(void) {}\n"
+                                       "void kg_kernel(void) { kg_gate(); }\n",
+    })
+    r = s_run(build, src)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("arrow runs back up: supervisor/pure/kg_gate.c (pure) calls kg_kernel_poke, "
+            "defined in supervisor/proc/kg_kernel.c (proc)") in r.stdout
+    assert "circle of 2 libraries: proc pure" in r.stdout
+    assert "    pure -> proc  (supervisor/pure/kg_gate.c calls kg_kernel_poke" in r.stdout
+    assert "cycle of 2 files: supervisor/proc/kg_kernel.c supervisor/pure/kg_gate.c" in r.stdout
+
+
+@needs_cc
+def test_sideways_is_not_down(tmp_path):
+    """exec, run and eg stand beside the kernel supervisor: exec may not call
+    pure/, and eg may not call diag/."""
+    build, src = s_tree(tmp_path, {
+        "supervisor/pure/kg_state.c": "void kg_state(void) {}\n",
+        "supervisor/diag/kg_policy.c": "void kg_policy(void) {}\n",
+        "supervisor/exec/kg_exec.c": "void kg_state(void);\nvoid kg_policy(void);\n"
+                                     "void kg_exec(void) { kg_state(); kg_policy(); }\n",
+        "supervisor/eg/kg_eg.c": "void kg_policy(void);\nvoid kg_eg(void) { kg_policy(); }\n",
+    })
+    r = s_run(build, src)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "supervisor/exec/kg_exec.c (exec) calls kg_state" in r.stdout
+    assert "kg_exec.c (exec) calls kg_policy" not in r.stdout
+    assert "supervisor/eg/kg_eg.c (eg) calls kg_policy" in r.stdout
+    assert "2 arrow(s) back up" in r.stdout
+
+
+@needs_cc
+def test_names_a_private_header_used_outside_its_folder(tmp_path):
+    build, src = s_tree(tmp_path, {
+        "supervisor/kernel/kg_sup_priv.h": "#define KG__X 1\n",
+        "supervisor/cli/kg_cli.c": '#include "kg_sup_priv.h"\nint kg_cli(void) { return KG__X; }\n',
+    })
+    r = s_run(build, src)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("private header: supervisor/cli/kg_cli.c includes kg_sup_priv.h, private to "
+            "supervisor/kernel/") in r.stdout
+    assert "0 arrow(s) back up, 1 private header(s)" in r.stdout
+
+
+@needs_cc
+def test_names_a_circle_of_files_and_a_long_file(tmp_path):
+    build, src = s_tree(tmp_path, {
+        "supervisor/kernel/kg_a.c": "void kg_b(void); void kg_a(void) { kg_b(); }\n",
+        "supervisor/kernel/kg_b.c": "void kg_c(void); void kg_b(void) { kg_c(); }\n",
+        "supervisor/kernel/kg_c.c": "void kg_a(void); void kg_c(void) { kg_a(); }\n",
     }, long_lines=601)
     r = s_run(build, src)
     assert r.returncode == 1, r.stdout + r.stderr
     assert ("cycle of 3 files: supervisor/kernel/kg_a.c supervisor/kernel/kg_b.c "
-            "supervisor/kernel/kg_c.c"
-            in r.stdout)
+            "supervisor/kernel/kg_c.c" in r.stdout)
     assert "supervisor/kernel/kg_c.c -> supervisor/kernel/kg_a.c  (kg_a)" in r.stdout
     assert "too long: common/kg_long.h: 601 lines (limit 600)" in r.stdout
-
-
-@pytest.mark.skipif(not CC, reason="no C compiler")
-def test_passes_one_way_arrows_and_prints_layers(tmp_path):
-    build, src = s_tree(tmp_path, {
-        "kg_top.c": "void kg_mid(void); void kg_top(void) { kg_mid(); }\n",
-        "kg_mid.c": "void kg_low(void); void kg_mid(void) { kg_low(); }\n",
-        "kg_low.c": "void kg_low(void) {}\n",
-    }, long_lines=600)
-    r = s_run(build, src, "--layers")
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "layer 0: kernel/kg_low.c" in r.stdout
-    assert "layer 2: kernel/kg_top.c" in r.stdout
-    assert "no cycle" in r.stdout
 
 
 def test_without_objects_it_says_build_first(tmp_path):
