@@ -69,6 +69,10 @@ kguard --version > version.out
 kguard install > install.out
 cp "$JUPYTER_DATA_DIR/kernels/python3-kguard/kernel.json" spec.json
 python3 -c 'import kguard; print(kguard.__file__)' > import.out
+# an interpreter that sees none of Debian's site directories (as a venv or
+# conda kernel): kguard puts the package on its path itself
+kguard exec --state-dir "$T/state" -- python3 -S -c 'import kguard; print(kguard.__file__)' \
+  > import-exec.out
 cp /usr/share/doc/kguard/examples/train_classifier.ipynb .
 KGUARD_EMULATE=cuda-assert:step=60:once \
   kguard run train_classifier.ipynb -k python3-kguard -o out.ipynb > run.out 2> run.err
@@ -145,6 +149,8 @@ def test_package_install_use_remove(tmp_path):
         assert "kguard uninstall --name python3-kguard" in (work / "install.out").read_text()
         # Debian's python3 imports the helper without any PYTHONPATH
         assert (work / "import.out").read_text().strip() == \
+            "/usr/share/kguard/python/kguard/__init__.py"
+        assert (work / "import-exec.out").read_text().strip() == \
             "/usr/share/kguard/python/kguard/__init__.py"
         # the example ran through the fault, from a verified checkpoint
         nb = json.loads((work / "out.ipynb").read_text())
