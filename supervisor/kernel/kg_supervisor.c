@@ -158,11 +158,8 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
                *err ? err : kg_strerror(rc));
       *exit_code = KG_EXIT_USAGE;
     } else {
-      if (*err)   /* it names the file */
-        kg_error("unable to read the connection file %s", err);
-      else
-        kg_error("unable to read the connection file %s: %s", s_rw(S)->conn_path,
-                 kg_strerror(rc));
+      kg_error("unable to read the connection file %s%s%s", *err ? err : s_rw(S)->conn_path,
+               *err ? "" : ": ", *err ? "" : kg_strerror(rc));   /* err names the file */
       *exit_code = rc == -ENOENT || rc == -EACCES || rc == -EISDIR ? KG_EXIT_USAGE
                                                                     : KG_EXIT_SYSTEM;
     }
