@@ -58,8 +58,7 @@ kg_opt_error_at(const char *path, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  size_t n = strlen(path);
-  if (strncmp(msg, path, n) == 0 && msg[n] == ':')
+  if (*path && strstr(msg, path))
     kg_opt_error("%s", msg);
   else
     kg_opt_error("%s: %s", path, msg);
@@ -209,15 +208,25 @@ s_unknown(kg_opt_parser_t *p, const char *arg, const char *name, size_t len)
 static int
 s_take_value(kg_opt_parser_t *p, const kg_opt_t *o, const char **slot)
 {
+  char pair[96] = "";
+  if (o->flags & KG_OPT_PAIR) {   /* "NAME VALUE": "a NAME and a VALUE" */
+    const char *sp = strchr(o->arg, ' ');
+    snprintf(pair, sizeof pair, "a %.*s and a %s", (int) (sp - o->arg), o->arg, sp + 1);
+  }
   if (p->next >= p->argc) {
-    kg_opt_usage(p, "%s needs a value (%s)", p->written, o->arg);
+    if (*pair)
+      kg_opt_usage(p, "%s needs %s", p->written, pair);
+    else
+      kg_opt_usage(p, "%s needs a value (%s)", p->written, o->arg);
     return KG_OPT_EXIT;
   }
   const char *v = p->argv[p->next];
   if (s_is_option_name(p->cmd, v)) {
-    kg_opt_usage(p, "%s needs a value (%s), not the option '%s'; if '%s' is the value, "
-                 "write %s%s=%s", p->written, o->arg, v, v, o->long_name ? "--" : "-",
-                 o->long_name ? o->long_name : (char[]){o->short_name, 0}, v);
+    if (*pair)   /* no other way to write it: a mistake */
+      kg_opt_usage(p, "%s needs %s, not the option '%s'", p->written, pair, v);
+    else
+      kg_opt_usage(p, "%s needs a value (%s), not the option '%s'; if '%s' is the value, "
+                   "write --%s=%s", p->written, o->arg, v, v, o->long_name, v);
     return KG_OPT_EXIT;
   }
   p->next++;

@@ -133,8 +133,8 @@ int kg_opt_usage(kg_opt_parser_t *p, const char *fmt, ...)
 void kg_opt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*  kg_opt_error about the file at path: "PREFIX: PATH: MESSAGE", with the
-    path said once even when MESSAGE (a library's, say) already starts
-    with "PATH:". */
+    path said once: MESSAGE alone when it (a library's, say) already names
+    the path. */
 void kg_opt_error_at(const char *path, const char *fmt, ...)
   __attribute__((format(printf, 2, 3)));
 

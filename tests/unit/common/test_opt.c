@@ -79,8 +79,11 @@ static const s_row_t s_rows[] = {
   {&s_cmd, {"-o", "-q"}, "exit=100",
    "-o needs a value (FILE), not the option '-q'; if '-q' is the value, write --output=-q"},
   {&s_cmd, {"--kernel", "--output", "x"}, "exit=100", "not the option '--output'"},
-  {&s_cmd, {"-p", "lr"}, "exit=100", "-p needs a value (NAME VALUE)"},
-  {&s_cmd, {"-p", "lr", "-q"}, "exit=100", "not the option '-q'"},
+  {&s_cmd, {"-p", "lr"}, "exit=100", "-p needs a NAME and a VALUE (see"},
+  {&s_cmd, {"--parameters", "-q", "1"}, "exit=100",
+   "--parameters needs a NAME and a VALUE, not the option '-q'"},
+  {&s_cmd, {"-p", "lr", "-q"}, "exit=100",
+   "kguard t: -p needs a NAME and a VALUE, not the option '-q' (see kguard t --help)\n"},
   {&s_cmd, {"--frob", "--help"}, "exit=100", "unknown option '--frob'"},
   /* the standard options: anywhere, answered at once */
   {&s_cmd, {"--help"}, "exit=0", NULL},
