@@ -28,118 +28,21 @@
 #include "kg_ckpt_util.h"
 #include "kg_ckpt_verify.h"
 #include "kg_ckpt_cli.h"
+#include "kg_ckpt_cmds.h"
 #include "kg_error.h"
 #include "kg_keys.h"
 #include "kg_log.h"
+#include "kg_opt.h"
 
 #ifndef KGUARD_VERSION
 #define KGUARD_VERSION "0.1.0"
 #endif
 
-#define VERDICT_CODES                                                           \
-  "verdict exit codes (verify, restore):\n"                                    \
-  "  0 valid       signed by your key, complete, every digest matches\n"       \
-  "  1 unsigned    no signature, an unknown key, or a plain zip (torch.save)\n" \
-  "                that is complete but not authenticated\n"                   \
-  "  2 corrupt     a member or the manifest does not match (names which)\n"    \
-  "  3 incomplete  truncated, empty, or a listed member missing\n"             \
-  "  4 malformed   not an archive, no manifest, invalid manifest\n"            \
-  "  5 unsafe      links, devices, fifos, '..' or absolute or non-UTF-8\n"     \
-  "                names, unlisted or duplicate members, oversize members\n"   \
-  "  100 usage, 111 system failure\n"
-
-static const char s_help_main[] =
-  "usage: kguard ckpt COMMAND [ARGS...]\n"
-  "\n"
-  "Signed, verifiable checkpoint archives (see checkpoint/FORMAT.md).\n"
-  "\n"
-  "commands:\n"
-  "  seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
-  "  verify [--progress] FILE...\n"
-  "  list CKPT_DIR [--json]\n"
-  "  latest CKPT_DIR [--before TIME]\n"
-  "  restore FILE DEST\n"
-  "  quarantine CKPT_DIR --incident ID --from TIME\n"
-  "  resume-prepare --dir CKPT_DIR --before T_MS --incident ID --into DEST --json\n"
-  "  manifest FILE\n"
-  "  gc CKPT_DIR\n"
-  "  prune CKPT_DIR --keep N [--keep-every K] | --resolve ID\n"
-  "\n"
-  "TIME is ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds since the epoch.\n"
-  "Keys: $KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard\n"
-  "(see `kguard keygen --help`).\n"
-  "`kguard ckpt COMMAND --help` describes each command.\n\n" VERDICT_CODES;
-
-static const char s_help_seal[] =
-  "usage: kguard ckpt seal DIR --step N [--run ID] (--into CKPT_DIR | -o FILE) [--zstd]\n"
-  "                         [--time T] [--after PATH] [--remove-dir]\n"
-  "                         [--keep N [--keep-every K]] [--rank R --world-size N]\n"
-  "                         [--format 1|2]\n"
-  "\n"
-  "Seal the regular files under DIR into one signed archive, written atomically\n"
-  "(temporary name, fsync, rename, directory fsync). With --into the name is\n"
-  "step-<N>-<UTC time>.kgckpt.tar[.zst] inside CKPT_DIR (created if missing).\n"
-  "Creates the signing key pair on first use. Prints the archive's path.\n"
-  "--run defaults to $KGUARD_RUN_ID, else \"default\".\n"
-  "--format 1: write a version 1 archive (one whole-member digest, read by any\n"
-  "kguard); the default, 2, has one digest per 64 MiB chunk (verified on all cores).\n"
-  "--time T: the seal time to record (when the state was captured; default now).\n"
-  "--after PATH: first wait until the writer holding PATH's lock is gone (the\n"
-  "previous background seal), so seals finish in step order.\n"
-  "--remove-dir: remove DIR afterwards, sealed or not (background saves).\n"
-  "--keep N [--keep-every K]: then prune CKPT_DIR (see `kguard ckpt prune --help`).\n"
-  "--rank R --world-size N (N >= 2): seal this rank's shard of a checkpoint set;\n"
-  "the seal that completes the set writes its signed index set-<N>-*.kgset.tar.\n"
-  "exit: 0 sealed, 100 usage (also: DIR holds links or special files), 111 system.\n";
-
-static const char s_help_verify[] =
-  "usage: kguard ckpt verify [--progress] FILE...\n"
-  "\n"
-  "Check each archive in one streaming pass: manifest signature first, then\n"
-  "every member's type, name, size and BLAKE2b-256 digest. Prints one line per\n"
-  "file: 'FILE: VERDICT: reason'. A plain torch.save file (zip) has every\n"
-  "member read so its CRC is checked, without unpickling anything.\n"
-  "The exit code is the highest verdict code among the files.\n"
-  "--progress: write 'kguard-progress DONE TOTAL' lines (bytes of the file) to\n"
-  "stderr at the start, at least once a second while reading, and at the end.\n\n"
-  VERDICT_CODES;
-
-static const char s_help_restore[] =
-  "usage: kguard ckpt restore FILE DEST\n"
-  "\n"
-  "Verify FILE while extracting it into a private temporary directory beside\n"
-  "DEST; rename it to DEST only if everything verified. DEST must not exist.\n"
-  "Only regular files named in the signed manifest are written, with exactly\n"
-  "its sizes; nothing is ever written outside DEST.\n\n" VERDICT_CODES;
-
-static const char s_help_quarantine[] =
-  "usage: kguard ckpt quarantine CKPT_DIR --incident ID --from TIME\n"
-  "\n"
-  "Move every checkpoint sealed at or after TIME (the signed seal time; the\n"
-  "file's mtime when it does not authenticate) into CKPT_DIR/quarantine/ID/.\n"
-  "Nothing is deleted; quarantined checkpoints are never chosen again.\n"
-  "exit: 0, 100 usage, 111 system.\n";
-
-static const char s_help_keygen[] =
-  "usage: kguard keygen [--force]\n"
-  "\n"
-  "Create the Ed25519 key pair that signs checkpoints, in $KGUARD_KEY_DIR, else\n"
-  "$XDG_CONFIG_HOME/kguard, else ~/.config/kguard (directory 0700):\n"
-  "ckpt-ed25519.secret (mode 0600) and ckpt-ed25519.public. Refuses to replace an\n"
-  "existing key unless --force (archives signed by the old key then read as\n"
-  "'unsigned'). Prints the directory and key id.\n"
-  "exit: 0, 100 usage (key exists), 111 system.\n";
-
-bool
-kg_ckpt_cli_is_help(const char *arg)
-{
-  return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
-}
-
 int
 kg_ckpt_cli_usage(const char *msg, const char *arg)
 {
-  fprintf(stderr, "kguard ckpt: %s%s%s (see --help)\n", msg, arg ? ": " : "", arg ? arg : "");
+  fprintf(stderr, "%s: %s%s%s (see %s --help)\n", kg_opt_prog(), msg, arg ? ": " : "",
+          arg ? arg : "", kg_opt_prog());
   return KG_EXIT_USAGE;
 }
 
@@ -187,54 +90,54 @@ s_seal(int argc, char **argv)
   kg_ckpt_seal_opts_t o = {.step = -1, .producer = "kguard " KGUARD_VERSION};
   const char *after = NULL;
   bool remove_dir = false;
-  int keep = 0, r;
+  int keep = 0;
   int64_t every = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    bool more = i + 1 < argc;
-    if (kg_ckpt_cli_is_help(a)) {
-      fputs(s_help_seal, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(a, "--step") == 0 && more) {
-      if (!s_parse_i64(argv[++i], &o.step))
-        return kg_ckpt_cli_usage("--step needs a non-negative integer", argv[i]);
-    } else if (strcmp(a, "--run") == 0 && more) {
-      o.run = argv[++i];
-    } else if (strcmp(a, "--into") == 0 && more) {
-      o.into = argv[++i];
-    } else if (strcmp(a, "-o") == 0 && more) {
-      o.output = argv[++i];
-    } else if (strcmp(a, "--zstd") == 0) {
-      o.zstd = true;
-    } else if (strcmp(a, "--time") == 0 && more) {
-      if (kg_ckpt_parse_time(argv[++i], &o.now_ms) < 0 || o.now_ms <= 0)
-        return kg_ckpt_cli_usage("--time needs ms since the epoch or ISO 8601", argv[i]);
-    } else if (strcmp(a, "--after") == 0 && more) {
-      after = argv[++i];
-    } else if (strcmp(a, "--rank") == 0 && more) {
-      if (!s_parse_i64(argv[++i], &o.rank))
-        return kg_ckpt_cli_usage("--rank needs a non-negative integer", argv[i]);
-    } else if (strcmp(a, "--world-size") == 0 && more) {
-      if (!s_parse_i64(argv[++i], &o.world_size) || o.world_size < 1)
-        return kg_ckpt_cli_usage("--world-size needs a positive integer", argv[i]);
-    } else if (strcmp(a, "--format") == 0 && more) {
-      const char *f = argv[++i];
-      if (strcmp(f, "1") != 0 && strcmp(f, "2") != 0)
-        return kg_ckpt_cli_usage("--format is 1 or 2", f);
-      o.format = f[0] - '0';
-    } else if (strcmp(a, "--remove-dir") == 0) {
-      remove_dir = true;
-    } else if ((r = kg_ckpt_cli_retain_opt(argc, argv, &i, &keep, &every)) != 0) {
-      if (r < 0)
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_seal_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    const char *v = p.value;
+    switch (id) {
+    case KG_OPT_EXIT: return p.code;
+    case KG_OPT_OPERAND:
+      if (o.dir)
+        return kg_ckpt_cli_usage("unexpected argument", v);
+      o.dir = v;
+      break;
+    case KG_CKPT_O_STEP:
+      if (!s_parse_i64(v, &o.step))
+        return kg_ckpt_cli_usage("--step needs a non-negative integer", v);
+      break;
+    case KG_CKPT_O_RUN: o.run = v; break;
+    case KG_CKPT_O_INTO: o.into = v; break;
+    case KG_CKPT_O_OUTPUT: o.output = v; break;
+    case KG_CKPT_O_ZSTD: o.zstd = true; break;
+    case KG_CKPT_O_TIME:
+      if (kg_ckpt_parse_time(v, &o.now_ms) < 0 || o.now_ms <= 0)
+        return kg_ckpt_cli_usage("--time needs ms since the epoch or ISO 8601", v);
+      break;
+    case KG_CKPT_O_AFTER: after = v; break;
+    case KG_CKPT_O_RANK:
+      if (!s_parse_i64(v, &o.rank))
+        return kg_ckpt_cli_usage("--rank needs a non-negative integer", v);
+      break;
+    case KG_CKPT_O_WORLD_SIZE:
+      if (!s_parse_i64(v, &o.world_size) || o.world_size < 1)
+        return kg_ckpt_cli_usage("--world-size needs a positive integer", v);
+      break;
+    case KG_CKPT_O_FORMAT:
+      if (strcmp(v, "1") != 0 && strcmp(v, "2") != 0)
+        return kg_ckpt_cli_usage("--format is 1 or 2", v);
+      o.format = v[0] - '0';
+      break;
+    case KG_CKPT_O_REMOVE_DIR: remove_dir = true; break;
+    default:
+      if (kg_ckpt_cli_retain_opt(id, v, &keep, &every) < 0)
         return KG_EXIT_USAGE;
-    } else if (a[0] == '-' || o.dir) {
-      return kg_ckpt_cli_usage("unexpected argument", a);
-    } else {
-      o.dir = a;
     }
   }
   if (!o.dir || o.step < 0 || !o.into == !o.output)
-    return kg_ckpt_cli_usage("seal needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
+    return kg_ckpt_cli_usage("needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
   if (!o.run)
     o.run = getenv("KGUARD_RUN_ID");
   if (o.world_size == 1)
@@ -244,15 +147,14 @@ s_seal(int argc, char **argv)
   unsigned char sk[KG_KEYS_SECRET_BYTES];
   int rc = kg_keys_load_secret(NULL, true, sk);
   if (rc < 0) {
-    fprintf(stderr, "kguard ckpt seal: no usable signing key: %s\n", kg_strerror(rc));
+    kg_opt_error("no usable signing key: %s", kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
   o.sk = sk;
   char out[PATH_MAX], why[512];
   /* Background saves: the previous step's seal finishes first. */
   if (after && (rc = kg_ckpt_gc_wait_writer(after)) < 0)
-    fprintf(stderr, "kguard ckpt seal: waiting for '%s': %s (sealing anyway)\n", after,
-            kg_strerror(rc));
+    kg_opt_error("waiting for '%s': %s (sealing anyway)", after, kg_strerror(rc));
   kg_ckpt_inflight_test_hold("start");
   rc = kg_ckpt_seal(&o, out, sizeof out, why, sizeof why);
   if (rc == 0)
@@ -264,17 +166,16 @@ s_seal(int argc, char **argv)
                                   o.world_size, set, sizeof set);
   memset(sk, 0, sizeof sk);
   if (setrc < 0)
-    fprintf(stderr, "kguard ckpt seal: writing the set index: %s (the shard is sealed)\n",
-            kg_strerror(setrc));
+    kg_opt_error("writing the set index: %s (the shard is sealed)", kg_strerror(setrc));
   else if (set[0])
-    fprintf(stderr, "kguard ckpt seal: set complete: %s\n", set);
+    kg_opt_error("set complete: %s", set);
   if (remove_dir) {
     int e = kg_ckpt_remove_tree_at(AT_FDCWD, o.dir);
     if (e < 0)
-      fprintf(stderr, "kguard ckpt seal: removing '%s': %s\n", o.dir, kg_strerror(e));
+      kg_opt_error("removing '%s': %s", o.dir, kg_strerror(e));
   }
   if (rc < 0) {
-    fprintf(stderr, "kguard ckpt seal: %s\n", why);
+    kg_opt_error("%s", why);
     return rc == KG_EUSAGE || rc == KG_EEXISTS ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   printf("%s\n", out);
@@ -284,8 +185,7 @@ s_seal(int argc, char **argv)
     unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
     if ((rc = kg_ckpt_retain_prune(o.into, kg_ckpt_cli_public_key(pkbuf), keep, every, NULL, 0, false,
                                    stderr)) < 0)
-      fprintf(stderr, "kguard ckpt seal: pruning '%s': %s (the seal itself succeeded)\n",
-              o.into, kg_strerror(rc));
+      kg_opt_error("pruning '%s': %s (the seal itself succeeded)", o.into, kg_strerror(rc));
   }
   return KG_EXIT_OK;
 }
@@ -296,38 +196,49 @@ s_seal(int argc, char **argv)
 static int
 s_verify(int argc, char **argv)
 {
-  int worst = 0, files = 0;
+  int worst = 0, files_n = 0;
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   const unsigned char *pk = NULL;
   bool progress = false;
-  for (int i = 1; i < argc; i++)
-    if (kg_ckpt_cli_is_help(argv[i])) {
-      fputs(s_help_verify, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--progress") == 0) {
-      progress = true;
+  const char **files = calloc((size_t) argc + 1, sizeof *files);
+  if (!files) {
+    kg_opt_error("out of memory");
+    return KG_EXIT_SYSTEM;
+  }
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_verify_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    if (id == KG_OPT_EXIT) {
+      free(files);
+      return p.code;
     }
+    if (id == KG_CKPT_O_PROGRESS)
+      progress = true;
+    else if (id == KG_OPT_OPERAND)
+      files[files_n++] = p.value;
+  }
+  if (files_n == 0) {
+    free(files);
+    return kg_ckpt_cli_usage("needs at least one FILE", NULL);
+  }
   pk = kg_ckpt_cli_public_key(pkbuf);
   kg_ckpt_sink_t watch = {.progress = kg_ckpt_cli_progress_line};
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--progress") == 0)
-      continue;
+  for (int i = 0; i < files_n; i++) {
     kg_ckpt_report_t r;
-    int rc = kg_ckpt_verify(argv[i], pk, 0, progress ? &watch : NULL, &r);
-    files++;
+    int rc = kg_ckpt_verify(files[i], pk, 0, progress ? &watch : NULL, &r);
     if (rc == 0)
       printf("%s: valid: step %" PRId64 ", run %s, sealed %s, key %s, manifest blake2b-256:%.16s\n",
-             argv[i], r.manifest->step, r.manifest->run, r.manifest->sealed_at,
+             files[i], r.manifest->step, r.manifest->run, r.manifest->sealed_at,
              r.manifest->key_id, r.manifest_digest);
     else
-      printf("%s: %s: %s\n", argv[i], kg_ckpt_status_name(rc), r.reason);
+      printf("%s: %s: %s\n", files[i], kg_ckpt_status_name(rc), r.reason);
     int code = s_exit_of(rc);
     if (code > worst)
       worst = code;
     kg_ckpt_report_clear(&r);
   }
-  if (files == 0)
-    return kg_ckpt_cli_usage("verify needs at least one FILE", NULL);
+  free(files);
   return worst;
 }
 
@@ -338,27 +249,27 @@ s_restore(int argc, char **argv)
 {
   const char *pos[2] = {NULL, NULL};
   int npos = 0;
-  for (int i = 1; i < argc; i++) {
-    if (kg_ckpt_cli_is_help(argv[i])) {
-      fputs(s_help_restore, stdout);
-      return KG_EXIT_OK;
-    }
-    if (argv[i][0] == '-' || npos == 2)
-      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
-    pos[npos++] = argv[i];
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_restore_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    if (id == KG_OPT_EXIT)
+      return p.code;
+    if (npos == 2)
+      return kg_ckpt_cli_usage("unexpected argument", p.value);
+    pos[npos++] = p.value;
   }
   if (npos != 2)
-    return kg_ckpt_cli_usage("restore needs FILE and DEST", NULL);
+    return kg_ckpt_cli_usage("needs FILE and DEST", NULL);
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   kg_ckpt_report_t r;
   int rc = kg_ckpt_restore(pos[0], pos[1], kg_ckpt_cli_public_key(pkbuf), NULL, &r);
   if (rc == 0)
     printf("%s: restored step %" PRId64 " into %s\n", pos[0], r.manifest->step, pos[1]);
   else if (kg_ckpt_status_of(rc) > 0)
-    fprintf(stderr, "kguard ckpt restore: %s: %s: %s\n", pos[0], kg_ckpt_status_name(rc),
-            r.reason);
+    kg_opt_error("%s: %s: %s", pos[0], kg_ckpt_status_name(rc), r.reason);
   else
-    fprintf(stderr, "kguard ckpt restore: %s\n", r.reason);
+    kg_opt_error_at(pos[0], "%s", r.reason);
   kg_ckpt_report_clear(&r);
   return s_exit_of(rc);
 }
@@ -368,23 +279,26 @@ s_quarantine(int argc, char **argv)
 {
   const char *dir = NULL, *incident = NULL;
   int64_t from = -1;
-  for (int i = 1; i < argc; i++) {
-    if (kg_ckpt_cli_is_help(argv[i])) {
-      fputs(s_help_quarantine, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--incident") == 0 && i + 1 < argc) {
-      incident = argv[++i];
-    } else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
-      if (kg_ckpt_parse_time(argv[++i], &from) < 0)
-        return kg_ckpt_cli_usage("--from needs ISO 8601 or ms since the epoch", argv[i]);
-    } else if (argv[i][0] == '-' || dir) {
-      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
-    } else {
-      dir = argv[i];
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_quarantine_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    switch (id) {
+    case KG_OPT_EXIT: return p.code;
+    case KG_CKPT_O_INCIDENT: incident = p.value; break;
+    case KG_CKPT_O_FROM:
+      if (kg_ckpt_parse_time(p.value, &from) < 0)
+        return kg_ckpt_cli_usage("--from needs ISO 8601 or ms since the epoch", p.value);
+      break;
+    case KG_OPT_OPERAND:
+      if (dir)
+        return kg_ckpt_cli_usage("unexpected argument", p.value);
+      dir = p.value;
+      break;
     }
   }
   if (!dir || !incident || from < 0)
-    return kg_ckpt_cli_usage("quarantine needs CKPT_DIR, --incident ID and --from TIME", NULL);
+    return kg_ckpt_cli_usage("needs CKPT_DIR, --incident ID and --from TIME", NULL);
   if (!kg_ckpt_quarantine_id_ok(incident))
     return kg_ckpt_cli_usage("incident id must be 1-128 of [A-Za-z0-9._:-], not starting with '.'",
                    incident);
@@ -392,7 +306,7 @@ s_quarantine(int argc, char **argv)
   int rc;
   kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, kg_ckpt_cli_public_key(pkbuf), false, &rc);
   if (!list) {
-    fprintf(stderr, "kguard ckpt quarantine: %s: %s\n", dir, kg_strerror(rc));
+    kg_opt_error("%s: %s", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
   rc = kg_ckpt_quarantine(list, incident, from);
@@ -400,7 +314,7 @@ s_quarantine(int argc, char **argv)
     if (list->entries[i].moved_to)
       printf("%s -> %s\n", list->entries[i].path, list->entries[i].moved_to);
   if (rc < 0)
-    fprintf(stderr, "kguard ckpt quarantine: %s\n", kg_strerror(rc));
+    kg_opt_error("%s: %s", dir, kg_strerror(rc));
   kg_ckpt_list_destroy(&list);
   return rc < 0 ? KG_EXIT_SYSTEM : KG_EXIT_OK;
 }
@@ -408,66 +322,43 @@ s_quarantine(int argc, char **argv)
 int
 kg_ckpt_cli_main(int argc, char **argv)
 {
-  if (argc < 2) {
-    fputs(s_help_main, stderr);
-    return KG_EXIT_USAGE;
-  }
-  const char *cmd = argv[1];
-  argc--;
-  argv++;
-  if (kg_ckpt_cli_is_help(cmd) || strcmp(cmd, "help") == 0) {
-    fputs(s_help_main, stdout);
-    return KG_EXIT_OK;
-  }
-  if (strcmp(cmd, "seal") == 0)
-    return s_seal(argc, argv);
-  if (strcmp(cmd, "verify") == 0)
-    return s_verify(argc, argv);
-  if (strcmp(cmd, "list") == 0)
-    return kg_ckpt_cli_list(argc, argv);
-  if (strcmp(cmd, "latest") == 0)
-    return kg_ckpt_cli_latest(argc, argv);
-  if (strcmp(cmd, "restore") == 0)
-    return s_restore(argc, argv);
-  if (strcmp(cmd, "quarantine") == 0)
-    return s_quarantine(argc, argv);
-  if (strcmp(cmd, "resume-prepare") == 0)
-    return kg_ckpt_cli_resume(argc, argv);
-  if (strcmp(cmd, "manifest") == 0)
-    return kg_ckpt_cli_manifest(argc, argv);
-  if (strcmp(cmd, "gc") == 0)
-    return kg_ckpt_cli_gc(argc, argv);
-  if (strcmp(cmd, "prune") == 0)
-    return kg_ckpt_cli_prune(argc, argv);
-  return kg_ckpt_cli_usage("unknown ckpt command", cmd);
+  static int (*const mains[])(int, char **) = {
+    s_seal, s_verify, kg_ckpt_cli_list, kg_ckpt_cli_latest, s_restore, s_quarantine,
+    kg_ckpt_cli_resume, kg_ckpt_cli_manifest, kg_ckpt_cli_gc, kg_ckpt_cli_prune};
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_cmd, argc, argv);
+  int i = kg_opt_dispatch(&p);
+  if (i < 0)
+    return p.code;
+  int n;
+  char **rest = kg_opt_rest(&p, &n);
+  return mains[i](n, rest);
 }
 
 int
 kg_ckpt_keygen_main(int argc, char **argv)
 {
   bool force = false;
-  for (int i = 1; i < argc; i++) {
-    if (kg_ckpt_cli_is_help(argv[i])) {
-      fputs(s_help_keygen, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--force") == 0) {
-      force = true;
-    } else {
-      fprintf(stderr, "kguard keygen: unexpected argument: %s (see --help)\n", argv[i]);
-      return KG_EXIT_USAGE;
-    }
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_keygen_cmd, argc, argv);
+  int opt;
+  while ((opt = kg_opt_next(&p)) != KG_OPT_END) {
+    if (opt == KG_OPT_EXIT)
+      return p.code;
+    if (opt == KG_OPT_OPERAND)
+      return kg_opt_usage(&p, "unexpected argument '%s'", p.value);
+    force = true;   /* KG_CKPT_O_FORCE */
   }
-  char dir[PATH_MAX];
+  char dir[PATH_MAX] = "";
   int rc = kg_keys_dir(dir, sizeof dir);
   if (rc == 0)
     rc = kg_keys_generate(dir, force);
   if (rc == KG_EEXISTS) {
-    fprintf(stderr, "kguard keygen: a key already exists in %s (use --force to replace it)\n",
-            dir);
+    kg_opt_error("a key already exists in %s (use --force to replace it)", dir);
     return KG_EXIT_USAGE;
   }
   if (rc < 0) {
-    fprintf(stderr, "kguard keygen: %s\n", kg_strerror(rc));
+    kg_opt_error_at(*dir ? dir : "the key directory", "%s", kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
   unsigned char pk[KG_KEYS_PUBLIC_BYTES];

@@ -11,28 +11,13 @@
 
 #include "kg_clock.h"
 #include "kg_ckpt_cli_maint.h"
+#include "kg_ckpt_cmds.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_set.h"
 #include "kg_exit.h"
 #include "kg_error.h"
 #include "kg_keys.h"
-
-static const char s_help_list[] =
-  "usage: kguard ckpt list CKPT_DIR [--json]\n"
-  "\n"
-  "Verify every checkpoint in CKPT_DIR and print a table, newest first: step,\n"
-  "seal time, size, status, file. Leftovers of interrupted seals are shown as\n"
-  "'leftover'. --json prints an array of objects instead.\n"
-  "exit: 0, 100 usage, 111 system (CKPT_DIR unreadable).\n";
-
-static const char s_help_latest[] =
-  "usage: kguard ckpt latest CKPT_DIR [--before TIME]\n"
-  "\n"
-  "Print the last consistent checkpoint (or complete set of rank shards: its\n"
-  "index set-*.kgset.tar): the newest one sealed strictly before\n"
-  "TIME (default: now and later) that verifies completely. Each newer file that\n"
-  "was passed over is reported on stderr with the reason.\n"
-  "exit: 0 found, 1 none, 100 usage, 111 system.\n";
+#include "kg_opt.h"
 
 static const char *
 s_entry_status(const kg_ckpt_entry_t *e)
@@ -81,25 +66,26 @@ kg_ckpt_cli_list(int argc, char **argv)
 {
   const char *dir = NULL;
   bool json = false;
-  for (int i = 1; i < argc; i++) {
-    if (kg_ckpt_cli_is_help(argv[i])) {
-      fputs(s_help_list, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_list_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    if (id == KG_OPT_EXIT)
+      return p.code;
+    if (id == KG_CKPT_O_JSON)
       json = true;
-    } else if (argv[i][0] == '-' || dir) {
-      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
-    } else {
-      dir = argv[i];
-    }
+    else if (dir)
+      return kg_ckpt_cli_usage("unexpected argument", p.value);
+    else
+      dir = p.value;
   }
   if (!dir)
-    return kg_ckpt_cli_usage("list needs CKPT_DIR", NULL);
+    return kg_ckpt_cli_usage("needs CKPT_DIR", NULL);
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   int rc;
   kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, kg_ckpt_cli_public_key(pkbuf), true, &rc);
   if (!list) {
-    fprintf(stderr, "kguard ckpt list: %s: %s\n", dir, kg_strerror(rc));
+    kg_opt_error("%s: %s", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
   char when[32];
@@ -155,27 +141,28 @@ kg_ckpt_cli_latest(int argc, char **argv)
 {
   const char *dir = NULL;
   int64_t before = INT64_MAX;
-  for (int i = 1; i < argc; i++) {
-    if (kg_ckpt_cli_is_help(argv[i])) {
-      fputs(s_help_latest, stdout);
-      return KG_EXIT_OK;
-    } else if (strcmp(argv[i], "--before") == 0 && i + 1 < argc) {
-      if (kg_ckpt_parse_time(argv[++i], &before) < 0)
-        return kg_ckpt_cli_usage("--before needs ISO 8601 or ms since the epoch", argv[i]);
-    } else if (argv[i][0] == '-' || dir) {
-      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
-    } else {
-      dir = argv[i];
-    }
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_latest_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    if (id == KG_OPT_EXIT)
+      return p.code;
+    if (id == KG_CKPT_O_BEFORE) {
+      if (kg_ckpt_parse_time(p.value, &before) < 0)
+        return kg_ckpt_cli_usage("--before needs ISO 8601 or ms since the epoch", p.value);
+    } else if (dir)
+      return kg_ckpt_cli_usage("unexpected argument", p.value);
+    else
+      dir = p.value;
   }
   if (!dir)
-    return kg_ckpt_cli_usage("latest needs CKPT_DIR", NULL);
+    return kg_ckpt_cli_usage("needs CKPT_DIR", NULL);
   unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
   const unsigned char *pk = kg_ckpt_cli_public_key(pkbuf);
   int rc;
   kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, pk, false, &rc);
   if (!list) {
-    fprintf(stderr, "kguard ckpt latest: %s: %s\n", dir, kg_strerror(rc));
+    kg_opt_error("%s: %s", dir, kg_strerror(rc));
     return rc == -ENOENT ? 1 : KG_EXIT_SYSTEM;
   }
   size_t chosen = 0;
@@ -219,7 +206,7 @@ kg_ckpt_cli_latest(int argc, char **argv)
             kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
     code = 0;
   } else {
-    fprintf(stderr, "kguard ckpt latest: no consistent checkpoint in %s\n", dir);
+    kg_opt_error("no consistent checkpoint in %s", dir);
   }
   kg_ckpt_list_destroy(&list);
   return code;

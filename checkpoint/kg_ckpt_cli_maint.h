@@ -22,19 +22,19 @@ int kg_ckpt_cli_gc(int argc, char **argv);
     --resolve ID` (kg_ckpt_retain.h); exit 0, 100 usage, 111 system. */
 int kg_ckpt_cli_prune(int argc, char **argv);
 
-/*  Parse --keep / --keep-every at argv[*i] (advancing *i). Returns 1 when
-    it was one of them, 0 when not, -1 on a bad value (message printed). */
-int kg_ckpt_cli_retain_opt(int argc, char **argv, int *i, int *keep, int64_t *every);
+/*  Take option id (KG_CKPT_O_KEEP, KG_CKPT_O_KEEP_EVERY) with its value.
+    Returns 1 when it was one of them, 0 when not, -1 on a bad value
+    (message printed). */
+int kg_ckpt_cli_retain_opt(int id, const char *value, int *keep, int64_t *every);
 
 /*  `kguard ckpt list` and `kguard ckpt latest` (kg_ckpt_cli_list.c). */
 int kg_ckpt_cli_list(int argc, char **argv);
 int kg_ckpt_cli_latest(int argc, char **argv);
 
-/*  Shared by the ckpt command files: "--help"/"-h"; print "kguard ckpt:
-    MSG[: ARG] (see --help)" and return the usage exit code; load the public
-    key into pk and return it, or NULL when there is none (a warning unless
-    simply absent). */
-bool kg_ckpt_cli_is_help(const char *arg);
+/*  Shared by the ckpt command files: print "kguard ckpt CMD: MSG[: ARG]
+    (see kguard ckpt CMD --help)" and return the usage exit code; load the
+    public key into pk and return it, or NULL when there is none (a warning
+    unless simply absent). */
 int kg_ckpt_cli_usage(const char *msg, const char *arg);
 const unsigned char *kg_ckpt_cli_public_key(unsigned char pk[32]);
 

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kg_ckpt_cmds.h"
 #include "kg_cli.h"
+#include "kg_eg_args.h"
 #include "kg_exec.h"
 #include "kg_run.h"
 #include "kg_error.h"
@@ -16,51 +18,12 @@
 #include "kg_optdoc.h"
 #include "kg_paths.h"
 
-/* ---- commands not yet described by a table (their own parsers) ----------- */
-
-static const kg_cmd_t s_run_cmd = {
-  .name = "run",
-  .summary = "execute a notebook unattended, surviving sticky device errors",
-  .usage = "NOTEBOOK.ipynb [options]",
-  .about = "See `kguard run --help`.",
-};
-static const kg_cmd_t s_exec_cmd = {
-  .name = "exec",
-  .summary = "run a training script or torchrun, surviving sticky device errors",
-  .usage = "[options] -- COMMAND [ARGS...]",
-  .about = "See `kguard exec --help`.",
-};
-static const kg_cmd_t s_ckpt_cmd = {
-  .name = "ckpt",
-  .summary = "seal, verify, list, select and restore checkpoint archives",
-  .usage = "COMMAND [ARGS...]",
-  .about = "See `kguard ckpt --help`.",
-};
-static const kg_cmd_t s_keygen_cmd = {
-  .name = "keygen",
-  .summary = "create the checkpoint signing key pair",
-  .usage = "[options]",
-  .about = "See `kguard keygen --help`.",
-};
-static const kg_cmd_t s_incident_cmd = {
-  .name = "incident",
-  .summary = "list incidents; export one as a shareable repro request",
-  .usage = "list | export ID [options]",
-  .about = "See `kguard incident --help`.",
-};
-static const kg_cmd_t s_eg_cmd = {
-  .name = "eg-launch",
-  .summary = "kernel launcher for Jupyter Enterprise Gateway (cluster kernels)",
-  .usage = "[options] [-- KERNEL_ARGV...]",
-  .about = "See `kguard eg-launch --help`.",
-};
-
 /* ---- the command table ------------------------------------------------------ */
 
 static const kg_cmd_t *const s_cmds[] = {
-  &kg_cli_install_cmd, &kg_cli_uninstall_cmd, &s_run_cmd, &s_exec_cmd, &kg_cli_doctor_cmd,
-  &s_ckpt_cmd, &s_keygen_cmd, &kg_cli_restart_cmd, &s_incident_cmd, &kg_cli_kernel_cmd,
-  &s_eg_cmd, &kg_cli_help_cmd, NULL};
+  &kg_cli_install_cmd, &kg_cli_uninstall_cmd, &kg_run_cmd, &kg_exec_cmd, &kg_cli_doctor_cmd,
+  &kg_ckpt_cmd, &kg_keygen_cmd, &kg_cli_restart_cmd, &kg_cli_incident_cmd, &kg_cli_kernel_cmd,
+  &kg_eg_cmd, &kg_cli_help_cmd, NULL};
 
 static const kg_opt_exit_t s_root_exits[] = {
   {"0", "success"},
@@ -158,7 +121,7 @@ main(int argc, char **argv)
   kg_opt_set_prog(prog);
   /* Commands that run for long keep timestamped log lines (they are logs);
      the others speak plainly, "kguard CMD: ...". */
-  if (cmd != &kg_cli_kernel_cmd && cmd != &s_exec_cmd && cmd != &s_eg_cmd)
+  if (cmd != &kg_cli_kernel_cmd && cmd != &kg_exec_cmd && cmd != &kg_eg_cmd)
     kg_log_set_plain(1);
   if (cmd == &kg_cli_kernel_cmd)
     return kg_cli_kernel_main(n, rest);
@@ -170,15 +133,15 @@ main(int argc, char **argv)
     return kg_cli_restart_main(n, rest);
   if (cmd == &kg_cli_doctor_cmd)
     return kg_cli_doctor_main(n, rest);
-  if (cmd == &s_incident_cmd)
+  if (cmd == &kg_cli_incident_cmd)
     return kg_cli_incident_main(n, rest);
-  if (cmd == &s_run_cmd)
+  if (cmd == &kg_run_cmd)
     return kg_run_main(n, rest);
-  if (cmd == &s_exec_cmd)
+  if (cmd == &kg_exec_cmd)
     return kg_exec_main(n, rest);
   if (cmd == &kg_cli_help_cmd)
     return kg_cli_help_main(&s_root, n, rest);
-  if (cmd == &s_ckpt_cmd || cmd == &s_keygen_cmd)
+  if (cmd == &kg_ckpt_cmd || cmd == &kg_keygen_cmd)
     return s_exec_helper("kguard-ckpt", KGUARD_CKPT_RELPATH, argc, argv, 0);
   return s_exec_helper("kguard-eg", KGUARD_EG_RELPATH, argc, argv, 1);
 }

@@ -10,16 +10,18 @@
 
 #include "kg_ckpt_cli.h"
 #include "kg_log.h"
+#include "kg_opt.h"
 
 int
 main(int argc, char **argv)
 {
   kg_log_init("kguard");
+  kg_log_set_plain(1);   /* one-shot commands: "kguard ckpt seal: ..." */
   if (argc >= 2 && strcmp(argv[1], "ckpt") == 0)
     return kg_ckpt_cli_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "keygen") == 0)
     return kg_ckpt_keygen_main(argc - 1, argv + 1);
-  kg_error("kguard-ckpt runs `kguard ckpt ...` and `kguard keygen` for kguard; "
-           "run those instead");
+  kg_opt_set_prog("kguard-ckpt");
+  kg_error("it runs `kguard ckpt ...` and `kguard keygen` for kguard; run those instead");
   return KG_EXIT_USAGE;
 }

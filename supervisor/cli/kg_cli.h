@@ -37,6 +37,7 @@ int kg_cli_doctor_main(int argc, char **argv);
 
 /*  kguard incident list | export ID [-o FILE] [--include-code] [--json]
     (supervisor/cli/kg_cli_incident.c) */
+extern const kg_cmd_t kg_cli_incident_cmd;
 int kg_cli_incident_main(int argc, char **argv);
 
 /*  kguard help [--format F] [COMMAND [SUBCOMMAND]]: help, man pages, the

@@ -2,7 +2,6 @@
     request with personal and machine details removed (diag/kg_repro.h). */
 #include <ctype.h>
 #include <dirent.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -22,31 +21,65 @@
 
 extern char **environ;
 
-static void
-s_usage(FILE *out)
-{
-  fputs(
-    "usage: kguard incident list [--state-dir DIR]\n"
-    "       kguard incident export ID|FILE [-o FILE] [--include-code] [--include-env]\n"
-    "                              [--json] [--state-dir DIR]\n"
-    "\n"
-    "export writes the minimal repro request for an incident (STATE/incidents/ID.json,\n"
-    "or a record's path): the first error and the device-side assertion line, the\n"
-    "operator and the tensor shapes/dtypes seen in the traceback, the backend, the\n"
-    "Python/PyTorch/CUDA/HIP/driver versions, the device names and the diagnostic\n"
-    "variables, as Markdown to paste into an issue (--json: as JSON).\n"
-    "Removed unless asked for: directories of paths (file names stay; library files\n"
-    "keep their path inside site-packages), the user and host names, secret-looking\n"
-    "environment values, GPU UUIDs, other environment values (--include-env keeps\n"
-    "them) and the cell code with the traceback's code lines (--include-code).\n"
-    "\n"
-    "  -o, --output FILE  write there instead of standard output\n"
-    "  --state-dir DIR    state directory (default $KGUARD_STATE_DIR,\n"
-    "                     $XDG_STATE_HOME/kguard, ~/.local/state/kguard)\n"
-    "exit codes: 0 written, 100 usage error, unknown incident or not an incident\n"
-    "record, 111 I/O error.\n",
-    out);
-}
+enum { O_OUTPUT = 1, O_CODE, O_ENV, O_JSON, O_STATE };
+
+#define S_STATE_OPT                                                                   \
+  {O_STATE, 0, "state-dir", "DIR",                                                    \
+   "state directory (default $KGUARD_STATE_DIR, $XDG_STATE_HOME/kguard, "             \
+   "~/.local/state/kguard)", 0}
+
+static const kg_opt_t s_list_opts[] = {S_STATE_OPT, {0, 0, NULL, NULL, NULL, 0}};
+
+static const kg_cmd_t s_list_cmd = {
+  .name = "incident list",
+  .summary = "list the incident records",
+  .usage = "[--state-dir DIR]",
+  .about = "Print one line per incident record in STATE/incidents: its id, the error family "
+           "and the title.",
+  .opts = s_list_opts,
+};
+
+static const kg_opt_t s_export_opts[] = {
+  {O_OUTPUT, 'o', "output", "FILE", "write there instead of standard output", 0},
+  {O_CODE, 0, "include-code", NULL, "keep the cell code and the traceback's code lines", 0},
+  {O_ENV, 0, "include-env", NULL, "keep the environment values that are not secret-looking",
+   0},
+  {O_JSON, 0, "json", NULL, "write JSON instead of Markdown", 0},
+  S_STATE_OPT,
+  {0, 0, NULL, NULL, NULL, 0},
+};
+
+static const kg_cmd_t s_export_cmd = {
+  .name = "incident export",
+  .summary = "write an incident as a shareable repro request",
+  .usage = "ID|FILE [-o FILE] [--include-code] [--include-env] [--json] [--state-dir DIR]",
+  .about = "Write the minimal repro request for an incident (STATE/incidents/ID.json, or a "
+           "record's path): the first error and the device-side assertion line, the operator "
+           "and the tensor shapes/dtypes seen in the traceback, the backend, the "
+           "Python/PyTorch/CUDA/HIP/driver versions, the device names and the diagnostic "
+           "variables, as Markdown to paste into an issue (--json: as JSON).\n\n"
+           "Removed unless asked for: directories of paths (file names stay; library files "
+           "keep their path inside site-packages), the user and host names, secret-looking "
+           "environment values, GPU UUIDs, other environment values (--include-env keeps "
+           "them) and the cell code with the traceback's code lines (--include-code).",
+  .opts = s_export_opts,
+  .exits = (const kg_opt_exit_t[]){
+    {"0", "written"},
+    {"100", "usage error, unknown incident or not an incident record"},
+    {"111", "I/O error"},
+    {NULL, NULL}},
+};
+
+static const kg_cmd_t *const s_subs[] = {&s_list_cmd, &s_export_cmd, NULL};
+
+const kg_cmd_t kg_cli_incident_cmd = {
+  .name = "incident",
+  .summary = "list incidents; export one as a shareable repro request",
+  .usage = "COMMAND [ARGS...]",
+  .about = "kguard writes an incident record for every failure it acts on, in the state "
+           "directory's incidents/. `kguard incident COMMAND --help` describes each command.",
+  .subs = s_subs,
+};
 
 static int
 s_incidents_dir(const char *state, char *buf, size_t len)
@@ -141,61 +174,49 @@ s_list(const char *state)
   return KG_EXIT_OK;
 }
 
-int
-kg_cli_incident_main(int argc, char **argv)
+/*  `incident list` and `incident export`: argv[0] is the subcommand. */
+static int
+s_sub_main(const kg_cmd_t *cmd, int argc, char **argv)
 {
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-    s_usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? KG_EXIT_USAGE : KG_EXIT_OK;
-  }
-  const char *sub = argv[1];
-  enum { O_CODE = 1000, O_ENV, O_JSON, O_STATE };
-  static const struct option opts[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"include-code", no_argument, NULL, O_CODE},
-    {"include-env", no_argument, NULL, O_ENV},
-    {"json", no_argument, NULL, O_JSON},
-    {"state-dir", required_argument, NULL, O_STATE},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
-  const char *output = NULL, *state = NULL;
+  kg_opt_parser_t p;
+  kg_opt_init(&p, cmd, argc, argv);
+  const char *output = NULL, *state = NULL, *id = NULL;
   unsigned flags = 0;
   bool json = false;
-  optind = 2;
-  int c;
-  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'o': output = optarg; break;
+  int opt;
+  while ((opt = kg_opt_next(&p)) != KG_OPT_END) {
+    switch (opt) {
+    case KG_OPT_EXIT: return p.code;
+    case KG_OPT_OPERAND:
+      if (cmd == &s_list_cmd || id)
+        return kg_opt_usage(&p, "unexpected argument '%s'", p.value);
+      id = p.value;
+      break;
+    case O_OUTPUT: output = p.value; break;
     case O_CODE: flags |= KG_REPRO_CODE; break;
     case O_ENV: flags |= KG_REPRO_ENV; break;
     case O_JSON: json = true; break;
-    case O_STATE: state = optarg; break;
-    case 'h': s_usage(stdout); return KG_EXIT_OK;
-    default: s_usage(stderr); return KG_EXIT_USAGE;
+    case O_STATE: state = p.value; break;
     }
   }
-  if (strcmp(sub, "list") == 0)
-    return optind == argc ? s_list(state) : KG_EXIT_USAGE;
-  if (strcmp(sub, "export") != 0 || optind + 1 != argc) {
-    fprintf(stderr, "kguard incident: expected `list` or `export ID` (see kguard incident "
-                    "--help)\n");
-    return KG_EXIT_USAGE;
-  }
-  const char *id = argv[optind];
+  if (cmd == &s_list_cmd)
+    return s_list(state);
+  if (!id)
+    return kg_opt_usage(&p, "needs an incident ID or a record's FILE");
+
   char path[PATH_MAX];
   if (strchr(id, '/') || (strlen(id) > 5 && strcmp(id + strlen(id) - 5, ".json") == 0))
     snprintf(path, sizeof path, "%s", id);
   else {
     if (!*id || strspn(id, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-")
                   != strlen(id)) {
-      fprintf(stderr, "kguard incident: '%s' is not an incident id (like "
-                      "20261202T170304Z-3f9a1c) nor a path\n", id);
-      return KG_EXIT_USAGE;
+      return kg_opt_usage(&p, "'%s' is not an incident id (like 20261202T170304Z-3f9a1c) "
+                          "nor a path", id);
     }
     char dir[PATH_MAX];
     int rc = s_incidents_dir(state, dir, sizeof dir);
     if (rc) {
-      fprintf(stderr, "kguard incident: no state directory: %s\n", kg_strerror(rc));
+      kg_opt_error("no state directory: %s", kg_strerror(rc));
       return KG_EXIT_SYSTEM;
     }
     snprintf(path, sizeof path, "%.4000s/%.80s.json", dir, id);
@@ -204,7 +225,7 @@ kg_cli_incident_main(int argc, char **argv)
   size_t size = 0;
   int rc = kg_file_read(path, 64u << 20, &text, &size);
   if (rc) {
-    fprintf(stderr, "kguard incident: %s: %s\n", path, kg_strerror(rc));
+    kg_opt_error("%s: %s", path, kg_strerror(rc));
     return KG_EXIT_USAGE;
   }
   cJSON *inc = cJSON_ParseWithLength(text, size);
@@ -215,7 +236,7 @@ kg_cli_incident_main(int argc, char **argv)
   kg_scrub_destroy(&scrub);
   cJSON_Delete(inc);
   if (!repro) {
-    fprintf(stderr, "kguard incident: %s: %s\n", path, *err ? err : "out of memory");
+    kg_opt_error_at(path, "%s", *err ? err : "out of memory");
     return *err ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   char *out = json ? cJSON_Print(repro) : kg_repro_markdown(repro);
@@ -226,7 +247,7 @@ kg_cli_incident_main(int argc, char **argv)
   if (output) {
     size_t n = strlen(out);
     if ((rc = kg_file_write_atomic(output, out, n, 0644)) != 0) {
-      fprintf(stderr, "kguard incident: unable to write %s: %s\n", output, kg_strerror(rc));
+      kg_opt_error("unable to write %s: %s", output, kg_strerror(rc));
       code = KG_EXIT_SYSTEM;
     }
   } else
@@ -235,4 +256,17 @@ kg_cli_incident_main(int argc, char **argv)
     putchar('\n');
   free(out);
   return code;
+}
+
+int
+kg_cli_incident_main(int argc, char **argv)
+{
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_cli_incident_cmd, argc, argv);
+  int i = kg_opt_dispatch(&p);
+  if (i < 0)
+    return p.code;
+  int n;
+  char **rest = kg_opt_rest(&p, &n);
+  return s_sub_main(s_subs[i], n, rest);
 }

@@ -30,38 +30,12 @@
 #include "kg_error.h"
 #include "kg_file.h"
 #include "kg_log.h"
+#include "kg_optdoc.h"
 
 #define KG_EG_REPORT_TIMEOUT_MS 30000   /* the gateway's own launch timeout */
 #define KG_EG_REQUEST_TIMEOUT_MS 10000  /* a request connection must finish */
 #define KG_EG_STOP_GRACE_MS 10000       /* SIGTERM, then SIGKILL            */
 #define KG_EG_REQUEST_MAX (64 * 1024)   /* requests are a few bytes         */
-
-static void
-s_usage(FILE *out)
-{
-  fputs(
-    "usage: kguard eg-launch --kernel-id ID --response-address HOST:PORT --public-key KEY\n"
-    "                        [--port-range LOWER..UPPER] [--ip ADDR] [--checkpoints DIR]\n"
-    "                        [-- KERNEL ARGV...]\n"
-    "\n"
-    "Kernel launcher for Jupyter Enterprise Gateway and gateway_provisioners: binds the\n"
-    "five kernel ports and the communication port inside --port-range, starts\n"
-    "`kguard kernel` guarding KERNEL ARGV (default: python3 -m ipykernel_launcher\n"
-    "-f {connection_file}; python3 is $KGUARD_PYTHON when set), and reports the\n"
-    "connection info to the gateway encrypted with its --public-key. On the\n"
-    "communication port, {\"signum\": N} signals the guarded kernel (2 interrupts)\n"
-    "and {\"shutdown\": 1} stops it. The --RemoteProcessProxy.NAME spellings are\n"
-    "accepted; --spark-context-initialization-mode, --cluster-type and\n"
-    "--kernel-class-name are ignored.\n"
-    "\n"
-    "  --ip ADDR          IPv4 address the kernel binds (default 0.0.0.0)\n"
-    "  --checkpoints DIR  checkpoint directory of the guarded kernel (put it on a\n"
-    "                     volume that outlives the pod; default ./kguard-checkpoints)\n"
-    "\n"
-    "exit codes: the guarded kernel's own; 0 after a shutdown request;\n"
-    "100 usage error; 111 ports, report or start failed.\n",
-    out);
-}
 
 typedef struct {
   kg_eg_opts_t o;
@@ -511,8 +485,11 @@ kg_eg_launch_main(int argc, char **argv)
     fprintf(stderr, "kguard eg-launch: %s\n", err);
     return KG_EXIT_USAGE;
   }
-  if (E.o.help) {
-    s_usage(stdout);
+  if (E.o.help || E.o.version) {
+    if (E.o.help)
+      kg_optdoc_help(&kg_eg_cmd, stdout);
+    else
+      printf("kguard %s\n", kg_opt_version());
     return KG_EXIT_OK;
   }
   if (!E.o.kguard) {

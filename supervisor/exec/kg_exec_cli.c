@@ -17,62 +17,83 @@
 #include "kg_coord.h"
 #include "kg_error.h"
 #include "kg_log.h"
+#include "kg_opt.h"
 #include "kg_paths.h"
 
-static const char s_help[] =
-  "usage: kguard exec [OPTIONS] -- COMMAND [ARGS...]\n"
-  "\n"
-  "Run a training command (a Python script, or torchrun ...) in its own process\n"
-  "group under kguard: its output is passed through unchanged and kept; on a proven\n"
-  "sticky GPU error the whole group is stopped, an incident is written, the last\n"
-  "checkpoint sealed before the fault is verified and restored (newer ones are\n"
-  "quarantined), and COMMAND starts again with KGUARD_RESUME_* set for\n"
-  "kguard.resume().\n"
-  "\n"
-  "options:\n"
-  "  --checkpoints DIR     checkpoint directory (KGUARD_CKPT_DIR of the command);\n"
-  "                        without it a restart starts over\n"
-  "  --max-restarts N      restarts within 10 minutes before giving up (default 3)\n"
-  "  --state-dir DIR       incidents, restored checkpoints, logs (default\n"
-  "                        $KGUARD_STATE_DIR, else ~/.local/state/kguard)\n"
-  "  --name NAME           run name: log file, KGUARD_RUN_ID (default: exec)\n"
-  "  --stall-timeout S     seconds without progress after a sticky error text that\n"
-  "                        prove the fault (default: 4 x the longest gap between\n"
-  "                        two completed steps of the run, 1.5 to 60; 60 before\n"
-  "                        two steps were seen)\n"
-  "  --kill-grace S        SIGTERM to SIGKILL after a fault (default 10)\n"
-  "  --preempt-grace S     after SIGTERM/SIGUSR1 from a scheduler, seconds the\n"
-  "                        command has to seal and exit before SIGKILL (default 25)\n"
-  "  --rules FILE          classification rules (default: the shipped ones)\n"
-  "multi-node (one kguard exec per node, outside torchrun):\n"
-  "  --nnodes N --node-rank R --coordinator HOST:PORT --secret FILE\n"
-  "                        node 0 runs the coordinator on HOST:PORT (CURVE, keys\n"
-  "                        derived from the job's secret file of 32+ bytes);\n"
-  "                        --checkpoints must be a directory every node shares\n"
-  "  --nproc-per-node P    ranks per node (default 1); rank r checkpoints into\n"
-  "                        DIR/rank-r and is restored into KGUARD_RESUME_DIR/rank-r\n"
-  "                        (kguard.save/resume do both: KGUARD_CKPT_LAYOUT=rank-dirs)\n"
-  "  --heartbeat-timeout S a coordinator or node silent this long is lost: the\n"
-  "                        job ends with 200 (infrastructure; default 30)\n"
-  "\n"
-  "A sticky error text is proof only when a process of the group then fails, or\n"
-  "when no newer `kguard: completed step N` line (two steps on) follows within\n"
-  "--stall-timeout; a command that carries on or succeeds is left alone.\n"
-  "\n"
-  "exit codes (for schedulers):\n"
-  "  0    the command succeeded\n"
-  "  1-   the command's own failure, passed through (128+N: killed by signal N;\n"
-  "       a code equal to one below is reported as 1)\n"
-  "  86   permanent: sticky faults kept coming (same failure twice, budget spent)\n"
-  "  100  usage error; 111 system failure in kguard; 127 COMMAND cannot be run\n"
-  "  200  retryable: pre-empted by SIGTERM/SIGINT/SIGUSR1, or an infrastructure\n"
-  "       failure (checkpoint helper, a peer node or the coordinator lost)\n";
+enum { O_CKPT = 1, O_MAXR, O_STATE, O_NAME, O_STALL, O_KILL_GRACE, O_PREEMPT_GRACE, O_RULES,
+       O_NNODES, O_NODE_RANK, O_COORD, O_SECRET, O_NPROC, O_HEARTBEAT };
+
+static const kg_opt_t s_opts[] = {
+  {O_CKPT, 0, "checkpoints", "DIR",
+   "checkpoint directory (KGUARD_CKPT_DIR of the command); without it a restart starts "
+   "over", 0},
+  {O_MAXR, 0, "max-restarts", "N",
+   "restarts within 10 minutes before giving up (default 3)", 0},
+  {O_STATE, 0, "state-dir", "DIR",
+   "incidents, restored checkpoints, logs (default $KGUARD_STATE_DIR, else "
+   "~/.local/state/kguard)", 0},
+  {O_NAME, 0, "name", "NAME", "run name: log file, KGUARD_RUN_ID (default: exec)", 0},
+  {O_STALL, 0, "stall-timeout", "S",
+   "seconds without progress after a sticky error text that prove the fault (default: 4 x "
+   "the longest gap between two completed steps of the run, 1.5 to 60; 60 before two steps "
+   "were seen)", 0},
+  {O_KILL_GRACE, 0, "kill-grace", "S", "SIGTERM to SIGKILL after a fault (default 10)", 0},
+  {O_PREEMPT_GRACE, 0, "preempt-grace", "S",
+   "after SIGTERM/SIGUSR1 from a scheduler, seconds the command has to seal and exit before "
+   "SIGKILL (default 25)", 0},
+  {O_RULES, 0, "rules", "FILE", "classification rules (default: the shipped ones)", 0},
+  {0, 0, NULL, NULL, "multi-node (one kguard exec per node, outside torchrun)", 0},
+  {O_NNODES, 0, "nnodes", "N", "nodes of the job; with 2 or more, the options below apply",
+   0},
+  {O_NODE_RANK, 0, "node-rank", "R", "this node's rank, 0 .. N-1", 0},
+  {O_COORD, 0, "coordinator", "HOST:PORT",
+   "node 0 runs the coordinator on HOST:PORT (CURVE, keys derived from the job's secret); "
+   "--checkpoints must be a directory every node shares", 0},
+  {O_SECRET, 0, "secret", "FILE", "the job's secret file, 32 bytes or more", 0},
+  {O_NPROC, 0, "nproc-per-node", "P",
+   "ranks per node (default 1); rank r checkpoints into DIR/rank-r and is restored into "
+   "KGUARD_RESUME_DIR/rank-r (kguard.save/resume do both: KGUARD_CKPT_LAYOUT=rank-dirs)", 0},
+  {O_HEARTBEAT, 0, "heartbeat-timeout", "S",
+   "a coordinator or node silent this long is lost: the job ends with 200 (infrastructure; "
+   "default 30)", 0},
+  {0, 0, NULL, NULL, NULL, 0},
+};
+
+static const kg_opt_exit_t s_exits[] = {
+  {"0", "the command succeeded"},
+  {"1-", "the command's own failure, passed through (128+N: killed by signal N; a code "
+         "equal to one below is reported as 1)"},
+  {"86", "permanent: sticky faults kept coming (same failure twice, budget spent)"},
+  {"100", "usage error"},
+  {"111", "system failure in kguard"},
+  {"127", "COMMAND cannot be run"},
+  {"200", "retryable: pre-empted by SIGTERM/SIGINT/SIGUSR1, or an infrastructure failure "
+          "(checkpoint helper, a peer node or the coordinator lost)"},
+  {NULL, NULL},
+};
+
+const kg_cmd_t kg_exec_cmd = {
+  .name = "exec",
+  .summary = "run a training script or torchrun, surviving sticky device errors",
+  .usage = "[options] [--] COMMAND [ARGS...]",
+  .about = "Run a training command (a Python script, or torchrun ...) in its own process "
+           "group under kguard: its output is passed through unchanged and kept; on a proven "
+           "sticky GPU error the whole group is stopped, an incident is written, the last "
+           "checkpoint sealed before the fault is verified and restored (newer ones are "
+           "quarantined), and COMMAND starts again with KGUARD_RESUME_* set for "
+           "kguard.resume(). kguard's options end at COMMAND: what follows is COMMAND's.",
+  .opts = s_opts,
+  .more = "A sticky error text is proof only when a process of the group then fails, or when "
+          "no newer `kguard: completed step N` line (two steps on) follows within "
+          "--stall-timeout; a command that carries on or succeeds is left alone.",
+  .exits = s_exits,
+  .flags = KG_CMD_STOP,
+};
 
 static int
-s_usage(const char *msg, const char *arg)
+s_usage(kg_opt_parser_t *p, const char *msg, const char *arg)
 {
-  fprintf(stderr, "kguard exec: %s%s%s (see kguard exec --help)\n", msg, arg ? ": " : "",
-          arg ? arg : "");
+  kg_opt_usage(p, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
   return -1;
 }
 
@@ -100,78 +121,71 @@ s_int(const char *text, int lo, int hi, int *out)
   return 0;
 }
 
+/*  Fills c from argv. 0, 1 after --help or --version, -1 after a usage
+    error (its message printed). */
 static int
 s_parse(int argc, char **argv, kg_exec_config_t *c)
 {
-  int i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--") == 0) {
-      i++;
-      break;
-    }
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      fputs(s_help, stdout);
-      return 1;
-    }
-    if (a[0] != '-')
-      break;
-    if (!v)
-      return s_usage("option needs a value", a);
-    i++;
-    if (strcmp(a, "--checkpoints") == 0)
-      c->ckpt_dir = v;
-    else if (strcmp(a, "--state-dir") == 0)
-      c->state_dir = v;
-    else if (strcmp(a, "--name") == 0)
-      c->name = v;
-    else if (strcmp(a, "--rules") == 0)
-      c->rules_path = v;
-    else if (strcmp(a, "--coordinator") == 0)
-      c->coordinator = v;
-    else if (strcmp(a, "--secret") == 0)
-      c->secret_file = v;
-    else if (strcmp(a, "--max-restarts") == 0) {
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_exec_cmd, argc, argv);
+  int id;
+  while (!c->argv && (id = kg_opt_next(&p)) != KG_OPT_END) {
+    const char *v = p.value;
+    switch (id) {
+    case KG_OPT_EXIT: return p.code == 0 ? 1 : -1;
+    case KG_OPT_OPERAND: c->argv = p.argv + p.next - 1; break;   /* COMMAND and its args */
+    case O_CKPT: c->ckpt_dir = v; break;
+    case O_STATE: c->state_dir = v; break;
+    case O_NAME: c->name = v; break;
+    case O_RULES: c->rules_path = v; break;
+    case O_COORD: c->coordinator = v; break;
+    case O_SECRET: c->secret_file = v; break;
+    case O_MAXR:
       if (s_int(v, 0, 1000, &c->max_restarts) < 0)
-        return s_usage("--max-restarts needs an integer 0-1000", v);
-    } else if (strcmp(a, "--nnodes") == 0) {
+        return s_usage(&p, "--max-restarts needs an integer 0-1000", v);
+      break;
+    case O_NNODES:
       if (s_int(v, 1, 4096, &c->nnodes) < 0)
-        return s_usage("--nnodes needs an integer 1-4096", v);
-    } else if (strcmp(a, "--nproc-per-node") == 0) {
+        return s_usage(&p, "--nnodes needs an integer 1-4096", v);
+      break;
+    case O_NPROC:
       if (s_int(v, 1, 1024, &c->nproc_per_node) < 0)
-        return s_usage("--nproc-per-node needs an integer 1-1024", v);
-    } else if (strcmp(a, "--node-rank") == 0) {
+        return s_usage(&p, "--nproc-per-node needs an integer 1-1024", v);
+      break;
+    case O_NODE_RANK:
       if (s_int(v, 0, 4095, &c->node_rank) < 0)
-        return s_usage("--node-rank needs an integer 0-4095", v);
-    } else if (strcmp(a, "--stall-timeout") == 0) {
+        return s_usage(&p, "--node-rank needs an integer 0-4095", v);
+      break;
+    case O_STALL:
       if (s_seconds(v, &c->stall_ms) < 0)
-        return s_usage("--stall-timeout needs seconds", v);
-    } else if (strcmp(a, "--kill-grace") == 0) {
+        return s_usage(&p, "--stall-timeout needs seconds", v);
+      break;
+    case O_KILL_GRACE:
       if (s_seconds(v, &c->kill_grace_ms) < 0)
-        return s_usage("--kill-grace needs seconds", v);
-    } else if (strcmp(a, "--heartbeat-timeout") == 0) {
+        return s_usage(&p, "--kill-grace needs seconds", v);
+      break;
+    case O_HEARTBEAT:
       if (s_seconds(v, &c->heartbeat_ms) < 0 || c->heartbeat_ms < 100)
-        return s_usage("--heartbeat-timeout needs seconds (at least 0.1)", v);
-    } else if (strcmp(a, "--preempt-grace") == 0) {
+        return s_usage(&p, "--heartbeat-timeout needs seconds (at least 0.1)", v);
+      break;
+    case O_PREEMPT_GRACE:
       if (s_seconds(v, &c->preempt_grace_ms) < 0)
-        return s_usage("--preempt-grace needs seconds", v);
-    } else {
-      return s_usage("unknown option", a);
+        return s_usage(&p, "--preempt-grace needs seconds", v);
+      break;
     }
   }
-  if (i >= argc)
-    return s_usage("no COMMAND given", NULL);
-  c->argv = argv + i;
+  if (!c->argv)
+    return s_usage(&p, "no COMMAND given", NULL);
   if (!c->name)
     c->name = "exec";
   if (!*c->name || strchr(c->name, '/') || c->name[0] == '.')
-    return s_usage("--name must be a plain name", c->name);
+    return s_usage(&p, "--name must be a plain name", c->name);
   if (c->nnodes > 1) {
     if (c->node_rank >= c->nnodes)
-      return s_usage("--node-rank must be below --nnodes", NULL);
+      return s_usage(&p, "--node-rank must be below --nnodes", NULL);
     if (!c->coordinator || !c->secret_file || !c->ckpt_dir)
-      return s_usage("multi-node mode needs --coordinator, --secret and --checkpoints", NULL);
+      return s_usage(&p, "multi-node mode needs --coordinator, --secret and --checkpoints",
+                     NULL);
   }
   return 0;
 }
