@@ -56,20 +56,24 @@ kg_paths_exe(char *buf, size_t len)
 }
 
 int
-kg_paths_state_dir(char *buf, size_t len)
+kg_paths_state_dir_name(char *buf, size_t len)
 {
   const char *env = getenv("KGUARD_STATE_DIR");
   const char *xdg = getenv("XDG_STATE_HOME");
   const char *home = getenv("HOME");
-  int rc;
   if (env && *env)
-    rc = s_fmt(buf, len, env, "", "");
-  else if (xdg && *xdg)
-    rc = s_fmt(buf, len, xdg, "/", "kguard");
-  else if (home && *home)
-    rc = s_fmt(buf, len, home, "/", ".local/state/kguard");
-  else
-    rc = s_fmt(buf, len, "/tmp", "/", "kguard-state");
+    return s_fmt(buf, len, env, "", "");
+  if (xdg && *xdg)
+    return s_fmt(buf, len, xdg, "/", "kguard");
+  if (home && *home)
+    return s_fmt(buf, len, home, "/", ".local/state/kguard");
+  return s_fmt(buf, len, "/tmp", "/", "kguard-state");
+}
+
+int
+kg_paths_state_dir(char *buf, size_t len)
+{
+  int rc = kg_paths_state_dir_name(buf, len);
   if (rc)
     return rc;
   if ((rc = kg_paths_mkdirs(buf, 0700)))

@@ -19,6 +19,11 @@ int kg_paths_exe(char *buf, size_t len);
     subdirectories logs/, incidents/ and restored/. Returns 0 or -errno. */
 int kg_paths_state_dir(char *buf, size_t len);
 
+/*  Resolve the state dir into buf as kg_paths_state_dir does, creating
+    nothing: for commands that only read it (`kguard incident list`).
+    Returns 0 or -errno. */
+int kg_paths_state_dir_name(char *buf, size_t len);
+
 /*  Resolve the data dir into buf (not created). Returns 0, or KG_ENOTFOUND
     if none of the candidates exists (buf then holds the source tree). */
 int kg_paths_data_dir(char *buf, size_t len);

@@ -35,8 +35,8 @@ int kg_cli_restart_main(int argc, char **argv);
 extern const kg_cmd_t kg_cli_doctor_cmd;
 int kg_cli_doctor_main(int argc, char **argv);
 
-/*  kguard incident list | export ID [-o FILE] [--include-code] [--json]
-    (supervisor/cli/kg_cli_incident.c) */
+/*  kguard incident list | show ID | export ID [-o FILE] [--include-code]
+    [--include-env] [--json] (supervisor/cli/kg_cli_incident.c) */
 extern const kg_cmd_t kg_cli_incident_cmd;
 int kg_cli_incident_main(int argc, char **argv);
 

@@ -16,10 +16,14 @@
 #include "kg_error.h"
 #include "kg_file.h"
 #include "kg_json.h"
+#include "kg_scrub.h"
+#include "kg_tokens.h"
 
 struct kg_incident_t {
   char id[KG_INCIDENT_ID_MAX];
   cJSON *root;
+  kg_scrub_t *secrets;          /*  the kernel's secret values, to mask     */
+  bool secrets_lost;            /*  registering one failed: write nothing   */
 };
 
 void
@@ -57,7 +61,10 @@ kg_incident_new(int64_t now_ms)
   if (!self)
     return NULL;
   self->root = cJSON_CreateObject();
-  if (!self->root) {
+  self->secrets = kg_scrub_new();
+  if (!self->root || !self->secrets) {
+    cJSON_Delete(self->root);
+    kg_scrub_destroy(&self->secrets);
     free(self);
     return NULL;
   }
@@ -77,6 +84,7 @@ kg_incident_destroy(kg_incident_t **self_p)
   if (!self_p || !*self_p)
     return;
   cJSON_Delete((*self_p)->root);
+  kg_scrub_destroy(&(*self_p)->secrets);
   free(*self_p);
   *self_p = NULL;
 }
@@ -203,22 +211,61 @@ s_diag_var(const char *name, size_t len)
   return len > 8 && strncmp(name, "PYTORCH_", 8) == 0;
 }
 
-void
+int
 kg_incident_set_env(kg_incident_t *self, char *const *envp)
 {
-  cJSON *env = cJSON_CreateObject();
-  if (!env)
-    return;
+  cJSON *env = cJSON_CreateObject(), *names = cJSON_CreateArray();
+  if (!env || !names) {
+    cJSON_Delete(env);
+    cJSON_Delete(names);
+    self->secrets_lost = true;
+    return KG_ENOMEM;
+  }
+  int rc = 0;
   for (char *const *p = envp; p && *p; p++) {
     const char *eq = strchr(*p, '=');
-    if (!eq || !s_diag_var(*p, (size_t) (eq - *p)))
+    if (!eq || eq == *p || eq - *p >= 128)
       continue;
+    size_t len = (size_t) (eq - *p);
     char name[128];
-    snprintf(name, sizeof name, "%.*s", (int) (eq - *p), *p);
-    if (!cJSON_HasObjectItem(env, name))
+    snprintf(name, sizeof name, "%.*s", (int) len, *p);
+    if (s_diag_var(*p, len) && !cJSON_HasObjectItem(env, name))
       cJSON_AddStringToObject(env, name, eq + 1);
+    if (strcmp(name, "JPY_SESSION_NAME") == 0 && eq[1])   /* Jupyter Server's notebook */
+      s_put(self, "notebook", cJSON_CreateString(eq + 1));
+    if (kg_tokens_secret_name(*p, len) && kg_tokens_secret_value(eq + 1)) {
+      if (kg_scrub_add_secret(self->secrets, name, eq + 1) != 0)
+        rc = KG_ENOMEM;
+      cJSON_AddItemToArray(names, cJSON_CreateString(name));
+    }
   }
+  if (rc)
+    self->secrets_lost = true;
   s_put(self, "diagnostic_env", env);
+  s_put(self, "secret_env", names);
+  return rc;
+}
+
+/*  Mask every string value under item (keys are kguard's own names).
+    Returns 0 or KG_ENOMEM. */
+static int
+s_mask(kg_scrub_t *scrub, cJSON *item)
+{
+  for (cJSON *c = item; c; c = c->next) {
+    if (cJSON_IsString(c) && c->valuestring) {
+      char *m = kg_scrub_secrets(scrub, c->valuestring);
+      if (!m)
+        return KG_ENOMEM;
+      if (strcmp(m, c->valuestring) != 0 && !cJSON_SetValuestring(c, m)) {
+        free(m);
+        return KG_ENOMEM;
+      }
+      free(m);
+    }
+    if (c->child && s_mask(scrub, c->child) != 0)
+      return KG_ENOMEM;
+  }
+  return 0;
 }
 
 void
@@ -254,7 +301,12 @@ kg_incident_write(kg_incident_t *self, const char *incidents_dir, char **path_ou
 {
   if (path_out)
     *path_out = NULL;
-  char *text = cJSON_Print(self->root);
+  if (self->secrets_lost)
+    return KG_ENOMEM;
+  cJSON *masked = cJSON_Duplicate(self->root, true);
+  int mrc = masked ? s_mask(self->secrets, masked->child) : KG_ENOMEM;
+  char *text = mrc == 0 ? cJSON_Print(masked) : NULL;
+  cJSON_Delete(masked);
   if (!text)
     return KG_ENOMEM;
   char path[4096];

@@ -11,16 +11,28 @@
       "assertion_line", "raw_stderr_tail": [...], "matched": {...},
       "parent_msg_id"                       (all from kg_diagnosis_to_json),
       "cell": {"code": "...", "msg_id": "...", "execution_count": n},
+      "notebook": "work/train.ipynb"       (Jupyter Server's JPY_SESSION_NAME),
       "last_step": n | null,
       "exit": {"code": n|null, "signal": n|null, "signal_name": "SIGABRT"},
       "versions": {...probe.py output...},
       "diagnostic_env": {"CUDA_LAUNCH_BLOCKING": "1", "PYTORCH_...": ...},
+      "secret_env": ["HF_TOKEN", "WANDB_API_KEY", ...],
       "restart_count": n,
       "policy": {"decision": "restart"|"give-up", "reason": "...", "delay_ms": n},
       "checkpoint": {...filled by the supervisor after the restore...} | null
     }
     Any other key may be added through kg_incident_json. A record can be
     written again after an update: the same file is replaced atomically.
+
+    Secrets never reach the file: every string of the record is written
+    through kg_scrub_secrets, which replaces the values of the kernel's
+    secret-looking variables (kg_incident_set_env registers them; their
+    names, never their values, are listed in "secret_env") by
+    "<env:NAME>", and credentials recognised by their shape (kg_tokens.h)
+    by "<hf-token>", "<secret>", ... whatever their source: a token set
+    inside the kernel (os.environ, a .env file) is only caught by its
+    shape, since kguard never sees that environment. The record in memory
+    keeps the text as it came; only what is written is masked.
 */
 #ifndef KG_INCIDENT_H
 #define KG_INCIDENT_H
@@ -73,11 +85,17 @@ void kg_incident_set_exit(kg_incident_t *self, int exit_code, int signo);
     a non-object records {"error": "probe unavailable"}). */
 void kg_incident_take_versions(kg_incident_t *self, cJSON **versions_p);
 
-/*  Record the diagnostic variables in force from envp (NULL-terminated
-    "NAME=value" array, e.g. the inner kernel's environment): 
-    CUDA_LAUNCH_BLOCKING, AMD_SERIALIZE_KERNEL, HIP_LAUNCH_BLOCKING,
-    KGUARD_DIAGNOSTIC, KGUARD_EMULATE, TORCH_USE_CUDA_DSA and every PYTORCH_*. */
-void kg_incident_set_env(kg_incident_t *self, char *const *envp);
+/*  Record what matters of the kernel's environment envp (NULL-terminated
+    "NAME=value" array, e.g. the inner kernel's): the diagnostic variables
+    in force (CUDA_LAUNCH_BLOCKING, AMD_SERIALIZE_KERNEL,
+    HIP_LAUNCH_BLOCKING, KGUARD_DIAGNOSTIC, KGUARD_EMULATE,
+    TORCH_USE_CUDA_DSA, CUDA/HIP_VISIBLE_DEVICES and every PYTORCH_*) in
+    "diagnostic_env", the notebook Jupyter Server names in
+    JPY_SESSION_NAME in "notebook", and the names of its secret-looking variables
+    (kg_tokens_secret_name, with a value worth masking) in "secret_env",
+    whose values every later write masks. Returns 0 or KG_ENOMEM (then
+    the record may lack them, and a write refuses: see kg_incident_write). */
+int kg_incident_set_env(kg_incident_t *self, char *const *envp);
 
 /*  Restart count and the policy decision ("restart" / "give-up"). */
 void kg_incident_set_restarts(kg_incident_t *self, int restart_count);
@@ -89,11 +107,12 @@ void kg_incident_set_policy(kg_incident_t *self, const char *decision, const cha
     "archive", "sealed" (iso), "digest", "restored_dir". */
 void kg_incident_take_checkpoint(kg_incident_t *self, cJSON **checkpoint_p);
 
-/*  Write the record atomically as <incidents_dir>/<id>.json, mode 0600:
-    temp file in the same directory, fsync, rename, fsync of the directory.
-    The directory must exist. A second call replaces the file. If path_out is
-    not NULL, *path_out is a new malloc'd string with the path (caller frees).
-    Returns 0 or -errno / KG_ENOMEM. */
+/*  Write the record, secrets masked (see above), atomically as
+    <incidents_dir>/<id>.json, mode 0600: temp file in the same directory,
+    fsync, rename, fsync of the directory. The directory must exist. A
+    second call replaces the file. If path_out is not NULL, *path_out is a
+    new malloc'd string with the path (caller frees). Returns 0 or -errno /
+    KG_ENOMEM (nothing is written when masking cannot be done). */
 int kg_incident_write(kg_incident_t *self, const char *incidents_dir, char **path_out);
 
 #endif

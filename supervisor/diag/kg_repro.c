@@ -264,6 +264,33 @@ s_versions(cJSON *out, const cJSON *v, kg_scrub_t *scrub)
   }
 }
 
+/*  "values of the kernel's secret variables (HF_TOKEN, ...)" when the
+    record lists any: they were masked when it was written. */
+static void
+s_secret_env(cJSON *removed, const cJSON *names)
+{
+  char line[512] = "";
+  size_t n = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, names)
+  {
+    if (!cJSON_IsString(e))
+      continue;
+    size_t len = strlen(line);
+    if (len + strlen(e->valuestring) + 8 >= sizeof line) {
+      snprintf(line + len, sizeof line - len, ", ...");
+      break;
+    }
+    snprintf(line + len, sizeof line - len, "%s%s", n++ ? ", " : "", e->valuestring);
+  }
+  if (n == 0)
+    return;
+  char what[640];
+  snprintf(what, sizeof what, "values of the kernel's secret variables (%s), masked when the "
+                              "incident was recorded", line);
+  cJSON_AddItemToArray(removed, cJSON_CreateString(what));
+}
+
 cJSON *
 kg_repro_build(const cJSON *inc, kg_scrub_t *scrub, unsigned flags, char *err, size_t errlen)
 {
@@ -349,9 +376,13 @@ kg_repro_build(const cJSON *inc, kg_scrub_t *scrub, unsigned flags, char *err, s
                                                      "flags (--include-env keeps them)"));
   static const struct { const char *kind, *what; } kinds[] = {
     {"path", "directories of file paths"}, {"word", "user and host names"},
-    {"secret", "secret environment values"}, {"uuid", "GPU UUIDs"}};
+    {"secret", "secret environment values"},
+    {"token", "credentials recognised by their shape (tokens, API keys, private keys, "
+              "passwords in URLs)"},
+    {"uuid", "GPU UUIDs"}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (kg_scrub_count(scrub, kinds[i].kind) > 0)
       cJSON_AddItemToArray(removed, cJSON_CreateString(kinds[i].what));
+  s_secret_env(removed, cJSON_GetObjectItemCaseSensitive(inc, "secret_env"));
   return out;
 }

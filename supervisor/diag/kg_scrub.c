@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kg_error.h"
+#include "kg_tokens.h"
 
 typedef struct {
   char *find;
@@ -17,7 +18,7 @@ typedef struct {
 struct kg_scrub_t {
   s_pair_t *secrets, *words;
   size_t nsecrets, nwords;
-  size_t n_secret, n_path, n_word, n_uuid;   /* replacements made (counters) */
+  size_t n_secret, n_token, n_path, n_word, n_uuid;   /* replacements made (counters) */
 };
 
 /*  A growable output string. */
@@ -113,7 +114,7 @@ s_add(s_pair_t **arr, size_t *n, const char *find, const char *replace)
 int
 kg_scrub_add_secret(kg_scrub_t *self, const char *name, const char *value)
 {
-  if (!value || strlen(value) < 4)
+  if (!kg_tokens_secret_value(value))
     return 0;
   size_t len = strlen(name) + 8;
   char *rep = malloc(len);
@@ -133,13 +134,41 @@ kg_scrub_add_word(kg_scrub_t *self, const char *word, const char *replacement)
   return s_add(&self->words, &self->nwords, word, replacement);
 }
 
+/*  Step 1b: credentials by their shape. */
+static char *
+s_tokens(kg_scrub_t *self, const char *text)
+{
+  s_buf_t b = {0};
+  size_t n = strlen(text), at = 0;
+  kg_token_match_t m;
+  while (kg_tokens_find(text, n, at, &m)) {
+    s_put(&b, text + at, m.from - at);
+    s_put(&b, m.label, strlen(m.label));
+    self->n_token++;
+    at = m.to;
+  }
+  s_put(&b, text + at, n - at);
+  return s_done(&b);
+}
+
 /*  Step 1: secrets, anywhere. */
 static char *
-s_secrets(kg_scrub_t *self, const char *text)
+s_registered(kg_scrub_t *self, const char *text)
 {
   s_buf_t b = {0};
   const char *p = text;
+  bool first[256] = {false};        /* bytes a secret can begin with */
+  for (size_t i = 0; i < self->nsecrets; i++)
+    first[(unsigned char) self->secrets[i].find[0]] = true;
   while (*p) {
+    if (!first[(unsigned char) *p]) {
+      const char *q = p + 1;        /* copy the run no secret begins in */
+      while (*q && !first[(unsigned char) *q])
+        q++;
+      s_put(&b, p, (size_t) (q - p));
+      p = q;
+      continue;
+    }
     size_t i;
     for (i = 0; i < self->nsecrets; i++) {
       size_t n = strlen(self->secrets[i].find);
@@ -285,11 +314,20 @@ s_words(kg_scrub_t *self, const char *text)
 }
 
 char *
-kg_scrub_text(kg_scrub_t *self, const char *text)
+kg_scrub_secrets(kg_scrub_t *self, const char *text)
 {
   if (!text)
     return NULL;
-  char *a = s_secrets(self, text);
+  char *a = s_registered(self, text);
+  char *b = a ? s_tokens(self, a) : NULL;
+  free(a);
+  return b;
+}
+
+char *
+kg_scrub_text(kg_scrub_t *self, const char *text)
+{
+  char *a = kg_scrub_secrets(self, text);
   char *b = a ? s_paths(self, a) : NULL;
   free(a);
   char *c = b ? s_words(self, b) : NULL;
@@ -302,6 +340,8 @@ kg_scrub_count(const kg_scrub_t *self, const char *kind)
 {
   if (strcmp(kind, "secret") == 0)
     return self->n_secret;
+  if (strcmp(kind, "token") == 0)
+    return self->n_token;
   if (strcmp(kind, "path") == 0)
     return self->n_path;
   if (strcmp(kind, "word") == 0)

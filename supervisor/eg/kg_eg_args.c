@@ -69,7 +69,7 @@ kg_eg_address_parse(const char *text, char *host, size_t hostlen, int *port,
 }
 
 enum { O_KERNEL_ID = 1, O_RESPONSE, O_PUBKEY, O_RANGE, O_IP, O_KGUARD, O_CKPT, O_TRANSPORT,
-       O_SPARK, O_CLUSTER, O_CLASS };
+       O_SPARK, O_CLUSTER, O_CLASS, O_COMM_IFACE, O_RSA_1024 };
 
 static const kg_opt_t s_opts[] = {
   {O_KERNEL_ID, 0, "kernel-id", "ID", "the kernel's id, given by the gateway (required)", 0},
@@ -83,6 +83,15 @@ static const kg_opt_t s_opts[] = {
   {O_CKPT, 0, "checkpoints", "DIR",
    "checkpoint directory of the guarded kernel (put it on a volume that outlives the pod; "
    "default ./kguard-checkpoints)", 0},
+  {O_COMM_IFACE, 0, "comm-interface", "auto|any|NAME",
+   "where the communication port listens: auto (default) on the interface that reaches "
+   "--response-address, or, when the gateway runs on this host, on every interface for "
+   "this host's connections only; any: every interface; NAME: that interface (lo for the "
+   "gateway's ssh tunnels). A connection from this host is served only if it belongs to "
+   "the kernel's user, root or the gateway's user", 0},
+  {O_RSA_1024, 0, "allow-rsa-1024", NULL,
+   "accept a 1024-bit --public-key (Enterprise Gateway and gateway_provisioners make "
+   "1024-bit keys; without this, keys under 2048 bits are refused)", 0},
   {O_TRANSPORT, 0, "transport-encryption", "MODE",
    "the gateway's transport setting: only 'required' is refused (CurveZMQ is not "
    "supported)", KG_OPT_HIDDEN},
@@ -95,8 +104,9 @@ static const kg_opt_t s_opts[] = {
 };
 
 static const kg_opt_exit_t s_exits[] = {
-  {"any", "the guarded kernel's own; 0 after a shutdown request"},
-  {"100", "usage error"},
+  {"any", "the guarded kernel's own (0 after a shutdown the gateway asked for, 128+N when "
+          "signal N ended it)"},
+  {"100", "usage error (bad arguments, a weak or invalid key)"},
   {"111", "ports, report or start failed"},
   {NULL, NULL},
 };
@@ -111,8 +121,10 @@ const kg_cmd_t kg_eg_cmd = {
            "kernel` guarding KERNEL ARGV (default: python3 -m ipykernel_launcher -f "
            "{connection_file}; python3 is $KGUARD_PYTHON when set), and reports the "
            "connection info to the gateway encrypted with its --public-key. On the "
-           "communication port, {\"signum\": N} signals the guarded kernel (2 interrupts) and "
-           "{\"shutdown\": 1} stops it. The --RemoteProcessProxy.NAME spellings are accepted; "
+           "communication port, {\"signum\": N} signals the guarded kernel for N = 0 (the "
+           "gateway's poll), 2 (interrupt), 9 and 15; other signals are refused. "
+           "{\"shutdown\": 1} stops nothing by itself: the kernel ends on the shutdown_request "
+           "the gateway sends it first. The --RemoteProcessProxy.NAME spellings are accepted; "
            "--spark-context-initialization-mode, --cluster-type and --kernel-class-name are "
            "ignored.",
   .opts = s_opts,
@@ -127,6 +139,7 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
 {
   memset(o, 0, sizeof *o);
   o->ip = "0.0.0.0";
+  o->comm_interface = "auto";
   *ignored = NULL;
   /*  The parser reads a copy where --RemoteProcessProxy.NAME is --NAME; the
       values it finds are mapped back into argv (same index, shifted by what
@@ -174,6 +187,15 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
     case O_IP: o->ip = value; break;
     case O_KGUARD: o->kguard = value; break;
     case O_CKPT: o->checkpoints = value; break;
+    case O_RSA_1024: o->allow_rsa_1024 = true; break;
+    case O_COMM_IFACE:
+      if (!*value || strlen(value) >= 16 || strchr(value, '/')) {
+        kg_errf(err, errlen, "--comm-interface: expected auto, any or an interface name "
+                             "(like eth0), got '%s'", value);
+        rc = KG_EUSAGE;
+      }
+      o->comm_interface = value;
+      break;
     case O_RANGE: rc = kg_eg_port_range_parse(value, &o->port_lo, &o->port_hi, err, errlen); break;
     case O_SPARK:
     case O_CLUSTER:
@@ -247,8 +269,12 @@ kg_eg_request_parse(const char *data, size_t len, kg_eg_request_t *req, char *er
   const cJSON *down = cJSON_GetObjectItemCaseSensitive(j, "shutdown");
   if (sig && !cJSON_IsNull(sig)) {
     double v = cJSON_IsNumber(sig) ? sig->valuedouble : -1;
-    if (v < 0 || v > 64 || v != (double) (int) v) {
-      kg_errf(err, errlen, "signum: expected an integer in 0..64");
+    if (v != 0 && v != 2 && v != 9 && v != 15) {
+      if (cJSON_IsNumber(sig) && v == (double) (int) v)
+        kg_errf(err, errlen, "signum %d refused: the gateway sends only 0 (poll), 2 "
+                             "(interrupt), 9 (kill) and 15 (terminate)", (int) v);
+      else
+        kg_errf(err, errlen, "signum: expected one of 0, 2, 9, 15");
       rc = KG_EUSAGE;
     } else
       req->signum = (int) v;
@@ -265,4 +291,26 @@ kg_eg_request_parse(const char *data, size_t len, kg_eg_request_t *req, char *er
   }
   cJSON_Delete(j);
   return rc;
+}
+
+bool
+kg_eg_peer_allowed(const kg_eg_peer_t *peer, const kg_eg_trust_t *trust, char *why,
+                   size_t whylen)
+{
+  if (!peer->local) {
+    if (trust->local_only)
+      kg_errf(why, whylen, "a connection from another host (the gateway runs on this one)");
+    return !trust->local_only;
+  }
+  if (!peer->uid_known) {
+    kg_errf(why, whylen, "a local connection whose owner cannot be found");
+    return false;
+  }
+  if (peer->uid == 0 || peer->uid == trust->self_uid
+      || (trust->gateway_uid_known && peer->uid == trust->gateway_uid))
+    return true;
+  kg_errf(why, whylen, "a local connection of uid %u (only the kernel's user, root%s may "
+                       "send requests)", peer->uid,
+          trust->gateway_uid_known ? " and the gateway's user" : "");
+  return false;
 }

@@ -1,56 +1,55 @@
-/*  kg_eg_launch: bind, start, report, then serve the gateway's requests.
-    One poll over the signalfd, the listening communication socket and at
-    most one accepted request connection; deadlines, never sleeps. */
+/*  kg_eg_launch: bind, start, report, then serve the gateway's requests on
+    the house's reactor (kg_loop): the signals (kg_sigsrc), the
+    communication port's sockets and deadlines (kg_eg_comm), the stop
+    timer; never sleeps. */
 #include "kg_eg_launch.h"
 
 #include <arpa/inet.h>
-#include <cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <netdb.h>
+#include <net/if.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kg_exit.h"
-#include "kg_clock.h"
 #include "kg_conninfo.h"
 #include "kg_eg_args.h"
-#include "kg_eg_seal.h"
+#include "kg_eg_comm.h"
+#include "kg_eg_peer.h"
+#include "kg_eg_report.h"
 #include "kg_error.h"
-#include "kg_file.h"
+#include "kg_exit.h"
 #include "kg_log.h"
+#include "kg_loop.h"
 #include "kg_optdoc.h"
+#include "kg_sigsrc.h"
 
-#define KG_EG_REPORT_TIMEOUT_MS 30000   /* the gateway's own launch timeout */
-#define KG_EG_REQUEST_TIMEOUT_MS 10000  /* a request connection must finish */
 #define KG_EG_STOP_GRACE_MS 10000       /* SIGTERM, then SIGKILL            */
-#define KG_EG_REQUEST_MAX (64 * 1024)   /* requests are a few bytes         */
 
 typedef struct {
   kg_eg_opts_t o;
   int fds[6];                   /*  5 kernel ports, then the comm port      */
   int ports[6];
+  char comm_iface[IFNAMSIZ];    /*  the comm port's interface ("" = any)    */
+  kg_eg_trust_t trust;          /*  whose local connections it serves       */
+  kg_eg_comm_t *comm;           /*  serves fds[5] once the report is sent   */
   char dir[PATH_MAX];           /*  private dir of the connection file      */
   char conn_path[PATH_MAX];
   kg_conninfo_t *info;
   pid_t child;
-  int sfd;                      /*  signalfd                                */
-  int conn;                     /*  accepted request connection, or -1      */
-  char *req;                    /*  its bytes so far                        */
-  size_t req_len;
-  int64_t req_deadline, stop_deadline;
-  bool shutdown_asked;
+  kg_loop_t *loop;
+  kg_sigsrc_t *sig;             /*  SIGCHLD, SIGINT, SIGTERM, SIGHUP        */
+  int stop_timer;               /*  SIGKILL when SIGTERM was not enough     */
+  bool stopping;
+  int exit_code;                /*  the guarded kernel's, once it is gone   */
+  bool shutdown_asked;          /*  the gateway said it is shutting down    */
 } s_eg_t;
 
 /* ------------------------------------------------------------------------
@@ -87,11 +86,19 @@ s_bind_ports(s_eg_t *E)
     int port = hi ? lo + (int) ((start + k) % span) : 0;
     if (hi && port == 0)
       continue;   /* port 0 would be any port, maybe outside the range */
-    int fd = s_bind_one(&addr, port);
+    bool comm = n == 5;
+    int fd = comm ? kg_eg_comm_bind(E->comm_iface[0] ? E->comm_iface : NULL, port)
+                  : s_bind_one(&addr, port);
     if (hi && (fd == -EADDRINUSE || fd == -EACCES))
       continue;
     if (fd < 0) {
-      kg_error("cannot bind %s:%d: %s", E->o.ip, port, kg_strerror(fd));
+      if (comm)
+        kg_error("cannot bind the communication port %d on %s: %s%s", port,
+                 E->comm_iface[0] ? E->comm_iface : "every interface", kg_strerror(fd),
+                 fd == -EPERM ? " (binding one interface needs Linux 5.7 or CAP_NET_RAW; "
+                                "--comm-interface any binds them all)" : "");
+      else
+        kg_error("cannot bind %s:%d: %s", E->o.ip, port, kg_strerror(fd));
       return KG_EXIT_SYSTEM;
     }
     struct sockaddr_in sa;
@@ -105,10 +112,56 @@ s_bind_ports(s_eg_t *E)
              lo, hi, n, E->o.ip);
     return KG_EXIT_SYSTEM;
   }
-  if (listen(E->fds[5], 16) != 0) {
-    kg_error("cannot listen on the communication port %d: %s", E->ports[5], strerror(errno));
-    return KG_EXIT_SYSTEM;
+  return 0;
+}
+
+/*  Which interface the communication port listens on, and whose local
+    connections it serves (--comm-interface; docs/eg.md). */
+static int
+s_comm_policy(s_eg_t *E)
+{
+  E->trust.self_uid = (unsigned) getuid();
+  const char *want = E->o.comm_interface;
+  if (strcmp(want, "any") == 0) {
+    kg_notice("communication port on every interface (--comm-interface any)");
+    return 0;
   }
+  if (strcmp(want, "auto") != 0) {
+    if (if_nametoindex(want) == 0) {
+      kg_error("--comm-interface %s: no such network interface here", want);
+      return KG_EUSAGE;
+    }
+    snprintf(E->comm_iface, sizeof E->comm_iface, "%s", want);
+    kg_notice("communication port on %s (--comm-interface)", want);
+    return 0;
+  }
+  char host[256], err[300];
+  int port;
+  struct sockaddr_in gw;
+  bool local = false;
+  kg_eg_address_parse(E->o.response_address, host, sizeof host, &port, err, sizeof err);
+  int rc = kg_eg_route(host, port, &gw, E->comm_iface, &local, err, sizeof err);
+  if (rc) {
+    kg_error("--comm-interface auto: %s (name the interface with --comm-interface, or "
+             "'any')", err);
+    return rc == KG_ENOTFOUND ? KG_EUSAGE : KG_EXIT_SYSTEM;
+  }
+  unsigned uid;
+  if (local) {
+    /* the gateway may come to 127.0.0.1 or to this host's address: every
+       interface, and only this host's connections */
+    E->trust.local_only = true;
+    if (kg_eg_listener_uid(&gw, &uid) == 0) {
+      E->trust.gateway_uid_known = true;
+      E->trust.gateway_uid = uid;
+    } else
+      kg_warning("communication port: no socket listens on %s here, so the gateway's user "
+                 "is unknown: only the kernel's user and root may send requests", host);
+    kg_notice("communication port on every interface, for this host's connections only "
+              "(the gateway %s is on this host)", host);
+  } else
+    kg_notice("communication port on %s, the interface that reaches the gateway %s",
+              E->comm_iface, host);
   return 0;
 }
 
@@ -157,7 +210,7 @@ s_write_conn(s_eg_t *E)
    The guarded kernel: kguard kernel -f FILE -- INNER. */
 
 static int
-s_spawn(s_eg_t *E, const sigset_t *old_mask)
+s_spawn(s_eg_t *E)
 {
   const char *py = getenv("KGUARD_PYTHON");
   char *deflt[] = {(char *) (py && *py ? py : "python3"), "-m", "ipykernel_launcher", "-f",
@@ -186,7 +239,10 @@ s_spawn(s_eg_t *E, const sigset_t *old_mask)
   }
   E->child = fork();
   if (E->child == 0) {
-    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    sigset_t none;                  /* the kernel starts with no signal blocked */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
     execv(argv[0], argv);
     fprintf(stderr, "kguard eg-launch: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(KG_EXIT_SYSTEM);
@@ -204,257 +260,106 @@ s_spawn(s_eg_t *E, const sigset_t *old_mask)
 }
 
 /* ------------------------------------------------------------------------
-   The report to the gateway's response address. */
-
-static char *
-s_report_json(const s_eg_t *E)
-{
-  static const char *names[KG_CH_COUNT] = {"shell_port", "iopub_port", "stdin_port",
-                                           "control_port", "hb_port"};
-  const kg_conninfo_t *ci = E->info;
-  cJSON *o = cJSON_CreateObject();
-  char *key = ci->key_len < SIZE_MAX ? malloc(ci->key_len + 1) : NULL;
-  bool ok = o && key;
-  if (ok) {
-    memcpy(key, ci->key, ci->key_len);
-    key[ci->key_len] = '\0';
-    for (int c = 0; c < KG_CH_COUNT && ok; c++)
-      ok = cJSON_AddNumberToObject(o, names[c], ci->ports[c]) != NULL;
-    ok = ok && cJSON_AddStringToObject(o, "ip", ci->ip) && cJSON_AddStringToObject(o, "key", key)
-         && cJSON_AddStringToObject(o, "transport", "tcp")
-         && cJSON_AddStringToObject(o, "signature_scheme", ci->scheme)
-         && cJSON_AddStringToObject(o, "kernel_name", "")
-         && cJSON_AddNumberToObject(o, "pid", getpid())
-         && cJSON_AddNumberToObject(o, "pgid", getpgrp())
-         && cJSON_AddNumberToObject(o, "comm_port", E->ports[5])
-         && cJSON_AddStringToObject(o, "kernel_id", E->o.kernel_id);
-  }
-  char *s = ok ? cJSON_PrintUnformatted(o) : NULL;
-  cJSON_Delete(o);
-  if (key) {
-    memset(key, 0, ci->key_len);
-    free(key);
-  }
-  return s;
-}
-
-/*  Wait until fd is ready for events or the deadline passes. 0, or
-    KG_ETIMEOUT / -errno. */
-static int
-s_wait_fd(int fd, short events, int64_t deadline)
-{
-  for (;;) {
-    int64_t left = deadline - kg_clock_mono_ms();
-    if (left <= 0)
-      return KG_ETIMEOUT;
-    struct pollfd p = {.fd = fd, .events = events};
-    int n = poll(&p, 1, (int) left);
-    if (n > 0)
-      return 0;
-    if (n < 0 && errno != EINTR)
-      return -errno;
-  }
-}
-
-/*  Seal the report (before the kernel starts, so a bad --public-key starts
-    nothing) into *payload_p. Returns 0 or an exit code. */
-static int
-s_seal_report(s_eg_t *E, char **payload_p)
-{
-  char err[256];
-  char *json = s_report_json(E);
-  int rc = json ? kg_eg_seal(E->o.public_key, json, strlen(json), payload_p, err, sizeof err)
-                : KG_ENOMEM;
-  if (json) {
-    memset(json, 0, strlen(json));
-    free(json);
-  }
-  if (rc)
-    kg_error("%s", rc == KG_ENOMEM ? kg_strerror(rc) : err);
-  return rc == 0 ? 0 : rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
-}
-
-/*  Send the sealed payload to the response address and close (the gateway
-    reads until EOF). Returns 0 or KG_EXIT_SYSTEM. */
-static int
-s_send_report(s_eg_t *E, const char *payload)
-{
-  char host[256], port[16], err[256];
-  int p;
-  kg_eg_address_parse(E->o.response_address, host, sizeof host, &p, err, sizeof err);
-  snprintf(port, sizeof port, "%d", p);
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-  int g = getaddrinfo(host, port, &hints, &ai);
-  int fd = -1;
-  int64_t deadline = kg_clock_mono_ms() + KG_EG_REPORT_TIMEOUT_MS;
-  int rc = g ? KG_ENOTFOUND : 0;
-  if (rc == 0) {
-    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0 || (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS))
-      rc = -errno;
-  }
-  if (rc == 0 && (rc = s_wait_fd(fd, POLLOUT, deadline)) == 0) {
-    int so = 0;
-    socklen_t sl = sizeof so;
-    getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl);
-    rc = -so;
-  }
-  for (size_t off = 0, len = strlen(payload); rc == 0 && off < len;) {
-    ssize_t w = send(fd, payload + off, len - off, MSG_NOSIGNAL);
-    if (w > 0)
-      off += (size_t) w;
-    else if (w < 0 && errno == EAGAIN)
-      rc = s_wait_fd(fd, POLLOUT, deadline);
-    else if (w < 0 && errno != EINTR)
-      rc = -errno;
-  }
-  if (ai)
-    freeaddrinfo(ai);
-  if (fd >= 0)
-    close(fd);
-  if (rc) {
-    kg_error("cannot report the connection info to the gateway at %s: %s",
-             E->o.response_address, g ? gai_strerror(g) : kg_strerror(rc));
-    return KG_EXIT_SYSTEM;
-  }
-  kg_info("connection info reported to %s", E->o.response_address);
-  return 0;
-}
-
-/* ------------------------------------------------------------------------
-   Serving the communication port. */
+   Serving: signals, the guarded kernel's exit, the communication port. */
 
 static void
 s_stop(s_eg_t *E, const char *why)
 {
-  if (E->stop_deadline)
+  if (E->stopping)
     return;
+  E->stopping = true;
   kg_notice("%s: stopping the guarded kernel (SIGTERM)", why);
   kill(E->child, SIGTERM);
-  E->stop_deadline = kg_clock_mono_ms() + KG_EG_STOP_GRACE_MS;
+  kg_loop_timer_set(E->loop, E->stop_timer, kg_loop_now(E->loop) + KG_EG_STOP_GRACE_MS);
 }
 
-static void
-s_request_done(s_eg_t *E)
-{
-  char err[256];
-  kg_eg_request_t r;
-  int rc = E->req_len ? kg_eg_request_parse(E->req, E->req_len, &r, err, sizeof err) : 0;
-  close(E->conn);
-  E->conn = -1;
-  free(E->req);
-  E->req = NULL;
-  if (E->req_len == 0)
-    return;
-  E->req_len = 0;
-  if (rc) {
-    kg_warning("gateway request rejected: %s", err);
-    return;
-  }
-  if (r.signum > 0) {
-    kg_info("gateway: signal %d to the guarded kernel", r.signum);
-    kill(E->child, r.signum);
-  }
-  if (r.shutdown) {
-    E->shutdown_asked = true;
-    s_stop(E, "gateway asked for shutdown");
-  }
-}
-
-static void
-s_on_conn_readable(s_eg_t *E)
-{
-  char buf[4096];
-  ssize_t n = recv(E->conn, buf, sizeof buf, 0);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR))
-    return;
-  if (n <= 0) {
-    s_request_done(E);
-    return;
-  }
-  if (E->req_len + (size_t) n > KG_EG_REQUEST_MAX) {
-    kg_warning("gateway request longer than %d bytes: dropped", KG_EG_REQUEST_MAX);
-    E->req_len = 0;
-    s_request_done(E);
-    return;
-  }
-  char *g = realloc(E->req, E->req_len + (size_t) n);
-  if (!g) {
-    kg_warning("gateway request dropped: %s", kg_strerror(KG_ENOMEM));
-    E->req_len = 0;
-    s_request_done(E);
-    return;
-  }
-  E->req = g;
-  memcpy(E->req + E->req_len, buf, (size_t) n);
-  E->req_len += (size_t) n;
-}
-
-/*  Returns the exit code once the guarded kernel is gone, else -1. */
 static int
-s_on_signal(s_eg_t *E)
+s_on_stop_timer(kg_loop_t *loop, int id, void *arg)
 {
-  struct signalfd_siginfo si;
-  while (read(E->sfd, &si, sizeof si) == (ssize_t) sizeof si) {
-    if (si.ssi_signo == SIGINT)
-      kill(E->child, SIGINT);
-    else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP)
-      s_stop(E, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGHUP");
+  (void) loop;
+  (void) id;
+  s_eg_t *E = arg;
+  kg_warning("guarded kernel ignored SIGTERM: SIGKILL");
+  kill(E->child, SIGKILL);
+  return KG_LOOP_OK;
+}
+
+/*  A request the communication port obeys (kg_eg_comm checked who sent it
+    and that the signal is one the gateway sends). */
+static void
+s_on_request(void *arg, const kg_eg_request_t *r)
+{
+  s_eg_t *E = arg;
+  if (r->signum > 0) {
+    if (r->signum == SIGINT)
+      kg_info("gateway: interrupt (SIGINT to the guarded kernel)");
+    else
+      kg_notice("gateway: signal %d to the guarded kernel", r->signum);
+    kill(E->child, r->signum);
   }
+  if (r->shutdown && !E->shutdown_asked) {
+    /* The gateway sends this right after the kernel's shutdown_request on
+       the control channel (HMAC-signed): the kernel ends on that one. This
+       unsigned line stops nothing by itself; it only says that the
+       gateway's own SIGTERM or SIGKILL, if they follow, end a requested
+       shutdown. */
+    E->shutdown_asked = true;
+    kg_notice("gateway: shutdown (the kernel ends on the shutdown_request it was sent)");
+  }
+}
+
+/*  The launcher's own signals; on SIGCHLD, the guarded kernel's end stops
+    the loop with its exit code in E->exit_code. */
+static int
+s_on_signal(kg_loop_t *loop, int signo, void *arg)
+{
+  (void) loop;
+  s_eg_t *E = arg;
+  if (signo == SIGINT)
+    kill(E->child, SIGINT);
+  else if (signo == SIGTERM || signo == SIGHUP)
+    s_stop(E, signo == SIGTERM ? "SIGTERM" : "SIGHUP");
+  if (signo != SIGCHLD)
+    return KG_LOOP_OK;
   int st;
-  pid_t p = waitpid(E->child, &st, WNOHANG);
-  if (p != E->child)
-    return -1;
-  int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  if (waitpid(E->child, &st, WNOHANG) != E->child)
+    return KG_LOOP_OK;
   kg_notice("guarded kernel exited (%s %d)", WIFEXITED(st) ? "status" : "signal",
             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-  return E->shutdown_asked && code != KG_EXIT_SYSTEM ? 0 : code;
+  if (WIFEXITED(st))
+    E->exit_code = WEXITSTATUS(st);
+  /* the gateway's own escalation of a shutdown it asked for is no failure */
+  else if (E->shutdown_asked && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGKILL))
+    E->exit_code = KG_EXIT_OK;
+  else
+    E->exit_code = 128 + WTERMSIG(st);
+  return KG_LOOP_STOP;
 }
 
+/*  Serve until the guarded kernel is gone: its exit code, or
+    KG_EXIT_SYSTEM when the loop cannot be set up or fails. Takes fds[5]. */
 static int
 s_serve(s_eg_t *E)
 {
-  for (;;) {
-    int64_t now = kg_clock_mono_ms(), wake = -1;
-    if (E->conn >= 0 && now >= E->req_deadline) {
-      kg_warning("gateway request not finished within %d ms: dropped",
-                 KG_EG_REQUEST_TIMEOUT_MS);
-      E->req_len = 0;
-      s_request_done(E);
-    }
-    if (E->stop_deadline && now >= E->stop_deadline) {
-      kg_warning("guarded kernel ignored SIGTERM: SIGKILL");
-      kill(E->child, SIGKILL);
-      E->stop_deadline = INT64_MAX;
-    }
-    if (E->conn >= 0)
-      wake = E->req_deadline - now;
-    if (E->stop_deadline && E->stop_deadline != INT64_MAX
-        && (wake < 0 || E->stop_deadline - now < wake))
-      wake = E->stop_deadline - now;
-    struct pollfd p[3] = {{.fd = E->sfd, .events = POLLIN},
-                          {.fd = E->fds[5], .events = POLLIN},
-                          {.fd = E->conn, .events = POLLIN}};
-    int n = poll(p, E->conn >= 0 ? 3 : 2, wake < 0 ? -1 : (int) (wake > INT32_MAX ? INT32_MAX : wake));
-    if (n < 0 && errno != EINTR) {
-      kg_error("poll: %s", strerror(errno));
-      return KG_EXIT_SYSTEM;
-    }
-    if (n <= 0)
-      continue;
-    if (p[0].revents) {
-      int code = s_on_signal(E);
-      if (code >= 0)
-        return code;
-    }
-    if (E->conn >= 0 && p[2].revents)
-      s_on_conn_readable(E);
-    if (E->conn < 0 && (p[1].revents & POLLIN)) {
-      E->conn = accept4(E->fds[5], NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (E->conn >= 0)
-        E->req_deadline = kg_clock_mono_ms() + KG_EG_REQUEST_TIMEOUT_MS;
-    }
+  int listen_fd = E->fds[5], rc = KG_ENOMEM;
+  E->fds[5] = -1;
+  E->loop = kg_loop_new();
+  if (E->loop && kg_loop_signals(E->loop, E->sig, s_on_signal, E) > 0
+      && (E->stop_timer = kg_loop_timer(E->loop, 0, s_on_stop_timer, E)) > 0) {
+    E->comm = kg_eg_comm_new(E->loop, listen_fd, &E->trust, s_on_request, E);
+    listen_fd = -1;                 /* the comm object's now, even when it failed */
+    if (E->comm)
+      rc = kg_loop_run(E->loop);
   }
+  if (listen_fd >= 0)
+    close(listen_fd);
+  if (rc != 0) {
+    kg_error("serving the communication port failed: %s", kg_strerror(rc));
+    kill(E->child, SIGKILL);
+    waitpid(E->child, NULL, 0);
+    return KG_EXIT_SYSTEM;
+  }
+  return E->exit_code;
 }
 
 static void
@@ -463,11 +368,9 @@ s_cleanup(s_eg_t *E)
   for (int i = 0; i < 6; i++)
     if (E->fds[i] >= 0)
       close(E->fds[i]);
-  if (E->conn >= 0)
-    close(E->conn);
-  free(E->req);
-  if (E->sfd >= 0)
-    close(E->sfd);
+  kg_eg_comm_destroy(&E->comm);
+  kg_loop_destroy(&E->loop);
+  kg_sigsrc_destroy(&E->sig);
   if (E->conn_path[0])
     unlink(E->conn_path);
   if (E->dir[0])
@@ -478,7 +381,7 @@ s_cleanup(s_eg_t *E)
 int
 kg_eg_launch_main(int argc, char **argv)
 {
-  s_eg_t E = {.fds = {-1, -1, -1, -1, -1, -1}, .conn = -1, .sfd = -1};
+  s_eg_t E = {.fds = {-1, -1, -1, -1, -1, -1}};
   const char *ignored = NULL;
   char err[512];
   if (kg_eg_args_parse(argc, argv, &E.o, &ignored, err, sizeof err) != 0) {
@@ -498,15 +401,13 @@ kg_eg_launch_main(int argc, char **argv)
   }
   if (ignored)
     kg_notice("%s", ignored);
-  sigset_t mask, old;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGHUP);
-  sigprocmask(SIG_BLOCK, &mask, &old);
-  E.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  int rc = E.sfd < 0 ? KG_EXIT_SYSTEM : 0;
+  static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0};
+  E.sig = kg_sigsrc_new(signals);   /* before the child: no exit goes unseen */
+  if (!E.sig)
+    kg_error("cannot set up the signal fd: %s", strerror(errno));
+  int rc = E.sig ? 0 : KG_EXIT_SYSTEM;
+  if (rc == 0)
+    rc = s_comm_policy(&E);
   if (rc == 0)
     rc = s_bind_ports(&E);
   if (rc == KG_EUSAGE)
@@ -515,10 +416,10 @@ kg_eg_launch_main(int argc, char **argv)
     rc = s_write_conn(&E);
   char *payload = NULL;
   if (rc == 0)
-    rc = s_seal_report(&E, &payload);
+    rc = kg_eg_report_seal(&E.o, E.info, E.ports[5], &payload);
   if (rc == 0)
-    rc = s_spawn(&E, &old);
-  if (rc == 0 && (rc = s_send_report(&E, payload)) != 0) {
+    rc = s_spawn(&E);
+  if (rc == 0 && (rc = kg_eg_report_send(E.o.response_address, payload)) != 0) {
     kill(E.child, SIGTERM);
     waitpid(E.child, NULL, 0);
   }

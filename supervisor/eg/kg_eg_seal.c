@@ -49,9 +49,9 @@ s_key_body(const char *text)
   return body;
 }
 
-/*  The gateway's RSA public key, or NULL with err. */
+/*  The gateway's RSA public key of at least min_bits, or NULL with err. */
 static EVP_PKEY *
-s_load_key(const char *pubkey_b64, char *err, size_t errlen)
+s_load_key(const char *pubkey_b64, unsigned min_bits, char *err, size_t errlen)
 {
   char *body = s_key_body(pubkey_b64);
   size_t blen = body ? strlen(body) : 0;
@@ -73,6 +73,19 @@ s_load_key(const char *pubkey_b64, char *err, size_t errlen)
   if (!key)
     kg_errf(err, errlen, "--public-key: not the base64 of an RSA public key "
                          "(DER SubjectPublicKeyInfo, as the gateway sends it)");
+  int bits = key ? EVP_PKEY_get_bits(key) : 0;
+  if (key && (bits <= 0 || (unsigned) bits < min_bits)) {
+    if (bits >= 1024 && min_bits > 1024)
+      kg_errf(err, errlen, "--public-key: the gateway's RSA key has %d bits; keys under %u "
+                           "bits are refused. Enterprise Gateway and gateway_provisioners "
+                           "make 1024-bit keys: add --allow-rsa-1024 to the kernelspec's "
+                           "argv to accept them (see docs/eg.md)", bits, min_bits);
+    else
+      kg_errf(err, errlen, "--public-key: the gateway's RSA key has %d bits; at least %u "
+                           "are needed", bits, min_bits);
+    EVP_PKEY_free(key);
+    key = NULL;
+  }
   free(body);
   free(der);
   return key;
@@ -121,11 +134,11 @@ s_wrap_key(EVP_PKEY *key, const unsigned char aes_key[16], size_t *out_len)
 }
 
 int
-kg_eg_seal(const char *pubkey_b64, const void *plain, size_t len, char **payload_p,
-           char *err, size_t errlen)
+kg_eg_seal(const char *pubkey_b64, unsigned min_bits, const void *plain, size_t len,
+           char **payload_p, char *err, size_t errlen)
 {
   *payload_p = NULL;
-  EVP_PKEY *key = s_load_key(pubkey_b64, err, errlen);
+  EVP_PKEY *key = s_load_key(pubkey_b64, min_bits, err, errlen);
   if (!key)
     return KG_EUSAGE;
   unsigned char aes_key[16];

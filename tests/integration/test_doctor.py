@@ -173,7 +173,7 @@ def test_export_rejects_bad_input(env, tmp_path):
         return subprocess.run([KGUARD, "incident", *a], capture_output=True, text=True,
                               timeout=60)
     r = run("export", "20260101T000000Z-000000")
-    assert r.returncode == 100 and "No such file" in r.stderr
+    assert r.returncode == 100 and "no incident 20260101T000000Z-000000" in r.stderr
     r = run("export", "../../etc/passwd")
     assert r.returncode == 100
     bogus = tmp_path / "x.json"

@@ -1,4 +1,4 @@
-"""`kguard eg-launch` under a fake Enterprise Gateway (issue 14, cluster kernels).
+"""`kguard eg-launch` under a fake Enterprise Gateway (cluster kernels).
 
 The fake gateway does what Enterprise Gateway / gateway_provisioners' response
 manager does, with python3-cryptography: an RSA key pair whose public half is
@@ -6,13 +6,18 @@ passed as --public-key (the PEM body), a response socket on loopback, and the
 version-1 payload decoded (base64 JSON; AES key unwrapped with PKCS#1 v1.5; the
 connection info decrypted with AES-128-ECB and PKCS#7-unpadded). It then drives
 jupyter_client on the reported ports and talks to the communication port as
-the gateway does: one JSON request per connection, then close."""
+the gateway does (remote_provisioner.py's _send_listener_request): one plain
+JSON request per connection, no credential, no reply read, then close; a
+shutdown only after the kernel's shutdown_request on the control channel.
+Enterprise Gateway makes 1024-bit keys; the fake one makes 2048-bit keys unless
+a test asks for the gateway's own size."""
 import base64
 import json
 import os
 import random
 import socket
 import subprocess
+import sys
 import uuid
 
 import psutil
@@ -30,16 +35,16 @@ KGUARD_EG = os.path.join(os.path.dirname(KGUARD), "kguard-eg")
 
 
 class FakeGateway:
-    def __init__(self):
-        self.key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    def __init__(self, bits=2048, host="127.0.0.1"):
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
         pem = self.key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
         # What the gateway passes: the PEM body, armour and newlines stripped.
         self.public_key = "".join(l for l in pem.splitlines() if not l.startswith("-----"))
         self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((host, 0))
         self.sock.listen(4)
-        self.address = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.address = "%s:%d" % (host, self.sock.getsockname()[1])
 
     def receive(self, timeout=60):
         self.sock.settimeout(timeout)
@@ -68,8 +73,8 @@ class FakeGateway:
         self.sock.close()
 
 
-def send_request(comm_port, request):
-    with socket.create_connection(("127.0.0.1", comm_port), timeout=10) as s:
+def send_request(comm_port, request, host="127.0.0.1"):
+    with socket.create_connection((host, comm_port), timeout=10) as s:
         s.sendall(json.dumps(request).encode())
 
 
@@ -79,6 +84,26 @@ def free_range(size=200):
     return lo, lo + size - 1
 
 
+def gateway_shutdown(kc, comm_port, host="127.0.0.1"):
+    """What the gateway does to shut a kernel down: shutdown_request on the control
+    channel, then {"shutdown": 1}, which may find the launcher gone already
+    (the gateway ignores ECONNREFUSED there)."""
+    kc.shutdown()
+    try:
+        send_request(comm_port, {"shutdown": 1}, host=host)
+    except ConnectionRefusedError:
+        pass
+    kc.stop_channels()
+
+
+def send_as(uid, comm_port, request):
+    """Send request to the communication port from a process of another user."""
+    code = ("import json, socket; s = socket.socket(); s.connect(('127.0.0.1', %d)); "
+            "s.sendall(json.dumps(%r).encode()); s.close()" % (comm_port, request))
+    subprocess.run(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups",
+                    sys.executable, "-c", code], check=True, timeout=30)
+
+
 @pytest.fixture
 def gateway(env, tmp_path):
     gw = FakeGateway()
@@ -86,15 +111,15 @@ def gateway(env, tmp_path):
     tmpdir.mkdir()
     procs = []
 
-    def launch(extra_env=None, inner=None, args=()):
+    def launch(extra_env=None, inner=None, args=(), gw=gw, wrap=(), ip="127.0.0.1"):
         lo, hi = free_range()
         kid = str(uuid.uuid4())
-        argv = [KGUARD, "eg-launch", "--RemoteProcessProxy.kernel-id", kid,
+        argv = [*wrap, KGUARD, "eg-launch", "--RemoteProcessProxy.kernel-id", kid,
                 "--RemoteProcessProxy.response-address", gw.address,
                 "--RemoteProcessProxy.public-key", gw.public_key,
                 "--RemoteProcessProxy.port-range", "%d..%d" % (lo, hi),
                 "--RemoteProcessProxy.spark-context-initialization-mode", "none",
-                "--ip", "127.0.0.1", *args, "--", *(inner or INNER)]
+                "--ip", ip, *args, "--", *(inner or INNER)]
         e = dict(os.environ, TMPDIR=str(tmpdir), **(extra_env or {}))
         p = subprocess.Popen(argv, env=e, cwd=str(env.work), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
@@ -111,9 +136,9 @@ def gateway(env, tmp_path):
     gw.close()
 
 
-def client_for(info):
+def client_for(info, ip="127.0.0.1"):
     kc = BlockingKernelClient()
-    kc.load_connection_info(dict(info, ip="127.0.0.1"))
+    kc.load_connection_info(dict(info, ip=ip))
     kc.start_channels()
     kc.wait_for_ready(timeout=60)
     return kc
@@ -157,7 +182,7 @@ def test_report_execute_signals_shutdown(gateway):
     assert p.poll() is None
 
     # Hostile or broken requests are dropped; the launcher keeps serving.
-    for junk in (b"not json", b"[1]", b'{"signum": 99}', b"x" * (70 * 1024)):
+    for junk in (b"not json", b"[1]", b'{"signum": 99}', b"x" * (70 * 1024), b""):
         with socket.create_connection(("127.0.0.1", info["comm_port"]), timeout=10) as s:
             try:
                 s.sendall(junk)
@@ -168,8 +193,8 @@ def test_report_execute_signals_shutdown(gateway):
 
     tree = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
     assert tree, "no guarded kernel under the launcher"
-    kc.stop_channels()
-    send_request(info["comm_port"], {"shutdown": 1})
+    # The gateway's shutdown: shutdown_request on control, then {"shutdown": 1}.
+    gateway_shutdown(kc, info["comm_port"])
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 0, out
     wait_until(lambda: all(gone(x) for x in tree), 30, "the kernel processes to exit")
@@ -202,14 +227,18 @@ def test_sticky_error_restarts_in_place(gateway, tmp_path):
                    what="kguard's restart notice")
     assert kernel_pid(col) != pid1          # same ports, fresh kernel behind them
     assert p.poll() is None                 # the launcher (the pod) lives on
-    kc.stop_channels()
-    send_request(info["comm_port"], {"shutdown": 1})
+    gateway_shutdown(kc, info["comm_port"])
     p.communicate(timeout=60)
     assert p.returncode == 0
 
 
 def test_signum_9_kills_everything_and_the_launcher_reports_it(gateway):
-    p, info, _, _ = gateway()
+    # Enterprise Gateway's own key size, accepted because the operator said so
+    gw = FakeGateway(bits=1024)
+    try:
+        p, info, _, _ = gateway(gw=gw, args=("--allow-rsa-1024",))
+    finally:
+        gw.close()
     kc = client_for(info)
     col = Collector(kc)
     inner = kernel_pid(col)
@@ -237,6 +266,8 @@ def test_bad_arguments_are_rejected_clearly(tmp_path):
              "CurveZMQ"),
             ([KGUARD, "eg-launch", "--kernel-id", "../x", "--response-address", gw.address,
               "--public-key", gw.public_key], "--kernel-id"),
+            (base + ["--public-key", gw.public_key, "--comm-interface", "nosuchif0"],
+             "no such network interface"),
         ]
         for argv, why in cases:
             r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
@@ -246,3 +277,149 @@ def test_bad_arguments_are_rejected_clearly(tmp_path):
             assert os.listdir(tmp_path) == [], "a rejected launch left files (or a kernel)"
     finally:
         gw.close()
+
+
+def test_1024_bit_key_refused_unless_accepted(tmp_path):
+    """Enterprise Gateway's 1024-bit key: refused by default, before anything starts
+    or is sent, with the option that accepts it named."""
+    gw = FakeGateway(bits=1024)
+    try:
+        argv = [KGUARD, "eg-launch", "--kernel-id", "k1", "--response-address", gw.address,
+                "--public-key", gw.public_key]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, TMPDIR=str(tmp_path)))
+        assert r.returncode == 100, r.stderr
+        assert "1024 bits" in r.stderr and "--allow-rsa-1024" in r.stderr, r.stderr
+        assert os.listdir(tmp_path) == []
+        gw.sock.settimeout(0.5)
+        with pytest.raises(socket.timeout):
+            gw.sock.accept()                 # nothing was reported
+    finally:
+        gw.close()
+
+
+def test_forbidden_signal_is_refused(gateway):
+    """SIGSTOP (or any signal the gateway never sends) does not reach the kernel."""
+    p, info, _, _ = gateway()
+    kc = client_for(info)
+    col = Collector(kc)
+    for signum in (19, 18, 10, 1):          # SIGSTOP, SIGCONT, SIGUSR1, SIGHUP
+        send_request(info["comm_port"], {"signum": signum})
+    reply, msgs = col.run("print('not stopped')", timeout=30)
+    assert stdout_of(msgs) == "not stopped\n" and p.poll() is None
+    kc.shutdown()
+    kc.stop_channels()
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0
+    assert "signum 19 refused" in out, out
+
+
+def test_unsigned_shutdown_stops_nothing(gateway):
+    """{"shutdown": 1} alone (no shutdown_request on the HMAC-signed control channel)
+    leaves the kernel running; the real shutdown ends it with or without it."""
+    p, info, _, _ = gateway()
+    kc = client_for(info)
+    col = Collector(kc)
+    send_request(info["comm_port"], {"shutdown": 1})
+    reply, msgs = col.run("print('still running')", timeout=30)
+    assert stdout_of(msgs) == "still running\n" and p.poll() is None
+    kc.shutdown()                            # the gateway's signed request
+    kc.stop_channels()
+    p.communicate(timeout=60)
+    assert p.returncode == 0
+
+
+def test_idle_connections_do_not_block_the_gateway(gateway):
+    """Connections held open and silent (more than the launcher serves at once)
+    delay neither the gateway's interrupt nor its poll nor its shutdown."""
+    p, info, _, _ = gateway()
+    kc = client_for(info)
+    col = Collector(kc)
+    idle = []
+    try:
+        for _ in range(40):
+            idle.append(socket.create_connection(("127.0.0.1", info["comm_port"]), timeout=10))
+        msg_id = kc.execute("import time; print('sleeping', flush=True); time.sleep(60)")
+        col.wait_iopub(msg_id, lambda m: m["msg_type"] == "stream", what="the cell's output")
+        send_request(info["comm_port"], {"signum": 0})
+        send_request(info["comm_port"], {"signum": 2})
+        # the idle connections are still open (each is only 2 s from its deadline at most,
+        # and 40 of them served one at a time took minutes before)
+        reply = col.wait_reply(msg_id, timeout=20)
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        gateway_shutdown(kc, info["comm_port"])
+        p.communicate(timeout=60)
+        assert p.returncode == 0
+    finally:
+        for s in idle:
+            s.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another local user")
+def test_other_local_users_are_refused(gateway):
+    """A local user who is neither the kernel's user, root nor the gateway's cannot
+    signal the kernel through the communication port (it could before: SIGSTOP,
+    then SIGKILL)."""
+    p, info, _, _ = gateway()
+    kc = client_for(info)
+    col = Collector(kc)
+    pid = kernel_pid(col)
+    send_as(65534, info["comm_port"], {"signum": 9})
+    send_as(65534, info["comm_port"], {"signum": 15})
+    reply, msgs = col.run("print('alive')", timeout=30)
+    assert stdout_of(msgs) == "alive\n" and kernel_pid(col) == pid and p.poll() is None
+    send_request(info["comm_port"], {"signum": 9})   # the kernel's own user still may
+    out, _ = p.communicate(timeout=60)
+    kc.stop_channels()
+    assert p.returncode == 128 + 9
+    assert "refused a local connection of uid 65534" in out, out
+
+
+def test_remote_gateway_gets_the_interface_that_reaches_it(gateway):
+    """The launcher on a "host" (a network namespace) and the gateway across a
+    bridge, as in a Kubernetes pod: the port listens on eth0 only, the gateway's
+    interrupt gets through, this host's loopback cannot connect, and another
+    user on the host who reaches eth0's address is refused."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "multinode"))
+    from netns import Hosts, NetnsUnavailable
+    try:
+        hosts = Hosts(1, tag="eg%d" % (os.getpid() % 1000)).__enter__()
+    except NetnsUnavailable as e:
+        pytest.skip(str(e))
+    try:
+        gw = FakeGateway(host="10.%d.0.254" % hosts.net)
+        try:
+            wrap = ["ip", "netns", "exec", hosts.names[0]]
+            p, info, _, _ = gateway(gw=gw, wrap=wrap, ip="0.0.0.0")
+        finally:
+            gw.close()
+        host = hosts.addrs[0]
+        kc = client_for(info, ip=host)
+        col = Collector(kc)
+        msg_id = kc.execute("import time; print('sleeping', flush=True); time.sleep(60)")
+        col.wait_iopub(msg_id, lambda m: m["msg_type"] == "stream", what="the cell's output")
+        send_request(info["comm_port"], {"signum": 2}, host=host)       # the gateway
+        assert col.wait_reply(msg_id, timeout=20)["content"]["ename"] == "KeyboardInterrupt"
+
+        def on_host(*argv):
+            return subprocess.run(wrap + list(argv), capture_output=True, text=True, timeout=30)
+        probe = ("import socket, sys; s = socket.socket(); s.settimeout(5)\n"
+                 "try: s.connect((sys.argv[1], %d)); print('connected')\n"
+                 "except ConnectionRefusedError: print('refused')" % info["comm_port"])
+        assert on_host(sys.executable, "-c", probe, "127.0.0.1").stdout.strip() == "refused"
+        assert on_host(sys.executable, "-c", probe, host).stdout.strip() == "connected"
+        nobody = ("import json, socket; s = socket.create_connection((%r, %d)); "
+                  "s.sendall(json.dumps({'signum': 9}).encode()); s.close()"
+                  % (host, info["comm_port"]))
+        r = on_host("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                    sys.executable, "-c", nobody)
+        assert r.returncode == 0, r.stderr
+        reply, msgs = col.run("print('alive')", timeout=30)
+        assert stdout_of(msgs) == "alive\n" and p.poll() is None
+        gateway_shutdown(kc, info["comm_port"], host=host)
+        out, _ = p.communicate(timeout=60)
+        assert p.returncode == 0, out
+        assert "communication port on eth0" in out, out
+        assert "refused a local connection of uid 65534" in out, out
+    finally:
+        hosts.__exit__(None, None, None)
