@@ -94,6 +94,7 @@ s_seal(int argc, char **argv)
   int64_t every = 0;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_seal_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
   int id;
   while ((id = kg_opt_next(&p)) != KG_OPT_END) {
     const char *v = p.value;
@@ -207,6 +208,7 @@ s_verify(int argc, char **argv)
   }
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_verify_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
   int id;
   while ((id = kg_opt_next(&p)) != KG_OPT_END) {
     if (id == KG_OPT_EXIT) {
@@ -251,6 +253,7 @@ s_restore(int argc, char **argv)
   int npos = 0;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_restore_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
   int id;
   while ((id = kg_opt_next(&p)) != KG_OPT_END) {
     if (id == KG_OPT_EXIT)
@@ -281,6 +284,7 @@ s_quarantine(int argc, char **argv)
   int64_t from = -1;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_quarantine_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
   int id;
   while ((id = kg_opt_next(&p)) != KG_OPT_END) {
     switch (id) {

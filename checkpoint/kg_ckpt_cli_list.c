@@ -68,6 +68,7 @@ kg_ckpt_cli_list(int argc, char **argv)
   bool json = false;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_list_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
   int id;
   while ((id = kg_opt_next(&p)) != KG_OPT_END) {
     if (id == KG_OPT_EXIT)
@@ -143,6 +144,7 @@ kg_ckpt_cli_latest(int argc, char **argv)
   int64_t before = INT64_MAX;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_latest_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
   int id;
   while ((id = kg_opt_next(&p)) != KG_OPT_END) {
     if (id == KG_OPT_EXIT)

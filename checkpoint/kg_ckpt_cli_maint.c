@@ -28,6 +28,7 @@ s_one_operand(const kg_cmd_t *cmd, int argc, char **argv, const char *what, int 
 {
   kg_opt_parser_t p;
   kg_opt_init(&p, cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
   const char *found = NULL;
   int id;
   while ((id = kg_opt_next(&p)) != KG_OPT_END) {
@@ -147,6 +148,7 @@ kg_ckpt_cli_prune(int argc, char **argv)
   bool dry = false;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_prune_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
   int id;
   while ((id = kg_opt_next(&p)) != KG_OPT_END) {
     switch (id) {

@@ -79,6 +79,7 @@ kg_ckpt_cli_resume(int argc, char **argv)
   int64_t before = -1, stall_ms = KG_CKPT_SEAL_WAIT_STALL_MS;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_resume_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
   int id;
   while ((id = kg_opt_next(&p)) != KG_OPT_END) {
     switch (id) {

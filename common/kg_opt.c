@@ -192,9 +192,30 @@ s_near(const kg_cmd_t *cmd, const char *name, size_t len)
   return best;
 }
 
+/*  A subcommand of p->parent other than p->cmd that has the option arg
+    ("--name" or "-c"), or NULL. */
+static const kg_cmd_t *
+s_sibling_with(const kg_opt_parser_t *p, const char *arg)
+{
+  for (const kg_cmd_t *const *s = p->parent ? p->parent->subs : NULL; s && *s; s++) {
+    if (*s == p->cmd)
+      continue;
+    if (arg[1] == '-' ? s_find_long(*s, arg + 2, strlen(arg + 2)) != NULL
+                      : s_find_short(*s, arg[1]) != NULL)
+      return *s;
+  }
+  return NULL;
+}
+
 static int
 s_unknown(kg_opt_parser_t *p, const char *arg, const char *name, size_t len)
 {
+  const kg_cmd_t *sib = s_sibling_with(p, arg);
+  if (sib) {
+    const char *sp = strrchr(sib->name, ' ');
+    kg_opt_usage(p, "unknown option '%s' (one of %s's options)", arg, sp ? sp + 1 : sib->name);
+    return KG_OPT_EXIT;
+  }
   const char *near = name ? s_near(p->cmd, name, len) : NULL;
   if (near)
     kg_opt_usage(p, "unknown option '%s'; did you mean --%s?", arg, near);
@@ -341,7 +362,7 @@ kg_opt_dispatch(kg_opt_parser_t *p)
       for (const kg_cmd_t *const *s = p->cmd->subs; s && *s; s++)
         if (!((*s)->flags & KG_CMD_HIDDEN) && n < sizeof list)
           n += (size_t) snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", s_leaf(*s));
-      kg_opt_usage(p, "which command? one of %s", list);
+      kg_opt_usage(p, "which %s? one of %s", p->cmd->name[0] ? "subcommand" : "command", list);
       return -1;
     }
     if (id != KG_OPT_OPERAND) {
@@ -353,7 +374,7 @@ kg_opt_dispatch(kg_opt_parser_t *p)
         p->next--;
         return i;
       }
-    kg_opt_usage(p, "unknown command '%s'", p->value);
+    kg_opt_usage(p, "unknown %s '%s'", p->cmd->name[0] ? "subcommand" : "command", p->value);
     return -1;
   }
 }

@@ -98,6 +98,8 @@ typedef struct {
   bool stopped;            /*  KG_OPT_EXIT was answered                      */
   FILE *out;               /*  --help and --version (default stdout)         */
   FILE *err;               /*  messages (default stderr)                     */
+  const kg_cmd_t *parent;  /*  cmd's parent, when set: an option one of its
+                               other subcommands has is named as theirs      */
 } kg_opt_parser_t;
 
 /*  Start parsing argv[1..argc) for cmd (argv[0] is the command's name).

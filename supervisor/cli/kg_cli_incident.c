@@ -405,6 +405,7 @@ kg_cli_incident_main(int argc, char **argv)
   int n;
   char **rest = kg_opt_rest(&p, &n);
   kg_opt_init(&p, cmd, n, rest);
+  p.parent = &kg_cli_incident_cmd;
   const char *output = NULL, *state = NULL, *id = NULL;
   unsigned flags = 0;
   bool json = false;

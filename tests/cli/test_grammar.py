@@ -90,9 +90,9 @@ def test_subcommand_mistakes(words, table):
     prog = "kguard " + " ".join(words)
     out = kguard(*words, "bogus", "--help")
     assert out.returncode == 100
-    assert out.stderr == "%s: unknown command 'bogus' (see %s --help)\n" % (prog, prog)
+    assert out.stderr == "%s: unknown subcommand 'bogus' (see %s --help)\n" % (prog, prog)
     out = kguard(*words)
-    assert out.returncode == 100 and out.stderr.startswith(prog + ": which command? one of ")
+    assert out.returncode == 100 and out.stderr.startswith(prog + ": which subcommand? one of ")
     assert out.stderr.count("\n") == 1
 
 

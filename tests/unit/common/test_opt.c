@@ -258,16 +258,34 @@ KG_TEST(subcommands)
   /* an unknown subcommand is an error even with --help after it */
   KG_CHECK_INT(s_dispatch((const char *[]){"bogus", "--help", NULL}, &code, &rest0, &err), -1);
   KG_CHECK_INT(code, 100);
-  KG_CHECK_STR(err, "kguard p: unknown command 'bogus' (see kguard p --help)\n");
+  KG_CHECK_STR(err, "kguard p: unknown subcommand 'bogus' (see kguard p --help)\n");
   free(err);
   KG_CHECK_INT(s_dispatch((const char *[]){NULL}, &code, &rest0, &err), -1);
   KG_CHECK_INT(code, 100);
-  KG_CHECK(strstr(err, "which command? one of alpha, beta") != NULL);
+  KG_CHECK(strstr(err, "which subcommand? one of alpha, beta") != NULL);
   free(err);
   KG_CHECK_INT(s_dispatch((const char *[]){"--frob", "alpha", NULL}, &code, &rest0, &err), -1);
   KG_CHECK_INT(code, 100);
   KG_CHECK(strstr(err, "unknown option '--frob'") != NULL);
   free(err);
+}
+
+KG_TEST(sibling_option_named)
+{
+  /* beta has no options; alpha has --output: named as alpha's */
+  char *argv[] = {"beta", "--output", "x", NULL};
+  char *err_text = NULL;
+  size_t elen = 0;
+  FILE *err = open_memstream(&err_text, &elen);
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &s_sub_b, 3, argv);
+  p.err = err;
+  p.parent = &s_parent;
+  KG_CHECK_INT(kg_opt_next(&p), KG_OPT_EXIT);
+  fclose(err);
+  KG_CHECK_STR(err_text, "kguard p beta: unknown option '--output' (one of alpha's options) "
+                         "(see kguard p beta --help)\n");
+  free(err_text);
 }
 
 KG_TEST(lint)
@@ -292,4 +310,5 @@ KG_TEST(lint)
 }
 
 KG_TEST_MAIN(KG_CASE(grammar_table), KG_CASE(help_and_version_go_to_stdout),
-             KG_CASE(help_reflows_to_79_columns), KG_CASE(subcommands), KG_CASE(lint))
+             KG_CASE(help_reflows_to_79_columns), KG_CASE(subcommands),
+             KG_CASE(sibling_option_named), KG_CASE(lint))
