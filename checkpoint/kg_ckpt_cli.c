@@ -148,7 +148,10 @@ s_seal(int argc, char **argv)
   unsigned char sk[KG_KEYS_SECRET_BYTES];
   int rc = kg_keys_load_secret(NULL, true, sk);
   if (rc < 0) {
-    kg_opt_error("no usable signing key: %s", kg_strerror(rc));
+    char kdir[PATH_MAX] = "";
+    kg_keys_dir(kdir, sizeof kdir);
+    kg_opt_error("no usable signing key in %s: %s", *kdir ? kdir : "the key directory",
+                 kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
   o.sk = sk;

@@ -183,5 +183,21 @@ def test_errors_name_the_path_once(env, tmp_path):
         assert out.returncode == 111, out
         assert out.stderr == ("kguard install: unable to create %s/share/jupyter/kernels/"
                               "python3-kguard: Permission denied\n" % locked), out.stderr
+        # the signing key's directory, for keygen and for a seal that would make one
+        data = base / "data"
+        data.mkdir(mode=0o755)
+        (data / "w").write_text("x")
+        keys = locked / "keys"
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", KGUARD]
+        env["KGUARD_KEY_DIR"] = str(keys)
+        out = subprocess.run(nobody + ["keygen"], capture_output=True, text=True, env=env,
+                             timeout=60)
+        assert out.returncode == 111 and str(keys) in out.stderr, out
+        assert out.stderr.startswith("kguard keygen: ") and "Permission denied" in out.stderr
+        out = subprocess.run(nobody + ["ckpt", "seal", str(data), "--step", "1", "-o",
+                                       str(base / "x.tar")],
+                             capture_output=True, text=True, env=env, timeout=60)
+        assert out.returncode == 111 and "Permission denied" in out.stderr, out
+        assert out.stderr.startswith("kguard ckpt seal: ") and str(keys) in out.stderr, out
     finally:
         shutil.rmtree(base)
