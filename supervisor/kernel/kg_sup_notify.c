@@ -128,6 +128,18 @@ kg__write_incident(kg_sup_t *S)
              kg_strerror(rc));
 }
 
+/*  The failing cell's execute_reply (parent) says its execution count: the
+    incident's guess (the last count seen + 1) is right only when the error
+    was seen before the reply, and the notice names the cell by it. */
+void
+kg__incident_cell_count(kg_sup_t *S, const char *parent, int count)
+{
+  kg_incident_t *incident = kg_incident_slot_current(S->incidents);
+  const char *failing = kg_failing_id(S->failing);
+  if (incident && parent && failing && strcmp(parent, failing) == 0)
+    kg_incident_set_cell(incident, kg_failing_code(S->failing), failing, count);
+}
+
 void
 kg__incident_open(kg_sup_t *S, bool sticky)
 {

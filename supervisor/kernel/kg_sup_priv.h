@@ -277,6 +277,7 @@ void kg__notice_fill_current(kg_sup_t *S, kg_notice_info_t *info);
 void kg__notice_publish(kg_sup_t *S, kg_notice_kind_t kind, const kg_notice_info_t *info,
                         const cJSON *parent, const char *extra);
 void kg__incident_open(kg_sup_t *S, bool sticky);
+void kg__incident_cell_count(kg_sup_t *S, const char *parent, int count);
 void kg__write_incident(kg_sup_t *S);
 
 /* kg_sup_helpers.c */

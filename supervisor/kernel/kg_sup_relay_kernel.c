@@ -293,13 +293,16 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       return;
     }
   }
+  int reply_count = -1;
   if (is_exec) {
     const cJSON *count = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                           "execution_count");
     if (cJSON_IsNumber(count))
-      S->execution_count = count->valueint;
+      S->execution_count = reply_count = count->valueint;
   }
   kg__guard_reply(S, msg);
+  if (reply_count >= 0)
+    kg__incident_cell_count(S, parent, reply_count);
   e = kg_pending_find(S->pending, parent);
   if (!e) {
     kg_pending_entry_t *x = kg_pending_find_expired(S->pending, parent);

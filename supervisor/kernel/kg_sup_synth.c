@@ -17,6 +17,7 @@
 #include <zmq.h>
 
 #include "kg_error.h"
+#include "kg_json.h"
 #include "kg_log.h"
 
 #ifndef KGUARD_VERSION
@@ -187,9 +188,16 @@ void
 kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e)
 {
   cJSON *content;
+  cJSON *meta = NULL;
   if (S->info_cache)
     content = cJSON_Duplicate(S->info_cache, 1);
   else {
+    /* Clients that wait for the kernel (kguard run) learn from the reply's
+       metadata, as from a notice's, that no kernel answered and why. */
+    meta = cJSON_CreateObject();
+    cJSON *k = cJSON_AddObjectToObject(meta, "kguard");
+    cJSON_AddStringToObject(k, "event", S->state == KG_ST_DOWN ? "down" : "starting");
+    kg_json_add_string_or_null(k, "reason", kg_notice_due_down_reason(S->due));
     /* Nothing cached yet (the kernel never started): a minimal reply. */
     content = cJSON_CreateObject();
     cJSON_AddStringToObject(content, "status", "ok");
@@ -207,7 +215,8 @@ kg__answer_kernel_info(kg_sup_t *S, kg_pending_entry_t *e)
     cJSON_AddItemToObject(content, "help_links", cJSON_CreateArray());
   }
   kg__status_busy(S, e->header);
-  kg__reply(S, e, "kernel_info_reply", &content);
+  s_reply_meta(S, e, "kernel_info_reply", &content, meta);
+  cJSON_Delete(meta);
   kg__status_idle(S, e->header);
   kg_pending_remove(S->pending, e->msg_id);
 }

@@ -507,52 +507,6 @@ kg_client_next(kg_client_t *self, int64_t deadline_ms, kg_client_event_t *ev)
 }
 
 int
-kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, int *signo)
-{
-  char ids[128][37];
-  size_t nids = 0;
-  bool replied = false, iopub = false;
-  int64_t next_send = 0;
-  while (!(replied && iopub)) {
-    int64_t now = kg_clock_mono_ms();
-    if (now >= deadline_ms)
-      return KG_ETIMEOUT;
-    if (now >= next_send && nids < 128) {
-      int rc = kg_client_send(self, KG_CH_SHELL, "kernel_info_request", NULL, ids[nids]);
-      if (rc != 0)
-        return rc;
-      nids++;
-      next_send = now + 1000;
-    }
-    kg_client_event_t ev;
-    int64_t until = next_send < deadline_ms ? next_send : deadline_ms;
-    int rc = kg_client_next(self, until, &ev);
-    if (rc != 0)
-      return rc;
-    if (ev.kind == KG_CLIENT_EXITED)
-      return KG_ESPAWN;
-    if (ev.kind == KG_CLIENT_SIGNAL) {
-      *signo = ev.signo;
-      return -EINTR;
-    }
-    if (ev.kind != KG_CLIENT_MESSAGE)
-      continue;
-    const char *parent = kg_msg_parent_id(ev.msg);
-    bool ours = false;
-    for (size_t i = 0; parent && i < nids; i++)
-      ours = ours || strcmp(parent, ids[i]) == 0;
-    if (ours && ev.channel == KG_CH_IOPUB)
-      iopub = true;
-    const char *type = kg_msg_type(ev.msg);
-    if (ours && ev.channel == KG_CH_SHELL && type
-        && strcmp(type, "kernel_info_reply") == 0)
-      replied = true;
-    kg_msg_destroy(&ev.msg);
-  }
-  return 0;
-}
-
-int
 kg_client_shutdown(kg_client_t *self, int64_t grace_ms)
 {
   if (s_reap(self))

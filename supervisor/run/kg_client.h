@@ -66,11 +66,20 @@ bool kg_client_spec_is_kguard(const kg_kernelspec_t *spec);
 int kg_client_start(const kg_client_config_t *config, kg_client_t **self_p, char *err,
                     size_t errlen);
 
+/*  What kg_client_wait_ready learnt besides readiness. */
+typedef struct {
+  int signo;                    /*  -EINTR: the signal that arrived        */
+  char reason[1024];            /*  KG_EDOWN: kguard's reason ("" if none) */
+} kg_client_ready_t;
+
 /*  Wait until the kernel answers a kernel_info_request and iopub is known to
     be delivering (an iopub message for one of our requests arrived), sending
-    the request again every second. Returns 0, KG_ETIMEOUT, KG_ESPAWN if the
-    child exited, or -EINTR if a signal arrived (*signo set). */
-int kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, int *signo);
+    the request again every second. A reply that kguard wrote itself because
+    no kernel ever answered (its metadata says kguard event "down") means the
+    kernel could not start. Returns 0, KG_ETIMEOUT, KG_ESPAWN if the child
+    exited, KG_EDOWN if the kernel could not start (out->reason says why), or
+    -EINTR if a signal arrived (out->signo set). */
+int kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, kg_client_ready_t *out);
 
 /*  Send a new request of msg_type on channel (shell or control) with content
     (taken; NULL means {}). Its msg_id is copied into msg_id. Returns 0 or a

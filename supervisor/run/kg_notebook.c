@@ -221,20 +221,36 @@ kg_notebook_load(const char *path, kg_notebook_t **self_p, char *err, size_t err
   *self_p = NULL;
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    kg_errf(err, errlen, "%s is a directory, not a notebook", path);
-    return KG_ENOTEBOOK;
+    kg_errf(err, errlen, "a directory, not a notebook");
+    return -EISDIR;
   }
   char *text = NULL;
   size_t len = 0;
   int rc = kg_file_read(path, KG_NOTEBOOK_MAX, &text, &len);
   if (rc == KG_ETOOBIG) {
-    kg_errf(err, errlen, "%s is larger than %u MiB", path, KG_NOTEBOOK_MAX >> 20);
+    kg_errf(err, errlen, "larger than %u MiB: not a notebook kguard reads",
+            KG_NOTEBOOK_MAX >> 20);
     return KG_ENOTEBOOK;
   }
-  if (rc != 0)
-    kg_errf(err, errlen, "cannot read %s: %s", path, kg_strerror(rc));
-  if (rc == 0)
-    rc = kg_notebook_parse(text, len, self_p, err, errlen);
+  if (rc == -ENOENT)
+    kg_errf(err, errlen, "no such file");
+  else if (rc == -ENOTDIR)
+    kg_errf(err, errlen, "no such file (a part of the path is not a directory)");
+  else if (rc != 0)
+    kg_errf(err, errlen, "cannot read it: %s", kg_strerror(rc));
+  else {
+    size_t blank = 0;
+    while (blank < len && strchr(" \t\r\n", text[blank]))
+      blank++;
+    if (blank == len) {
+      kg_errf(err, errlen, "%s: not a notebook (a notebook is a JSON document; "
+              "create one in Jupyter, or with jupytext or nbformat)",
+              len ? "only blank space" : "an empty file");
+      rc = KG_ENOTEBOOK;
+    }
+    else
+      rc = kg_notebook_parse(text, len, self_p, err, errlen);
+  }
   free(text);
   return rc;
 }

@@ -21,9 +21,11 @@ typedef struct kg_notebook_t kg_notebook_t;
 
 /*  Read and validate the notebook at path. On success *self_p is a new
     notebook owned by the caller and 0 is returned. Returns -errno if the file
-    cannot be read, KG_ENOTEBOOK if it is not a valid nbformat 4 notebook;
-    either way a message naming the problem is written into err (errlen
-    bytes, always NUL-terminated). */
+    cannot be read (-ENOENT, -ENOTDIR: there is no such file; -EISDIR: path
+    is a directory), KG_ENOTEBOOK if it is not a valid nbformat 4 notebook
+    (empty files included); either way a message naming the problem, not
+    the path (the caller names it), is written into err (errlen bytes,
+    always NUL-terminated). */
 int kg_notebook_load(const char *path, kg_notebook_t **self_p, char *err, size_t errlen);
 
 /*  Offset of the first byte of text (len bytes) that is not strict UTF-8
@@ -38,6 +40,7 @@ int kg_notebook_parse(const char *text, size_t len, kg_notebook_t **self_p, char
 
 /*  Free self and set *self_p to NULL. Safe on NULL. */
 void kg_notebook_destroy(kg_notebook_t **self_p);
+
 
 /*  Number of cells (of every type). */
 size_t kg_notebook_cell_count(const kg_notebook_t *self);

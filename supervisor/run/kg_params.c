@@ -122,19 +122,23 @@ s_set(kg_params_t *self, const char *name, cJSON *value, char *literal)
   return 0;
 }
 
-/*  A plain scalar (kg_params_value.h) under name. */
+/*  A plain scalar (kg_params_value.h) under name; for a number out of
+    range, KG_EUSAGE with a message in err. */
 static int
-s_add_scalar(kg_params_t *self, const char *name, const char *text, bool yaml)
+s_add_scalar(kg_params_t *self, const char *name, const char *text, bool yaml, char *err,
+             size_t errlen)
 {
   cJSON *value = NULL;
   char *literal = NULL;
   int rc = kg_params_scalar(text, yaml, &value, &literal);
+  if (rc == KG_EUSAGE)
+    kg_errf(err, errlen, "%s is beyond the range of a float (about 1.8e308; Python would "
+            "read it as inf, which the notebook's metadata cannot record)", text);
   return rc < 0 ? rc : s_set(self, name, value, literal);
 }
 
-int
-kg_params_add_cli(kg_params_t *self, const char *name, const char *value, char *err,
-                  size_t errlen)
+static int
+s_add_cli(kg_params_t *self, const char *name, const char *value, char *err, size_t errlen)
 {
   int rc = s_check_name(name, err, errlen);
   if (rc != 0)
@@ -142,14 +146,43 @@ kg_params_add_cli(kg_params_t *self, const char *name, const char *value, char *
   if (value[0] == '[' || value[0] == '{') {
     cJSON *v = cJSON_Parse(value);
     if (!v) {
-      kg_errf(err, errlen, "-p %s: a value starting with %c is read as JSON, and '%s' is "
-              "not JSON (quote a plain string differently, or fix the JSON)", name,
-              value[0], value);
+      kg_errf(err, errlen, "a value starting with %c is read as JSON, and this is not JSON "
+              "(quote a plain string differently, or fix the JSON)", value[0]);
       return KG_EUSAGE;
     }
     return s_set(self, name, v, NULL);
   }
-  return s_add_scalar(self, name, value, false);
+  if (value[0] == '-') {
+    /*  -p lr -q: a forgotten value, and the next option taken for it. A
+        negative number is a value. */
+    cJSON *v = NULL;
+    char *lit = NULL;
+    int src = kg_params_scalar(value, false, &v, &lit);
+    bool option_like = src == 0 && !cJSON_IsNumber(v);  /* -1e999: a number */
+    cJSON_Delete(v);
+    free(lit);
+    if (src == KG_ENOMEM)
+      return src;
+    if (option_like) {
+      kg_errf(err, errlen, "the value looks like an option (is the value missing?); a "
+              "string that starts with '-' goes in a parameters file (-f)");
+      return KG_EUSAGE;
+    }
+  }
+  return s_add_scalar(self, name, value, false, err, errlen);
+}
+
+int
+kg_params_add_cli(kg_params_t *self, const char *name, const char *value, char *err,
+                  size_t errlen)
+{
+  int rc = s_add_cli(self, name, value, err, errlen);
+  if (rc == KG_EUSAGE) {
+    char inner[1024];
+    snprintf(inner, sizeof inner, "%s", err);
+    kg_errf(err, errlen, "-p %s %s: %s", name, value, inner);
+  }
+  return rc;
 }
 
 /*  ------------------------------------------------------------------------
@@ -239,8 +272,15 @@ s_add_yaml(kg_params_t *self, const char *text, size_t len, const char *source, 
         bool plain = false;
         char *v = colon + 1;
         rc = kg_params_yaml_value(v, &value, &plain, &what);
-        if (rc == 0 && plain)
-          rc = s_add_scalar(self, name, v + strspn(v, " \t"), true);
+        if (rc == 0 && plain) {
+          rc = s_add_scalar(self, name, v + strspn(v, " \t"), true, err, errlen);
+          if (rc == KG_EUSAGE) {
+            char inner[512];
+            snprintf(inner, sizeof inner, "%s", err);
+            kg_errf(err, errlen, "%s, line %d: %s: %s", source, lineno, name, inner);
+            break;
+          }
+        }
         else if (rc == 0)
           rc = s_set(self, name, value, NULL);
         if (rc == KG_EUSAGE && !what)

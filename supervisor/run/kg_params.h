@@ -48,8 +48,11 @@ void kg_params_destroy(kg_params_t **self_p);
 size_t kg_params_count(const kg_params_t *self);
 
 /*  Add (or replace) name = value as `-p NAME VALUE` gives it. Returns 0, or
-    KG_EUSAGE with a message in err (a name that is not a Python identifier,
-    or is a keyword; a [..]/{..} value that is not JSON), KG_ENOMEM. */
+    KG_EUSAGE with a message in err starting "-p NAME VALUE: " (a name that
+    is not a Python identifier, or is a keyword; a [..]/{..} value that is
+    not JSON; a value that starts with '-' and is not a number, so likely the
+    next option taken for a missing value; a float beyond a double's range),
+    KG_ENOMEM. */
 int kg_params_add_cli(kg_params_t *self, const char *name, const char *value, char *err,
                       size_t errlen);
 

@@ -118,12 +118,14 @@ kg_params_scalar(const char *text, bool yaml, cJSON **value, char **literal)
   }
   if (s_is_float(text, yaml)) {
     double v = strtod(text, NULL);
+    /*  1e999 is inf in Python, and JSON has no inf: the notebook could not
+        record what the kernel got. Almost surely a typo; refused. */
+    if (v - v != 0)
+      return KG_EUSAGE;
     char *lit = strdup(text);
     if (!lit)
       return KG_ENOMEM;
-    /*  1e999 is a valid literal (inf in Python), but JSON has no inf. */
-    return s_out(value, literal, v - v == 0 ? cJSON_CreateNumber(v) : cJSON_CreateString(text),
-                 lit);
+    return s_out(value, literal, cJSON_CreateNumber(v), lit);
   }
   return s_out(value, literal, cJSON_CreateString(text), NULL);
 }

@@ -13,10 +13,10 @@
     YAML 1.1's words (PyYAML: yes/no/on/off, null/~/"", floats need a dot);
     else papermill's -p (True/False/None, Python's int() and float()).
     *value: a new cJSON (caller owns). *literal: the exact Python text when
-    it is known (integers without leading zeros, floats as written, inf's
-    1e999 kept as text while the JSON value is a string), else NULL (the
-    caller renders value); caller frees. Returns 0, or KG_ENOMEM with both
-    NULL. */
+    it is known (integers without leading zeros, floats as written), else
+    NULL (the caller renders value); caller frees. Returns 0; KG_EUSAGE for
+    a float beyond a double's range (1e999: inf in Python, which JSON cannot
+    record); or KG_ENOMEM; both NULL on an error. */
 int kg_params_scalar(const char *text, bool yaml, cJSON **value, char **literal);
 
 /*  The value text v of a flat YAML line (after "name:"), edited in place:

@@ -19,6 +19,7 @@
 #include "kg_file.h"
 #include "kg_log.h"
 #include "kg_notebook.h"
+#include "kg_outpath.h"
 #include "kg_params.h"
 #include "kg_paths.h"
 #include "kg_progress.h"
@@ -54,7 +55,8 @@ static const kg_opt_t s_opts[] = {
    "the kernel's working directory (default: the notebook's directory); relative paths in "
    "the notebook and the default kguard-checkpoints directory are found there", 0},
   {O_LOG_OUTPUT, 0, "log-output", NULL,
-   "stream each cell's output (stdout, stderr, results, errors) to stderr as it arrives", 0},
+   "show the cells' output even with --quiet (papermill's spelling; without --quiet it is "
+   "shown anyway)", 0},
   {O_CHECKPOINTS, 0, "checkpoints", "DIR",
    "checkpoint directory for the kernel (KGUARD_CKPT_DIR; default: kguard-checkpoints in the "
    "kernel's working directory: the notebook's, or --cwd)", 0},
@@ -66,7 +68,9 @@ static const kg_opt_t s_opts[] = {
    "repeated-failure rule apply too)", 0},
   {O_STARTUP_TIMEOUT, 0, "startup-timeout", "SEC",
    "time for the kernel to become ready (default 120)", 0},
-  {O_QUIET, 'q', "quiet", NULL, "print only problems and the final summary", 0},
+  {O_QUIET, 'q', "quiet", NULL,
+   "show neither the cells' output nor each cell's progress: only problems and the final "
+   "summary", 0},
   {0, 0, NULL, NULL, NULL, 0},
 };
 
@@ -75,14 +79,17 @@ static const kg_opt_exit_t s_exits[] = {
   {"1", "a cell raised an error (not tagged raises-exception); notebook written"},
   {"2", "gave up: kguard stopped restarting (same failure twice, or its restart budget "
         "spent), or more than --max-restarts restarts; notebook written"},
-  {"3", "bad notebook (not UTF-8, not JSON, not nbformat 4, no cells) or unknown kernel; "
-        "nothing written"},
+  {"3", "bad notebook (empty, not UTF-8, not JSON, not nbformat 4, no cells) or unknown "
+        "kernel; nothing written"},
   {"4", "a cell ran past --timeout; notebook written"},
   {"5", "every cell ran, but after a restart kguard could not restore a verified checkpoint "
         "it had (metadata.kguard.run.checkpoints_not_restored): training started over "
         "instead of resuming; notebook written"},
-  {"100", "wrong usage (including bad parameters, --cwd or --kernel name); nothing written"},
-  {"111", "system failure (e.g. the kernel could not start)"},
+  {"100", "wrong usage: no such NOTEBOOK, an -o that cannot be written (a missing or "
+          "read-only directory, a directory), bad parameters, --cwd or --kernel name; nothing "
+          "ran, nothing written"},
+  {"111", "system failure, e.g. the kernel could not start (its own last words and its "
+          "kernelspec are shown); nothing written"},
   {"130", "interrupted by Ctrl-C (143: SIGTERM); notebook written"},
   {NULL, NULL},
 };
@@ -100,12 +107,22 @@ const kg_cmd_t kg_run_cmd = {
            "goes on. Other errors stop the run as nbconvert does, except in cells tagged "
            "`raises-exception`.",
   .opts = s_opts,
-  .more = "The kernel runs in the notebook's directory (or --cwd); its output goes to a log "
-          "file in the state directory (logs/). The written notebook holds the outputs of "
-          "each cell's final execution; metadata.kguard.incidents lists every kguard event "
-          "(family, incident record, restored checkpoint step), metadata.kguard.run the "
-          "result and metadata.kguard.parameters the parameters. Progress goes to stderr: a "
-          "live line on a terminal, plain lines otherwise.",
+  .more = "What the cells print is shown as it arrives, as if their code ran as a script: "
+          "their stdout, results and displays (as text) on standard output, their stderr and "
+          "tracebacks on standard error, whether or not these are terminals (so `kguard run "
+          "nb.ipynb | grep RESULT` and CI logs see it; --quiet hides it). kguard's own lines "
+          "go to standard error: a live line for the running cell on a terminal, plain lines "
+          "otherwise. Cells are numbered as Jupyter numbers them when a notebook runs from "
+          "the top: cell N is the Nth non-empty code cell, In [N] in the written notebook and "
+          "Cell [N] in kguard's notices.\n\n"
+          "Before any cell runs, kguard checks what it will need: the notebook, the kernel, "
+          "the parameters, and that the executed notebook can be written (its directory "
+          "exists and takes a new file). The kernel runs in the notebook's directory (or "
+          "--cwd); the kguard kernel's log is in the state directory (logs/). The written "
+          "notebook holds the outputs of each cell's final execution; "
+          "metadata.kguard.incidents lists every kguard event (family, incident record, "
+          "restored checkpoint step, cell), metadata.kguard.run the result and "
+          "metadata.kguard.parameters the parameters.",
   .exits = s_exits,
 };
 
@@ -281,7 +298,7 @@ kg_run_main(int argc, char **argv)
   for (size_t i = 0; i < np; i++) {
     int prc = kg_params_add_cli(params, pnames[i], pvalues[i], perr, sizeof perr);
     if (prc != 0) {
-      kg_opt_error("-p: %s", perr);
+      kg_opt_error("%s", perr);
       code = prc == KG_ENOMEM ? KG_EXIT_SYSTEM : KG_EXIT_USAGE;
       kg_params_destroy(&params);
       goto usage;
@@ -299,14 +316,17 @@ kg_run_main(int argc, char **argv)
     return KG_EXIT_USAGE;
   }
 
-  /*  The notebook first: a bad one is reported before anything starts. */
+  /*  The notebook first: a bad one is reported before anything starts. A
+      path that does not lead to a file is a usage error, like every
+      mistyped path; a file that is not a notebook, a bad notebook. */
   char err[2048];
   kg_notebook_t *nb = NULL;
   int rc = kg_notebook_load(input, &nb, err, sizeof err);
   if (rc != 0) {
     kg_opt_error_at(input, "%s", err);
     kg_params_destroy(&params);
-    return KG_RUN_EXIT_BAD_NOTEBOOK;
+    return rc == -ENOENT || rc == -ENOTDIR || rc == -EISDIR ? KG_EXIT_USAGE
+           : rc == KG_ENOTEBOOK ? KG_RUN_EXIT_BAD_NOTEBOOK : KG_EXIT_SYSTEM;
   }
   const char *kname = kernel ? kernel : kg_notebook_kernel_name(nb);
   if (!kname)
@@ -314,7 +334,13 @@ kg_run_main(int argc, char **argv)
   kg_kernelspec_t *spec = NULL;
   rc = kg_kernelspec_find(kname, NULL, &spec, err, sizeof err);
   if (rc != 0) {
-    kg_opt_error("%s: %s", input, err);
+    if (kernel)
+      kg_opt_error("--kernel %s: %s; `jupyter kernelspec list` shows the installed ones",
+                   kernel, err);
+    else
+      kg_opt_error("%s: the notebook's kernel \"%s\" (metadata.kernelspec.name) is not "
+                   "installed here: %s; run it with one that is: --kernel NAME (`jupyter "
+                   "kernelspec list` shows them)", input, kname, err);
     kg_notebook_destroy(&nb);
     kg_params_destroy(&params);
     /*  A bad --kernel is usage; a bad name in the notebook, a bad notebook. */
@@ -340,6 +366,30 @@ kg_run_main(int argc, char **argv)
 
   code = KG_EXIT_SYSTEM;
   char *out_path = output ? strdup(output) : s_default_output(input);
+  /*  Where the executed notebook goes is checked now, as papermill does:
+      a run whose outputs cannot be written must not run at all. */
+  if (out_path) {
+    rc = kg_outpath_check(out_path, err, sizeof err);
+    if (rc != 0) {
+      if (output)
+        kg_opt_error("-o %s: %s", output, err);
+      else
+        kg_opt_error("the executed notebook %s cannot be written: %s; choose where with -o "
+                     "OUT", out_path, err);
+      free(out_path);
+      kg_notebook_destroy(&nb);
+      kg_kernelspec_destroy(&spec);
+      return rc == -ENOMEM ? KG_EXIT_SYSTEM : KG_EXIT_USAGE;
+    }
+  }
+  struct stat ckst;
+  if (checkpoints && stat(checkpoints, &ckst) == 0 && !S_ISDIR(ckst.st_mode)) {
+    kg_opt_error("--checkpoints %s: not a directory", checkpoints);
+    free(out_path);
+    kg_notebook_destroy(&nb);
+    kg_kernelspec_destroy(&spec);
+    return KG_EXIT_USAGE;
+  }
   char *nb_dir = cwd_arg ? s_absolute(cwd_arg) : s_dirname(input);
   char *state_dir = s_state_dir(state_arg);
   char *ckpt = checkpoints ? s_absolute(checkpoints) : NULL;
@@ -348,7 +398,7 @@ kg_run_main(int argc, char **argv)
   int exe_rc = kg_paths_exe(exe, sizeof exe);
   char log_path[PATH_MAX + 64];
   bool have_log = false;
-  kg_progress_t *pr = kg_progress_new(stderr, quiet);
+  kg_progress_t *pr = kg_progress_new(stderr, stdout, quiet);
   int sigfd = -1;
   if (!out_path || !nb_dir || !state_dir || (checkpoints && !ckpt) || (state_arg && !state_abs)
       || !pr || exe_rc != 0) {
@@ -393,7 +443,7 @@ kg_run_main(int argc, char **argv)
     .startup_timeout_s = startup,
     .state_dir = state_dir,
     .log_path = have_log ? log_path : NULL,
-    .log_output = log_output,
+    .show_output = log_output || !quiet,
     .client = {
       .exe = exe,
       .spec = spec,

@@ -250,7 +250,7 @@ kg_run_record_complete(kg_run_record_t *self, const cJSON *kg, const char *text)
 }
 
 void
-kg_run_record_incidents(kg_run_record_t *self, size_t index, int execution,
+kg_run_record_incidents(kg_run_record_t *self, size_t number, size_t index, int execution,
                         const cJSON *events, const cJSON *reply)
 {
   const cJSON *ev;
@@ -270,7 +270,8 @@ kg_run_record_incidents(kg_run_record_t *self, size_t index, int execution,
     cJSON *rec = cJSON_Duplicate(ev, true);
     if (!rec)
       continue;
-    cJSON_AddNumberToObject(rec, "cell", (double) index + 1);
+    cJSON_AddNumberToObject(rec, "cell", (double) number);
+    cJSON_AddNumberToObject(rec, "cell_index", (double) index);
     cJSON_AddNumberToObject(rec, "execution", execution);
     const char *ename = kg_json_string(reply, "ename");
     if (ename && !cJSON_GetObjectItemCaseSensitive(rec, "ename")) {

@@ -50,11 +50,13 @@ void kg_run_record_acted_on(kg_run_record_t *self, const char *msg_id, const cJS
     terminal whether training resumes from it. */
 void kg_run_record_complete(kg_run_record_t *self, const cJSON *kg, const char *text);
 
-/*  Append a record to metadata.kguard.incidents for each of events (cell
-    index 0-based, execution: the execute_requests sent so far, reply: the
-    execute_reply content or NULL); a restart superseded by "down" for the
-    same incident is recorded as the down only. */
-void kg_run_record_incidents(kg_run_record_t *self, size_t index, int execution,
+/*  Append a record to metadata.kguard.incidents for each of events: the
+    cell's number (1-based among the code cells run, as In [N] and kguard's
+    notice count them) as "cell", its 0-based position in the notebook's
+    cells as "cell_index", execution: the execute_requests sent so far,
+    reply: the execute_reply content or NULL. A restart superseded by "down"
+    for the same incident is recorded as the down only. */
+void kg_run_record_incidents(kg_run_record_t *self, size_t number, size_t index, int execution,
                              const cJSON *events, const cJSON *reply);
 
 /*  The incident file of kg (its incident_path, else state_dir/incidents/

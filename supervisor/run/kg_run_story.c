@@ -3,7 +3,9 @@
 #include "kg_run_story.h"
 #include "kg_json.h"
 
+#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kg_runner.h"   /* the exit codes */
@@ -16,8 +18,8 @@ s_is(const char *a, const char *b)
 
 void
 kg_run_story_restart(kg_progress_t *pr, kg_run_record_t *record, const cJSON *events,
-                     const cJSON *reply, const size_t *code, size_t ncode, size_t pos,
-                     int restarts, int max_restarts)
+                     const cJSON *reply, size_t number, size_t ncode, int restarts,
+                     int max_restarts)
 {
   const cJSON *kg = NULL, *ev;
   cJSON_ArrayForEach(ev, events) {
@@ -25,21 +27,22 @@ kg_run_story_restart(kg_progress_t *pr, kg_run_record_t *record, const cJSON *ev
     if (s_is(e, "sticky-restart") || s_is(e, "kernel-died"))
       kg = ev;
   }
-  size_t index = code[pos];
   const char *family = kg_json_string(kg, "family");
   const char *ename = kg_json_string(reply, "ename");
   if (s_is(kg_json_string(kg, "event"), "kernel-died"))
     kg_progress_event(pr, true, "cell %zu: the kernel died; kguard started a fresh "
-                      "one", index + 1);
+                      "one", number);
   else
     kg_progress_event(pr, true, "cell %zu: sticky device error%s%s%s (%s): kguard "
-                      "stopped the poisoned kernel and started a fresh one", index + 1,
+                      "stopped the poisoned kernel and started a fresh one", number,
                       family ? " [" : "", family ? family : "", family ? "]" : "",
                       ename ? ename : "detected by kguard");
-  if (pos + 1 < ncode)
-    kg_progress_event(pr, true, "cells %zu..%zu were held back: none of them ran in "
-                      "the poisoned kernel", code[pos + 1] + 1,
-                      code[ncode - 1] + 1);
+  if (number + 1 == ncode)
+    kg_progress_event(pr, true, "cell %zu was held back: it did not run in the poisoned "
+                      "kernel", ncode);
+  else if (number < ncode)
+    kg_progress_event(pr, true, "cells %zu-%zu were held back: none of them ran in "
+                      "the poisoned kernel", number + 1, ncode);
   const cJSON *step = cJSON_GetObjectItemCaseSensitive(kg, "restored_step");
   if (cJSON_IsNumber(step) && cJSON_GetObjectItemCaseSensitive(kg, "notice"))
     kg_run_record_complete(record, kg, NULL);
@@ -50,30 +53,41 @@ kg_run_story_restart(kg_progress_t *pr, kg_run_record_t *record, const cJSON *ev
   const char *path = kg ? kg_run_record_incident_path(record, kg, buf, sizeof buf) : NULL;
   if (path)
     kg_progress_event(pr, true, "incident record: %s", path);
-  kg_progress_event(pr, true, "restart %d (of at most %d): re-running cells 1..%zu "
-                    "in the fresh kernel, then the rest", restarts,
-                    max_restarts, index + 1);
+  if (number == 1)
+    kg_progress_event(pr, true, "restart %d (of at most %d): running cell 1 again in the "
+                      "fresh kernel, then the rest", restarts, max_restarts);
+  else
+    kg_progress_event(pr, true, "restart %d (of at most %d): running cells 1-%zu again in "
+                      "the fresh kernel, then the rest", restarts, max_restarts, number);
 }
 
 void
-kg_run_story_down(kg_progress_t *pr, size_t index, const cJSON *reply)
+kg_run_story_down(kg_progress_t *pr, size_t number, const cJSON *events, const cJSON *reply)
 {
   const char *ename = kg_json_string(reply, "ename");
   const char *evalue = kg_json_string(reply, "evalue");
-  int n = evalue ? (int) strcspn(evalue, "\n") : 0;
-  kg_progress_event(pr, true, "cell %zu: kguard stopped restarting the kernel (down)%s%s"
-                    "%s%.*s", index + 1, ename ? ": " : "", ename ? ename : "",
-                    n ? ": " : "", n, evalue ? evalue : "");
-  kg_progress_event(pr, true, "gave up: the same failure came back, or the restart "
-                    "budget is spent; a restart does not fix a wrong label or a bug");
+  const cJSON *ev;
+  cJSON_ArrayForEach(ev, events) {
+    if (s_is(kg_json_string(ev, "event"), "down") && kg_json_string(ev, "reason")) {
+      evalue = kg_json_string(ev, "reason");
+      ename = NULL;
+    }
+  }
+  char why[2048];
+  kg_run_story_strip_inband(evalue, why, sizeof why);
+  size_t n = strcspn(why, "\n");
+  why[n] = '\0';
+  kg_progress_event(pr, true, "cell %zu: gave up: kguard stopped restarting the kernel"
+                    "%s%s%s%s%s", number, ename ? " (" : "", ename ? ename : "",
+                    ename ? ")" : "", why[0] ? ": " : "", why);
 }
 
 void
-kg_run_story_error(kg_progress_t *pr, size_t index, const cJSON *reply)
+kg_run_story_error(kg_progress_t *pr, size_t number, const cJSON *reply)
 {
   const char *ename = kg_json_string(reply, "ename");
   const char *evalue = kg_json_string(reply, "evalue");
-  kg_progress_event(pr, true, "cell %zu raised %s%s%s", index + 1,
+  kg_progress_event(pr, true, "cell %zu raised %s%s%s", number,
                     ename ? ename : "an error", evalue && *evalue ? ": " : "",
                     evalue ? evalue : "");
 }
@@ -122,4 +136,100 @@ kg_run_story_log_tail(kg_progress_t *pr, const char *log_path)
   char *start = n == sizeof buf - 1 ? strchr(buf, '\n') : NULL;
   kg_progress_event(pr, true, "the kernel's log (%s) ends with:", path);
   kg_progress_block(pr, true, "  | ", start ? start + 1 : buf);
+}
+
+char *
+kg_run_story_strip_inband(const char *text, char *buf, size_t size)
+{
+  size_t at = 0;
+  buf[0] = '\0';
+  const char *s = text ? text : "";
+  while (*s) {
+    /*  One sentence: up to ". " or the end. */
+    const char *end = strstr(s, ". ");
+    size_t n = end ? (size_t) (end - s) + 1 : strlen(s);
+    bool advice = false;
+    for (size_t i = 0; i + 15 <= n && !advice; i++)
+      advice = strncmp(s + i, "%kguard restart", 15) == 0;
+    if (!advice && at + n + 2 < size) {
+      at += (size_t) snprintf(buf + at, size - at, "%s%.*s", at ? " " : "", (int) n, s);
+    }
+    s += n;
+    while (*s == ' ')
+      s++;
+  }
+  /*  A trailing "; kguard stays up ..." clause is advice for notebooks too. */
+  char *semi = strstr(buf, "; kguard stays up");
+  if (semi)
+    *semi = '\0';
+  return buf;
+}
+
+/*  A line kguard's own log wrote: "2026-01-02T03:04:05.678Z kguard[PID] L: ". */
+static bool
+s_is_kguard_line(const char *line, size_t n)
+{
+  if (n < 24 || !isdigit((unsigned char) line[0]) || line[4] != '-' || line[10] != 'T')
+    return false;
+  const char *sp = memchr(line, ' ', n);
+  return sp && (size_t) (sp - line) + 8 < n && strncmp(sp + 1, "kguard[", 7) == 0;
+}
+
+void
+kg_run_story_start_failed(kg_progress_t *pr, const kg_kernelspec_t *spec, const char *reason,
+                          const char *log_path)
+{
+  char why[1024];
+  kg_run_story_strip_inband(reason, why, sizeof why);
+  kg_progress_event(pr, true, "kernel \"%s\" could not start%s%s", spec->name,
+                    why[0] ? ": " : "", why);
+
+  /*  The kernel's own words: its lines of the log, repeats folded. */
+  FILE *f = log_path ? fopen(log_path, "re") : NULL;
+  if (f) {
+    char tail[8192];
+    if (fseek(f, -(long) (sizeof tail - 1), SEEK_END) != 0)
+      rewind(f);
+    size_t n = fread(tail, 1, sizeof tail - 1, f);
+    fclose(f);
+    tail[n] = '\0';
+    const char *from = tail;
+    if (n == sizeof tail - 1 && strchr(tail, '\n'))
+      from = strchr(tail, '\n') + 1;     /*  from a line start */
+    char words[8192];
+    size_t at = 0;
+    const char *prev = NULL;
+    size_t prev_n = 0;
+    int repeats = 0;
+    for (const char *s = from; *s;) {
+      size_t len = strcspn(s, "\n");
+      bool keep = len > 0 && !s_is_kguard_line(s, len);
+      if (keep && prev && len == prev_n && memcmp(s, prev, len) == 0)
+        repeats++;
+      else if (keep) {
+        if (repeats && at < sizeof words)
+          at += (size_t) snprintf(words + at, sizeof words - at, " (%d times)", repeats + 1);
+        if (at < sizeof words)
+          at += (size_t) snprintf(words + at, sizeof words - at, "%s%.*s", at ? "\n" : "",
+                                  (int) len, s);
+        prev = s;
+        prev_n = len;
+        repeats = 0;
+      }
+      s += len;
+      if (*s == '\n')
+        s++;
+    }
+    if (repeats && at < sizeof words)
+      snprintf(words + at, sizeof words - at, " (%d times)", repeats + 1);
+    if (at) {
+      kg_progress_event(pr, true, "the kernel's last words (from %s):", log_path);
+      kg_progress_block(pr, true, "  | ", words);
+    }
+  }
+  const cJSON *arg0 = cJSON_GetArrayItem(spec->argv, 0);
+  kg_progress_event(pr, true, "its kernelspec: %s%skernel.json (runs %s); fix it, or choose "
+                    "another kernel with -k NAME (jupyter kernelspec list)",
+                    spec->dir ? spec->dir : "", spec->dir ? "/" : "",
+                    cJSON_IsString(arg0) ? arg0->valuestring : "?");
 }

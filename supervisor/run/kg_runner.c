@@ -17,8 +17,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "kg_clock.h"
+#include "kg_errtext.h"
 #include "kg_exit.h"
 #include "kg_error.h"
 #include "kg_outputs.h"
@@ -42,11 +44,14 @@ typedef struct {
   kg_outputs_t *outputs;
   size_t *code;                 /*  indices of the non-empty code cells    */
   size_t ncode;
+  size_t pos;                   /*  the running cell's position in code[]:
+                                    its number (In [N]) is pos + 1         */
   int restarts;                 /*  restarts followed so far               */
   int executions;               /*  execute_requests sent                  */
   kg_run_record_t *record;      /*  incidents and checkpoints learnt       */
   int sigints;                  /*  SIGINTs received                       */
   int stop_signal;              /*  a signal that ends the run now, or 0   */
+  char plain[8192];             /*  a traceback line, colours removed      */
 } s_run_t;
 
 /*  What happened to one execute_request. */
@@ -80,22 +85,35 @@ s_blank(const char *code)
 /*  ------------------------------------------------------------------------
     One cell. */
 
-/*  --log-output: the cell's output as it arrives, as papermill logs it:
-    streams, the text of results and displays, errors. */
+/*  The cell's output as it arrives, as running its code as a script would
+    show it: its stdout stream and the text of its results and displays on
+    standard output, its stderr stream and error tracebacks on stderr. */
 static void
-s_log_output(s_run_t *run, const char *type, const cJSON *content)
+s_show_output(s_run_t *run, const char *type, const cJSON *content)
 {
-  if (s_is(type, "stream"))
-    kg_progress_block(run->pr, true, "", kg_json_string(content, "text"));
+  if (s_is(type, "stream")) {
+    bool err = s_is(kg_json_string(content, "name"), "stderr");
+    kg_progress_output(run->pr, err, kg_json_string(content, "text"));
+  }
   else if (s_is(type, "execute_result") || s_is(type, "display_data")) {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(content, "data");
-    kg_progress_block(run->pr, true, "", kg_json_string(data, "text/plain"));
+    const char *text = kg_json_string(data, "text/plain");
+    if (text && *text) {
+      kg_progress_output(run->pr, false, text);
+      kg_progress_output(run->pr, false, "\n");
+    }
   }
   else if (s_is(type, "error")) {
-    const char *ename = kg_json_string(content, "ename");
-    const char *evalue = kg_json_string(content, "evalue");
-    kg_progress_event(run->pr, true, "%s: %s", ename ? ename : "error",
-                      evalue ? evalue : "");
+    const cJSON *line;
+    cJSON_ArrayForEach(line, cJSON_GetObjectItemCaseSensitive(content, "traceback")) {
+      if (!cJSON_IsString(line))
+        continue;
+      snprintf(run->plain, sizeof run->plain, "%s", line->valuestring);
+      if (!isatty(STDERR_FILENO))
+        kg_errtext_strip_ansi(run->plain);    /*  colours only on a terminal */
+      kg_progress_output(run->pr, true, run->plain);
+      kg_progress_output(run->pr, true, "\n");
+    }
   }
 }
 
@@ -133,8 +151,8 @@ s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
       cell->idle = true;
     return;
   }
-  if (run->cfg->log_output && !cJSON_IsObject(kg))
-    s_log_output(run, type, content);   /*  notices are shown already      */
+  if (run->cfg->show_output && !cJSON_IsObject(kg))
+    s_show_output(run, type, content);  /*  notices are shown already      */
   if (kg_outputs_add(run->outputs, type, content) < 0)
     kg_progress_event(run->pr, true, "out of memory while recording outputs");
 }
@@ -214,18 +232,18 @@ s_execute(s_run_t *run, size_t index, s_cell_t *cell, const char *code)
           otherwise. */
       if (cJSON_GetArraySize(cell->events) == 0)
         kg_progress_event(run->pr, false, "no idle status after the reply of cell %zu; "
-                          "going on", index + 1);
+                          "going on", run->pos + 1);
       break;
     }
     if (limit >= 0 && now >= limit) {
       if (cell->timed_out) {
         kg_progress_event(run->pr, true, "cell %zu did not answer the interrupt",
-                          index + 1);
+                          run->pos + 1);
         break;
       }
       cell->timed_out = true;
       kg_progress_event(run->pr, true, "cell %zu ran past --timeout %gs: interrupting it",
-                        index + 1, run->cfg->timeout_s);
+                        run->pos + 1, run->cfg->timeout_s);
       s_interrupt(run);
       limit = now + KG_INTERRUPT_GRACE_MS;
     }
@@ -253,7 +271,7 @@ s_execute(s_run_t *run, size_t index, s_cell_t *cell, const char *code)
     case KG_CLIENT_SIGNAL:
       if (ev.signo == SIGINT && run->sigints++ == 0) {
         kg_progress_event(run->pr, true, "interrupted: interrupting cell %zu "
-                          "(Ctrl-C again to stop at once)", index + 1);
+                          "(Ctrl-C again to stop at once)", run->pos + 1);
         cell->user_interrupt = true;
         s_interrupt(run);
       }
@@ -303,11 +321,12 @@ s_metadata(s_run_t *run, const char *result, size_t cells_done)
                         cJSON_Duplicate(kg_run_record_not_restored(run->record), true));
 }
 
-/*  Record the kguard events of cell (code cell index) in the notebook. */
+/*  Record the kguard events of the running cell in the notebook. */
 static void
-s_record(s_run_t *run, size_t index, const s_cell_t *cell)
+s_record(s_run_t *run, const s_cell_t *cell)
 {
-  kg_run_record_incidents(run->record, index, run->executions, cell->events, cell->reply);
+  kg_run_record_incidents(run->record, run->pos + 1, run->code[run->pos], run->executions,
+                          cell->events, cell->reply);
 }
 
 /*  Execute the cells; returns the exit code and how many cells were done. */
@@ -324,7 +343,8 @@ s_loop(s_run_t *run, size_t *done)
       return KG_EXIT_SYSTEM;
     s_cell_t cell = {0};
     cell.events = cJSON_CreateArray();
-    kg_progress_cell_start(run->pr, pos + 1, run->ncode, index, pos < rerun_until, code);
+    run->pos = pos;
+    kg_progress_cell_start(run->pr, pos + 1, run->ncode, pos < rerun_until, code);
     int rc = cell.events ? s_execute(run, index, &cell, code) : KG_ENOMEM;
     free(code);
     int exit_code = -1;
@@ -332,7 +352,7 @@ s_loop(s_run_t *run, size_t *done)
     const char *status = kg_json_string(cell.reply, "status");
     if (rc != 0) {
       kg_progress_cell_end(run->pr, "failed");
-      kg_progress_event(run->pr, true, "unable to execute cell %zu: %s", index + 1,
+      kg_progress_event(run->pr, true, "unable to execute cell %zu: %s", pos + 1,
                         kg_strerror(rc));
       exit_code = KG_EXIT_SYSTEM;
     }
@@ -352,13 +372,13 @@ s_loop(s_run_t *run, size_t *done)
     else if (s_is(event, "down")) {
       kg_progress_cell_end(run->pr, "down");
       kg_run_record_acted_on(run->record, cell.msg_id, cell.events);
-      s_record(run, index, &cell);
-      kg_run_story_down(run->pr, index, cell.reply);
+      s_record(run, &cell);
+      kg_run_story_down(run->pr, pos + 1, cell.events, cell.reply);
       exit_code = KG_RUN_EXIT_GAVE_UP;
     }
     else if (s_is(event, "sticky-restart") || s_is(event, "kernel-died")) {
       kg_progress_cell_end(run->pr, "kernel restarted");
-      s_record(run, index, &cell);
+      s_record(run, &cell);
       kg_run_record_acted_on(run->record, cell.msg_id, cell.events);
       run->restarts++;
       if (run->restarts > run->cfg->max_restarts) {
@@ -367,8 +387,8 @@ s_loop(s_run_t *run, size_t *done)
         exit_code = KG_RUN_EXIT_GAVE_UP;
       }
       else {
-        kg_run_story_restart(run->pr, run->record, cell.events, cell.reply, run->code, run->ncode,
-                             pos, run->restarts, run->cfg->max_restarts);
+        kg_run_story_restart(run->pr, run->record, cell.events, cell.reply, pos + 1, run->ncode,
+                             run->restarts, run->cfg->max_restarts);
         if (pos + 1 > rerun_until)
           rerun_until = pos + 1;
         pos = 0;
@@ -376,7 +396,7 @@ s_loop(s_run_t *run, size_t *done)
     }
     else if (cell.timed_out) {
       kg_progress_cell_end(run->pr, "timed out");
-      s_record(run, index, &cell);
+      s_record(run, &cell);
       exit_code = KG_RUN_EXIT_TIMEOUT;
     }
     else if (cell.user_interrupt) {
@@ -385,13 +405,13 @@ s_loop(s_run_t *run, size_t *done)
     }
     else if (!s_is(status, "ok") && !kg_notebook_has_tag(run->nb, index, "raises-exception")) {
       kg_progress_cell_end(run->pr, status ? status : "error");
-      s_record(run, index, &cell);
-      kg_run_story_error(run->pr, index, cell.reply);
+      s_record(run, &cell);
+      kg_run_story_error(run->pr, pos + 1, cell.reply);
       exit_code = KG_RUN_EXIT_CELL_ERROR;
     }
     else {
       kg_progress_cell_end(run->pr, s_is(status, "ok") ? "ok" : "error (raises-exception)");
-      s_record(run, index, &cell);
+      s_record(run, &cell);
       pos++;
       if (pos > *done)
         *done = pos;
@@ -456,12 +476,16 @@ kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *p
   }
   kg_progress_event(pr, false, "kernel \"%s\" starting under kguard (pid %d)",
                     cfg->client.spec->name, (int) kg_client_pid(run.client));
-  int signo = 0;
+  kg_client_ready_t ready;
   int64_t deadline = kg_clock_mono_ms() + (int64_t) (cfg->startup_timeout_s * 1000);
-  rc = kg_client_wait_ready(run.client, deadline, &signo);
+  rc = kg_client_wait_ready(run.client, deadline, &ready);
   if (rc == -EINTR) {
     kg_progress_event(pr, true, "interrupted while the kernel was starting");
-    code = 128 + signo;
+    code = 128 + ready.signo;
+    goto done;
+  }
+  if (rc == KG_EDOWN) {
+    kg_run_story_start_failed(pr, cfg->client.spec, ready.reason, cfg->log_path);
     goto done;
   }
   if (rc != 0) {

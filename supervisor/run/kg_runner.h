@@ -45,7 +45,7 @@ typedef struct {
   double startup_timeout_s;     /*  for the kernel to answer kernel_info   */
   const char *state_dir;        /*  resolved, for incident paths           */
   const char *log_path;         /*  the kernel's log (for the summary)     */
-  bool log_output;              /*  stream cell outputs to the terminal    */
+  bool show_output;             /*  show the cells' output as it arrives   */
   kg_client_config_t client;    /*  how to start the kernel                */
 } kg_runner_config_t;
 

@@ -18,7 +18,8 @@
 //      three cells queued behind it show KernelRestarted, and their marker files never appear:
 //      no queued cell ran in the fresh kernel, whatever the order of arrival.
 // Screenshots (browser-after-fault.png, browser.png; browser-failure.png on failure) and the
-// server log are saved in KG_BROWSER_ARTIFACTS.
+// server log are saved in KG_BROWSER_ARTIFACTS; browser-notice.png is the failing cell's end,
+// the notice and the first queued cell: the picture in the README (docs/img/notice.png).
 //
 // Environment: KGUARD_BIN (required), KGUARD_SOURCE_DIR (default: two levels up),
 // KGUARD_PYTHON (default /usr/bin/python3), KG_BROWSER_ARTIFACTS (default ./artifacts),
@@ -356,6 +357,23 @@ async function screenshot(page, file) {
   log(`screenshot: ${file}`);
 }
 
+// The picture the README shows: the end of the failing cell's error, kguard's notice under it,
+// and the first queued cell's KernelRestarted error, cut from the page as the user sees it.
+// Taken after screenshot() has grown the viewport to the whole notebook, so every box is in it.
+async function noticeShot(page, train, next, file) {
+  const cell = page.locator(cellSel).nth(train);
+  const box = await cell.boundingBox();
+  const err = await cell.locator('.output_error').last().boundingBox();
+  const notice = await cell.locator('.output_markdown', { hasText: /kguard/i }).last().boundingBox();
+  const after = next === undefined ? null : await page.locator(cellSel).nth(next).boundingBox();
+  if (!box || !err || !notice) fail('the failing cell, its error or its notice has no box on the page');
+  const top = Math.max(box.y, err.y + err.height - 136);   // the error's last lines
+  const bottom = Math.max(notice.y + notice.height, after ? after.y + after.height : 0) + 8;
+  await page.screenshot({ path: file, clip: { x: Math.max(0, box.x - 8), y: top,
+                                              width: box.width + 16, height: bottom - top } });
+  log(`screenshot: ${file}`);
+}
+
 async function scenario(page, server, nbName) {
   const url = server.url(`/notebooks/${encodeURIComponent(nbName)}?token=${server.token}`);
   log(`opening ${url.replace(server.token, '<token>')}`);
@@ -412,6 +430,7 @@ async function scenario(page, server, nbName) {
     log(`queued cell #${i}: KernelRestarted shown, nothing executed`);
   }
   await screenshot(page, path.join(ARTIFACTS, 'browser-after-fault.png'));
+  await noticeShot(page, train, queued[0], path.join(ARTIFACTS, 'browser-notice.png'));
 
   // 2. The kernel is usable: a new cell below the last one, print(1+1).
   const n = cells.length;

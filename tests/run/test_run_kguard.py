@@ -9,6 +9,7 @@ that the right checkpoint was restored and resumed.
 """
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -56,6 +57,8 @@ def test_clean_example(clean_result):
     assert result["final_step"] == "200" and result["resumed_from"] == "None"
     assert float(result["accuracy"]) > 0.9 and float(result["loss"]) < 0.5
     assert run.meta()["run"]["restarts"] == 0 and run.meta()["incidents"] == []
+    # The RESULT line reaches the terminal (standard output), as the demo says.
+    assert "RESULT final_step=200" in run.stdout
     # Deterministic cells print the same as a direct nbclient run's, and so
     # does the whole training (fixed seeds, single thread).
     mine = run.code_cells()
@@ -84,14 +87,28 @@ def test_emulated_assert_restarts_once_and_resumes(workdir, clean_result, kind, 
     incidents = [i for i in meta["incidents"] if i["event"] == "sticky-restart"]
     assert len(incidents) == 1, meta["incidents"]
     inc = incidents[0]
-    assert inc["restored_step"] == 40 and inc["cell"] == 5
+    # Cell 4 as kguard's notice and In [4] count it (the 4th code cell; the
+    # notebook's 5th cell, index 4, after its markdown title).
+    assert inc["restored_step"] == 40 and inc["cell"] == 4 and inc["cell_index"] == 4
+    assert "Cell [4]" in inc["notice"]
     if family:
         assert inc["family"] == family
     path = Path(inc["incident_path"])
     assert path.parent == d / "state" / "incidents" and path.exists()
     record = json.loads(path.read_text())
     assert record["id"] == inc["incident"]
-    # The terminal story: restart, restore, incident and notebook paths.
+    # The terminal story: restart, restore, incident and notebook paths, with
+    # one numbering of cells: the 4th code cell is cell 4 in every line, as
+    # in the notice (Cell [4]) and the notebook (In [4]); markdown cells are
+    # not counted.
+    assert "cell 4/5: BATCH = 64" in run.stderr
+    assert "cell 4: sticky device error" in run.stderr
+    assert "cell 5 was held back" in run.stderr
+    assert "running cells 1-4 again in the fresh kernel" in run.stderr
+    assert not re.search(r"cells? \d+\.\.\d+|cell 6\b|\[\d+/\d+\] cell", run.stderr)
+    # What the training printed is shown as it ran, the RESULT line included.
+    assert "resumed from the checkpoint of step 40" in run.stdout
+    assert "RESULT final_step=200" in run.stdout and "resumed_from=40" in run.stdout
     assert "kernel restarted" in run.stderr
     assert "checkpoint of step 40 verified and restored" in run.stderr
     assert "incident record:   %s" % path in run.stderr
@@ -172,3 +189,38 @@ def test_kguard_kernelspec_is_not_wrapped_twice(workdir):
     log = [l for l in run.stderr.splitlines() if "kernel log:" in l][0].split()[-1]
     supervising = [l for l in Path(log).read_text().splitlines() if "supervising" in l]
     assert supervising and all("/usr/bin/python3" in l for l in supervising), supervising
+
+
+def test_notice_names_the_cell_when_its_reply_comes_first(workdir):
+    """The failing cell's execute_reply can reach kguard before its error
+    (ipykernel sends iopub from a thread of its own). The notice must still
+    name the cell as the notebook does (Cell [3], In [3]), not guess from
+    the last count seen. The cell delays its own error output by a second
+    (IPython's _showtraceback on a timer), so the reply comes first every
+    time."""
+    d, env = workdir
+    assert_text = ("CUDA error: device-side assert triggered\\nCUDA kernel errors might be "
+                   "asynchronously reported at some other API call")
+    delayed = ("import os, threading\n"
+               "if not os.path.exists('fired'):\n"
+               "    open('fired', 'w').close()\n"
+               "    ip = get_ipython(); show = ip._showtraceback\n"
+               "    ip._showtraceback = lambda *a: threading.Timer(1.0, show, a).start()\n"
+               "    raise RuntimeError('%s')\n" % assert_text)
+    cells = ["x = 1", "y = 2", delayed, "print('after', x + y)"]
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "id": "c%d" % i,
+                     "execution_count": None, "source": src} for i, src in enumerate(cells)],
+          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                      "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    (d / "late.ipynb").write_text(json.dumps(nb))
+    run = kguard_run(BIN, d / "late.ipynb", env)
+    assert run.code == 0, run
+    incidents = [i for i in run.meta()["incidents"] if i["event"] == "sticky-restart"]
+    assert len(incidents) == 1, run.meta()["incidents"]
+    assert incidents[0]["cell"] == 3
+    assert "Cell [3]" in incidents[0]["notice"], incidents[0]["notice"]
+    record = json.loads(Path(incidents[0]["incident_path"]).read_text())
+    assert record["cell"]["execution_count"] == 3
+    assert "cell 3: sticky device error" in run.stderr
+    assert "after 3" in run.stdout

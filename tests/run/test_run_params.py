@@ -1,6 +1,6 @@
 """`kguard run` options that shape the run, through the real runner: papermill
 parameters (-p, -f JSON/YAML, the injected cell, its metadata, re-execution
-after a restart), --cwd, --log-output, strict UTF-8, and the "verified
+after a restart), --cwd, the cells' output, strict UTF-8, and the "verified
 checkpoint not restored" outcome (exit 5).
 
 Most tests use KGUARD_RUN_PASSTHROUGH (the runner without the supervisor,
@@ -119,6 +119,14 @@ def test_parameter_files_and_precedence(workdir):
     (["-p", "class", "1"], "Python keyword"),
     (["-p", "x", "[1,"], "is not JSON"),
     (["-p", "x"], "needs a NAME and a VALUE"),
+    # Python would read 1e400 as inf, which the notebook's JSON metadata
+    # cannot record: refused, not recorded as the string "1e400".
+    (["-p", "lr", "1e400"], "-p lr 1e400: 1e400 is beyond the range of a float"),
+    (["-p", "lr", "-1e400"], "beyond the range of a float"),
+    (["-f", "PARAMS/inf.yaml"], "line 1: lr: 1.0e400 is beyond the range of a float"),
+    # A forgotten value: the next option is not taken for it.
+    (["-p", "lr", "-q"], "-p lr -q: the value looks like an option"),
+    (["-p", "lr", "--quiet"], "-p lr --quiet: the value looks like an option"),
     (["-f", "PARAMS/nested.yaml"], "line 2: an indented line"),
     (["-f", "PARAMS/list.json"], "expected a JSON object"),
     (["-f", "PARAMS/missing.json"], "cannot read"),
@@ -130,6 +138,7 @@ def test_bad_parameters_are_usage_errors(workdir, args, needle):
     (d / "nested.yaml").write_text("a:\n  b: 1\n")
     (d / "list.json").write_text("[1]")
     (d / "p.toml").write_text("a = 1")
+    (d / "inf.yaml").write_text("lr: 1.0e400\n")
     nb = _notebook(d / "p.ipynb", [_cell("1")])
     args = [a.replace("PARAMS", str(d)) for a in args]
     run = kguard_run(PASS, nb, env, *args)
@@ -138,7 +147,16 @@ def test_bad_parameters_are_usage_errors(workdir, args, needle):
     assert not run.out_path.exists()
 
 
-def test_cwd_and_log_output(workdir):
+def test_negative_numbers_are_values(workdir):
+    d, env = workdir
+    nb = _notebook(d / "p.ipynb", [_cell("print(repr((a, b, c)))")])
+    run = kguard_run(PASS, nb, env, "-p", "a", "-0.5", "-p", "b", "-3", "-p", "c", "-1e-3")
+    assert run.code == 0, run
+    assert stream_text(run.code_cells()[1]) == "(-0.5, -3, -0.001)\n"
+    assert run.meta()["parameters"] == {"a": -0.5, "b": -3, "c": -0.001}
+
+
+def test_cwd_and_cell_output(workdir):
     d, env = workdir
     work = d / "work"
     work.mkdir()
@@ -147,16 +165,23 @@ def test_cwd_and_log_output(workdir):
         _cell("import os\nprint('CWD', os.getcwd())\nprint(open('data.txt').read().strip())"),
         _cell("import sys\nprint('to stderr', file=sys.stderr)\n6 * 7"),
         _cell("raise ValueError('boom')")])
-    run = kguard_run(PASS, nb, env, "--cwd", str(work), "--log-output")
+    run = kguard_run(PASS, nb, env, "--cwd", str(work))
     assert run.code == 1, run
     cells = run.code_cells()
     assert stream_text(cells[0]).splitlines() == ["CWD %s" % work, "payload"]
-    # Streamed live to the terminal (stderr), as well as recorded.
-    for text in ("CWD %s" % work, "payload", "to stderr", "42", "ValueError: boom"):
-        assert text in run.stderr, text
-    # Without --log-output the terminal shows no cell output.
-    quiet = kguard_run(PASS, nb, env, "--cwd", str(work))
-    assert "payload" not in quiet.stderr and "to stderr" not in quiet.stderr
+    # Shown by default, as the cells' code run as a script would show it:
+    # stdout and results on stdout, stderr and the traceback on stderr.
+    assert run.stdout.splitlines() == ["CWD %s" % work, "payload", "42"], run.stdout
+    assert "to stderr" in run.stderr and "ValueError: boom" in run.stderr
+    assert "to stderr" not in run.stdout
+    # The traceback is plain text when stderr is not a terminal.
+    assert "\x1b[" not in run.stderr
+    # --quiet hides it; papermill's --log-output shows it even then.
+    quiet = kguard_run(PASS, nb, env, "--cwd", str(work), "--quiet")
+    assert quiet.stdout == "" and "to stderr" not in quiet.stderr
+    both = kguard_run(PASS, nb, env, "--cwd", str(work), "--quiet", "--log-output")
+    assert "payload" in both.stdout and "to stderr" in both.stderr
+    assert "cell 1/3" not in both.stderr
 
 
 def test_invalid_utf8_is_refused(workdir):

@@ -159,7 +159,7 @@ def test_output_option_and_usage(workdir):
     run = kguard_run(BIN, nb, env, "-o", str(out), "--quiet")
     assert run.code == 0, run
     assert out.exists() and not (d / "raises.kguard.ipynb").exists()
-    assert "[1/3]" not in run.stderr and "executed notebook" in run.stderr
+    assert "cell 1/3" not in run.stderr and "executed notebook" in run.stderr
     usage = subprocess.run([BIN, "run"], capture_output=True, text=True, env=env)
     assert usage.returncode == 100
     usage = subprocess.run([BIN, "run", str(nb), "--max-restarts", "x"], capture_output=True,

@@ -2,6 +2,7 @@
     reader/writer, the iopub-to-outputs collector, parameters (papermill's
     -p and -f), and the kernelspec name and argv rules shared with
     `kguard install`. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "kg_error.h"
 #include "kg_kernelspec.h"
 #include "kg_notebook.h"
+#include "kg_outpath.h"
 #include "kg_outputs.h"
 #include "kg_params.h"
 #include "kg_params_value.h"
@@ -97,8 +99,62 @@ KG_TEST(notebook_reject)
            "cell 1: \"source\"");
   kg_notebook_t *nb = NULL;
   char err[512];
+  /*  The caller names the path once; the message says what is wrong. */
   KG_CHECK_INT(kg_notebook_load("/nonexistent/x.ipynb", &nb, err, sizeof err), -ENOENT);
-  KG_CHECK(strstr(err, "/nonexistent/x.ipynb") != NULL);
+  KG_CHECK_STR(err, "no such file");
+  KG_CHECK_INT(kg_notebook_load("/", &nb, err, sizeof err), -EISDIR);
+  KG_CHECK(strstr(err, "a directory") != NULL && strstr(err, "/") == NULL);
+  char dir[] = "/tmp/kg-nb-XXXXXX";
+  KG_CHECK(mkdtemp(dir) != NULL);
+  char path[64];
+  snprintf(path, sizeof path, "%s/empty.ipynb", dir);
+  static const char *blank[] = {"", " \n\t\r\n"};
+  for (size_t i = 0; i < 2; i++) {
+    FILE *f = fopen(path, "w");
+    KG_CHECK(f != NULL);
+    fputs(blank[i], f);
+    fclose(f);
+    KG_CHECK_INT(kg_notebook_load(path, &nb, err, sizeof err), KG_ENOTEBOOK);
+    KG_CHECK(strstr(err, i == 0 ? "an empty file: not a notebook"
+                                : "only blank space: not a notebook") != NULL);
+    KG_CHECK(strstr(err, "syntax error") == NULL);
+  }
+  unlink(path);
+  rmdir(dir);
+}
+
+/*  Where the executed notebook goes is checked before anything runs: a
+    directory, a missing directory, a parent that is a file, and a writable
+    place (which is left as it was). */
+KG_TEST(outpath_check)
+{
+  char dir[] = "/tmp/kg-nbw-XXXXXX";
+  KG_CHECK(mkdtemp(dir) != NULL);
+  char path[128], file[128];
+  char err[512];
+  KG_CHECK_INT(kg_outpath_check(dir, err, sizeof err), -EISDIR);
+  KG_CHECK(strstr(err, "is a directory") != NULL && strstr(err, "out.ipynb") != NULL);
+  snprintf(path, sizeof path, "%s/missing/deeper/out.ipynb", dir);
+  KG_CHECK_INT(kg_outpath_check(path, err, sizeof err), -ENOENT);
+  KG_CHECK(strstr(err, "missing/deeper does not exist") != NULL);
+  snprintf(file, sizeof file, "%s/plain", dir);
+  FILE *f = fopen(file, "w");
+  KG_CHECK(f != NULL);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/plain/out.ipynb", dir);
+  KG_CHECK(kg_outpath_check(path, err, sizeof err) < 0);
+  snprintf(path, sizeof path, "%s/out.ipynb", dir);
+  KG_CHECK_INT(kg_outpath_check(path, err, sizeof err), 0);
+  /*  Nothing was left behind: the directory holds only "plain". */
+  DIR *d = opendir(dir);
+  int entries = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    entries += e->d_name[0] != '.';
+  closedir(d);
+  KG_CHECK_INT(entries, 1);
+  unlink(file);
+  rmdir(dir);
 }
 
 /*  nbformat's layout: 1-space indent, multi-line strings as lists of lines
@@ -303,7 +359,7 @@ KG_TEST(params_cli)
     {"it's \"q\"\\", "\"it's \\\"q\\\"\\\\\""}, {"a\nb\tc", "\"a\\nb\\tc\""},
     {"[1, 2.5, null, true, \"s\"]", "[1, 2.5, None, True, \"s\"]"},
     {"{\"k\": {\"n\": false}}", "{\"k\": {\"n\": False}}"},
-    {"1e999", "1e999"}, {"inf", "\"inf\""},
+    {"inf", "\"inf\""}, {"-0.5", "-0.5"}, {"-.5e2", "-.5e2"},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     kg_params_t *p = kg_params_new();
@@ -321,6 +377,10 @@ KG_TEST(params_cli)
     {"1x", "1", "not a Python identifier"}, {"a-b", "1", "not a Python identifier"},
     {"", "1", "not a Python identifier"}, {"class", "1", "Python keyword"},
     {"x", "[1, 2", "is not JSON"}, {"x", "{a: 1}", "is not JSON"},
+    {"x", "1e999", "-p x 1e999: 1e999 is beyond the range of a float"},
+    {"x", "-q", "-p x -q: the value looks like an option"},
+    {"x", "--cwd", "looks like an option"}, {"x", "-", "looks like an option"},
+    {"x", "-inf", "looks like an option"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     kg_params_t *p = kg_params_new();
@@ -535,7 +595,6 @@ KG_TEST(params_value_table)
     {"+12", true, "12", "12"},       {"1e3", false, "1000", "1e3"},
     {"1e3", true, "\"1e3\"", NULL},  /* YAML 1.1: a float needs a dot */
     {"1.5e3", true, "1500", "1.5e3"}, {".5", false, "0.5", ".5"},
-    {"1e999", false, "\"1e999\"", "1e999"},   /* inf: no JSON number */
     {"abc", false, "\"abc\"", NULL},  {"1.2.3", true, "\"1.2.3\"", NULL},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -553,6 +612,27 @@ KG_TEST(params_value_table)
     free(printed);
     free(lit);
     cJSON_Delete(v);
+  }
+  /* Beyond a double's range: inf in Python, which JSON metadata cannot
+     record: refused, whatever the sign or the grammar. */
+  static const struct { const char *text; bool yaml; } range[] = {
+    {"1e999", false}, {"-1e400", false}, {"1.0e400", true}, {"1e309", false},
+  };
+  for (size_t i = 0; i < sizeof range / sizeof range[0]; i++) {
+    cJSON *v = NULL;
+    char *lit = NULL;
+    KG_CHECK_INT(kg_params_scalar(range[i].text, range[i].yaml, &v, &lit), KG_EUSAGE);
+    KG_CHECK(v == NULL && lit == NULL);
+  }
+  /* The largest double is a value; so is a number that only underflows. */
+  static const char *finite[] = {"1.7976931348623157e308", "1e-400", "-0.5"};
+  for (size_t i = 0; i < sizeof finite / sizeof finite[0]; i++) {
+    cJSON *v = NULL;
+    char *lit = NULL;
+    KG_CHECK_INT(kg_params_scalar(finite[i], false, &v, &lit), 0);
+    KG_CHECK(cJSON_IsNumber(v));
+    cJSON_Delete(v);
+    free(lit);
   }
   static const struct {
     const char *line;      /* after "name:" */
@@ -600,7 +680,8 @@ KG_TEST(params_value_table)
   }
 }
 
-KG_TEST_MAIN(KG_CASE(notebook_parse), KG_CASE(notebook_reject), KG_CASE(notebook_format),
+KG_TEST_MAIN(KG_CASE(notebook_parse), KG_CASE(notebook_reject),
+             KG_CASE(outpath_check), KG_CASE(notebook_format),
              KG_CASE(notebook_save), KG_CASE(outputs_stream), KG_CASE(outputs_display),
              KG_CASE(outputs_clear), KG_CASE(notebook_utf8), KG_CASE(params_cli),
              KG_CASE(params_files), KG_CASE(params_inject), KG_CASE(params_value_table), KG_CASE(kernelspec_names),
