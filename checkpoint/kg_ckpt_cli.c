@@ -1,4 +1,5 @@
-/*  kg_ckpt_cli: `kguard ckpt ...` and `kguard keygen`.
+/*  kg_ckpt_cli: `kguard ckpt ...` (`kguard keygen` and `kguard keys`:
+    kg_ckpt_cli_keys.c).
 
     Every subcommand parses its own options, prints one line per problem on
     stderr, and returns an exit code: 0 ok, 100 usage, 111 system, and for
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kg_clock.h"
 #include "kg_ckpt_cli_maint.h"
@@ -57,17 +59,40 @@ s_exit_of(int rc)
   return rc == KG_EUSAGE || rc == KG_EEXISTS ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
 }
 
-/*  Load the public key; absent is fine (everything then reads unsigned). */
-const unsigned char *
-kg_ckpt_cli_public_key(unsigned char pk[KG_KEYS_PUBLIC_BYTES])
+int
+kg_ckpt_cli_keys(const kg_keyring_t **out)
 {
-  int rc = kg_keys_load_public(NULL, pk);
-  if (rc < 0) {
-    if (rc != KG_ECKPT_NOKEY)
-      kg_warning("cannot load the public key: %s", kg_strerror(rc));
-    return NULL;
+  static kg_keyring_t *ring;
+  static int ring_rc;
+  static char why[PATH_MAX + 512];
+  if (!ring && ring_rc == 0)
+    ring = kg_keyring_load(NULL, &ring_rc, why, sizeof why);
+  *out = ring;
+  if (ring)
+    return KG_EXIT_OK;
+  kg_opt_error("%s", why);
+  return ring_rc == KG_EUNSAFEPATH || ring_rc == KG_ECKPT_MALFORMED || ring_rc == KG_ETOOBIG
+           ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
+}
+
+int
+kg_ckpt_cli_need(const char *path, bool dir)
+{
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))
+      return KG_EXIT_OK;
+    kg_opt_error("%s: %s", dir ? "not a directory" : S_ISDIR(st.st_mode)
+                                                       ? "a directory, not a file"
+                                                       : "not a regular file", path);
+    return KG_EXIT_USAGE;
   }
-  return pk;
+  if (errno == ENOENT || errno == ENOTDIR) {
+    kg_opt_error("no such %s: %s", dir ? "directory" : "file", path);
+    return KG_EXIT_USAGE;
+  }
+  kg_opt_error("cannot read %s: %s", path, strerror(errno));
+  return KG_EXIT_SYSTEM;
 }
 
 static bool
@@ -145,14 +170,21 @@ s_seal(int argc, char **argv)
     o.world_size = 0; /* one rank: a plain checkpoint */
   if (o.world_size >= 2 && (o.rank >= o.world_size || o.output))
     return kg_ckpt_cli_usage("--rank must be below --world-size, and shards need --into", NULL);
+  int code = kg_ckpt_cli_need(o.dir, true);
+  char parent[PATH_MAX];
+  if (code == 0 && o.output) {
+    if (kg_ckpt_dirname(o.output, parent, sizeof parent) < 0)
+      return kg_ckpt_cli_usage("path too long", o.output);
+    code = kg_ckpt_cli_need(parent, true);
+  }
+  if (code)
+    return code;
   unsigned char sk[KG_KEYS_SECRET_BYTES];
-  int rc = kg_keys_load_secret(NULL, true, sk);
+  char kwhy[PATH_MAX + 512] = "";
+  int rc = kg_keys_load_secret(NULL, true, sk, kwhy, sizeof kwhy);
   if (rc < 0) {
-    char kdir[PATH_MAX] = "";
-    kg_keys_dir(kdir, sizeof kdir);
-    kg_opt_error("no usable signing key in %s: %s", *kdir ? kdir : "the key directory",
-                 kg_strerror(rc));
-    return KG_EXIT_SYSTEM;
+    kg_opt_error("no usable signing key: %s", kwhy);
+    return rc == KG_EUNSAFEPATH || rc == KG_ECKPT_MALFORMED ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   o.sk = sk;
   char out[PATH_MAX], why[512];
@@ -185,10 +217,9 @@ s_seal(int argc, char **argv)
   printf("%s\n", out);
   fflush(stdout);
   /* Retention: after this seal, with the public half of the key. */
-  if (keep > 0 && o.into) {
-    unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-    if ((rc = kg_ckpt_retain_prune(o.into, kg_ckpt_cli_public_key(pkbuf), keep, every, NULL, 0, false,
-                                   stderr)) < 0)
+  const kg_keyring_t *keys = NULL;
+  if (keep > 0 && o.into && kg_ckpt_cli_keys(&keys) == 0) {
+    if ((rc = kg_ckpt_retain_prune(o.into, keys, keep, every, NULL, 0, false, stderr)) < 0)
       kg_opt_error("pruning '%s': %s (the seal itself succeeded)", o.into, kg_strerror(rc));
   }
   return KG_EXIT_OK;
@@ -201,8 +232,7 @@ static int
 s_verify(int argc, char **argv)
 {
   int worst = 0, files_n = 0;
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-  const unsigned char *pk = NULL;
+  const kg_keyring_t *keys = NULL;
   bool progress = false;
   const char **files = calloc((size_t) argc + 1, sizeof *files);
   if (!files) {
@@ -227,21 +257,30 @@ s_verify(int argc, char **argv)
     free(files);
     return kg_ckpt_cli_usage("needs at least one FILE", NULL);
   }
-  pk = kg_ckpt_cli_public_key(pkbuf);
+  int code = kg_ckpt_cli_keys(&keys);
+  if (code) {
+    free(files);
+    return code;
+  }
   kg_ckpt_sink_t watch = {.progress = kg_ckpt_cli_progress_line};
   for (int i = 0; i < files_n; i++) {
-    kg_ckpt_report_t r;
-    int rc = kg_ckpt_verify(files[i], pk, 0, progress ? &watch : NULL, &r);
-    if (rc == 0)
-      printf("%s: valid: step %" PRId64 ", run %s, sealed %s, key %s, manifest blake2b-256:%.16s\n",
-             files[i], r.manifest->step, r.manifest->run, r.manifest->sealed_at,
-             r.manifest->key_id, r.manifest_digest);
-    else
-      printf("%s: %s: %s\n", files[i], kg_ckpt_status_name(rc), r.reason);
-    int code = s_exit_of(rc);
+    if ((code = kg_ckpt_cli_need(files[i], false)) == 0) {
+      kg_ckpt_report_t r;
+      int rc = kg_ckpt_verify(files[i], keys, 0, progress ? &watch : NULL, &r);
+      if (rc == 0)
+        printf("%s: valid: step %" PRId64 ", run %s, sealed %s, signed by %s%s%s (%s), "
+               "manifest blake2b-256:%.16s\n", files[i], r.manifest->step, r.manifest->run,
+               r.manifest->sealed_at, r.signer[0] ? "trusted key '" : "your key",
+               r.signer, r.signer[0] ? "'" : "", r.manifest->key_id, r.manifest_digest);
+      else if (kg_ckpt_status_of(rc) >= 0)
+        printf("%s: %s: %s\n", files[i], kg_ckpt_status_name(rc), r.reason);
+      else
+        kg_opt_error_at(files[i], "%s", r.reason);
+      code = s_exit_of(rc);
+      kg_ckpt_report_clear(&r);
+    }
     if (code > worst)
       worst = code;
-    kg_ckpt_report_clear(&r);
   }
   free(files);
   return worst;
@@ -254,26 +293,48 @@ s_restore(int argc, char **argv)
 {
   const char *pos[2] = {NULL, NULL};
   int npos = 0;
+  kg_ckpt_restore_opts_t opts = {0};
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_restore_cmd, argc, argv);
   p.parent = &kg_ckpt_cmd;
   int id;
   while ((id = kg_opt_next(&p)) != KG_OPT_END) {
-    if (id == KG_OPT_EXIT)
-      return p.code;
-    if (npos == 2)
-      return kg_ckpt_cli_usage("unexpected argument", p.value);
-    pos[npos++] = p.value;
+    switch (id) {
+    case KG_OPT_EXIT: return p.code;
+    case KG_CKPT_O_READ_ONLY: opts.flags |= KG_CKPT_RESTORE_READ_ONLY; break;
+    case KG_CKPT_O_PRIVATE: opts.flags |= KG_CKPT_RESTORE_PRIVATE; break;
+    case KG_CKPT_O_DIGEST: {
+      const char *d = p.value;
+      if (strncmp(d, "blake2b-256:", 12) == 0)
+        d += 12;
+      if (strlen(d) != 64 || strspn(d, "0123456789abcdef") != 64)
+        return kg_ckpt_cli_usage("--digest needs 64 lower-case hex digits", p.value);
+      opts.expect_digest = d;
+      break;
+    }
+    case KG_OPT_OPERAND:
+      if (npos == 2)
+        return kg_ckpt_cli_usage("unexpected argument", p.value);
+      pos[npos++] = p.value;
+      break;
+    }
   }
   if (npos != 2)
     return kg_ckpt_cli_usage("needs FILE and DEST", NULL);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  const kg_keyring_t *keys = NULL;
+  int code = kg_ckpt_cli_need(pos[0], false);
+  if (code == 0)
+    code = kg_ckpt_cli_keys(&keys);
+  if (code)
+    return code;
   kg_ckpt_report_t r;
-  int rc = kg_ckpt_restore(pos[0], pos[1], kg_ckpt_cli_public_key(pkbuf), NULL, &r);
+  int rc = kg_ckpt_restore(pos[0], pos[1], keys, NULL, &opts, &r);
   if (rc == 0)
     printf("%s: restored step %" PRId64 " into %s\n", pos[0], r.manifest->step, pos[1]);
   else if (kg_ckpt_status_of(rc) > 0)
     kg_opt_error("%s: %s: %s", pos[0], kg_ckpt_status_name(rc), r.reason);
+  else if (rc == KG_EUSAGE || rc == KG_EEXISTS)
+    kg_opt_error("%s", r.reason);
   else
     kg_opt_error_at(pos[0], "%s", r.reason);
   kg_ckpt_report_clear(&r);
@@ -309,19 +370,25 @@ s_quarantine(int argc, char **argv)
   if (!kg_ckpt_quarantine_id_ok(incident))
     return kg_ckpt_cli_usage("incident id must be 1-128 of [A-Za-z0-9._:-], not starting with '.'",
                    incident);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  const kg_keyring_t *keys = NULL;
+  int code = kg_ckpt_cli_need(dir, true);
+  if (code == 0)
+    code = kg_ckpt_cli_keys(&keys);
+  if (code)
+    return code;
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, kg_ckpt_cli_public_key(pkbuf), false, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list) {
-    kg_opt_error("%s: %s", dir, kg_strerror(rc));
+    kg_opt_error("cannot read %s: %s", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
-  rc = kg_ckpt_quarantine(list, incident, from);
+  char why[PATH_MAX + 128] = "";
+  rc = kg_ckpt_quarantine(list, incident, from, NULL, why, sizeof why);
   for (size_t i = 0; i < list->count; i++)
     if (list->entries[i].moved_to)
       printf("%s -> %s\n", list->entries[i].path, list->entries[i].moved_to);
   if (rc < 0)
-    kg_opt_error("%s: %s", dir, kg_strerror(rc));
+    kg_opt_error("%s", why);
   kg_ckpt_list_destroy(&list);
   return rc < 0 ? KG_EXIT_SYSTEM : KG_EXIT_OK;
 }
@@ -340,39 +407,4 @@ kg_ckpt_cli_main(int argc, char **argv)
   int n;
   char **rest = kg_opt_rest(&p, &n);
   return mains[i](n, rest);
-}
-
-int
-kg_ckpt_keygen_main(int argc, char **argv)
-{
-  bool force = false;
-  kg_opt_parser_t p;
-  kg_opt_init(&p, &kg_keygen_cmd, argc, argv);
-  int opt;
-  while ((opt = kg_opt_next(&p)) != KG_OPT_END) {
-    if (opt == KG_OPT_EXIT)
-      return p.code;
-    if (opt == KG_OPT_OPERAND)
-      return kg_opt_usage(&p, "unexpected argument '%s'", p.value);
-    force = true;   /* KG_CKPT_O_FORCE */
-  }
-  char dir[PATH_MAX] = "";
-  int rc = kg_keys_dir(dir, sizeof dir);
-  if (rc == 0)
-    rc = kg_keys_generate(dir, force);
-  if (rc == KG_EEXISTS) {
-    kg_opt_error("a key already exists in %s (use --force to replace it)", dir);
-    return KG_EXIT_USAGE;
-  }
-  if (rc < 0) {
-    kg_opt_error_at(*dir ? dir : "the key directory", "%s", kg_strerror(rc));
-    return KG_EXIT_SYSTEM;
-  }
-  unsigned char pk[KG_KEYS_PUBLIC_BYTES];
-  char id[KG_KEYS_ID_LEN];
-  if (kg_keys_load_public(dir, pk) == 0) {
-    kg_keys_id(pk, id);
-    printf("key %s in %s\n", id, dir);
-  }
-  return KG_EXIT_OK;
 }

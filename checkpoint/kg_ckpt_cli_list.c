@@ -28,16 +28,16 @@ s_entry_status(const kg_ckpt_entry_t *e)
 /*  Checkpoint sets: appended to arr as {"kind": "set", ...} rows, or
     printed after the table when arr is NULL. */
 static void
-s_list_sets(const char *dir, const unsigned char *pk, cJSON *arr)
+s_list_sets(const char *dir, const kg_keyring_t *keys, cJSON *arr)
 {
   int rc;
-  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &rc);
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &rc);
   if (!sets)
     return;
   char when[32], reason[1024];
   for (size_t i = 0; i < sets->count; i++) {
     const kg_ckpt_set_t *s = &sets->sets[i];
-    rc = kg_ckpt_set_verify(s, pk, NULL, reason, sizeof reason);
+    rc = kg_ckpt_set_verify(s, keys, NULL, reason, sizeof reason);
     if (arr) {
       cJSON *o = cJSON_CreateObject();
       cJSON_AddStringToObject(o, "kind", "set");
@@ -82,11 +82,16 @@ kg_ckpt_cli_list(int argc, char **argv)
   }
   if (!dir)
     return kg_ckpt_cli_usage("needs CKPT_DIR", NULL);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  const kg_keyring_t *keys = NULL;
+  int code = kg_ckpt_cli_need(dir, true);
+  if (code == 0)
+    code = kg_ckpt_cli_keys(&keys);
+  if (code)
+    return code;
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, kg_ckpt_cli_public_key(pkbuf), true, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, true, &rc);
   if (!list) {
-    kg_opt_error("%s: %s", dir, kg_strerror(rc));
+    kg_opt_error("cannot read %s: %s", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
   char when[32];
@@ -115,7 +120,7 @@ kg_ckpt_cli_list(int argc, char **argv)
       }
       cJSON_AddItemToArray(arr, o);
     }
-    s_list_sets(dir, kg_ckpt_cli_public_key(pkbuf), arr);
+    s_list_sets(dir, keys, arr);
     char *text = cJSON_Print(arr);
     printf("%s\n", text ? text : "[]");
     free(text);
@@ -131,7 +136,7 @@ kg_ckpt_cli_list(int argc, char **argv)
              e->authenticated ? kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when) : "-",
              e->size, s_entry_status(e), e->name);
     }
-    s_list_sets(dir, kg_ckpt_cli_public_key(pkbuf), NULL);
+    s_list_sets(dir, keys, NULL);
   }
   kg_ckpt_list_destroy(&list);
   return KG_EXIT_OK;
@@ -159,27 +164,31 @@ kg_ckpt_cli_latest(int argc, char **argv)
   }
   if (!dir)
     return kg_ckpt_cli_usage("needs CKPT_DIR", NULL);
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-  const unsigned char *pk = kg_ckpt_cli_public_key(pkbuf);
+  const kg_keyring_t *keys = NULL;
+  int code = kg_ckpt_cli_need(dir, true);
+  if (code == 0)
+    code = kg_ckpt_cli_keys(&keys);
+  if (code)
+    return code;
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, pk, false, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list) {
-    kg_opt_error("%s: %s", dir, kg_strerror(rc));
-    return rc == -ENOENT ? 1 : KG_EXIT_SYSTEM;
+    kg_opt_error("cannot read %s: %s", dir, kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
   }
   size_t chosen = 0;
-  rc = kg_ckpt_list_latest(list, pk, before, &chosen);
+  rc = kg_ckpt_list_latest(list, keys, before, &chosen);
   size_t upto = rc == 0 ? chosen : list->count;
   char buf[700];
   for (size_t i = 0; i < upto; i++) {
     const char *why = kg_ckpt_list_skip_reason(list, i, before, buf, sizeof buf);
     fprintf(stderr, "skipped %s: %s\n", list->entries[i].name, why ? why : "not chosen");
   }
-  int code = 1;
+  code = 1;
   /* A complete, verified set newer than the plain choice wins. */
   int64_t plain_ms = rc == 0 ? list->entries[chosen].sealed_at_ms : INT64_MIN;
   int srcode;
-  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &srcode);
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &srcode);
   for (size_t k = 0; sets && k < sets->count; k++) {
     const kg_ckpt_set_t *st = &sets->sets[k];
     if (st->rc == 0 && st->sealed_at_ms <= plain_ms)
@@ -189,7 +198,7 @@ kg_ckpt_cli_latest(int argc, char **argv)
       fprintf(stderr, "skipped %s: set sealed at or after --before\n", st->path);
       continue;
     }
-    if (kg_ckpt_set_verify(st, pk, NULL, why, sizeof why) == 0) {
+    if (kg_ckpt_set_verify(st, keys, NULL, why, sizeof why) == 0) {
       printf("%s\n", st->path);
       fprintf(stderr, "chosen set %s: step %" PRId64 ", %" PRId64 " ranks, valid\n", st->path,
               st->step, st->world_size);

@@ -54,10 +54,14 @@ kg_ckpt_cli_manifest(int argc, char **argv)
   const char *file = s_one_operand(&kg_ckpt_manifest_cmd, argc, argv, "FILE", &code);
   if (!file)
     return code;
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-  const unsigned char *pk = kg_keys_load_public(NULL, pkbuf) == 0 ? pkbuf : NULL;
+  const kg_keyring_t *keys = NULL;
+  code = kg_ckpt_cli_need(file, false);
+  if (code == 0)
+    code = kg_ckpt_cli_keys(&keys);
+  if (code)
+    return code;
   kg_ckpt_report_t r;
-  int rc = kg_ckpt_verify(file, pk, KG_CKPT_VERIFY_MANIFEST_ONLY, NULL, &r);
+  int rc = kg_ckpt_verify(file, keys, KG_CKPT_VERIFY_MANIFEST_ONLY, NULL, &r);
   if (rc != 0) {
     kg_opt_error("%s: %s: %s", file, kg_ckpt_status_name(rc), r.reason);
     kg_ckpt_report_clear(&r);
@@ -72,6 +76,11 @@ kg_ckpt_cli_manifest(int argc, char **argv)
     cJSON_AddItemToObject(o, "manifest", m);
     m = NULL;
     cJSON_AddStringToObject(o, "manifest_digest", r.manifest_digest);
+    cJSON_AddStringToObject(o, "signer_id", r.signer_id);
+    if (r.signer[0])
+      cJSON_AddStringToObject(o, "signer", r.signer);
+    else
+      cJSON_AddNullToObject(o, "signer");
     cJSON_AddNumberToObject(o, "archive_size", (double) r.archive_size);
     char *text = cJSON_PrintUnformatted(o);
     if (text) {
@@ -95,6 +104,8 @@ kg_ckpt_cli_gc(int argc, char **argv)
   int code = KG_EXIT_USAGE;
   const char *dir = s_one_operand(&kg_ckpt_gc_cmd, argc, argv, "CKPT_DIR", &code);
   if (!dir)
+    return code;
+  if ((code = kg_ckpt_cli_need(dir, true)))
     return code;
   kg_ckpt_gc_stats_t st;
   int rc = kg_ckpt_gc(dir, INT64_MAX, &st);
@@ -173,15 +184,18 @@ kg_ckpt_cli_prune(int argc, char **argv)
   }
   if (!dir || (!resolve == !keep))
     return kg_opt_usage(&p, "needs CKPT_DIR and either --keep N or --resolve ID");
-  int rc;
+  int rc, code = kg_ckpt_cli_need(dir, true);
+  if (code)
+    return code;
   if (resolve) {
     if (!kg_ckpt_quarantine_id_ok(resolve))
       return kg_opt_usage(&p, "bad incident id '%s'", resolve);
     rc = kg_ckpt_retain_resolve(dir, resolve);
   } else {
-    unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
-    const unsigned char *pk = kg_keys_load_public(NULL, pkbuf) == 0 ? pkbuf : NULL;
-    rc = kg_ckpt_retain_prune(dir, pk, keep, every, open, nopen, dry, stdout);
+    const kg_keyring_t *keys = NULL;
+    if ((code = kg_ckpt_cli_keys(&keys)))
+      return code;
+    rc = kg_ckpt_retain_prune(dir, keys, keep, every, open, nopen, dry, stdout);
   }
   if (rc < 0) {
     kg_opt_error("%s: %s", dir, kg_strerror(rc));

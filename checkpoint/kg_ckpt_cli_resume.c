@@ -3,6 +3,7 @@
 */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,7 +76,7 @@ s_wait_tick(void *arg, uint64_t bytes, size_t writers)
 int
 kg_ckpt_cli_resume(int argc, char **argv)
 {
-  const char *dir = NULL, *incident = NULL, *dest = NULL;
+  const char *dir = NULL, *incident = NULL, *dest = NULL, *run = NULL;
   int64_t before = -1, stall_ms = KG_CKPT_SEAL_WAIT_STALL_MS;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_resume_cmd, argc, argv);
@@ -93,6 +94,7 @@ kg_ckpt_cli_resume(int argc, char **argv)
       break;
     case KG_CKPT_O_INCIDENT: incident = p.value; break;
     case KG_CKPT_O_INTO: dest = p.value; break;
+    case KG_CKPT_O_RUN: run = p.value; break;
     case KG_CKPT_O_SEAL_WAIT: {
       char *end = NULL;
       errno = 0;
@@ -106,7 +108,18 @@ kg_ckpt_cli_resume(int argc, char **argv)
   }
   if (!dir || !incident || !dest || before < 0)
     return s_json_error(KG_EXIT_USAGE, "needs --dir, --before, --incident and --into");
-  unsigned char pkbuf[KG_KEYS_PUBLIC_BYTES];
+  /* The run being resumed: what kguard.save and seal record by default. */
+  if (!run)
+    run = getenv("KGUARD_RUN_ID");
+  if (!run || !*run)
+    run = "default";
+  char kwhy[PATH_MAX + 512];
+  int krc;
+  kg_keyring_t *ring = kg_keyring_load(NULL, &krc, kwhy, sizeof kwhy);
+  if (!ring)
+    return s_json_error(krc == KG_EUNSAFEPATH || krc == KG_ECKPT_MALFORMED ? KG_EXIT_USAGE
+                                                                            : KG_EXIT_SYSTEM,
+                        kwhy);
   cJSON *out = NULL;
   char why[600] = "";
   kg_ckpt_sink_t watch = {.progress = kg_ckpt_cli_progress_line};
@@ -117,8 +130,9 @@ kg_ckpt_cli_resume(int argc, char **argv)
   if (kg_ckpt_inflight_wait(dir, stall_ms, s_wait_tick, &note, waited) < 0)
     kg_opt_error("could not check for seals in flight in '%s'; choosing without waiting",
                  dir);
-  int rc = kg_ckpt_resume_prepare(dir, before, incident, dest, &watch,
-                                  kg_ckpt_cli_public_key(pkbuf), &out, why, sizeof why);
+  int rc = kg_ckpt_resume_prepare(dir, before, incident, run, dest, &watch, ring, &out, why,
+                                  sizeof why);
+  kg_keyring_destroy(&ring);
   if (rc < 0) {
     cJSON_Delete(waited);
     return s_json_error(rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM, why);

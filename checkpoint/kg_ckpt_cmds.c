@@ -5,15 +5,25 @@
 
 /*  The verdict codes: the code with its name (what `verify` prints). */
 static const kg_opt_exit_t s_verdicts[] = {
-  {"0 valid", "signed by your key, complete, every digest matches"},
-  {"1 unsigned", "no signature, an unknown key, or a plain zip (torch.save) that is complete "
-                 "but not authenticated"},
+  {"0 valid", "signed by your key or one you trust (`kguard keys`), complete, every digest "
+              "matches"},
+  {"1 unsigned", "no signature, a key you do not trust, or a plain zip (torch.save) that is "
+                 "complete but not authenticated"},
   {"2 corrupt", "a member or the manifest does not match (the message names which)"},
   {"3 incomplete", "truncated, empty, or a listed member missing"},
   {"4 malformed", "not an archive, no manifest, invalid manifest"},
   {"5 unsafe", "links, devices, fifos, '..' or absolute or non-UTF-8 names, unlisted or "
-               "duplicate members, oversize members"},
-  {"100", "usage error"},
+               "duplicate members, oversize members, a name that is also another's directory, "
+               "a NUL in a name"},
+  {"100", "usage error (also: no such FILE or CKPT_DIR)"},
+  {"111", "system failure"},
+  {NULL, NULL},
+};
+
+/*  The commands that take a CKPT_DIR: a missing one is a usage error. */
+static const kg_opt_exit_t s_dir_exits[] = {
+  {"0", "success"},
+  {"100", "usage error (also: no such CKPT_DIR)"},
   {"111", "system failure"},
   {NULL, NULL},
 };
@@ -65,7 +75,8 @@ const kg_cmd_t kg_ckpt_seal_cmd = {
   .more = "T is ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds since the epoch.",
   .exits = (const kg_opt_exit_t[]){
     {"0", "sealed"},
-    {"100", "usage error (also: DIR holds links or special files)"},
+    {"100", "usage error (also: no such DIR, DIR holds links or special files, a key "
+            "directory others could write)"},
     {"111", "system failure"},
     {NULL, NULL}},
 };
@@ -104,7 +115,7 @@ const kg_cmd_t kg_ckpt_list_cmd = {
   .opts = s_list_opts,
   .exits = (const kg_opt_exit_t[]){
     {"0", "listed"},
-    {"100", "usage error"},
+    {"100", "usage error (also: no such CKPT_DIR)"},
     {"111", "system failure (CKPT_DIR unreadable)"},
     {NULL, NULL}},
 };
@@ -128,19 +139,32 @@ const kg_cmd_t kg_ckpt_latest_cmd = {
   .exits = (const kg_opt_exit_t[]){
     {"0", "found"},
     {"1", "none"},
-    {"100", "usage error"},
+    {"100", "usage error (also: no such CKPT_DIR)"},
     {"111", "system failure"},
     {NULL, NULL}},
+};
+
+static const kg_opt_t s_restore_opts[] = {
+  {KG_CKPT_O_READ_ONLY, 0, "read-only", NULL,
+   "files 0400 and directories 0500 before DEST appears", 0},
+  {KG_CKPT_O_PRIVATE, 0, "private", NULL,
+   "refuse a DEST whose directory someone else could change", 0},
+  {KG_CKPT_O_DIGEST, 0, "digest", "HEX",
+   "refuse (corrupt) unless the manifest's BLAKE2b-256 is HEX (what `kguard ckpt manifest` "
+   "and resume-prepare print; a blake2b-256: prefix is accepted)", 0},
+  S_END,
 };
 
 const kg_cmd_t kg_ckpt_restore_cmd = {
   .name = "ckpt restore",
   .summary = "verify a checkpoint while extracting it",
-  .usage = "FILE DEST",
+  .usage = "FILE DEST [--read-only] [--private] [--digest HEX]",
   .about = "Verify FILE while extracting it into a private temporary directory beside DEST; "
-           "rename it to DEST only if everything verified. DEST must not exist. Only regular "
-           "files named in the signed manifest are written, with exactly its sizes; nothing "
-           "is ever written outside DEST.",
+           "rename it to DEST only if everything verified. DEST must not exist, and the "
+           "directory that will hold it must (it is never created: a typo is reported, as by "
+           "tar -C and cp). Only regular files named in the signed manifest are written, with "
+           "exactly its sizes; nothing is ever written outside DEST.",
+  .opts = s_restore_opts,
   .exits = s_verdicts,
 };
 
@@ -158,8 +182,10 @@ const kg_cmd_t kg_ckpt_quarantine_cmd = {
   .usage = "CKPT_DIR --incident ID --from TIME",
   .about = "Move every checkpoint sealed at or after TIME (the signed seal time; the file's "
            "mtime when it does not authenticate) into CKPT_DIR/quarantine/ID/. Nothing is "
-           "deleted; quarantined checkpoints are never chosen again.",
+           "deleted; quarantined checkpoints are never chosen again. A symbolic link at "
+           "quarantine/ or quarantine/ID is refused (nothing moves).",
   .opts = s_quarantine_opts,
+  .exits = s_dir_exits,
 };
 
 static const kg_opt_t s_resume_opts[] = {
@@ -167,7 +193,11 @@ static const kg_opt_t s_resume_opts[] = {
   {KG_CKPT_O_BEFORE, 0, "before", "T_MS", "the fault's time, milliseconds since the epoch",
    0},
   {KG_CKPT_O_INCIDENT, 0, "incident", "ID", "the incident", 0},
-  {KG_CKPT_O_INTO, 0, "into", "DEST", "accepted for compatibility, not written", 0},
+  {KG_CKPT_O_INTO, 0, "into", "DEST",
+   "where a zstd checkpoint is restored (private) when others could write CKPT_DIR", 0},
+  {KG_CKPT_O_RUN, 0, "run", "ID",
+   "the run being resumed (default $KGUARD_RUN_ID, else \"default\", what seal records); "
+   "every other run's checkpoints are skipped, saying so", 0},
   {KG_CKPT_O_JSON, 0, "json", NULL, "JSON is the only output; the flag documents the "
    "contract", 0},
   {KG_CKPT_O_SEAL_WAIT, 0, "seal-wait-stall-ms", "MS",
@@ -180,7 +210,7 @@ const kg_cmd_t kg_ckpt_resume_cmd = {
   .name = "ckpt resume-prepare",
   .summary = "choose and verify the checkpoint to resume from after a fault (for kguard "
              "itself)",
-  .usage = "--dir CKPT_DIR --before T_MS --incident ID --into DEST --json "
+  .usage = "--dir CKPT_DIR --before T_MS --incident ID --into DEST --json [--run ID] "
            "[--seal-wait-stall-ms MS]",
   .about = "The supervisor's restore step after a sticky failure at T_MS. First waits for the "
            "seals still writing into CKPT_DIR (a background seal outlives a faulted kernel): "
@@ -188,15 +218,18 @@ const kg_cmd_t kg_ckpt_resume_cmd = {
            "chosen; \"waited\" lists them: [{\"writer\", \"outcome\": "
            "\"ended\"|\"excluded\", \"waited_ms\"}]. Then quarantines checkpoints sealed at or "
            "after T_MS, and verifies completely, newest first, those sealed strictly before it "
-           "until one is valid. An uncompressed checkpoint is checked in place and not copied "
-           "(\"dir\": \"\": the kernel reads it from the archive); a zstd one is restored into "
-           "CKPT_DIR/.restored-ID.\n\n"
+           "until one is valid. Only checkpoints of the run being resumed count (--run); "
+           "signatures by your key or a trusted one (`kguard keys`) verify. An uncompressed "
+           "checkpoint is checked in place and not copied (\"dir\": \"\": the kernel reads it "
+           "from the archive); a zstd one is restored, read-only, into CKPT_DIR/.restored-ID "
+           "when nobody else can write CKPT_DIR, else into DEST (private).\n\n"
            "Prints one JSON object:\n\n"
            "  {\"status\": \"restored\"|\"none\"|\"failed\", \"archive\", \"archive_abs\",\n"
            "   \"step\", \"run\", \"sealed_at\", \"sealed_at_ms\",\n"
            "   \"digest\": \"blake2b-256:<hex of the manifest>\", \"digest_of\": \"manifest\",\n"
            "   \"dir\", \"in_place\", \"compression\", \"bytes\", \"error\" (when failed),\n"
-           "   \"before_ms\", \"incident\", \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
+           "   \"before_ms\", \"incident\", \"resumed_run\",\n"
+           "   \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
            "   \"skipped\": [{\"archive\", \"reason\"}]}\n\n"
            "\"failed\": a checkpoint could not be read or copied (system error); nothing "
            "partial remains. Progress: 'kguard-progress DONE TOTAL' lines on stderr, at the "
@@ -231,6 +264,7 @@ const kg_cmd_t kg_ckpt_gc_cmd = {
            "free; a running writer's are kept), and copies of restored zstd checkpoints "
            "(.restored-*). Never touches sealed archives or quarantine/. Prints what it "
            "removed.",
+  .exits = s_dir_exits,
 };
 
 static const kg_opt_t s_prune_opts[] = {
@@ -257,6 +291,7 @@ const kg_cmd_t kg_ckpt_prune_cmd = {
            "unauthenticated files or anything in quarantine/. `seal --keep N [--keep-every "
            "K]` prunes after each seal. Prints one line per removal.",
   .opts = s_prune_opts,
+  .exits = s_dir_exits,
 };
 
 static const kg_cmd_t *const s_subs[] = {
@@ -269,16 +304,19 @@ const kg_cmd_t kg_ckpt_cmd = {
   .summary = "seal, verify, list, select and restore checkpoint archives",
   .usage = "COMMAND [ARGS...]",
   .about = "Signed, verifiable checkpoint archives (see checkpoint/FORMAT.md). Keys: "
-           "$KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard (see `kguard "
-           "keygen --help`). TIME is ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds "
-           "since the epoch. `kguard ckpt COMMAND --help` describes each command.",
+           "$KGUARD_KEY_DIR, else $XDG_CONFIG_HOME/kguard, else ~/.config/kguard; archives "
+           "signed by your key or a key you trust verify (see `kguard keys --help`). TIME is "
+           "ISO 8601 (2026-01-02T03:04:05.678Z) or milliseconds since the epoch. A missing "
+           "FILE or CKPT_DIR is a usage error (100) naming it, for every command. `kguard "
+           "ckpt COMMAND --help` describes each command.",
   .exits = s_verdicts,
   .subs = s_subs,
 };
 
 static const kg_opt_t s_keygen_opts[] = {
   {KG_CKPT_O_FORCE, 0, "force", NULL,
-   "replace an existing key (archives signed by the old key then read as 'unsigned')", 0},
+   "replace an existing key: archives signed by the old key then verify only once its public "
+   "key is trusted (`kguard keys import`)", 0},
   S_END,
 };
 
@@ -286,14 +324,116 @@ const kg_cmd_t kg_keygen_cmd = {
   .name = "keygen",
   .summary = "create the checkpoint signing key pair",
   .usage = "[--force]",
-  .about = "Create the Ed25519 key pair that signs checkpoints, in $KGUARD_KEY_DIR, else "
-           "$XDG_CONFIG_HOME/kguard, else ~/.config/kguard (directory 0700): "
-           "ckpt-ed25519.secret (mode 0600) and ckpt-ed25519.public. Refuses to replace an "
-           "existing key unless --force. Prints the directory and key id.",
+  .about = "Create the Ed25519 key pair that signs your checkpoints, in $KGUARD_KEY_DIR, else "
+           "$XDG_CONFIG_HOME/kguard, else ~/.config/kguard (directory 0700, refused if anyone "
+           "else could write it): ckpt-ed25519.secret (mode 0600) and ckpt-ed25519.public. "
+           "Sealing creates the pair on first use, so this is optional. When a key exists it "
+           "is kept and its id printed (exit 0). Prints 'key ID in DIR'. Share your public "
+           "key with `kguard keys export`.",
   .opts = s_keygen_opts,
   .exits = (const kg_opt_exit_t[]){
-    {"0", "created"},
-    {"100", "usage error (a key exists)"},
+    {"0", "created, or kept"},
+    {"100", "usage error (or a key directory others could write)"},
     {"111", "system failure"},
     {NULL, NULL}},
+};
+
+/* ---- kguard keys ------------------------------------------------------------ */
+
+static const kg_opt_exit_t s_keys_exits[] = {
+  {"0", "success"},
+  {"100", "usage error (a bad name, a bad key file, no such trusted key, a key directory "
+          "others could write)"},
+  {"111", "system failure"},
+  {NULL, NULL},
+};
+
+static const kg_opt_t s_keys_list_opts[] = {
+  {KG_CKPT_O_JSON, 0, "json", NULL,
+   "print an array of {\"id\", \"name\", \"own\", \"file\"} instead of the table", 0},
+  S_END,
+};
+
+const kg_cmd_t kg_keys_list_cmd = {
+  .name = "keys list",
+  .summary = "list your key and every trusted key",
+  .usage = "[--json]",
+  .about = "Print your key and every trusted key: id, name ('(yours)' for your own), file.",
+  .opts = s_keys_list_opts,
+  .exits = s_keys_exits,
+};
+
+const kg_cmd_t kg_keys_export_cmd = {
+  .name = "keys export",
+  .summary = "print a public key as one line to give to others",
+  .usage = "[NAME]",
+  .about = "Print your public key (or trusted key NAME) as one line:\n\n"
+           "  kguard-ckpt-ed25519 BASE64 KEY_ID COMMENT\n\n"
+           "Give it to whoever should verify your checkpoints: they run `kguard keys import`.",
+  .exits = s_keys_exits,
+};
+
+static const kg_opt_t s_keys_trust_opts[] = {
+  {KG_CKPT_O_TRUSTED_DIR, 0, "trusted-dir", "DIR",
+   "use DIR instead of KEY_DIR/trusted (a job's own keys)", 0},
+  S_END,
+};
+
+static const kg_opt_t s_keys_import_opts[] = {
+  {KG_CKPT_O_REPLACE, 0, "replace", NULL, "put a different key under a NAME already taken", 0},
+  {KG_CKPT_O_TRUSTED_DIR, 0, "trusted-dir", "DIR",
+   "use DIR instead of KEY_DIR/trusted (a job's own keys)", 0},
+  S_END,
+};
+
+#define S_IMPORT_ABOUT                                                                    \
+  "Trust the public key in FILE (an export line, or a 32-byte ckpt-ed25519.public; '-' "  \
+  "reads stdin) under NAME (1-64 of A-Z a-z 0-9 . _ -, not starting with '.'): archives " \
+  "it signs then verify. Importing the same key again changes nothing; a different key "  \
+  "under a taken NAME needs --replace. Trusted keys live in KEY_DIR/trusted/NAME.pub "     \
+  "(KEY_DIR as for `kguard keygen`); verification also reads $KGUARD_TRUSTED_KEYS_DIR "   \
+  "when it is set. Every key directory must be yours and writable by nobody else."
+
+const kg_cmd_t kg_keys_import_cmd = {
+  .name = "keys import",
+  .summary = "trust another public key (a colleague's, another node's)",
+  .usage = "NAME FILE [--replace] [--trusted-dir DIR]",
+  .about = S_IMPORT_ABOUT " `kguard keys trust` is the same command.",
+  .opts = s_keys_import_opts,
+  .exits = s_keys_exits,
+};
+
+const kg_cmd_t kg_keys_trust_cmd = {
+  .name = "keys trust",
+  .summary = "the same as `kguard keys import`",
+  .usage = "NAME FILE [--replace] [--trusted-dir DIR]",
+  .about = S_IMPORT_ABOUT,
+  .opts = s_keys_import_opts,
+  .exits = s_keys_exits,
+  .flags = KG_CMD_HIDDEN,
+};
+
+const kg_cmd_t kg_keys_remove_cmd = {
+  .name = "keys remove",
+  .summary = "stop trusting a key",
+  .usage = "NAME [--trusted-dir DIR]",
+  .about = "Stop trusting NAME (remove KEY_DIR/trusted/NAME.pub): the archives it signed then "
+           "read as unsigned.",
+  .opts = s_keys_trust_opts,
+  .exits = s_keys_exits,
+};
+
+static const kg_cmd_t *const s_keys_subs[] = {
+  &kg_keys_list_cmd, &kg_keys_export_cmd, &kg_keys_import_cmd, &kg_keys_remove_cmd,
+  &kg_keys_trust_cmd, NULL};
+
+const kg_cmd_t kg_keys_cmd = {
+  .name = "keys",
+  .summary = "list, export, import (trust) and remove checkpoint signing keys",
+  .usage = "COMMAND [ARGS...]",
+  .about = "Checkpoints verify when their signature is by your own key or by a key you trust: "
+           "a colleague's, or another node's of a multi-node job. `kguard keys COMMAND "
+           "--help` describes each command.",
+  .exits = s_keys_exits,
+  .subs = s_keys_subs,
 };

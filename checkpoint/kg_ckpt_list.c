@@ -43,7 +43,7 @@ s_cmp(const void *pa, const void *pb)
 }
 
 kg_ckpt_list_t *
-kg_ckpt_list_scan(const char *dir, const unsigned char *pk, bool full, int *rc)
+kg_ckpt_list_scan(const char *dir, const kg_keyring_t *keys, bool full, int *rc)
 {
   DIR *d = opendir(dir);
   if (!d) {
@@ -95,7 +95,7 @@ kg_ckpt_list_scan(const char *dir, const unsigned char *pk, bool full, int *rc)
       continue;
     }
     kg_ckpt_report_t r;
-    kg_ckpt_verify(path, pk, full ? 0 : KG_CKPT_VERIFY_MANIFEST_ONLY, NULL, &r);
+    kg_ckpt_verify(path, keys, full ? 0 : KG_CKPT_VERIFY_MANIFEST_ONLY, NULL, &r);
     s_fill(e, &r, full);
     kg_ckpt_report_clear(&r);
   }
@@ -127,13 +127,13 @@ kg_ckpt_list_destroy(kg_ckpt_list_t **p)
 }
 
 int
-kg_ckpt_list_verify(kg_ckpt_list_t *self, size_t i, const unsigned char *pk)
+kg_ckpt_list_verify(kg_ckpt_list_t *self, size_t i, const kg_keyring_t *keys)
 {
   kg_ckpt_entry_t *e = &self->entries[i];
   if (e->full || e->leftover || e->rc != 0)
     return e->rc;
   kg_ckpt_report_t r;
-  kg_ckpt_verify(e->path, pk, 0, NULL, &r);
+  kg_ckpt_verify(e->path, keys, 0, NULL, &r);
   s_fill(e, &r, true);
   kg_ckpt_report_clear(&r);
   return e->rc;
@@ -166,7 +166,7 @@ kg_ckpt_list_skip_reason(const kg_ckpt_list_t *self, size_t i, int64_t before_ms
 }
 
 int
-kg_ckpt_list_latest(kg_ckpt_list_t *self, const unsigned char *pk, int64_t before_ms,
+kg_ckpt_list_latest(kg_ckpt_list_t *self, const kg_keyring_t *keys, int64_t before_ms,
                     size_t *index)
 {
   for (size_t i = 0; i < self->count; i++) {
@@ -174,7 +174,7 @@ kg_ckpt_list_latest(kg_ckpt_list_t *self, const unsigned char *pk, int64_t befor
     if (e->leftover || e->moved_to || !e->authenticated || e->sealed_at_ms >= before_ms
         || e->world_size >= 2)
       continue;
-    if (kg_ckpt_list_verify(self, i, pk) == 0) {
+    if (kg_ckpt_list_verify(self, i, keys) == 0) {
       *index = i;
       return 0;
     }

@@ -44,20 +44,20 @@ typedef struct {
     `list`); otherwise only its manifest is authenticated (cheap). Returns a
     new list (caller destroys) or NULL with *rc set (-errno; -ENOENT when
     dir does not exist). */
-kg_ckpt_list_t *kg_ckpt_list_scan(const char *dir, const unsigned char *pk, bool full, int *rc);
+kg_ckpt_list_t *kg_ckpt_list_scan(const char *dir, const kg_keyring_t *keys, bool full, int *rc);
 
 /*  Free the list and NULL *p. */
 void kg_ckpt_list_destroy(kg_ckpt_list_t **p);
 
 /*  Verify entry i completely (if not yet) and return its rc. */
-int kg_ckpt_list_verify(kg_ckpt_list_t *self, size_t i, const unsigned char *pk);
+int kg_ckpt_list_verify(kg_ckpt_list_t *self, size_t i, const kg_keyring_t *keys);
 
 /*  The last consistent checkpoint: the newest archive whose signed seal
     time is strictly before before_ms (INT64_MAX: any) and that verifies
     completely. Verifies candidates newest first until one is valid. Sets
     *index and returns 0, or returns KG_ECKPT_NONE. Skipped entries keep
     their reasons (see kg_ckpt_list_skip_reason). */
-int kg_ckpt_list_latest(kg_ckpt_list_t *self, const unsigned char *pk, int64_t before_ms,
+int kg_ckpt_list_latest(kg_ckpt_list_t *self, const kg_keyring_t *keys, int64_t before_ms,
                         size_t *index);
 
 /*  Why entry i is not the choice given before_ms, written into buf; NULL

@@ -206,6 +206,52 @@ s_unhex(const char *hex, unsigned char *out, size_t n)
   return true;
 }
 
+/*  True if the JSON text holds the escape \u0000 in a string: cJSON
+    decodes it into a NUL that ends the C string there, while other readers
+    (Python's json) keep the rest, so one name would mean two files. */
+static bool
+s_has_nul_escape(const char *json, size_t len)
+{
+  bool in_string = false;
+  for (size_t i = 0; i < len; i++) {
+    char c = json[i];
+    if (!in_string) {
+      in_string = c == '"';
+      continue;
+    }
+    if (c == '"') {
+      in_string = false;
+    } else if (c == '\\' && i + 1 < len) {
+      if (json[i + 1] == 'u' && i + 5 < len && memcmp(json + i + 2, "0000", 4) == 0)
+        return true;
+      i++; /* the escaped character */
+    }
+  }
+  return false;
+}
+
+/*  A member whose path is also a directory of another member's ("a" and
+    "a/b"): no directory can hold both, so verify and restore could not
+    agree on it. Returns that pair's first path, or NULL. */
+static const kg_ckpt_member_t *
+s_file_and_dir(kg_ckpt_manifest_t *self, const kg_ckpt_member_t **child)
+{
+  char p[KG_CKPT_PATH_MAX + 1];
+  for (size_t i = 0; i < self->count; i++) {
+    snprintf(p, sizeof p, "%s", self->members[i].path);
+    for (char *slash = strchr(p, '/'); slash; slash = strchr(slash + 1, '/')) {
+      *slash = '\0';
+      const kg_ckpt_member_t *m = kg_ckpt_manifest_find(self, p);
+      *slash = '/';
+      if (m) {
+        *child = &self->members[i];
+        return m;
+      }
+    }
+  }
+  return NULL;
+}
+
 #define FAIL(code, ...)                       \
   do {                                        \
     snprintf(why, whysize, __VA_ARGS__);      \
@@ -225,6 +271,8 @@ kg_ckpt_manifest_decode(const char *json, size_t len, kg_ckpt_manifest_t **out,
   int64_t n;
   if (parse_rc == KG_ENOMEM)
     FAIL(KG_ENOMEM, "out of memory while parsing the manifest");
+  if (root && s_has_nul_escape(json, len))
+    FAIL(KG_ECKPT_UNSAFE, "manifest holds a NUL character (\\u0000) in a string");
   if (!cJSON_IsObject(root))
     FAIL(KG_ECKPT_MALFORMED, "manifest is not a JSON object");
   if (!(s = s_str(root, "format", 64)) || strcmp(s, "kguard-checkpoint") != 0)
@@ -315,6 +363,10 @@ kg_ckpt_manifest_decode(const char *json, size_t len, kg_ckpt_manifest_t **out,
     FAIL(KG_ECKPT_MALFORMED, "manifest total_size does not match its members");
   if (kg_ckpt_manifest_sort(self) == KG_EEXISTS)
     FAIL(KG_ECKPT_UNSAFE, "manifest lists a member name twice");
+  const kg_ckpt_member_t *child = NULL, *both = s_file_and_dir(self, &child);
+  if (both)
+    FAIL(KG_ECKPT_UNSAFE, "manifest lists '%.200s' both as a file and as a directory of "
+         "'%.200s'", both->path, child->path);
 done:
   cJSON_Delete(root);
   if (rc < 0)

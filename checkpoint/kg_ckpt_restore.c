@@ -1,6 +1,7 @@
 /*  kg_ckpt_restore: verify-while-extracting into a temporary directory. */
 #include "kg_ckpt_restore.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,6 +17,7 @@
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
 #include "kg_file.h"
+#include "kg_safepath.h"
 
 /*  Members are written straight from libarchive's block in this thread;
     the hash pool's workers read each file back as it grows and check its
@@ -128,10 +130,50 @@ s_finish(void *arg, const kg_ckpt_member_t **bad)
   return rc;
 }
 
-int
-kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
-                const kg_ckpt_sink_t *watch, kg_ckpt_report_t *report)
+/*  Take write permission away from the restored tree under dfd (files
+    0400, directories 0500), deepest first. Only what restore created is
+    here, in a directory nobody else can enter: no link to follow. */
+static int
+s_read_only(int dfd)
 {
+  int fd = dup(dfd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    int e = -errno;
+    if (fd >= 0)
+      close(fd);
+    return e;
+  }
+  int rc = 0;
+  struct dirent *de;
+  while (rc == 0 && (de = readdir(d))) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (sub < 0 || fstat(sub, &st) != 0)
+      rc = -errno;
+    else if (S_ISDIR(st.st_mode))
+      rc = s_read_only(sub);
+    else if (fchmod(sub, 0400) != 0)
+      rc = -errno;
+    if (sub >= 0)
+      close(sub);
+  }
+  closedir(d);
+  if (rc == 0 && fchmod(dfd, 0500) != 0)
+    rc = -errno;
+  return rc;
+}
+
+int
+kg_ckpt_restore(const char *archive, const char *dest, const kg_keyring_t *keys,
+                const kg_ckpt_sink_t *watch, const kg_ckpt_restore_opts_t *opts,
+                kg_ckpt_report_t *report)
+{
+  static const kg_ckpt_restore_opts_t none = {0};
+  if (!opts)
+    opts = &none;
   memset(report, 0, sizeof *report);
   char parent[PATH_MAX], tmp[PATH_MAX + 64], dbuf[PATH_MAX];
   struct stat st;
@@ -154,15 +196,23 @@ kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
     snprintf(report->reason, sizeof report->reason, "destination path too long");
     return report->rc = KG_ETOOBIG;
   }
-  /* Create missing parents (private: restored state may be sensitive). */
-  for (char *p = parent + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    mkdir(parent, 0700);
-    *p = '/';
+  /* As tar -C and cp: a missing parent is a mistake (a typo), never
+     created (it once made a directory at the filesystem's root). */
+  int pe = stat(parent, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+  if (pe) {
+    kg_errf(report->reason, sizeof report->reason, "cannot restore into '%.200s': its "
+             "directory '%.200s' %s", dest, parent,
+             pe == ENOENT ? "does not exist (create it first)"
+             : pe == ENOTDIR ? "is not a directory" : strerror(pe));
+    return report->rc = (pe == ENOENT || pe == ENOTDIR) ? KG_EUSAGE : -pe;
   }
-  mkdir(parent, 0700);
+  char pwhy[PATH_MAX + 512];
+  if ((opts->flags & KG_CKPT_RESTORE_PRIVATE)
+      && (pe = kg_safepath_check_dir(parent, pwhy, sizeof pwhy)) != 0) {
+    kg_errf(report->reason, sizeof report->reason, "refusing to restore into '%.200s': %s",
+             dest, pwhy);
+    return report->rc = pe == KG_EUNSAFEPATH ? KG_EUSAGE : pe;
+  }
   size_t dlen = strlen(dest);
   while (dlen > 1 && dest[dlen - 1] == '/')
     dlen--;
@@ -191,10 +241,22 @@ kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
     kg_ckpt_sink_t sink = {.arg = &s, .begin = s_begin, .data = s_data, .end = s_end,
                            .finish = s_finish,
                            .progress = watch && watch->progress ? s_progress : NULL};
-    rc = kg_ckpt_verify(archive, pk, 0, &sink, report);
+    rc = kg_ckpt_verify(archive, keys, 0, &sink, report);
     kg_ckpt_hashpool_destroy(&pool);   /* stops the workers on an early error */
     if (s.fd >= 0) /* a member cut short by an error */
       close(s.fd);
+    if (rc == 0 && opts->expect_digest
+        && strcmp(opts->expect_digest, report->manifest_digest) != 0) {
+      snprintf(report->reason, sizeof report->reason, "manifest digest %.16s... is not the "
+               "expected %.16s... (the file was replaced)", report->manifest_digest,
+               opts->expect_digest);
+      rc = report->rc = KG_ECKPT_CORRUPT;
+    }
+    if (rc == 0 && (opts->flags & KG_CKPT_RESTORE_READ_ONLY) && (rc = s_read_only(rootfd)) < 0) {
+      report->rc = rc;
+      snprintf(report->reason, sizeof report->reason, "making '%.300s' read-only: %s", tmp,
+               kg_strerror(rc));
+    }
     if (rc == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) < 0) {
       rc = report->rc = errno == EEXIST ? KG_EEXISTS : -errno;
       snprintf(report->reason, sizeof report->reason, "renaming into '%.300s': %s", dest,
@@ -202,7 +264,7 @@ kg_ckpt_restore(const char *archive, const char *dest, const unsigned char *pk,
     }
     close(rootfd);
   }
-  if (rc < 0) {
+  if (rc != 0) {
     int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (pfd >= 0) {
       kg_ckpt_remove_tree_at(pfd, strrchr(tmp, '/') + 1);

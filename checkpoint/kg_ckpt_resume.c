@@ -19,6 +19,8 @@
 #include "kg_ckpt_set.h"
 #include "kg_ckpt_util.h"
 #include "kg_error.h"
+#include "kg_file.h"
+#include "kg_safepath.h"
 
 static void
 s_add_pair(cJSON *arr, const char *archive, const char *key, const char *value,
@@ -55,34 +57,138 @@ kg_ckpt_resume_copies_remove(const char *dir, const char *keep)
   return rc;
 }
 
-/*  Check the candidate where it lies (uncompressed), or restore it into
-    dir/.restored-<incident> (zstd: its bytes cannot be read in place).
-    Returns verify's/restore's code; *copy is set when a copy was made. */
+/*  Copies made in the private --into directory record, beside them, the
+    checkpoint directory they were made for (".<copy>.source"), so that the
+    next incident of that directory removes them, as it removes its
+    .restored-* copies. */
+#define S_SOURCE_SUFFIX ".source"
+
+static void
+s_note_source(const char *copy, const char *dir)
+{
+  char note[PATH_MAX + 32], parent[PATH_MAX];
+  char *real = realpath(dir, NULL);
+  const char *base = strrchr(copy, '/');
+  if (!real || !base || kg_ckpt_dirname(copy, parent, sizeof parent) < 0
+      || snprintf(note, sizeof note, "%s/.%s" S_SOURCE_SUFFIX, parent, base + 1)
+           >= (int) sizeof note) {
+    free(real);
+    return;
+  }
+  int fd = kg_safepath_open(note, O_TRUNC, 0600);
+  if (fd >= 0) {
+    kg_file_write_all(fd, real, strlen(real));
+    close(fd);
+  }
+  free(real);
+}
+
+/*  Remove the copies in dest's directory made for dir (see s_note_source),
+    except dest itself. */
+static void
+s_remove_private_copies(const char *dir, const char *dest)
+{
+  char parent[PATH_MAX];
+  char *real = realpath(dir, NULL);
+  DIR *d = NULL;
+  if (!real || kg_ckpt_dirname(dest, parent, sizeof parent) < 0
+      || kg_ckpt_opendir(parent, &d) <= 0) {
+    free(real);
+    return;
+  }
+  const char *keep = strrchr(dest, '/') ? strrchr(dest, '/') + 1 : dest;
+  size_t sl = strlen(S_SOURCE_SUFFIX);
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t n = strlen(de->d_name);
+    if (de->d_name[0] != '.' || n <= sl + 1 || strcmp(de->d_name + n - sl, S_SOURCE_SUFFIX) != 0)
+      continue;
+    char copy[NAME_MAX + 1], source[PATH_MAX + 1];
+    snprintf(copy, sizeof copy, "%.*s", (int) (n - sl - 1), de->d_name + 1);
+    int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, source, sizeof source - 1) : -1;
+    if (fd >= 0)
+      close(fd);
+    if (got < 0)
+      continue;
+    source[got] = '\0';
+    if (strcmp(source, real) != 0 || strcmp(copy, keep) == 0)
+      continue;
+    kg_ckpt_remove_tree_at(dirfd(d), copy);
+    unlinkat(dirfd(d), de->d_name, 0);
+  }
+  closedir(d);
+  free(real);
+}
+
+/*  Where a zstd candidate is decompressed: beside the archives
+    (dir/.restored-<incident>) when nobody but the user can change dir,
+    else into dest (the state directory's restored/<incident>, private):
+    a copy in a directory others can write could be swapped for anything
+    between the restore and the kernel's torch.load. Fills copy; returns 0,
+    or KG_EUSAGE with rep's reason when neither place is private. */
 static int
-s_prepare_one(const char *dir, const kg_ckpt_entry_t *e, const char *incident,
-              const unsigned char *pk, const kg_ckpt_sink_t *watch, kg_ckpt_report_t *rep,
+s_copy_place(const char *dir, const char *incident, const char *dest, char *copy,
+             size_t copysize, kg_ckpt_report_t *rep, bool *beside)
+{
+  char why[PATH_MAX + 512], why2[PATH_MAX + 512], parent[PATH_MAX];
+  *beside = kg_safepath_check_dir(dir, why, sizeof why) == 0;
+  if (*beside) {
+    if (snprintf(copy, copysize, "%s/" KG_CKPT_COPY_PREFIX "%s", dir, incident)
+        >= (int) copysize) {
+      snprintf(rep->reason, sizeof rep->reason, "path too long");
+      return rep->rc = KG_ETOOBIG;
+    }
+    return 0;
+  }
+  if (kg_ckpt_dirname(dest, parent, sizeof parent) < 0
+      || kg_safepath_check_dir(parent, why2, sizeof why2) != 0) {
+    snprintf(rep->reason, sizeof rep->reason, "a zstd checkpoint must be decompressed where "
+             "nobody else can change it: not in the checkpoint directory (%.180s), nor in "
+             "--into's (%.180s)", why, why2);
+    return rep->rc = KG_EUSAGE;
+  }
+  snprintf(copy, copysize, "%s", dest);
+  return 0;
+}
+
+/*  Check the candidate where it lies (uncompressed), or restore it, read
+    only, into a private copy (zstd: its bytes cannot be read in place; see
+    s_copy_place). Returns verify's/restore's code; *copy is set when a copy
+    was made. */
+static int
+s_prepare_one(const char *dir, const kg_ckpt_entry_t *e, const char *incident, const char *dest,
+              const kg_keyring_t *keys, const kg_ckpt_sink_t *watch, kg_ckpt_report_t *rep,
               char *copy, size_t copysize, bool *zstd)
 {
   /* Which kind: authenticate the manifest only (cheap). */
-  int rc = kg_ckpt_verify(e->path, pk, KG_CKPT_VERIFY_MANIFEST_ONLY, NULL, rep);
+  int rc = kg_ckpt_verify(e->path, keys, KG_CKPT_VERIFY_MANIFEST_ONLY, NULL, rep);
   if (rc != 0)
     return rc;
   *zstd = rep->manifest->zstd;
   kg_ckpt_report_clear(rep);
   if (!*zstd)
-    return kg_ckpt_verify(e->path, pk, 0, watch, rep);
-  if (snprintf(copy, copysize, "%s/" KG_CKPT_COPY_PREFIX "%s", dir, incident)
-      >= (int) copysize) {
-    snprintf(rep->reason, sizeof rep->reason, "path too long");
-    return rep->rc = KG_ETOOBIG;
+    return kg_ckpt_verify(e->path, keys, 0, watch, rep);
+  bool beside;
+  if ((rc = s_copy_place(dir, incident, dest, copy, copysize, rep, &beside)) != 0) {
+    copy[0] = '\0';
+    return rc;
   }
   /* A copy of an earlier attempt for this incident is not trusted. */
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  char parent[PATH_MAX];
+  int dfd = kg_ckpt_dirname(copy, parent, sizeof parent) == 0
+              ? open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   if (dfd >= 0) {
     kg_ckpt_remove_tree_at(dfd, strrchr(copy, '/') + 1);
     close(dfd);
   }
-  return kg_ckpt_restore(e->path, copy, pk, watch, rep);
+  if (!beside)
+    s_remove_private_copies(dir, copy);
+  kg_ckpt_restore_opts_t opts = {.flags = KG_CKPT_RESTORE_READ_ONLY | KG_CKPT_RESTORE_PRIVATE};
+  rc = kg_ckpt_restore(e->path, copy, keys, watch, &opts, rep);
+  if (rc == 0 && !beside)
+    s_note_source(copy, dir);
+  return rc;
 }
 
 /*  The JSON of a restored set: the index is "archive"; every shard is read
@@ -120,21 +226,27 @@ s_add_set(cJSON *root, const kg_ckpt_set_t *st)
     chosen set, or NULL; *failed set on a system error. */
 static const kg_ckpt_set_t *
 s_try_sets(const kg_ckpt_sets_t *sets, size_t *j, int64_t until, int64_t before_ms,
-           const unsigned char *pk, const kg_ckpt_sink_t *watch, cJSON *skipped,
-           char *failbuf, size_t failsize, const char **failed)
+           const char *run, const kg_keyring_t *keys, const kg_ckpt_sink_t *watch,
+           cJSON *skipped, char *failbuf, size_t failsize, const char **failed)
 {
   char reason[1100], when[32];
   for (; sets && *j < sets->count && !*failed; (*j)++) {
     const kg_ckpt_set_t *st = &sets->sets[*j];
     if (st->sealed_at_ms < until && st->rc == 0)
       return NULL;
+    if (st->rc == 0 && strcmp(st->run, run) != 0) {
+      snprintf(reason, sizeof reason, "set of run '%.130s', not of the run being resumed "
+               "('%.130s')", st->run, run);
+      s_add_pair(skipped, st->path, NULL, NULL, reason);
+      continue;
+    }
     if (st->rc == 0 && st->sealed_at_ms >= before_ms) {
       snprintf(reason, sizeof reason, "set sealed at %s, at or after the failure",
                kg_clock_iso_ms(st->sealed_at_ms, when, sizeof when));
       s_add_pair(skipped, st->path, NULL, NULL, reason);
       continue;
     }
-    int rc = kg_ckpt_set_verify(st, pk, watch, reason, sizeof reason);
+    int rc = kg_ckpt_set_verify(st, keys, watch, reason, sizeof reason);
     if (rc == 0)
       return st;
     if (kg_ckpt_status_of(rc) < 0) {
@@ -152,17 +264,16 @@ s_try_sets(const kg_ckpt_sets_t *sets, size_t *j, int64_t until, int64_t before_
 
 int
 kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
-                       const char *dest, const kg_ckpt_sink_t *watch,
-                       const unsigned char *pk, cJSON **out, char *why, size_t whysize)
+                       const char *run, const char *dest, const kg_ckpt_sink_t *watch,
+                       const kg_keyring_t *keys, cJSON **out, char *why, size_t whysize)
 {
-  (void) dest; /* accepted for compatibility: nothing is copied there */
   *out = NULL;
   if (!kg_ckpt_quarantine_id_ok(incident)) {
     snprintf(why, whysize, "bad incident id '%.100s' (use [A-Za-z0-9._:-])", incident);
     return KG_EUSAGE;
   }
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, pk, false, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list && rc != -ENOENT) {
     snprintf(why, whysize, "scanning '%s': %s", dir, kg_strerror(rc));
     return rc;
@@ -173,9 +284,16 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
   size_t n = list ? list->count : 0;
   char when[32], reason[640];
 
-  if (list && (rc = kg_ckpt_quarantine(list, incident, before_ms)) < 0) {
-    snprintf(why, whysize, "quarantining in '%s': %s", dir, kg_strerror(rc));
-    goto fail;
+  /* A quarantine that fails (a link planted at quarantine/ in a shared
+     directory, no permission) does not stop the restore: what it would
+     have moved is still never chosen (below), and the JSON says why it
+     stayed. */
+  char qwhy[PATH_MAX + 256] = "";
+  bool qfailed = list && kg_ckpt_quarantine(list, incident, before_ms, run, qwhy,
+                                            sizeof qwhy) < 0;
+  if (qfailed) {
+    fprintf(stderr, "kguard ckpt resume-prepare: quarantine: %s\n", qwhy);
+    cJSON_AddStringToObject(root, "quarantine_error", qwhy);
   }
   for (size_t i = 0; i < n; i++) {
     kg_ckpt_entry_t *e = &list->entries[i];
@@ -209,16 +327,30 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
   const char *failed = NULL;
   char failbuf[900];
   int src;
-  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, pk, &src);
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &src);
   const kg_ckpt_set_t *cset = NULL;
   size_t j = 0;
   for (size_t i = 0; i < n && !chosen && !cset && !failed; i++) {
     kg_ckpt_entry_t *e = &list->entries[i];
-    if ((cset = s_try_sets(sets, &j, e->time_ms, before_ms, pk, watch, skipped, failbuf,
+    if ((cset = s_try_sets(sets, &j, e->time_ms, before_ms, run, keys, watch, skipped, failbuf,
                            sizeof failbuf, &failed)) || failed)
       break;
     if (e->moved_to)
       continue;
+    if (!e->leftover && e->time_ms >= before_ms) {
+      kg_clock_iso_ms(e->time_ms, when, sizeof when);
+      snprintf(reason, sizeof reason, "%s %s, at or after the failure (left in place: %.400s)",
+               e->authenticated ? "sealed at" : "modified at", when,
+               qfailed ? qwhy : "not this run's");
+      s_add_pair(skipped, e->path, NULL, NULL, reason);
+      continue;
+    }
+    if (!e->leftover && e->authenticated && strcmp(e->run, run) != 0) {
+      snprintf(reason, sizeof reason, "run '%.130s', not the run being resumed ('%.130s')",
+               e->run, run);
+      s_add_pair(skipped, e->path, NULL, NULL, reason);
+      continue;
+    }
     if (e->world_size >= 2 && !e->leftover && e->rc == 0) {
       snprintf(reason, sizeof reason, "shard of rank %lld of %lld: chosen only with its "
                "complete set", (long long) e->rank, (long long) e->world_size);
@@ -232,7 +364,7 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
       continue;
     }
     copy[0] = '\0';
-    rc = s_prepare_one(dir, e, incident, pk, watch, &rep, copy, sizeof copy, &zstd);
+    rc = s_prepare_one(dir, e, incident, dest, keys, watch, &rep, copy, sizeof copy, &zstd);
     if (rc == 0) {
       chosen = e;
       break;
@@ -250,7 +382,7 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
     kg_ckpt_report_clear(&rep);
   }
   if (!chosen && !cset && !failed)
-    cset = s_try_sets(sets, &j, INT64_MIN, before_ms, pk, watch, skipped, failbuf,
+    cset = s_try_sets(sets, &j, INT64_MIN, before_ms, run, keys, watch, skipped, failbuf,
                       sizeof failbuf, &failed);
   cJSON_AddStringToObject(root, "status",
                           chosen || cset ? "restored" : failed ? "failed" : "none");
@@ -293,15 +425,10 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
   cJSON_AddStringToObject(root, "digest_of", "manifest");
   cJSON_AddNumberToObject(root, "before_ms", (double) before_ms);
   cJSON_AddStringToObject(root, "incident", incident);
+  cJSON_AddStringToObject(root, "resumed_run", run);
   cJSON_AddItemToObject(root, "quarantined", quarantined);
   cJSON_AddItemToObject(root, "skipped", skipped);
   kg_ckpt_list_destroy(&list);
   *out = root;
   return 0;
-fail:
-  cJSON_Delete(quarantined);
-  cJSON_Delete(skipped);
-  cJSON_Delete(root);
-  kg_ckpt_list_destroy(&list);
-  return rc < 0 ? rc : KG_EINTERNAL;
 }

@@ -16,20 +16,27 @@
 #define KG_CKPT_COPY_PREFIX ".restored-"
 
 /*  Prepare a resume. dir: checkpoint directory (missing = no checkpoints);
-    before_ms: fault time T; incident: id for quarantine; dest: accepted
-    for compatibility and unused (nothing is copied into the home state
-    directory any more); watch: its progress callback, if any, sees the
-    bytes read of each candidate; pk: public key (NULL: nothing verifies).
+    before_ms: fault time T; incident: id for quarantine; run: the run being
+    resumed (only its archives and sets are candidates and quarantined;
+    every other run's is skipped, saying so); dest: where a zstd candidate
+    is decompressed when dir is not private (the caller's private state
+    directory); watch: its progress callback, if any, sees the bytes read
+    of each candidate; keys: the keys accepted as signers (NULL: nothing
+    verifies).
     An uncompressed candidate is verified completely in place and not
     copied ("dir": "", "in_place": true): the kernel reads its members from
-    the archive. A zstd candidate is restored into
-    dir/.restored-<incident> ("dir" names it). Copies left by earlier
-    incidents are removed first.
+    the archive. A zstd candidate is restored, read-only, into
+    dir/.restored-<incident> when nobody but the user can change dir, else
+    into dest ("dir" names it): never where someone else could swap it
+    before the kernel reads it. Copies left by earlier incidents are
+    removed first.
     On success (0) *out is a new JSON object (caller deletes):
       {"status": "restored"|"none"|"failed", "archive", "archive_abs",
        "step", "run", "sealed_at", "sealed_at_ms", "digest",
        "digest_of": "manifest", "dir", "in_place", "compression", "bytes",
-       "error" (only when failed),
+       "error" (only when failed), "resumed_run",
+       "quarantine_error" (only when the quarantine failed: those archives
+       then stay where they are and are skipped),
        "quarantined": [{"archive", "to", "reason"}],
        "skipped": [{"archive", "reason"}]}
     (archive..dir are null unless status is "restored"; "failed": a
@@ -37,8 +44,8 @@
     partial remains). Returns a negative code on bad arguments or when the
     directory cannot be scanned (*out NULL, why filled). */
 int kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
-                           const char *dest, const kg_ckpt_sink_t *watch,
-                           const unsigned char *pk, cJSON **out, char *why, size_t whysize);
+                           const char *run, const char *dest, const kg_ckpt_sink_t *watch,
+                           const kg_keyring_t *keys, cJSON **out, char *why, size_t whysize);
 
 /*  Remove dir/.restored-* copies, except dir/.restored-<keep> when keep is
     not NULL. Returns 0 or the first -errno. */

@@ -147,12 +147,12 @@ s_markers(const char *dir, int64_t **open, size_t *nopen, char ***names, size_t 
 }
 
 int
-kg_ckpt_retain_prune(const char *dir, const unsigned char *pk, int keep, int64_t every,
+kg_ckpt_retain_prune(const char *dir, const kg_keyring_t *keys, int keep, int64_t every,
                      const int64_t *extra_open, size_t nextra, bool dry_run, void *out)
 {
   FILE *o = out;
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, pk, false, &rc);
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list)
     return rc == -ENOENT ? 0 : rc;
   int64_t *open = NULL;
@@ -185,7 +185,7 @@ kg_ckpt_retain_prune(const char *dir, const unsigned char *pk, int keep, int64_t
       if (strcmp(names[k], e->name) == 0)
         items[i].named = true;
     /* Verify completely from the newest down until one is valid (V). */
-    if (!found && items[i].authenticated && kg_ckpt_list_verify(list, i, pk) == 0)
+    if (!found && items[i].authenticated && kg_ckpt_list_verify(list, i, keys) == 0)
       found = items[i].verified = true;
   }
   size_t n = kg_ckpt_retain_plan(items, list->count, keep, every, open, nopen, remove);

@@ -48,7 +48,7 @@ size_t kg_ckpt_retain_plan(const kg_ckpt_retain_item_t *items, size_t n, int kee
     marks, unless dry_run. extra_open: caller's open incident times.
     Prints one line per removal ("removed FILE: reason") to out when not
     NULL. Returns the number removed (>= 0) or -errno / KG_ENOMEM. */
-int kg_ckpt_retain_prune(const char *dir, const unsigned char *pk, int keep, int64_t every,
+int kg_ckpt_retain_prune(const char *dir, const kg_keyring_t *keys, int keep, int64_t every,
                          const int64_t *extra_open, size_t nextra, bool dry_run, void *out);
 
 /*  Record an open incident for dir: T and the chosen archive's file name

@@ -363,7 +363,9 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
 
   /* Names: final and a dot-named temporary beside it. */
   if (o->into) {
-    if ((rc = kg_file_mkdirs(o->into, 0755, 0755)) < 0) {
+    /* Modes as for any file the user writes (torch.save's, tar's): the
+       umask and the directory decide who may read checkpoints. */
+    if ((rc = kg_file_mkdirs(o->into, 0777, 0777)) < 0) {
       kg_ckpt_fail(why, whysize, rc, "creating '%s': %s", o->into);
       goto out;
     }
@@ -403,7 +405,7 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
     goto out;
   }
   have_tmp = true;
-  fchmod(outfd, 0644);
+  fchmod(outfd, 0666 & ~kg_file_umask()); /* mkostemp made it 0600 */
   time_t mtime = (time_t) (now / 1000);
   if (!o->zstd) {
     if ((rc = s_write_one_pass(outfd, &job, o->sk, mtime, why, whysize)) < 0)

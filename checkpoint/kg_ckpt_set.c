@@ -135,7 +135,7 @@ s_cmp_sets(const void *pa, const void *pb)
 }
 
 kg_ckpt_sets_t *
-kg_ckpt_sets_scan(const char *dir, const unsigned char *pk, int *rc)
+kg_ckpt_sets_scan(const char *dir, const kg_keyring_t *keys, int *rc)
 {
   DIR *d = opendir(dir);
   if (!d) {
@@ -167,7 +167,7 @@ kg_ckpt_sets_scan(const char *dir, const unsigned char *pk, int *rc)
     s_capture_t cap = {0};
     kg_ckpt_sink_t sink = {.arg = &cap, .data = s_cap_data};
     kg_ckpt_report_t r;
-    s->rc = kg_ckpt_verify(path, pk, 0, &sink, &r);
+    s->rc = kg_ckpt_verify(path, keys, 0, &sink, &r);
     if (s->rc == 0) {
       kg_ckpt_member_t *m = kg_ckpt_manifest_find(r.manifest, KG_CKPT_SET_MEMBER);
       if (!m || r.manifest->count != 1) {
@@ -206,7 +206,7 @@ kg_ckpt_sets_destroy(kg_ckpt_sets_t **p)
 }
 
 int
-kg_ckpt_set_verify(const kg_ckpt_set_t *set, const unsigned char *pk,
+kg_ckpt_set_verify(const kg_ckpt_set_t *set, const kg_keyring_t *keys,
                    const kg_ckpt_sink_t *watch, char *reason, size_t size)
 {
   if (set->rc != 0) {
@@ -222,7 +222,7 @@ kg_ckpt_set_verify(const kg_ckpt_set_t *set, const unsigned char *pk,
       return KG_ECKPT_TRUNC;
     }
     kg_ckpt_report_t r;
-    int rc = kg_ckpt_verify(sh->archive, pk, 0, watch, &r);
+    int rc = kg_ckpt_verify(sh->archive, keys, 0, watch, &r);
     if (rc == 0 && (strcmp(r.manifest_digest, sh->digest) != 0 || r.manifest->step != set->step
                     || r.manifest->rank != i || r.manifest->world_size != set->world_size
                     || strcmp(r.manifest->run, set->run) != 0 || r.manifest->zstd)) {
@@ -250,7 +250,17 @@ kg_ckpt_set_try_index(const char *dir, const unsigned char *sk, const char *run,
 {
   out[0] = '\0';
   int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, sk + 32, false, &rc);
+  /* Shards count when signed by this key or one the user trusts (the
+     ranks of one job may sign with their own nodes' keys). */
+  kg_keyring_t *keys = kg_keyring_load(NULL, &rc, NULL, 0);
+  if (!keys)
+    keys = kg_keyring_new();
+  if (!keys || kg_keyring_add(keys, sk + 32, NULL, NULL) < 0) {
+    kg_keyring_destroy(&keys);
+    return KG_ENOMEM;
+  }
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
+  kg_keyring_destroy(&keys);
   if (!list)
     return rc;
   const kg_ckpt_entry_t **by_rank = calloc((size_t) world, sizeof *by_rank);
@@ -309,7 +319,7 @@ kg_ckpt_set_try_index(const char *dir, const unsigned char *sk, const char *run,
     kg_ckpt_gc_lock(lockfd);
   char file[PATH_MAX + 32];
   snprintf(file, sizeof file, "%s/" KG_CKPT_SET_MEMBER, stage);
-  rc = kg_file_write_atomic(file, json, strlen(json), 0644);
+  rc = kg_file_write_atomic(file, json, strlen(json), 0666 & ~kg_file_umask());
   free(json);
   if (rc < 0)
     goto out;

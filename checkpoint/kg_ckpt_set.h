@@ -49,13 +49,13 @@ typedef struct {
 /*  Read and verify every set index in dir (each is small). Bad indexes
     are kept with rc/reason set. Returns NULL with *rc (-errno, -ENOENT if
     dir is missing) or a list the caller destroys. */
-kg_ckpt_sets_t *kg_ckpt_sets_scan(const char *dir, const unsigned char *pk, int *rc);
+kg_ckpt_sets_t *kg_ckpt_sets_scan(const char *dir, const kg_keyring_t *keys, int *rc);
 
 void kg_ckpt_sets_destroy(kg_ckpt_sets_t **p);
 
 /*  Verify every shard of set completely (watch: progress, may be NULL).
     Returns 0, or a KG_ECKPT_* verdict / -errno with reason filled. */
-int kg_ckpt_set_verify(const kg_ckpt_set_t *set, const unsigned char *pk,
+int kg_ckpt_set_verify(const kg_ckpt_set_t *set, const kg_keyring_t *keys,
                        const kg_ckpt_sink_t *watch, char *reason, size_t size);
 
 /*  After a shard of (run, step, world_size) was sealed into dir: when every

@@ -186,6 +186,11 @@ kg_ckpt_remove_tree_at(int dfd, const char *name)
   int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return -errno;
+  /* A read-only restored copy (directories 0500) of ours: writable again,
+     so that its entries can go. */
+  struct stat st;
+  if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 0700) != 0700)
+    fchmod(fd, (st.st_mode & 07777) | 0700);
   DIR *d = fdopendir(fd);
   if (!d) {
     int e = -errno;

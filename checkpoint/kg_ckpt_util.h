@@ -49,7 +49,9 @@ int kg_ckpt_fsync_dir(const char *path);
 int kg_ckpt_dirname(const char *path, char *buf, size_t size);
 
 /*  Remove name (a file or a whole tree) under dirfd without following any
-    symbolic link. Returns 0 or -errno (ENOENT counts as success). */
+    symbolic link; a directory of the user's without write permission (a
+    read-only restored copy) is made writable first. Returns 0 or -errno
+    (ENOENT counts as success). */
 int kg_ckpt_remove_tree_at(int dirfd, const char *name);
 
 struct cJSON;

@@ -118,7 +118,6 @@ s_check_type(kg_ckpt_report_t *r, struct archive_entry *e, const char *name)
   return 0;
 }
 
-
 /* ---- the archive reader: progress and the slow-disk test hook ----------- */
 
 typedef struct {
@@ -403,7 +402,7 @@ s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
 
 /*  Read the manifest and signature members and authenticate. */
 static int
-s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const unsigned char *pk)
+s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const kg_keyring_t *keys)
 {
   struct archive_entry *e;
   int h = archive_read_next_header(a, &e);
@@ -456,32 +455,34 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const unsigned char *p
   }
   if ((rc = s_read_small(a, r, name, sig, sizeof sig)) < 0)
     goto done;
-
   char why[256] = "";
   kg_ckpt_manifest_t *m = NULL;
-  if (pk && crypto_sign_verify_detached(sig, (unsigned char *) json,
-                                        (unsigned long long) msize, pk) == 0) {
+  const kg_key_t *signer = kg_keyring_verify(keys, sig, json, (size_t) msize);
+  if (signer) {
     r->authenticated = true;
-    rc = kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why);
-    if (rc < 0) {
-      s_set(r, rc, KG_CKPT_MANIFEST_NAME, "%s: %s", kg_ckpt_status_name(rc), why);
-      goto done;
-    }
-    r->manifest = m;
-    rc = 0;
+    snprintf(r->signer, sizeof r->signer, "%s", signer->name);
+    snprintf(r->signer_id, sizeof r->signer_id, "%s", signer->id);
+    if ((rc = kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why)) < 0)
+      s_set(r, rc, KG_CKPT_MANIFEST_NAME, "%s", why);
+    else if (strcmp(m->key_id, signer->id) != 0)
+      rc = s_set(r, KG_ECKPT_MALFORMED, KG_CKPT_MANIFEST_NAME, "manifest names key %s but is "
+                 "signed by %s", m->key_id, signer->id);
+    else
+      r->manifest = m, m = NULL;
+    kg_ckpt_manifest_destroy(&m);
     goto done;
   }
-  /* Not verified: say whether it names another key or was altered. */
-  char ours[KG_KEYS_ID_LEN] = "";
-  if (pk)
-    kg_keys_id(pk, ours);
+  /* Not verified: say whether it names a key we do not hold or was altered. */
+  char held[96];
+  kg_keyring_describe(keys, held, sizeof held);
   if (kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why) == 0
-      && strcmp(m->key_id, ours) != 0)
-    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "signed by unknown key %s (%s%s)",
-               m->key_id, pk ? "ours is " : "no public key known; run kguard keygen",
-               pk ? ours : "");
-  else if (!pk)
-    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "no public key known; run kguard keygen");
+      && !kg_keyring_find(keys, m->key_id))
+    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "signed by key %s, which you do not trust (%s); "
+               "if you trust its owner, import their `kguard keys export` with "
+               "`kguard keys import NAME FILE`", m->key_id, held);
+  else if (!keys || keys->count == 0)
+    rc = s_set(r, KG_ECKPT_UNSIGNED, NULL, "no key to check its signature with: "
+               "`kguard keys import NAME FILE` trusts the signer's public key");
   else
     rc = s_set(r, KG_ECKPT_CORRUPT, KG_CKPT_MANIFEST_NAME,
                "manifest signature does not match (manifest or signature altered)");
@@ -492,7 +493,7 @@ done:
 }
 
 int
-kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
+kg_ckpt_verify(const char *path, const kg_keyring_t *keys, unsigned flags,
                const kg_ckpt_sink_t *sink, kg_ckpt_report_t *r)
 {
   memset(r, 0, sizeof *r);
@@ -554,7 +555,7 @@ kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
     else
       rc = s_archive_fail(r, a, NULL, "opening");
   }
-  else if ((rc = s_verify_manifest(a, r, pk)) == 0) {
+  else if ((rc = s_verify_manifest(a, r, keys)) == 0) {
     if (flags & KG_CKPT_VERIFY_MANIFEST_ONLY) {
       rc = s_set(r, 0, NULL, "manifest authenticated");
     } else {

@@ -70,6 +70,9 @@ typedef struct {
 typedef struct {
   int rc;                          /* 0, a KG_ECKPT_* code, or -errno */
   bool authenticated;              /* manifest signature verified */
+  char signer[KG_KEYS_NAME_MAX + 1]; /* the key that signed it: its trusted
+                                      name, "" for the user's own key */
+  char signer_id[KG_KEYS_ID_LEN];  /* that key's id, once authenticated */
   bool zip;                        /* input was a zip (torch.save file) */
   char reason[512];                /* one line: why not valid (or "valid") */
   char member[KG_CKPT_PATH_MAX + 1]; /* member concerned, or "" */
@@ -78,12 +81,13 @@ typedef struct {
   uint64_t archive_size;           /* bytes of the archive file */
 } kg_ckpt_report_t;
 
-/*  Verify the archive at path against public key pk (NULL: no key known, so
-    at best UNSIGNED). flags: KG_CKPT_VERIFY_MANIFEST_ONLY. sink may be NULL.
+/*  Verify the archive at path: its manifest must be signed by one of keys
+    (the user's own and the trusted ones: kg_keyring_load; NULL or empty:
+    no key known, so at best UNSIGNED). flags: KG_CKPT_VERIFY_MANIFEST_ONLY. sink may be NULL.
     Fills *report (clear it with kg_ckpt_report_clear) and returns report->rc:
     0 when valid, KG_ECKPT_UNSIGNED/CORRUPT/TRUNC/MALFORMED/UNSAFE for a bad
     archive, -errno when the file could not be read, or the sink's error. */
-int kg_ckpt_verify(const char *path, const unsigned char *pk, unsigned flags,
+int kg_ckpt_verify(const char *path, const kg_keyring_t *keys, unsigned flags,
                    const kg_ckpt_sink_t *sink, kg_ckpt_report_t *report);
 
 /*  Free what the report owns and zero it. */

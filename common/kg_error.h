@@ -23,6 +23,7 @@
   XX(TIMEOUT,     "timed out")                                                  \
   XX(NOTFOUND,    "not found")                                                  \
   XX(EXISTS,      "already exists")                                             \
+  XX(UNSAFEPATH,  "another user could change this directory or file")          \
   /* ipc: connection files and the wire protocol */                            \
   XX(CONNFILE,    "malformed connection file")                                  \
   XX(NODELIM,     "message has no <IDS|MSG> delimiter")                         \
@@ -33,6 +34,10 @@
   XX(BADJSON,     "message frame is not a JSON object")                         \
   XX(BADHEADER,   "message header lacks msg_id, msg_type or session")           \
   XX(SCHEME,      "unsupported signature scheme")                               \
+  XX(NODATE,      "message header has no valid date")                           \
+  XX(EXPIRED,     "message is dated before the replay window")                  \
+  XX(REFLECTED,   "message is the kernel's own, sent back to it (reflected)")   \
+  XX(QFULL,       "the peer is not reading: its send queue is full")           \
   /* supervisor */                                                              \
   XX(SPAWN,       "unable to start the kernel")                                 \
   XX(NOKERNEL,    "no such kernel")                                             \

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,24 @@ kg_file_write_atomic(const char *path, const void *data, size_t size, mode_t mod
     unlink(tmp);
   free(tmp);
   return rc == 0 ? kg_file_sync_parent(path) : rc;
+}
+
+mode_t
+kg_file_umask(void)
+{
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[256];
+  unsigned mask = 0;
+  bool found = false;
+  while (f && !found && fgets(line, sizeof line, f))
+    found = sscanf(line, "Umask: %o", &mask) == 1;
+  if (f)
+    fclose(f);
+  if (found)
+    return (mode_t) mask;
+  mode_t old = umask(022);
+  umask(old);
+  return old;
 }
 
 int

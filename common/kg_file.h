@@ -34,6 +34,10 @@ int kg_file_sync_parent(const char *path);
     -errno; on failure the temporary file is removed and path is untouched. */
 int kg_file_write_atomic(const char *path, const void *data, size_t size, mode_t mode);
 
+/*  The process's umask, read without changing it (/proc/self/status;
+    where that is unavailable, set and restored at once). */
+mode_t kg_file_umask(void);
+
 /*  mkdir -p: create path and any missing parents. Created parents get
     parent_mode, path itself leaf_mode (both masked by the umask, as mkdir
     does); existing directories are left as they are. Returns 0, -errno, or

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "kg_error.h"
 #include "kg_file.h"
 #include "kg_log.h"
+#include "kg_safepath.h"
 
 #ifndef KGUARD_SOURCE_DIR
 #define KGUARD_SOURCE_DIR "."
@@ -56,37 +58,80 @@ kg_paths_exe(char *buf, size_t len)
 }
 
 int
+kg_paths_home(char *buf, size_t len)
+{
+  const char *home = getenv("HOME");
+  if (home && *home)
+    return s_fmt(buf, len, home, "", "");
+  struct passwd pw, *res = NULL;
+  char tmp[2048];
+  if (getpwuid_r(geteuid(), &pw, tmp, sizeof tmp, &res) == 0 && res && res->pw_dir
+      && res->pw_dir[0] == '/' && strcmp(res->pw_dir, "/") != 0 && s_is_dir(res->pw_dir))
+    return s_fmt(buf, len, res->pw_dir, "", "");
+  return KG_ENOTFOUND;
+}
+
+int
 kg_paths_state_dir_name(char *buf, size_t len)
 {
   const char *env = getenv("KGUARD_STATE_DIR");
   const char *xdg = getenv("XDG_STATE_HOME");
-  const char *home = getenv("HOME");
+  char home[PATH_MAX];
   if (env && *env)
     return s_fmt(buf, len, env, "", "");
   if (xdg && *xdg)
     return s_fmt(buf, len, xdg, "/", "kguard");
-  if (home && *home)
+  if (kg_paths_home(home, sizeof home) == 0)
     return s_fmt(buf, len, home, "/", ".local/state/kguard");
-  return s_fmt(buf, len, "/tmp", "/", "kguard-state");
+  /* No home at all (a service account without one): per user, in /tmp. */
+  char tail[64];
+  snprintf(tail, sizeof tail, "kguard-state-%u", (unsigned) geteuid());
+  return s_fmt(buf, len, "/tmp", "/", tail);
+}
+
+int
+kg_paths_state_dir_why(char *buf, size_t len, char *why, size_t whylen)
+{
+  int rc = kg_paths_state_dir_name(buf, len);
+  if (rc) {
+    kg_errf(why, whylen, "the state directory's path is too long");
+    return rc;
+  }
+  char sub[PATH_MAX];
+  if ((rc = kg_safepath_make_dir(buf, sub, sizeof sub)) != 0) {
+    kg_errf(why, whylen, "state directory: %s%s", sub,
+            rc == KG_EUNSAFEPATH ? " (or set KGUARD_STATE_DIR)" : "");
+    return rc;
+  }
+  static const char *subs[] = {"logs", "incidents", "restored"};
+  for (size_t i = 0; i < 3; i++) {
+    struct stat st;
+    if ((rc = s_fmt(sub, sizeof sub, buf, "/", subs[i])))
+      return rc;
+    if (mkdir(sub, 0700) != 0 && errno != EEXIST) {
+      rc = -errno;
+      kg_errf(why, whylen, "cannot create %s: %s", sub, strerror(errno));
+      return rc;
+    }
+    /* Inside a private directory only the user (or root) made it; a link
+       or a directory of someone else's is still refused. */
+    if (lstat(sub, &st) != 0 || !S_ISDIR(st.st_mode)
+        || (st.st_uid != geteuid() && st.st_uid != 0)) {
+      kg_errf(why, whylen, "%s is not a directory of yours: remove it", sub);
+      return KG_EUNSAFEPATH;
+    }
+  }
+  return 0;
 }
 
 int
 kg_paths_state_dir(char *buf, size_t len)
 {
-  int rc = kg_paths_state_dir_name(buf, len);
+  char why[PATH_MAX + 256];
+  int rc = kg_paths_state_dir_why(buf, len, why, sizeof why);
   if (rc)
-    return rc;
-  if ((rc = kg_paths_mkdirs(buf, 0700)))
-    return rc;
-  static const char *subs[] = {"logs", "incidents", "restored"};
-  for (size_t i = 0; i < 3; i++) {
-    char sub[PATH_MAX];
-    if ((rc = s_fmt(sub, sizeof sub, buf, "/", subs[i])))
-      return rc;
-    if (mkdir(sub, 0700) != 0 && errno != EEXIST)
-      return -errno;
-  }
-  return 0;
+    kg_error("%s", why);
+  return rc;
 }
 
 /*  <dir of the executable>/../share/kguard into buf when it is a
@@ -311,10 +356,16 @@ int
 kg_paths_runtime_dir(char *buf, size_t len)
 {
   const char *xdg = getenv("XDG_RUNTIME_DIR");
+  char why[PATH_MAX + 256];
   if (xdg && *xdg && s_is_dir(xdg) && access(xdg, W_OK) == 0
-      && strlen(xdg) < 60   /* unix socket paths are limited to 107 bytes */
-      && s_make_runtime_dir(buf, len, xdg) == 0)
-    return 0;
+      && strlen(xdg) < 60) {  /* unix socket paths are limited to 107 bytes */
+    /* The XDG spec makes it the user's own 0700 directory; one that is not
+       is not used (a new private one in /tmp is, made by mkdtemp). */
+    if (kg_safepath_check_dir(xdg, why, sizeof why) != 0)
+      kg_warning("not using XDG_RUNTIME_DIR: %s", why);
+    else if (s_make_runtime_dir(buf, len, xdg) == 0)
+      return 0;
+  }
   return s_make_runtime_dir(buf, len, "/tmp");
 }
 

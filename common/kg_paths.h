@@ -1,7 +1,10 @@
 /*  kg_paths: where kguard keeps things (the shared conventions of the brief).
 
     State dir: $KGUARD_STATE_DIR, else $XDG_STATE_HOME/kguard, else
-    ~/.local/state/kguard; created 0700 with logs/, incidents/, restored/.
+    ~/.local/state/kguard (the home from $HOME, else the user's passwd
+    entry), else /tmp/kguard-state-<uid>; created 0700 with logs/,
+    incidents/, restored/, and refused unless private (kg_safepath.h): a
+    state directory someone else owns or can write is never used.
     Data dir: $KGUARD_DATADIR, else <dir of /proc/self/exe>/../share/kguard if
     it exists, else the source tree. Runtime dir: mkdtemp kguard-XXXXXX under
     $XDG_RUNTIME_DIR or /tmp, mode 0700.
@@ -15,8 +18,18 @@
     Returns 0 or -errno. */
 int kg_paths_exe(char *buf, size_t len);
 
-/*  Resolve the state dir into buf and create it (0700) with its
-    subdirectories logs/, incidents/ and restored/. Returns 0 or -errno. */
+/*  The user's home directory into buf: $HOME, else the home of the
+    effective user's passwd entry when it exists ("/" does not count).
+    Returns 0, KG_ENOTFOUND or KG_ETOOBIG. */
+int kg_paths_home(char *buf, size_t len);
+
+/*  Resolve the state dir into buf, create it (0700) with its
+    subdirectories logs/, incidents/ and restored/, and check that it is
+    private (kg_safepath_check_dir). Returns 0, KG_EUNSAFEPATH or -errno,
+    with one line in why saying which directory and what to do. */
+int kg_paths_state_dir_why(char *buf, size_t len, char *why, size_t whylen);
+
+/*  kg_paths_state_dir_why, logging why (kg_error) on failure. */
 int kg_paths_state_dir(char *buf, size_t len);
 
 /*  Resolve the state dir into buf as kg_paths_state_dir does, creating

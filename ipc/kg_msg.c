@@ -105,6 +105,30 @@ kg_msg_destroy(kg_msg_t **self_p)
   *self_p = NULL;
 }
 
+kg_msg_t *
+kg_msg_share(const kg_msg_t *self)
+{
+  kg_msg_t *copy = kg__msg_alloc();
+  if (!copy || kg__msg_reserve(copy, self->nframes) != 0) {
+    kg_msg_destroy(&copy);
+    return NULL;
+  }
+  for (size_t i = 0; i < self->nframes; i++) {
+    zmq_msg_init(&copy->frames[i]);
+    if (zmq_msg_copy(&copy->frames[i], (zmq_msg_t *) &self->frames[i]) != 0) {
+      zmq_msg_close(&copy->frames[i]);
+      kg_msg_destroy(&copy);
+      return NULL;
+    }
+    copy->nframes = i + 1;
+  }
+  copy->split = self->split;
+  copy->nident = self->nident;
+  copy->verified = self->verified;
+  memcpy(copy->verified_key, self->verified_key, sizeof copy->verified_key);
+  return copy;
+}
+
 kg_frame_t
 kg__msg_frame(const kg_msg_t *self, size_t index)
 {
@@ -162,7 +186,7 @@ s_frame_from_bytes(zmq_msg_t *frame, const void *data, size_t len)
 }
 
 const char *const kg_msg_drop_names[KG_DROP_COUNT] = {
-  "unsigned", "forged", "replayed", "malformed", "oversized"};
+  "unsigned", "forged", "replayed", "expired", "reflected", "malformed", "oversized"};
 
 kg_drop_kind_t
 kg_msg_drop_kind(int rc)
@@ -174,6 +198,10 @@ kg_msg_drop_kind(int rc)
     return KG_DROP_FORGED;
   case KG_EREPLAY:
     return KG_DROP_REPLAYED;
+  case KG_EEXPIRED:
+    return KG_DROP_EXPIRED;
+  case KG_EREFLECTED:
+    return KG_DROP_REFLECTED;
   case KG_ETOOBIG:
     return KG_DROP_OVERSIZED;
   default:

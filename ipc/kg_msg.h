@@ -76,6 +76,14 @@ kg_msg_t *kg_msg_new(const char *msg_type, const char *session,
 /*  Free self and set *self_p to NULL. Safe on NULL. */
 void kg_msg_destroy(kg_msg_t **self_p);
 
+/*  A copy of self that shares its frames (reference-counted by zmq, not
+    copied) and sends exactly as self would now: the same identities, dict
+    frames and buffers, and the received signature when self would forward
+    it. Parsed JSON is not copied (the copy parses again if asked). For a
+    message that must wait for its socket after the caller has destroyed
+    the original (kg_outq). NULL on allocation failure. */
+kg_msg_t *kg_msg_share(const kg_msg_t *self);
+
 /*  Identity (routing) frames, before the delimiter. For iopub, the topic. */
 size_t kg_msg_ident_count(const kg_msg_t *self);
 kg_frame_t kg_msg_ident(const kg_msg_t *self, size_t index);
@@ -116,6 +124,11 @@ const char *kg_msg_parent_id(kg_msg_t *self);
     session. Returns 0, KG_EBADJSON or KG_EBADHEADER. */
 int kg_msg_check_header(kg_msg_t *self);
 
+/*  The 32 bytes of a split message's signature frame (64 hex digits, as
+    jupyter_client writes it; either case) into mac: what a replay history
+    remembers. 0, or KG_EBADSIG when the frame is not such a signature. */
+int kg_msg_mac(const kg_msg_t *self, unsigned char mac[32]);
+
 /*  Send self on socket: identities, delimiter, the signature, the frames,
     the buffers. The signature is the received one, shared not copied, when
     kg_msg_parse checked it with signer's key (kg_signer_same_key), or
@@ -153,13 +166,17 @@ void kg_msg_set_observer(kg_msg_observer_fn *fn, void *arg);
 
 /*  Why a received message was dropped, for counting and rate-limited
     logging: unsigned (KG_ENOSIG), forged (KG_EBADSIG), replayed
-    (KG_EREPLAY), oversized (KG_ETOOBIG), malformed (any other code from
-    kg_msg_parse or kg_msg_check_header). kg_msg_drop_names[kind] is the
-    word for a log line ("forged"). */
+    (KG_EREPLAY), expired (KG_EEXPIRED: dated before the replay window),
+    reflected (KG_EREFLECTED: the kernel's own message sent back),
+    oversized (KG_ETOOBIG), malformed (any other code from kg_msg_parse or
+    kg_msg_check_header). kg_msg_drop_names[kind] is the word for a log
+    line ("forged"). */
 typedef enum {
   KG_DROP_UNSIGNED = 0,
   KG_DROP_FORGED,
   KG_DROP_REPLAYED,
+  KG_DROP_EXPIRED,
+  KG_DROP_REFLECTED,
   KG_DROP_MALFORMED,
   KG_DROP_OVERSIZED,
   KG_DROP_COUNT

@@ -158,6 +158,19 @@ kg_msg_parse(kg_msg_t *self, kg_signer_t *signer)
   return 0;
 }
 
+int
+kg_msg_mac(const kg_msg_t *self, unsigned char mac[32])
+{
+  if (!self->split)
+    return KG_EUSAGE;
+  kg_frame_t sig = kg__msg_frame(self, self->nident + 1);
+  size_t got = 0;
+  if (sig.size != 64
+      || sodium_hex2bin(mac, 32, sig.data, sig.size, NULL, &got, NULL) != 0 || got != 32)
+    return KG_EBADSIG;
+  return 0;
+}
+
 /*  Send one part; frame is consumed on success and left to the caller on
     failure. EINTR is retried: the part was not queued. */
 static int

@@ -22,8 +22,8 @@
 
 static const kg_cmd_t *const s_cmds[] = {
   &kg_cli_install_cmd, &kg_cli_uninstall_cmd, &kg_run_cmd, &kg_exec_cmd, &kg_cli_doctor_cmd,
-  &kg_ckpt_cmd, &kg_keygen_cmd, &kg_cli_restart_cmd, &kg_cli_incident_cmd, &kg_cli_kernel_cmd,
-  &kg_eg_cmd, &kg_cli_help_cmd, NULL};
+  &kg_ckpt_cmd, &kg_keygen_cmd, &kg_keys_cmd, &kg_cli_restart_cmd, &kg_cli_incident_cmd,
+  &kg_cli_kernel_cmd, &kg_eg_cmd, &kg_cli_help_cmd, NULL};
 
 static const kg_opt_exit_t s_root_exits[] = {
   {"0", "success"},
@@ -58,7 +58,7 @@ static const kg_cmd_t s_root = {
 #define KGUARD_EG_RELPATH "../libexec/kguard/kguard-eg"
 #endif
 
-/*  `ckpt` and `keygen` run in kguard-ckpt (see supervisor/main_ckpt.c for
+/*  `ckpt`, `keygen` and `keys` run in kguard-ckpt (see supervisor/main_ckpt.c for
     why), `eg-launch` in kguard-eg (supervisor/eg/main_eg.c): beside this
     executable in a build tree, under libexec once installed. argv is passed
     on, with `--kguard SELF` after the command name when with_self is set
@@ -141,7 +141,7 @@ main(int argc, char **argv)
     return kg_exec_main(n, rest);
   if (cmd == &kg_cli_help_cmd)
     return kg_cli_help_main(&s_root, n, rest);
-  if (cmd == &kg_ckpt_cmd || cmd == &kg_keygen_cmd)
+  if (cmd == &kg_ckpt_cmd || cmd == &kg_keygen_cmd || cmd == &kg_keys_cmd)
     return s_exec_helper("kguard-ckpt", KGUARD_CKPT_RELPATH, argc, argv, 0);
   return s_exec_helper("kguard-eg", KGUARD_EG_RELPATH, argc, argv, 1);
 }

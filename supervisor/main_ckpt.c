@@ -1,10 +1,11 @@
-/*  kguard-ckpt: the checkpoint commands (`kguard ckpt ...`, `kguard keygen`).
+/*  kguard-ckpt: the checkpoint commands (`kguard ckpt ...`, `kguard keygen`,
+    `kguard keys ...`).
 
     They live in their own executable so that the long-lived processes
     (`kguard kernel`, one per notebook, and `kguard run`) never map
     libarchive and what it pulls in (libxml2, ICU, nettle and five
     compressors: about 1.7 MiB of resident pages per process). `kguard`
-    execs this program for those two commands with its own argv, so users,
+    execs this program for those commands with its own argv, so users,
     scripts and the supervisor keep calling `kguard ckpt ...`. */
 #include <string.h>
 
@@ -21,7 +22,10 @@ main(int argc, char **argv)
     return kg_ckpt_cli_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "keygen") == 0)
     return kg_ckpt_keygen_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "keys") == 0)
+    return kg_ckpt_keys_main(argc - 1, argv + 1);
   kg_opt_set_prog("kguard-ckpt");
-  kg_error("it runs `kguard ckpt ...` and `kguard keygen` for kguard; run those instead");
+  kg_error("it runs `kguard ckpt ...`, `kguard keygen` and `kguard keys` for kguard; run "
+           "those instead");
   return KG_EXIT_USAGE;
 }

@@ -58,6 +58,10 @@ p.add_argument("--fault-kinds", default="cuda-illegal-address",
 p.add_argument("--fault-always", action="store_true")
 p.add_argument("--on-fault", choices=["raise", "hang"], default="raise")
 p.add_argument("--marks", default="")
+p.add_argument("--hold-at", type=int, default=-1,
+               help="before this step, wait until --hold-file exists (a harness's go-ahead, "
+                    "e.g. once kguard's warm standbys are ready)")
+p.add_argument("--hold-file", default=None)
 p.add_argument("--report", required=True)
 p.add_argument("--timeline", action="store_true")
 args = p.parse_args()
@@ -153,6 +157,9 @@ def save(n):
 
 
 for n in range(start + 1, args.steps + 1):
+    if n == args.hold_at and args.hold_file:
+        while not os.path.exists(args.hold_file):
+            time.sleep(0.05)  # the harness creates it; no other channel to it
     fault(n)
     x = w
     for _ in range(20):

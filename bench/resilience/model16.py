@@ -1,11 +1,12 @@
-"""A paper model of the time to resume on 16 nodes, from the parts measured
-on 1, 2 and 3 hosts by bench/resilience/resume.py (issue 15, part 2).
+"""A paper model of the time to resume on 16 (or 128) nodes, from the parts
+measured on 1, 2 and 3 hosts by bench/resilience/resume.py.
 
     /usr/bin/python3 bench/resilience/resume.py --nodes 1 --json parts.jsonl
     sudo /usr/bin/python3 bench/resilience/resume.py --nodes 2 --json parts.jsonl
     sudo /usr/bin/python3 bench/resilience/resume.py --nodes 3 --json parts.jsonl
-    /usr/bin/python3 bench/resilience/model16.py parts.jsonl [--nodes 16]
-        [--shard-gb 8.75] [--ranks-per-node 8] [--read-gbs 1.0]
+    /usr/bin/python3 bench/resilience/model16.py parts.jsonl [--nodes 16|128]
+        [--shard-gb 8.75] [--ranks-per-node 8] [--read-gbs 1.0] [--archives-kept 3]
+        [--launcher kguard --standby yes --on-fault hang]   (which trials)
 
 Assumptions (each part is one of three kinds):
   fixed      does not depend on the node count: detect (the --stall-timeout
@@ -19,7 +20,8 @@ Assumptions (each part is one of three kinds):
              cluster has no 2 loaded vCPUs shared by every host, so this is
              pessimistic for the CPU-bound parts).
   linear     grows with the node count: decide (the coordinator waits for a
-             report from every node and checks every rank's archives),
+             report from every node and merges their listings; each node's
+             own listing and verification is "verify", below),
              launch (torchrun's agents' rendezvous on the master's store),
              rendezvous (gloo connects every pair of ranks). Modelled by a
              least-squares line through the medians at 2 and 3 hosts (one
@@ -27,6 +29,10 @@ Assumptions (each part is one of three kinds):
              it is used only when it is all there is), extrapolated: two
              points give a rough slope, and a quadratic term of gloo's full
              mesh would show only at larger counts.
+  verify     each node lists and verifies its ranks' archives after its tree
+             stopped, in parallel: the worst measured plus --ranks-per-node x
+             --archives-kept x --shard-gb / --read-gbs (every kept archive is
+             read: `kguard ckpt list` verifies them all).
   restore    checkpoint read and verification, per node in parallel: the
              measured restore time (small archives: the fixed cost) plus
              --ranks-per-node x --shard-gb / --read-gbs (kguard verifies at
@@ -44,8 +50,9 @@ import sys
 FIXED = ("detect", "backoff", "first-step")
 SLOWEST = ("kill", "mem-free", "tree-gone", "import", "load")
 LINEAR = ("decide", "launch", "rendezvous")
-ORDER = ("detect", "kill", "mem-free", "tree-gone", "decide", "restore", "backoff", "launch",
-         "import", "rendezvous", "load", "first-step")
+ORDER = ("detect", "kill", "mem-free", "tree-gone", "verify", "decide", "restore", "backoff",
+         "launch", "import", "rendezvous", "load", "first-step")
+READS = ("verify", "restore", "load")   # parts that read the checkpoint's bytes
 
 
 def _fit(xs, ys):
@@ -62,8 +69,30 @@ def main():
     ap.add_argument("--shard-gb", type=float, default=70e9 * 16 / 128 / 1e9)
     ap.add_argument("--ranks-per-node", type=int, default=8)
     ap.add_argument("--read-gbs", type=float, default=1.0)
+    ap.add_argument("--archives-kept", type=int, default=3,
+                    help="archives per rank each node lists and verifies after a fault "
+                         "(kguard ckpt list reads them all)")
+    ap.add_argument("--launcher", choices=["torchrun", "kguard"], default=None,
+                    help="only the trials of this launcher (resume.py --launcher)")
+    ap.add_argument("--standby", choices=["yes", "no"], default=None,
+                    help="only the trials with (or without) warm standbys")
+    ap.add_argument("--on-fault", choices=["hang", "raise"], default=None)
     a = ap.parse_args()
     rows = [json.loads(x) for x in open(a.parts) if x.strip()]
+    rows = [r for r in rows
+            if (not a.launcher or r.get("launcher", "torchrun") == a.launcher)
+            and (not a.standby or r.get("standby", False) == (a.standby == "yes"))
+            and (not a.on_fault or r.get("on_fault", "hang") == a.on_fault)]
+    slowest, linear = SLOWEST, LINEAR
+    if rows and all(r.get("launcher") == "kguard" for r in rows):
+        # kguard starts each node's ranks itself (no agents' rendezvous):
+        # the launch is per node, in parallel.
+        slowest, linear = SLOWEST + ("launch",), tuple(k for k in LINEAR if k != "launch")
+    for r in rows:
+        # Several hosts: each node lists and verifies its own ranks' archives
+        # inside "decide"; apart here, as the part that reads bytes.
+        r["verify"] = min(r.get("verify", 0.0), r["decide"])
+        r["decide"] = r["decide"] - r["verify"]
     counts = sorted({r["nodes"] for r in rows})
     if not rows:
         print("no measurements")
@@ -75,9 +104,9 @@ def main():
         allv = [r[k] for r in rows]
         if k in FIXED:
             model[k], how[k] = statistics.median(allv), "fixed: median of all"
-        elif k in SLOWEST:
+        elif k in slowest:
             model[k], how[k] = max(allv), "slowest: worst of all"
-        elif k in LINEAR:
+        elif k in linear:
             # several hosts only when there are two such counts: one host has
             # no coordinator and a local rendezvous, a different regime
             xs = [n for n in counts if n > 1] if sum(n > 1 for n in counts) >= 2 else counts
@@ -87,6 +116,12 @@ def main():
                 how[k] = f"linear in nodes {xs}: {c0:.3f} + {c1:.3f} x nodes"
             else:
                 model[k], how[k] = max(allv), "one host count only: worst"
+        elif k == "verify":
+            read = a.ranks_per_node * a.archives_kept * a.shard_gb / a.read_gbs
+            model[k] = max(allv) + read
+            how[k] = (f"worst measured + {a.ranks_per_node} ranks x {a.archives_kept} archives "
+                      f"x {a.shard_gb:.2f} GB / {a.read_gbs:g} GB/s = +{read:.1f} s (per node, "
+                      f"in parallel)")
         else:  # restore
             read = a.ranks_per_node * a.shard_gb / a.read_gbs
             model[k] = max(allv) + read
@@ -104,10 +139,12 @@ def main():
     print("| **kill to first step** | " + " | ".join(
         f"{statistics.median(r['resume'] for r in rows if r['nodes'] == n):.2f}"
         for n in counts) + f" | **{after:.1f}** | sum of the parts after detect |")
-    read = a.ranks_per_node * a.shard_gb / a.read_gbs
-    print("| kill to first step, less reading the checkpoint's bytes | "
-          + " | ".join("" for n in counts) + f" | {after - read:.1f} | the issue's "
-          f"\"plus checkpoint read time\" apart |")
+    read = sum(model[k] for k in READS)
+    def no_read(r):
+        return r["resume"] - sum(r.get(k, 0) for k in READS)
+    print("| kill to first step, checkpoint read excluded | " + " | ".join(
+        f"{statistics.median(no_read(r) for r in rows if r['nodes'] == n):.2f}"
+        for n in counts) + f" | {after - read:.1f} | without verify, restore, load |")
     print("| fault to first step | " + " | ".join(
         f"{statistics.median(r['resume'] + r['detect'] for r in rows if r['nodes'] == n):.2f}"
         for n in counts) + f" | {after + model['detect']:.1f} | with detect |")

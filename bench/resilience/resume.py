@@ -36,6 +36,13 @@ wall clock:
   load        -> every rank loaded its resume (kguard.resume().load())
   first-step  -> every rank completed its first step after the restart
   resume      kill .. first-step: from the proof to training again
+  total       detect + resume: from the first error line to training again
+  verify      several hosts: the slowest node's listing and verification of
+              its ranks' checkpoints (part of decide)
+  no-read     total without reading checkpoints (restore, load, verify)
+(Parts are consecutive segments of that path: a part that overlaps the one
+before it, as the restore running while the tree goes, counts only for
+what it adds, so they sum to resume.)
 Each part ends when the slowest node or rank ends it. --json writes the
 per-trial parts for bench/resilience/model16.py.
 """
@@ -62,7 +69,7 @@ from netns import Hosts, NetnsUnavailable  # noqa: E402
 from versus_torchrun import free_port  # noqa: E402
 
 PARTS = ("detect", "kill", "mem-free", "tree-gone", "decide", "restore", "backoff", "launch",
-         "import", "rendezvous", "load", "first-step", "resume")
+         "import", "rendezvous", "load", "first-step", "resume", "total", "verify", "no-read")
 FAULT_STEP = 10
 
 
@@ -85,19 +92,37 @@ def _env(shared, **extra):
 
 
 def _job(shared, nodes, nproc):
+    hold = (["--hold-at", str(FAULT_STEP - 1), "--hold-file", str(shared / "go")]
+            if ARGS.standby else [])
     return [str(JOB), "--saver", "kguard", "--steps", "16", "--every", "3",
             "--ballast-mb", str(ARGS.ballast_mb), "--fault-steps", str(FAULT_STEP),
-            "--fault-rank", str(nodes * nproc - 1), "--on-fault", "hang",
-            "--marks", str(shared), "--timeline", "--report", str(shared / "report.jsonl")]
+            "--fault-rank", str(nodes * nproc - 1), "--on-fault", ARGS.on_fault,
+            "--marks", str(shared), "--timeline", "--report", str(shared / "report.jsonl"),
+            *hold]
 
 
 def _kg(shared, i, *multi):
+    stall = ["--stall-timeout", str(ARGS.stall)] if ARGS.stall > 0 else []
+    agent = ["--nproc-per-node", "2" if not multi else "1"] if ARGS.launcher == "kguard" else []
+    standby = ["--standby"] if ARGS.standby else []
     return [ARGS.kguard, "exec", "--checkpoints", str(shared / "ckpt"), "--state-dir",
-            str(shared / f"state{i}"), "--stall-timeout", str(ARGS.stall), "--kill-grace", "3",
+            str(shared / f"state{i}"), *stall, "--kill-grace", "3", *agent, *standby,
             *multi, "--"]
 
 
 def _run_job(shared, nodes, hosts):
+    if ARGS.launcher == "kguard":
+        # kguard starts the ranks itself (torchrun's environment), no torchrun.
+        py = ["/usr/bin/python3"]
+        if nodes == 1:
+            return [Run(_kg(shared, 0) + py + _job(shared, 1, 2), _env(shared))]
+        secret = shared / "secret"
+        secret.write_bytes(os.urandom(32))
+        secret.chmod(0o600)
+        return [Run(hosts.argv(i, _kg(shared, i, "--nnodes", str(nodes), "--node-rank", str(i),
+                                      "--coordinator", f"{hosts.addrs[0]}:29600", "--secret",
+                                      str(secret)) + py + _job(shared, nodes, 1)),
+                    _env(shared, GLOO_SOCKET_IFNAME="eth0")) for i in range(nodes)]
     if nodes == 1:
         # a rendezvous on a free port, not --standalone's fixed localhost:29400
         # (shared by every --standalone job on the host: see versus_torchrun.py)
@@ -119,6 +144,10 @@ def _run_job(shared, nodes, hosts):
             "--redirects=2", "--tee=2", *_job(shared, nodes, 1)]
         runs.append(Run(hosts.argv(i, argv), _env(shared, GLOO_SOCKET_IFNAME="eth0")))
     return runs
+
+
+def r_index(runs, r):
+    return runs.index(r)
 
 
 def _dead(pid):
@@ -158,6 +187,15 @@ def trial(nodes, hosts):
     watcher.start()
     try:
         runs = _run_job(shared, nodes, hosts)
+        if ARGS.standby:
+            # The fault comes once every rank's standby is warm (a standby
+            # still importing would mean a cold start: measured separately).
+            ranks = 2 if nodes == 1 else 1
+            for r in runs:
+                for k in range(ranks):
+                    r.wait_line(f"warm standby for rank {r_index(runs, r) * ranks + k} ready",
+                                timeout=300)
+            (shared / "go").touch()
         codes = [r.wait(300) for r in runs]
         stop.set()
         watcher.join(5)
@@ -199,14 +237,31 @@ def trial(nodes, hosts):
                                                  "first_step")}
         size = sum(p.stat().st_size for p in (shared / "ckpt").rglob("*.kgckpt.tar"))
         n_arch = sum(1 for _ in (shared / "ckpt").rglob("*.kgckpt.tar"))
-        return {"detect": t_proof - t_err, "kill": t_dead1 - t_proof,
-                "mem-free": t_deadn - t_dead1, "tree-gone": t_gone - t_deadn,
-                "decide": t_decided - t_gone,
-                "restore": t_restored - t_decided, "backoff": t_started - t_restored,
-                "launch": m["entry"] - t_started, "import": m["imported"] - m["entry"],
-                "rendezvous": m["rendezvous"] - m["imported"],
-                "load": m["loaded"] - m["rendezvous"], "first-step": m["first_step"] - m["loaded"],
-                "resume": m["first_step"] - t_proof, "resumed_step": tl[0]["step"],
+        # Consecutive segments of the path from the proof to the first step:
+        # a part that overlaps the one before it (the restore runs while the
+        # tree goes) counts only for what it adds, so the parts sum to resume.
+        marks = [("kill", t_dead1), ("mem-free", t_deadn), ("tree-gone", t_gone),
+                 ("decide", t_decided), ("restore", t_restored), ("backoff", t_started),
+                 ("launch", m["entry"]), ("import", m["imported"]),
+                 ("rendezvous", m["rendezvous"]), ("load", m["loaded"]),
+                 ("first-step", m["first_step"])]
+        parts, t = {}, t_proof
+        for name, at in marks:
+            parts[name] = max(0.0, at - t)
+            t = max(t, at)
+        resume = m["first_step"] - t_proof
+        # Several hosts: each node lists and verifies its ranks' checkpoints
+        # after its tree is gone (inside "decide"; reading checkpoints).
+        verify = max([float(msg.split(" in ")[-1].split(" ms")[0]) / 1000
+                      for lg in logs for t0, msg in lg
+                      if "checkpoints listed and verified" in msg and t0 >= t_proof] or [0.0])
+        return {"detect": t_proof - t_err, **parts,
+                "resume": resume, "total": m["first_step"] - t_err,
+                # the checkpoint read (restore, load) left out: the issue's measure
+                "verify": verify,
+                "no-read": m["first_step"] - t_err - parts["restore"] - parts["load"] - verify,
+                "cold": sum(1 for lg in logs for _, msg in lg if "cold start" in msg),
+                "resumed_step": tl[0]["step"],
                 "sigkill": sum(1 for lg in logs for _, msg in lg
                                if "did not stop within its grace" in msg),
                 "archive_mb": size / max(n_arch, 1) / 2**20}
@@ -221,12 +276,23 @@ def main():
     ap.add_argument("--nodes", type=int, choices=[1, 2, 3], default=1)
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--ballast-mb", type=float, default=8)
-    ap.add_argument("--stall", type=float, default=2.0)
+    ap.add_argument("--stall", type=float, default=2.0,
+                    help="--stall-timeout for kguard exec; 0: its default (the job's pace)")
+    ap.add_argument("--launcher", choices=["torchrun", "kguard"], default="torchrun",
+                    help="torchrun: kguard exec -- torchrun ...; kguard: kguard exec "
+                         "--nproc-per-node N -- python job.py (kguard starts the ranks)")
+    ap.add_argument("--standby", action="store_true",
+                    help="--launcher kguard with warm standby ranks (the fault waits until "
+                         "every standby is warm)")
+    ap.add_argument("--on-fault", choices=["hang", "raise"], default="hang",
+                    help="the poisoned rank stays alive (proof: the stall) or dies")
     ap.add_argument("--json", default=None, help="append the per-trial parts here")
     ap.add_argument("--short", action="store_true", help="one trial (the ctest version)")
     ARGS = ap.parse_args()
     if ARGS.short:
         ARGS.trials = 1
+    if ARGS.standby and ARGS.launcher != "kguard":
+        ap.error("--standby needs --launcher kguard")
     if not shutil.which("torchrun"):
         print("skipped: torchrun not installed (python3-torch)")
         return 77
@@ -252,16 +318,22 @@ def main():
         return 77
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; "
           f"load average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end")
-    where = ("1 host, 2 ranks (torchrun, c10d rendezvous on a free port)" if ARGS.nodes == 1 else
-             f"{ARGS.nodes} hosts (netns), 1 gloo rank each")
-    print(f"time to resume: {where}, kguard exec --stall-timeout {ARGS.stall:g} "
-          f"--kill-grace 3, poisoned rank alive; archives {rows[0]['archive_mb']:.1f} MiB per "
+    launcher = ("kguard starts the ranks" + (", warm standbys" if ARGS.standby else "")
+                if ARGS.launcher == "kguard" else "torchrun under kguard exec")
+    where = (f"1 host, 2 ranks ({launcher})" if ARGS.nodes == 1 else
+             f"{ARGS.nodes} hosts (netns), 1 gloo rank each ({launcher})")
+    stall = f"{ARGS.stall:g}" if ARGS.stall > 0 else "auto (the pace)"
+    print(f"time to resume: {where}, kguard exec --stall-timeout {stall} --kill-grace 3, "
+          f"poisoned rank "
+          f"{'alive' if ARGS.on_fault == 'hang' else 'dies'}; archives "
+          f"{rows[0]['archive_mb']:.1f} MiB per "
           f"rank; resumed from step {sorted({r['resumed_step'] for r in rows})}; "
           f"{len(rows)} trials complete")
     if failed:
         print(f"  {failed} trial(s) failed (above: not counted in the parts)")
     print(f"  trees that needed SIGKILL after the --kill-grace: "
-          f"{sum(r['sigkill'] for r in rows)} (node-trials)")
+          f"{sum(r['sigkill'] for r in rows)} (node-trials); cold starts with --standby: "
+          f"{sum(r['cold'] for r in rows)}")
     for k in PARTS:
         v = [r[k] for r in rows]
         print(f"  {k:10s} median {statistics.median(v):7.3f} s   min {min(v):7.3f}   "
@@ -269,7 +341,9 @@ def main():
     if ARGS.json:
         with open(ARGS.json, "a") as f:
             for r in rows:
-                f.write(json.dumps(dict(r, nodes=ARGS.nodes, loadavg=load0)) + "\n")
+                f.write(json.dumps(dict(r, nodes=ARGS.nodes, loadavg=load0,
+                                        launcher=ARGS.launcher, standby=ARGS.standby,
+                                        on_fault=ARGS.on_fault)) + "\n")
     ok = all(r["resumed_step"] == FAULT_STEP - 1 for r in rows) and not failed
     if not ok:
         print("a resume was not from the last step sealed before the fault")

@@ -2,8 +2,12 @@
 resumes and goodput, on one host with `torchrun` (gloo, CPU; its own rendezvous port).
 
     python3 bench/resilience/versus_torchrun.py detbug   [--trials 3] [--max-restarts 3]
+                                                         [--on-fault raise|hang]
     python3 bench/resilience/versus_torchrun.py badresume [--trials 50] [--ballast-mb 32]
     python3 bench/resilience/versus_torchrun.py goodput  [--steps 60] [--faults 3] [--trials 3]
+    (goodput, detbug: --launchers torchrun,kguard-torchrun,kguard,kguard-standby:
+    torchrun alone; kguard exec -- torchrun; kguard exec --nproc-per-node N --
+    python job.py, kguard starting the ranks; the same with --standby)
     (--kguard PATH: the binary, default build/dev/kguard; --short: one small
     trial each, what `ctest -L bench` runs; exit 77 = skipped, no torchrun)
 
@@ -89,10 +93,30 @@ def _torchrun(nproc, restarts, *job_args):
             f"--max_restarts={restarts}", "--redirects=2", "--tee=2", str(JOB), *job_args]
 
 
-def _kguard_exec(tmp, restarts, cmd):
+def _kguard_exec(tmp, restarts, cmd, *opts, stall="10"):
+    st = ["--stall-timeout", stall] if stall else []
     return [ARGS.kguard, "exec", "--checkpoints", str(tmp / "ckpt"), "--state-dir",
             str(tmp / "state"), "--max-restarts", str(restarts), "--kill-grace", "3",
-            "--stall-timeout", "10", "--", *cmd]
+            *st, *opts, "--", *cmd]
+
+
+# Who launches the ranks, for goodput and detbug:
+#   torchrun         torchrun --max_restarts N alone (no kguard; newest-file resume)
+#   kguard-torchrun  kguard exec -- torchrun ... (kguard outside torchrun's agent)
+#   kguard           kguard exec --nproc-per-node N -- python job.py (kguard starts the ranks)
+#   kguard-standby   the same with --standby (warm standby ranks)
+LAUNCHERS = ("torchrun", "kguard-torchrun", "kguard", "kguard-standby")
+
+
+def _launch(who, tmp, nproc, restarts, job, stall="10"):
+    if who == "torchrun":
+        return _torchrun(nproc, restarts, "--saver", "plain", *job)
+    if who == "kguard-torchrun":
+        return _kguard_exec(tmp, restarts, _torchrun(nproc, 0, "--saver", "kguard", *job),
+                            stall=stall)
+    extra = ["--nproc-per-node", str(nproc)] + (["--standby"] if who == "kguard-standby" else [])
+    return _kguard_exec(tmp, restarts, [PY, str(JOB), "--saver", "kguard", *job], *extra,
+                        stall=stall)
 
 
 def _run(cmd, env, timeout):
@@ -115,33 +139,50 @@ def _stats(v):
 
 # ---- detbug ----------------------------------------------------------------
 
+def _proof_delays(out):
+    """Seconds from each sticky text kguard saw to its proof, in order."""
+    from kglog import log_times
+    seen, delays = None, []
+    for t, msg in log_times(out):
+        if "sticky error text seen" in msg and seen is None:
+            seen = t
+        elif ("proven" in msg) and seen is not None:
+            delays.append(t - seen)
+            seen = None
+    return delays
+
+
 def detbug():
     rows = []
+    whos = [w for w in ARGS.launchers if w != "kguard-standby"]
     for _ in range(ARGS.trials):
-        for who in ("kguard", "torchrun"):
+        for who in whos:
             tmp = Path(tempfile.mkdtemp(prefix="kg-detbug-"))
             rep = tmp / "report.jsonl"
             job = ["--steps", "12", "--every", "3", "--fault-steps", "5", "--fault-always",
-                   "--report", str(rep)]
+                   "--on-fault", ARGS.on_fault, "--report", str(rep)]
             env = _env(tmp, KGUARD_CKPT_DIR=str(tmp / "ckpt"))
-            if who == "kguard":
-                cmd = _kguard_exec(tmp, ARGS.max_restarts,
-                                   _torchrun(1, 0, "--saver", "kguard", *job))
-            else:
-                cmd = _torchrun(1, ARGS.max_restarts, "--saver", "plain", *job)
+            # The job's own pace judges a poisoned rank that stays alive.
+            cmd = _launch(who, tmp, 1, ARGS.max_restarts, job,
+                          stall=None if ARGS.on_fault == "hang" else "10")
             rc, wall, out = _run(cmd, env, 600)
             starts = sum(1 for e in _events(rep) if e["event"] == "start")
-            rows.append((who, starts, rc, wall))
+            rows.append((who, starts, rc, wall, _proof_delays(out)))
             if ARGS.verbose:
                 print(out[-3000:])
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"deterministic bug (illegal memory access at step 5 at every start), "
-          f"restart budget {ARGS.max_restarts} for both, {ARGS.trials} trial(s):")
-    for who in ("kguard", "torchrun"):
+    print(f"deterministic bug (illegal memory access at step 5 at every start, the rank "
+          f"{'stays alive' if ARGS.on_fault == 'hang' else 'raises'}), restart budget "
+          f"{ARGS.max_restarts} for all, {ARGS.trials} trial(s):")
+    for who in whos:
         r = [x for x in rows if x[0] == who]
-        print(f"  {who:8s} starts {sorted({x[1] for x in r})}  exit codes "
+        print(f"  {who:16s} starts {sorted({x[1] for x in r})}  exit codes "
               f"{sorted({x[2] for x in r})}  wall s {_stats([x[3] for x in r])}")
-    ok = all(x[2] == GAVE_UP for x in rows if x[0] == "kguard")
+        for g in range(2):
+            d = [x[4][g] for x in r if len(x[4]) > g]
+            if d:
+                print(f"  {'':16s} start {g + 1}: sticky text -> proof s {_stats(d)}")
+    ok = all(x[2] == GAVE_UP and x[1] <= 2 for x in rows if x[0] != "torchrun")
     return 0 if ok else 1
 
 
@@ -258,10 +299,10 @@ def badresume():
 def goodput():
     every = max(1, ARGS.steps // (ARGS.faults + 1))
     faults = ",".join(str(every * (k + 1) + 1) for k in range(ARGS.faults))
-    res = {"kguard": [], "torchrun": []}
+    res = {w: [] for w in ARGS.launchers}
     failed = {}
     for _ in range(ARGS.trials):
-        for who in ("kguard", "torchrun"):
+        for who in ARGS.launchers:
             walls = []
             for fs in ("", faults):
                 tmp = Path(tempfile.mkdtemp(prefix="kg-good-"))
@@ -271,11 +312,7 @@ def goodput():
                        "160" if not ARGS.step_ms else "60", "--step-ms", str(ARGS.step_ms),
                        "--fault-steps", fs, "--fault-rank", "1", "--marks", str(tmp),
                        "--fault-kinds", ARGS.kinds, "--report", str(rep)]
-                if who == "kguard":
-                    cmd = _kguard_exec(tmp, ARGS.faults + 2,
-                                       _torchrun(2, 0, "--saver", "kguard", *job))
-                else:
-                    cmd = _torchrun(2, ARGS.faults + 2, "--saver", "plain", *job)
+                cmd = _launch(who, tmp, 2, ARGS.faults + 2, job)
                 rc, wall, out = _run(cmd, env, 900)
                 done = any(e["event"] == "done" for e in _events(rep))
                 if rc != 0 or not done:
@@ -306,17 +343,27 @@ def goodput():
           f"({ARGS.kinds} in turn) at steps {faults} (rank 1 raises), {ARGS.trials} trial(s)")
     for who, r in res.items():
         if r:
-            print(f"  {who:8s} fault-free s {_stats([a for a, _ in r])}; with faults s "
+            print(f"  {who:16s} fault-free s {_stats([a for a, _ in r])}; with faults s "
                   f"{_stats([b for _, b in r])}; goodput {_stats([a / b for a, b in r])}")
             cost = [(b - a) / ARGS.faults for a, b in r]
             if ARGS.faults:
                 # The cost of one fault (lost steps since the checkpoint, the
                 # restart) does not depend on the job's length: a 10-minute
                 # job with a fault every 2 minutes (4 faults) from it.
-                print(f"  {'':8s} cost per fault s {_stats(cost)}; projected goodput of a "
+                print(f"  {'':16s} cost per fault s {_stats(cost)}; projected goodput of a "
                       f"10-minute job with 4 faults {_stats([600 / (600 + 4 * c) for c in cost])}")
         if failed.get(who):
-            print(f"  {who:8s} {failed[who]} trial(s) did not finish")
+            print(f"  {who:16s} {failed[who]} trial(s) did not finish")
+    # Against torchrun alone, trial by trial (the same trial ran them all
+    # under the same load).
+    base = res.get("torchrun") or []
+    for who, r in res.items():
+        if who == "torchrun" or not r or len(r) != len(base) or not ARGS.faults:
+            continue
+        gain = [a / b - ta / tb for (a, b), (ta, tb) in zip(r, base)]
+        ratio = [(b - a) / max(tb - ta, 1e-9) for (a, b), (ta, tb) in zip(r, base)]
+        print(f"  {who:16s} goodput minus torchrun's {_stats(gain)}; cost per fault / "
+              f"torchrun's {_stats(ratio)}")
     return 0 if not failed else 1
 
 
@@ -341,11 +388,23 @@ def main():
                     help="badresume: the kill falls uniformly in this many seconds after start")
     ap.add_argument("--random-state", dest="seed", metavar="N", type=int, default=None,
                     help="initialise the random generator with this integer, for a repeatable run")
+    ap.add_argument("--launchers", default=",".join(LAUNCHERS),
+                    help="goodput, detbug: who starts the ranks, in turn (%s)"
+                         % ", ".join(LAUNCHERS))
+    ap.add_argument("--on-fault", choices=["raise", "hang"], default="raise",
+                    help="detbug: the poisoned rank raises, or stays alive (judged by the pace)")
     ap.add_argument("--short", action="store_true", help="one small trial (the ctest version)")
     ap.add_argument("-v", "--verbose", action="store_true")
     ARGS = ap.parse_args()
+    ARGS.launchers = [w for w in ARGS.launchers.split(",") if w]
+    if not set(ARGS.launchers) <= set(LAUNCHERS):
+        ap.error(f"--launchers: known are {', '.join(LAUNCHERS)}")
     if ARGS.short:
         ARGS.trials, ARGS.steps, ARGS.faults, ARGS.window = 1, 16, 1, 3.0
+        # torchrun alone and kguard's fastest path (its ranks, standbys):
+        # kguard exec -- torchrun is driven by the exec and multinode tests.
+        if ARGS.launchers == list(LAUNCHERS):
+            ARGS.launchers = ["torchrun", "kguard-standby"]
         ARGS.ballast_mb = min(ARGS.ballast_mb, 8)
     if not shutil.which("torchrun"):
         print("skipped: torchrun not installed (python3-torch)")

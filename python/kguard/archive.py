@@ -28,12 +28,19 @@ Member offsets come from the tar headers (stdlib tarfile); names, types
 and sizes must agree exactly with the authenticated manifest. Memory: a
 few chunk buffers ((threads + 2) x 64 MiB) or one 4 MiB piece (version 1),
 whatever the member size.
+
+A restored copy (a zstd archive decompressed by kguard, copy_dir=) is read
+the same way: the archive's manifest is authenticated, and each member is
+read from its file in the copy, every byte checked against the manifest's
+digests before it is served. A copy swapped or altered after kguard
+restored it raises CheckpointError; torch.load never sees its bytes.
 """
 import hashlib
 import hmac
 import io
 import json
 import os
+import stat
 import subprocess
 import tarfile
 
@@ -62,12 +69,18 @@ class Archive:
     manifest digest just before (`kguard ckpt resume-prepare`), so version 2
     members are read in one pass, each chunk checked as it is read, instead
     of being checked whole first (ignored without expect_digest).
+    copy_dir: a directory kguard restored the archive into (compressed
+    archives cannot be read in place): members are read from its files,
+    each checked against the archive's manifest as it is read.
     Raises CheckpointError when the manifest does not authenticate, the
-    archive is compressed, or its headers disagree with the manifest.
+    archive is compressed (without copy_dir), or its headers (or the copy's
+    files) disagree with the manifest.
     """
 
-    def __init__(self, archive, kguard_bin=None, expect_digest=None, prechecked=False):
+    def __init__(self, archive, kguard_bin=None, expect_digest=None, prechecked=False,
+                 copy_dir=None):
         self.path = archive
+        self.copy_dir = copy_dir
         self.prechecked = bool(prechecked and expect_digest)
         exe = kguard_bin or os.environ.get("KGUARD_BIN") or "kguard"
         proc = subprocess.run([exe, "ckpt", "manifest", archive], stdout=subprocess.PIPE,
@@ -86,11 +99,13 @@ class Archive:
         m = info["manifest"]
         self.manifest = m
         self.step = m.get("step")
-        if m.get("compression") != "none":
+        self.signer = info.get("signer")
+        if m.get("compression") != "none" and copy_dir is None:
             raise CheckpointError(f"{archive}: compressed ({m.get('compression')}); "
                                   f"members can only be read from a restored copy")
         self._listed = {e["path"]: e for e in m["members"]}
-        self._offsets = self._locate()
+        _check_paths(archive, self._listed)
+        self._offsets = self._locate_copy() if copy_dir is not None else self._locate()
 
     def _locate(self):
         """Data offset of each listed member, from the tar headers."""
@@ -119,6 +134,36 @@ class Archive:
             raise CheckpointError(f"{self.path}: listed member {missing[0]!r} is missing")
         return offsets
 
+    def _locate_copy(self):
+        """Every listed member is a regular file of the listed size in the
+        copy (offset 0); the copy itself is a directory of this user's."""
+        try:
+            st = os.lstat(self.copy_dir)
+        except OSError as exc:
+            raise CheckpointError(f"{self.copy_dir}: the restored copy is gone: {exc}") from exc
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            raise CheckpointError(f"{self.copy_dir}: the restored copy is not a directory of "
+                                  f"yours (replaced?)")
+        offsets = {}
+        for p, e in self._listed.items():
+            f = os.path.join(self.copy_dir, p)
+            try:
+                st = os.lstat(f)
+            except OSError as exc:
+                raise CheckpointError(f"{self.copy_dir}: member {p!r} is missing from the "
+                                      f"restored copy: {exc}") from exc
+            if not stat.S_ISREG(st.st_mode) or st.st_size != e["size"]:
+                raise CheckpointError(f"{self.copy_dir}: member {p!r} is not a regular file "
+                                      f"of {e['size']} bytes in the restored copy")
+            offsets[p] = 0
+        return offsets
+
+    def _source(self, member):
+        """(file, offset) where member's bytes are."""
+        if self.copy_dir is not None:
+            return os.path.join(self.copy_dir, member), 0
+        return self.path, self._offsets[member]
+
     def members(self):
         """Member paths, as listed in the manifest."""
         return list(self._listed)
@@ -131,14 +176,30 @@ class Archive:
         if e is None:
             raise CheckpointError(f"{self.path}: no member {member!r} "
                                   f"(members: {', '.join(sorted(self._listed))})")
+        path, offset = self._source(member)
         if "chunks" in e:  # version 2: one digest per chunk_size bytes
-            raw = _VerifiedMember(self.path, member, self._offsets[member], e["size"],
+            raw = _VerifiedMember(path, member, offset, e["size"],
                                   None, [bytes.fromhex(d) for d in e["chunks"]],
                                   int(self.manifest["chunk_size"]), self.prechecked)
         else:
-            raw = _VerifiedMember(self.path, member, self._offsets[member], e["size"],
+            raw = _VerifiedMember(path, member, offset, e["size"],
                                   bytes.fromhex(e["blake2b"]))
         return io.BufferedReader(raw, buffer_size=1 << 20)
+
+
+def _check_paths(archive, listed):
+    """The same member names the C reader accepts (FORMAT.md), and the same
+    refusals: a name holding NUL (JSON's \\u0000), which C strings would cut
+    short, or a name that is also a directory of another member (a and a/b),
+    which no directory could restore."""
+    for p in listed:
+        if "\0" in p:
+            raise CheckpointError(f"{archive}: manifest member {p!r} holds a NUL character")
+        parts = p.split("/")
+        for k in range(1, len(parts)):
+            if "/".join(parts[:k]) in listed:
+                raise CheckpointError(f"{archive}: manifest lists {'/'.join(parts[:k])!r} both "
+                                      f"as a file and as a directory of {p!r}")
 
 
 class _Chunks:

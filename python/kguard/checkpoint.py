@@ -204,44 +204,59 @@ def save(state, step, name="state.pt", background=False):
 
 
 class Resume:
-    """What kguard restored before starting this kernel.
+    """What kguard restored before starting this kernel (kguard.resume()).
 
-    archive: the verified checkpoint. dir: a directory holding its members
-    when kguard had to copy them out (zstd archives), else None: members
-    are then read straight from the archive, each checked against its
-    signed digest as it is read (kguard.archive).
+    step: the restored step (int, or None if unknown). archive: the
+    verified checkpoint's path. digest: "blake2b-256:<hex>" of the manifest
+    kguard verified, or None.
+
+    load(name) / open(name) read a member, every byte checked against the
+    archive's signed digests as it is read (in place from an uncompressed
+    archive, or from the copy kguard restored a compressed one into): a
+    member changed since kguard verified it raises
+    kguard.archive.CheckpointError before torch.load sees any of it.
+
+    dir: a directory holding the members, for code that opens files
+    itself. When kguard had to copy the checkpoint (zstd archives, multi-node
+    ranks) it is that copy; otherwise the archive is restored, verified and
+    read-only, into $KGUARD_STATE_DIR/restored/ on first use (a full copy:
+    prefer load() and open(), which need none). Raises
+    kguard.archive.CheckpointError, naming load() and open(), when no such
+    copy can be made.
     """
 
     def __init__(self, dir, step, archive, digest=None):
-        self.dir = dir
+        self._dir = dir or None
         self.step = step
         self.archive = archive
         self.digest = digest
         self._archive = None
+        self._materialised = None
 
-    def open(self, name="state.pt"):
-        """A binary file object of the named member. From the archive, it
-        raises kguard.archive.CheckpointError before returning if the member
-        does not match its digest, and every byte read from it was checked."""
-        if self.dir:
-            return open(os.path.join(self.dir, name), "rb")
-        if self._archive is None:
-            self._archive = self._open_archive()
-        return self._archive.open(name)
+    @property
+    def in_place(self):
+        """True when kguard made no copy: members are read straight from the
+        archive (reading r.dir would make one)."""
+        return not self._dir and self._materialised is None
 
-    def _open_archive(self):
+    @property
+    def dir(self):
+        """A directory holding the checkpoint's members (see the class)."""
+        if self._dir:
+            return self._dir
+        if self._materialised is None:
+            self._materialised = self._materialise()
+        return self._materialised
+
+    def _target(self):
+        """(archive, expected manifest digest) of this process's checkpoint:
+        the archive itself, or this rank's shard of a checkpoint set."""
         from .archive import Archive, CheckpointError
 
-        # With the digest kguard handed over, resume-prepare has just
-        # verified every byte of this archive (of every shard of a set):
-        # members are then read once, each chunk checked as it is read.
-        # Without it, each member is checked whole before any byte is
-        # returned, then chunk by chunk again as it is served.
-        pre = bool(self.digest)
-        top = Archive(self.archive, expect_digest=self.digest, prechecked=pre)
         if not self.archive.endswith(".kgset.tar"):
-            return top
+            return self.archive, self.digest
         # A checkpoint set: this rank's shard, as the signed index names it.
+        top = Archive(self.archive, expect_digest=self.digest, prechecked=bool(self.digest))
         with top.open("KGUARD-SET.json") as f:
             index = json.load(f)
         rank, world = _rank_world()
@@ -250,20 +265,100 @@ class Resume:
                                   f"but WORLD_SIZE is {world}")
         shard = next(s for s in index["shards"] if s["rank"] == rank)
         path = os.path.join(os.path.dirname(self.archive), shard["archive"])
-        return Archive(path, expect_digest=shard["manifest_digest"], prechecked=pre)
+        return path, shard["manifest_digest"]
+
+    def _open_archive(self):
+        from .archive import Archive
+
+        # With the digest kguard handed over, resume-prepare has just
+        # verified every byte of this archive (of every shard of a set, or
+        # while restoring the copy): members are then read once, each chunk
+        # checked as it is read. Without it, each member is checked whole
+        # before any byte is returned, then chunk by chunk again as it is
+        # served.
+        pre = bool(self.digest)
+        if self._dir:
+            return Archive(self.archive, expect_digest=self.digest, prechecked=pre,
+                           copy_dir=self._dir)
+        path, digest = self._target()
+        return Archive(path, expect_digest=digest, prechecked=pre)
+
+    def _materialise(self):
+        """Restore the archive, verified and read-only, into the state
+        directory (private to this user), once per checkpoint."""
+        from .archive import Archive, CheckpointError
+
+        how = ("r.load(name) and r.open(name) read the checkpoint in place, "
+               "without a copy")
+        if not self.archive:
+            raise CheckpointError(f"kguard: no archive to make r.dir from; {how}")
+        path, digest = self._target()
+        if not digest:
+            digest = Archive(path).manifest_digest
+        digest = digest.split(":", 1)[-1]
+        base = os.path.join(_state_dir(), "restored")
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        dest = os.path.join(base, "resume-" + digest[:32])
+        if os.path.isdir(dest):
+            return dest  # made (and verified) by an earlier kernel
+        proc = subprocess.run([_bin(), "ckpt", "restore", "--read-only", "--private",
+                               "--digest", digest, path, dest], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, check=False)
+        if proc.returncode != 0 and not os.path.isdir(dest):
+            raise CheckpointError(f"kguard: r.dir needs a verified copy of {path} in {base}, "
+                                  f"which failed (exit {proc.returncode}): "
+                                  f"{proc.stderr.strip()}; {how}")
+        return dest
+
+    def members(self):
+        """The member names of the checkpoint, as its signed manifest lists
+        them (for a multi-node rank's copy without its archive: the files of
+        the copy)."""
+        if self._archive is None and (self.archive or not self._dir):
+            self._archive = self._open_archive()
+        if self._archive is not None:
+            return self._archive.members()
+        out = []
+        for root, _, files in os.walk(self._dir):
+            out += [os.path.relpath(os.path.join(root, f), self._dir) for f in files]
+        return sorted(out)
+
+    def open(self, name="state.pt"):
+        """A binary file object of the named member; every byte read from it
+        was checked against the signed digests (raises
+        kguard.archive.CheckpointError before returning when the member does
+        not match)."""
+        if self._dir and not self.archive:
+            # A multi-node rank's copy, restored (verified) by kguard exec
+            # into its private state directory; no archive names its digests.
+            return open(os.path.join(self._dir, name), "rb")
+        if self._archive is None:
+            self._archive = self._open_archive()
+        return self._archive.open(name)
 
     def load(self, name="state.pt", map_location=None, **kwargs):
-        """torch.load of the named member (from the restored directory or,
-        checked as it is read, from the archive)."""
+        """torch.load of the named member, read through open(): torch.load
+        sees only bytes that match the signed digests."""
         import torch
 
-        if self.dir:
-            return torch.load(os.path.join(self.dir, name), map_location=map_location, **kwargs)
         with self.open(name) as f:
             return torch.load(f, map_location=map_location, **kwargs)
 
     def __repr__(self):
-        return f"Resume(dir={self.dir!r}, step={self.step!r}, archive={self.archive!r})"
+        return f"Resume(dir={self._dir!r}, step={self.step!r}, archive={self.archive!r})"
+
+
+def _state_dir():
+    """kguard's state directory, as kguard computes it: $KGUARD_STATE_DIR
+    (kguard sets it for the kernels it starts), else
+    $XDG_STATE_HOME/kguard, else ~/.local/state/kguard."""
+    d = os.environ.get("KGUARD_STATE_DIR")
+    if d:
+        return d
+    xdg = os.environ.get("XDG_STATE_HOME")
+    if xdg:
+        return os.path.join(xdg, "kguard")
+    return os.path.join(os.path.expanduser("~"), ".local", "state", "kguard")
 
 
 def _archive_path(archive):

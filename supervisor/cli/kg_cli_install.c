@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kg_safepath.h"
 #include "kg_cli.h"
 #include "kg_kcheck.h"
 #include "kg_error.h"
@@ -128,11 +129,10 @@ s_copy_file(const char *from, const char *to)
   int in = open(from, O_RDONLY | O_CLOEXEC);
   if (in < 0)
     return -errno;
-  int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int out = kg_safepath_open(to, O_TRUNC, 0644);
   if (out < 0) {
-    int e = errno;
     close(in);
-    return -e;
+    return out;
   }
   char buf[65536];
   ssize_t r;

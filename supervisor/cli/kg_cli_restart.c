@@ -4,7 +4,9 @@
     [--diagnostic]` signed with the connection file's key, on the control
     channel so that it acts at once (on shell it would wait its turn behind
     the running cell); kguard answers it itself (it never reaches the inner
-    kernel). Prints kguard's answer.
+    kernel). Prints kguard's answer, then asks `%kguard status` until a
+    fresh kernel is ready (exit 0) or kguard is down (exit 1): exit 0 means
+    restarted, not only asked.
 */
 #include <errno.h>
 #include <stdio.h>
@@ -31,15 +33,17 @@ static const kg_opt_t s_opts[] = {
    "start the fresh kernel with CUDA_LAUNCH_BLOCKING=1 (CUDA) or AMD_SERIALIZE_KERNEL=3 and "
    "HIP_LAUNCH_BLOCKING=1 (ROCm): for locating a fault, not for timing; the next normal "
    "restart removes them", 0},
-  {O_TIMEOUT, 't', "timeout", "SEC", "how long to wait for kguard's answer (default 30)", 0},
+  {O_TIMEOUT, 't', "timeout", "SEC",
+   "how long to wait for kguard's answer and the fresh kernel (default 120)", 0},
   {0, 0, NULL, NULL, NULL, 0},
 };
 
 static const kg_opt_exit_t s_exits[] = {
-  {"0", "kguard accepted the request: the restart has begun"},
-  {"1", "kguard refused (its reason is printed)"},
+  {"0", "restarted: the fresh kernel is ready"},
+  {"1", "kguard refused, or the kernel did not come back (kguard is down): the reason is "
+        "printed"},
   {"100", "usage error or a bad connection file"},
-  {"111", "I/O error, or no answer within --timeout"},
+  {"111", "I/O error, or not ready within --timeout"},
   {NULL, NULL},
 };
 
@@ -48,18 +52,127 @@ const kg_cmd_t kg_cli_restart_cmd = {
   .summary = "ask a running kguard kernel for a (diagnostic) restart",
   .usage = "[--diagnostic] [--timeout SEC] -f CONNECTION_FILE",
   .about = "Ask the kguard kernel behind CONNECTION_FILE to restart its inner kernel, as "
-           "`%kguard restart` does in a cell. It acts at once, even while a cell runs. It also "
-           "leaves the DOWN state, where kguard has stopped restarting on its own.",
+           "`%kguard restart` does in a cell, and wait until the fresh kernel is ready. It "
+           "acts at once, even while a cell runs. It also leaves the DOWN state, where kguard "
+           "has stopped restarting on its own.",
   .opts = s_opts,
   .exits = s_exits,
 };
+
+/*  A connection to a kguard kernel's control channel (requests, replies)
+    and iopub (the stream kguard answers `%kguard` cells with). */
+typedef struct {
+  void *control, *iopub;
+  kg_signer_t *signer;
+  char session[37];
+  const char *conn;
+} s_client_t;
+
+/*  Send `code` (a `%kguard` cell) on control and wait until deadline for
+    kguard's reply: *ok its status, *text_p the stream text it printed (new
+    string, or NULL). 0, or KG_ETIMEOUT / another negative code (logged). */
+static int
+s_ask(s_client_t *c, const char *code, int64_t deadline, bool *ok, char **text_p,
+      char **evalue_p)
+{
+  *ok = false;
+  *text_p = *evalue_p = NULL;
+  size_t text_len = 0;
+  cJSON *content = cJSON_CreateObject();
+  cJSON_AddStringToObject(content, "code", code);
+  cJSON_AddBoolToObject(content, "silent", false);
+  cJSON_AddBoolToObject(content, "store_history", false);
+  cJSON_AddItemToObject(content, "user_expressions", cJSON_CreateObject());
+  cJSON_AddBoolToObject(content, "allow_stdin", false);
+  cJSON_AddBoolToObject(content, "stop_on_error", true);
+  kg_msg_t *req = kg_msg_new("execute_request", c->session, NULL, &content);
+  if (!req || kg_msg_send(req, c->control, c->signer, 0) != 0) {
+    kg_opt_error("unable to send the request to the kernel of %s", c->conn);
+    kg_msg_destroy(&req);
+    return KG_EINTERNAL;
+  }
+  char req_id[64];
+  snprintf(req_id, sizeof req_id, "%s", kg_msg_id(req));
+  kg_msg_destroy(&req);
+  for (;;) {
+    int64_t left = deadline - kg_clock_mono_ms();
+    if (left <= 0)
+      return KG_ETIMEOUT;
+    zmq_pollitem_t items[2] = {{.socket = c->control, .events = ZMQ_POLLIN},
+                               {.socket = c->iopub, .events = ZMQ_POLLIN}};
+    if (zmq_poll(items, 2, (long) left) < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    for (int i = 0; i < 2; i++) {
+      if (!(items[i].revents & ZMQ_POLLIN))
+        continue;
+      kg_msg_t *m = NULL;
+      if (kg_msg_recv(items[i].socket, ZMQ_DONTWAIT, &m) != 0)
+        continue;
+      const char *parent = NULL;
+      if (kg_msg_parse(m, c->signer) == 0 && kg_msg_check_header(m) == 0)
+        parent = kg_msg_parent_id(m);
+      if (!parent || strcmp(parent, req_id) != 0) {
+        kg_msg_destroy(&m);
+        continue;
+      }
+      cJSON *mc = kg_msg_json(m, KG_PART_CONTENT);
+      if (i == 1 && strcmp(kg_msg_type(m), "stream") == 0) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(mc, "text");
+        if (cJSON_IsString(t)) {
+          size_t n = strlen(t->valuestring);
+          char *g = realloc(*text_p, text_len + n + 1);
+          if (g) {
+            *text_p = g;
+            memcpy(g + text_len, t->valuestring, n + 1);
+            text_len += n;
+          }
+        }
+      } else if (i == 0 && strcmp(kg_msg_type(m), "execute_reply") == 0) {
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(mc, "status");
+        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(mc, "evalue");
+        *ok = cJSON_IsString(st) && strcmp(st->valuestring, "ok") == 0;
+        if (cJSON_IsString(ev))
+          *evalue_p = strdup(ev->valuestring);
+        kg_msg_destroy(&m);
+        return 0;
+      }
+      kg_msg_destroy(&m);
+    }
+  }
+}
+
+/*  kguard's state and kernel number, from `%kguard status`; the text is
+    kept (new string) for the down reason. 0 or a negative code. The text
+    comes on iopub, which a fresh subscriber may miss for a moment after it
+    connects (ZeroMQ's subscription travels to kguard on its own): a reply
+    without it is asked again. */
+static int
+s_status(s_client_t *c, int64_t deadline, char state[32], int *kernel_no, char **text_p)
+{
+  for (;;) {
+    bool ok;
+    char *evalue = NULL;
+    int rc = s_ask(c, "%kguard status", deadline, &ok, text_p, &evalue);
+    free(evalue);
+    if (rc != 0)
+      return rc;
+    if (!*text_p)
+      continue;   /* the subscription was not in place yet */
+    return sscanf(*text_p, "kguard: state %31[A-Z_], kernel #%d", state, kernel_no) == 2
+             ? 0
+             : KG_EINTERNAL;   /* not a kguard answer */
+  }
+}
 
 int
 kg_cli_restart_main(int argc, char **argv)
 {
   const char *conn = NULL;
   bool diagnostic = false;
-  double timeout_s = 30;
+  double timeout_s = 120;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_cli_restart_cmd, argc, argv);
   int id;
@@ -92,100 +205,82 @@ kg_cli_restart_main(int argc, char **argv)
                                                                    : KG_EXIT_SYSTEM;
   }
   int code = KG_EXIT_SYSTEM;
-  kg_signer_t *signer = kg_signer_new(info->key, info->key_len, 0);
+  s_client_t cl = {.conn = conn};
+  cl.signer = kg_signer_new(info->key, info->key_len, 0);
   void *ctx = zmq_ctx_new();
-  char rid[64], session[37];
-  kg_uuid4(session);
-  snprintf(rid, sizeof rid, "kguard-restart-%.36s", session);
-  void *control = kg_socket_connect(ctx, info, KG_CH_CONTROL, rid, &rc);
-  void *iopub = kg_socket_connect(ctx, info, KG_CH_IOPUB, NULL, &rc);
-  kg_msg_t *req = NULL;
-  char *text = NULL;
-  size_t text_len = 0;
-  if (!signer || !control || !iopub) {
+  char rid[64];
+  kg_uuid4(cl.session);
+  snprintf(rid, sizeof rid, "kguard-restart-%.36s", cl.session);
+  cl.control = kg_socket_connect(ctx, info, KG_CH_CONTROL, rid, &rc);
+  cl.iopub = kg_socket_connect(ctx, info, KG_CH_IOPUB, NULL, &rc);
+  char *text = NULL, *evalue = NULL, state[32] = "";
+  int before = 0, now = 0;
+  bool ok = false;
+  int64_t deadline = kg_clock_mono_ms() + (int64_t) (timeout_s * 1000);
+  if (!cl.signer || !cl.control || !cl.iopub) {
     kg_opt_error("unable to connect to the kernel of %s: %s", conn, kg_strerror(rc));
     goto done;
   }
-  cJSON *content = cJSON_CreateObject();
-  cJSON_AddStringToObject(content, "code", diagnostic ? "%kguard restart --diagnostic"
-                                                      : "%kguard restart");
-  cJSON_AddBoolToObject(content, "silent", false);
-  cJSON_AddBoolToObject(content, "store_history", false);
-  cJSON_AddItemToObject(content, "user_expressions", cJSON_CreateObject());
-  cJSON_AddBoolToObject(content, "allow_stdin", false);
-  cJSON_AddBoolToObject(content, "stop_on_error", true);
-  req = kg_msg_new("execute_request", session, NULL, &content);
-  if (!req || kg_msg_send(req, control, signer, 0) != 0) {
-    kg_opt_error("unable to send the request to the kernel of %s", conn);
+  /* Which kernel runs now: the restart is done when a later one is ready. */
+  if ((rc = s_status(&cl, deadline, state, &before, &text)) != 0)
+    goto failed;
+  free(text);
+  text = NULL;
+  rc = s_ask(&cl, diagnostic ? "%kguard restart --diagnostic" : "%kguard restart", deadline,
+             &ok, &text, &evalue);
+  if (rc != 0)
+    goto failed;
+  if (!ok) {
+    if (text)
+      fputs(text, stderr);
+    kg_opt_error("refused: %s", evalue ? evalue : "(no reason given)");
+    code = 1;
     goto done;
   }
-  char req_id[64];
-  snprintf(req_id, sizeof req_id, "%s", kg_msg_id(req));
-  int64_t deadline = kg_clock_mono_ms() + (int64_t) (timeout_s * 1000);
+  fputs(text ? text : "kguard: restart requested\n", stdout);
+  fflush(stdout);
+  /* Wait for the fresh kernel: kguard answers `%kguard status` on control
+     in every state, so ask until a later kernel is READY, or kguard is
+     DOWN (the restart failed), or the time is up. */
   for (;;) {
+    free(text);
+    text = NULL;
+    if ((rc = s_status(&cl, deadline, state, &now, &text)) != 0)
+      goto failed;
+    if (now > before && strcmp(state, "READY") == 0) {
+      printf("kguard: restarted: kernel #%d is ready\n", now);
+      code = KG_EXIT_OK;
+      goto done;
+    }
+    if (strcmp(state, "DOWN") == 0 && now > before) {
+      const char *why = strstr(text, "down: ");
+      /* why ends with its own newline */
+      fprintf(stderr, "%s: the kernel did not come back: %s", kg_opt_prog(),
+              why ? why + 6 : "kguard is down\n");
+      code = 1;
+      goto done;
+    }
+    /* not yet: look again in 100 ms (kguard publishes nothing when a
+       kernel becomes ready) */
+    zmq_pollitem_t none = {.socket = cl.iopub, .events = 0};
     int64_t left = deadline - kg_clock_mono_ms();
-    if (left <= 0) {
-      kg_opt_error("no answer within %.0f s (is %s a kguard kernel's?)", timeout_s, conn);
-      goto done;
-    }
-    zmq_pollitem_t items[2] = {{.socket = control, .events = ZMQ_POLLIN},
-                               {.socket = iopub, .events = ZMQ_POLLIN}};
-    if (zmq_poll(items, 2, (long) left) < 0) {
-      if (errno == EINTR)
-        continue;
-      goto done;
-    }
-    for (int i = 0; i < 2; i++) {
-      if (!(items[i].revents & ZMQ_POLLIN))
-        continue;
-      kg_msg_t *m = NULL;
-      if (kg_msg_recv(items[i].socket, ZMQ_DONTWAIT, &m) != 0)
-        continue;
-      const char *parent = NULL;
-      if (kg_msg_parse(m, signer) == 0 && kg_msg_check_header(m) == 0)
-        parent = kg_msg_parent_id(m);
-      if (!parent || strcmp(parent, req_id) != 0) {
-        kg_msg_destroy(&m);
-        continue;
-      }
-      cJSON *mc = kg_msg_json(m, KG_PART_CONTENT);
-      if (i == 1 && strcmp(kg_msg_type(m), "stream") == 0) {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(mc, "text");
-        if (cJSON_IsString(t)) {
-          size_t n = strlen(t->valuestring);
-          char *g = realloc(text, text_len + n + 1);
-          if (g) {
-            text = g;
-            memcpy(text + text_len, t->valuestring, n + 1);
-            text_len += n;
-          }
-        }
-      } else if (i == 0 && strcmp(kg_msg_type(m), "execute_reply") == 0) {
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(mc, "status");
-        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(mc, "evalue");
-        bool ok = cJSON_IsString(st) && strcmp(st->valuestring, "ok") == 0;
-        if (text)
-          fputs(text, ok ? stdout : stderr);
-        else if (ok)
-          puts("kguard restart: restart requested");
-        if (!ok)
-          kg_opt_error("refused: %s", cJSON_IsString(ev) ? ev->valuestring
-                                                         : "(no reason given)");
-        code = ok ? KG_EXIT_OK : 1;
-        kg_msg_destroy(&m);
-        goto done;
-      }
-      kg_msg_destroy(&m);
-    }
+    (void) zmq_poll(&none, 1, left < 100 ? (long) (left > 0 ? left : 0) : 100);
   }
+failed:
+  if (rc == KG_ETIMEOUT)
+    kg_opt_error("%s within %.0f s (is %s a kguard kernel's?)",
+                 *state ? "the fresh kernel was not ready" : "no answer", timeout_s, conn);
+  else
+    kg_opt_error_at(conn, "%s", rc == KG_EINTERNAL ? "not a kguard kernel's answer"
+                                                   : kg_strerror(rc));
 done:
   free(text);
-  kg_msg_destroy(&req);
-  kg_socket_close(&control);
-  kg_socket_close(&iopub);
+  free(evalue);
+  kg_socket_close(&cl.control);
+  kg_socket_close(&cl.iopub);
   if (ctx)
     zmq_ctx_term(ctx);
-  kg_signer_destroy(&signer);
+  kg_signer_destroy(&cl.signer);
   kg_conninfo_destroy(&info);
   return code;
 }

@@ -163,6 +163,21 @@ s_hint(s_out_t *o, const kg_notice_info_t *info)
 }
 
 static void
+s_checkpoint_restored(s_out_t *o, const kg_notice_info_t *info)
+{
+  char text[1024];
+  snprintf(text, sizeof text,
+           "verified and restored step %lld (sealed %s, digest %.24s%s) from %s, sealed "
+           "before the fault; `kguard.resume()` returns it.",
+           (long long) info->restored_step,
+           info->restored_sealed ? info->restored_sealed : "at an unknown time",
+           info->restored_digest ? info->restored_digest : "unknown",
+           info->restored_digest && strlen(info->restored_digest) > 24 ? "…" : "",
+           info->restored_archive ? info->restored_archive : "the checkpoint directory");
+  s_item(o, "Checkpoint", text);
+}
+
+static void
 s_restart_and_checkpoint(s_out_t *o, const kg_notice_info_t *info)
 {
   if (info->restarted)
@@ -170,21 +185,29 @@ s_restart_and_checkpoint(s_out_t *o, const kg_notice_info_t *info)
            "restarted: the old process was terminated and a fresh one started. Variables "
            "from earlier cells are gone; requests queued behind the failing cell were "
            "answered with KernelRestarted and did not run.");
-  if (info->checkpoint_restored) {
-    char text[1024];
-    snprintf(text, sizeof text,
-             "verified and restored step %lld (sealed %s, digest %.24s%s) from %s, sealed "
-             "before the fault; `kguard.resume()` returns it.",
-             (long long) info->restored_step,
-             info->restored_sealed ? info->restored_sealed : "at an unknown time",
-             info->restored_digest ? info->restored_digest : "unknown",
-             info->restored_digest && strlen(info->restored_digest) > 24 ? "…" : "",
-             info->restored_archive ? info->restored_archive : "the checkpoint directory");
-    s_item(o, "Checkpoint", text);
-  } else if (info->restarted) {
+  if (info->checkpoint_restored)
+    s_checkpoint_restored(o, info);
+  else if (info->restarted) {
     s_item(o, "Checkpoint",
            "no verified checkpoint sealed before the fault was found: training starts over.");
   }
+}
+
+/*  A restart the user asked for (`%kguard restart --diagnostic`): nothing
+    failed, so no cell is "failing" and nothing is rolled back. */
+static void
+s_requested_restart(s_out_t *o, const kg_notice_info_t *info)
+{
+  s_item(o, "Kernel",
+         "restarted at your request: the old process was stopped and a fresh one started. "
+         "Variables from earlier cells are gone; requests still waiting when you asked were "
+         "answered with KernelRestarted and did not run.");
+  if (info->checkpoint_restored)
+    s_checkpoint_restored(o, info);
+  else
+    s_item(o, "Checkpoint",
+           "nothing was restored: a restart you ask for is not a fault, so kguard does not roll "
+           "training back.");
 }
 
 static void
@@ -267,7 +290,7 @@ s_build(kg_notice_kind_t kind, const kg_notice_info_t *info, s_out_t *o)
              "is slower. The next normal `%%kguard restart` removes it.",
              vars);
     s_para(o, text);
-    s_restart_and_checkpoint(o, info);
+    s_requested_restart(o, info);
     break;
   }
   case KG_NOTICE_KERNEL_DIED: {

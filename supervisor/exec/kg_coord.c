@@ -1,270 +1,121 @@
 /*  kg_coord: the coordinator process of a multi-node `kguard exec` job
-    (protocol in kg_coord.h). It waits for every node's report before it
-    decides, so the decision sees every incident of the generation. The
-    checkpoint commands it runs (list, quarantine) block it; that is fine:
-    it is its own process and nodes wait for its decision anyway. */
+    (protocol in kg_coord.h): its sockets (a CURVE ROUTER on the address
+    the nodes were given, the ZAP handler that admits only the job's node
+    key, a monitor that sees connections failing the handshake), its files
+    in the shared checkpoint directory, and its loop. What it does with the
+    nodes' messages: kg_coord_join.c (joining), kg_coord_decide.c (faults
+    and decisions). */
 #include "kg_coord.h"
+#include "kg_coord_priv.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <zmq.h>
 
-#include <cjson/cJSON.h>
-
-#include "kg_exit.h"
 #include "kg_clock.h"
-#include "kg_coord_ckpt.h"
-#include "kg_coord_keys.h"
-#include "kg_coord_rule.h"
 #include "kg_error.h"
 #include "kg_exec_rule.h"
-#include "kg_file.h"
-#include "kg_incident.h"
+#include "kg_exit.h"
 #include "kg_log.h"
+#include "kg_loop.h"
+#include "kg_sigsrc.h"
 #include "kg_paths.h"
-#include "kg_policy.h"
 
 #define S_MAX_NODES 4096
-
-typedef struct {
-  unsigned char id[256];
-  size_t id_len;              /* 0: never heard from                         */
-  bool stopped, done;
-  int64_t seen_ms;            /* monotonic time of its last message          */
-  cJSON *report;              /* its fault fields, or NULL                   */
-  cJSON *failed;              /* {"status"} when its command failed          */
-} s_node_t;
-
-typedef struct {
-  const char *bind, *secret, *ckpt_dir, *state_dir;
-  int nnodes, nproc, max_restarts;
-  int64_t heartbeat_ms;       /* a node silent this long is lost              */
-  char exe[PATH_MAX];
-  kg_coord_keys_t keys;
-  void *ctx, *router, *zap;
-  s_node_t *nodes;
-  int gen;
-  bool stopping;              /* a stop was broadcast for this generation    */
-  bool preempted;
-  char nonce[65], nonce_file[PATH_MAX + 128];
-  kg_policy_t *policy;
-} s_coord_t;
+#define S_MONITOR "inproc://kguard-coord-monitor"
 
 /* ---- sending ------------------------------------------------------------ */
 
-static void
-s_send(s_coord_t *C, int node, cJSON *msg)
+void
+kg_coord_send(kg_coord_s *C, int node, const cJSON *msg)
 {
-  s_node_t *n = &C->nodes[node];
+  kg_coord_node_t *n = &C->nodes[node];
   if (!n->id_len)
     return;
   char *text = cJSON_PrintUnformatted(msg);
   if (!text)
     return;
-  zmq_send(C->router, n->id, n->id_len, ZMQ_SNDMORE);
-  zmq_send(C->router, text, strlen(text), 0);
+  /* Never block the loop on a node that stopped reading. */
+  if (zmq_send(C->router, n->id, n->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
+    zmq_send(C->router, text, strlen(text), ZMQ_DONTWAIT);
+  if (C->loop)
+    kg_loop_sent(C->loop, C->router);   /* the send may have taken the input's edge */
   free(text);
 }
 
-static void
-s_broadcast(s_coord_t *C, cJSON *msg)
+void
+kg_coord_broadcast(kg_coord_s *C, const cJSON *msg)
 {
   for (int i = 0; i < C->nnodes; i++)
-    s_send(C, i, msg);
+    kg_coord_send(C, i, msg);
 }
 
-/*  Write the decision, MAC'd with the job's key, to shared storage. */
-static void
-s_write_decision(s_coord_t *C, cJSON *decision)
+void
+kg_coord_write_decision(kg_coord_s *C, const cJSON *decision)
 {
-  char dir[PATH_MAX + 64], path[PATH_MAX + 128];
-  snprintf(dir, sizeof dir, "%s/.kguard/decisions", C->ckpt_dir);
-  kg_paths_mkdirs(dir, 0700);
-  char *text = cJSON_PrintUnformatted(decision);
-  if (!text)
-    return;
-  char mac[65];
-  kg_coord_keys_mac(&C->keys, text, strlen(text), mac);
-  cJSON *doc = cJSON_CreateObject();
-  cJSON_AddStringToObject(doc, "decision", text);
-  cJSON_AddStringToObject(doc, "mac", mac);
-  cJSON_AddStringToObject(doc, "mac_alg", "crypto_auth (HMAC-SHA-512-256), job key");
-  char *out = cJSON_Print(doc);
-  snprintf(path, sizeof path, "%s/gen-%d.json", dir, C->gen);
-  if (out)
-    kg_file_write_atomic(path, out, strlen(out), 0600);
-  free(out);
-  free(text);
-  cJSON_Delete(doc);
+  int rc = kg_coord_store_write_decision(C->store, &C->keys, decision);
+  if (rc != 0)
+    kg_warning("coordinator: cannot write the decision into %s/.kguard/decisions: %s",
+               C->ckpt_dir, kg_strerror(rc));
 }
 
-/* ---- the decision ------------------------------------------------------ */
-
-static int
-s_decide(s_coord_t *C)
+int
+kg_coord_end(kg_coord_s *C, int code, const char *reason)
 {
-  int world = C->nnodes * C->nproc;
-  size_t nn = C->nnodes > 0 ? (size_t) C->nnodes : 1;
-  kg_coord_report_t *rep = calloc(nn, sizeof *rep);
-  if (!rep)
-    return KG_EXIT_SYSTEM;
-  for (int i = 0; i < C->nnodes; i++) {
-    cJSON *r = C->nodes[i].report;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "fault_ms");
-    rep[i].sticky = r != NULL;
-    rep[i].fault_ms = cJSON_IsNumber(t) ? (int64_t) t->valuedouble : INT64_MAX;
-  }
-  int root = kg_coord_root(rep, C->nnodes);
-  free(rep);
   cJSON *d = cJSON_CreateObject();
   cJSON_AddStringToObject(d, "type", "decision");
-  int exit_code = 0;
-  if (C->preempted) {
-    cJSON_AddStringToObject(d, "action", "end");
-    cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_RETRYABLE);
-    exit_code = KG_EXEC_EXIT_RETRYABLE;
-  } else if (root < 0) {
-    /* No sticky fault anywhere: the command's own failure ends the job. */
-    int code = 1;
-    for (int i = 0; i < C->nnodes; i++) {
-      const cJSON *c = cJSON_GetObjectItemCaseSensitive(C->nodes[i].failed, "code");
-      if (cJSON_IsNumber(c)) {
-        code = c->valueint;
-        break;
-      }
-    }
-    cJSON_AddStringToObject(d, "action", "end");
-    cJSON_AddNumberToObject(d, "code", code);
-    exit_code = code;
-  }
-  if (root < 0 || C->preempted) {
-    cJSON_AddNumberToObject(d, "gen", C->gen);
-    s_broadcast(C, d);
-    s_write_decision(C, d);
-    cJSON_Delete(d);
-    return exit_code;
-  }
-  cJSON *rr = C->nodes[root].report;
-  const cJSON *sig = cJSON_GetObjectItemCaseSensitive(rr, "signature");
-  const cJSON *ls = cJSON_GetObjectItemCaseSensitive(rr, "last_step");
-  const cJSON *fm = cJSON_GetObjectItemCaseSensitive(rr, "fault_ms");
-  int64_t delay = 0;
-  const char *reason = NULL;
-  kg_policy_action_t act = kg_policy_decide(C->policy, kg_clock_mono_ms(),
-                                            cJSON_IsString(sig) ? sig->valuestring : NULL,
-                                            &delay, &reason);
-  kg_incident_t *inc = kg_incident_new(kg_clock_wall_ms());
-  cJSON *ij = kg_incident_json(inc);
-  kg_incident_set_fault_time(inc, cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : 0);
-  cJSON *job = cJSON_AddObjectToObject(ij, "job");
-  cJSON_AddNumberToObject(job, "generation", C->gen);
-  cJSON_AddItemToObject(job, "root_cause", cJSON_Duplicate(rr, true));
-  cJSON *cons = cJSON_AddArrayToObject(job, "consequences");
-  for (int i = 0; i < C->nnodes; i++) {
-    if (i == root)
-      continue;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "node", i);
-    cJSON_AddItemToObject(o, "report", C->nodes[i].report ? cJSON_Duplicate(C->nodes[i].report, true)
-                                                           : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "failed", C->nodes[i].failed ? cJSON_Duplicate(C->nodes[i].failed, true)
-                                                           : cJSON_CreateNull());
-    cJSON_AddItemToArray(cons, o);
-  }
-  kg_incident_set_restarts(inc, kg_policy_restart_count(C->policy));
-  kg_incident_set_policy(inc, act == KG_POLICY_RESTART ? "restart" : "give-up", reason, delay);
-  cJSON_AddNumberToObject(d, "gen", C->gen + 1);
-  cJSON_AddStringToObject(d, "incident", kg_incident_id(inc));
-  cJSON *rootj = cJSON_AddObjectToObject(d, "root");
-  cJSON_AddNumberToObject(rootj, "node", root);
-  const char *keys[] = {"host", "family", "line", "rank", NULL};
-  for (int k = 0; keys[k]; k++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(rr, keys[k]);
-    if (v)
-      cJSON_AddItemToObject(rootj, keys[k], cJSON_Duplicate(v, true));
-  }
-  kg_notice("coordinator: root cause on node %d: %s", root,
-            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rr, "line"))
-            ? cJSON_GetObjectItemCaseSensitive(rr, "line")->valuestring : "?");
-  if (act == KG_POLICY_GIVE_UP) {
-    cJSON_AddStringToObject(d, "action", "give-up");
-    cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_GAVE_UP);
-    exit_code = KG_EXEC_EXIT_GAVE_UP;
-  } else {
-    kg_coord_archive_t *a = NULL;
-    cJSON *listing = kg_coord_ckpt_listing(C->exe, C->ckpt_dir, world);
-    int n = kg_coord_ckpt_archives(listing, world, &a);
-    bool *fr = calloc(world > 0 ? (size_t) world : 1, sizeof *fr);
-    for (int r = root * C->nproc; fr && r < (root + 1) * C->nproc; r++)
-      fr[r] = true;
-    int64_t s = kg_coord_pick_step(a, n, world, cJSON_IsNumber(ls) ? (int64_t) ls->valuedouble : -1,
-                                   fr, cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : INT64_MAX);
-    kg_coord_ckpt_quarantine(C->exe, C->ckpt_dir, listing, world, s, kg_incident_id(inc));
-    cJSON_AddStringToObject(d, "action", "restart");
-    cJSON_AddNumberToObject(d, "delay_ms", (double) delay);
-    cJSON *arch = cJSON_AddObjectToObject(d, "archives");
-    if (s >= 0) {
-      cJSON_AddNumberToObject(d, "step", (double) s);
-      for (int r = 0; r < world; r++) {
-        char key[16];
-        snprintf(key, sizeof key, "%d", r);
-        const char *p = kg_coord_ckpt_archive(listing, world, r, s);
-        cJSON_AddItemToObject(arch, key, p ? cJSON_CreateString(p) : cJSON_CreateNull());
-      }
-    } else {
-      cJSON_AddNullToObject(d, "step");
-    }
-    kg_notice("coordinator: generation %d resumes from step %lld", C->gen + 1, (long long) s);
-    cJSON_ReplaceItemInObject(ij, "checkpoint", cJSON_Duplicate(d, true));
-    free(fr);
-    free(a);
-    cJSON_Delete(listing);
-  }
-  char idir[PATH_MAX + 16];
-  snprintf(idir, sizeof idir, "%s/incidents", C->state_dir);
-  kg_incident_write(inc, idir, NULL);
-  kg_incident_destroy(&inc);
-  s_write_decision(C, d);
-  s_broadcast(C, d);
+  cJSON_AddStringToObject(d, "action", "end");
+  cJSON_AddNumberToObject(d, "code", code);
+  cJSON_AddNumberToObject(d, "gen", C->gen);
+  cJSON_AddStringToObject(d, "reason", reason);
+  kg_coord_broadcast(C, d);
+  kg_coord_write_decision(C, d);
   cJSON_Delete(d);
-  C->gen++;
-  C->stopping = false;
-  int64_t now = kg_clock_mono_ms();   /* the coordinator was busy, not the nodes */
-  for (int i = 0; i < C->nnodes; i++) {
-    C->nodes[i].stopped = false;
-    C->nodes[i].seen_ms = now;
-    cJSON_Delete(C->nodes[i].report);
-    cJSON_Delete(C->nodes[i].failed);
-    C->nodes[i].report = C->nodes[i].failed = NULL;
-  }
-  return exit_code;   /* 0: the job goes on */
+  return code;
+}
+
+void
+kg_coord_add_ports(kg_coord_s *C, cJSON *msg)
+{
+  int port = kg_coord_free_port();
+  if (port > 0)
+    cJSON_AddNumberToObject(msg, "master_port", port);
+  if (kg_exec_store_ready(C->rstore))
+    cJSON_AddNumberToObject(msg, "store_port", kg_exec_store_port(C->rstore));
+}
+
+int
+kg_coord_free_port(void)
+{
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return 0;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (bind(fd, (struct sockaddr *) &a, sizeof a) == 0
+      && getsockname(fd, (struct sockaddr *) &a, &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
 }
 
 /* ---- receiving ---------------------------------------------------------- */
 
-static void
-s_stop_all(s_coord_t *C, int by)
-{
-  if (C->stopping)
-    return;
-  C->stopping = true;
-  cJSON *m = cJSON_CreateObject();
-  cJSON_AddStringToObject(m, "type", "stop");
-  cJSON_AddNumberToObject(m, "gen", C->gen);
-  cJSON_AddNumberToObject(m, "by", by);
-  s_broadcast(C, m);
-  cJSON_Delete(m);
-}
-
 /*  One message from a node. Returns an exit code when the job is over, -1
     while it goes on. */
 static int
-s_on_message(s_coord_t *C, const unsigned char *id, size_t id_len, const char *text, size_t len)
+s_on_message(kg_coord_s *C, const unsigned char *id, size_t id_len, const char *text,
+             size_t len)
 {
   cJSON *m = cJSON_ParseWithLength(text, len);
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
@@ -276,7 +127,7 @@ s_on_message(s_coord_t *C, const unsigned char *id, size_t id_len, const char *t
     return -1;
   }
   int k = node->valueint;
-  s_node_t *n = &C->nodes[k];
+  kg_coord_node_t *n = &C->nodes[k];
   memcpy(n->id, id, id_len);
   n->id_len = id_len;
   n->seen_ms = kg_clock_mono_ms();
@@ -285,60 +136,23 @@ s_on_message(s_coord_t *C, const unsigned char *id, size_t id_len, const char *t
   if (strcmp(t, "beat") == 0) {
     cJSON *b = cJSON_CreateObject();
     cJSON_AddStringToObject(b, "type", "beat");
-    s_send(C, k, b);
+    kg_coord_send(C, k, b);
     cJSON_Delete(b);
     cJSON_Delete(m);
     return -1;
   }
   kg_info("coordinator: %s from node %d", t, k);
-  if (strcmp(t, "hello") == 0) {
-    cJSON *w = cJSON_CreateObject();
-    cJSON_AddStringToObject(w, "type", "welcome");
-    cJSON_AddNumberToObject(w, "gen", C->gen);
-    cJSON_AddStringToObject(w, "nonce_file", C->nonce_file);
-    cJSON_AddStringToObject(w, "nonce", C->nonce);
-    s_send(C, k, w);
-    cJSON_Delete(w);
-  } else if (strcmp(t, "fault") == 0) {
-    cJSON_Delete(n->report);
-    n->report = cJSON_Duplicate(m, true);
-    s_stop_all(C, k);
-  } else if (strcmp(t, "failed") == 0) {
-    cJSON_Delete(n->failed);
-    n->failed = cJSON_Duplicate(m, true);
-    s_stop_all(C, k);
-  } else if (strcmp(t, "preempted") == 0) {
-    C->preempted = true;
-    s_stop_all(C, k);
-  } else if (strcmp(t, "stopped") == 0) {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "report");
-    if (cJSON_IsObject(r) && !n->report)
-      n->report = cJSON_Duplicate(r, true);
-    n->stopped = true;
-    s_stop_all(C, k);
-    bool all = true;
-    for (int i = 0; i < C->nnodes; i++)
-      all = all && (C->nodes[i].stopped || C->nodes[i].done);
-    if (all) {
-      int code = s_decide(C);
-      if (code != 0)
-        rc = code;
-    }
-  } else if (strcmp(t, "done") == 0) {
-    n->done = true;
-    bool all = true;
-    for (int i = 0; i < C->nnodes; i++)
-      all = all && C->nodes[i].done;
-    if (all)
-      rc = 0;
-  }
+  bool handled = false;
+  rc = kg_coord_join_message(C, k, t, m, &handled);
+  if (!handled)
+    rc = kg_coord_run_message(C, k, t, m);
   cJSON_Delete(m);
   return rc;
 }
 
 /*  ZAP: admit only the job's node key over CURVE. */
 static void
-s_zap(s_coord_t *C)
+s_zap(kg_coord_s *C)
 {
   zmq_msg_t f[7];
   int n = 0;
@@ -377,82 +191,277 @@ s_zap(s_coord_t *C)
     zmq_msg_close(&f[i]);
 }
 
-/*  A node that said hello and fell silent for the heartbeat timeout is
-    lost (its host, or the network to it): the job ends retryable, an
-    infrastructure failure, not a GPU one. Returns the exit code, or -1. */
-static int
-s_check_lost(s_coord_t *C)
+/*  The router's monitor: a connection that fails the CURVE handshake is a
+    peer without this job's secret (its HELLO does not decrypt). */
+static void
+s_monitor(kg_coord_s *C)
 {
-  int64_t now = kg_clock_mono_ms();
-  for (int i = 0; i < C->nnodes; i++) {
-    s_node_t *n = &C->nodes[i];
-    if (!n->id_len || n->done || now - n->seen_ms <= C->heartbeat_ms)
-      continue;
-    char why[128];
-    snprintf(why, sizeof why, "node %d lost (no message for %lld ms): infrastructure, "
-             "not a GPU fault", i, (long long) (now - n->seen_ms));
-    kg_error("coordinator: %s; the job ends retryable", why);
-    cJSON *d = cJSON_CreateObject();
-    cJSON_AddStringToObject(d, "type", "decision");
-    cJSON_AddStringToObject(d, "action", "end");
-    cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_RETRYABLE);
-    cJSON_AddNumberToObject(d, "gen", C->gen);
-    cJSON_AddStringToObject(d, "reason", why);
-    n->id_len = 0;   /* no more sends to it */
-    s_broadcast(C, d);
-    s_write_decision(C, d);
-    cJSON_Delete(d);
-    return KG_EXEC_EXIT_RETRYABLE;
+  for (;;) {
+    zmq_msg_t f;
+    zmq_msg_init(&f);
+    if (zmq_msg_recv(&f, C->monitor, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&f);
+      return;
+    }
+    uint16_t event = 0;
+    if (zmq_msg_size(&f) >= 6)
+      memcpy(&event, zmq_msg_data(&f), sizeof event);
+    bool more = zmq_msg_more(&f);
+    zmq_msg_close(&f);
+    while (more) {   /* the endpoint frame */
+      zmq_msg_init(&f);
+      if (zmq_msg_recv(&f, C->monitor, 0) < 0)
+        more = false;
+      else
+        more = zmq_msg_more(&f);
+      zmq_msg_close(&f);
+    }
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+        || event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+        || event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+      kg_coord_handshake_failed(C, kg_clock_mono_ms());
   }
-  return -1;
+}
+
+/*  Listen on HOST:PORT of --bind: every address HOST resolves to (never
+    every interface unless HOST is "*" or 0.0.0.0 or ::). Writes what it
+    listens on into where. Returns 0, or -1 after an error naming the
+    problem (nothing bound). */
+static int
+s_bind(kg_coord_s *C, char *where, size_t wlen)
+{
+  char host[512];
+  const char *colon = strrchr(C->bind, ':');
+  size_t hl = colon ? (size_t) (colon - C->bind) : 0;
+  if (!colon || hl == 0 || hl >= sizeof host || !colon[1]) {
+    kg_error("coordinator: --bind must be HOST:PORT, got %s", C->bind);
+    return -1;
+  }
+  memcpy(host, C->bind, hl);
+  host[hl] = '\0';
+  if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {   /* [v6]:port */
+    memmove(host, host + 1, hl - 2);
+    host[hl - 2] = '\0';
+  }
+  const char *port = colon + 1;
+  where[0] = '\0';
+  char ep[600];
+  if (strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
+    snprintf(ep, sizeof ep, "tcp://*:%s", port);
+    if (zmq_bind(C->router, ep) != 0) {
+      kg_error("coordinator: cannot listen on %s: %s", ep, zmq_strerror(zmq_errno()));
+      return -1;
+    }
+    snprintf(where, wlen, "%s (every interface)", ep);
+    return 0;
+  }
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+  int gai = getaddrinfo(host, port, &hints, &res);
+  if (gai != 0) {
+    kg_error("coordinator: cannot resolve %s: %s", host, gai_strerror(gai));
+    return -1;
+  }
+  int bound = 0, loopback = 0;
+  char tried[512] = "";
+  for (struct addrinfo *a = res; a; a = a->ai_next) {
+    char addr[INET6_ADDRSTRLEN] = "";
+    const void *in = a->ai_family == AF_INET6
+                     ? (const void *) &((struct sockaddr_in6 *) a->ai_addr)->sin6_addr
+                     : (const void *) &((struct sockaddr_in *) a->ai_addr)->sin_addr;
+    if ((a->ai_family != AF_INET && a->ai_family != AF_INET6)
+        || !inet_ntop(a->ai_family, in, addr, sizeof addr))
+      continue;
+    if (a->ai_family == AF_INET6) {
+      int one = 1;
+      zmq_setsockopt(C->router, ZMQ_IPV6, &one, sizeof one);
+      snprintf(ep, sizeof ep, "tcp://[%s]:%s", addr, port);
+    } else {
+      snprintf(ep, sizeof ep, "tcp://%s:%s", addr, port);
+    }
+    if (strstr(where, ep))
+      continue;   /* getaddrinfo repeats an address per protocol */
+    size_t tl = strlen(tried);
+    snprintf(tried + tl, sizeof tried - tl, "%s%s", tl ? ", " : "", addr);
+    if (zmq_bind(C->router, ep) != 0) {
+      kg_info("coordinator: %s: %s", ep, zmq_strerror(zmq_errno()));
+      continue;
+    }
+    bound++;
+    loopback += a->ai_family == AF_INET ? (ntohl(((struct sockaddr_in *) a->ai_addr)
+                                                  ->sin_addr.s_addr) >> 24) == 127
+                                        : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)
+                                                                 a->ai_addr)->sin6_addr);
+    size_t wl = strlen(where);
+    snprintf(where + wl, wlen - wl, "%s%s", wl ? " " : "", ep);
+  }
+  freeaddrinfo(res);
+  if (!bound) {
+    kg_error("coordinator: cannot listen on %s: it resolves to %s, not an address of this "
+             "host; pass --coordinator-bind ADDR (an address of this host, or 0.0.0.0 for "
+             "every interface)", C->bind, tried[0] ? tried : "nothing usable");
+    return -1;
+  }
+  if (loopback == bound && C->nnodes > 1)
+    kg_warning("coordinator: %s resolves to a loopback address here (%s): nodes on other "
+               "hosts cannot reach it; name the address they use (or --coordinator-bind)",
+               host, tried);
+  return 0;
+}
+
+/* ---- the loop: kg_loop registrations ------------------------------------ */
+
+/*  The job is over with code: the loop stops. */
+static int
+s_over(kg_coord_s *C, int code)
+{
+  if (code < 0)
+    return KG_LOOP_OK;
+  C->code = code;
+  return KG_LOOP_STOP;
 }
 
 static int
-s_serve(s_coord_t *C, int sigfd)
+s_on_router(kg_loop_t *loop, int id, int events, void *arg)
 {
-  for (;;) {
-    zmq_pollitem_t it[3] = {{C->router, 0, ZMQ_POLLIN, 0}, {C->zap, 0, ZMQ_POLLIN, 0},
-                            {NULL, sigfd, ZMQ_POLLIN, 0}};
-    long timeout = C->heartbeat_ms / 4 > 0 ? (long) (C->heartbeat_ms / 4) : 250;
-    if (zmq_poll(it, 3, timeout) < 0) {
-      if (errno == EINTR)
-        continue;
-      return KG_EXIT_SYSTEM;
-    }
-    if (it[2].revents) {
-      struct signalfd_siginfo si;
-      if (read(sigfd, &si, sizeof si) == (ssize_t) sizeof si && si.ssi_signo != SIGCHLD)
-        return KG_EXEC_EXIT_RETRYABLE;
-    }
-    if (it[1].revents)
-      s_zap(C);
-    while (it[0].revents) {
-      unsigned char id[256];
-      int il = zmq_recv(C->router, id, sizeof id, ZMQ_DONTWAIT);
-      if (il < 0)
-        break;
-      zmq_msg_t body;
-      zmq_msg_init(&body);
-      if (zmq_msg_recv(&body, C->router, 0) < 0) {
-        zmq_msg_close(&body);
-        break;
-      }
-      int rc = s_on_message(C, id, (size_t) (il > (int) sizeof id ? (int) sizeof id : il),
-                            zmq_msg_data(&body), zmq_msg_size(&body));
+  (void) loop, (void) id, (void) events;
+  kg_coord_s *C = arg;
+  for (int n = 0; n < 64; n++) {   /* a bounded batch, then the others' turn */
+    unsigned char nid[256];
+    int il = zmq_recv(C->router, nid, sizeof nid, ZMQ_DONTWAIT);
+    if (il < 0)
+      return KG_LOOP_OK;
+    zmq_msg_t body;
+    zmq_msg_init(&body);
+    if (zmq_msg_recv(&body, C->router, 0) < 0) {
       zmq_msg_close(&body);
-      if (rc >= 0)
-        return rc;
+      return KG_LOOP_OK;
     }
-    int lost = s_check_lost(C);   /* after reading what the nodes said */
-    if (lost >= 0)
-      return lost;
+    int rc = s_on_message(C, nid, (size_t) (il > (int) sizeof nid ? (int) sizeof nid : il),
+                          zmq_msg_data(&body), zmq_msg_size(&body));
+    zmq_msg_close(&body);
+    if (rc >= 0)
+      return s_over(C, rc);
   }
+  return KG_LOOP_MORE;
+}
+
+static int
+s_on_zap(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  s_zap(arg);
+  kg_loop_sent(loop, ((kg_coord_s *) arg)->zap);
+  return KG_LOOP_OK;
+}
+
+static int
+s_on_monitor(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  s_monitor(arg);
+  return KG_LOOP_OK;
+}
+
+static int
+s_store_fd(void *arg)
+{
+  return kg_exec_store_fd(((kg_coord_s *) arg)->rstore);
+}
+
+static int
+s_on_store(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_exec_store_read(((kg_coord_s *) arg)->rstore);
+  return KG_LOOP_OK;
+}
+
+static int
+s_on_signal(kg_loop_t *loop, int signo, void *arg)
+{
+  (void) loop;
+  kg_coord_s *C = arg;
+  if (signo != SIGCHLD)
+    return s_over(C, kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "the coordinator was stopped"));
+  /* Signals coalesce: whichever child it names, see to the store. */
+  kg_exec_store_reaped(C->rstore, kg_exec_store_pid(C->rstore));
+  return KG_LOOP_OK;
+}
+
+/*  Every quarter of the heartbeat timeout: a node silent for it is lost. */
+static int
+s_on_beat_check(kg_loop_t *loop, int id, void *arg)
+{
+  kg_coord_s *C = arg;
+  int64_t now = kg_loop_now(loop);
+  kg_loop_timer_set(loop, id, now + (C->heartbeat_ms / 4 > 0 ? C->heartbeat_ms / 4 : 250));
+  return s_over(C, kg_coord_check_lost(C, now));
+}
+
+static int64_t
+s_join_when(void *arg)
+{
+  const kg_coord_s *C = arg;
+  return C->started ? 0 : C->join_deadline;
+}
+
+static int
+s_on_join_deadline(kg_loop_t *loop, int id, void *arg)
+{
+  (void) id;
+  return s_over(arg, kg_coord_join_timers(arg, kg_loop_now(loop)));
+}
+
+static int64_t
+s_refusals_when(void *arg)
+{
+  return kg_ratelog_deadline(((kg_coord_s *) arg)->refusals);
+}
+
+static int
+s_on_refusals(kg_loop_t *loop, int id, void *arg)
+{
+  (void) id;
+  kg_coord_s *C = arg;
+  char *summary = kg_ratelog_summary(C->refusals, kg_loop_now(loop), false);
+  if (summary) {
+    kg_warning("coordinator: connections refused %s", summary);
+    free(summary);
+  }
+  return KG_LOOP_OK;
+}
+
+/*  Serve until the job is over; its exit code. */
+static int
+s_serve(kg_coord_s *C, kg_sigsrc_t *sig)
+{
+  C->loop = kg_loop_new();
+  C->code = KG_EXIT_SYSTEM;
+  int64_t now = kg_clock_mono_ms();
+  bool ok = C->loop
+            && kg_loop_socket(C->loop, C->router, KG_LOOP_IN, s_on_router, C) > 0
+            && kg_loop_socket(C->loop, C->zap, KG_LOOP_IN, s_on_zap, C) > 0
+            && (!C->monitor || kg_loop_socket(C->loop, C->monitor, KG_LOOP_IN, s_on_monitor,
+                                              C) > 0)
+            && kg_loop_fd_of(C->loop, s_store_fd, KG_LOOP_IN, s_on_store, C) > 0
+            && kg_loop_signals(C->loop, sig, s_on_signal, C) > 0
+            && kg_loop_timer(C->loop, now + C->heartbeat_ms / 4 + 1, s_on_beat_check, C) > 0
+            && kg_loop_timer_of(C->loop, s_join_when, s_on_join_deadline, C) > 0
+            && kg_loop_timer_of(C->loop, s_refusals_when, s_on_refusals, C) > 0;
+  int rc = ok ? kg_loop_run(C->loop) : KG_ENOMEM;
+  kg_loop_destroy(&C->loop);
+  if (rc != 0) {
+    kg_error("coordinator: its event loop failed: %s", kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
+  }
+  return C->code;
 }
 
 int
 kg_coord_main(int argc, char **argv)
 {
-  s_coord_t C = {.nnodes = 0, .nproc = 1, .max_restarts = 3, .heartbeat_ms = 30000};
+  kg_coord_s C = {.nnodes = 0, .nproc = 1, .max_restarts = 3, .heartbeat_ms = 30000,
+                  .join_timeout_ms = 600000};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *a = argv[i], *v = argv[i + 1];
     if (strcmp(a, "--bind") == 0) C.bind = v;
@@ -463,9 +472,12 @@ kg_coord_main(int argc, char **argv)
     else if (strcmp(a, "--nproc-per-node") == 0) C.nproc = atoi(v);
     else if (strcmp(a, "--max-restarts") == 0) C.max_restarts = atoi(v);
     else if (strcmp(a, "--heartbeat-timeout-ms") == 0) C.heartbeat_ms = atoll(v);
+    else if (strcmp(a, "--join-timeout-ms") == 0) C.join_timeout_ms = atoll(v);
+    else if (strcmp(a, "--store-python") == 0) C.store_python = v;
   }
   if (!C.bind || !C.secret || !C.ckpt_dir || !C.state_dir || C.nnodes < 1
-      || C.nnodes > S_MAX_NODES || C.nproc < 1 || C.heartbeat_ms < 100) {
+      || C.nnodes > S_MAX_NODES || C.nproc < 1 || C.heartbeat_ms < 100
+      || C.join_timeout_ms < 100) {
     fprintf(stderr, "kguard exec --serve-coordinator: incomplete arguments\n");
     return KG_EXIT_USAGE;
   }
@@ -475,18 +487,32 @@ kg_coord_main(int argc, char **argv)
     kg_error("coordinator: %s", err);
     return KG_EXIT_USAGE;
   }
-  if (kg_paths_exe(C.exe, sizeof C.exe) != 0)
-    return KG_EXIT_SYSTEM;
+  /* Its own files in the shared directory, never through a planted link. */
+  if (kg_coord_store_open(C.ckpt_dir, &C.store, err, sizeof err) != 0) {
+    kg_error("coordinator: %s", err);
+    return KG_EXIT_USAGE;
+  }
+  /* A job started again (requeued) goes on numbering its generations
+     after the last decision this job's key verifies. */
+  cJSON *last = kg_coord_store_read_decisions(C.store, &C.keys, NULL);
+  if (last) {
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(last, "gen");
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(last, "action");
+    C.gen = g->valueint + 1;
+    kg_notice("coordinator: this job's last decision was %s for generation %d: the job "
+              "goes on with generation %d", act->valuestring, g->valueint, C.gen);
+    cJSON_Delete(last);
+  }
   /* The nonce that proves a node sees this directory (shared storage). */
   unsigned char rnd[16];
   randombytes_buf(rnd, sizeof rnd);
   sodium_bin2hex(C.nonce, sizeof C.nonce, rnd, sizeof rnd);
-  char d[PATH_MAX + 16];
-  snprintf(d, sizeof d, "%s/.kguard", C.ckpt_dir);
-  kg_paths_mkdirs(d, 0700);
-  snprintf(C.nonce_file, sizeof C.nonce_file, "%s/nonce-%s", d, C.nonce);
-  if (kg_file_write_atomic(C.nonce_file, C.nonce, strlen(C.nonce), 0600) != 0) {
-    kg_error("coordinator: cannot write into the checkpoint directory %s", C.ckpt_dir);
+  snprintf(C.nonce_name, sizeof C.nonce_name, "nonce-%s", C.nonce);
+  int nrc = kg_coord_store_create(C.store, C.nonce_name, C.nonce, strlen(C.nonce));
+  if (nrc != 0) {
+    kg_error("coordinator: cannot write into the checkpoint directory %s/.kguard: %s",
+             C.ckpt_dir, kg_strerror(nrc));
+    kg_coord_store_destroy(&C.store);
     return KG_EXIT_SYSTEM;
   }
   kg_policy_config_t pc;
@@ -494,44 +520,67 @@ kg_coord_main(int argc, char **argv)
   pc.max_restarts = C.max_restarts;
   C.policy = kg_policy_new(&pc);
   C.nodes = calloc((size_t) C.nnodes, sizeof *C.nodes);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  sigprocmask(SIG_BLOCK, &set, NULL);
-  int sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  static const char *const kinds[] = {"failed handshakes"};
+  C.refusals = kg_ratelog_new(1, kinds, 3, 10000);
+  /* Before the ZeroMQ context: its threads inherit the blocked mask. */
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD, 0};
+  kg_sigsrc_t *sig = kg_sigsrc_new(sigs);
   C.ctx = zmq_ctx_new();
   C.zap = zmq_socket(C.ctx, ZMQ_REP);
   C.router = zmq_socket(C.ctx, ZMQ_ROUTER);
   int one = 1, zero = 0;
-  char ep[600];
-  snprintf(ep, sizeof ep, "tcp://%s", C.bind);
-  if (!C.nodes || !C.policy || sigfd < 0 || !C.zap || !C.router
+  if (!C.nodes || !C.policy || !C.refusals || !sig || !C.zap || !C.router
       || zmq_bind(C.zap, "inproc://zeromq.zap.01") != 0
       || zmq_setsockopt(C.router, ZMQ_CURVE_SERVER, &one, sizeof one) != 0
       || zmq_setsockopt(C.router, ZMQ_CURVE_SECRETKEY, C.keys.server_secret, 41) != 0
       || zmq_setsockopt(C.router, ZMQ_ZAP_DOMAIN, "kguard", 6) != 0
-      || zmq_setsockopt(C.router, ZMQ_LINGER, &zero, sizeof zero) != 0
-      || zmq_bind(C.router, ep) != 0) {
-    kg_error("coordinator: cannot listen on %s: %s", ep, zmq_strerror(zmq_errno()));
+      || zmq_setsockopt(C.router, ZMQ_LINGER, &zero, sizeof zero) != 0) {
+    kg_error("coordinator: cannot set up its sockets: %s", zmq_strerror(zmq_errno()));
     return KG_EXEC_EXIT_RETRYABLE;
   }
-  kg_notice("coordinator: listening on %s for %d nodes (CURVE)", ep, C.nnodes);
-  int code = s_serve(&C, sigfd);
+  if (zmq_socket_monitor(C.router, S_MONITOR, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                         | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                         | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0
+      && (C.monitor = zmq_socket(C.ctx, ZMQ_PAIR))
+      && zmq_connect(C.monitor, S_MONITOR) != 0) {
+    zmq_close(C.monitor);
+    C.monitor = NULL;
+  }
+  char where[1024];
+  if (s_bind(&C, where, sizeof where) != 0)
+    return KG_EXIT_USAGE;
+  C.join_deadline = kg_clock_mono_ms() + C.join_timeout_ms;
+  /* The ranks' rendezvous store, outside every tree a node stops. */
+  if (C.store_python && kg_exec_store_start(C.store_python, &C.rstore) != 0)
+    kg_warning("coordinator: cannot start the ranks' rendezvous store: each generation's "
+               "rank 0 serves one");
+  kg_notice("coordinator: listening on %s for %d nodes (CURVE)", where, C.nnodes);
+  int code = s_serve(&C, sig);
   kg_notice("coordinator: the job ends with %d", code);
-  unlink(C.nonce_file);
+  kg_coord_store_remove(C.store, C.nonce_name);
+  for (int i = 0; i < C.nnodes; i++) {
+    char probe[128];
+    snprintf(probe, sizeof probe, "probe-%s-node-%d.kgckpt.tar", C.nonce, i);
+    kg_coord_store_remove(C.store, probe);
+  }
+  kg_coord_store_destroy(&C.store);
   int linger = 2000;
   zmq_setsockopt(C.router, ZMQ_LINGER, &linger, sizeof linger);
   zmq_close(C.router);
+  if (C.monitor)
+    zmq_close(C.monitor);
   zmq_close(C.zap);
   zmq_ctx_term(C.ctx);
   for (int i = 0; i < C.nnodes; i++) {
     cJSON_Delete(C.nodes[i].report);
     cJSON_Delete(C.nodes[i].failed);
+    cJSON_Delete(C.nodes[i].problems);
+    cJSON_Delete(C.nodes[i].listing);
   }
   free(C.nodes);
+  kg_ratelog_destroy(&C.refusals);
+  kg_exec_store_destroy(&C.rstore);
   kg_policy_destroy(&C.policy);
-  close(sigfd);
+  kg_sigsrc_destroy(&sig);
   return code;
 }

@@ -1,11 +1,12 @@
 /*  kg_coord_ckpt: the coordinator's view of the ranks' checkpoints on
-    shared storage, through `kguard ckpt list --json` and `kguard ckpt
-    quarantine` (kg_coord.c decides; kg_coord_rule picks the step).
+    shared storage (kg_coord_decide.c decides; kg_coord_rule picks the step).
 
     A listing is a cJSON array with one array per rank-R directory (R =
     0..world-1, an empty array where the directory is absent), each holding
-    the rows `kguard ckpt list --json` printed for it. The pure functions
-    below read a listing and never run anything.
+    the rows `kguard ckpt list --json` printed for it (each node lists and
+    verifies its own ranks' directories after its tree stopped, in
+    parallel, and sends them with paths relative to the shared directory).
+    The pure functions below read a listing and never run anything.
 */
 #ifndef KG_COORD_CKPT_H
 #define KG_COORD_CKPT_H
@@ -15,11 +16,6 @@
 #include <cjson/cJSON.h>
 
 #include "kg_coord_rule.h"
-
-/*  Run `EXE ckpt list DIR/rank-R --json` for R = 0..world-1 (blocking) and
-    return the listing (caller owns; cJSON_Delete). A rank whose directory
-    is missing, or whose output is not a JSON array, gets an empty array. */
-cJSON *kg_coord_ckpt_listing(const char *exe, const char *ckpt_dir, int world);
 
 /*  Pure. Every usable row of listing as an archive (caller frees *out):
     rows with a numeric "step" and a string "status"; the rank is the signed
@@ -37,10 +33,13 @@ const char *kg_coord_ckpt_archive(const cJSON *listing, int world, int r, int64_
     step is newer than s: where quarantine must start; -1 when none. */
 int64_t kg_coord_ckpt_quarantine_from(const cJSON *rows, int64_t s);
 
-/*  Quarantine, on every rank, the archives newer than s (`EXE ckpt
-    quarantine DIR/rank-R --incident ID --from T`, blocking) and log what
-    moved; failures are logged by kguard-ckpt and not fatal. */
-void kg_coord_ckpt_quarantine(const char *exe, const char *ckpt_dir, const cJSON *listing,
-                              int world, int64_t s, const char *incident);
+/*  Pure. When no step can be agreed, is anything lost by starting over?
+    Counts the listing's archives (every row but leftovers of interrupted
+    writes and set index rows) that could have been a resume point: not
+    newer than fault_step (-1: any), or unauthenticated (no step known).
+    The first one's rank, path, status and reason go into why. Returns the
+    count: 0 means nothing was there to resume from. */
+int kg_coord_ckpt_unusable(const cJSON *listing, int world, int64_t fault_step, char *why,
+                           size_t len);
 
 #endif

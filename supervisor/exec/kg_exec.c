@@ -11,6 +11,7 @@
 
 #include "kg_clock.h"
 #include "kg_error.h"
+#include "kg_exit.h"
 #include "kg_log.h"
 
 static const char *s_state_names[] = {"running", "suspect", "stopping", "restoring",
@@ -27,8 +28,8 @@ kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg)
   E->qlen++;
 }
 
-static void
-s_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline)
+void
+kg_ex_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline)
 {
   if (E->state != state)
     kg_debug("exec: %s -> %s", s_state_names[E->state], s_state_names[state]);
@@ -36,13 +37,13 @@ s_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline)
   E->deadline = deadline;
 }
 
-static void
-s_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status)
+void
+kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status)
 {
   E->outcome = outcome;
   E->outcome_status = status;
   E->exit_code = kg_exec_exit_code(outcome, status);
-  s_enter(E, KG_EX_DONE, -1);
+  kg_ex_enter(E, KG_EX_DONE, -1);
 }
 
 /*  Stop the whole group with sig, then KILL after grace_ms; what follows
@@ -53,9 +54,22 @@ s_stop(kg_exec_s *E, int sig, int64_t grace_ms, kg_ex_then_t then)
   E->then = then;
   E->killed = false;
   kg_ex_kill_tree(E, sig);
-  s_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + grace_ms);
+  kg_ex_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + grace_ms);
   if (kg_ex_group_gone(E))
     kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
+}
+
+/*  End with outcome: at once, or once the tree is gone when it still
+    stops. */
+void
+kg_ex_finish(kg_exec_s *E, kg_exec_outcome_t outcome)
+{
+  if (E->state == KG_EX_STOPPING) {
+    E->outcome = outcome;
+    E->then = KG_EX_THEN_EXIT;
+  } else {
+    kg_ex_done(E, outcome, 0);
+  }
 }
 
 static void
@@ -91,11 +105,27 @@ s_preempt(kg_exec_s *E, int sig)
   case KG_EX_BACKOFF:
   case KG_EX_JOINING:
   case KG_EX_WAITING:
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     break;
   case KG_EX_DONE:
     break;
   }
+}
+
+/*  A proven fault: the whole local tree is killed at once. The kill grace
+    is for healthy processes sealing on a scheduler's signal; after a fault
+    nothing this node's processes could still seal would be chosen (it is
+    sealed after T), and a poisoned process may ignore TERM for good. */
+static void
+s_kill_proven(kg_exec_s *E, kg_ex_then_t then)
+{
+  if (E->mode == KG_EXEC_MODE_AGENT && E->fault_rank >= 0)
+    kg_notice("exec: killing rank %d (the poisoned one) and this node's other ranks now",
+              E->cfg.node_rank * E->nranks + E->fault_rank);
+  else
+    kg_notice("exec: killing the command's whole tree now (a proven fault gets no grace)");
+  s_stop(E, SIGKILL, E->cfg.kill_grace_ms, then);
+  E->killed = true;
 }
 
 /*  Proof of a sticky fault: decide with the policy, record, stop. */
@@ -120,13 +150,17 @@ s_fault(kg_exec_s *E, const char *why)
     cJSON_AddStringToObject(kg_incident_json(E->incident), "proof", why);
     kg_ex_incident_write(E);
     kg_ex_node_send(E, "fault", kg_ex_node_report(E));
-    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
+    s_kill_proven(E, KG_EX_THEN_REPORT);
     return;
   }
   int64_t delay = 0;
   const char *reason = NULL;
   kg_policy_action_t act = kg_policy_decide(E->policy, kg_clock_mono_ms(), E->signature,
                                             &delay, &reason);
+  /* Back-off is for the same failure coming back; another one restarts at
+     once. */
+  delay = kg_exec_backoff(delay, E->last_signature, E->signature);
+  snprintf(E->last_signature, sizeof E->last_signature, "%s", E->signature);
   kg_notice("exec: sticky %s (%s) proven: %s; %s", m && m->family ? m->family->id : "error",
             m ? m->line : "", why, reason ? reason : "");
   kg_ex_incident_begin(E, act == KG_POLICY_RESTART ? "restart" : "give-up", reason);
@@ -135,9 +169,13 @@ s_fault(kg_exec_s *E, const char *why)
   E->delay_ms = delay;
   if (act == KG_POLICY_GIVE_UP) {
     E->outcome = KG_EXEC_OUT_GAVE_UP;
-    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+    s_kill_proven(E, KG_EX_THEN_EXIT);
   } else {
-    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_RESTART);
+    s_kill_proven(E, KG_EX_THEN_RESTART);
+    /* The checkpoint is chosen and verified while the tree goes: nothing
+       of it can seal any more (KILL), and what it sealed after T is
+       quarantined. */
+    kg_ex_restore(E);
   }
 }
 
@@ -149,7 +187,7 @@ s_judge(kg_exec_s *E, kg_exec_evidence_t ev, int status, int64_t step)
     char how[64] = "";
     if (ev == KG_EXEC_EV_STALL)
       snprintf(how, sizeof how, "no progress for %lld ms",
-               (long long) kg_exec_stall_ms(E->cfg.stall_ms, E->longest_step_gap_ms));
+               (long long) kg_exec_stall_ms(E->cfg.stall_ms, E->pace.longest_gap_ms));
     else
       kg_child_describe(status, how, sizeof how);
     char why[128];
@@ -169,7 +207,7 @@ s_judge(kg_exec_s *E, kg_exec_evidence_t ev, int status, int64_t step)
       E->outcome = KG_EXEC_OUT_SUCCESS;
       s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
     } else {
-      s_enter(E, KG_EX_RUNNING, -1);
+      kg_ex_enter(E, KG_EX_RUNNING, -1);
     }
   }
 }
@@ -204,188 +242,12 @@ s_leader_exit_running(kg_exec_s *E, int status)
 }
 
 static void
-s_restore(kg_exec_s *E)
-{
-  free(E->resume_dir);
-  free(E->resume_archive);
-  E->resume_dir = E->resume_archive = NULL;
-  E->resume_step = -1;
-  if (!E->cfg.ckpt_dir) {
-    kg_notice("exec: no --checkpoints: the command starts over");
-    s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
-    return;
-  }
-  char before[32], into[PATH_MAX + 96];
-  snprintf(before, sizeof before, "%lld", (long long) E->fault_wall_ms);
-  snprintf(into, sizeof into, "%s/restored/%s", E->state_dir, kg_incident_id(E->incident));
-  char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
-                  "--before", before, "--incident", (char *) kg_incident_id(E->incident),
-                  "--into", into, "--json", NULL};
-  kg_notice("exec: restoring the last checkpoint sealed before T=%s from %s", before,
-            E->cfg.ckpt_dir);
-  if (kg_ex_start_helper(E, argv) != 0) {
-    kg_error("exec: cannot start `kguard ckpt resume-prepare`");
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-    return;
-  }
-  s_enter(E, KG_EX_RESTORING, -1);
-}
-
-static void s_multi_restore_step(kg_exec_s *E);
-
-static void
-s_helper_done(kg_exec_s *E)
-{
-  int st = kg_child_status(E->helper);
-  if (E->multi) {
-    kg_child_destroy(&E->helper);
-    free(E->helper_out);
-    E->helper_out = NULL;
-    E->helper_len = 0;
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-      kg_error("exec: the agreed checkpoint does not restore on this node: exit %d "
-               "(retryable)", KG_EXEC_EXIT_RETRYABLE);
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-      return;
-    }
-    s_multi_restore_step(E);
-    return;
-  }
-  kg_child_destroy(&E->helper);
-  cJSON *j = E->helper_out ? cJSON_Parse(E->helper_out) : NULL;
-  free(E->helper_out);
-  E->helper_out = NULL;
-  E->helper_len = 0;
-  const cJSON *status = cJSON_GetObjectItemCaseSensitive(j, "status");
-  if (!cJSON_IsString(status) || strcmp(status->valuestring, "error") == 0) {
-    char how[64];
-    kg_child_describe(st, how, sizeof how);
-    kg_error("exec: `kguard ckpt resume-prepare` failed (%s): infrastructure failure, "
-             "exit %d (retryable)", how, KG_EXEC_EXIT_RETRYABLE);
-    cJSON_Delete(j);
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-    return;
-  }
-  if (strcmp(status->valuestring, "restored") == 0) {
-    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(j, "dir");
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "archive");
-    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
-    if (cJSON_IsString(dir) && cJSON_IsString(arch) && cJSON_IsNumber(step)) {
-      E->resume_dir = strdup(dir->valuestring);
-      E->resume_archive = strdup(arch->valuestring);
-      E->resume_step = (int64_t) step->valuedouble;
-      kg_notice("exec: restored step %lld from %s", (long long) E->resume_step,
-                arch->valuestring);
-    }
-  } else {
-    kg_notice("exec: no checkpoint sealed before the fault verifies: the command starts over");
-  }
-  kg_incident_take_checkpoint(E->incident, &j);
-  kg_ex_incident_write(E);
-  if (E->preempted) {
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-    return;
-  }
-  s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
-}
-
-/*  Restore this node's ranks one after the other, then start. */
-static void
-s_multi_restore_step(kg_exec_s *E)
-{
-  int rc = kg_ex_node_restore_next(E);
-  if (rc > 0) {
-    s_enter(E, KG_EX_RESTORING, -1);
-  } else if (rc < 0) {
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-  } else if (E->preempted) {
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-  } else {
-    if (E->resume_archive) {
-      E->resume_dir = strdup(E->restored_base);
-      kg_notice("exec: this node's ranks restored at step %lld", (long long) E->resume_step);
-    }
-    s_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
-  }
-}
-
-/*  The outcome a job-ending decision's code stands for. */
-static void
-s_done_code(kg_exec_s *E, int c)
-{
-  if (c == KG_EXEC_EXIT_GAVE_UP)
-    s_done(E, KG_EXEC_OUT_GAVE_UP, 0);
-  else if (c == KG_EXEC_EXIT_RETRYABLE)
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-  else if (c == 0)
-    s_done(E, KG_EXEC_OUT_SUCCESS, 0);
-  else
-    s_done(E, KG_EXEC_OUT_COMMAND_FAILED, (c & 0xff) << 8);
-}
-
-/*  The coordinator ends the job while this node still runs (a node lost):
-    stop the tree, then exit with the job's code. */
-static void
-s_end_early(kg_exec_s *E)
-{
-  const cJSON *code = cJSON_GetObjectItemCaseSensitive(E->decision, "code");
-  const cJSON *why = cJSON_GetObjectItemCaseSensitive(E->decision, "reason");
-  int c = cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE;
-  kg_notice("exec: the coordinator ends the job (%s): exit %d",
-            cJSON_IsString(why) ? why->valuestring : "no reason given", c);
-  s_done_code(E, c);               /* records the outcome and the code  */
-  kg_ex_kill_tree(E, SIGTERM);
-  s_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + E->cfg.kill_grace_ms);
-  E->then = KG_EX_THEN_EXIT;
-  E->killed = false;
-  E->preempted = false;
-  E->outcome_status = E->outcome == KG_EXEC_OUT_COMMAND_FAILED ? ((c & 0xff) << 8) : 0;
-  if (kg_ex_group_gone(E))
-    kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
-}
-
-/*  The coordinator's decision, after this node's tree stopped. */
-static void
-s_decision(kg_exec_s *E)
-{
-  const cJSON *d = E->decision;
-  const cJSON *action = cJSON_GetObjectItemCaseSensitive(d, "action");
-  const cJSON *code = cJSON_GetObjectItemCaseSensitive(d, "code");
-  const cJSON *gen = cJSON_GetObjectItemCaseSensitive(d, "gen");
-  const cJSON *root = cJSON_GetObjectItemCaseSensitive(d, "root");
-  char *rtext = root ? cJSON_PrintUnformatted(root) : NULL;
-  kg_notice("exec: coordinator decided %s%s%s",
-            cJSON_IsString(action) ? action->valuestring : "?", rtext ? ", root cause " : "",
-            rtext ? rtext : "");
-  free(rtext);
-  if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
-    s_done_code(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
-    return;
-  }
-  const cJSON *step = cJSON_GetObjectItemCaseSensitive(d, "step");
-  const cJSON *inc = cJSON_GetObjectItemCaseSensitive(d, "incident");
-  const cJSON *delay = cJSON_GetObjectItemCaseSensitive(d, "delay_ms");
-  free(E->resume_dir);
-  free(E->resume_archive);
-  E->resume_dir = E->resume_archive = NULL;
-  E->resume_step = cJSON_IsNumber(step) ? (int64_t) step->valuedouble : -1;
-  E->delay_ms = cJSON_IsNumber(delay) ? (int64_t) delay->valuedouble : 0;
-  if (cJSON_IsNumber(gen))
-    E->generation = gen->valueint;
-  E->sticky_report = false;
-  snprintf(E->restored_base, sizeof E->restored_base, "%s/restored/%s-gen%d", E->state_dir,
-           cJSON_IsString(inc) ? inc->valuestring : "job", E->generation);
-  E->restore_rank = E->cfg.node_rank * E->cfg.nproc_per_node;
-  s_multi_restore_step(E);
-}
-
-static void
 s_group_gone(kg_exec_s *E)
 {
   kg_ex_incident_refresh(E);
   E->incident_open = false;
   if (E->lost) {
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   }
   if (E->multi && E->preempted) {
@@ -394,29 +256,36 @@ s_group_gone(kg_exec_s *E)
     cJSON_AddNumberToObject(f, "gen", E->generation - 1);
     cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
     kg_ex_node_send(E, "stopped", f);
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   }
   if (E->then == KG_EX_THEN_REPORT) {
-    cJSON *f = cJSON_CreateObject();
-    cJSON_AddNumberToObject(f, "gen", E->generation - 1);
-    cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
-    kg_ex_node_send(E, "stopped", f);
-    if (E->preempted && E->outcome == KG_EXEC_OUT_RETRYABLE) {
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-      return;
-    }
-    s_enter(E, KG_EX_WAITING, kg_clock_mono_ms() + 600000);
+    /* Every node verifies its own ranks' checkpoints, in parallel, now
+       that nothing of its tree can seal any more; the coordinator only
+       merges the listings. */
+    cJSON_Delete(E->listing);
+    E->listing = cJSON_CreateObject();
+    E->listing_failed = false;
+    E->listing_started = kg_clock_mono_ms();
+    E->list_rank = E->cfg.node_rank * E->nranks;
+    kg_ex_enter(E, KG_EX_WAITING, kg_clock_mono_ms() + 600000);
+    if (kg_ex_node_list_next(E) == 0)
+      kg_ex_node_send_stopped(E);
     return;
   }
   if (E->then == KG_EX_THEN_RESTART && !E->preempted) {
-    s_restore(E);
+    if (E->restored)
+      kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+    else if (E->helper)
+      kg_ex_enter(E, KG_EX_RESTORING, -1);   /* the restore still runs */
+    else
+      kg_ex_restore(E);
     return;
   }
   if (E->preempted)
-    s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
   else
-    s_done(E, E->outcome, E->outcome_status);
+    kg_ex_done(E, E->outcome, E->outcome_status);
 }
 
 /*  One transition. */
@@ -438,32 +307,48 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       E->then = KG_EX_THEN_EXIT;
       E->outcome = KG_EXEC_OUT_RETRYABLE;
     } else if (E->state != KG_EX_DONE) {
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     }
+    return;
+  }
+  if (ev.kind == KG_EXE_COORD_FAILED) {
+    /* Only at the start (before any command ran); later the heartbeat
+       rule judges a coordinator that is gone. */
+    if (E->state == KG_EX_JOINING) {
+      kg_error("exec: the coordinator could not start (its message above): exit %d",
+               KG_EXIT_USAGE);
+      E->exit_code = KG_EXIT_USAGE;
+      kg_ex_enter(E, KG_EX_DONE, -1);
+    }
+    return;
+  }
+  if (ev.kind == KG_EXE_DECISION && E->state == KG_EX_JOINING) {
+    kg_ex_node_join_step(E, ev);
     return;
   }
   if (ev.kind == KG_EXE_DECISION && E->state != KG_EX_WAITING) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(E->decision, "action");
     if (cJSON_IsString(a) && strcmp(a->valuestring, "end") == 0 && E->state != KG_EX_DONE)
-      s_end_early(E);
+      kg_ex_end_early(E);
     return;
   }
   switch (E->state) {
   case KG_EX_RUNNING:
     if (ev.kind == KG_EXE_STICKY) {
-      E->step_at_suspicion = E->last_step;
+      E->step_at_suspicion = E->pace.last_step;
       E->fault_mono_ms = kg_clock_mono_ms();
       const kg_match_t *m = kg_diagnosis_suspect(E->diag) ? kg_diagnosis_suspicion(E->diag)
                                                              : kg_diagnosis_match(E->diag);
-      int64_t stall = kg_exec_stall_ms(E->cfg.stall_ms, E->longest_step_gap_ms);
+      int64_t stall = kg_exec_stall_ms(E->cfg.stall_ms, E->pace.longest_gap_ms);
       kg_notice("exec: sticky error text seen (%s): a fault once a process fails or "
                 "training stalls for %lld ms%s", m && m->family ? m->family->id : "?",
                 (long long) stall, E->cfg.stall_ms < 0 ? " (4 x its longest step)" : "");
-      s_enter(E, KG_EX_SUSPECT, E->fault_mono_ms + stall);
+      kg_ex_enter(E, KG_EX_SUSPECT, E->fault_mono_ms + stall);
     } else if (ev.kind == KG_EXE_LEADER_EXIT) {
       s_leader_exit_running(E, (int) ev.arg);
     } else if (ev.kind == KG_EXE_PEER_FAULT) {
-      kg_notice("exec: node %lld reported a failure: stopping this node's tree", (long long) ev.arg);
+      kg_notice("exec: node %lld reported a failure: stopping this node's tree",
+                (long long) ev.arg);
       s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
     }
     break;
@@ -480,32 +365,24 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
       s_fault(E, "the job failed while the sticky text stood");
     break;
   case KG_EX_JOINING:
-    if (ev.kind == KG_EXE_WELCOME && ev.arg == 1) {
-      if (kg_ex_start_command(E) != 0)
-        s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-      else
-        s_enter(E, KG_EX_RUNNING, -1);
-    } else if (ev.kind == KG_EXE_WELCOME) {
-      kg_error("exec: the checkpoint directory %s is not the one the coordinator's node "
-               "sees (its nonce file is not readable here): multi-node mode needs a shared "
-               "checkpoint directory; refusing", E->cfg.ckpt_dir);
-      E->exit_code = 100;
-      s_enter(E, KG_EX_DONE, -1);
-    } else if (ev.kind == KG_EXE_DEADLINE) {
-      kg_error("exec: no answer from the coordinator %s (retryable)", E->cfg.coordinator);
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-    }
+    kg_ex_node_join_step(E, ev);
     break;
   case KG_EX_WAITING:
-    if (ev.kind == KG_EXE_DECISION) {
-      s_decision(E);
+    if (ev.kind == KG_EXE_HELPER_DONE) {
+      kg_ex_node_listed(E);
+      if (kg_ex_node_list_next(E) == 0)
+        kg_ex_node_send_stopped(E);
+    } else if (ev.kind == KG_EXE_DECISION) {
+      kg_ex_decision(E);
     } else if (ev.kind == KG_EXE_DEADLINE) {
       kg_error("exec: no decision from the coordinator (retryable)");
-      s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     }
     break;
   case KG_EX_STOPPING:
-    if (ev.kind == KG_EXE_GROUP_GONE) {
+    if (ev.kind == KG_EXE_HELPER_DONE && !E->multi) {
+      kg_ex_helper_done(E);   /* the restore, overlapped with the teardown */
+    } else if (ev.kind == KG_EXE_GROUP_GONE) {
       s_group_gone(E);
     } else if (ev.kind == KG_EXE_PEER_FAULT && E->then == KG_EX_THEN_EXIT && E->multi
                && E->outcome == KG_EXEC_OUT_SUCCESS) {
@@ -519,14 +396,14 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
     break;
   case KG_EX_RESTORING:
     if (ev.kind == KG_EXE_HELPER_DONE)
-      s_helper_done(E);
+      kg_ex_helper_done(E);
     break;
   case KG_EX_BACKOFF:
-    if (ev.kind == KG_EXE_DEADLINE) {
+    if (ev.kind == KG_EXE_DEADLINE && kg_ex_devices_free(E)) {
       if (kg_ex_start_command(E) != 0)
-        s_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+        kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
       else
-        s_enter(E, KG_EX_RUNNING, -1);
+        kg_ex_enter(E, KG_EX_RUNNING, -1);
     }
     break;
   case KG_EX_DONE:
@@ -557,4 +434,7 @@ kg_exec_config_default(kg_exec_config_t *config)
   config->nnodes = 1;
   config->nproc_per_node = 1;
   config->heartbeat_ms = 30000;
+  config->join_timeout_ms = 600000;   /* torchrun's rendezvous join timeout */
+  config->standby_imports = "torch";
+  config->standby_max_age_ms = 3600000;
 }

@@ -41,13 +41,25 @@ typedef struct {
   int nnodes;
   int node_rank;
   int nproc_per_node;           /* ranks per node (default 1)                   */
+  bool nproc_given;             /* --nproc-per-node given: kguard starts the ranks
+                                   (unless COMMAND is torchrun)                 */
+  const char *master_addr;      /* the ranks' MASTER_ADDR (NULL: 127.0.0.1, or the
+                                   coordinator's host)                          */
+  int master_port;              /* the ranks' MASTER_PORT (0: a free one each
+                                   generation)                                  */
   const char *coordinator;      /* HOST:PORT                                    */
+  const char *coordinator_bind; /* node 0: the address it listens on (NULL: HOST) */
   const char *secret_file;      /* the job's shared secret (CURVE keys)          */
+  bool standby;                 /* keep a warm standby per local rank           */
+  const char *standby_imports;  /* what a standby imports (default "torch")      */
+  int64_t standby_max_age_ms;   /* an older standby is not used                  */
   int64_t heartbeat_ms;         /* a silent coordinator or node is lost          */
+  int64_t join_timeout_ms;      /* every node joins within this of node 0's start */
 } kg_exec_config_t;
 
 /*  Fill config with the defaults (budget 3, stall 60 s, kill grace 10 s,
-    pre-emption grace 25 s, backoff 1 s, one node, heartbeat 30 s). */
+    pre-emption grace 25 s, backoff 1 s, one node, heartbeat 30 s, join
+    timeout 600 s). */
 void kg_exec_config_default(kg_exec_config_t *config);
 
 /*  Run the command until it is done; returns the process exit code

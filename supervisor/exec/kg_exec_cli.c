@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kg_exec.h"
@@ -21,12 +22,32 @@
 #include "kg_paths.h"
 
 enum { O_CKPT = 1, O_MAXR, O_STATE, O_NAME, O_STALL, O_KILL_GRACE, O_PREEMPT_GRACE, O_RULES,
-       O_NNODES, O_NODE_RANK, O_COORD, O_SECRET, O_NPROC, O_HEARTBEAT };
+       O_NNODES, O_NODE_RANK, O_COORD, O_SECRET, O_NPROC, O_HEARTBEAT, O_MASTER_ADDR,
+       O_MASTER_PORT, O_STANDBY, O_STANDBY_IMPORTS, O_STANDBY_MAX_AGE, O_COORD_BIND,
+       O_JOIN_TIMEOUT };
 
 static const kg_opt_t s_opts[] = {
   {O_CKPT, 0, "checkpoints", "DIR",
    "checkpoint directory (KGUARD_CKPT_DIR of the command); without it a restart starts "
    "over", 0},
+  {O_NPROC, 0, "nproc-per-node", "N",
+   "kguard starts N ranks of COMMAND on this node, each its own process group, with "
+   "torchrun's environment; with torchrun as COMMAND: its ranks per node, for the checkpoint "
+   "layout. Rank r checkpoints into DIR/rank-r and is restored into KGUARD_RESUME_DIR/rank-r "
+   "(kguard.save/resume do both)", 0},
+  {O_MASTER_ADDR, 0, "master-addr", "ADDR",
+   "the ranks' MASTER_ADDR (default 127.0.0.1; several nodes: the coordinator's HOST)", 0},
+  {O_MASTER_PORT, 0, "master-port", "PORT",
+   "a fixed MASTER_PORT (default: kguard keeps the ranks' rendezvous store across restarts, "
+   "as torchrun's agent)", 0},
+  {O_STANDBY, 0, "standby", NULL,
+   "keep a warm Python per rank that has imported --standby-imports (no device touched); a "
+   "restart hands it the rank instead of a cold start (COMMAND must be python [OPTIONS] "
+   "SCRIPT|-m MODULE [ARGS])", 0},
+  {O_STANDBY_IMPORTS, 0, "standby-imports", "M,..", "what a standby imports (default torch)",
+   0},
+  {O_STANDBY_MAX_AGE, 0, "standby-max-age", "S",
+   "an older standby is replaced by a cold start (default 3600)", 0},
   {O_MAXR, 0, "max-restarts", "N",
    "restarts within 10 minutes before giving up (default 3)", 0},
   {O_STATE, 0, "state-dir", "DIR",
@@ -35,36 +56,48 @@ static const kg_opt_t s_opts[] = {
   {O_NAME, 0, "name", "NAME", "run name: log file, KGUARD_RUN_ID (default: exec)", 0},
   {O_STALL, 0, "stall-timeout", "S",
    "seconds without progress after a sticky error text that prove the fault (default: 4 x "
-   "the longest gap between two completed steps of the run, 1.5 to 60; 60 before two steps "
-   "were seen)", 0},
-  {O_KILL_GRACE, 0, "kill-grace", "S", "SIGTERM to SIGKILL after a fault (default 10)", 0},
+   "the longest gap between two completed steps of the job, kept across restarts, 1.5 to "
+   "60; 60 before two steps were seen)", 0},
+  {O_KILL_GRACE, 0, "kill-grace", "S",
+   "a peer node's tree (stopped because of a fault elsewhere): SIGTERM to SIGKILL (default "
+   "10); a proven fault's own tree is killed at once", 0},
   {O_PREEMPT_GRACE, 0, "preempt-grace", "S",
    "after SIGTERM/SIGUSR1 from a scheduler, seconds the command has to seal and exit before "
    "SIGKILL (default 25)", 0},
   {O_RULES, 0, "rules", "FILE", "classification rules (default: the shipped ones)", 0},
-  {0, 0, NULL, NULL, "multi-node (one kguard exec per node, outside torchrun)", 0},
+  {0, 0, NULL, NULL, "multi-node (one kguard exec per node)", 0},
   {O_NNODES, 0, "nnodes", "N", "nodes of the job; with 2 or more, the options below apply",
    0},
   {O_NODE_RANK, 0, "node-rank", "R", "this node's rank, 0 .. N-1", 0},
   {O_COORD, 0, "coordinator", "HOST:PORT",
    "node 0 runs the coordinator on HOST:PORT (CURVE, keys derived from the job's secret); "
-   "--checkpoints must be a directory every node shares", 0},
+   "--checkpoints must be a directory every node shares; the coordinator listens only on "
+   "the addresses HOST resolves to on node 0", 0},
+  {O_COORD_BIND, 0, "coordinator-bind", "ADDR",
+   "node 0: listen on ADDR instead (an address of this host, e.g. when HOST is a service "
+   "name; 0.0.0.0: every interface)", 0},
   {O_SECRET, 0, "secret", "FILE", "the job's secret file, 32 bytes or more", 0},
-  {O_NPROC, 0, "nproc-per-node", "P",
-   "ranks per node (default 1); rank r checkpoints into DIR/rank-r and is restored into "
-   "KGUARD_RESUME_DIR/rank-r (kguard.save/resume do both: KGUARD_CKPT_LAYOUT=rank-dirs)", 0},
   {O_HEARTBEAT, 0, "heartbeat-timeout", "S",
    "a coordinator or node silent this long is lost: the job ends with 200 (infrastructure; "
    "default 30)", 0},
+  {O_JOIN_TIMEOUT, 0, "join-timeout", "S",
+   "every node must have joined within this of node 0's start (default 600, as torchrun's "
+   "rendezvous), else the job ends with 200; once a connection failed the CURVE handshake "
+   "(a node with another --secret), the heartbeat timeout instead, and 100. A node refused "
+   "that way exits 100 at once. Before the start every node verifies a probe each node "
+   "signed with its checkpoint key: a node that cannot verify another's ends the job with "
+   "100, naming the key", 0},
   {0, 0, NULL, NULL, NULL, 0},
 };
 
 static const kg_opt_exit_t s_exits[] = {
   {"0", "the command succeeded"},
   {"1-", "the command's own failure, passed through (128+N: killed by signal N; a code "
-         "equal to one below is reported as 1)"},
-  {"86", "permanent: sticky faults kept coming (same failure twice, budget spent)"},
-  {"100", "usage error"},
+         "equal to one below is reported as 1, the original in the log)"},
+  {"86", "permanent: sticky faults kept coming (same failure twice, budget spent), or "
+         "checkpoints exist that no restart can verify (never a silent start over)"},
+  {"100", "usage or configuration error (also: nodes that cannot verify each other's "
+          "checkpoints, a node with another --secret)"},
   {"111", "system failure in kguard"},
   {"127", "COMMAND cannot be run"},
   {"200", "retryable: pre-empted by SIGTERM/SIGINT/SIGUSR1, or an infrastructure failure "
@@ -75,17 +108,24 @@ static const kg_opt_exit_t s_exits[] = {
 const kg_cmd_t kg_exec_cmd = {
   .name = "exec",
   .summary = "run a training script or torchrun, surviving sticky device errors",
-  .usage = "[options] [--] COMMAND [ARGS...]",
-  .about = "Run a training command (a Python script, or torchrun ...) in its own process "
-           "group under kguard: its output is passed through unchanged and kept; on a proven "
-           "sticky GPU error the whole group is stopped, an incident is written, the last "
-           "checkpoint sealed before the fault is verified and restored (newer ones are "
-           "quarantined), and COMMAND starts again with KGUARD_RESUME_* set for "
-           "kguard.resume(). kguard's options end at COMMAND: what follows is COMMAND's.",
+  .usage = "[options] [--] COMMAND [ARGS...]\n"
+           "--nproc-per-node N [options] [--] python train.py [ARGS...]",
+  .about = "Run a training command under kguard: its output is passed through unchanged and "
+           "kept; on a proven sticky GPU error the tree is killed at once, an incident is "
+           "written, the last checkpoint sealed before the fault is verified and restored "
+           "(newer ones are quarantined), and the ranks start again with KGUARD_RESUME_* set "
+           "for kguard.resume(). With --nproc-per-node kguard starts the N ranks itself, with "
+           "torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
+           "GROUP_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT, ...), so the "
+           "script runs as under torchrun; a restart replaces the ranks, never kguard. "
+           "COMMAND may also be torchrun itself (the slower path: torchrun's agent and "
+           "rendezvous start again at every restart). kguard's options end at COMMAND: what "
+           "follows is COMMAND's.",
   .opts = s_opts,
   .more = "A sticky error text is proof only when a process of the group then fails, or when "
           "no newer `kguard: completed step N` line (two steps on) follows within "
-          "--stall-timeout; a command that carries on or succeeds is left alone.",
+          "--stall-timeout; a command that carries on or succeeds is left alone. See "
+          "docs/exec.md.",
   .exits = s_exits,
   .flags = KG_CMD_STOP,
 };
@@ -139,7 +179,23 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     case O_NAME: c->name = v; break;
     case O_RULES: c->rules_path = v; break;
     case O_COORD: c->coordinator = v; break;
+    case O_COORD_BIND: c->coordinator_bind = v; break;
     case O_SECRET: c->secret_file = v; break;
+    case O_STANDBY: c->standby = true; break;
+    case O_STANDBY_IMPORTS: c->standby_imports = v; break;
+    case O_MASTER_ADDR: c->master_addr = v; break;
+    case O_MASTER_PORT:
+      if (s_int(v, 1, 65535, &c->master_port) < 0)
+        return s_usage(&p, "--master-port needs a port number 1-65535", v);
+      break;
+    case O_STANDBY_MAX_AGE:
+      if (s_seconds(v, &c->standby_max_age_ms) < 0)
+        return s_usage(&p, "--standby-max-age needs seconds", v);
+      break;
+    case O_JOIN_TIMEOUT:
+      if (s_seconds(v, &c->join_timeout_ms) < 0 || c->join_timeout_ms < 100)
+        return s_usage(&p, "--join-timeout needs seconds (at least 0.1)", v);
+      break;
     case O_MAXR:
       if (s_int(v, 0, 1000, &c->max_restarts) < 0)
         return s_usage(&p, "--max-restarts needs an integer 0-1000", v);
@@ -151,6 +207,7 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     case O_NPROC:
       if (s_int(v, 1, 1024, &c->nproc_per_node) < 0)
         return s_usage(&p, "--nproc-per-node needs an integer 1-1024", v);
+      c->nproc_given = true;
       break;
     case O_NODE_RANK:
       if (s_int(v, 0, 4095, &c->node_rank) < 0)
@@ -216,7 +273,12 @@ s_setup(kg_exec_s *E)
     return KG_EXIT_USAGE;
   }
   snprintf(E->log_path, sizeof E->log_path, "%s/logs/exec-%s.log", E->state_dir, E->cfg.name);
-  E->log = fopen(E->log_path, "ae");
+  char lerr[PATH_MAX + 200];
+  if ((rc = kg_exec_log_open(E->log_path, E->cfg.name, &E->log, lerr, sizeof lerr)) != 0) {
+    kg_error("exec: %s", lerr);
+    return rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
+  }
+  kg_exec_log_run_started(E->log, kg_clock_wall_ms(), E->cfg.argv);
   char rules_path[PATH_MAX], err[512] = "";
   if (E->cfg.rules_path)
     snprintf(rules_path, sizeof rules_path, "%s", E->cfg.rules_path);
@@ -227,6 +289,36 @@ s_setup(kg_exec_s *E)
     return KG_EXIT_USAGE;
   }
   E->diag = kg_diagnosis_new(E->rules);
+  E->mode = kg_exec_mode(E->cfg.argv, E->cfg.nproc_given, E->cfg.nnodes);
+  E->devmem = kg_exec_devmem_new();
+  /* One node of ranks kguard starts: their rendezvous store outlives the
+     restarts (several nodes: the coordinator hosts it). */
+  if (E->mode == KG_EXEC_MODE_AGENT && E->cfg.nnodes == 1 && E->cfg.master_port == 0) {
+    bool module;
+    const char *py = kg_exec_python_program(E->cfg.argv, &module) >= 0 ? E->cfg.argv[0]
+                                                                       : "python3";
+    int src = kg_exec_store_start(py, &E->store);
+    if (src != 0)
+      kg_warning("exec: cannot start the ranks' rendezvous store (%s): each generation's "
+                 "rank 0 serves one", kg_strerror(src));
+  }
+  char why[256];
+  if (E->cfg.standby && !kg_ex_standby_possible(E, why, sizeof why)) {
+    kg_error("exec: %s", why);
+    return KG_EXIT_USAGE;
+  }
+  if (kg_ex_ranks_new(E) != 0)
+    return KG_EXIT_SYSTEM;
+  if (E->cfg.master_addr) {
+    snprintf(E->master_addr, sizeof E->master_addr, "%s", E->cfg.master_addr);
+  } else if (E->cfg.nnodes > 1 && E->cfg.coordinator) {
+    /* Rank 0 runs on node 0, reached where the coordinator is. */
+    const char *colon = strrchr(E->cfg.coordinator, ':');
+    size_t hl = colon ? (size_t) (colon - E->cfg.coordinator) : strlen(E->cfg.coordinator);
+    snprintf(E->master_addr, sizeof E->master_addr, "%.*s", (int) hl, E->cfg.coordinator);
+  } else {
+    snprintf(E->master_addr, sizeof E->master_addr, "127.0.0.1");
+  }
   kg_policy_config_t pc;
   kg_policy_config_default(&pc);
   pc.max_restarts = E->cfg.max_restarts;
@@ -238,14 +330,9 @@ s_setup(kg_exec_s *E)
      died) are reparented to kguard, which reaps them and sees their status. */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     kg_warning("exec: not a subreaper (%s): orphans go to init", strerror(errno));
-  sigset_t set;
-  sigemptyset(&set);
-  int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1};
-  for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
-    sigaddset(&set, sigs[k]);
-  signal(SIGPIPE, SIG_IGN);
-  if (sigprocmask(SIG_BLOCK, &set, NULL) != 0
-      || (E->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+  /* Before any ZeroMQ context: its threads inherit the blocked mask. */
+  static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, 0};
+  if (!(E->sig = kg_sigsrc_new(sigs)))
     return KG_EXIT_SYSTEM;
   return 0;
 }
@@ -258,19 +345,19 @@ s_teardown(kg_exec_s *E)
     /* The coordinator ends once every node reported; give it a moment to
        deliver its last decision (SIGKILL through kg_child_destroy after). */
     int64_t end = kg_clock_mono_ms() + 5000;
-    while (!kg_child_exited(E->coord) && kg_clock_mono_ms() < end) {
-      struct signalfd_siginfo si;
-      struct pollfd p = {.fd = E->sigfd, .events = POLLIN};
+    while (E->sig && !kg_child_exited(E->coord) && kg_clock_mono_ms() < end) {
+      struct pollfd p = {.fd = kg_sigsrc_fd(E->sig), .events = POLLIN};
       if (poll(&p, 1, 200) > 0)
-        while (read(E->sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
+        while (kg_sigsrc_read(E->sig) > 0) {
         }
       kg_child_reap(E->coord);
     }
     kg_child_destroy(&E->coord);
   }
-  kg_child_destroy(&E->leader);
+  kg_ex_ranks_destroy(E);
+  kg_exec_devmem_destroy(&E->devmem);
+  kg_exec_store_destroy(&E->store);
   kg_child_destroy(&E->helper);
-  kg_ex_free_env(&E->envp);
   cJSON_Delete(E->exits);
   kg_incident_destroy(&E->incident);
   kg_policy_destroy(&E->policy);
@@ -279,10 +366,40 @@ s_teardown(kg_exec_s *E)
   free(E->helper_out);
   free(E->resume_dir);
   free(E->resume_archive);
-  if (E->log)
-    fclose(E->log);
-  if (E->sigfd >= 0)
-    close(E->sigfd);
+  kg_exec_log_destroy(&E->log);
+  kg_sigsrc_destroy(&E->sig);
+}
+
+/*  What the exit code stands for, in words; a command's own code that
+    kguard reported as another (one of kguard's own) is named. */
+static void
+s_summary(const kg_exec_s *E, char *buf, size_t len)
+{
+  switch (E->outcome) {
+  case KG_EXEC_OUT_SUCCESS:
+    snprintf(buf, len, "success");
+    return;
+  case KG_EXEC_OUT_GAVE_UP:
+    snprintf(buf, len, "gave up: permanent");
+    return;
+  case KG_EXEC_OUT_RETRYABLE:
+    snprintf(buf, len, "retryable");
+    return;
+  case KG_EXEC_OUT_USAGE:
+    snprintf(buf, len, "refused: the job's configuration (see above)");
+    return;
+  case KG_EXEC_OUT_COMMAND_FAILED:
+    break;
+  }
+  char how[64];
+  kg_child_describe(E->outcome_status, how, sizeof how);
+  int st = E->outcome_status;
+  int own = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+  if (own != E->exit_code)
+    snprintf(buf, len, "the command's own failure: it ended with %s, a code kguard reserves, "
+             "reported as %d", how, E->exit_code);
+  else
+    snprintf(buf, len, "the command's own failure: %s", how);
 }
 
 int
@@ -292,8 +409,7 @@ kg_exec_run(const kg_exec_config_t *config)
   if (!E)
     return KG_EXIT_SYSTEM;
   E->cfg = *config;
-  E->sigfd = -1;
-  E->last_step = -1;
+  kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
   E->deadline = -1;
   int code = s_setup(E);
@@ -304,7 +420,7 @@ kg_exec_run(const kg_exec_config_t *config)
       code = rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
     } else {
       E->state = KG_EX_JOINING;
-      E->deadline = kg_clock_mono_ms() + 120000;
+      E->deadline = kg_clock_mono_ms() + E->cfg.join_timeout_ms + E->cfg.heartbeat_ms;
       code = kg_ex_loop(E);
     }
   } else if (code == 0) {
@@ -314,12 +430,12 @@ kg_exec_run(const kg_exec_config_t *config)
     else
       code = kg_ex_loop(E);
   }
-  if (code == E->exit_code && E->state == KG_EX_DONE)
-    kg_notice("exec: exit %d (%s)", code,
-              E->outcome == KG_EXEC_OUT_SUCCESS ? "success"
-              : E->outcome == KG_EXEC_OUT_GAVE_UP ? "gave up: permanent"
-              : E->outcome == KG_EXEC_OUT_RETRYABLE ? "retryable"
-              : "the command's own failure");
+  if (code == E->exit_code && E->state == KG_EX_DONE) {
+    char summary[256];
+    s_summary(E, summary, sizeof summary);
+    kg_notice("exec: exit %d (%s)", code, summary);
+    kg_exec_log_run_ended(E->log, kg_clock_wall_ms(), code, summary);
+  }
   s_teardown(E);
   free(E);
   return code;

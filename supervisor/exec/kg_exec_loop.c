@@ -1,5 +1,8 @@
-/*  kg_exec_loop: the one poll loop of `kguard exec`, the process tree
-    (start, reap as a subreaper, stop) and the group's output. */
+/*  kg_exec_loop: `kguard exec` on the house's reactor (kg_loop): the
+    ranks' and the helpers' output, the coordinator's link, the signals
+    and the state's deadlines as its registrations; every handler ends by
+    running the queued events of the state table (kg_exec.c). The process
+    tree: kg_exec_ranks.c. */
 #include "kg_exec_priv.h"
 
 #include <dirent.h>
@@ -14,7 +17,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zmq.h>
 
 #include "kg_clock.h"
 #include "kg_error.h"
@@ -24,139 +26,6 @@
 
 #define S_HELPER_OUT_MAX (1 << 20)
 
-/* ---- the process tree ---------------------------------------------------- */
-
-int
-kg_ex_start_command(kg_exec_s *E)
-{
-  kg_ex_free_env(&E->envp);
-  snprintf(E->error_file, sizeof E->error_file, "%s/error-%d.json", E->run_dir, E->generation);
-  unlink(E->error_file);
-  E->envp = kg_ex_build_env(E);
-  if (!E->envp)
-    return KG_ENOMEM;
-  kg_child_opts_t opts = {.argv = E->cfg.argv, .envp = E->envp, .capture = true};
-  E->last_step_mono_ms = 0;   /* the pace is this run's: start-up is no gap */
-  E->longest_step_gap_ms = 0;
-  kg_child_destroy(&E->leader);
-  int rc = kg_child_spawn(&opts, &E->leader);
-  if (rc != 0) {
-    kg_error("exec: cannot start %s: %s", E->cfg.argv[0], kg_strerror(rc));
-    return rc;
-  }
-  E->pgid = kg_child_pid(E->leader);
-  E->leader_reaped = false;
-  E->leader_status = 0;
-  cJSON_Delete(E->exits);
-  E->exits = cJSON_CreateArray();
-  kg_diagnosis_reset(E->diag);
-  kg_notice("exec: started %s (pid %ld, generation %d%s)", E->cfg.argv[0], (long) E->pgid,
-            E->generation, E->resume_step >= 0 ? ", resuming" : "");
-  E->generation++;
-  return 0;
-}
-
-/*  Every process whose parent chain leads to kguard and that left the
-    command's process group (setsid), other than the checkpoint helper and
-    the coordinator, gets sig too. Read from /proc; a process that ends
-    meanwhile is skipped. */
-static void
-s_kill_descendants(kg_exec_s *E, int sig)
-{
-  DIR *d = opendir("/proc");
-  if (!d)
-    return;
-  pid_t self = getpid(), helper = E->helper ? kg_child_pid(E->helper) : -1;
-  pid_t coord = E->coord ? kg_child_pid(E->coord) : -1;
-  size_t n = 0, alloc = 256;
-  pid_t (*pp)[3] = malloc(alloc * sizeof *pp);
-  struct dirent *de;
-  while (pp && (de = readdir(d))) {
-    char *end;
-    long pid = strtol(de->d_name, &end, 10);
-    if (*end || pid <= 0)
-      continue;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    ssize_t r = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (r <= 0)
-      continue;
-    buf[r] = '\0';
-    char *rp = strrchr(buf, ')');
-    long ppid, pgrp;
-    char st;
-    if (!rp || sscanf(rp + 1, " %c %ld %ld", &st, &ppid, &pgrp) != 3)
-      continue;
-    if (n == alloc) {
-      void *g = realloc(pp, 2 * alloc * sizeof *pp);
-      if (!g)
-        break;
-      pp = g;
-      alloc *= 2;
-    }
-    pp[n][0] = (pid_t) pid;
-    pp[n][1] = (pid_t) ppid;
-    pp[n][2] = (pid_t) pgrp;
-    n++;
-  }
-  closedir(d);
-  for (size_t i = 0; pp && i < n; i++) {
-    pid_t p = pp[i][0];
-    /* Members of the group already have the signal from kill(-pgid): a
-       second one would hit, say, the checkpoint seal a rank started after
-       the first (its pre-emption handler at work). */
-    if (p == helper || p == coord || (E->pgid > 0 && pp[i][2] == E->pgid))
-      continue;
-    for (int depth = 0; depth < 64 && p > 1; depth++) {
-      pid_t parent = -1;
-      for (size_t k = 0; k < n; k++)
-        if (pp[k][0] == p) {
-          parent = pp[k][1];
-          break;
-        }
-      if (parent == self) {
-        if (p != helper && p != coord)   /* never the helper, nor the coordinator */
-          kill(pp[i][0], sig);
-        break;
-      }
-      p = parent;
-    }
-  }
-  free(pp);
-}
-
-void
-kg_ex_kill_tree(kg_exec_s *E, int sig)
-{
-  if (E->pgid > 0)
-    kill(-E->pgid, sig);
-  s_kill_descendants(E, sig);
-}
-
-/*  Nothing of the command is left: its leader reaped, no member of its
-    process group, and no other child of kguard but the helper. */
-bool
-kg_ex_group_gone(kg_exec_s *E)
-{
-  if (!E->leader_reaped)
-    return false;
-  if (E->pgid > 0 && kill(-E->pgid, 0) == 0)
-    return false;
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  pid_t helper = E->helper ? kg_child_pid(E->helper) : -1;
-  pid_t coord = E->coord ? kg_child_pid(E->coord) : -1;
-  /* Any unreaped child other than the helper (peek only). */
-  if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid > 0
-      && si.si_pid != helper && si.si_pid != coord)
-    return false;
-  return true;
-}
-
 int
 kg_ex_start_helper(kg_exec_s *E, char **argv)
 {
@@ -165,60 +34,6 @@ kg_ex_start_helper(kg_exec_s *E, char **argv)
   E->helper_out = NULL;
   E->helper_len = 0;
   return kg_child_spawn(&opts, &E->helper);
-}
-
-/*  Reap every ended child: the command's leader and the helper through
-    their kg_child (peeked with WNOWAIT first so their status is not
-    stolen), every other process of the tree here (kguard is a subreaper). */
-static void
-s_reap(kg_exec_s *E)
-{
-  for (;;) {
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
-      break;
-    pid_t pid = si.si_pid;
-    if (E->leader && !E->leader_reaped && pid == kg_child_pid(E->leader)) {
-      if (kg_child_reap(E->leader) != 1)
-        break;
-      E->leader_reaped = true;
-      E->leader_status = kg_child_status(E->leader);
-      char how[64];
-      kg_child_describe(E->leader_status, how, sizeof how);
-      kg_info("exec: the command (pid %ld) ended: %s", (long) pid, how);
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddNumberToObject(o, "pid", pid);
-      cJSON_AddStringToObject(o, "status", how);
-      cJSON_AddBoolToObject(o, "command", true);
-      cJSON_AddItemToArray(E->exits, o);
-      kg_ex_fire(E, KG_EXE_LEADER_EXIT, E->leader_status);
-    } else if (E->coord && pid == kg_child_pid(E->coord) && !kg_child_exited(E->coord)) {
-      if (kg_child_reap(E->coord) != 1)
-        break;
-      char how[64];
-      kg_child_describe(kg_child_status(E->coord), how, sizeof how);
-      kg_info("exec: the coordinator ended: %s", how);
-    } else if (E->helper && pid == kg_child_pid(E->helper)) {
-      if (kg_child_reap(E->helper) != 1)
-        break;
-      kg_ex_fire(E, KG_EXE_HELPER_DONE, 0);
-    } else {
-      int st = 0;
-      if (waitpid(pid, &st, WNOHANG) != pid)
-        break;
-      char how[64];
-      kg_child_describe(st, how, sizeof how);
-      kg_info("exec: process %ld of the command ended: %s", (long) pid, how);
-      if (cJSON_GetArraySize(E->exits) < 256) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "pid", pid);
-        cJSON_AddStringToObject(o, "status", how);
-        cJSON_AddItemToArray(E->exits, o);
-      }
-      kg_ex_fire(E, KG_EXE_PROC_EXIT, st);
-    }
-  }
 }
 
 /* ---- output ------------------------------------------------------------ */
@@ -243,39 +58,60 @@ s_write_all(int fd, const char *buf, size_t len)
   }
 }
 
-/*  Pass one pipe's available output through, keep it, and diagnose it. */
+struct s_line_ctx {
+  kg_exec_s *E;
+  int rank;
+  kg_source_t src;
+};
+
+/*  One whole line of one rank's stream, to the diagnosis: ranks' lines
+    never mix there, whatever the pipes' reads cut. */
 static void
-s_read_group(kg_exec_s *E, int which)
+s_diag_line(void *arg, const char *line, size_t len, bool truncated, int64_t first_ms)
 {
-  char buf[65536];
-  for (int rounds = 0; rounds < 16; rounds++) {
-    ssize_t n = kg_child_read(E->leader, which, buf, sizeof buf);
-    if (n <= 0)
-      return;
-    s_write_all(which == 1 ? STDOUT_FILENO : STDERR_FILENO, buf, (size_t) n);
-    if (E->log)
-      fwrite(buf, 1, (size_t) n, E->log);
-    kg_source_t src = which == 1 ? KG_SRC_RAW_STDOUT : KG_SRC_RAW_STDERR;
-    kg_diag_event_t d = kg_diagnosis_feed(E->diag, src, NULL, NULL, buf, (size_t) n,
-                                          kg_clock_wall_ms());
-    int64_t step = kg_diagnosis_last_step(E->diag);
-    if (step > E->last_step) {
-      int64_t now = kg_clock_mono_ms();
-      if (E->last_step_mono_ms > 0 && now - E->last_step_mono_ms > E->longest_step_gap_ms)
-        E->longest_step_gap_ms = now - E->last_step_mono_ms;   /* the job's pace */
-      E->last_step_mono_ms = now;
-      E->last_step = step;
-      kg_ex_fire(E, KG_EXE_STEP, step);
-    }
-    /* Text on the group's pipes proves nothing by itself (a suspicion,
-       issue 16): the proof is a failure or a stall after it (kg_exec.c). */
-    if (d == KG_DIAG_SUSPECT || d == KG_DIAG_STICKY)
-      kg_ex_fire(E, KG_EXE_STICKY, 0);
+  (void) truncated;
+  struct s_line_ctx *c = arg;
+  kg_exec_s *E = c->E;
+  char buf[KG_DIAG_MAX_LINE + 2];
+  if (len > KG_DIAG_MAX_LINE)
+    len = KG_DIAG_MAX_LINE;
+  memcpy(buf, line, len);
+  buf[len] = '\n';
+  kg_diag_event_t d = kg_diagnosis_feed(E->diag, c->src, NULL, NULL, buf, len + 1, first_ms);
+  int64_t step = kg_diagnosis_last_step(E->diag);
+  if (step >= 0 && kg_exec_pace_step(&E->pace, step, kg_clock_mono_ms()))
+    kg_ex_fire(E, KG_EXE_STEP, step);
+  /* Text on the group's pipes proves nothing by itself (a suspicion):
+     the proof is a failure or a stall after it (kg_exec.c). */
+  if (d == KG_DIAG_SUSPECT || d == KG_DIAG_STICKY) {
+    if (E->fault_rank < 0)
+      E->fault_rank = c->rank;
+    kg_ex_fire(E, KG_EXE_STICKY, 0);
   }
 }
 
-static void
-s_read_helper(kg_exec_s *E)
+/*  Pass one rank's pipe through as it comes, keep it, and diagnose it line
+    by line. */
+void
+kg_ex_read_rank(kg_exec_s *E, int r, int which)
+{
+  kg_ex_rank_t *k = &E->ranks[r];
+  char buf[65536];
+  struct s_line_ctx ctx = {E, r, which == 1 ? KG_SRC_RAW_STDOUT : KG_SRC_RAW_STDERR};
+  for (int rounds = 0; rounds < 16 && k->child; rounds++) {
+    ssize_t n = kg_child_read(k->child, which, buf, sizeof buf);
+    if (n == 0)
+      kg_linebuf_flush(k->lines[which - 1], s_diag_line, &ctx);
+    if (n <= 0)
+      return;
+    s_write_all(which == 1 ? STDOUT_FILENO : STDERR_FILENO, buf, (size_t) n);
+    kg_exec_log_output(E->log, buf, (size_t) n);
+    kg_linebuf_feed(k->lines[which - 1], buf, (size_t) n, kg_clock_wall_ms(), s_diag_line, &ctx);
+  }
+}
+
+void
+kg_ex_read_helper(kg_exec_s *E)
 {
   char buf[8192];
   for (;;) {
@@ -296,82 +132,220 @@ s_read_helper(kg_exec_s *E)
     ssize_t n = kg_child_read(E->helper, 2, buf, sizeof buf);
     if (n <= 0)
       break;
-    s_write_all(STDERR_FILENO, buf, (size_t) n);
+    /* Its words pass; its machine progress lines (kguard-progress DONE
+       TOTAL) are for programs, not for the job's log. */
+    for (char *line = buf, *end = buf + n; line < end;) {
+      char *nl = memchr(line, '\n', (size_t) (end - line));
+      size_t len = nl ? (size_t) (nl - line) + 1 : (size_t) (end - line);
+      if (len < 16 || strncmp(line, "kguard-progress ", 16) != 0)
+        s_write_all(STDERR_FILENO, line, len);
+      line += len;
+    }
   }
 }
 
 /* ---- the loop ---------------------------------------------------------- */
 
-static void
-s_read_signals(kg_exec_s *E)
+/* ---- the loop: every source a registration of kg_loop ------------------ */
+
+/*  After every handler: the queued events run, a tree that is gone says
+    so, and a run that is done stops the loop. */
+static int
+s_after(kg_exec_s *E)
 {
-  struct signalfd_siginfo si;
-  while (read(E->sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
-    if (si.ssi_signo == SIGCHLD)
-      s_reap(E);
-    else
-      kg_ex_fire(E, KG_EXE_SIGNAL, (int64_t) si.ssi_signo);
+  kg_ex_run_queue(E);
+  if (E->state == KG_EX_STOPPING && kg_ex_group_gone(E)) {
+    kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
+    kg_ex_run_queue(E);
   }
+  return E->state == KG_EX_DONE ? KG_LOOP_STOP : KG_LOOP_OK;
+}
+
+/*  One of a rank's (or its standby's) two pipes. */
+typedef struct {
+  kg_exec_s *E;
+  int rank, which;
+  bool standby;
+} s_pipe_t;
+
+static int
+s_pipe_fd(void *arg)
+{
+  s_pipe_t *p = arg;
+  kg_ex_rank_t *k = &p->E->ranks[p->rank];
+  kg_child_t *c = p->standby ? k->standby : k->child;
+  return !c ? -1 : p->which == 1 ? kg_child_stdout_fd(c) : kg_child_stderr_fd(c);
+}
+
+static int
+s_on_pipe(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  s_pipe_t *p = arg;
+  if (p->standby)
+    kg_ex_standby_read(p->E, p->rank, p->which);
+  else
+    kg_ex_read_rank(p->E, p->rank, p->which);
+  return s_after(p->E);
+}
+
+static int
+s_helper_fd(void *arg)
+{
+  kg_exec_s *E = arg;
+  return E->helper ? kg_child_stdout_fd(E->helper) : -1;
+}
+
+static int
+s_helper_err_fd(void *arg)
+{
+  kg_exec_s *E = arg;
+  return E->helper ? kg_child_stderr_fd(E->helper) : -1;
+}
+
+static int
+s_on_helper(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_ex_read_helper(arg);
+  return s_after(arg);
+}
+
+static int
+s_store_fd(void *arg)
+{
+  return kg_exec_store_fd(((kg_exec_s *) arg)->store);
+}
+
+static int
+s_on_store(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_exec_store_read(((kg_exec_s *) arg)->store);
+  return s_after(arg);
+}
+
+static void *
+s_link(void *arg)
+{
+  return ((kg_exec_s *) arg)->link;
+}
+
+static void *
+s_monitor(void *arg)
+{
+  return ((kg_exec_s *) arg)->monitor;
+}
+
+static int
+s_on_link(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_ex_node_recv(arg);
+  return s_after(arg);
+}
+
+static int
+s_on_monitor(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_ex_node_monitor(arg);
+  return s_after(arg);
+}
+
+static int
+s_on_signal(kg_loop_t *loop, int signo, void *arg)
+{
+  (void) loop;
+  kg_exec_s *E = arg;
+  if (signo == SIGCHLD)
+    kg_ex_reap(E);
+  else
+    kg_ex_fire(E, KG_EXE_SIGNAL, signo);
+  return s_after(E);
+}
+
+static int64_t
+s_deadline(void *arg)
+{
+  const kg_exec_s *E = arg;
+  return E->deadline >= 0 ? (E->deadline > 0 ? E->deadline : 1) : 0;
+}
+
+static int
+s_on_deadline(kg_loop_t *loop, int id, void *arg)
+{
+  (void) loop, (void) id;
+  kg_exec_s *E = arg;
+  E->deadline = -1;
+  kg_ex_fire(E, KG_EXE_DEADLINE, 0);
+  return s_after(E);
+}
+
+static int64_t
+s_node_when(void *arg)
+{
+  const kg_exec_s *E = arg;
+  return E->link ? kg_ex_node_when(E) : 0;
+}
+
+static int
+s_on_node_timer(kg_loop_t *loop, int id, void *arg)
+{
+  (void) loop, (void) id;
+  kg_ex_node_timers(arg);
+  return s_after(arg);
+}
+
+static int64_t
+s_standby_due(void *arg)
+{
+  return kg_ex_standby_due(arg);
+}
+
+static int
+s_on_standby(kg_loop_t *loop, int id, void *arg)
+{
+  (void) loop, (void) id;
+  kg_ex_standby_tick(arg);
+  return s_after(arg);
 }
 
 int
 kg_ex_loop(kg_exec_s *E)
 {
-  while (E->state != KG_EX_DONE) {
-    int out = E->leader ? kg_child_stdout_fd(E->leader) : -1;
-    int err = E->leader ? kg_child_stderr_fd(E->leader) : -1;
-    int hout = E->helper ? kg_child_stdout_fd(E->helper) : -1;
-    int herr = E->helper ? kg_child_stderr_fd(E->helper) : -1;
-    /* zmq_poll takes plain fds (fd < 0 is never ready) and the link. */
-    zmq_pollitem_t p[6] = {
-      {NULL, E->sigfd, ZMQ_POLLIN, 0}, {NULL, out, out >= 0 ? ZMQ_POLLIN : 0, 0},
-      {NULL, err, err >= 0 ? ZMQ_POLLIN : 0, 0}, {NULL, hout, hout >= 0 ? ZMQ_POLLIN : 0, 0},
-      {NULL, herr, herr >= 0 ? ZMQ_POLLIN : 0, 0}, {E->link, -1, ZMQ_POLLIN, 0}};
-    int n = E->link ? 6 : 5;
-    int64_t wake = E->deadline;
-    if (E->link) {
-      int64_t t = kg_ex_node_timers(E);
-      kg_ex_run_queue(E);
-      if (E->state == KG_EX_DONE)
-        break;
-      if (wake < 0 || t < wake)
-        wake = t;
-    }
-    long timeout = -1;
-    if (wake >= 0) {
-      int64_t left = wake - kg_clock_mono_ms();
-      timeout = left < 0 ? 0 : left > 60000 ? 60000 : (long) left;
-    }
-    int rc = zmq_poll(p, n, timeout);
-    if (rc < 0 && zmq_errno() != EINTR) {
-      kg_error("exec: poll: %s", zmq_strerror(zmq_errno()));
-      return KG_EXIT_SYSTEM;
-    }
-    /* Output before exits, so the text that explains a death is seen first. */
-    if (rc > 0 && p[1].revents)
-      s_read_group(E, 1);
-    if (rc > 0 && p[2].revents)
-      s_read_group(E, 2);
-    if (rc > 0 && (p[3].revents || p[4].revents))
-      s_read_helper(E);
-    if (rc > 0 && p[0].revents)
-      s_read_signals(E);
-    if (rc > 0 && n == 6 && p[5].revents)
-      kg_ex_node_recv(E);
-    if (E->deadline >= 0 && kg_clock_mono_ms() >= E->deadline) {
-      E->deadline = -1;
-      kg_ex_fire(E, KG_EXE_DEADLINE, 0);
-    }
-    kg_ex_run_queue(E);
-    if (E->state == KG_EX_STOPPING && kg_ex_group_gone(E)) {
-      kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
-      kg_ex_run_queue(E);
-    }
+  /* Registered in the order their handlers run in one iteration: the
+     ranks' output before the signals, so the text that explains a death
+     is read before the death is. */
+  s_pipe_t *pipes = calloc(4 * (size_t) E->nranks, sizeof *pipes);
+  E->loop = kg_loop_new();
+  bool ok = pipes && E->loop;
+  for (int k = 0; ok && k < 4 * E->nranks; k++) {
+    pipes[k] = (s_pipe_t){E, k / 4 % E->nranks, k % 2 + 1, k % 4 >= 2};
+    ok = kg_loop_fd_of(E->loop, s_pipe_fd, KG_LOOP_IN, s_on_pipe, &pipes[k]) > 0;
   }
-  /* What the group still had in its pipes. */
-  if (E->leader) {
-    s_read_group(E, 1);
-    s_read_group(E, 2);
+  ok = ok && kg_loop_fd_of(E->loop, s_helper_fd, KG_LOOP_IN, s_on_helper, E) > 0
+       && kg_loop_fd_of(E->loop, s_helper_err_fd, KG_LOOP_IN, s_on_helper, E) > 0
+       && kg_loop_fd_of(E->loop, s_store_fd, KG_LOOP_IN, s_on_store, E) > 0
+       && kg_loop_socket_of(E->loop, s_link, KG_LOOP_IN, s_on_link, E) > 0
+       && kg_loop_socket_of(E->loop, s_monitor, KG_LOOP_IN, s_on_monitor, E) > 0
+       && kg_loop_signals(E->loop, E->sig, s_on_signal, E) > 0
+       && kg_loop_timer_of(E->loop, s_deadline, s_on_deadline, E) > 0
+       && kg_loop_timer_of(E->loop, s_node_when, s_on_node_timer, E) > 0
+       && kg_loop_timer_of(E->loop, s_standby_due, s_on_standby, E) > 0;
+  int rc = ok ? 0 : KG_ENOMEM;
+  if (ok && s_after(E) != KG_LOOP_STOP)
+    rc = kg_loop_run(E->loop);
+  kg_loop_destroy(&E->loop);
+  free(pipes);
+  if (rc != 0) {
+    kg_error("exec: the event loop failed: %s", kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
+  }
+  /* What the ranks still had in their pipes. */
+  for (int r = 0; r < E->nranks; r++) {
+    kg_ex_read_rank(E, r, 1);
+    kg_ex_read_rank(E, r, 2);
   }
   return E->exit_code;
 }

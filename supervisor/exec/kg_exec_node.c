@@ -4,35 +4,59 @@
 #include "kg_exec_priv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include "kg_clock.h"
 #include "kg_coord_keys.h"
 #include "kg_error.h"
+#include "kg_exit.h"
 #include "kg_file.h"
 #include "kg_log.h"
+#include "kg_loop.h"
 #include "kg_paths.h"
+
+#define S_MONITOR "inproc://kguard-exec-monitor"
 
 static int
 s_start_coordinator(kg_exec_s *E)
 {
+  /* The address the nodes were told, unless --coordinator-bind says where. */
   const char *colon = strrchr(E->cfg.coordinator, ':');
-  char bind[64], nn[16], np[16], mr[16];
-  snprintf(bind, sizeof bind, "*:%s", colon ? colon + 1 : "");
+  char bind[600], nn[16], np[16], mr[16];
+  if (E->cfg.coordinator_bind)
+    snprintf(bind, sizeof bind, "%s:%s", E->cfg.coordinator_bind, colon ? colon + 1 : "");
+  else
+    snprintf(bind, sizeof bind, "%s", E->cfg.coordinator);
   snprintf(nn, sizeof nn, "%d", E->cfg.nnodes);
   snprintf(np, sizeof np, "%d", E->cfg.nproc_per_node);
   snprintf(mr, sizeof mr, "%d", E->cfg.max_restarts);
-  char hb[32];
+  char hb[32], jt[32];
   snprintf(hb, sizeof hb, "%lld", (long long) E->cfg.heartbeat_ms);
+  snprintf(jt, sizeof jt, "%lld", (long long) E->cfg.join_timeout_ms);
   char *argv[] = {E->exe, "exec", "--serve-coordinator", "--bind", bind, "--nnodes", nn,
                   "--nproc-per-node", np, "--secret", (char *) E->cfg.secret_file,
                   "--checkpoints", (char *) E->cfg.ckpt_dir, "--state-dir", E->state_dir,
-                  "--max-restarts", mr, "--heartbeat-timeout-ms", hb, NULL};
-  kg_child_opts_t o = {.argv = argv, .capture = false};
+                  "--max-restarts", mr, "--heartbeat-timeout-ms", hb, "--join-timeout-ms", jt,
+                  NULL};
+  /* Ranks kguard starts get a rendezvous store the coordinator keeps. */
+  bool module;
+  const char *py = kg_exec_python_program(E->cfg.argv, &module) >= 0 ? E->cfg.argv[0] : "python3";
+  char *full[sizeof argv / sizeof argv[0] + 2];
+  size_t k = 0;
+  for (; argv[k]; k++)
+    full[k] = argv[k];
+  if (E->mode == KG_EXEC_MODE_AGENT && E->cfg.master_port == 0) {
+    full[k++] = "--store-python";
+    full[k++] = (char *) py;
+  }
+  full[k] = NULL;
+  kg_child_opts_t o = {.argv = full, .capture = false};
   int rc = kg_child_spawn(&o, &E->coord);
   if (rc != 0)
     kg_error("exec: cannot start the coordinator: %s", kg_strerror(rc));
@@ -68,10 +92,21 @@ kg_ex_node_open(kg_exec_s *E)
     kg_error("exec: cannot connect to the coordinator %s: %s", ep, zmq_strerror(zmq_errno()));
     return KG_EUSAGE;
   }
+  /* The handshake's outcome: a coordinator that refuses this node's keys
+     (another job secret) shows only as failed handshakes here. */
+  if (zmq_socket_monitor(E->link, S_MONITOR, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                         | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                         | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0
+      && (E->monitor = zmq_socket(E->zctx, ZMQ_PAIR))
+      && zmq_connect(E->monitor, S_MONITOR) != 0) {
+    zmq_close(E->monitor);
+    E->monitor = NULL;
+  }
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   cJSON *f = cJSON_CreateObject();
   cJSON_AddStringToObject(f, "host", host);
+  cJSON_AddNumberToObject(f, "nproc", E->cfg.nproc_per_node);
   kg_ex_node_send(E, "hello", f);
   E->coord_seen = kg_clock_mono_ms();   /* the joining deadline covers the start */
   E->beat_next = E->coord_seen + E->cfg.heartbeat_ms / 4;
@@ -83,6 +118,9 @@ kg_ex_node_open(kg_exec_s *E)
 void
 kg_ex_node_close(kg_exec_s *E)
 {
+  if (E->monitor)
+    zmq_close(E->monitor);
+  E->monitor = NULL;
   if (E->link) {
     int linger = 1000;
     zmq_setsockopt(E->link, ZMQ_LINGER, &linger, sizeof linger);
@@ -93,6 +131,8 @@ kg_ex_node_close(kg_exec_s *E)
   E->link = E->zctx = NULL;
   cJSON_Delete(E->decision);
   E->decision = NULL;
+  cJSON_Delete(E->listing);
+  E->listing = NULL;
 }
 
 void
@@ -102,8 +142,11 @@ kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields)
   cJSON_AddStringToObject(m, "type", type);
   cJSON_AddNumberToObject(m, "node", E->cfg.node_rank);
   char *text = cJSON_PrintUnformatted(m);
-  if (text && E->link)
+  if (text && E->link) {
     zmq_send(E->link, text, strlen(text), ZMQ_DONTWAIT);
+    if (E->loop)
+      kg_loop_sent(E->loop, E->link);   /* the send may have taken the input's edge */
+  }
   free(text);
   cJSON_Delete(m);
 }
@@ -117,15 +160,20 @@ s_shared_storage(kg_exec_s *E, const cJSON *m)
   if (!cJSON_IsString(nonce) || strspn(nonce->valuestring, "0123456789abcdef") != 32
       || nonce->valuestring[32])
     return false;
-  /* In this node's own --checkpoints: the same directory, seen here. */
-  char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/.kguard/nonce-%s", E->cfg.ckpt_dir, nonce->valuestring);
-  char *data = NULL;
-  size_t len = 0;
-  bool ok = kg_file_read(path, 4096, &data, &len) == 0
-            && len == strlen(nonce->valuestring) && memcmp(data, nonce->valuestring, len) == 0;
-  free(data);
-  return ok;
+  /* In this node's own --checkpoints: the same directory, seen here,
+     read without following a link planted at .kguard or at the name. */
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/.kguard", E->cfg.ckpt_dir);
+  int dir = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  char name[64], data[64];
+  snprintf(name, sizeof name, "nonce-%s", nonce->valuestring);
+  int fd = dir >= 0 ? openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
+  ssize_t n = fd >= 0 ? read(fd, data, sizeof data) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (dir >= 0)
+    close(dir);
+  return n == 32 && memcmp(data, nonce->valuestring, 32) == 0;
 }
 
 void
@@ -141,11 +189,28 @@ kg_ex_node_recv(kg_exec_s *E)
     cJSON *m = cJSON_ParseWithLength(zmq_msg_data(&msg), zmq_msg_size(&msg));
     zmq_msg_close(&msg);
     E->coord_seen = kg_clock_mono_ms();
+    E->heard = true;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
     if (!cJSON_IsString(type)) {
       kg_warning("exec: malformed message from the coordinator ignored");
     } else if (strcmp(type->valuestring, "welcome") == 0) {
+      const cJSON *gen = cJSON_GetObjectItemCaseSensitive(m, "gen");
+      if (cJSON_IsNumber(gen) && gen->valueint >= 0)
+        E->generation = gen->valueint;   /* a requeued job goes on counting */
+      const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(m, "nonce");
+      if (cJSON_IsString(nonce))
+        snprintf(E->nonce, sizeof E->nonce, "%s", nonce->valuestring);
       kg_ex_fire(E, KG_EXE_WELCOME, s_shared_storage(E, m) ? 1 : 0);
+    } else if (strcmp(type->valuestring, "check") == 0) {
+      kg_ex_fire(E, KG_EXE_CHECK, 0);
+    } else if (strcmp(type->valuestring, "start") == 0) {
+      const cJSON *gen = cJSON_GetObjectItemCaseSensitive(m, "gen");
+      const cJSON *port = cJSON_GetObjectItemCaseSensitive(m, "master_port");
+      const cJSON *store = cJSON_GetObjectItemCaseSensitive(m, "store_port");
+      E->store_port = cJSON_IsNumber(store) ? store->valueint : 0;
+      if (cJSON_IsNumber(gen) && gen->valueint >= 0)
+        E->generation = gen->valueint;
+      kg_ex_fire(E, KG_EXE_START, cJSON_IsNumber(port) ? port->valueint : 0);
     } else if (strcmp(type->valuestring, "stop") == 0) {
       const cJSON *by = cJSON_GetObjectItemCaseSensitive(m, "by");
       kg_ex_fire(E, KG_EXE_PEER_FAULT, cJSON_IsNumber(by) ? by->valueint : -1);
@@ -162,6 +227,15 @@ kg_ex_node_recv(kg_exec_s *E)
 /*  Heartbeats both ways: send one when due, and declare the coordinator
     lost when it said nothing for the heartbeat timeout (once). Returns the
     next time (monotonic ms) this needs to run. */
+int64_t
+kg_ex_node_when(const kg_exec_s *E)
+{
+  int64_t next = E->beat_next, hb = E->cfg.heartbeat_ms;
+  if (!E->lost && E->coord_seen + hb + 1 < next)
+    next = E->coord_seen + hb + 1;
+  return next > 0 ? next : 1;
+}
+
 int64_t
 kg_ex_node_timers(kg_exec_s *E)
 {
@@ -191,38 +265,163 @@ kg_ex_node_report(kg_exec_s *E)
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   cJSON_AddStringToObject(r, "host", host);
-  cJSON_AddNumberToObject(r, "rank", E->cfg.node_rank * E->cfg.nproc_per_node);
+  cJSON_AddNumberToObject(r, "rank", E->cfg.node_rank * E->cfg.nproc_per_node
+                                     + (E->mode == KG_EXEC_MODE_AGENT && E->fault_rank > 0
+                                        ? E->fault_rank : 0));
   cJSON_AddStringToObject(r, "family", m && m->family ? m->family->id : "unknown");
   cJSON_AddStringToObject(r, "line", m ? m->line : "");
   cJSON_AddNumberToObject(r, "fault_ms", (double) E->fault_wall_ms);
-  cJSON_AddNumberToObject(r, "last_step", (double) E->last_step);
+  cJSON_AddNumberToObject(r, "last_step", (double) E->pace.last_step);
   cJSON_AddStringToObject(r, "signature", E->signature);
   if (E->incident)
     cJSON_AddStringToObject(r, "incident", kg_incident_id(E->incident));
   return r;
 }
 
-/*  Restore the next of this node's ranks at the agreed step. Returns 1 when
-    a helper was started, 0 when every local rank is done, < 0 on failure. */
+/*  The decision's archive of rank r, in this node's view of the shared
+    directory (the coordinator names it relative to it), into buf. */
+static bool
+s_archive(const kg_exec_s *E, const char *field, int r, char *buf, size_t len)
+{
+  char key[16];
+  snprintf(key, sizeof key, "%d", r);
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+    cJSON_GetObjectItemCaseSensitive(E->decision, field), key);
+  if (!cJSON_IsString(a) || strstr(a->valuestring, "..") || a->valuestring[0] == '/')
+    return false;
+  snprintf(buf, len, "%s/%s", E->cfg.ckpt_dir, a->valuestring);
+  return true;
+}
+
+/*  The restore of this node's ranks at the agreed step: first each local
+    rank's archives newer than it go to quarantine (the decision says from
+    when), then each rank's archive is restored. Returns 1 when a helper
+    was started, 0 when every step is done, < 0 on failure. */
 int
 kg_ex_node_restore_next(kg_exec_s *E)
 {
-  const cJSON *arch = cJSON_GetObjectItemCaseSensitive(E->decision, "archives");
-  int last = (E->cfg.node_rank + 1) * E->cfg.nproc_per_node;
-  while (E->restore_rank < last) {
-    int r = E->restore_rank++;
-    char key[16];
+  int n = E->nranks, first = E->cfg.node_rank * n;
+  const cJSON *quar = cJSON_GetObjectItemCaseSensitive(E->decision, "quarantine");
+  const cJSON *inc = cJSON_GetObjectItemCaseSensitive(E->decision, "incident");
+  while (E->restore_rank < 2 * n) {
+    int step = E->restore_rank++, r = first + step % n;
+    char key[16], dir[PATH_MAX + 32];
     snprintf(key, sizeof key, "%d", r);
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(arch, key);
-    if (!cJSON_IsString(a))
+    snprintf(dir, sizeof dir, "%s/rank-%d", E->cfg.ckpt_dir, r);
+    if (step < n) {
+      const cJSON *from = cJSON_GetObjectItemCaseSensitive(quar, key);
+      if (!cJSON_IsNumber(from))
+        continue;
+      char froms[32];
+      snprintf(froms, sizeof froms, "%.0f", from->valuedouble);
+      char *argv[] = {E->exe, "ckpt", "quarantine", dir, "--incident",
+                      cJSON_IsString(inc) ? inc->valuestring : "job", "--from", froms, NULL};
+      return kg_ex_start_helper(E, argv) == 0 ? 1 : -1;
+    }
+    char archive[PATH_MAX + 200], dest[PATH_MAX + 128];
+    if (!s_archive(E, "archives", r, archive, sizeof archive))
       continue;
-    char dest[PATH_MAX + 128];
     kg_paths_mkdirs(E->restored_base, 0700);
     snprintf(dest, sizeof dest, "%s/rank-%d", E->restored_base, r);
-    char *argv[] = {E->exe, "ckpt", "restore", a->valuestring, dest, NULL};
+    char *argv[] = {E->exe, "ckpt", "restore", archive, dest, NULL};
     if (!E->resume_archive)
-      E->resume_archive = strdup(a->valuestring);
+      E->resume_archive = strdup(archive);
     return kg_ex_start_helper(E, argv) == 0 ? 1 : -1;
   }
   return 0;
+}
+
+int
+kg_ex_node_list_next(kg_exec_s *E)
+{
+  int last = (E->cfg.node_rank + 1) * E->nranks;
+  while (E->list_rank < last) {
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/rank-%d", E->cfg.ckpt_dir, E->list_rank);
+    struct stat st;
+    if (stat(dir, &st) != 0) {   /* nothing sealed by this rank yet */
+      char key[16];
+      snprintf(key, sizeof key, "%d", E->list_rank++);
+      cJSON_AddItemToObject(E->listing, key, cJSON_CreateArray());
+      continue;
+    }
+    char *argv[] = {E->exe, "ckpt", "list", dir, "--json", NULL};
+    if (kg_ex_start_helper(E, argv) != 0) {
+      E->listing_failed = true;
+      E->list_rank = last;
+      return 0;
+    }
+    return 1;
+  }
+  return 0;
+}
+
+void
+kg_ex_node_listed(kg_exec_s *E)
+{
+  int st = kg_child_status(E->helper);
+  kg_child_destroy(&E->helper);
+  cJSON *rows = E->helper_out ? cJSON_Parse(E->helper_out) : NULL;
+  free(E->helper_out);
+  E->helper_out = NULL;
+  E->helper_len = 0;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !cJSON_IsArray(rows)) {
+    kg_error("exec: cannot list rank %d's checkpoints (`kguard ckpt list`)", E->list_rank);
+    E->listing_failed = true;
+    cJSON_Delete(rows);
+    E->list_rank++;
+    return;
+  }
+  /* Only this run's archives (the run id its ranks seal with,
+     KGUARD_RUN_ID): the same user's other experiment copied into the
+     directory is never chosen. */
+  for (int i = cJSON_GetArraySize(rows) - 1; i >= 0; i--) {
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, i), "run");
+    if (!cJSON_IsString(run) || strcmp(run->valuestring, E->cfg.name) != 0) {
+      const cJSON *path =
+          cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, i), "archive");
+      kg_notice("exec: skipping %s: run '%s', not the run being resumed ('%s')",
+                cJSON_IsString(path) ? path->valuestring : "an archive",
+                cJSON_IsString(run) ? run->valuestring : "?", E->cfg.name);
+      cJSON_DeleteItemFromArray(rows, i);
+    }
+  }
+  /* Paths relative to the shared directory: another node may mount it
+     elsewhere. */
+  size_t base = strlen(E->cfg.ckpt_dir);
+  cJSON *e;
+  cJSON_ArrayForEach(e, rows) {
+    cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "archive");
+    if (cJSON_IsString(path) && strncmp(path->valuestring, E->cfg.ckpt_dir, base) == 0
+        && path->valuestring[base] == '/') {
+      char *rel = strdup(path->valuestring + base + 1);
+      if (rel)
+        cJSON_SetValuestring(path, rel);
+      free(rel);
+    }
+  }
+  char key[16];
+  snprintf(key, sizeof key, "%d", E->list_rank++);
+  cJSON_AddItemToObject(E->listing, key, rows);
+}
+
+void
+kg_ex_node_send_stopped(kg_exec_s *E)
+{
+  int archives = 0;
+  const cJSON *rows;
+  cJSON_ArrayForEach(rows, E->listing)
+    archives += cJSON_GetArraySize(rows);
+  kg_notice("exec: this node's ranks' checkpoints listed and verified: %d archive(s) in %lld ms",
+            archives, (long long) (kg_clock_mono_ms() - E->listing_started));
+  cJSON *f = cJSON_CreateObject();
+  cJSON_AddNumberToObject(f, "gen", E->generation - 1);
+  cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
+  if (E->listing_failed || !E->listing)
+    cJSON_AddNullToObject(f, "listing");
+  else
+    cJSON_AddItemReferenceToObject(f, "listing", E->listing);
+  kg_ex_node_send(E, "stopped", f);
+  cJSON_Delete(E->listing);
+  E->listing = NULL;
 }

@@ -13,8 +13,14 @@
 #include "kg_classifier.h"
 #include "kg_diagnosis.h"
 #include "kg_exec.h"
+#include "kg_exec_devmem.h"
+#include "kg_exec_log.h"
+#include "kg_exec_store.h"
 #include "kg_exec_rule.h"
 #include "kg_incident.h"
+#include "kg_linebuf.h"
+#include "kg_loop.h"
+#include "kg_sigsrc.h"
 #include "kg_policy.h"
 
 typedef enum {
@@ -40,7 +46,12 @@ typedef enum {
   KG_EXE_PEER_FAULT,   /* multi-node: the coordinator says stop              */
   KG_EXE_WELCOME,      /* multi-node: welcome (arg 1 = shared storage seen)   */
   KG_EXE_DECISION,     /* multi-node: the coordinator's decision (E->decision) */
-  KG_EXE_LINK_LOST     /* multi-node: no word from the coordinator in time    */
+  KG_EXE_LINK_LOST,    /* multi-node: no word from the coordinator in time    */
+  KG_EXE_COORD_FAILED, /* node 0: the coordinator could not start (usage)     */
+  KG_EXE_CHECK,        /* multi-node: verify every node's key probe           */
+  KG_EXE_START,        /* multi-node: every node joined (arg: master port)    */
+  KG_EXE_REFUSED       /* multi-node: the coordinator refuses this node's
+                          handshake (a different job secret)                  */
 } kg_ex_event_kind_t;
 
 typedef struct {
@@ -49,6 +60,16 @@ typedef struct {
 } kg_ex_event_t;
 
 #define KG_EX_QUEUE 64
+#define KG_EXEC_DEVMEM_WAIT_MS 10000   /* device memory released, at most */
+
+/*  Where a multi-node join stands (state KG_EX_JOINING). */
+typedef enum {
+  KG_EX_J_HELLO = 0,   /* hello sent, waiting for the welcome                  */
+  KG_EX_J_SEAL,        /* sealing this node's key probe                        */
+  KG_EX_J_JOINED,      /* joined, waiting for every node to join               */
+  KG_EX_J_VERIFY,      /* verifying every node's key probe                     */
+  KG_EX_J_CHECKED      /* checked, waiting for the start                       */
+} kg_ex_join_t;
 
 /*  What follows STOPPING once the group is gone. */
 typedef enum {
@@ -57,15 +78,31 @@ typedef enum {
   KG_EX_THEN_REPORT    /* multi-node: report to the coordinator, wait         */
 } kg_ex_then_t;
 
+/*  One local rank (agent mode: RANK = node * nproc + index), or the one
+    command (plain and wrapper modes), each its own process group. */
+typedef struct {
+  kg_child_t *child;            /* NULL before the first start                */
+  pid_t pgid;
+  bool reaped;
+  int status;                   /* wait status once reaped                    */
+  kg_linebuf_t *lines[2];       /* stdout, stderr: whole lines for diagnosis  */
+  char **envp;                  /* its environment (owned)                    */
+  char error_file[PATH_MAX + 96]; /* TORCHELASTIC_ERROR_FILE of this start    */
+  kg_child_t *standby;          /* its warm standby (kg_exec_standby.c)        */
+  int standby_fd;               /* the handover pipe's write end, -1 none      */
+  int64_t standby_started;      /* monotonic                                   */
+  bool standby_warm;            /* it said it is ready                         */
+  size_t standby_seen;          /* bytes of its ready line read so far         */
+} kg_ex_rank_t;
+
 typedef struct kg_exec_s {
   kg_exec_config_t cfg;
   char exe[PATH_MAX];
   char state_dir[PATH_MAX];
   char python_dir[PATH_MAX];
   char log_path[PATH_MAX + 64];
-  FILE *log;                    /* the group's output, kept                   */
+  kg_exec_log_t *log;           /* the group's output, kept                   */
   char run_dir[PATH_MAX + 64];  /* <state>/exec/<name>                        */
-  char error_file[PATH_MAX + 96]; /* TORCHELASTIC_ERROR_FILE of this start    */
 
   kg_classifier_t *rules;
   kg_diagnosis_t *diag;
@@ -73,19 +110,24 @@ typedef struct kg_exec_s {
   kg_incident_t *incident;      /* the current fault's record, or NULL        */
   bool incident_open;           /* its generation's tree is not yet gone      */
   char signature[KG_DIAG_SIGNATURE_MAX];
+  char last_signature[KG_DIAG_SIGNATURE_MAX]; /* the previous fault's        */
+  bool restored;                /* the restore of this fault is done           */
 
-  kg_child_t *leader;           /* the command (its process group)            */
-  pid_t pgid;
+  kg_exec_mode_t mode;          /* plain, wrapper or agent (kg_exec_mode)     */
+  kg_ex_rank_t *ranks;          /* this node's ranks, or the one command      */
+  int nranks;
+  bool leader_reaped;           /* the command is over (a rank failed, or all
+                                   ended): leader_status says how            */
   int leader_status;
-  bool leader_reaped;
-  char **envp;                  /* the command's environment (owned)           */
-  cJSON *exits;                 /* [{pid, status}] of this start's processes  */
-
+  int fault_rank;               /* local index of the rank the sticky text or
+                                   death came from, -1 unknown               */
+  cJSON *exits;                 /* [{pid, status, rank}] of this start       */
   kg_child_t *helper;           /* `kguard ckpt resume-prepare`               */
   char *helper_out;
   size_t helper_len;
 
-  int sigfd;
+  kg_sigsrc_t *sig;             /* SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1  */
+  kg_loop_t *loop;              /* the one reactor (kg_loop)                  */
   kg_ex_state_t state;
   kg_ex_then_t then;
   int64_t deadline;             /* monotonic ms, -1 = none                     */
@@ -97,9 +139,12 @@ typedef struct kg_exec_s {
   int64_t delay_ms;             /* backoff before the next start              */
 
   int generation;               /* starts of the command, from 0             */
-  int64_t last_step;            /* newest completed step seen, -1 none       */
-  int64_t last_step_mono_ms;    /* when it was seen (this run of the command), 0 none */
-  int64_t longest_step_gap_ms;  /* longest gap between two steps of this run  */
+  kg_exec_devmem_t *devmem;     /* the driver's view of device memory          */
+  bool devmem_said;             /* "no driver to ask" logged                   */
+  int64_t devmem_until;         /* monotonic: the wait for it ends, 0 none     */
+  int standby_failures;         /* standbys that died before use               */
+  int64_t generation_started;   /* monotonic                                   */
+  kg_exec_pace_t pace;          /* this run's steps, the job's pace           */
   int64_t step_at_suspicion;
   int64_t fault_wall_ms;
   int64_t fault_mono_ms;
@@ -112,12 +157,27 @@ typedef struct kg_exec_s {
   void *zctx, *link;            /* DEALER to the coordinator                  */
   kg_child_t *coord;            /* node 0: the coordinator process            */
   cJSON *decision;              /* the latest decision (owned)                */
-  int restore_rank;             /* next local rank to restore                 */
+  int restore_rank;             /* next step of the restore: local ranks to
+                                   quarantine, then to restore                */
+  int list_rank;                /* next local rank to list after a stop       */
+  cJSON *listing;               /* {rank: rows} of this node's ranks (owned)  */
+  bool listing_failed;          /* a listing could not be made                */
+  int64_t listing_started;      /* monotonic                                   */
   char restored_base[PATH_MAX + 96];
   bool sticky_report;           /* a proven fault here, for `stopped`         */
   int64_t beat_next;            /* monotonic: send the next heartbeat         */
   int64_t coord_seen;           /* monotonic: last message from the coordinator */
   bool lost;                    /* the coordinator is lost: exit retryable    */
+  kg_ex_join_t join;
+  void *monitor;                /* PAIR: the link's handshake events          */
+  int handshake_failures;       /* before any word from the coordinator       */
+  bool heard;                   /* the coordinator has said something         */
+  char nonce[33];               /* the job's nonce (key probes' names)        */
+  int master_port;              /* rank 0's rendezvous store port, 0 unknown  */
+  char master_addr[256];        /* agent mode: MASTER_ADDR of the ranks        */
+  kg_exec_store_t *store;       /* single node: the ranks' rendezvous store    */
+  int store_port;               /* several nodes: the coordinator's store, 0 none */
+  bool agent_store;             /* this generation's ranks use a kept store    */
 
   kg_ex_event_t queue[KG_EX_QUEUE];
   int qhead, qlen;
@@ -126,16 +186,74 @@ typedef struct kg_exec_s {
 /*  kg_exec.c */
 void kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg);
 void kg_ex_run_queue(kg_exec_s *E);
+void kg_ex_enter(kg_exec_s *E, kg_ex_state_t state, int64_t deadline);
+/*  The run ends with outcome (status: a wait status for COMMAND_FAILED). */
+void kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status);
+/*  The run ends with the code a job-ending decision names. */
+void kg_ex_done_code(kg_exec_s *E, int code);
+/*  End with outcome: at once, or once the tree is gone while it stops. */
+void kg_ex_finish(kg_exec_s *E, kg_exec_outcome_t outcome);
+
+/*  kg_exec_restart.c: after a proven fault. */
+/*  Start choosing the checkpoint (one node): at once, also while the tree
+    still stops. */
+void kg_ex_restore(kg_exec_s *E);
+/*  The checkpoint helper ended (one node: resume-prepare; several: a
+    quarantine or restore of this node's ranks). */
+void kg_ex_helper_done(kg_exec_s *E);
+/*  The coordinator's decision, once this node's tree stopped. */
+void kg_ex_decision(kg_exec_s *E);
+/*  The coordinator ends the job while this node still runs. */
+void kg_ex_end_early(kg_exec_s *E);
+/*  May the ranks start again on these devices (memory released)? When
+    not yet, the deadline is re-armed. */
+bool kg_ex_devices_free(kg_exec_s *E);
 
 /*  kg_exec_loop.c */
 int kg_ex_loop(kg_exec_s *E);
-int kg_ex_start_command(kg_exec_s *E);
-void kg_ex_kill_tree(kg_exec_s *E, int sig);
-bool kg_ex_group_gone(kg_exec_s *E);
+/*  Read what is in rank r's pipe (which = 1 stdout, 2 stderr): pass it
+    through, keep it, diagnose it. */
+void kg_ex_read_rank(kg_exec_s *E, int r, int which);
+/*  Read what is in the helper's pipes (its answer on stdout is kept). */
+void kg_ex_read_helper(kg_exec_s *E);
 int kg_ex_start_helper(kg_exec_s *E, char **argv);
 
+/*  kg_exec_ranks.c: the process tree. */
+int kg_ex_ranks_new(kg_exec_s *E);
+void kg_ex_ranks_destroy(kg_exec_s *E);
+/*  Start every rank (the command) for the next generation. Returns 0 or a
+    negative code (nothing left running). */
+int kg_ex_start_command(kg_exec_s *E);
+/*  sig to every rank's process group and to every process of the tree
+    that left it (never the helper, the coordinator or a standby). */
+void kg_ex_kill_tree(kg_exec_s *E, int sig);
+/*  sig to one rank's process group. */
+void kg_ex_kill_rank(kg_exec_s *E, int rank, int sig);
+/*  Nothing of the command is left. */
+bool kg_ex_group_gone(kg_exec_s *E);
+/*  Reap every ended child, firing the events they mean. */
+void kg_ex_reap(kg_exec_s *E);
+
+/*  kg_exec_standby.c: warm standby ranks. */
+/*  Can this command have standbys? If not, why (usage). */
+bool kg_ex_standby_possible(const kg_exec_s *E, char *why, size_t len);
+/*  Start the missing standbys when they are due (every loop turn). */
+void kg_ex_standby_tick(kg_exec_s *E);
+/*  When the missing standbys are due (monotonic ms), 0 when none is. A
+    query. */
+int64_t kg_ex_standby_due(const kg_exec_s *E);
+/*  Read what rank r's standby printed (which = 1 stdout, 2 stderr). */
+void kg_ex_standby_read(kg_exec_s *E, int r, int which);
+/*  pid was a standby: reap it (a death before use). False: not one. */
+bool kg_ex_standby_reaped(kg_exec_s *E, pid_t pid);
+bool kg_ex_standby_spared(const kg_exec_s *E, pid_t pid);
+/*  Rank r's standby becomes the rank with ranks[r].envp: true, or false
+    (logged why) for a cold start. */
+bool kg_ex_standby_promote(kg_exec_s *E, int r);
+void kg_ex_standby_stop(kg_exec_s *E, int r);
+
 /*  kg_exec_env.c */
-char **kg_ex_build_env(kg_exec_s *E);
+char **kg_ex_build_env(kg_exec_s *E, int rank);
 void kg_ex_free_env(char ***envp_p);
 void kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason);
 void kg_ex_incident_write(kg_exec_s *E);
@@ -148,7 +266,22 @@ void kg_ex_node_close(kg_exec_s *E);
 void kg_ex_node_recv(kg_exec_s *E);
 void kg_ex_node_send(kg_exec_s *E, const char *type, cJSON *fields);
 int64_t kg_ex_node_timers(kg_exec_s *E);
+/*  When kg_ex_node_timers must run next (monotonic ms). A query. */
+int64_t kg_ex_node_when(const kg_exec_s *E);
 cJSON *kg_ex_node_report(kg_exec_s *E);
 int kg_ex_node_restore_next(kg_exec_s *E);
+/*  After a stop: list the next local rank's checkpoints (`kguard ckpt
+    list`, verifying each). Returns 1 when a helper was started, 0 when
+    every rank is listed. */
+int kg_ex_node_list_next(kg_exec_s *E);
+/*  The listing helper ended: keep its rows (paths relative to the shared
+    directory). */
+void kg_ex_node_listed(kg_exec_s *E);
+/*  Tell the coordinator this node's tree is gone, with its listing. */
+void kg_ex_node_send_stopped(kg_exec_s *E);
+/*  One event while joining (state KG_EX_JOINING). */
+void kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev);
+/*  The link's handshake events (the monitor socket is readable). */
+void kg_ex_node_monitor(kg_exec_s *E);
 
 #endif

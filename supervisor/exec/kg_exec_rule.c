@@ -1,6 +1,8 @@
 /*  kg_exec_rule: exit codes and the proof rule of `kguard exec`. */
 #include "kg_exec_rule.h"
 
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 
 /*  kguard's own codes, which a passed-through command code must not fake. */
@@ -21,6 +23,8 @@ kg_exec_exit_code(kg_exec_outcome_t outcome, int wait_status)
     return KG_EXEC_EXIT_GAVE_UP;
   case KG_EXEC_OUT_RETRYABLE:
     return KG_EXEC_EXIT_RETRYABLE;
+  case KG_EXEC_OUT_USAGE:
+    return 100;
   case KG_EXEC_OUT_COMMAND_FAILED:
   default:
     break;
@@ -69,4 +73,100 @@ kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms)
   int64_t ms = longest_gap_ms > KG_EXEC_STALL_MAX_MS / 4 ? KG_EXEC_STALL_MAX_MS
                                                          : 4 * longest_gap_ms;
   return ms < KG_EXEC_STALL_MIN_MS ? KG_EXEC_STALL_MIN_MS : ms;
+}
+
+int
+kg_exec_unverified(const cJSON *resume, char *why, size_t len)
+{
+  int count = 0;
+  if (len)
+    why[0] = '\0';
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(resume, "skipped")) {
+    const cJSON *archive = cJSON_GetObjectItemCaseSensitive(e, "archive");
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(e, "reason");
+    const char *r = cJSON_IsString(reason) ? reason->valuestring : "";
+    if (strstr(r, "at or after the failure"))
+      continue;
+    if (count++ == 0 && len)
+      snprintf(why, len, "%s: %s", cJSON_IsString(archive) ? archive->valuestring : "?", r);
+  }
+  return count;
+}
+
+void
+kg_exec_pace_init(kg_exec_pace_t *pace)
+{
+  pace->longest_gap_ms = 0;
+  kg_exec_pace_restart(pace);
+}
+
+void
+kg_exec_pace_restart(kg_exec_pace_t *pace)
+{
+  pace->last_step = -1;
+  pace->last_ms = -1;
+}
+
+bool
+kg_exec_pace_step(kg_exec_pace_t *pace, int64_t step, int64_t now_ms)
+{
+  if (step <= pace->last_step)
+    return false;
+  if (pace->last_ms >= 0 && now_ms - pace->last_ms > pace->longest_gap_ms)
+    pace->longest_gap_ms = now_ms - pace->last_ms;
+  pace->last_ms = now_ms;
+  pace->last_step = step;
+  return true;
+}
+
+kg_exec_mode_t
+kg_exec_mode(char *const *argv, bool ranks_asked, int nnodes)
+{
+  const char *base = argv && argv[0] ? strrchr(argv[0], '/') : NULL;
+  base = base ? base + 1 : argv && argv[0] ? argv[0] : "";
+  if (strcmp(base, "torchrun") == 0)
+    return KG_EXEC_MODE_WRAP;
+  if (strncmp(base, "python", 6) == 0)
+    for (char *const *a = argv + 1; *a && (*a)[0] == '-'; a++)
+      if (strcmp(*a, "-m") == 0 && a[1]
+          && (strcmp(a[1], "torch.distributed.run") == 0
+              || strcmp(a[1], "torch.distributed.launch") == 0))
+        return KG_EXEC_MODE_WRAP;
+  return ranks_asked || nnodes > 1 ? KG_EXEC_MODE_AGENT : KG_EXEC_MODE_PLAIN;
+}
+
+int64_t
+kg_exec_backoff(int64_t policy_delay_ms, const char *previous, const char *signature)
+{
+  bool same = previous && signature && *signature && strcmp(previous, signature) == 0;
+  return same ? policy_delay_ms : 0;
+}
+
+int
+kg_exec_python_program(char *const *argv, bool *module)
+{
+  *module = false;
+  const char *base = argv && argv[0] ? strrchr(argv[0], '/') : NULL;
+  base = base ? base + 1 : argv && argv[0] ? argv[0] : "";
+  if (strncmp(base, "python", 6) != 0)
+    return -1;
+  for (int i = 1; argv[i]; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-m") == 0) {
+      *module = true;
+      return argv[i + 1] ? i + 1 : -1;
+    }
+    if (strncmp(a, "-m", 2) == 0) {   /* -mMODULE */
+      *module = true;
+      return -1;   /* handed over as a module name only when it stands alone */
+    }
+    if (a[0] != '-' )
+      return i;                        /* the script */
+    if (strcmp(a, "-") == 0 || strncmp(a, "-c", 2) == 0 || strcmp(a, "--") == 0)
+      return -1;                       /* stdin, -c CODE: nothing to hand over */
+    if ((strcmp(a, "-W") == 0 || strcmp(a, "-X") == 0) && argv[i + 1])
+      i++;                             /* an option with its value */
+  }
+  return -1;
 }

@@ -64,9 +64,7 @@ kg__check_start(kg_sup_t *S)
   cJSON_AddBoolToObject(content, "allow_stdin", false);
   cJSON_AddBoolToObject(content, "stop_on_error", false);
   kg_msg_t *m = kg_msg_new("execute_request", S->session, NULL, &content);
-  int rc = m ? kg_msg_send(m, kg_kernel_socket(S->kernel, KG_CH_SHELL),
-                           kg_kernel_signer(S->kernel), 0)
-             : KG_ENOMEM;
+  int rc = m ? kg_kernel_send(S->kernel, KG_CH_SHELL, m, KG_OUTQ_REQUEST) : KG_ENOMEM;
   if (rc == 0)
     rc = kg_devcheck_sent(S->devcheck, kg_msg_id(m), kg_clock_mono_ms());
   kg_msg_destroy(&m);

@@ -139,6 +139,9 @@ kg__guard_kernel_started(kg_sup_t *S)
   kg_failing_kernel_gone(S->failing);   /* its header stays for the notice */
   kg_gate_abort_clear(S->gate);   /* that kernel is gone */
   kg_devcheck_reset(S->devcheck);   /* its probe and held reply too */
+  /* The fresh kernel counts from the start: `%kguard` cells answered before
+     its first reply carry its count (0), not the dead kernel's. */
+  S->execution_count = 0;
 }
 
 /*  A stream's text, piece by piece (kg_jsonscan_stream). */
@@ -466,7 +469,7 @@ kg__guard_on_ready(kg_sup_t *S)
     info.restarted = true;
     char extra[512] = "";
     const char *no_restore = kg_restore_error(S->restore);
-    if (no_restore && !info.checkpoint_restored)
+    if (no_restore && !info.checkpoint_restored && due == KG_DUE_STICKY)
       snprintf(extra, sizeof extra, "No checkpoint was restored: %s.", no_restore);
     if (S->diagnostic) {
       size_t n = strlen(extra);

@@ -49,6 +49,12 @@ s_status_text(kg_sup_t *S, char *buf, size_t len)
   if (n > 0 && (size_t) n < len && kg_incident_slot_current(S->incidents))
     n += snprintf(buf + n, len - (size_t) n, "last incident: %s (%s)\n",
                   kg_incident_slot_id(S->incidents), incident_path ? incident_path : "");
+  unsigned long foreign = kg_kernel_foreign_lines(S->kernel);
+  if (n > 0 && (size_t) n < len && foreign)
+    n += snprintf(buf + n, len - (size_t) n,
+                  "foreign lines: %lu on the kernel's output were written by others (through "
+                  "ipykernel's subprocess-output port, TCP 127.0.0.1), kept out of the log and "
+                  "of the evidence\n", foreign);
   if (n > 0 && (size_t) n < len && S->state == KG_ST_DOWN)
     snprintf(buf + n, len - (size_t) n, "down: %s\n",
              kg_notice_due_down_reason(S->due) ? kg_notice_due_down_reason(S->due) : "");

@@ -30,7 +30,15 @@
    handler stopped before a receive said EAGAIN (a batch cut short) and
    those a message was sent on (a send may process the socket's commands and
    so consume the fd's edge-triggered readiness). kg_msg's observer reports
-   both. */
+   both.
+
+   No send blocks (kg_front_send, kg_kernel_send): what a peer that is not
+   reading cannot take waits in the socket's queue, and the loop flushes
+   that queue when the socket may take more, that is when its fd woke or
+   it was read from (either may have processed the peer's "read some"
+   command). A flush that leaves messages waiting marks the socket blocked:
+   it is not tried again (its own failed send does not count as a wake-up)
+   until the socket wakes, so a peer that never reads costs no busy loop. */
 
 enum { S_FRONT, S_KERN, S_SIG, S_PIPE, S_HELPER, S_STANDBY, S_PARENT };
 #define S_FRONT_SOCKS 3   /* the frontend's shell, control, stdin (the heartbeat
@@ -42,6 +50,9 @@ typedef struct {
   void *sock[S_ZSOCKS];   /* socket seen in each slot (to notice new ones) */
   bool check[S_ZSOCKS];   /* ask ZMQ_EVENTS before waiting                 */
   bool drained[S_ZSOCKS]; /* the last receive said EAGAIN                  */
+  bool woke[S_ZSOCKS];    /* its fd woke, or it was read, this iteration   */
+  bool blocked[S_ZSOCKS]; /* its send queue could not be flushed: wait for
+                             a wake-up before trying again                */
 } s_zset_t;
 
 static const kg_channel_t s_front_ch[S_FRONT_SOCKS] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN};
@@ -63,13 +74,42 @@ s_on_socket_op(void *socket, kg_msg_op_t op, int rc, void *arg)
       continue;
     if (op == KG_MSG_OP_SEND)
       z->check[i] = true;
-    else
+    else {
       z->drained[i] = rc == -EAGAIN;
+      z->woke[i] = true;
+    }
   }
 }
 
 /*  True if the socket has a message to read now. ZMQ_EVENTS processes the
     socket's pending commands, so afterwards its fd is a fresh edge. */
+/*  Messages waiting in the send queue of slot's socket. */
+static size_t
+s_slot_queued(kg_sup_t *S, int slot)
+{
+  return slot < S_FRONT_SOCKS ? kg_front_queued(S->front, s_front_ch[slot])
+                              : kg_kernel_queued(S->kernel, s_kern_ch[slot - S_FRONT_SOCKS]);
+}
+
+/*  Send what waits on the sockets that may take more now. */
+static void
+s_flush_queues(s_zset_t *z)
+{
+  kg_sup_t *S = z->S;
+  for (int slot = 0; slot < S_ZSOCKS; slot++) {
+    if (z->woke[slot])
+      z->blocked[slot] = false;
+    z->woke[slot] = false;
+    if (!z->sock[slot] || z->blocked[slot] || !s_slot_queued(S, slot))
+      continue;
+    if (slot < S_FRONT_SOCKS)
+      kg_front_flush(S->front, s_front_ch[slot]);
+    else
+      kg_kernel_flush(S->kernel, s_kern_ch[slot - S_FRONT_SOCKS]);
+    z->blocked[slot] = s_slot_queued(S, slot) > 0;
+  }
+}
+
 static bool
 s_readable(void *socket)
 {
@@ -102,6 +142,7 @@ kg_supervisor_run(kg_supervisor_t *S)
       if (sock != z.sock[slot]) {
         z.sock[slot] = sock;   /* a new kernel's socket: may already have input */
         z.check[slot] = sock != NULL;
+        z.blocked[slot] = false;
       }
       if (!sock)
         continue;
@@ -165,7 +206,7 @@ kg_supervisor_run(kg_supervisor_t *S)
     }
     for (int i = 0; i < n; i++)
       if ((kinds[i] == S_FRONT || kinds[i] == S_KERN) && items[i].revents)
-        z.check[args[i]] = true;
+        z.check[args[i]] = z.woke[args[i]] = true;
     for (int slot = 0; slot < S_ZSOCKS; slot++) {
       ready[slot] = false;
       if (!z.check[slot] || !z.sock[slot])
@@ -217,6 +258,7 @@ kg_supervisor_run(kg_supervisor_t *S)
         z.check[slot] = true;
     }
     kg__timers(S);
+    s_flush_queues(&z);
   }
   kg_msg_set_observer(NULL, NULL);
   kg__droplog_flush(S, kg_clock_mono_ms(), true);

@@ -47,6 +47,7 @@
 #include "kg_relay_stats.h"
 #include "kg_policy.h"
 #include "kg_ring.h"
+#include "kg_rotlog.h"
 #include "kg_parentwatch.h"
 #include "kg_shutdown.h"
 #include "kg_sigsrc.h"
@@ -57,6 +58,8 @@
 
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
 #define KG__RING_BYTES (256u * 1024u)   /* the kernel's stdout/stderr kept */
+#define KG__KLOG_BYTES (32u * 1024u * 1024u) /* the kernel log, twice at most */
+#define KG__KLOG_ENV "KGUARD_KERNEL_LOG_BYTES"   /* ... or this many bytes  */
 #define KG__START_TIMEOUT_MS 60000
 #define KG__EVIDENCE_MS 5000      /* CLOSING: wait for the failing reply   */
 #define KG__TERM_GRACE_MS 1000    /* STOPPING: SIGTERM → SIGKILL           */
@@ -123,15 +126,17 @@ struct kg_supervisor_t {
 
   /* the kernel */
   kg_state_t state;
-  int log_fd;                   /*  logs/kernel-<id>.log (the kernel's rings
-                                    write there)                             */
+  kg_rotlog_t *klog;            /*  logs/kernel-<id>.log (the kernel's rings
+                                    write there; bounded, kg_rotlog)         */
   FILE *own_log;                /*  logs/kguard-<id>.log                     */
   kg_pending_t *pending;
   kg_gate_t *gate;              /*  routing decision, stale-request rule     */
   cJSON *info_cache;            /*  last kernel_info_reply content           */
   char *session;                /*  inner kernel's session as last seen
                                     (owned; any length: the kernel chose it) */
-  int execution_count;          /*  last seen                                */
+  int execution_count;          /*  the running kernel's, as its last
+                                    execute_reply said (0: a fresh kernel);
+                                    `%kguard` replies carry it              */
 
   kg_evq_t *evq;                /*  the state machine's event queue (kg__fire) */
 
@@ -205,6 +210,10 @@ const char *kg__diag_label(kg_sup_t *S);
     its table): applied now, or after the running transition. */
 void kg__fire(kg_sup_t *S, kg_event_t event);
 bool kg__events_pending(const kg_sup_t *S);     /* a transition is waiting in the queue */
+/*  A message of type could not be sent to `to` ("frontend", "kernel")
+    with rc (a peer that does not read: KG_EQFULL; one that is gone:
+    -EHOSTUNREACH): counted as unsent, logged at a bounded rate. */
+void kg__unsent(kg_sup_t *S, const char *to, const char *type, int rc);
 /*  Doom every request queued behind the running cell (they are answered,
     never run) and drop the held non-requests. */
 void kg__doom_queue(kg_sup_t *S);
@@ -233,8 +242,7 @@ void kg__send_nudge(kg_sup_t *S);
 /* kg_sup_relay.c, shared with kg_sup_relay_kernel.c */
 int kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch,
                    kg_msg_t **msg_p);
-bool kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side,
-                      kg_channel_t ch);
+bool kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, const char *side, kg_channel_t ch);
 void kg__relay_note_size(kg_sup_t *S, const kg_msg_t *msg);
 bool kg__relay_holds_queue(const kg_pending_entry_t *e);
 bool kg__relay_kernel_busy(kg_sup_t *S);

@@ -67,16 +67,14 @@ kg__relay_recv(kg_sup_t *S, void *socket, const char *side, kg_channel_t ch, kg_
   }
 }
 
-/*  Parse and check a received message (its signature with signer); on
-    failure count, log, return false. The kernel shares the frontend's key,
-    so what passes goes on with the signature it came with (kg_msg_send). */
+/*  Check a message from the frontend (kg_front_check: signature, header,
+    replay, date, reflection); on failure count, log, return false. The
+    kernel shares the frontend's key, so what passes goes on with the
+    signature it came with (kg_msg_send). */
 bool
-kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, kg_signer_t *signer, const char *side,
-                 kg_channel_t ch)
+kg__relay_accept(kg_sup_t *S, kg_msg_t *msg, const char *side, kg_channel_t ch)
 {
-  int rc = kg_msg_parse(msg, signer);
-  if (rc == 0)
-    rc = kg_msg_check_header(msg);
+  int rc = kg_front_check(S->front, msg, kg_clock_wall_ms());
   if (rc == 0)
     return true;
   /* Anyone who reaches the ports can send these: the log gets the first
@@ -101,14 +99,26 @@ kg__relay_note_size(kg_sup_t *S, const kg_msg_t *msg)
     S->trim_at_ms = kg_clock_mono_ms() + KG__TRIM_DELAY_MS;
 }
 
+/*  To the kernel, never blocking: a kernel that does not read its channel
+    gets what it cannot take yet queued (kg_kernel_send); when even that
+    queue is full the message is dropped, and a request is answered with an
+    error so that its sender does not wait for ever. */
 static void
 s_forward(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e)
 {
   if (kg_msg_set_idents(msg, NULL, 0) != 0)
     return;
-  int rc = kg_msg_send(msg, kg_kernel_socket(S->kernel, ch), kg_kernel_signer(S->kernel), 0);
+  /* a request is answered, a burst of anything else (comm_msg) may not
+     crowd requests out of the queue */
+  int rc = kg_kernel_send(S->kernel, ch, msg, e ? KG_OUTQ_REQUEST : KG_OUTQ_BULK);
   if (rc) {
-    kg_error("unable to forward %s to the kernel: %s", kg_msg_type(msg), kg_strerror(rc));
+    kg__unsent(S, "kernel", kg_msg_type(msg), rc);
+    if (e && !e->doomed)
+      kg__answer_error(S, e, "KernelBusy",
+                       rc == KG_EQFULL
+                         ? "the kernel is not reading its requests: kguard's queue to it is "
+                           "full, so this request was not sent"
+                         : "kguard could not send this request to the kernel");
     return;
   }
   if (e)
@@ -219,11 +229,16 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     return;
   }
   if (ch == KG_CH_STDIN) {
+    /* One reply per input_request the kernel sent: anything else would
+       only fill a queue nobody reads (kg_gate_input_asked). */
     kg_gate_input_t in = {.state = S->state, .channel = ch, .kind = KG_GATE_MSG_OTHER};
-    if (kg_gate_decide(S->gate, &in).action == KG_GATE_FORWARD)
+    if (kg_gate_decide(S->gate, &in).action == KG_GATE_FORWARD) {
+      kg_gate_input_asked(S->gate, NULL);
       s_forward(S, ch, msg, NULL);
-    else
-      kg_info("%s dropped: the kernel that asked for input is gone", type);
+    } else if (kg_relay_stats_unexpected(S->stats, kg_clock_mono_ms()) == KG_RATELOG_FULL)
+      kg_warning("dropped %s on the frontend stdin channel: no input_request is waiting "
+                 "for it%s", type,
+                 kg_state_gate_open(S->state) ? "" : " (the kernel that asked is gone)");
     return;
   }
   bool is_request = s_ends_with(type, "_request");
@@ -297,6 +312,12 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
     const cJSON *date = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_HEADER),
                                                          "date");
     in.sent_wall_ms = kg_gate_date_ms(cJSON_IsString(date) ? date->valuestring : NULL);
+    /* the date is on that frontend's clock: known from its session's
+       earlier messages (this one is among those measured) */
+    unsigned long measured = 0;
+    in.clock.known = kg_front_clock(S->front, kg_msg_session(msg), &in.clock.offset_ms,
+                                    &measured)
+                     && measured >= 2;
   }
   kg_gate_decision_t d = kg_gate_decide(S->gate, &in);
   if (d.action == KG_GATE_DROP) {
@@ -343,8 +364,7 @@ kg__on_front(kg_sup_t *S, kg_channel_t ch)
     if (kg__relay_recv(S, kg_front_socket(S->front, ch), "frontend", ch, &msg) <= 0)
       return;
     kg__relay_note_size(S, msg);
-    if (kg__relay_accept(S, msg, kg_front_signer(S->front),
-                         "frontend", ch))
+    if (kg__relay_accept(S, msg, "frontend", ch))
       kg__dispatch_front(S, ch, &msg);
     kg_msg_destroy(&msg);
   }

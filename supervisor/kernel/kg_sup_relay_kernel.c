@@ -124,9 +124,8 @@ kg__send_nudge(kg_sup_t *S)
   if (!m)
     return;
   kg_ready_remember(kg_kernel_ready(S->kernel), kg_msg_id(m));
-  if (kg_msg_send(m, kg_kernel_socket(S->kernel, KG_CH_SHELL), kg_kernel_signer(S->kernel),
-                  ZMQ_DONTWAIT) != 0)
-    kg_debug("nudge not sent (kernel not connected yet)");
+  if (kg_kernel_send(S->kernel, KG_CH_SHELL, m, KG_OUTQ_NOWAIT) != 0)
+    kg_debug("nudge not sent (kernel not connected yet, or not reading)");
   kg_msg_destroy(&m);
 }
 
@@ -140,7 +139,7 @@ s_route_back(kg_sup_t *S, kg_msg_t *msg, kg_pending_entry_t *e, kg_channel_t ch)
     return;
   int rc = kg_front_send(S->front, ch, msg);
   if (rc)
-    kg_warning("unable to send %s to the frontend: %s", kg_msg_type(msg), kg_strerror(rc));
+    kg__unsent(S, "frontend", kg_msg_type(msg), rc);
   else
     kg_relay_stats_relayed(S->stats);
 }
@@ -277,6 +276,7 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   bool idle_seen = e && e->idle_ms > 0;
   bool abort_queue = false;
   if (ends_flight) {
+    kg_gate_input_asked(S->gate, NULL);   /* its input() is over, answered or not */
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
                                                        "status");
     abort_queue = cJSON_IsString(st) && strcmp(st->valuestring, "error") == 0 && !e->silent
@@ -359,6 +359,8 @@ s_kernel_stdin(kg_sup_t *S, kg_msg_t *msg)
     kg_info("%s with no waiting request dropped", kg_msg_type(msg));
     return;
   }
+  if (strcmp(kg_msg_type(msg), "input_request") == 0)
+    kg_gate_input_asked(S->gate, kg_msg_id(msg));   /* one input_reply may go in */
   s_route_back(S, msg, e, KG_CH_STDIN);
 }
 
@@ -413,8 +415,10 @@ kg__on_kernel(kg_sup_t *S, kg_channel_t ch)
       return;
     if (s_accept_kernel(S, msg, ch)) {
       const char *session = kg_msg_session(msg);
-      if (session && *session && strcmp(session, S->session) != 0)
+      if (session && *session && (!S->session || strcmp(session, S->session) != 0)) {
         kg__set_str(&S->session, session);
+        kg_front_kernel_session(S->front, session);   /* never accepted from a frontend */
+      }
       if (ch == KG_CH_IOPUB)
         s_kernel_iopub(S, msg);
       else if (ch == KG_CH_STDIN)

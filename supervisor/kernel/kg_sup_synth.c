@@ -28,9 +28,10 @@ static void
 s_publish_as(kg_sup_t *S, const char *session, const char *type, const cJSON *parent,
              cJSON **content_p, cJSON **metadata_p)
 {
+  kg_front_kernel_session(S->front, session);   /* kguard's own: never a frontend's */
   int rc = kg_front_publish(S->front, session, type, parent, content_p, metadata_p);
   if (rc)
-    kg_warning("unable to publish %s: %s", type, kg_strerror(rc));
+    kg__unsent(S, "frontend", type, rc);
 }
 
 /*  The session for a message kguard writes about the request whose header
@@ -110,10 +111,12 @@ static void
 s_reply_meta(kg_sup_t *S, kg_pending_entry_t *e, const char *type, cJSON **content_p,
              const cJSON *metadata)
 {
-  int rc = kg_front_reply(S->front, e->channel, e->idents, e->ident_count,
-                          s_session_for(S, e->header), type, e->header, content_p, metadata);
+  const char *session = s_session_for(S, e->header);
+  kg_front_kernel_session(S->front, session);
+  int rc = kg_front_reply(S->front, e->channel, e->idents, e->ident_count, session, type,
+                          e->header, content_p, metadata);
   if (rc)
-    kg_warning("unable to send %s: %s", type, kg_strerror(rc));
+    kg__unsent(S, "frontend", type, rc);
 }
 
 void

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kg_clock.h"
+#include "kg_error.h"
 #include "kg_language.h"
 #include "kg_log.h"
 
@@ -28,6 +30,14 @@ kg__fire(kg_sup_t *S, kg_event_t event)
 {
   if (kg_evq_fire(S->evq, event) != 0)
     kg_error("event queue full: %s dropped", kg_event_name(event));
+}
+
+void
+kg__unsent(kg_sup_t *S, const char *to, const char *type, int rc)
+{
+  if (kg_relay_stats_unsent(S->stats, rc, kg_clock_mono_ms()) == KG_RATELOG_FULL)
+    kg_warning("unable to send %s to the %s: %s", type ? type : "a message", to,
+               kg_strerror(rc));
 }
 
 bool

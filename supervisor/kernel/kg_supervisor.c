@@ -25,6 +25,7 @@
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_paths.h"
+#include "kg_safepath.h"
 #include "kg_socket.h"
 
 static void s_apply_cb(void *arg, kg_event_t event);
@@ -51,19 +52,14 @@ s_open_logs(kg_sup_t *S)
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
   char path[PATH_MAX + 64];
   snprintf(path, sizeof path, "%s/logs/kguard-%s-%ld.log", s_rw(S)->state_dir, stamp, (long) getpid());
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    S->own_log = fdopen(fd, "a");
-    if (S->own_log)
-      kg_log_set_file(S->own_log);
-    else
-      close(fd);
-  } else
+  if ((S->own_log = kg_safepath_fopen_append(path, 0600)))
+    kg_log_set_file(S->own_log);
+  else
     kg_warning("unable to open %s: %s", path, strerror(errno));
   snprintf(s_rw(S)->kernel_log_path, sizeof s_rw(S)->kernel_log_path, "%.3900s/logs/kernel-%s-%ld.log",
            s_rw(S)->state_dir, stamp, (long) getpid());
-  S->log_fd = open(s_rw(S)->kernel_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (S->log_fd < 0)
+  S->klog = kg_rotlog_open(s_rw(S)->kernel_log_path, kg_rotlog_limit(KG__KLOG_ENV, KG__KLOG_BYTES));
+  if (!S->klog)
     kg_warning("unable to open %s: %s", s_rw(S)->kernel_log_path, strerror(errno));
   return 0;
 }
@@ -96,7 +92,6 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     free(S);
     return NULL;
   }
-  S->log_fd = -1;
   S->execution_count = 0;
   S->state = KG_ST_STARTING;
   snprintf(s_rw(S)->conn_path, sizeof s_rw(S)->conn_path, "%s", config->connection_file);
@@ -225,7 +220,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
     goto fail;
   kg_kernel_opts_t kopts = {.ctx = S->ctx, .runtime_dir = S->cfg->runtime_dir,
                             .conn_path = S->cfg->inner_conn_path, .key_from = S->front_info,
-                            .log_fd = S->log_fd, .ring_bytes = KG__RING_BYTES};
+                            .log = S->klog, .ring_bytes = KG__RING_BYTES};
   S->kernel = kg_kernel_new(&kopts);
   if (!S->kernel)
     goto fail;
@@ -298,8 +293,7 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   free(C->inner_argv);
   free(C->spec_language);
   free(C);
-  if (S->log_fd >= 0)
-    close(S->log_fd);
+  kg_rotlog_close(&S->klog);
   kg_parentwatch_destroy(&S->parent);
   kg_sigsrc_destroy(&S->sig);
   if (S->own_log) {

@@ -1,19 +1,63 @@
 /*  kg_front: see kg_front.h. */
 #include "kg_front.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zmq.h>
 
 #include "kg_error.h"
+#include "kg_gate.h"
 #include "kg_heartbeat.h"
 #include "kg_log.h"
+#include "kg_outq.h"
+#include "kg_replay.h"
 #include "kg_socket.h"
 
 struct kg_front_t {
   void *sock[KG_CH_COUNT];      /*  owned; sock[KG_CH_HB] stays NULL          */
   kg_heartbeat_t *heartbeat;    /*  owned, or NULL (adopted sockets)          */
   kg_signer_t *signer;          /*  owned: the frontend's key                 */
+  kg_replay_t *replay;          /*  owned: what was accepted, the senders'
+                                    clocks; NULL without a key               */
+  kg_outq_t *outq[KG_CH_COUNT]; /*  owned, for the ROUTERs; NULL otherwise    */
 };
+
+/*  The signer and, with a key, the replay history. 0 or KG_ENOMEM. */
+static int
+s_keys(kg_front_t *self, const void *key, size_t key_len)
+{
+  self->signer = kg_signer_new(key, key_len, 0);   /* replays: kg_replay */
+  if (self->signer && key_len > 0)
+    self->replay = kg_replay_new(KG_REPLAY_WINDOW_MS, KG_REPLAY_MAX_MACS,
+                                 KG_REPLAY_MAX_SESSIONS);
+  return self->signer && (key_len == 0 || self->replay) ? 0 : KG_ENOMEM;
+}
+
+/*  The ROUTER channels: they get a send queue and report full pipes. */
+static bool
+s_routed(int ch)
+{
+  return ch == KG_CH_SHELL || ch == KG_CH_CONTROL || ch == KG_CH_STDIN;
+}
+
+/*  Every ROUTER says EAGAIN for a peer whose pipe is full, and
+    EHOSTUNREACH for one that is gone, instead of dropping the message
+    silently; every channel that can be held up gets its queue. */
+static int
+s_queues(kg_front_t *self)
+{
+  for (int ch = 0; ch < KG_CH_COUNT; ch++) {
+    if (!s_routed(ch) || !self->sock[ch])
+      continue;
+    int one = 1;
+    if (zmq_setsockopt(self->sock[ch], ZMQ_ROUTER_MANDATORY, &one, sizeof one) != 0)
+      return -errno;
+    if (!(self->outq[ch] = kg_outq_new(KG_OUTQ_MAX_MSGS, KG_OUTQ_MAX_BYTES)))
+      return KG_ENOMEM;
+  }
+  return 0;
+}
 
 kg_front_t *
 kg_front_bind(void *ctx, const kg_conninfo_t *info, int *err)
@@ -22,8 +66,7 @@ kg_front_bind(void *ctx, const kg_conninfo_t *info, int *err)
   *err = KG_ENOMEM;
   if (!self)
     return NULL;
-  self->signer = kg_signer_new(info->key, info->key_len, 65536);
-  if (!self->signer)
+  if (s_keys(self, info->key, info->key_len) != 0)
     goto fail;
   for (int ch = 0; ch < KG_CH_COUNT; ch++) {
     if (ch == KG_CH_HB)
@@ -34,6 +77,10 @@ kg_front_bind(void *ctx, const kg_conninfo_t *info, int *err)
                kg_strerror(*err));
       goto fail;
     }
+  }
+  if ((*err = s_queues(self)) != 0) {
+    kg_error("unable to set up the frontend's send queues: %s", kg_strerror(*err));
+    goto fail;
   }
   /* Heartbeats are echoed in a thread (and a zmq context, so an I/O thread)
      of their own, as ipykernel does, so a busy loop (a cell printing
@@ -56,8 +103,9 @@ kg_front_adopt(void *sockets[KG_CH_COUNT], const void *key, size_t key_len)
   kg_front_t *self = calloc(1, sizeof *self);
   if (!self)
     return NULL;
-  self->signer = kg_signer_new(key, key_len, 65536);
-  if (!self->signer) {
+  if (s_keys(self, key, key_len) != 0) {
+    kg_signer_destroy(&self->signer);
+    kg_replay_destroy(&self->replay);
     free(self);
     return NULL;
   }
@@ -67,6 +115,8 @@ kg_front_adopt(void *sockets[KG_CH_COUNT], const void *key, size_t key_len)
     self->sock[ch] = sockets[ch];
     sockets[ch] = NULL;
   }
+  if (s_queues(self) != 0)
+    kg_front_destroy(&self);
   return self;
 }
 
@@ -77,9 +127,12 @@ kg_front_destroy(kg_front_t **self_p)
     return;
   kg_front_t *self = *self_p;
   kg_heartbeat_destroy(&self->heartbeat);
-  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+  for (int ch = 0; ch < KG_CH_COUNT; ch++) {
+    kg_outq_destroy(&self->outq[ch]);
     kg_socket_close(&self->sock[ch]);
+  }
   kg_signer_destroy(&self->signer);
+  kg_replay_destroy(&self->replay);
   free(self);
   *self_p = NULL;
 }
@@ -97,10 +150,70 @@ kg_front_signer(const kg_front_t *self)
 }
 
 int
+kg_front_check(kg_front_t *self, kg_msg_t *msg, int64_t now_wall_ms)
+{
+  int rc = kg_msg_parse(msg, self->signer);
+  if (rc == 0)
+    rc = kg_msg_check_header(msg);
+  if (rc != 0 || !self->replay)
+    return rc;
+  unsigned char mac[KG_REPLAY_MAC_BYTES];
+  if ((rc = kg_msg_mac(msg, mac)) != 0)
+    return rc;
+  const cJSON *date = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_HEADER),
+                                                       "date");
+  return kg_replay_check(self->replay, mac, kg_msg_session(msg),
+                         kg_gate_date_ms(cJSON_IsString(date) ? date->valuestring : NULL),
+                         now_wall_ms);
+}
+
+void
+kg_front_kernel_session(kg_front_t *self, const char *session)
+{
+  if (self->replay)
+    kg_replay_kernel_session(self->replay, session);
+}
+
+bool
+kg_front_clock(const kg_front_t *self, const char *session, int64_t *offset_ms,
+               unsigned long *count)
+{
+  return self->replay && kg_replay_clock(self->replay, session, offset_ms, count);
+}
+
+int
 kg_front_send(kg_front_t *self, kg_channel_t ch, kg_msg_t *msg)
 {
   void *sock = kg_front_socket(self, ch);
-  return sock ? kg_msg_send(msg, sock, self->signer, 0) : KG_EUSAGE;
+  if (!sock)
+    return KG_EUSAGE;
+  if (!self->outq[ch])   /* iopub: a PUB never blocks */
+    return kg_msg_send(msg, sock, self->signer, ZMQ_DONTWAIT);
+  int rc = kg_outq_send(self->outq[ch], sock, self->signer, msg, KG_OUTQ_REQUEST);
+  return rc > 0 ? 0 : rc;   /* queued counts as sent */
+}
+
+size_t
+kg_front_flush(kg_front_t *self, kg_channel_t ch)
+{
+  void *sock = kg_front_socket(self, ch);
+  return sock && self->outq[ch] ? kg_outq_flush(self->outq[ch], sock, self->signer) : 0;
+}
+
+size_t
+kg_front_queued(const kg_front_t *self, kg_channel_t ch)
+{
+  return ch >= 0 && ch < KG_CH_COUNT && self->outq[ch] ? kg_outq_length(self->outq[ch]) : 0;
+}
+
+unsigned long
+kg_front_unsent(const kg_front_t *self)
+{
+  unsigned long n = 0;
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+    if (self->outq[ch])
+      n += kg_outq_dropped(self->outq[ch]) + kg_outq_failed(self->outq[ch]);
+  return n;
 }
 
 int

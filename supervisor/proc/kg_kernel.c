@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include "kg_child.h"
 #include "kg_clock.h"
 #include "kg_error.h"
+#include "kg_foreign.h"
 #include "kg_log.h"
+#include "kg_outq.h"
 #include "kg_socket.h"
 
 struct kg_kernel_t {
@@ -22,10 +25,12 @@ struct kg_kernel_t {
   char *conn_path;
   char *tag;                    /*  endpoint and routing id name             */
   const kg_conninfo_t *key_from;/*  borrowed                                 */
-  int log_fd;                   /*  borrowed                                 */
+  kg_rotlog_t *log;             /*  borrowed                                 */
+  kg_foreign_t *foreign[2];     /*  what strangers make ipykernel print, out */
   kg_conninfo_t *info;          /*  the private connection file's contents   */
   kg_signer_t *signer;          /*  its key                                  */
   void *sock[KG_CH_COUNT];      /*  DEALER x3 (one routing id), SUB iopub    */
+  kg_outq_t *outq[KG_CH_COUNT]; /*  for the DEALERs; NULL for iopub and hb   */
   char routing_id[40];
   kg_child_t *child;            /*  the process, until released              */
   kg_ring_t *ring[2];           /*  stdout, stderr                           */
@@ -43,15 +48,21 @@ kg_kernel_new(const kg_kernel_opts_t *opts)
     return NULL;
   self->ctx = opts->ctx;
   self->key_from = opts->key_from;
-  self->log_fd = opts->log_fd;
+  self->log = opts->log;
   self->runtime_dir = strdup(opts->runtime_dir ? opts->runtime_dir : "");
   self->conn_path = strdup(opts->conn_path ? opts->conn_path : "");
   self->tag = strdup(opts->tag ? opts->tag : "k");
   self->info = kg_conninfo_new();
-  self->ring[0] = kg_ring_new(opts->ring_bytes, opts->log_fd);
-  self->ring[1] = kg_ring_new(opts->ring_bytes, opts->log_fd);
+  self->ring[0] = kg_ring_new(opts->ring_bytes, opts->log);
+  self->ring[1] = kg_ring_new(opts->ring_bytes, opts->log);
+  self->foreign[0] = kg_foreign_new();
+  self->foreign[1] = kg_foreign_new();
   self->ready = kg_ready_new();
-  if (!self->ready || !self->runtime_dir || !self->conn_path || !self->tag || !self->info
+  bool queues = true;
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+    if (ch == KG_CH_SHELL || ch == KG_CH_CONTROL || ch == KG_CH_STDIN)
+      queues = queues && (self->outq[ch] = kg_outq_new(KG_OUTQ_MAX_MSGS, KG_OUTQ_MAX_BYTES));
+  if (!queues || !self->ready || !self->foreign[0] || !self->foreign[1] || !self->runtime_dir || !self->conn_path || !self->tag || !self->info
       || !self->ring[0]
       || !self->ring[1])
     kg_kernel_destroy(&self);
@@ -61,8 +72,11 @@ kg_kernel_new(const kg_kernel_opts_t *opts)
 static void
 s_close_sockets(kg_kernel_t *self)
 {
-  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+  for (int ch = 0; ch < KG_CH_COUNT; ch++) {
+    if (self->outq[ch])
+      kg_outq_clear(self->outq[ch]);   /* meant for the previous kernel */
     kg_socket_close(&self->sock[ch]);
+  }
 }
 
 void
@@ -73,10 +87,14 @@ kg_kernel_destroy(kg_kernel_t **self_p)
   kg_kernel_t *self = *self_p;
   kg_child_destroy(&self->child);   /* SIGKILL to its group if not reaped */
   s_close_sockets(self);
+  for (int ch = 0; ch < KG_CH_COUNT; ch++)
+    kg_outq_destroy(&self->outq[ch]);
   kg_signer_destroy(&self->signer);
   kg_conninfo_destroy(&self->info);
   kg_ring_destroy(&self->ring[0]);
   kg_ring_destroy(&self->ring[1]);
+  kg_foreign_destroy(&self->foreign[0]);
+  kg_foreign_destroy(&self->foreign[1]);
   kg_ready_destroy(&self->ready);
   free(self->runtime_dir);
   free(self->conn_path);
@@ -158,8 +176,8 @@ kg_kernel_start(kg_kernel_t *self, char *const *argv, char *const *envp, const c
   }
   kg_ring_clear(self->ring[0]);
   kg_ring_clear(self->ring[1]);
-  if (banner && self->log_fd >= 0)
-    dprintf(self->log_fd, "%s", banner);
+  if (banner)
+    kg_rotlog_write(self->log, banner, strlen(banner));
   /* The keeper: the kernel's whole group (DataLoader workers, Popen'd
      children) dies with kguard, even when kguard is SIGKILLed. */
   kg_child_opts_t opts = {.argv = argv, .envp = envp, .capture = true, .keeper = true};
@@ -239,6 +257,30 @@ kg_kernel_signer(const kg_kernel_t *self)
 }
 
 int
+kg_kernel_send(kg_kernel_t *self, kg_channel_t ch, kg_msg_t *msg, kg_outq_class_t cls)
+{
+  void *sock = kg_kernel_socket(self, ch);
+  kg_outq_t *q = sock && ch >= 0 && ch < KG_CH_COUNT ? self->outq[ch] : NULL;
+  if (!q)
+    return KG_ENOKERNEL;
+  int rc = kg_outq_send(q, sock, self->signer, msg, cls);
+  return rc > 0 ? 0 : rc;   /* queued counts as sent */
+}
+
+size_t
+kg_kernel_flush(kg_kernel_t *self, kg_channel_t ch)
+{
+  void *sock = kg_kernel_socket(self, ch);
+  return sock && self->outq[ch] ? kg_outq_flush(self->outq[ch], sock, self->signer) : 0;
+}
+
+size_t
+kg_kernel_queued(const kg_kernel_t *self, kg_channel_t ch)
+{
+  return ch >= 0 && ch < KG_CH_COUNT && self->outq[ch] ? kg_outq_length(self->outq[ch]) : 0;
+}
+
+int
 kg_kernel_output_fd(const kg_kernel_t *self, int which)
 {
   if (!self->child)
@@ -258,24 +300,40 @@ kg_kernel_drain(kg_kernel_t *self, kg_kernel_output_fn *fn, void *arg)
                           {kg_child_stderr_fd(self->child), POLLIN, 0}};
   if (poll(fds, 2, 0) <= 0)
     return 0;
-  char buf[65536];
+  char buf[65536], kept[sizeof buf + KG_FOREIGN_HOLD];
   size_t total = 0;
   for (int which = 1; which <= 2; which++) {
     if (fds[which - 1].fd < 0 || !fds[which - 1].revents)
       continue;
+    kg_foreign_t *foreign = self->foreign[which - 1];
+    unsigned long before = kg_foreign_lines(foreign);
     for (int i = 0; i < 64; i++) {   /* bounded: the loop has others to serve */
       ssize_t n = kg_child_read(self->child, which, buf, sizeof buf);
       if (n <= 0)
         break;
-      kg_ring_append(self->ring[which - 1], buf, (size_t) n);
-      ssize_t w = write(which, buf, (size_t) n);   /* pass through */
-      (void) w;
       total += (size_t) n;
+      size_t k = kg_foreign_filter(foreign, buf, (size_t) n, kept);
+      if (k == 0)
+        continue;
+      kg_ring_append(self->ring[which - 1], kept, k);
+      ssize_t w = write(which, kept, k);   /* pass through */
+      (void) w;
       if (fn)
-        fn(arg, which, buf, (size_t) n);
+        fn(arg, which, kept, k);
     }
+    if (before == 0 && kg_foreign_lines(foreign) > 0)
+      kg_warning("the kernel's %s had a line a stranger can write (ipykernel's answer to a "
+                 "message sent to its subprocess-output port, TCP 127.0.0.1): kept out of the "
+                 "kernel log and of the evidence, as every later one (\"%.80s...\")",
+                 which == 1 ? "stdout" : "stderr", kg_foreign_sample(foreign));
   }
   return total;
+}
+
+unsigned long
+kg_kernel_foreign_lines(const kg_kernel_t *self)
+{
+  return kg_foreign_lines(self->foreign[0]) + kg_foreign_lines(self->foreign[1]);
 }
 
 kg_ready_t *

@@ -1,7 +1,9 @@
 /*  kg_kernel: the inner kernel, one object: its process and process group
     (kg_child, with the keeper), its private connection file and key, the
     kernel-side sockets (DEALER shell/control/stdin with one routing id, so
-    the kernel's input_request finds its way back, and SUB iopub), its
+    the kernel's input_request finds its way back, and SUB iopub) with a
+    bounded send queue per DEALER (a kernel that does not read never blocks
+    the sender: kg_kernel_send), its
     stdout/stderr pipes and the rings that keep their last bytes (and copy
     everything to the kernel log), the generation counter, and its readiness
     bookkeeping (kg_ready: kguard's kernel_info nudges, reset at each start).
@@ -31,6 +33,8 @@
 #include <sys/types.h>
 
 #include "kg_conninfo.h"
+#include "kg_msg.h"
+#include "kg_outq.h"
 #include "kg_ready.h"
 #include "kg_ring.h"
 #include "kg_signer.h"
@@ -45,9 +49,9 @@ typedef struct {
   const kg_conninfo_t *key_from;  /*  the kernel shares this key (the
                                       frontend's), or NULL for a fresh random
                                       key (borrowed, read at each start)       */
-  int log_fd;                     /*  the kernel log: raw output and a banner
-                                      per start are copied there; -1 none
-                                      (borrowed)                               */
+  kg_rotlog_t *log;               /*  the kernel log (bounded): raw output
+                                      and a banner per start are copied
+                                      there; NULL none (borrowed)              */
   size_t ring_bytes;              /*  last bytes of stdout/stderr kept (> 0)  */
   const char *tag;                /*  names this object's ipc endpoints and
                                       routing ids ("k" if NULL; copied): two
@@ -112,6 +116,25 @@ void *kg_kernel_socket(const kg_kernel_t *self, kg_channel_t ch);
 /*  The signer of the kernel's key (NULL before the first start). Borrowed. */
 kg_signer_t *kg_kernel_signer(const kg_kernel_t *self);
 
+/*  Send msg (borrowed; no identities: the DEALERs have the routing id) to
+    the running kernel on channel ch (shell, control, stdin), signed with
+    its key, without blocking: when the kernel is not reading that channel
+    the message waits in the channel's bounded queue (kg_outq), in order,
+    until kg_kernel_flush. cls says how it may wait (kg_outq_class_t:
+    requests may fill the queue, a burst of messages nobody answers three
+    quarters of it, kguard's own nudges, sent again on their schedule,
+    never wait: -EAGAIN). Returns 0 (sent or queued), KG_EQFULL (the queue
+    is full: dropped), KG_ENOKERNEL (no socket), or another negative code. A
+    new start discards what still waits for the previous kernel. */
+int kg_kernel_send(kg_kernel_t *self, kg_channel_t ch, kg_msg_t *msg, kg_outq_class_t cls);
+
+/*  Send what waits in channel ch's queue until the socket would block.
+    Returns the number sent. */
+size_t kg_kernel_flush(kg_kernel_t *self, kg_channel_t ch);
+
+/*  Messages waiting in channel ch's queue. */
+size_t kg_kernel_queued(const kg_kernel_t *self, kg_channel_t ch);
+
 /*  The read end of the kernel's stdout (which = 1) or stderr (2) pipe, or
     -1 (no process, or at EOF). For the loop's poll. */
 int kg_kernel_output_fd(const kg_kernel_t *self, int which);
@@ -119,11 +142,16 @@ int kg_kernel_output_fd(const kg_kernel_t *self, int which);
 /*  RAW_OUTPUT: called once per chunk read, which = 1 stdout, 2 stderr. */
 typedef void (kg_kernel_output_fn)(void *arg, int which, const char *data, size_t len);
 
-/*  Read what the pipes hold now (a bounded amount per call): each chunk goes
-    to the ring of its stream (and the log), is passed through to kguard's
-    own fd 1 or 2, then handed to fn(arg, ...) (fn may be NULL). Returns the
-    bytes read. */
+/*  Read what the pipes hold now (a bounded amount per call): each chunk,
+    once what is not the kernel's is taken out (kg_foreign: what a stranger
+    makes ipykernel print), goes to the ring of its stream (and the log),
+    is passed through to kguard's own fd 1 or 2, then handed to fn(arg,
+    ...) (fn may be NULL). Returns the bytes read. */
 size_t kg_kernel_drain(kg_kernel_t *self, kg_kernel_output_fn *fn, void *arg);
+
+/*  Lines taken out of this object's streams so far (kg_foreign), over
+    every generation. The first is logged (its start) when it is seen. */
+unsigned long kg_kernel_foreign_lines(const kg_kernel_t *self);
 
 /*  Its readiness tracker (reset by each start). Borrowed. */
 kg_ready_t *kg_kernel_ready(const kg_kernel_t *self);

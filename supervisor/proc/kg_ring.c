@@ -2,10 +2,8 @@
 #include "kg_ring.h"
 
 #include <assert.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 struct kg_ring_t {
   char *buf;                    /*  capacity bytes                          */
@@ -13,11 +11,11 @@ struct kg_ring_t {
   size_t start;                 /*  index of the oldest byte                */
   size_t size;                  /*  bytes held                              */
   unsigned long long total;     /*  bytes ever appended                     */
-  int log_fd;                   /*  borrowed, -1 for none                   */
+  kg_rotlog_t *log;             /*  borrowed, NULL for none                 */
 };
 
 kg_ring_t *
-kg_ring_new(size_t capacity, int log_fd)
+kg_ring_new(size_t capacity, kg_rotlog_t *log)
 {
   assert(capacity > 0);
   kg_ring_t *self = calloc(1, sizeof *self);
@@ -29,7 +27,7 @@ kg_ring_new(size_t capacity, int log_fd)
     return NULL;
   }
   self->capacity = capacity;
-  self->log_fd = log_fd;
+  self->log = log;
   return self;
 }
 
@@ -48,17 +46,7 @@ kg_ring_append(kg_ring_t *self, const void *data, size_t len)
 {
   const char *p = data;
   self->total += len;
-  if (self->log_fd >= 0) {
-    size_t off = 0;
-    while (off < len) {
-      ssize_t w = write(self->log_fd, p + off, len - off);
-      if (w < 0 && errno == EINTR)
-        continue;
-      if (w <= 0)
-        break;   /* a full disk must not stop the relay */
-      off += (size_t) w;
-    }
-  }
+  kg_rotlog_write(self->log, p, len);   /* a full disk must not stop the relay */
   if (len >= self->capacity) {
     memcpy(self->buf, p + len - self->capacity, self->capacity);
     self->start = 0;

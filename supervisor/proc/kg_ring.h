@@ -9,12 +9,14 @@
 
 #include <stddef.h>
 
+#include "kg_rotlog.h"
+
 typedef struct kg_ring_t kg_ring_t;
 
-/*  Create a ring holding the last capacity bytes (capacity > 0). log_fd
-    (borrowed, -1 for none) receives every appended byte. NULL on allocation
-    failure. */
-kg_ring_t *kg_ring_new(size_t capacity, int log_fd);
+/*  Create a ring holding the last capacity bytes (capacity > 0). log
+    (borrowed, NULL for none; bounded in size, kg_rotlog) receives every
+    appended byte. NULL on allocation failure. */
+kg_ring_t *kg_ring_new(size_t capacity, kg_rotlog_t *log);
 
 /*  Free self and set *self_p to NULL. Safe on NULL. */
 void kg_ring_destroy(kg_ring_t **self_p);

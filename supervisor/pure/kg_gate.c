@@ -18,6 +18,8 @@ struct kg_gate_t {
   char *incident;               /*  owned, or NULL                            */
   /* the kernel's own queue (kg_gate.h): ids owned, or NULL */
   char *running_id;             /*  execute request the kernel said busy for  */
+  char *input_id;               /*  the kernel's input_request awaiting its
+                                    reply (one is forwarded), or NULL        */
   char *abort_idle_id;          /*  error reply seen, its idle awaited        */
   char *abort_probe_id;         /*  kguard's probe, its reply awaited         */
   int64_t abort_ms;             /*  when that error reply came                */
@@ -51,6 +53,7 @@ kg_gate_destroy(kg_gate_t **self_p)
     return;
   free((*self_p)->incident);
   free((*self_p)->running_id);
+  free((*self_p)->input_id);
   free((*self_p)->abort_idle_id);
   free((*self_p)->abort_probe_id);
   free(*self_p);
@@ -105,8 +108,14 @@ kg_gate_clear(kg_gate_t *self)
   self->notice_ms = 0;
 }
 
+int64_t
+kg_gate_made_ms(int64_t sent_wall_ms, kg_gate_clock_t clock)
+{
+  return sent_wall_ms > 0 && clock.known ? sent_wall_ms + clock.offset_ms : 0;
+}
+
 bool
-kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms)
+kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t made_wall_ms)
 {
   if (!self->fault || now_ms < self->fault_ms)
     return false;
@@ -115,7 +124,7 @@ kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms)
   if (self->told_wall_ms == 0)
     return true;    /* nobody can have seen the failure yet */
   /* made before the frontend was told: sent by someone who did not know */
-  return sent_wall_ms <= 0 || sent_wall_ms < self->told_wall_ms;
+  return made_wall_ms <= 0 || made_wall_ms < self->told_wall_ms;
 }
 
 /*  n digits at *p into *out; advances *p. Strict: no sign, no blanks (which
@@ -221,7 +230,8 @@ kg_gate_decide(const kg_gate_t *self, const kg_gate_input_t *in)
   if (kg_state_exiting(in->state))
     return s_decision(KG_GATE_DROP, KG_GATE_WHY_NONE);
   if (in->channel == KG_CH_STDIN)   /* input for the kernel that asked */
-    return s_decision(open ? KG_GATE_FORWARD : KG_GATE_DROP, KG_GATE_WHY_NONE);
+    return s_decision(open && self->input_id ? KG_GATE_FORWARD : KG_GATE_DROP,
+                      KG_GATE_WHY_NONE);
   if (in->state == KG_ST_DOWN) {
     /* In order behind a queued `%kguard restart`; else kguard answers. */
     if (in->kind == KG_GATE_MSG_INBAND)
@@ -230,7 +240,8 @@ kg_gate_decide(const kg_gate_t *self, const kg_gate_input_t *in)
       return s_decision(KG_GATE_DROP, KG_GATE_WHY_NONE);
     return s_decision(KG_GATE_ANSWER, KG_GATE_WHY_DOWN);
   }
-  if (in->kind == KG_GATE_MSG_EXECUTE && kg_gate_stale(self, in->now_ms, in->sent_wall_ms))
+  if (in->kind == KG_GATE_MSG_EXECUTE
+      && kg_gate_stale(self, in->now_ms, kg_gate_made_ms(in->sent_wall_ms, in->clock)))
     return s_decision(KG_GATE_ANSWER, KG_GATE_WHY_STALE);
   if (in->channel == KG_CH_SHELL) {
     /* One execute_request in the kernel at a time, in arrival order; a
@@ -304,6 +315,18 @@ int64_t
 kg_gate_abort_deadline(const kg_gate_t *self)
 {
   return kg_gate_abort_active(self) ? self->abort_ms + KG_GATE_ABORT_PROBE_MS : 0;
+}
+
+void
+kg_gate_input_asked(kg_gate_t *self, const char *request_id)
+{
+  s_set(&self->input_id, request_id);
+}
+
+bool
+kg_gate_input_awaited(const kg_gate_t *self)
+{
+  return self->input_id != NULL;
 }
 
 void

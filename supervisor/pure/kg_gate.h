@@ -10,7 +10,8 @@
       ANSWER    kguard answers it itself with an error and it never runs
                 anywhere (why: kg_gate_why_t)
       HOLD      keep it in kguard's queue, in arrival order, until its turn
-      DROP      nothing can take it (stdin input for a kernel that is gone)
+      DROP      nothing can take it (stdin input for a kernel that is gone,
+                or that did not ask for input: kg_gate_input_asked)
 
     The stale-request rule (issue 9). After a fault at T (a sticky GPU error,
     or the kernel's death), an execute_request that reaches kguard after T
@@ -24,10 +25,16 @@
     incident. Requests that arrive later run, and so does one that arrives
     within the window but whose header says it was created after the notice
     was published (its `date`, set by the frontend when it made the request:
-    that frontend had the notice; a request without a readable date counts
-    as created before). This assumes the frontend's clock is not ahead of
-    kguard's by more than the link's delay; a frontend clock that is behind
-    only makes the rule stricter. A restart the user asks for
+    that frontend had the notice). The date is the frontend's clock, which
+    may be seconds or hours off kguard's (a laptop's browser talking to a
+    GPU server): it is read on that frontend's own clock, as kguard
+    measured it from the session's earlier messages (kg_gate_clock_t,
+    kg_front_clock: the smallest arrival - date seen), so a skew in either
+    direction neither turns a stale request into a fresh one nor the
+    reverse; what remains is the link's one-way delay, as with synchronised
+    clocks. A request without a readable date, or whose session sent
+    nothing before it (its clock is unknown), counts as created before. A
+    restart the user asks for
     (`%kguard restart`) ends the rule: what follows it is meant for the new
     kernel. (ipykernel has the same problem inside one process and the same
     answer: after an error it aborts what arrives within
@@ -74,6 +81,14 @@ typedef enum {
   KG_GATE_FAULT_DIED
 } kg_gate_fault_t;
 
+/*  A frontend's clock as kguard measured it: offset_ms added to its
+    header dates gives kguard's wall clock. known: measured from at least
+    one earlier message of the same session (kg_front_clock). */
+typedef struct {
+  int64_t offset_ms;
+  bool known;
+} kg_gate_clock_t;
+
 /*  What the supervisor knows when a message arrives. */
 typedef struct {
   kg_state_t state;             /*  the kernel's life-cycle state             */
@@ -83,8 +98,10 @@ typedef struct {
                                     kguard's stop_on_error probe is pending) */
   bool queue_waiting;           /*  kguard's shell queue holds messages       */
   int64_t now_ms;               /*  monotonic                                 */
-  int64_t sent_wall_ms;         /*  the request header's date (Unix ms), 0 if
-                                    absent or unreadable                     */
+  int64_t sent_wall_ms;         /*  the request header's date (Unix ms on the
+                                    frontend's clock), 0 if absent or
+                                    unreadable                               */
+  kg_gate_clock_t clock;        /*  that frontend's clock                    */
 } kg_gate_input_t;
 
 typedef struct {
@@ -130,9 +147,15 @@ void kg_gate_told(kg_gate_t *self, int64_t wall_ms);
 /*  The user asked for a restart: the rule ends at once. */
 void kg_gate_clear(kg_gate_t *self);
 
-/*  True if an execute_request arriving at now_ms (monotonic), created at
-    sent_wall_ms (Unix ms from its header, 0 unknown), is stale. */
-bool kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t sent_wall_ms);
+/*  When a request dated sent_wall_ms (Unix ms on its frontend's clock, 0
+    unknown) was made, on kguard's wall clock: its date plus the clock's
+    offset, or 0 when either is unknown. */
+int64_t kg_gate_made_ms(int64_t sent_wall_ms, kg_gate_clock_t clock);
+
+/*  True if an execute_request arriving at now_ms (monotonic), made at
+    made_wall_ms (Unix ms on kguard's clock: kg_gate_made_ms; 0 unknown),
+    is stale. */
+bool kg_gate_stale(const kg_gate_t *self, int64_t now_ms, int64_t made_wall_ms);
 
 /*  A Jupyter header date (ISO 8601: "2026-12-03T04:55:00.123456Z", or with
     "+HH:MM"/"-HH:MM", or without a zone: UTC, as the protocol says) in Unix
@@ -173,6 +196,17 @@ bool kg_gate_abort_active(const kg_gate_t *self);
 /*  When the wait gives up (the error reply's time + KG_GATE_ABORT_PROBE_MS),
     or 0 if none is active. */
 int64_t kg_gate_abort_deadline(const kg_gate_t *self);
+
+/*  Input the kernel asked for. ipykernel reads its stdin channel only
+    while it waits for an input(): an input_reply nobody asked for would sit
+    in the kernel's queue (and, thousands of them, fill it), so stdin
+    messages go to the kernel only while an input_request it sent is
+    unanswered, one reply per request. kg_gate_input_asked(id) when the
+    kernel's input_request was relayed to the frontend; NULL or "" when it
+    was answered (the reply forwarded) or can no longer be (its cell ended,
+    the kernel is gone). */
+void kg_gate_input_asked(kg_gate_t *self, const char *request_id);
+bool kg_gate_input_awaited(const kg_gate_t *self);
 
 /*  The execute_request the kernel said busy for (its status' parent), or
     NULL: the request a raw-output fault belongs to. NULL or "" clears. */

@@ -8,6 +8,15 @@
 #include "kg_error.h"
 #include "kg_msg.h"
 
+/*  The drop log's kinds: kg_msg's reasons for refusing a message, then the
+    relay's own. */
+enum { S_UNEXPECTED = KG_DROP_COUNT, S_UNSENT, S_KINDS };
+static const char *const s_kind_names[S_KINDS] = {
+  [KG_DROP_UNSIGNED] = "unsigned", [KG_DROP_FORGED] = "forged",
+  [KG_DROP_REPLAYED] = "replayed", [KG_DROP_EXPIRED] = "expired",
+  [KG_DROP_REFLECTED] = "reflected", [KG_DROP_MALFORMED] = "malformed",
+  [KG_DROP_OVERSIZED] = "oversized", [S_UNEXPECTED] = "unexpected", [S_UNSENT] = "unsent"};
+
 struct kg_relay_stats_t {
   unsigned long count[KG_RELAY_KINDS];
   kg_ratelog_t *droplog;        /*  owned                                    */
@@ -19,7 +28,7 @@ kg_relay_stats_new(unsigned burst, int64_t interval_ms)
   kg_relay_stats_t *self = calloc(1, sizeof *self);
   if (!self)
     return NULL;
-  self->droplog = kg_ratelog_new(KG_DROP_COUNT, kg_msg_drop_names, burst, interval_ms);
+  self->droplog = kg_ratelog_new(S_KINDS, s_kind_names, burst, interval_ms);
   if (!self->droplog)
     kg_relay_stats_destroy(&self);
   return self;
@@ -56,7 +65,8 @@ kg_relay_stats_unrecorded(kg_relay_stats_t *self)
 kg_ratelog_verdict_t
 kg_relay_stats_rejected(kg_relay_stats_t *self, int rc, int64_t now)
 {
-  bool forged = rc == KG_ENOSIG || rc == KG_EBADSIG || rc == KG_EREPLAY;
+  bool forged = rc == KG_ENOSIG || rc == KG_EBADSIG || rc == KG_EREPLAY || rc == KG_EEXPIRED
+                || rc == KG_EREFLECTED;
   self->count[forged ? KG_RELAY_FORGED : KG_RELAY_MALFORMED]++;
   return kg_ratelog_note(self->droplog, kg_msg_drop_kind(rc), now);
 }
@@ -73,6 +83,21 @@ kg_relay_stats_oversized(kg_relay_stats_t *self, int64_t now)
 {
   self->count[KG_RELAY_OVERSIZED]++;
   return kg_ratelog_note(self->droplog, KG_DROP_OVERSIZED, now);
+}
+
+kg_ratelog_verdict_t
+kg_relay_stats_unexpected(kg_relay_stats_t *self, int64_t now)
+{
+  self->count[KG_RELAY_UNEXPECTED]++;
+  return kg_ratelog_note(self->droplog, S_UNEXPECTED, now);
+}
+
+kg_ratelog_verdict_t
+kg_relay_stats_unsent(kg_relay_stats_t *self, int rc, int64_t now)
+{
+  (void) rc;   /* every reason counts alike; the caller's log line names it */
+  self->count[KG_RELAY_UNSENT]++;
+  return kg_ratelog_note(self->droplog, S_UNSENT, now);
 }
 
 unsigned long
@@ -95,17 +120,19 @@ kg_relay_stats_drop_summary(kg_relay_stats_t *self, int64_t now, bool force)
 
 /*  A literal, so that the compiler checks the arguments against it. */
 #define S_TOTALS "%lu relayed, %lu forged or unsigned, %lu malformed, %lu oversized, " \
-                 "%lu unroutable messages dropped"
+                 "%lu unroutable, %lu unexpected, %lu unsent messages dropped"
 
 char *
 kg_relay_stats_totals(const kg_relay_stats_t *self)
 {
   const unsigned long *c = self->count;
   int n = snprintf(NULL, 0, S_TOTALS, c[KG_RELAY_RELAYED], c[KG_RELAY_FORGED],
-                   c[KG_RELAY_MALFORMED], c[KG_RELAY_OVERSIZED], c[KG_RELAY_UNROUTED]);
+                   c[KG_RELAY_MALFORMED], c[KG_RELAY_OVERSIZED], c[KG_RELAY_UNROUTED],
+                   c[KG_RELAY_UNEXPECTED], c[KG_RELAY_UNSENT]);
   char *line = n >= 0 ? malloc((size_t) n + 1) : NULL;
   if (line)
     snprintf(line, (size_t) n + 1, S_TOTALS, c[KG_RELAY_RELAYED], c[KG_RELAY_FORGED],
-             c[KG_RELAY_MALFORMED], c[KG_RELAY_OVERSIZED], c[KG_RELAY_UNROUTED]);
+             c[KG_RELAY_MALFORMED], c[KG_RELAY_OVERSIZED], c[KG_RELAY_UNROUTED],
+             c[KG_RELAY_UNEXPECTED], c[KG_RELAY_UNSENT]);
   return line;
 }

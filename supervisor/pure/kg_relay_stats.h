@@ -3,11 +3,15 @@
     used to keep in the supervisor's shared struct).
 
     Every message is counted once by what became of it: relayed, dropped
-    as forged or unsigned (a signature that fails, is missing or replayed),
-    malformed (unparsable, a bad header, unrecordable), oversized, or
-    unroutable (a reply or input request for no waiting request). Drops that
-    anyone reaching a port can cause also go through a kg_ratelog (the log
-    gets the first few of each kind per interval in full, then a summary).
+    as forged or unsigned (a signature that fails, is missing, or is
+    replayed, expired or reflected: kg_replay), malformed (unparsable, a bad
+    header, unrecordable), oversized, unroutable (a reply or input request
+    for no waiting request), unexpected (a frontend message nothing waits
+    for: an input_reply with no input_request), or unsent (a peer that does
+    not read: its send queue was full, or it was gone when its turn came).
+    Drops that anyone reaching a port can cause also go through a
+    kg_ratelog (the log gets the first few of each kind per interval in
+    full, then a summary).
     The object builds the exit line that sums it all up. Pure: no sockets,
     no clock of its own, no I/O (tests/unit/supervisor/test_relay_stats.c).
 
@@ -24,10 +28,13 @@
 
 typedef enum {
   KG_RELAY_RELAYED = 0,
-  KG_RELAY_FORGED,              /*  forged, unsigned or replayed             */
+  KG_RELAY_FORGED,              /*  forged, unsigned, replayed, expired or
+                                    reflected                                */
   KG_RELAY_MALFORMED,
   KG_RELAY_OVERSIZED,
   KG_RELAY_UNROUTED,
+  KG_RELAY_UNEXPECTED,          /*  nothing waits for it (an input_reply)    */
+  KG_RELAY_UNSENT,              /*  the peer does not read, or is gone       */
   KG_RELAY_KINDS
 } kg_relay_count_t;
 
@@ -51,10 +58,11 @@ void kg_relay_stats_unrouted(kg_relay_stats_t *self);
     memory): counted as malformed, not rate-logged. */
 void kg_relay_stats_unrecorded(kg_relay_stats_t *self);
 
-/*  A message the frontend side rejected with rc (kg_msg_parse or
-    kg_msg_check_header's code): KG_ENOSIG, KG_EBADSIG and KG_EREPLAY count
-    as forged, anything else as malformed. at now (monotonic ms). Returns
-    KG_RATELOG_FULL if the caller should log it in full. */
+/*  A message the frontend side rejected with rc (kg_msg_parse,
+    kg_msg_check_header or kg_replay's code): KG_ENOSIG, KG_EBADSIG,
+    KG_EREPLAY, KG_EEXPIRED and KG_EREFLECTED count as forged, anything
+    else as malformed. at now (monotonic ms). Returns KG_RATELOG_FULL if the
+    caller should log it in full. */
 kg_ratelog_verdict_t kg_relay_stats_rejected(kg_relay_stats_t *self, int rc, int64_t now);
 
 /*  A message from the kernel rejected with rc (its signature is never
@@ -64,6 +72,16 @@ kg_ratelog_verdict_t kg_relay_stats_rejected_kernel(kg_relay_stats_t *self, int 
 
 /*  A message over the size limit, skipped unread at now. */
 kg_ratelog_verdict_t kg_relay_stats_oversized(kg_relay_stats_t *self, int64_t now);
+
+/*  A well-signed frontend message nothing waits for (an input_reply while
+    no input_request is out), dropped at now. */
+kg_ratelog_verdict_t kg_relay_stats_unexpected(kg_relay_stats_t *self, int64_t now);
+
+/*  A message that could not be sent at now: its peer's send queue was full
+    (KG_EQFULL) or the peer was gone (-EHOSTUNREACH), or another send error
+    (rc). Rate-logged as "unsent": a peer that stops reading cannot flood
+    the log either. */
+kg_ratelog_verdict_t kg_relay_stats_unsent(kg_relay_stats_t *self, int rc, int64_t now);
 
 /*  The count of kind (0 for a kind out of range). */
 unsigned long kg_relay_stats_count(const kg_relay_stats_t *self, kg_relay_count_t kind);
@@ -77,7 +95,7 @@ char *kg_relay_stats_drop_summary(kg_relay_stats_t *self, int64_t now, bool forc
 
 /*  The totals as one line, a new string (NULL on allocation failure):
     "3 relayed, 1 forged or unsigned, 0 malformed, 0 oversized, 2
-    unroutable messages dropped". */
+    unroutable, 0 unexpected, 0 unsent messages dropped". */
 char *kg_relay_stats_totals(const kg_relay_stats_t *self);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "kg_clock.h"
 #include "kg_error.h"
+#include "kg_safepath.h"
 #include "kg_paths.h"
 #include "kg_log.h"
 #include "kg_signer.h"
@@ -182,11 +183,11 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
     return KG_ENOMEM;
   int logfd = -1;
   if (cfg->log_path) {
-    logfd = open(cfg->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    logfd = kg_safepath_open(cfg->log_path, O_APPEND, 0600);
     if (logfd < 0) {
-      int rc = -errno;
+      int rc = logfd;
       kg_errf(err, errlen, "unable to open the kernel log %s: %s", cfg->log_path,
-            strerror(errno));
+              kg_strerror(rc));
       s_argv_free(argv);
       return rc;
     }

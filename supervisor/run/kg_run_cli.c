@@ -22,6 +22,7 @@
 #include "kg_outpath.h"
 #include "kg_params.h"
 #include "kg_paths.h"
+#include "kg_safepath.h"
 #include "kg_progress.h"
 #include "kg_runner.h"
 #include "kg_kernelspec.h"
@@ -141,23 +142,30 @@ s_absolute(const char *path)
   return out;
 }
 
-/*  The shared state directory convention. New string. */
+/*  The state directory (--state-dir, else the shared convention of
+    kg_paths), created and checked to be private (kg_safepath.h). New
+    string, or NULL with why filled. */
 static char *
-s_state_dir(const char *arg)
+s_state_dir(const char *arg, char *why, size_t whylen)
 {
-  if (arg)
-    return s_absolute(arg);
-  const char *env = getenv("KGUARD_STATE_DIR");
-  if (env && *env)
-    return s_absolute(env);
   char buf[PATH_MAX];
-  const char *xdg = getenv("XDG_STATE_HOME");
-  const char *home = getenv("HOME");
-  if (xdg && *xdg)
-    snprintf(buf, sizeof buf, "%s/kguard", xdg);
-  else
-    snprintf(buf, sizeof buf, "%s/.local/state/kguard", home && *home ? home : "/tmp");
-  return s_absolute(buf);
+  if (!arg) {
+    if (kg_paths_state_dir_why(buf, sizeof buf, why, whylen) != 0)
+      return NULL;
+    return s_absolute(buf);
+  }
+  char *abs = s_absolute(arg);
+  if (!abs) {
+    kg_errf(why, whylen, "out of memory");
+    return NULL;
+  }
+  char sub[PATH_MAX + 256];
+  if (kg_safepath_make_dir(abs, sub, sizeof sub) != 0) {
+    kg_errf(why, whylen, "--state-dir: %s", sub);
+    free(abs);
+    return NULL;
+  }
+  return abs;
 }
 
 /*  NOTEBOOK.ipynb -> NOTEBOOK.kguard.ipynb in the same directory. */
@@ -391,7 +399,8 @@ kg_run_main(int argc, char **argv)
     return KG_EXIT_USAGE;
   }
   char *nb_dir = cwd_arg ? s_absolute(cwd_arg) : s_dirname(input);
-  char *state_dir = s_state_dir(state_arg);
+  char state_why[PATH_MAX + 512] = "";
+  char *state_dir = s_state_dir(state_arg, state_why, sizeof state_why);
   char *ckpt = checkpoints ? s_absolute(checkpoints) : NULL;
   char *state_abs = state_arg ? s_absolute(state_arg) : NULL;
   char exe[PATH_MAX];
@@ -400,6 +409,11 @@ kg_run_main(int argc, char **argv)
   bool have_log = false;
   kg_progress_t *pr = kg_progress_new(stderr, stdout, quiet);
   int sigfd = -1;
+  if (!state_dir && out_path && nb_dir) {
+    fprintf(stderr, "kguard run: %s\n", state_why);
+    code = KG_EXIT_USAGE;
+    goto done;
+  }
   if (!out_path || !nb_dir || !state_dir || (checkpoints && !ckpt) || (state_arg && !state_abs)
       || !pr || exe_rc != 0) {
     kg_opt_error("unable to set up: %s",

@@ -31,6 +31,7 @@
 
 static char s_root[PATH_MAX];
 static unsigned char s_sk[KG_KEYS_SECRET_BYTES], s_pk[KG_KEYS_PUBLIC_BYTES];
+static kg_keyring_t *s_keys; /* s_pk as the user's own key */
 
 static void
 s_write(const char *path, size_t size, unsigned seed)
@@ -50,11 +51,14 @@ s_setup(void)
     abort();
   char p[PATH_MAX + 64];
   snprintf(p, sizeof p, "%s/keys", s_root);
-  KG_CHECK_INT(kg_keys_generate(p, false), 0);
-  KG_CHECK_INT(kg_keys_generate(p, false), KG_EEXISTS);
-  KG_CHECK_INT(kg_keys_load_secret(p, false, s_sk), 0);
-  KG_CHECK_INT(kg_keys_load_public(p, s_pk), 0);
+  KG_CHECK_INT(kg_keys_generate(p, false, NULL, 0), 0);
+  KG_CHECK_INT(kg_keys_generate(p, false, NULL, 0), KG_EEXISTS);
+  KG_CHECK_INT(kg_keys_load_secret(p, false, s_sk, NULL, 0), 0);
+  KG_CHECK_INT(kg_keys_load_public(p, s_pk, NULL, 0), 0);
   KG_CHECK(memcmp(s_sk + 32, s_pk, 32) == 0);
+  kg_keyring_destroy(&s_keys);
+  s_keys = kg_keyring_new();
+  KG_CHECK(s_keys && kg_keyring_add(s_keys, s_pk, NULL, NULL) == 0);
   snprintf(p, sizeof p, "%s/src/d", s_root);
   char src[PATH_MAX + 64];
   snprintf(src, sizeof src, "%s/src", s_root);
@@ -189,13 +193,13 @@ KG_TEST(seal_verify_restore)
   KG_CHECK_INT(s_seal(12, 0, false, path), 0);
   KG_CHECK_INT(s_seal(13, 0, true, zpath), 0);
   kg_ckpt_report_t r;
-  KG_CHECK_INT(kg_ckpt_verify(path, s_pk, 0, NULL, &r), 0);
+  KG_CHECK_INT(kg_ckpt_verify(path, s_keys, 0, NULL, &r), 0);
   KG_CHECK(r.authenticated);
   KG_CHECK_INT(r.manifest->step, 12);
   KG_CHECK_INT(r.manifest->count, 2);
   KG_CHECK_STR(r.manifest->run, "unit");
   kg_ckpt_report_clear(&r);
-  KG_CHECK_INT(kg_ckpt_verify(zpath, s_pk, 0, NULL, &r), 0);
+  KG_CHECK_INT(kg_ckpt_verify(zpath, s_keys, 0, NULL, &r), 0);
   KG_CHECK(r.manifest->zstd);
   kg_ckpt_report_clear(&r);
   /* Without the key: unsigned, never valid. */
@@ -204,14 +208,21 @@ KG_TEST(seal_verify_restore)
 
   char dest[PATH_MAX + 32], f[PATH_MAX + 64];
   snprintf(dest, sizeof dest, "%s/new/out", s_root);
-  KG_CHECK_INT(kg_ckpt_restore(zpath, dest, s_pk, NULL, &r), 0);
+  /* A missing parent is a mistake, never created (as tar -C and cp). */
+  KG_CHECK_INT(kg_ckpt_restore(zpath, dest, s_keys, NULL, NULL, &r), KG_EUSAGE);
+  KG_CHECK(strstr(r.reason, "does not exist") != NULL);
+  kg_ckpt_report_clear(&r);
+  snprintf(f, sizeof f, "%s/new", s_root);
+  KG_CHECK_INT(access(f, F_OK), -1);
+  KG_CHECK_INT(mkdir(f, 0700), 0);
+  KG_CHECK_INT(kg_ckpt_restore(zpath, dest, s_keys, NULL, NULL, &r), 0);
   kg_ckpt_report_clear(&r);
   snprintf(f, sizeof f, "%s/d/extra.bin", dest);
   struct stat st;
   KG_CHECK_INT(stat(f, &st), 0);
   KG_CHECK_INT(st.st_size, 777);
   /* Destination exists: refused, untouched. */
-  KG_CHECK_INT(kg_ckpt_restore(path, dest, s_pk, NULL, &r), KG_EEXISTS);
+  KG_CHECK_INT(kg_ckpt_restore(path, dest, s_keys, NULL, NULL, &r), KG_EEXISTS);
   kg_ckpt_report_clear(&r);
   s_teardown();
 }
@@ -231,7 +242,7 @@ KG_TEST(same_millisecond_seals_get_unique_names)
   kg_ckpt_report_t r;
   const char *all[] = {a, b, c};
   for (int i = 0; i < 3; i++) {
-    KG_CHECK_INT(kg_ckpt_verify(all[i], s_pk, 0, NULL, &r), 0);
+    KG_CHECK_INT(kg_ckpt_verify(all[i], s_keys, 0, NULL, &r), 0);
     kg_ckpt_report_clear(&r);
   }
   s_teardown();
@@ -310,7 +321,7 @@ KG_TEST(list_latest_before_and_quarantine)
   snprintf(left, sizeof left, "%s/.step-0000000009-x.kgckpt.tar.tmp-abcdef", ck);
   s_write(left, 100, 3);
   int rc;
-  kg_ckpt_list_t *l = kg_ckpt_list_scan(ck, s_pk, false, &rc);
+  kg_ckpt_list_t *l = kg_ckpt_list_scan(ck, s_keys, false, &rc);
   KG_CHECK(l != NULL);
   KG_CHECK_INT(l->count, 4);
   /* The leftover's mtime is now, later than the 1970 seal times. */
@@ -319,19 +330,19 @@ KG_TEST(list_latest_before_and_quarantine)
   KG_CHECK_INT(l->entries[2].step, 2);
   KG_CHECK_INT(l->entries[3].step, 1);
   size_t i = 99;
-  KG_CHECK_INT(kg_ckpt_list_latest(l, s_pk, INT64_MAX, &i), 0);
+  KG_CHECK_INT(kg_ckpt_list_latest(l, s_keys, INT64_MAX, &i), 0);
   KG_CHECK_STR(l->entries[i].path, p3);
-  KG_CHECK_INT(kg_ckpt_list_latest(l, s_pk, 3000000, &i), 0);
+  KG_CHECK_INT(kg_ckpt_list_latest(l, s_keys, 3000000, &i), 0);
   KG_CHECK_STR(l->entries[i].path, p2);
-  KG_CHECK_INT(kg_ckpt_list_latest(l, s_pk, 1000000, &i), KG_ECKPT_NONE);
-  KG_CHECK_INT(kg_ckpt_quarantine(l, "../bad", 0), KG_EUSAGE);
-  KG_CHECK_INT(kg_ckpt_quarantine(l, "inc", 2000000), 2);
+  KG_CHECK_INT(kg_ckpt_list_latest(l, s_keys, 1000000, &i), KG_ECKPT_NONE);
+  KG_CHECK_INT(kg_ckpt_quarantine(l, "../bad", 0, NULL, NULL, 0), KG_EUSAGE);
+  KG_CHECK_INT(kg_ckpt_quarantine(l, "inc", 2000000, NULL, NULL, 0), 2);
   KG_CHECK(!l->entries[0].moved_to); /* leftovers stay */
   KG_CHECK(l->entries[1].moved_to && l->entries[2].moved_to && !l->entries[3].moved_to);
   kg_ckpt_list_destroy(&l);
-  l = kg_ckpt_list_scan(ck, s_pk, true, &rc);
+  l = kg_ckpt_list_scan(ck, s_keys, true, &rc);
   KG_CHECK_INT(l->count, 2); /* p1 and the leftover */
-  KG_CHECK_INT(kg_ckpt_list_latest(l, s_pk, INT64_MAX, &i), 0);
+  KG_CHECK_INT(kg_ckpt_list_latest(l, s_keys, INT64_MAX, &i), 0);
   KG_CHECK_STR(l->entries[i].path, p1);
   kg_ckpt_list_destroy(&l);
   char q[PATH_MAX + 64];

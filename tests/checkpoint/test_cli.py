@@ -8,6 +8,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import BIN, run
 
 
@@ -36,12 +38,22 @@ def test_help_texts():
     assert run("ckpt", "seal", "x").returncode == 100
 
 
-def test_keygen_refuses_to_replace(keyenv):
-    assert run("keygen").returncode == 0
+def test_keygen_keeps_an_existing_key_and_says_where(keyenv):
+    """The README's "once per user" step succeeds after any seal made the
+    key: the key is kept (never replaced without --force) and named."""
+    first = run("keygen")
+    assert first.returncode == 0
     assert (keyenv / "ckpt-ed25519.secret").stat().st_mode & 0o777 == 0o600
     assert keyenv.stat().st_mode & 0o777 == 0o700
-    assert run("keygen").returncode == 100
-    assert run("keygen", "--force").returncode == 0
+    secret = (keyenv / "ckpt-ed25519.secret").read_bytes()
+    again = run("keygen")
+    assert again.returncode == 0, again.stderr
+    key_id = first.stdout.split()[1]
+    assert again.stdout.startswith(f"key {key_id} in {keyenv}") and "already there" in again.stdout
+    assert (keyenv / "ckpt-ed25519.secret").read_bytes() == secret
+    forced = run("keygen", "--force")
+    assert forced.returncode == 0 and forced.stdout.split()[1] != key_id
+    assert (keyenv / "ckpt-ed25519.secret").read_bytes() != secret
 
 
 def test_list_newest_first_and_latest_before(tmp_path, keyenv, payload):
@@ -106,7 +118,7 @@ def test_resume_prepare(tmp_path, keyenv, payload):
         f.seek(os.path.getsize(paths[1]) - 4000)
         f.write(b"\x00\x01" * 8)
     dest = tmp_path / "state" / "restored" / "inc-9"
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", str(t_fault),
             "--incident", "inc-9", "--into", str(dest), "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
@@ -131,7 +143,7 @@ def test_resume_prepare(tmp_path, keyenv, payload):
 
     # Nothing before T left: status none, exit 0, DEST not created.
     dest2 = tmp_path / "state" / "restored" / "inc-10"
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", "1000",
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", "1000",
             "--incident", "inc-10", "--into", str(dest2), "--json")
     assert p.returncode == 0
     out = json.loads(p.stdout)
@@ -139,10 +151,10 @@ def test_resume_prepare(tmp_path, keyenv, payload):
     assert not dest2.exists()
 
     # A missing directory is simply "none"; bad usage is an error object.
-    p = run("ckpt", "resume-prepare", "--dir", str(tmp_path / "nope"), "--before", "5",
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(tmp_path / "nope"), "--before", "5",
             "--incident", "i", "--into", str(tmp_path / "d3"), "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["status"] == "none"
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--json")
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--json")
     assert p.returncode == 100 and json.loads(p.stdout)["status"] == "error"
 
 
@@ -172,7 +184,7 @@ def test_resume_prepare_zstd_copies_beside_the_archives(tmp_path, keyenv, payloa
     path = seal(payload, ck, 5, "--zstd")
     t_fault = listing(ck)[0]["sealed_at_ms"] + 1
     into = tmp_path / "state" / "restored" / "z1"
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", str(t_fault),
             "--incident", "z1", "--into", str(into), "--json")
     out = json.loads(p.stdout)
     assert p.returncode == 0 and out["status"] == "restored" and out["archive"] == path
@@ -303,7 +315,7 @@ def test_keep_prunes_after_a_newer_one_verified(tmp_path, keyenv, payload):
     p10 = seal(payload, ck, 10)
     p20 = seal(payload, ck, 20)
     t_fault = listing(ck)[0]["sealed_at_ms"]  # step 20 at/after the fault
-    p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", str(t_fault),
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", str(t_fault),
             "--incident", "inc-1", "--into", str(tmp_path / "x"), "--json")
     assert json.loads(p.stdout)["archive"] == p10
     stray = ck / "step-0000000001-20200101T000000000Z.kgckpt.tar"
@@ -337,7 +349,7 @@ def test_resume_prepare_says_failed_when_a_verified_checkpoint_cannot_be_restore
     "failed" with the reason, exit 111, nothing partial left; never "none"."""
     ck = tmp_path / "ck"
     ck.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(ck)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(ck)],
                       capture_output=True).returncode != 0:
         import pytest
         pytest.skip("needs root to mount a small tmpfs")
@@ -346,7 +358,7 @@ def test_resume_prepare_says_failed_when_a_verified_checkpoint_cannot_be_restore
         src.mkdir()
         (src / "state.pt").write_bytes(b"\0" * (16 << 20))  # compresses to almost nothing
         path = seal(src, ck, 3, "--zstd")
-        p = run("ckpt", "resume-prepare", "--dir", str(ck), "--before", "99999999999999",
+        p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(ck), "--before", "99999999999999",
                 "--incident", "full1", "--into", str(tmp_path / "x"), "--json")
         out = json.loads(p.stdout)
         assert p.returncode == 111 and out["status"] == "failed", p.stdout
@@ -355,3 +367,106 @@ def test_resume_prepare_says_failed_when_a_verified_checkpoint_cannot_be_restore
         assert sorted(os.listdir(ck)) == sorted([os.path.basename(path), ".incident-full1"])
     finally:
         subprocess.run(["umount", str(ck)], check=True)
+
+
+def test_resume_prepare_takes_only_the_run_being_resumed(tmp_path, keyenv, payload):
+    """An archive of the same user's other experiment copied into run A's
+    directory, newer than run A's: never chosen for run A (it was, and
+    reported as verified), never quarantined for it, and the record says
+    why it was passed over."""
+    ck = tmp_path / "ck"
+    a100 = run("ckpt", "seal", str(payload), "--step", "100", "--run", "projA", "--into",
+               str(ck), check=True).stdout.strip()
+    b900 = run("ckpt", "seal", str(payload), "--step", "900", "--run", "projB", "--into",
+               str(ck), check=True).stdout.strip()
+    t_fault = max(r["sealed_at_ms"] for r in listing(ck)) + 1
+    b_late = run("ckpt", "seal", str(payload), "--step", "901", "--run", "projB", "--into",
+                 str(ck), "--time", str(t_fault + 10), check=True).stdout.strip()
+    env = dict(os.environ, KGUARD_RUN_ID="projA")  # what the kernel started with
+    p = subprocess.run([BIN, "ckpt", "resume-prepare", "--dir", str(ck), "--before",
+                        str(t_fault), "--incident", "runs1", "--into", str(tmp_path / "x"),
+                        "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=120)
+    out = json.loads(p.stdout)
+    assert p.returncode == 0 and out["status"] == "restored", p.stdout
+    assert out["archive"] == a100 and out["step"] == 100 and out["run"] == "projA"
+    assert out["resumed_run"] == "projA"
+    why = {s["archive"]: s["reason"] for s in out["skipped"]}
+    assert "run 'projB', not the run being resumed ('projA')" in why[b900]
+    assert out["quarantined"] == [] and os.path.exists(b_late)  # another run's: left alone
+    # --run names the run explicitly (kguard exec passes its --name).
+    p = run("ckpt", "resume-prepare", "--run", "projB", "--dir", str(ck), "--before",
+            str(t_fault), "--incident", "runs2", "--into", str(tmp_path / "y"), "--json")
+    out = json.loads(p.stdout)
+    assert out["archive"] == b900 and out["resumed_run"] == "projB"
+    assert [q["archive"] for q in out["quarantined"]] == [b_late]
+
+
+def test_one_rule_for_missing_paths(tmp_path, keyenv, sealed):
+    """A typo gets the same answer from every ckpt command: exit 100 and
+    one line naming the path once (it was 0, 1, 111 or 'system failure')."""
+    missing = str(tmp_path / "nosuch")
+    cases = {
+        "gc": ["gc", missing], "prune": ["prune", missing, "--keep", "2"],
+        "latest": ["latest", missing], "list": ["list", missing],
+        "seal": ["seal", missing, "--step", "1", "--into", str(tmp_path / "ck")],
+        "verify": ["verify", missing], "restore": ["restore", missing, str(tmp_path / "out")],
+        "quarantine": ["quarantine", missing, "--incident", "i", "--from", "0"],
+        "manifest": ["manifest", missing],
+    }
+    for name, argv in cases.items():
+        p = run("ckpt", *argv)
+        assert p.returncode == 100, (name, p.returncode, p.stdout, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"kguard ckpt {name}: no such "), (name,
+                                                                                        lines)
+        assert lines[0].count(missing) == 1, lines
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "out").exists()
+    # A file where a directory is needed, and the other way round.
+    p = run("ckpt", "list", str(sealed))
+    assert p.returncode == 100 and "not a directory" in p.stderr
+    p = run("ckpt", "verify", str(tmp_path))
+    assert p.returncode == 100 and "a directory, not a file" in p.stderr
+    # verify with a good file and a typo: the good one is still checked.
+    p = run("ckpt", "verify", str(sealed), missing)
+    assert p.returncode == 100 and f"{sealed}: valid" in p.stdout
+
+
+def test_restore_refuses_a_missing_parent(tmp_path, sealed):
+    """`restore a.tar typo/deeper/dest` created every missing parent (once a
+    directory at the filesystem's root): now refused, as tar -C and cp do."""
+    dest = tmp_path / "typo" / "deeper" / "dest"
+    p = run("ckpt", "restore", str(sealed), str(dest))
+    assert p.returncode == 100, p.stdout + p.stderr
+    assert f"'{tmp_path / 'typo' / 'deeper'}' does not exist" in p.stderr
+    assert not (tmp_path / "typo").exists()
+    (tmp_path / "typo" / "deeper").mkdir(parents=True)
+    assert run("ckpt", "restore", str(sealed), str(dest)).returncode == 0
+    # --read-only and --digest: what kguard.resume()'s r.dir asks for.
+    manifest = json.loads(run("ckpt", "manifest", str(sealed), check=True).stdout)
+    ro = tmp_path / "ro"
+    p = run("ckpt", "restore", "--read-only", "--digest", "0" * 64, str(sealed), str(ro))
+    assert p.returncode == 2 and "not the expected" in p.stderr and not ro.exists()
+    p = run("ckpt", "restore", "--read-only", "--digest", manifest["manifest_digest"],
+            str(sealed), str(ro))
+    assert p.returncode == 0, p.stderr
+    assert (ro / "state.pt").stat().st_mode & 0o777 == 0o400
+    assert ro.stat().st_mode & 0o777 == 0o500
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")
+def test_permission_errors_name_the_path(tmp_path):
+    """`kguard keygen: Permission denied` said nothing of where."""
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    os.chmod(tmp_path, 0o755)
+    nobody = 65534
+    for argv, path in ((["keygen"], str(locked / "keys")),
+                       (["ckpt", "list", str(locked / "ck")], str(locked / "ck"))):
+        env = {"PATH": "/usr/bin:/bin", "KGUARD_KEY_DIR": str(locked / "keys")}
+        p = subprocess.run([BIN, *argv], env=env, user=nobody, group=nobody, extra_groups=[],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=60)
+        assert p.returncode in (100, 111), (argv, p.returncode, p.stderr)
+        assert str(locked) in p.stderr, (argv, p.stderr)
+        assert "Permission denied" in p.stderr, (argv, p.stderr)

@@ -157,7 +157,10 @@ def test_flipped_bit_in_signature(sealed, tmp_path):
 def test_wrong_key(sealed, tmp_path, monkeypatch):
     monkeypatch.setenv("KGUARD_KEY_DIR", str(tmp_path / "other-keys"))
     assert run("keygen").returncode == 0
-    check_refused(sealed, UNSIGNED, "signed by unknown key", tmp_path)
+    check_refused(sealed, UNSIGNED, "which you do not trust", tmp_path)
+    # The message points at the way to trust the signer, not at keygen.
+    out = run("ckpt", "verify", str(sealed)).stdout
+    assert "kguard keys import" in out and "keygen" not in out
 
 
 def test_no_key_at_all(sealed, tmp_path, monkeypatch):
@@ -334,3 +337,81 @@ def test_torch_zip_truncated(tmp_path, keyenv):
     g = tmp_path / "model-cut.pt"
     g.write_bytes(data[: len(data) // 2])
     check_refused(g, INCOMPLETE, "incomplete", tmp_path)
+
+
+# ---- signed manifests that C and Python must read alike ------------------------
+
+def _sign(manifest, key_dir):
+    """The detached Ed25519 signature of manifest by the test's own key
+    (libsodium, as kguard signs)."""
+    import ctypes
+    sodium = ctypes.CDLL("libsodium.so.23")
+    sk = (key_dir / "ckpt-ed25519.secret").read_bytes()
+    sig = ctypes.create_string_buffer(64)
+    assert sodium.crypto_sign_detached(sig, None, manifest, ctypes.c_ulonglong(len(manifest)),
+                                       sk) == 0
+    return sig.raw
+
+
+def _signed_archive(sealed, path, keyenv, members, manifest_text):
+    """An archive of `members` [(name, bytes)] behind manifest_text (the
+    sealed archive's manifest with its members replaced by edit), signed by
+    the user's own key: only the manifest's content is hostile."""
+    manifest = manifest_text.encode()
+    head, _ = head_and_payload(sealed)
+    mi, _ = head[0]
+    si, _ = head[1]
+    return build(path, [(mi, manifest), (si, _sign(manifest, keyenv))]
+                 + [reg(n, d) for n, d in members])
+
+
+def _manifest_with(sealed, entries):
+    """The sealed archive's manifest (JSON text) listing entries
+    [(json-escaped path, bytes)] instead of its own members."""
+    import hashlib
+    import json
+    m = json.loads(members(sealed)[0][1])
+    listed = []
+    for path, data in entries:
+        listed.append('{"path": "%s", "size": %d, "chunks": ["%s"]}'
+                      % (path, len(data), hashlib.blake2b(data, digest_size=32).hexdigest()))
+    m["members"] = []
+    m["total_size"] = sum(len(d) for _, d in entries)
+    text = json.dumps(m)
+    return text.replace('"members": []', '"members": [' + ", ".join(listed) + "]")
+
+
+def test_file_that_is_also_a_directory(sealed, tmp_path, keyenv):
+    """A manifest listing both `a` and `a/b` (and an archive holding both):
+    it once verified valid while restore failed with 111; one verdict for
+    both, unsafe, naming the pair."""
+    a, ab = b"file a\n", b"file a/b\n"
+    text = _manifest_with(sealed, [("a", a), ("a/b", ab)])
+    f = _signed_archive(sealed, tmp_path / "a-and-ab.tar", keyenv, [("a", a), ("a/b", ab)], text)
+    check_refused(f, UNSAFE, "'a' both as a file and as a directory of 'a/b'", tmp_path)
+    # Not only the direct child: any depth, whatever sorts between them.
+    text = _manifest_with(sealed, [("d/x", a), ("d/x-y", a), ("d/x/y/z", ab)])
+    f = _signed_archive(sealed, tmp_path / "deep.tar", keyenv,
+                        [("d/x", a), ("d/x-y", a), ("d/x/y/z", ab)], text)
+    check_refused(f, UNSAFE, "'d/x' both as a file and as a directory of 'd/x/y/z'", tmp_path)
+
+
+def test_nul_in_a_member_name(sealed, tmp_path, keyenv):
+    """JSON's \\u0000 in a member name: C strings end at the NUL ("state.pt"
+    matched the archive's member and verified valid) while Python kept the
+    whole name (and refused the member as unlisted). Both refuse it now."""
+    data = b"weights"
+    text = _manifest_with(sealed, [("state.pt\\u0000.evil", data)])
+    f = _signed_archive(sealed, tmp_path / "nul.tar", keyenv, [("state.pt", data)], text)
+    check_refused(f, UNSAFE, "NUL character", tmp_path)
+    # The in-kernel reader agrees: the manifest is refused before any member.
+    import sys
+    sys.path.insert(0, os.path.join(os.environ.get("KGUARD_SOURCE_DIR", "../.."), "python"))
+    from kguard.archive import Archive, CheckpointError
+    with pytest.raises(CheckpointError):
+        Archive(str(f))
+    with pytest.raises(CheckpointError, match="both as a file and as a directory"):
+        from kguard.archive import _check_paths
+        _check_paths("x", {"a": {}, "a/b": {}})
+    with pytest.raises(CheckpointError, match="NUL"):
+        _check_paths("x", {"state.pt\0.evil": {}})

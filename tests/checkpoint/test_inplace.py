@@ -112,7 +112,7 @@ def test_slow_big_restore_is_bounded_by_stalls_not_size_and_copies_nothing(ckenv
     monkeypatch.setenv("KGUARD_RESUME_STEP", str(res["step"]))
     r = kguard.resume()
     blob = r.load()["blob"]
-    assert r.dir is None and r.step == 10
+    assert r.in_place and r.step == 10
     assert hashlib.blake2b(blob.numpy().tobytes()).hexdigest() == want
     assert tree_bytes(ckenv) == before_bytes
 

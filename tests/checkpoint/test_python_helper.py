@@ -19,6 +19,7 @@ from conftest import run  # noqa: E402
 def ckenv(tmp_path, monkeypatch, keyenv):
     monkeypatch.setenv("KGUARD_CKPT_DIR", str(tmp_path / "ck"))
     monkeypatch.setenv("KGUARD_RUN_ID", "run-py")
+    monkeypatch.setenv("KGUARD_STATE_DIR", str(tmp_path / "state"))
     for k in ("KGUARD_RESUME_DIR", "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE",
               "KGUARD_RESUME_DIGEST", "KGUARD_EMULATE", "KGUARD_CKPT_LAYOUT", "RANK",
               "KGUARD_RANK", "WORLD_SIZE"):
@@ -46,17 +47,20 @@ def test_save_then_resume_round_trip(ckenv, monkeypatch):
     monkeypatch.setenv("KGUARD_RESUME_ARCHIVE", out["archive"])
     monkeypatch.setenv("KGUARD_RESUME_DIGEST", out["digest"])
     r = kguard.resume()
-    assert r.dir is None and r.step == 41 and r.archive == path
+    assert r.step == 41 and r.archive == path
     loaded = r.load()
     assert loaded["step"] == 41 and torch.equal(loaded["w"], state["w"])
     assert sorted(os.listdir(ckenv / "ck")) == [".incident-t1", os.path.basename(path)]
+    assert not (ckenv / "state").exists()  # read in place: no copy anywhere
 
     # A manifest other than the one kguard verified is refused.
     monkeypatch.setenv("KGUARD_RESUME_DIGEST", "blake2b-256:" + "0" * 64)
     with pytest.raises(CheckpointError, match="replaced"):
         kguard.resume().load()
 
-    # The older contract (a restored directory) still loads.
+    # The older contract (a restored directory) still loads, checked
+    # against the archive's signed digests as it is read.
+    monkeypatch.setenv("KGUARD_RESUME_DIGEST", out["digest"])
     assert run("ckpt", "restore", path, str(dest)).returncode == 0
     monkeypatch.setenv("KGUARD_RESUME_DIR", str(dest))
     r = kguard.resume()

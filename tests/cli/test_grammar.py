@@ -25,6 +25,8 @@ def value_for(opt):
         return "127.0.0.1:1"
     if arg == "MODULES":
         return "torch"
+    if arg == "HEX":
+        return "0" * 64
     return "1"
 
 

@@ -1,17 +1,21 @@
 /*  kg_coord_rule, kg_coord_ckpt and kg_coord_keys: the agreed step, the root
     cause, the ranks' listings read, and the keys from the job's secret, as
     tables. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "kg_coord_ckpt.h"
 #include "kg_coord_keys.h"
 #include "kg_coord_rule.h"
+#include "kg_coord_store.h"
 #include "kg_error.h"
+#include "kg_file.h"
 #include "kg_test.h"
 
 #define A(r, s, t, v) {.rank = (r), .step = (s), .sealed_at_ms = (t), .valid = (v)}
@@ -133,6 +137,39 @@ KG_TEST(listing_rows_become_archives_paths_and_quarantine_times)
   cJSON_Delete(listing);
 }
 
+/*  Starting over loses nothing only when no archive that could have been
+    a resume point exists on any rank. */
+KG_TEST(archives_that_exist_but_cannot_be_agreed_stop_a_start_over)
+{
+  static const struct {
+    const char *listing;
+    int64_t fault_step;
+    int want;
+    const char *why;
+  } t[] = {
+    {"[[],[]]", -1, 0, ""},
+    /* leftovers of interrupted writes and set rows are no resume points */
+    {"[[{\"status\":\"leftover\",\"archive\":\"r0/t\"},{\"kind\":\"set\",\"step\":3,"
+     "\"status\":\"corrupt\"}],[]]", -1, 0, ""},
+    /* newer than the fault: quarantined anyway */
+    {"[[{\"step\":9,\"status\":\"valid\",\"archive\":\"r0/s9\"}],[]]", 7, 0, ""},
+    /* rank 0 has step 3, rank 1 nothing: they exist */
+    {"[[{\"step\":3,\"status\":\"valid\",\"archive\":\"r0/s3\"}],[]]", 7, 1,
+     "rank 0: r0/s3: valid"},
+    /* signed by a key this node does not know: no step is known */
+    {"[[],[{\"step\":null,\"status\":\"unsigned\",\"archive\":\"r1/s3\",\"reason\":"
+     "\"signed by unknown key b2:9\"},{\"step\":null,\"status\":\"unsigned\"}]]", 7, 2,
+     "rank 1: r1/s3: unsigned: signed by unknown key b2:9"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    cJSON *l = cJSON_Parse(t[i].listing);
+    char why[256];
+    KG_CHECK_INT(kg_coord_ckpt_unusable(l, 2, t[i].fault_step, why, sizeof why), t[i].want);
+    KG_CHECK_STR(why, t[i].why);
+    cJSON_Delete(l);
+  }
+}
+
 KG_TEST(root_cause_is_the_earliest_sticky_report)
 {
   kg_coord_report_t r1[] = {{false, 0}, {true, 500}, {true, 400}};
@@ -194,8 +231,161 @@ KG_TEST(keys_derive_from_the_secret_and_reject_weak_files)
   rmdir(dir);
 }
 
+static cJSON *
+s_decision(const char *action, int gen)
+{
+  cJSON *d = cJSON_CreateObject();
+  cJSON_AddStringToObject(d, "type", "decision");
+  cJSON_AddStringToObject(d, "action", action);
+  cJSON_AddNumberToObject(d, "gen", gen);
+  return d;
+}
+
+KG_TEST(decision_files_are_named_by_their_generation)
+{
+  static const struct {
+    const char *json, *want;   /* want NULL: refused */
+  } t[] = {
+    {"{\"action\":\"restart\",\"gen\":1}", "gen-1.json"},
+    {"{\"action\":\"give-up\",\"gen\":3}", "gen-3.json"},
+    {"{\"action\":\"end\",\"gen\":0}", "end-0.json"},
+    {"{\"action\":\"end\"}", NULL},
+    {"{\"action\":\"end\",\"gen\":-1}", NULL},
+    {"{\"action\":\"end\",\"gen\":1.5}", NULL},
+    {"{\"action\":\"end\",\"gen\":\"1\"}", NULL},
+    {"{\"gen\":1}", NULL},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    cJSON *d = cJSON_Parse(t[i].json);
+    char name[64] = "";
+    int rc = kg_coord_store_decision_name(d, name, sizeof name);
+    if (t[i].want) {
+      KG_CHECK_INT(rc, 0);
+      KG_CHECK_STR(name, t[i].want);
+    } else {
+      KG_CHECK_INT(rc, KG_EUSAGE);
+    }
+    cJSON_Delete(d);
+  }
+}
+
+static void
+s_keys(kg_coord_keys_t *k, const char *dir, const char *secret)
+{
+  char p[256], err[256];
+  snprintf(p, sizeof p, "%s/secret-%c", dir, secret[31]);
+  s_write(p, secret, 32, 0600);
+  KG_CHECK_INT(kg_coord_keys_load(p, k, err, sizeof err), 0);
+  unlink(p);
+}
+
+static bool
+s_empty_dir(const char *path)
+{
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s')\"", path);
+  return system(cmd) == 0;
+}
+
+KG_TEST(store_never_follows_a_planted_link_and_believes_only_this_jobs_decisions)
+{
+  char dir[] = "/tmp/kg-coord-store-XXXXXX";
+  KG_CHECK(mkdtemp(dir) != NULL);
+  char ckpt[128], other[128], p[160], err[512];
+  snprintf(ckpt, sizeof ckpt, "%s/ckpt", dir);
+  snprintf(other, sizeof other, "%s/elsewhere", dir);
+  mkdir(ckpt, 0700);
+  mkdir(other, 0700);
+  kg_coord_store_t *st = NULL;
+  /* A neighbour's link at .kguard: refused, nothing written through it. */
+  snprintf(p, sizeof p, "%s/.kguard", ckpt);
+  KG_CHECK_INT(symlink(other, p), 0);
+  KG_CHECK_INT(kg_coord_store_open(ckpt, &st, err, sizeof err), KG_EUSAGE);
+  KG_CHECK(strstr(err, "symbolic link") != NULL);
+  KG_CHECK(s_empty_dir(other));
+  unlink(p);
+  /* A .kguard anyone can write: refused. */
+  mkdir(p, 0700);
+  chmod(p, 0777);
+  KG_CHECK_INT(kg_coord_store_open(ckpt, &st, err, sizeof err), KG_EUSAGE);
+  KG_CHECK(strstr(err, "writable by others") != NULL);
+  chmod(p, 0700);
+  /* A link planted at decisions: refused too. */
+  char dec[200];
+  snprintf(dec, sizeof dec, "%s/decisions", p);
+  KG_CHECK_INT(symlink(other, dec), 0);
+  KG_CHECK_INT(kg_coord_store_open(ckpt, &st, err, sizeof err), KG_EUSAGE);
+  unlink(dec);
+  KG_CHECK_INT(kg_coord_store_open(ckpt, &st, err, sizeof err), 0);
+  kg_coord_keys_t job, stranger;
+  s_keys(&job, dir, "0123456789abcdef0123456789abcdeA");
+  s_keys(&stranger, dir, "0123456789abcdef0123456789abcdeB");
+  /* Nothing yet. */
+  int rejected = -1;
+  KG_CHECK(kg_coord_store_read_decisions(st, &job, &rejected) == NULL);
+  KG_CHECK_INT(rejected, 0);
+  /* A link planted at the next decision's name is replaced, not followed. */
+  char victim[200], planted[300];
+  snprintf(victim, sizeof victim, "%s/victim", other);
+  s_write(victim, "precious", 8, 0600);
+  snprintf(planted, sizeof planted, "%s/gen-1.json", dec);
+  KG_CHECK_INT(symlink(victim, planted), 0);
+  cJSON *d1 = s_decision("restart", 1), *e1 = s_decision("end", 1);
+  cJSON *d2 = s_decision("restart", 2), *d4 = s_decision("restart", 4);
+  KG_CHECK_INT(kg_coord_store_write_decision(st, &job, d1), 0);
+  char *text = NULL;
+  size_t len = 0;
+  KG_CHECK_INT(kg_file_read(victim, 64, &text, &len), 0);
+  KG_CHECK_STR(text, "precious");
+  free(text);
+  struct stat sb;
+  KG_CHECK_INT(lstat(planted, &sb), 0);
+  KG_CHECK(S_ISREG(sb.st_mode) && (sb.st_mode & 077) == 0);
+  /* Read back: this job's gen-1; another job's gen-2 (its MAC does not
+     verify with this key) is refused, and so is a valid decision of
+     generation 4 put under the name of generation 9. */
+  KG_CHECK_INT(kg_coord_store_write_decision(st, &stranger, d2), 0);
+  KG_CHECK_INT(kg_coord_store_write_decision(st, &job, d4), 0);
+  char from[300], to[300];
+  snprintf(from, sizeof from, "%s/gen-4.json", dec);
+  snprintf(to, sizeof to, "%s/gen-9.json", dec);
+  KG_CHECK_INT(rename(from, to), 0);
+  cJSON *got = kg_coord_store_read_decisions(st, &job, &rejected);
+  KG_CHECK(got != NULL);
+  KG_CHECK_INT(cJSON_GetObjectItemCaseSensitive(got, "gen")->valueint, 1);
+  KG_CHECK_STR(cJSON_GetObjectItemCaseSensitive(got, "action")->valuestring, "restart");
+  KG_CHECK_INT(rejected, 2);
+  cJSON_Delete(got);
+  /* In one generation, the end is newer than the restart that began it. */
+  KG_CHECK_INT(kg_coord_store_write_decision(st, &job, e1), 0);
+  got = kg_coord_store_read_decisions(st, &job, &rejected);
+  KG_CHECK_STR(cJSON_GetObjectItemCaseSensitive(got, "action")->valuestring, "end");
+  cJSON_Delete(got);
+  /* Files: created exclusively, never replacing a name. */
+  KG_CHECK_INT(kg_coord_store_create(st, "nonce-x", "abc", 3), 0);
+  KG_CHECK_INT(kg_coord_store_create(st, "nonce-x", "abd", 3), -EEXIST);
+  snprintf(planted, sizeof planted, "%s/nonce-y", p);
+  KG_CHECK_INT(symlink(victim, planted), 0);
+  KG_CHECK_INT(kg_coord_store_create(st, "nonce-y", "abc", 3), -EEXIST);
+  KG_CHECK_INT(kg_file_read(victim, 64, &text, &len), 0);
+  KG_CHECK_STR(text, "precious");
+  free(text);
+  kg_coord_store_destroy(&st);
+  KG_CHECK(st == NULL);
+  cJSON_Delete(d1);
+  cJSON_Delete(e1);
+  cJSON_Delete(d2);
+  cJSON_Delete(d4);
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  KG_CHECK_INT(system(cmd), 0);
+}
+
 KG_TEST_MAIN(KG_CASE(agreed_step_is_newest_that_every_rank_verifies),
              KG_CASE(archive_rank_is_the_manifests_else_the_directorys),
              KG_CASE(listing_rows_become_archives_paths_and_quarantine_times),
+             KG_CASE(archives_that_exist_but_cannot_be_agreed_stop_a_start_over),
              KG_CASE(root_cause_is_the_earliest_sticky_report),
-             KG_CASE(keys_derive_from_the_secret_and_reject_weak_files))
+             KG_CASE(keys_derive_from_the_secret_and_reject_weak_files),
+             KG_CASE(decision_files_are_named_by_their_generation),
+             KG_CASE(store_never_follows_a_planted_link_and_believes_only_this_jobs_decisions))

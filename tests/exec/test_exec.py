@@ -26,7 +26,9 @@ def _final(tmp):
 
 def test_uncaught_device_assert_resumes_from_last_checkpoint(tmp_path, ref):
     env = base_env(tmp_path, KGUARD_EMULATE="cuda-assert:step=5:once")
-    run = Run(exec_args(tmp_path), env)
+    # The proof here is the failure; a loaded machine must not make the
+    # exit come later than a stall deadline of the pace's 1.5 s floor.
+    run = Run(exec_args(tmp_path, "--stall-timeout", "60"), env)
     assert run.wait() == 0, run.output()
     out = run.output()
     assert "resumed from step 3" in out
@@ -81,6 +83,19 @@ def test_sigabrt_with_hsa_abort_is_proof(tmp_path, ref):
     assert len(inc) == 1 and inc[0]["sticky"] is True
 
 
+def test_checkpoints_that_do_not_verify_are_never_dropped_by_a_silent_start_over(tmp_path):
+    # The training seals with a key kguard does not trust (another
+    # KGUARD_KEY_DIR): after the fault nothing verifies, though step 3 exists.
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-assert:step=5:once")
+    run = Run(exec_args(tmp_path, script_args=["--sign-with-keys", str(tmp_path / "other")]),
+              env)
+    assert run.wait() == GAVE_UP, run.output()
+    out = run.output()
+    assert "none verifies" in out and "signed by unknown key" in out, out
+    assert run.count("exec: started") == 1
+    assert any(p.name.startswith("step-0000000003-") for p in (tmp_path / "ckpt").iterdir())
+
+
 def test_the_commands_own_failure_passes_through(tmp_path):
     env = base_env(tmp_path)
     run = Run(exec_args(tmp_path, script_args=["--steps", "notanumber"]), env)
@@ -118,3 +133,73 @@ def test_bad_usage_is_rejected(tmp_path):
     r = subprocess.run([BIN, "exec", "--state-dir", str(tmp_path), "--", "/nonexistent/cmd"],
                        capture_output=True, text=True)
     assert r.returncode == 127, r.stderr
+
+
+def _plain(tmp, *cmd, name="job", opts=()):
+    """kguard exec over a small shell command (no training), its Run."""
+    return Run([BIN, "exec", "--state-dir", str(tmp / "state"), "--name", name, *opts, "--",
+                *cmd], base_env(tmp))
+
+
+def test_log_is_private_and_each_run_is_separated_with_its_time(tmp_path):
+    import os
+    import re
+    import stat
+    for word in ("first", "second"):
+        assert _plain(tmp_path, "sh", "-c", f"echo {word}-run").wait() == 0
+    log = tmp_path / "state" / "logs" / "exec-job.log"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    text = log.read_text()
+    starts = re.findall(r"^===== kguard exec job: run started (\S+) .*$", text, re.M)
+    assert len(starts) == 2, text
+    assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", t) for t in starts)
+    assert text.index("first-run") < text.index(starts[1]) < text.index("second-run")
+    assert len(re.findall(r"^===== kguard exec job: exit 0 .*$", text, re.M)) == 2, text
+    # A log left with loose permissions by an older kguard is tightened.
+    os.chmod(log, 0o644)
+    assert _plain(tmp_path, "true").wait() == 0
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_log_never_follows_a_planted_symlink(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    logs = tmp_path / "state" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "exec-job.log").symlink_to(victim)
+    run = _plain(tmp_path, "sh", "-c", "echo should-not-run")
+    assert run.wait() == 100, run.output()
+    assert "exec-job.log" in run.output() and "symbolic link" in run.output()
+    assert "should-not-run" not in run.output()
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_command_code_that_kguard_reserves_is_kept_in_the_log_and_summary(tmp_path):
+    run = _plain(tmp_path, "sh", "-c", "exit 86")
+    assert run.wait() == 1, run.output()
+    assert "exit code 86" in run.output() and "reported as 1" in run.output()
+    text = (tmp_path / "state" / "logs" / "exec-job.log").read_text()
+    assert "exit 1" in text and "exit code 86" in text and "reported as 1" in text, text
+
+
+DETBUG = """
+import sys, time
+for n in range(1, 11):
+    time.sleep(0.1)
+    print(f"kguard: completed step {n}", flush=True)
+print("RuntimeError: CUDA error: device-side assert triggered", file=sys.stderr, flush=True)
+time.sleep(1000)
+"""
+
+
+def test_the_pace_measured_before_a_restart_judges_the_fault_after_it(tmp_path):
+    # A deterministic bug in a job of 0.1 s steps: the stall that proves it
+    # follows the pace (4 x the longest gap, floor 1.5 s) in every
+    # generation, also when the fault comes back before the previous
+    # generation's highest step, never the 60 s of a job whose pace is unknown.
+    run = _plain(tmp_path, "/usr/bin/python3", "-c", DETBUG, opts=("--max-restarts", "5"))
+    assert run.wait(240) == GAVE_UP, run.output()
+    stalls = [line.split("stalls for ")[1].split(" ms")[0] for line in run.output().splitlines()
+              if "sticky error text seen" in line]
+    assert stalls == ["1500", "1500"], run.output()
+    assert run.count("exec: started") == 2

@@ -30,9 +30,19 @@ p.add_argument("--fault-rank", type=int, default=0)
 p.add_argument("--fault-at-seal", action="store_true",
                help="the emulated fault fires while a checkpoint is being made, not at a "
                     "step's start")
+p.add_argument("--hold-at", type=int, default=-1,
+               help="before this step, wait until --hold-file exists (a test's go-ahead)")
+p.add_argument("--hold-file", default=None)
+p.add_argument("--ignore-term", action="store_true",
+               help="the poisoned rank ignores SIGTERM (as one stuck in a device call)")
 p.add_argument("--wait-signal-at", type=int, default=-1,
                help="after this step, wait (blocked) until a pre-emption signal")
+p.add_argument("--sign-with-keys", default=None,
+               help="seal with the key pair in this directory instead of kguard exec's own "
+                    "(a rank whose KGUARD_KEY_DIR differs: its archives do not verify there)")
 args = p.parse_args()
+if args.sign_with_keys:
+    os.environ["KGUARD_KEY_DIR"] = args.sign_with_keys
 
 rank = int(os.environ.get("RANK", "0"))
 world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -86,12 +96,18 @@ def fault_point(n):
         emulate.step(n)
     except Exception as e:  # the emulated device error
         if args.on_fault == "hang":
+            if args.ignore_term:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
             print(f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
             threading.Event().wait()  # poisoned, alive, never returns
         raise
 
 
 for n in range(start + 1, args.steps + 1):
+    if n == args.hold_at and args.hold_file:
+        import time
+        while not os.path.exists(args.hold_file):
+            time.sleep(0.05)  # a file the test creates; no other channel to it
     if not args.fault_at_seal:
         fault_point(n)
     x, y = batch(n)

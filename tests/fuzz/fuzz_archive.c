@@ -12,8 +12,7 @@
 #include "kg_ckpt_verify.h"
 #include "kg_keys.h"
 
-static unsigned char s_pk[KG_KEYS_PUBLIC_BYTES];
-static const unsigned char *s_pkp;
+static kg_keyring_t *s_keys;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -22,8 +21,9 @@ int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
   const char *dir = getenv("KG_FUZZ_KEY_DIR");
-  if (dir && kg_keys_load_public(dir, s_pk) == 0)
-    s_pkp = s_pk;
+  unsigned char pk[KG_KEYS_PUBLIC_BYTES];
+  if (dir && kg_keys_load_public(dir, pk, NULL, 0) == 0 && (s_keys = kg_keyring_new()))
+    kg_keyring_add(s_keys, pk, NULL, NULL);
   return 0;
 }
 
@@ -36,7 +36,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
   kg_ckpt_report_t report;
   memset(&report, 0, sizeof report);
-  (void) kg_ckpt_verify(path, s_pkp, 0, NULL, &report);
+  (void) kg_ckpt_verify(path, s_keys, 0, NULL, &report);
   kg_ckpt_report_clear(&report);
   close(fd);
   return 0;

@@ -52,7 +52,8 @@ typedef struct {
   kg_channel_t ch;
   bool request;                 /*  a *_request (else comm_msg, input_reply) */
   bool restart;                 /*  a `%kguard restart` (else status)       */
-  int64_t sent_wall;
+  int64_t sent_wall;             /*  on the frontend's clock                 */
+  kg_gate_clock_t clock;        /*  that clock as kguard measured it        */
   s_status_t status;
   int answers;                  /*  I1                                       */
   bool shutdown_drop;           /*  dropped while exiting: exempt from I4    */
@@ -93,14 +94,16 @@ s_wall(const s_model_t *m)
 }
 
 static bool
-s_ref_stale(const s_model_t *m, int64_t sent)
+s_ref_stale(const s_model_t *m, int64_t sent, kg_gate_clock_t clock)
 {
   const s_ref_t *r = &m->ref;
   if (!r->fault || m->now < r->t)
     return false;
   if (r->notice && m->now >= r->notice + m->window)
     return false;
-  return r->told == 0 || sent <= 0 || sent < r->told;
+  /* the date read on the frontend's own clock; unknown clock: undated */
+  int64_t made = clock.known && sent > 0 ? sent + clock.offset_ms : 0;
+  return r->told == 0 || made <= 0 || made < r->told;
 }
 
 static void
@@ -292,6 +295,9 @@ s_arrive(s_model_t *m)
     r->sent_wall = kg_gate_date_ms(iso);
   }
   }
+  /* the frontend's clock: known or not, up to 2 min off either way */
+  unsigned c = s_byte(m);
+  r->clock = (kg_gate_clock_t) {((int64_t) (c >> 1) - 64) * 2000, (c & 1) != 0};
   if (kg_state_exiting(m->st)) {
     r->status = R_DROPPED;
     r->shutdown_drop = true;
@@ -304,14 +310,15 @@ s_arrive(s_model_t *m)
   kg_gate_input_t in = {.state = m->st, .channel = r->ch, .kind = r->kind,
                         .in_flight = m->in_flight >= 0 || kg_gate_abort_active(m->gate),
                         .queue_waiting = m->n_shell > 0, .now_ms = m->now,
-                        .sent_wall_ms = r->kind == KG_GATE_MSG_EXECUTE ? r->sent_wall : 0};
+                        .sent_wall_ms = r->kind == KG_GATE_MSG_EXECUTE ? r->sent_wall : 0,
+                        .clock = r->clock};
   kg_gate_decision_t dec = kg_gate_decide(m->gate, &in);
   CHECK(dec.action == KG_GATE_FORWARD || dec.action == KG_GATE_ANSWER
         || dec.action == KG_GATE_HOLD || dec.action == KG_GATE_DROP);
   CHECK((dec.action == KG_GATE_ANSWER) == (dec.why != KG_GATE_WHY_NONE));
   /* I3, both ways: the reference says stale exactly when the gate does */
   bool stale = r->kind == KG_GATE_MSG_EXECUTE && r->ch != KG_CH_STDIN && m->st != KG_ST_DOWN
-               && s_ref_stale(m, r->sent_wall);
+               && s_ref_stale(m, r->sent_wall, r->clock);
   CHECK(stale == (dec.why == KG_GATE_WHY_STALE));
   if (dec.why == KG_GATE_WHY_DOWN)
     CHECK(m->st == KG_ST_DOWN && r->request);

@@ -113,17 +113,22 @@ EV = {n: i for i, n in enumerate(
     "SHUTDOWN SHUTDOWN_REQUEST SHUTDOWN_REPLIED".split())}
 
 
-def g_arrive(ch, kind, restart=0, date=None):
+def g_clock(offset_ms=0, known=True):
+    """The frontend's clock as kguard measured it (fuzz_gate.c: 2 s steps)."""
+    return bytes([((offset_ms // 2000 + 64) << 1) | int(known)])
+
+
+def g_arrive(ch, kind, restart=0, date=None, clock=(0, True)):
     b = bytes([0, ch | kind << 2 | restart << 4])
     if date is None:
-        return b + b"\x00"
+        return b + b"\x00" + g_clock(*clock)
     how, v = date
     if how == "ago":
-        return b + bytes([1 | (v // 50) << 2])
+        return b + bytes([1 | (v // 50) << 2]) + g_clock(*clock)
     if how == "ahead":
-        return b + bytes([2 | (v // 50) << 2])
+        return b + bytes([2 | (v // 50) << 2]) + g_clock(*clock)
     iso = v.encode()
-    return b + bytes([3 | len(iso) << 2]) + iso
+    return b + bytes([3 | len(iso) << 2]) + iso + g_clock(*clock)
 
 
 def g_ev(name):
@@ -161,6 +166,13 @@ def gate_seeds(out):
         + g_time(100) + g_arrive(SHELL, EXECUTE, date=("ahead", 50))
         + g_arrive(SHELL, EXECUTE, date=("ago", 200)) + restart + NOTICE + g_reply(),
         # the kernel died on its own, a checkpoint restored
+        # a frontend clock 4 s ahead (offset -4 s): a request dated 3 s
+        # after kguard's now was made before the notice; an unknown clock
+        "skewed-ahead": default + g_arrive(SHELL, EXECUTE) + g_ev("STICKY")
+        + g_ev("EVIDENCE_DONE") + g_ev("STOPPED_RESTART") + g_ev("TIMER")
+        + g_ev("KERNEL_READY") + NOTICE + g_time(300)
+        + g_arrive(SHELL, EXECUTE, date=("ahead", 3000), clock=(-4000, True))
+        + g_arrive(SHELL, EXECUTE, date=("ahead", 3000), clock=(0, False)) + g_reply(),
         "died-restore": default + g_arrive(SHELL, EXECUTE) + g_ev("CHILD_EXIT")
         + g_arrive(SHELL, EXECUTE) + g_ev("STOPPED_RESTORE") + g_ev("RESTORED") + g_ev("TIMER")
         + g_ev("KERNEL_READY") + NOTICE + g_time(2500) + g_arrive(SHELL, EXECUTE),

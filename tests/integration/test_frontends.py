@@ -65,6 +65,50 @@ def test_nbclient_notebook(env):
     assert nb.metadata["language_info"]["name"] == "python"
 
 
+def test_restart_cli_exit_0_means_restarted(env):
+    """`kguard restart -f` exits 0 only once the fresh kernel is ready (its
+    help says 0 means restarted): a request sent right after it runs in
+    the fresh kernel with no wait, and kguard is READY."""
+    env.spec()
+    km, kc = env.start()
+    col = Collector(kc)
+    pid1 = kernel_pid(col)
+    r = subprocess.run([KGUARD, "restart", "-f", km.connection_file], capture_output=True,
+                       text=True, timeout=150)
+    assert r.returncode == 0, r.stderr
+    assert "restarted: kernel #2 is ready" in r.stdout, r.stdout
+    reply, msgs = col.run("%kguard status")
+    assert "state READY, kernel #2" in stdout_of(msgs), stdout_of(msgs)
+    assert kernel_pid(col) != pid1
+
+
+def test_inband_replies_carry_the_kernels_count(env):
+    """A `%kguard` cell runs no code in the kernel: its reply carries the
+    kernel's count as the kernel itself would for a request that stores no
+    history (its last cell's), and after a restart the fresh kernel's (0),
+    never the dead kernel's; the first cell of the fresh kernel is 1."""
+    env.spec()
+    km, kc = env.start()
+    col = Collector(kc)
+    for code in ("1", "2", "3"):
+        col.run(code)
+    reply, _ = col.run("%kguard status")
+    assert reply["content"]["execution_count"] == 3
+    reply, _ = col.run("%kguard restart")
+    assert reply["content"]["status"] == "ok"
+
+    def fresh_status():
+        reply, msgs = col.run("%kguard status", timeout=60)
+        return reply if "state READY, kernel #2" in stdout_of(msgs) else None
+
+    reply = wait_until(fresh_status, 60, "the fresh kernel")
+    assert reply["content"]["execution_count"] == 0, reply["content"]
+    reply, _ = col.run("4", timeout=60)
+    assert reply["content"]["execution_count"] == 1
+    reply, _ = col.run("%kguard status")
+    assert reply["content"]["execution_count"] == 1
+
+
 def test_restart_cli_and_inband(env):
     env.spec()
     km, kc = env.start()

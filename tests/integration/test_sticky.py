@@ -184,6 +184,9 @@ def test_diagnostic_restart_and_removal(env):
     assert reply["content"]["status"] == "ok"
     n = _wait_notice(col, reply["parent_header"]["msg_id"], "diagnostic")
     assert "diagnostic, not for timing" in _text(n)
+    # nothing failed: the notice says what happened, not what a fault does
+    assert "at your request" in _text(n) and "nothing was restored" in _text(n)
+    assert "failing cell" not in _text(n) and "before the fault" not in _text(n)
     reply, msgs = col.run(show, timeout=60)
     # backend unknown (no GPU, no incident): both variables, and it says so
     assert stdout_of(msgs).split() == ["1", "3", "1"]

@@ -60,16 +60,23 @@ def _secret(shared):
     return p
 
 
-def _start_job(h, shared, fault=None, fault_node=1, kg_opts=(), script_args=()):
+def _agent(shared, *script_args):
+    """The same training with kguard as the launcher (no torchrun)."""
+    return [PYTHON, str(TRAIN), "--out", str(shared / "out.json"), "--steps", str(STEPS),
+            *script_args]
+
+
+def _start_job(h, shared, fault=None, fault_node=1, kg_opts=(), script_args=(), agent=False):
     secret = _secret(shared)
     runs = []
     for i in range(NODES):
         extra = {"KGUARD_EMULATE": fault} if fault and i == fault_node else {}
+        cmd = (_agent(shared, "--fault-rank", str(fault_node), *script_args) if agent else
+               _torchrun(h, i, shared, "--fault-rank", str(fault_node), *script_args))
         argv = [BIN, "exec", "--nnodes", str(NODES), "--node-rank", str(i),
                 "--coordinator", f"{h.addrs[0]}:29600", "--secret", str(secret),
                 "--checkpoints", str(shared / "ckpt"), "--state-dir", str(shared / f"state{i}"),
-                "--kill-grace", "3", *kg_opts, "--",
-                *_torchrun(h, i, shared, "--fault-rank", str(fault_node), *script_args)]
+                "--kill-grace", "3", *kg_opts, "--", *cmd]
         runs.append(Run(h.argv(i, argv), _env(shared, **extra)))
     return runs
 
@@ -118,8 +125,24 @@ def test_poisoned_rank_alive_on_a_peer_host_all_resume_from_the_agreed_step(host
     root = job[0]["job"]["root_cause"]
     assert root["host"] == "node1" and root["rank"] == 1 and root["family"] == "illegal-address"
     assert job[0]["checkpoint"]["step"] == 6
-    decisions = list((tmp_path / "ckpt" / ".kguard" / "decisions").glob("gen-*.json"))
-    assert decisions and all("mac" in json.loads(p.read_text()) for p in decisions)
+    # The decision that starts generation 1 is gen-1.json, MAC'd with the job key.
+    decisions = sorted((tmp_path / "ckpt" / ".kguard" / "decisions").glob("gen-*.json"))
+    assert [p.name for p in decisions] == ["gen-1.json"]
+    doc = json.loads(decisions[0].read_text())
+    assert len(doc["mac"]) == 64 and json.loads(doc["decision"])["gen"] == 1
+
+
+def test_kguard_as_the_launcher_poisoned_rank_alive_on_a_peer_all_resume(hosts, tmp_path,
+                                                                        reference):
+    # No torchrun: kguard starts each host's rank with torchrun's
+    # environment (MASTER_ADDR = the coordinator's host, a port the
+    # coordinator names per generation). Same job, same final parameters.
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once",
+                      kg_opts=("--stall-timeout", "4", "--nproc-per-node", "1"),
+                      script_args=("--on-fault", "hang"), agent=True)
+    _assert_all_resumed(runs, tmp_path, reference, 6)
+    job = [i for i in incidents(tmp_path / "state0") if "job" in i]
+    assert len(job) == 1 and job[0]["job"]["root_cause"]["rank"] == 1
 
 
 def test_a_corrupt_archive_on_one_rank_makes_every_rank_fall_back_a_step(hosts, tmp_path,
@@ -195,6 +218,21 @@ def test_same_fault_twice_ends_the_job_with_the_permanent_code(hosts, tmp_path):
     assert codes == [GAVE_UP, GAVE_UP], "\n\n".join(r.output() for r in runs)
     for r in runs:
         assert r.count("exec: started") == 2, r.output()
+
+
+def test_checkpoints_no_node_can_verify_end_the_job_instead_of_a_silent_start_over(hosts,
+                                                                                  tmp_path):
+    # The nodes verify each other's key probes, but the ranks seal with
+    # another key: after the fault the archives of steps 3 and 6 exist and
+    # none verifies. Both nodes stop with the permanent code, saying why.
+    runs = _start_job(hosts, tmp_path, fault="cuda-assert:step=8:once",
+                      kg_opts=("--stall-timeout", "4"),
+                      script_args=("--sign-with-keys", str(tmp_path / "other-keys")))
+    codes = [r.wait(240) for r in runs]
+    assert codes == [GAVE_UP, GAVE_UP], "\n\n".join(r.output() for r in runs)
+    for r in runs:
+        assert "does not start over" in r.output(), r.output()
+        assert r.count("exec: started") == 1, r.output()
 
 
 def test_sigterm_preemption_on_one_node_ends_the_job_retryable(hosts, tmp_path):

@@ -47,7 +47,7 @@ if r is not None:
     state = r.load()
     want = hashlib.blake2b(blob(state["step"]).numpy()).hexdigest()
     got = hashlib.blake2b(state["blob"].numpy()).hexdigest()
-    print(f"RESUMED step={r.step} in_place={r.dir is None} same={got == want} "
+    print(f"RESUMED step={r.step} in_place={r.in_place} same={got == want} "
           f"digest_handed_over={bool(r.digest)} load_s={time.monotonic() - t0:.1f}")
     del state""",
     """if r is None:

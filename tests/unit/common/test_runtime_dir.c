@@ -203,4 +203,25 @@ KG_TEST(runtime_dir_lock_decides)
   s_restore_and_remove(old, parent);
 }
 
-KG_TEST_MAIN(KG_CASE(runtime_dir_reaps_stale), KG_CASE(runtime_dir_lock_decides))
+/*  An XDG_RUNTIME_DIR others can write (or another user's) is not used:
+    the runtime dir, which holds the connection file and its key, is made
+    in /tmp instead (mkdtemp, 0700). */
+KG_TEST(runtime_dir_refuses_a_shared_xdg)
+{
+  char parent[] = "/tmp/kgrt-XXXXXX";
+  KG_CHECK(mkdtemp(parent) != NULL);
+  KG_CHECK_INT(chmod(parent, 0777), 0);
+  char *old = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+  setenv("XDG_RUNTIME_DIR", parent, 1);
+  char made[512];
+  KG_CHECK_INT(kg_paths_runtime_dir(made, sizeof made), 0);
+  KG_CHECK(strncmp(made, "/tmp/kguard-", 12) == 0);
+  KG_CHECK(strncmp(made, parent, strlen(parent)) != 0);
+  struct stat st;
+  KG_CHECK(stat(made, &st) == 0 && (st.st_mode & 07777) == 0700 && st.st_uid == geteuid());
+  kg_paths_remove_tree(made);
+  s_restore_and_remove(old, parent);
+}
+
+KG_TEST_MAIN(KG_CASE(runtime_dir_reaps_stale), KG_CASE(runtime_dir_lock_decides),
+             KG_CASE(runtime_dir_refuses_a_shared_xdg))

@@ -318,6 +318,9 @@ KG_TEST(notice_advice_down_died_diagnostic)
   md = s_data(data, "text/markdown");
   KG_CHECK(strstr(md, "AMD_SERIALIZE_KERNEL=3 and HIP_LAUNCH_BLOCKING=1") &&
            !strstr(md, "CUDA_LAUNCH_BLOCKING") && strstr(md, "not for timing"));
+  /* a restart the user asked for: nothing failed, nothing is rolled back */
+  KG_CHECK(strstr(md, "at your request") && strstr(md, "nothing was restored"));
+  KG_CHECK(!strstr(md, "failing cell") && !strstr(md, "before the fault"));
   cJSON_Delete(data);
   kg_classifier_destroy(&rules);
 }

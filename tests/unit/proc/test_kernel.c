@@ -109,7 +109,7 @@ s_setup(s_fixture_t *f)
   f->front = kg_conninfo_new();
   KG_CHECK(f->front && kg_conninfo_set_random_key(f->front) == 0);
   kg_kernel_opts_t opts = {.ctx = f->ctx, .runtime_dir = f->dir, .conn_path = f->conn,
-                           .key_from = f->front, .log_fd = -1, .ring_bytes = 1024};
+                           .key_from = f->front, .log = NULL, .ring_bytes = 1024};
   f->k = kg_kernel_new(&opts);
   KG_CHECK(f->k != NULL);
 }
@@ -184,7 +184,7 @@ KG_TEST(kernel_destroy_is_idempotent_and_kills)
   kg_kernel_destroy(NULL);
   /* Never started: destroyed as well. */
   kg_kernel_opts_t opts = {.ctx = f.ctx, .runtime_dir = f.dir, .conn_path = f.conn,
-                           .log_fd = -1, .ring_bytes = 16};
+                           .log = NULL, .ring_bytes = 16};
   kg_kernel_t *idle = kg_kernel_new(&opts);
   KG_CHECK(idle != NULL);
   kg_kernel_destroy(&idle);

@@ -10,7 +10,7 @@
 
 KG_TEST(ring_wraps)
 {
-  kg_ring_t *r = kg_ring_new(8, -1);
+  kg_ring_t *r = kg_ring_new(8, NULL);
   kg_ring_append(r, "abcde", 5);
   kg_ring_append(r, "fghij", 5);
   char *t = kg_ring_tail(r, 100);
@@ -30,7 +30,9 @@ KG_TEST(ring_tail_and_total)
 {
   char path[] = "/tmp/kg-ring-XXXXXX";
   int fd = mkstemp(path);
-  kg_ring_t *r = kg_ring_new(16, fd);
+  kg_rotlog_t *log = kg_rotlog_open(path, 1u << 20);
+  KG_CHECK(log != NULL);
+  kg_ring_t *r = kg_ring_new(16, log);
   kg_ring_append(r, "line one\n", 9);
   kg_ring_append(r, "line two\n", 9);
   char *t = kg_ring_tail(r, 4);
@@ -48,6 +50,7 @@ KG_TEST(ring_tail_and_total)
   KG_CHECK_STR(buf, "line one\nline two\n");
   close(in);
   close(fd);
+  kg_rotlog_close(&log);
   unlink(path);
 }
 

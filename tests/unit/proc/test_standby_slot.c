@@ -12,7 +12,7 @@ static kg_kernel_t *
 s_kernel(void *ctx, const char *dir, const char *tag)
 {
   kg_kernel_opts_t opts = {.ctx = ctx, .runtime_dir = dir, .conn_path = "/nonexistent/k.json",
-                           .log_fd = -1, .ring_bytes = 16, .tag = tag};
+                           .log = NULL, .ring_bytes = 16, .tag = tag};
   kg_kernel_t *k = kg_kernel_new(&opts);
   KG_CHECK(k != NULL);
   return k;

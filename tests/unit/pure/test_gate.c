@@ -39,15 +39,19 @@ KG_TEST(gate_table_every_state)
         for (int flight = 0; flight < 2; flight++)
           for (int queued = 0; queued < 2; queued++)
             for (int ph = 0; ph < PH_COUNT; ph++)
+             for (int asked = 0; asked < 2; asked++)
              for (int sent = 0; sent < 3; sent++) {
               /* the request's header date: unknown, before, after the notice */
               static const int64_t sent_at[] = {0, 1700000004000, 1700000005100};
               int64_t now;
               kg_gate_t *g = s_gate_in_phase(ph, &now);
+              if (asked)   /* the kernel's input_request is out */
+                kg_gate_input_asked(g, "input-request-1");
               kg_gate_input_t in = {.state = (kg_state_t) st, .channel = chans[c],
                                     .kind = (kg_gate_msg_t) kind, .in_flight = flight,
                                     .queue_waiting = queued, .now_ms = now,
-                                    .sent_wall_ms = sent_at[sent]};
+                                    .sent_wall_ms = sent_at[sent],
+                                    .clock = {0, true}};   /* kguard's own clock */
               kg_gate_decision_t d = kg_gate_decide(g, &in);
               /* the same input with no fault at all */
               kg_gate_t *clean = kg_gate_new(2000);
@@ -67,7 +71,8 @@ KG_TEST(gate_table_every_state)
                 continue;
               }
               if (chans[c] == KG_CH_STDIN) {
-                KG_CHECK_INT(d.action, open ? KG_GATE_FORWARD : KG_GATE_DROP);
+                /* only to a kernel that asked for input */
+                KG_CHECK_INT(d.action, open && asked ? KG_GATE_FORWARD : KG_GATE_DROP);
                 continue;
               }
               if (st == KG_ST_DOWN) {
@@ -99,7 +104,7 @@ KG_TEST(gate_table_every_state)
               } else
                 KG_CHECK_INT(d.action, open ? KG_GATE_FORWARD : KG_GATE_HOLD);
             }
-  KG_CHECK_INT(rows, KG_ST_COUNT * 3 * KG_GATE_MSG_COUNT * 2 * 2 * PH_COUNT * 3);
+  KG_CHECK_INT(rows, KG_ST_COUNT * 3 * KG_GATE_MSG_COUNT * 2 * 2 * PH_COUNT * 2 * 3);
 }
 
 /*  Spot rows stated outright (the reported runs). */
@@ -114,57 +119,63 @@ KG_TEST(gate_table_rows)
     int64_t sent;
     kg_gate_action_t action;
     kg_gate_why_t why;
+    bool asked;   /* the kernel's input_request is out */
   } rows[] = {
     /* Run All cells arriving while kguard restarts: answered, not held */
     {KG_ST_STOPPING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     {KG_ST_RESTORING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     {KG_ST_STARTING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     /* ...and in the fresh kernel, just after the notice */
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 0,
-     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     /* in the window, made after the notice (the frontend had it): it runs */
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 1700000005100,
-     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE, false},
     /* ... made before it (queued on a slow link): answered */
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 1700000004000,
-     KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     /* before the notice the date does not matter */
     {KG_ST_STARTING, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_BEFORE_NOTICE,
-     1700000099000, KG_GATE_ANSWER, KG_GATE_WHY_STALE},
+     1700000099000, KG_GATE_ANSWER, KG_GATE_WHY_STALE, false},
     /* after the window it runs */
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_AFTER_WINDOW, 0,
-     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE, false},
     /* kernel_info during the restart waits for the fresh kernel */
     {KG_ST_STARTING, KG_CH_SHELL, KG_GATE_MSG_REQUEST, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_HOLD, KG_GATE_WHY_NONE},
+     KG_GATE_HOLD, KG_GATE_WHY_NONE, false},
     /* %kguard status during the restart is answered by kguard */
     {KG_ST_BACKOFF, KG_CH_SHELL, KG_GATE_MSG_INBAND, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE, false},
     /* one execute in flight: the next waits */
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, true, false, PH_NO_FAULT, 0, KG_GATE_HOLD,
-     KG_GATE_WHY_NONE},
+     KG_GATE_WHY_NONE, false},
     {KG_ST_READY, KG_CH_SHELL, KG_GATE_MSG_REQUEST, false, true, PH_NO_FAULT, 0, KG_GATE_HOLD,
-     KG_GATE_WHY_NONE},
+     KG_GATE_WHY_NONE, false},
     /* control never waits behind the shell queue */
     {KG_ST_READY, KG_CH_CONTROL, KG_GATE_MSG_REQUEST, true, true, PH_NO_FAULT, 0,
-     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE, false},
     {KG_ST_CLOSING, KG_CH_CONTROL, KG_GATE_MSG_REQUEST, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_HOLD, KG_GATE_WHY_NONE},
+     KG_GATE_HOLD, KG_GATE_WHY_NONE, false},
     {KG_ST_DOWN, KG_CH_SHELL, KG_GATE_MSG_EXECUTE, false, false, PH_IN_WINDOW, 0, KG_GATE_ANSWER,
-     KG_GATE_WHY_DOWN},
+     KG_GATE_WHY_DOWN, false},
     {KG_ST_READY, KG_CH_STDIN, KG_GATE_MSG_OTHER, true, true, PH_IN_WINDOW, 0,
-     KG_GATE_FORWARD, KG_GATE_WHY_NONE},
+     KG_GATE_FORWARD, KG_GATE_WHY_NONE, true},
+    /* an input_reply nobody asked for never reaches the kernel */
+    {KG_ST_READY, KG_CH_STDIN, KG_GATE_MSG_OTHER, true, false, PH_NO_FAULT, 0,
+     KG_GATE_DROP, KG_GATE_WHY_NONE, false},
     {KG_ST_STOPPING, KG_CH_STDIN, KG_GATE_MSG_OTHER, false, false, PH_BEFORE_NOTICE, 0,
-     KG_GATE_DROP, KG_GATE_WHY_NONE},
+     KG_GATE_DROP, KG_GATE_WHY_NONE, false},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     int64_t now;
     kg_gate_t *g = s_gate_in_phase(rows[i].phase, &now);
+    if (rows[i].asked)
+      kg_gate_input_asked(g, "input-request-1");
     kg_gate_input_t in = {rows[i].state, rows[i].ch, rows[i].kind, rows[i].flight,
-                          rows[i].queued, now, rows[i].sent};
+                          rows[i].queued, now, rows[i].sent, {0, true}};
     kg_gate_decision_t d = kg_gate_decide(g, &in);
     if (d.action != rows[i].action || d.why != rows[i].why)
       fprintf(stderr, "row %zu: %s/%d, expected %s/%d\n", i, kg_gate_action_name(d.action),
@@ -260,6 +271,67 @@ KG_TEST(gate_told_before_notice)
   kg_gate_destroy(&g);
 }
 
+/*  A frontend whose clock is off kguard's (a laptop's browser and a remote
+    GPU server): the request's date is read on that frontend's own clock,
+    as measured from its earlier messages (the smallest arrival - date,
+    here with a 20 ms delivery), so neither a clock ahead turns a request
+    made before the notice into a fresh one, nor a clock behind turns one
+    made after it into a stale one. Each row: the frontend's skew, when the
+    request was really made relative to the notice (kguard's clock),
+    whether its clock is known, and the verdict inside the window. */
+KG_TEST(gate_skewed_frontend_clocks)
+{
+  enum { NOTICE_WALL = 1700000005000LL, DELIVERY = 20 };
+  static const struct {
+    int64_t skew, made_rel;
+    bool known, dated;
+    bool stale;
+  } rows[] = {
+    /* Run All: made 1 s before the notice, held up on the link */
+    {0, -1000, true, true, true},
+    {+10000, -1000, true, true, true},      /* ahead: still stale */
+    {-10000, -1000, true, true, true},
+    {+3600000, -1000, true, true, true},    /* an hour ahead */
+    {-3600000, -1000, true, true, true},
+    /* made 100 ms after the notice reached kguard's log: it runs */
+    {0, +100, true, true, false},
+    {+10000, +100, true, true, false},
+    {-10000, +100, true, true, false},      /* behind: not refused for that */
+    {+3600000, +100, true, true, false},
+    {-3600000, +100, true, true, false},
+    /* what remains is the link's one-way delay, as with synchronised
+       clocks: made 10 ms before the notice, measured with 20 ms delivery */
+    {+10000, -10, true, true, false},
+    /* its session's first message: its clock is unknown, so its date */
+    {+10000, +100, false, true, true},
+    {0, +100, true, false, true},           /* no date */
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    kg_gate_t *g = kg_gate_new(2000);
+    kg_gate_fault(g, KG_GATE_FAULT_STICKY, 1000);
+    kg_gate_notice(g, 5000, NOTICE_WALL);
+    /* the frontend dates by its clock: kguard's time + skew */
+    int64_t date = rows[i].dated ? NOTICE_WALL + rows[i].made_rel + rows[i].skew : 0;
+    kg_gate_clock_t clock = {-rows[i].skew + DELIVERY, rows[i].known};
+    kg_gate_input_t in = {.state = KG_ST_READY, .channel = KG_CH_SHELL,
+                          .kind = KG_GATE_MSG_EXECUTE, .now_ms = 5300,
+                          .sent_wall_ms = date, .clock = clock};
+    kg_gate_decision_t d = kg_gate_decide(g, &in);
+    bool stale = d.action == KG_GATE_ANSWER && d.why == KG_GATE_WHY_STALE;
+    if (stale != rows[i].stale)
+      fprintf(stderr, "row %zu (skew %+lld ms, made %+lld ms): %s\n", i,
+              (long long) rows[i].skew, (long long) rows[i].made_rel,
+              stale ? "stale" : "runs");
+    KG_CHECK_INT(stale, rows[i].stale);
+    KG_CHECK_INT(d.action, rows[i].stale ? KG_GATE_ANSWER : KG_GATE_FORWARD);
+    kg_gate_destroy(&g);
+  }
+  kg_gate_clock_t unknown = {5, false}, known = {-10000, true};
+  KG_CHECK_INT(kg_gate_made_ms(1700000010000, unknown), 0);
+  KG_CHECK_INT(kg_gate_made_ms(0, known), 0);
+  KG_CHECK_INT(kg_gate_made_ms(1700000010000, known), 1700000000000);
+}
+
 KG_TEST(gate_header_dates)
 {
   /* 2026-12-03T05:10:35.120Z: every form a Jupyter client writes. */
@@ -350,5 +422,6 @@ KG_TEST(gate_abort_probe_sequence)
 }
 
 KG_TEST_MAIN(KG_CASE(gate_table_every_state), KG_CASE(gate_table_rows), KG_CASE(gate_header_dates), KG_CASE(gate_told_before_notice),
+             KG_CASE(gate_skewed_frontend_clocks),
              KG_CASE(gate_stale_every_arrival_order), KG_CASE(gate_stale_window_edges),
              KG_CASE(gate_abort_probe_sequence))

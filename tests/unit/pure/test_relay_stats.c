@@ -1,5 +1,6 @@
 /*  kg_relay_stats: each outcome counts in its one kind, drops go through
     the rate-limited log, and the exit line sums it up. No sockets. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +11,8 @@
 /*  Each row: one event; the kind it must count in. */
 KG_TEST(relay_stats_counts_by_kind)
 {
-  enum { RELAYED, UNROUTED, UNRECORDED, REJECTED, REJECTED_KERNEL, OVERSIZED };
+  enum { RELAYED, UNROUTED, UNRECORDED, REJECTED, REJECTED_KERNEL, OVERSIZED, UNEXPECTED,
+         UNSENT };
   static const struct {
     int event, rc;
     kg_relay_count_t kind;
@@ -21,12 +23,17 @@ KG_TEST(relay_stats_counts_by_kind)
       {REJECTED, KG_ENOSIG, KG_RELAY_FORGED},
       {REJECTED, KG_EBADSIG, KG_RELAY_FORGED},
       {REJECTED, KG_EREPLAY, KG_RELAY_FORGED},
+      {REJECTED, KG_EEXPIRED, KG_RELAY_FORGED},
+      {REJECTED, KG_EREFLECTED, KG_RELAY_FORGED},
       {REJECTED, KG_EBADJSON, KG_RELAY_MALFORMED},
       {REJECTED, KG_EBADHEADER, KG_RELAY_MALFORMED},
       {REJECTED, KG_ESHORTMSG, KG_RELAY_MALFORMED},
       {REJECTED_KERNEL, KG_EBADJSON, KG_RELAY_MALFORMED},
       {REJECTED_KERNEL, KG_EBADSIG, KG_RELAY_MALFORMED},   /* the kernel is never "forged" */
       {OVERSIZED, 0, KG_RELAY_OVERSIZED},
+      {UNEXPECTED, 0, KG_RELAY_UNEXPECTED},
+      {UNSENT, KG_EQFULL, KG_RELAY_UNSENT},
+      {UNSENT, -EHOSTUNREACH, KG_RELAY_UNSENT},
   };
   for (size_t n = 0; n < sizeof rows / sizeof rows[0]; n++) {
     kg_relay_stats_t *s = kg_relay_stats_new(5, 10000);
@@ -42,6 +49,10 @@ KG_TEST(relay_stats_counts_by_kind)
       KG_CHECK_INT(kg_relay_stats_rejected_kernel(s, rows[n].rc, 100), KG_RATELOG_FULL);
       break;
     case OVERSIZED: KG_CHECK_INT(kg_relay_stats_oversized(s, 100), KG_RATELOG_FULL); break;
+    case UNEXPECTED: KG_CHECK_INT(kg_relay_stats_unexpected(s, 100), KG_RATELOG_FULL); break;
+    case UNSENT:
+      KG_CHECK_INT(kg_relay_stats_unsent(s, rows[n].rc, 100), KG_RATELOG_FULL);
+      break;
     }
     for (int k = 0; k < KG_RELAY_KINDS; k++)
       KG_CHECK_INT((int) kg_relay_stats_count(s, (kg_relay_count_t) k),
@@ -84,7 +95,7 @@ KG_TEST(relay_stats_totals_text)
   KG_CHECK(s != NULL);
   char *line = kg_relay_stats_totals(s);
   KG_CHECK_STR(line, "0 relayed, 0 forged or unsigned, 0 malformed, 0 oversized, "
-                     "0 unroutable messages dropped");
+                     "0 unroutable, 0 unexpected, 0 unsent messages dropped");
   free(line);
   for (int i = 0; i < 12; i++)
     kg_relay_stats_relayed(s);
@@ -96,9 +107,12 @@ KG_TEST(relay_stats_totals_text)
   kg_relay_stats_oversized(s, 6);
   for (int i = 0; i < 4; i++)
     kg_relay_stats_unrouted(s);
+  kg_relay_stats_unexpected(s, 7);
+  kg_relay_stats_unsent(s, KG_EQFULL, 8);
+  kg_relay_stats_unsent(s, KG_EQFULL, 9);
   line = kg_relay_stats_totals(s);
   KG_CHECK_STR(line, "12 relayed, 2 forged or unsigned, 1 malformed, 3 oversized, "
-                     "4 unroutable messages dropped");
+                     "4 unroutable, 1 unexpected, 2 unsent messages dropped");
   free(line);
   kg_relay_stats_destroy(&s);
 }

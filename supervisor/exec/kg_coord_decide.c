@@ -1,0 +1,323 @@
+/*  kg_coord_decide: a running job's faults and decisions (protocol in
+    kg_coord.h). The coordinator waits for every node's report before it
+    decides, so the decision sees every incident of the generation. The
+    checkpoint commands it runs (list, quarantine) block it; that is fine:
+    nodes wait for its decision anyway. */
+#include "kg_coord.h"
+#include "kg_coord_priv.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_clock.h"
+#include "kg_coord_ckpt.h"
+#include "kg_coord_rule.h"
+#include "kg_exec_rule.h"
+#include "kg_exit.h"
+#include "kg_incident.h"
+#include "kg_log.h"
+
+/*  The root cause's incident: the report, every other node's as a
+    consequence, the policy's verdict. Caller destroys it. */
+static kg_incident_t *
+s_incident(kg_coord_s *C, int root, bool restart, const char *reason, int64_t delay)
+{
+  cJSON *rr = C->nodes[root].report;
+  const cJSON *fm = cJSON_GetObjectItemCaseSensitive(rr, "fault_ms");
+  kg_incident_t *inc = kg_incident_new(kg_clock_wall_ms());
+  if (!inc)
+    return NULL;
+  cJSON *ij = kg_incident_json(inc);
+  kg_incident_set_fault_time(inc, cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : 0);
+  cJSON *job = cJSON_AddObjectToObject(ij, "job");
+  cJSON_AddNumberToObject(job, "generation", C->gen);
+  cJSON_AddItemToObject(job, "root_cause", cJSON_Duplicate(rr, true));
+  cJSON *cons = cJSON_AddArrayToObject(job, "consequences");
+  for (int i = 0; i < C->nnodes; i++) {
+    if (i == root)
+      continue;
+    kg_coord_node_t *n = &C->nodes[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "node", i);
+    cJSON_AddItemToObject(o, "report", n->report ? cJSON_Duplicate(n->report, true)
+                                                 : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "failed", n->failed ? cJSON_Duplicate(n->failed, true)
+                                                 : cJSON_CreateNull());
+    cJSON_AddItemToArray(cons, o);
+  }
+  kg_incident_set_restarts(inc, kg_policy_restart_count(C->policy));
+  kg_incident_set_policy(inc, restart ? "restart" : "give-up", reason, delay);
+  return inc;
+}
+
+/*  The listing of every rank, an array indexed by rank, from the nodes'
+    own listings (node k lists ranks k * nproc ..); NULL when a node could
+    not list its ranks. */
+static cJSON *
+s_merged_listing(kg_coord_s *C, int world)
+{
+  cJSON *listing = cJSON_CreateArray();
+  for (int r = 0; r < world; r++) {
+    const kg_coord_node_t *n = &C->nodes[r / C->nproc];
+    char key[16];
+    snprintf(key, sizeof key, "%d", r);
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(n->listing, key);
+    if (!n->done && !cJSON_IsArray(rows)) {
+      cJSON_Delete(listing);
+      return NULL;
+    }
+    cJSON_AddItemToArray(listing, rows ? cJSON_Duplicate(rows, true) : cJSON_CreateArray());
+  }
+  return listing;
+}
+
+/*  The restart point after the root cause's fault: s*, the newer archives
+    quarantined on every rank, each rank's archive, into decision d. When
+    checkpoints sealed before the fault exist but no step verifies on every
+    rank, d becomes a give-up instead (never a silent start over). Returns
+    the exit code the decision carries (0: the job goes on). */
+static int
+s_restart_point(kg_coord_s *C, int root, cJSON *d, kg_incident_t *inc)
+{
+  int world = C->nnodes * C->nproc;
+  cJSON *rr = C->nodes[root].report;
+  const cJSON *ls = cJSON_GetObjectItemCaseSensitive(rr, "last_step");
+  const cJSON *fm = cJSON_GetObjectItemCaseSensitive(rr, "fault_ms");
+  int64_t fstep = cJSON_IsNumber(ls) ? (int64_t) ls->valuedouble : -1;
+  kg_coord_archive_t *a = NULL;
+  cJSON *listing = s_merged_listing(C, world);
+  if (!listing) {
+    char reason[160];
+    snprintf(reason, sizeof reason, "a node could not list its ranks' checkpoints (its message "
+             "above): infrastructure, the job ends retryable");
+    kg_error("coordinator: %s", reason);
+    cJSON_AddStringToObject(d, "action", "end");
+    cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_RETRYABLE);
+    cJSON_AddStringToObject(d, "reason", reason);
+    return KG_EXEC_EXIT_RETRYABLE;
+  }
+  int n = kg_coord_ckpt_archives(listing, world, &a);
+  bool *fr = calloc(world > 0 ? (size_t) world : 1, sizeof *fr);
+  for (int r = root * C->nproc; fr && r < (root + 1) * C->nproc; r++)
+    fr[r] = true;
+  int64_t s = kg_coord_pick_step(a, n, world, fstep, fr,
+                                 cJSON_IsNumber(fm) ? (int64_t) fm->valuedouble : INT64_MAX);
+  free(fr);
+  free(a);
+  char why[1024];
+  int unusable = s < 0 ? kg_coord_ckpt_unusable(listing, world, fstep, why, sizeof why) : 0;
+  int code = 0;
+  if (unusable > 0) {
+    char reason[1400];
+    snprintf(reason, sizeof reason, "%d checkpoint(s) sealed before the fault exist, but no "
+             "step verifies on every rank (first: %s): the job does not start over and lose "
+             "them; make every node verify them (keys), or move them away to start over",
+             unusable, why);
+    kg_error("coordinator: %s", reason);
+    cJSON_AddStringToObject(d, "action", "give-up");
+    cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_GAVE_UP);
+    cJSON_AddStringToObject(d, "reason", reason);
+    kg_incident_set_policy(inc, "give-up", reason, 0);
+    code = KG_EXEC_EXIT_GAVE_UP;
+  } else {
+    /* Every node moves its own ranks' newer archives to quarantine. */
+    cJSON *quar = cJSON_AddObjectToObject(d, "quarantine");
+    for (int r = 0; r < world; r++) {
+      int64_t from = kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, r), s);
+      char key[16];
+      snprintf(key, sizeof key, "%d", r);
+      if (from >= 0)
+        cJSON_AddNumberToObject(quar, key, (double) from);
+    }
+    cJSON_AddStringToObject(d, "action", "restart");
+    kg_coord_add_ports(C, d);
+    cJSON *arch = cJSON_AddObjectToObject(d, "archives");
+    if (s >= 0) {
+      cJSON_AddNumberToObject(d, "step", (double) s);
+      for (int r = 0; r < world; r++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", r);
+        const char *p = kg_coord_ckpt_archive(listing, world, r, s);
+        cJSON_AddItemToObject(arch, key, p ? cJSON_CreateString(p) : cJSON_CreateNull());
+      }
+    } else {
+      cJSON_AddNullToObject(d, "step");
+    }
+    kg_notice("coordinator: generation %d resumes from %s%lld", C->gen + 1,
+              s >= 0 ? "step " : "the start (no checkpoint sealed before the fault) ",
+              (long long) s);
+  }
+  cJSON_ReplaceItemInObject(kg_incident_json(inc), "checkpoint", cJSON_Duplicate(d, true));
+  cJSON_Delete(listing);
+  return code;
+}
+
+/*  Every node stopped (or finished): decide for the job. Returns the exit
+    code when the job ends, 0 when it goes on. */
+static int
+s_decide(kg_coord_s *C)
+{
+  size_t nn = C->nnodes > 0 ? (size_t) C->nnodes : 1;
+  kg_coord_report_t *rep = calloc(nn, sizeof *rep);
+  if (!rep)
+    return KG_EXIT_SYSTEM;
+  for (int i = 0; i < C->nnodes; i++) {
+    cJSON *r = C->nodes[i].report;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "fault_ms");
+    rep[i].sticky = r != NULL;
+    rep[i].fault_ms = cJSON_IsNumber(t) ? (int64_t) t->valuedouble : INT64_MAX;
+  }
+  int root = kg_coord_root(rep, C->nnodes);
+  free(rep);
+  if (C->preempted)
+    return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "a node was pre-empted");
+  if (root < 0) {
+    /* No sticky fault anywhere: the command's own failure ends the job. */
+    int code = 1;
+    for (int i = 0; i < C->nnodes; i++) {
+      const cJSON *c = cJSON_GetObjectItemCaseSensitive(C->nodes[i].failed, "code");
+      if (cJSON_IsNumber(c)) {
+        code = c->valueint;
+        break;
+      }
+    }
+    return kg_coord_end(C, code, "the command failed, no sticky GPU fault");
+  }
+  cJSON *rr = C->nodes[root].report;
+  const cJSON *sig = cJSON_GetObjectItemCaseSensitive(rr, "signature");
+  const cJSON *line = cJSON_GetObjectItemCaseSensitive(rr, "line");
+  int64_t delay = 0;
+  const char *reason = NULL;
+  kg_policy_action_t act = kg_policy_decide(C->policy, kg_clock_mono_ms(),
+                                            cJSON_IsString(sig) ? sig->valuestring : NULL,
+                                            &delay, &reason);
+  const char *signature = cJSON_IsString(sig) ? sig->valuestring : "";
+  delay = kg_exec_backoff(delay, C->last_signature, signature);
+  snprintf(C->last_signature, sizeof C->last_signature, "%s", signature);
+  kg_notice("coordinator: root cause on node %d: %s", root,
+            cJSON_IsString(line) ? line->valuestring : "?");
+  kg_incident_t *inc = s_incident(C, root, act == KG_POLICY_RESTART, reason, delay);
+  cJSON *d = cJSON_CreateObject();
+  cJSON_AddStringToObject(d, "type", "decision");
+  cJSON_AddNumberToObject(d, "gen", C->gen + 1);
+  cJSON_AddStringToObject(d, "incident", inc ? kg_incident_id(inc) : "");
+  cJSON_AddNumberToObject(d, "delay_ms", (double) delay);
+  cJSON *rootj = cJSON_AddObjectToObject(d, "root");
+  cJSON_AddNumberToObject(rootj, "node", root);
+  const char *keys[] = {"host", "family", "line", "rank", NULL};
+  for (int k = 0; keys[k]; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(rr, keys[k]);
+    if (v)
+      cJSON_AddItemToObject(rootj, keys[k], cJSON_Duplicate(v, true));
+  }
+  int exit_code;
+  if (act == KG_POLICY_GIVE_UP || !inc) {
+    cJSON_AddStringToObject(d, "action", "give-up");
+    cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_GAVE_UP);
+    exit_code = KG_EXEC_EXIT_GAVE_UP;
+  } else {
+    exit_code = s_restart_point(C, root, d, inc);
+  }
+  if (inc) {
+    char idir[PATH_MAX + 16];
+    snprintf(idir, sizeof idir, "%s/incidents", C->state_dir);
+    kg_incident_write(inc, idir, NULL);
+    kg_incident_destroy(&inc);
+  }
+  kg_coord_write_decision(C, d);
+  kg_coord_broadcast(C, d);
+  cJSON_Delete(d);
+  C->gen++;
+  C->stopping = false;
+  int64_t now = kg_clock_mono_ms();   /* the coordinator was busy, not the nodes */
+  for (int i = 0; i < C->nnodes; i++) {
+    C->nodes[i].stopped = false;
+    C->nodes[i].seen_ms = now;
+    cJSON_Delete(C->nodes[i].report);
+    cJSON_Delete(C->nodes[i].failed);
+    cJSON_Delete(C->nodes[i].listing);
+    C->nodes[i].report = C->nodes[i].failed = C->nodes[i].listing = NULL;
+  }
+  return exit_code;   /* 0: the job goes on */
+}
+
+static void
+s_stop_all(kg_coord_s *C, int by)
+{
+  if (C->stopping)
+    return;
+  C->stopping = true;
+  cJSON *m = cJSON_CreateObject();
+  cJSON_AddStringToObject(m, "type", "stop");
+  cJSON_AddNumberToObject(m, "gen", C->gen);
+  cJSON_AddNumberToObject(m, "by", by);
+  kg_coord_broadcast(C, m);
+  cJSON_Delete(m);
+}
+
+int
+kg_coord_run_message(kg_coord_s *C, int k, const char *t, const cJSON *m)
+{
+  kg_coord_node_t *n = &C->nodes[k];
+  int rc = -1;
+  if (strcmp(t, "fault") == 0) {
+    cJSON_Delete(n->report);
+    n->report = cJSON_Duplicate(m, true);
+    s_stop_all(C, k);
+  } else if (strcmp(t, "failed") == 0) {
+    cJSON_Delete(n->failed);
+    n->failed = cJSON_Duplicate(m, true);
+    s_stop_all(C, k);
+  } else if (strcmp(t, "preempted") == 0) {
+    C->preempted = true;
+    s_stop_all(C, k);
+  } else if (strcmp(t, "stopped") == 0) {
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "report");
+    if (cJSON_IsObject(r) && !n->report)
+      n->report = cJSON_Duplicate(r, true);
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(m, "listing");
+    cJSON_Delete(n->listing);
+    n->listing = cJSON_IsObject(l) ? cJSON_Duplicate(l, true) : NULL;
+    n->stopped = true;
+    s_stop_all(C, k);
+    bool all = true;
+    for (int i = 0; i < C->nnodes; i++)
+      all = all && (C->nodes[i].stopped || C->nodes[i].done);
+    if (all) {
+      int code = s_decide(C);
+      if (code != 0)
+        rc = code;
+    }
+  } else if (strcmp(t, "done") == 0) {
+    n->done = true;
+    bool all = true;
+    for (int i = 0; i < C->nnodes; i++)
+      all = all && C->nodes[i].done;
+    if (all)
+      rc = 0;
+  } else {
+    kg_info("coordinator: %s from node %d ignored", t, k);
+  }
+  return rc;
+}
+
+int
+kg_coord_check_lost(kg_coord_s *C, int64_t now)
+{
+  if (!C->started)
+    return -1;   /* the join deadline rules until then */
+  for (int i = 0; i < C->nnodes; i++) {
+    kg_coord_node_t *n = &C->nodes[i];
+    if (!n->id_len || n->done || now - n->seen_ms <= C->heartbeat_ms)
+      continue;
+    char why[128];
+    snprintf(why, sizeof why, "node %d lost (no message for %lld ms): infrastructure, "
+             "not a GPU fault", i, (long long) (now - n->seen_ms));
+    kg_error("coordinator: %s; the job ends retryable", why);
+    n->id_len = 0;   /* no more sends to it */
+    return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, why);
+  }
+  return -1;
+}

@@ -1,0 +1,272 @@
+/*  kg_exec_restart: what follows a proven fault in `kguard exec`: choosing
+    and restoring the checkpoint (one node: resume-prepare, overlapped with
+    the teardown; several: the coordinator's decision, then this node's
+    quarantine and restores), the decisions that end a job, and the check
+    that the devices are free before the ranks start again. Called from
+    the state table (kg_exec.c). */
+#include "kg_exec_priv.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cjson/cJSON.h>
+
+#include "kg_clock.h"
+#include "kg_error.h"
+#include "kg_exit.h"
+#include "kg_log.h"
+
+static void s_multi_restore_step(kg_exec_s *E);
+
+void
+kg_ex_restore(kg_exec_s *E)
+{
+  free(E->resume_dir);
+  free(E->resume_archive);
+  E->resume_dir = E->resume_archive = NULL;
+  E->resume_step = -1;
+  E->restored = false;
+  if (!E->cfg.ckpt_dir) {
+    kg_notice("exec: no --checkpoints: the command starts over");
+    E->restored = true;
+    if (E->state != KG_EX_STOPPING)
+      kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+    return;
+  }
+  char before[32], into[PATH_MAX + 96];
+  snprintf(before, sizeof before, "%lld", (long long) E->fault_wall_ms);
+  snprintf(into, sizeof into, "%s/restored/%s", E->state_dir, kg_incident_id(E->incident));
+  /* Only this run's checkpoints: the run id its command seals with
+     (KGUARD_RUN_ID, kg_exec_env.c). */
+  char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
+                  "--before", before, "--incident", (char *) kg_incident_id(E->incident),
+                  "--into", into, "--run", (char *) E->cfg.name, "--json", NULL};
+  kg_notice("exec: restoring the last checkpoint sealed before T=%s from %s", before,
+            E->cfg.ckpt_dir);
+  if (kg_ex_start_helper(E, argv) != 0) {
+    kg_error("exec: cannot start `kguard ckpt resume-prepare`");
+    kg_ex_finish(E, KG_EXEC_OUT_RETRYABLE);
+    return;
+  }
+  if (E->state != KG_EX_STOPPING)
+    kg_ex_enter(E, KG_EX_RESTORING, -1);
+}
+
+void
+kg_ex_helper_done(kg_exec_s *E)
+{
+  int st = kg_child_status(E->helper);
+  if (E->multi) {
+    kg_child_destroy(&E->helper);
+    free(E->helper_out);
+    E->helper_out = NULL;
+    E->helper_len = 0;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      kg_error("exec: the agreed checkpoint does not restore on this node: exit %d "
+               "(retryable)", KG_EXEC_EXIT_RETRYABLE);
+      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+      return;
+    }
+    s_multi_restore_step(E);
+    return;
+  }
+  kg_child_destroy(&E->helper);
+  cJSON *j = E->helper_out ? cJSON_Parse(E->helper_out) : NULL;
+  free(E->helper_out);
+  E->helper_out = NULL;
+  E->helper_len = 0;
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(j, "status");
+  if (!cJSON_IsString(status) || strcmp(status->valuestring, "error") == 0) {
+    char how[64];
+    kg_child_describe(st, how, sizeof how);
+    kg_error("exec: `kguard ckpt resume-prepare` failed (%s): infrastructure failure, "
+             "exit %d (retryable)", how, KG_EXEC_EXIT_RETRYABLE);
+    cJSON_Delete(j);
+    kg_ex_finish(E, KG_EXEC_OUT_RETRYABLE);
+    return;
+  }
+  if (strcmp(status->valuestring, "restored") == 0) {
+    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(j, "dir");
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "archive");
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
+    if (cJSON_IsString(dir) && cJSON_IsString(arch) && cJSON_IsNumber(step)) {
+      E->resume_dir = strdup(dir->valuestring);
+      E->resume_archive = strdup(arch->valuestring);
+      E->resume_step = (int64_t) step->valuedouble;
+      kg_notice("exec: restored step %lld from %s", (long long) E->resume_step,
+                arch->valuestring);
+    }
+  } else {
+    char why[1024];
+    int unverified = kg_exec_unverified(j, why, sizeof why);
+    if (unverified > 0) {
+      /* Starting over would drop them without a word: stop instead. */
+      kg_error("exec: %d checkpoint(s) sealed before the fault exist in %s, but none verifies "
+               "(first: %s): kguard does not start the training over and lose them; make them "
+               "verify (the signing key), or move them away to start over; exit %d "
+               "(permanent)", unverified, E->cfg.ckpt_dir, why, KG_EXEC_EXIT_GAVE_UP);
+      kg_incident_take_checkpoint(E->incident, &j);
+      kg_ex_incident_write(E);
+      kg_ex_finish(E, KG_EXEC_OUT_GAVE_UP);
+      return;
+    }
+    kg_notice("exec: no checkpoint was sealed before the fault: the command starts over");
+  }
+  kg_incident_take_checkpoint(E->incident, &j);
+  kg_ex_incident_write(E);
+  E->restored = true;
+  if (E->preempted) {
+    kg_ex_finish(E, KG_EXEC_OUT_RETRYABLE);
+    return;
+  }
+  /* Still stopping: the start waits for the tree to be gone. */
+  if (E->state != KG_EX_STOPPING)
+    kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+}
+
+/*  Restore this node's ranks one after the other, then start. */
+static void
+s_multi_restore_step(kg_exec_s *E)
+{
+  int rc = kg_ex_node_restore_next(E);
+  if (rc > 0) {
+    kg_ex_enter(E, KG_EX_RESTORING, -1);
+  } else if (rc < 0) {
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  } else if (E->preempted) {
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  } else {
+    if (E->resume_archive) {
+      E->resume_dir = strdup(E->restored_base);
+      kg_notice("exec: this node's ranks restored at step %lld", (long long) E->resume_step);
+    }
+    kg_ex_enter(E, KG_EX_BACKOFF, kg_clock_mono_ms() + E->delay_ms);
+  }
+}
+
+/*  The outcome a job-ending decision's code stands for. */
+void
+kg_ex_done_code(kg_exec_s *E, int c)
+{
+  if (c == KG_EXEC_EXIT_GAVE_UP)
+    kg_ex_done(E, KG_EXEC_OUT_GAVE_UP, 0);
+  else if (c == KG_EXEC_EXIT_RETRYABLE)
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  else if (c == 0)
+    kg_ex_done(E, KG_EXEC_OUT_SUCCESS, 0);
+  else if (c == KG_EXIT_USAGE)
+    kg_ex_done(E, KG_EXEC_OUT_USAGE, 0);
+  else
+    kg_ex_done(E, KG_EXEC_OUT_COMMAND_FAILED, (c & 0xff) << 8);
+}
+
+/*  The coordinator ends the job while this node still runs (a node lost):
+    stop the tree, then exit with the job's code. */
+void
+kg_ex_end_early(kg_exec_s *E)
+{
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(E->decision, "code");
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(E->decision, "reason");
+  int c = cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE;
+  kg_notice("exec: the coordinator ends the job (%s): exit %d",
+            cJSON_IsString(why) ? why->valuestring : "no reason given", c);
+  kg_ex_done_code(E, c);               /* records the outcome and the code  */
+  kg_ex_kill_tree(E, SIGTERM);
+  kg_ex_enter(E, KG_EX_STOPPING, kg_clock_mono_ms() + E->cfg.kill_grace_ms);
+  E->then = KG_EX_THEN_EXIT;
+  E->killed = false;
+  E->preempted = false;
+  E->outcome_status = E->outcome == KG_EXEC_OUT_COMMAND_FAILED ? ((c & 0xff) << 8) : 0;
+  if (kg_ex_group_gone(E))
+    kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
+}
+
+/*  The coordinator's decision, after this node's tree stopped. */
+void
+kg_ex_decision(kg_exec_s *E)
+{
+  const cJSON *d = E->decision;
+  const cJSON *action = cJSON_GetObjectItemCaseSensitive(d, "action");
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(d, "code");
+  const cJSON *gen = cJSON_GetObjectItemCaseSensitive(d, "gen");
+  const cJSON *root = cJSON_GetObjectItemCaseSensitive(d, "root");
+  char *rtext = root ? cJSON_PrintUnformatted(root) : NULL;
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(d, "reason");
+  kg_notice("exec: coordinator decided %s%s%s%s%s",
+            cJSON_IsString(action) ? action->valuestring : "?", rtext ? ", root cause " : "",
+            rtext ? rtext : "", cJSON_IsString(why) ? ": " : "",
+            cJSON_IsString(why) ? why->valuestring : "");
+  free(rtext);
+  if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
+    kg_ex_done_code(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
+    return;
+  }
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(d, "step");
+  const cJSON *inc = cJSON_GetObjectItemCaseSensitive(d, "incident");
+  const cJSON *delay = cJSON_GetObjectItemCaseSensitive(d, "delay_ms");
+  free(E->resume_dir);
+  free(E->resume_archive);
+  E->resume_dir = E->resume_archive = NULL;
+  E->resume_step = cJSON_IsNumber(step) ? (int64_t) step->valuedouble : -1;
+  E->delay_ms = cJSON_IsNumber(delay) ? (int64_t) delay->valuedouble : 0;
+  const cJSON *port = cJSON_GetObjectItemCaseSensitive(d, "master_port");
+  const cJSON *store = cJSON_GetObjectItemCaseSensitive(d, "store_port");
+  if (cJSON_IsNumber(port))
+    E->master_port = port->valueint;
+  E->store_port = cJSON_IsNumber(store) ? store->valueint : 0;
+  if (cJSON_IsNumber(gen))
+    E->generation = gen->valueint;
+  E->sticky_report = false;
+  snprintf(E->restored_base, sizeof E->restored_base, "%s/restored/%s-gen%d", E->state_dir,
+           cJSON_IsString(inc) ? inc->valuestring : "job", E->generation);
+  E->restore_rank = 0;
+  s_multi_restore_step(E);
+}
+
+/*  Before the ranks start again on the same devices: has every process of
+    the last generation let go of its device memory? When not yet, the
+    deadline is re-armed (a bounded wait: KG_EXEC_DEVMEM_WAIT_MS, then a
+    warning and the start). Without a driver to ask, a no-op that says so
+    once. */
+bool
+kg_ex_devices_free(kg_exec_s *E)
+{
+  int64_t now = kg_clock_mono_ms();
+  pid_t pids[256];
+  int n = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, E->exits) {
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
+    if (cJSON_IsNumber(pid) && n < 256)
+      pids[n++] = (pid_t) pid->valueint;
+  }
+  int held = kg_exec_devmem_held(E->devmem, pids, n);
+  if (held < 0) {
+    if (!E->devmem_said)
+      kg_notice("exec: no GPU driver to ask here (NVML): the check that the last "
+                "generation's device memory was released is a no-op");
+    E->devmem_said = true;
+    return true;
+  }
+  if (held == 0) {
+    E->devmem_until = 0;
+    return true;
+  }
+  if (E->devmem_until == 0) {
+    E->devmem_until = now + KG_EXEC_DEVMEM_WAIT_MS;
+    kg_notice("exec: %d process(es) of the last generation still hold device memory: "
+              "waiting for the driver to release it (at most %d ms)", held,
+              KG_EXEC_DEVMEM_WAIT_MS);
+  }
+  if (now >= E->devmem_until) {
+    kg_warning("exec: device memory of %d ended process(es) still not released after %d ms: "
+               "starting anyway", held, KG_EXEC_DEVMEM_WAIT_MS);
+    E->devmem_until = 0;
+    return true;
+  }
+  E->deadline = now + 20;
+  return false;
+}
+
