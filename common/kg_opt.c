@@ -272,6 +272,10 @@ s_option(kg_opt_parser_t *p, const kg_opt_t *o, const char *inline_value)
   }
   if (!o->arg)
     return o->id;
+  if (o->flags & KG_OPT_OPTIONAL) {   /* only an attached value is its value */
+    p->value = inline_value;
+    return o->id;
+  }
   int rc = o->id;
   if (inline_value)
     p->value = inline_value;
@@ -418,6 +422,8 @@ kg_opt_lint(const kg_cmd_t *cmd, char *err, size_t errlen)
       S_FAIL("every option has a long name (-%c)", o->short_name);
     if (!o->help || !*o->help)
       S_FAIL("--%s has no help", o->long_name);
+    if ((o->flags & KG_OPT_OPTIONAL) && (!o->arg || (o->flags & KG_OPT_PAIR)))
+      S_FAIL("an optional value needs a name (arg) and cannot be a pair");
     if ((o->flags & KG_OPT_PAIR) && (!o->arg || !strchr(o->arg, ' ')))
       S_FAIL("--%s takes two values: name both", o->long_name);
     if (s_find_long(&(kg_cmd_t){.opts = kg_opt_standard}, o->long_name, strlen(o->long_name))

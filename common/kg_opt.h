@@ -8,6 +8,7 @@
 
     The grammar, the same for every command:
       --name VALUE, --name=VALUE     a long option with a value
+      --name, --name=VALUE           one whose value is optional (rare)
       -n VALUE, -nVALUE              its short form, where it has one
       -ab                            short flags grouped
       --                             the rest are operands
@@ -32,6 +33,10 @@
 /*  kg_opt_t.flags */
 #define KG_OPT_HIDDEN 1u   /*  parsed, never documented (internal plumbing)  */
 #define KG_OPT_PAIR   2u   /*  takes two values: -p NAME VALUE               */
+#define KG_OPT_OPTIONAL 4u /*  its value is optional: only --name=VALUE (or
+                               -nVALUE) gives one; --name alone leaves
+                               p->value NULL and never takes the next
+                               argument. Documented as --name[=VALUE]        */
 
 /*  One option, or a heading: an entry with id 0 and no names is a heading
     (its help is the title of the options after it in --help and the man

@@ -156,7 +156,7 @@ kg__optdoc_spec(const kg_opt_t *o, char *buf, size_t len)
   if (o->long_name && n >= 0 && (size_t) n < len)
     n += snprintf(buf + n, len - (size_t) n, "--%s", o->long_name);
   if (o->arg && n >= 0 && (size_t) n < len)
-    snprintf(buf + n, len - (size_t) n, " %s", o->arg);
+    snprintf(buf + n, len - (size_t) n, (o->flags & KG_OPT_OPTIONAL) ? "[=%s]" : " %s", o->arg);
 }
 
 static void

@@ -98,9 +98,10 @@ s_man_opt(void *arg, const kg_opt_t *o)
     fputs("\\fR", out);
   }
   if (o->arg) {
-    fputs(" \\fI", out);
+    bool optional = (o->flags & KG_OPT_OPTIONAL) != 0;
+    fputs(optional ? "[=\\fI" : " \\fI", out);
     s_man_str(out, o->arg);
-    fputs("\\fR", out);
+    fputs(optional ? "\\fR]" : "\\fR", out);
   }
   fputc('\n', out);
   s_man_tp(out, o->help);

@@ -237,7 +237,8 @@ s_bash_case(FILE *out, const kg_cmd_t *cmd)
   /* values of the options that take one */
   bool any = false;
   for (const kg_opt_t *o = cmd->opts; o && !s_end(o); o++) {
-    if (!o->id || !o->arg || (o->flags & KG_OPT_HIDDEN))
+    /* an optional value is never the next word: nothing to complete there */
+    if (!o->id || !o->arg || (o->flags & (KG_OPT_HIDDEN | KG_OPT_OPTIONAL)))
       continue;
     if (!any)
       fputs("        case $prev in\n", out);

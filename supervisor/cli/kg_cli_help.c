@@ -66,7 +66,7 @@ s_man_dir(const kg_cmd_t *root, const char *dir)
 }
 
 /*  cmd's table as JSON: {"name", "summary", "usage", "hidden", "options":
-    [{"short", "long", "arg", "pair", "hidden"}], "commands": [...]}; the
+    [{"short", "long", "arg", "pair", "optional", "hidden"}], "commands": [...]}; the
     standard options are included. */
 static cJSON *
 s_json(const kg_cmd_t *cmd)
@@ -94,6 +94,7 @@ s_json(const kg_cmd_t *cmd)
       else
         cJSON_AddNullToObject(j, "arg");
       cJSON_AddBoolToObject(j, "pair", (x->flags & KG_OPT_PAIR) != 0);
+    cJSON_AddBoolToObject(j, "optional", (x->flags & KG_OPT_OPTIONAL) != 0);
       cJSON_AddBoolToObject(j, "hidden", (x->flags & KG_OPT_HIDDEN) != 0);
       cJSON_AddItemToArray(opts, j);
     }

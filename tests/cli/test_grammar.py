@@ -74,6 +74,9 @@ def test_every_option_in_both_forms(words, table):
             forms.append([long])
             if short:
                 forms.append([short])
+        elif opt.get("optional"):   # --opt alone, or --opt=value; never --opt value
+            forms.append([long])
+            forms.append([long + "=" + value_for(opt)])
         else:
             rest = ["b"] if opt["pair"] else []
             v = "a" if opt["pair"] else value_for(opt)

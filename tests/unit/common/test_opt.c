@@ -10,7 +10,7 @@
 #include "kg_optdoc.h"
 #include "kg_test.h"
 
-enum { O_OUT = 1, O_QUIET, O_VERBOSE, O_KERNEL, O_PARAM, O_SECRET, O_CHECKPOINTS };
+enum { O_OUT = 1, O_QUIET, O_VERBOSE, O_KERNEL, O_PARAM, O_SECRET, O_CHECKPOINTS, O_PROGRESS };
 
 static const kg_opt_t s_opts[] = {
   {O_OUT, 'o', "output", "FILE", "where the result goes", 0},
@@ -21,6 +21,7 @@ static const kg_opt_t s_opts[] = {
   {O_PARAM, 'p', "parameters", "NAME VALUE", "a parameter", KG_OPT_PAIR},
   {O_SECRET, 0, "secret-knob", NULL, "internal", KG_OPT_HIDDEN},
   {O_CHECKPOINTS, 0, "checkpoints", "DIR", "checkpoint directory", 0},
+  {O_PROGRESS, 0, "progress", "WHEN", "how to show progress", KG_OPT_OPTIONAL},
   {0, 0, NULL, NULL, NULL, 0},
 };
 
@@ -65,6 +66,12 @@ static const s_row_t s_rows[] = {
   {&s_cmd, {"-p", "lr", "0.1", "-p", "n", "-3"}, "5=lr,0.1;5=n,-3;end", NULL},
   {&s_cmd, {"--parameters=lr", "0.1"}, "5=lr,0.1;end", NULL},
   {&s_cmd, {"--secret-knob"}, "6;end", NULL},
+  /* an optional value: only attached; the next argument stays an operand */
+  {&s_cmd, {"--progress"}, "8;end", NULL},
+  {&s_cmd, {"--progress=machine"}, "8=machine;end", NULL},
+  {&s_cmd, {"--progress", "a.tar"}, "8;op=a.tar;end", NULL},
+  {&s_cmd, {"--progress", "-q"}, "8;2;end", NULL},
+  {&s_cmd, {"--progress="}, "8=;end", NULL},
   /* mistakes: one line, exit 100 */
   {&s_cmd, {"--frob"}, "exit=100", "kguard t: unknown option '--frob' (see kguard t --help)\n"},
   {&s_cmd, {"-V"}, "exit=100", "kguard t: unknown option '-V' (see kguard t --help)\n"},
@@ -172,6 +179,7 @@ KG_TEST(help_and_version_go_to_stdout)
   KG_CHECK(strstr(out, "\nmore options:\n") != NULL);
   KG_CHECK(strstr(out, "  -h, --help") != NULL && strstr(out, "  --version") != NULL);
   KG_CHECK(strstr(out, "secret-knob") == NULL);   /* hidden */
+  KG_CHECK(strstr(out, "  --progress[=WHEN]     how to show progress\n") != NULL);
   KG_CHECK(strstr(out, "\nexit codes:\n  0    success\n") != NULL);
   free(err);
   free(out);
