@@ -315,6 +315,16 @@ KG_TEST(lint)
   c.opts = clash;
   c.usage = "";
   KG_CHECK_INT(kg_opt_lint(&c, err, sizeof err), -1);
+  static const kg_opt_t optional_flag[] = {
+    {1, 0, "progress", NULL, "x", KG_OPT_OPTIONAL}, {0, 0, NULL, NULL, NULL, 0}};
+  c.opts = optional_flag;
+  c.usage = "[--progress[=WHEN]]";
+  KG_CHECK_INT(kg_opt_lint(&c, err, sizeof err), -1);
+  KG_CHECK(strstr(err, "an optional value needs a name") != NULL);
+  static const kg_opt_t optional[] = {
+    {1, 0, "progress", "WHEN", "x", KG_OPT_OPTIONAL}, {0, 0, NULL, NULL, NULL, 0}};
+  c.opts = optional;
+  KG_CHECK_INT(kg_opt_lint(&c, err, sizeof err), 0);
 }
 
 KG_TEST_MAIN(KG_CASE(grammar_table), KG_CASE(help_and_version_go_to_stdout),
