@@ -374,15 +374,18 @@ kg_ex_node_listed(kg_exec_s *E)
   }
   /* Only this run's archives (the run id its ranks seal with,
      KGUARD_RUN_ID): the same user's other experiment copied into the
-     directory is never chosen. */
+     directory is never chosen. An archive that does not authenticate has
+     no run to read (no "run"): it stays, so that checkpoints which exist
+     but cannot be verified stop the job (86) instead of a silent start
+     over, as resume-prepare does on one node. */
   for (int i = cJSON_GetArraySize(rows) - 1; i >= 0; i--) {
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, i), "run");
-    if (!cJSON_IsString(run) || strcmp(run->valuestring, E->cfg.name) != 0) {
+    if (cJSON_IsString(run) && strcmp(run->valuestring, E->cfg.name) != 0) {
       const cJSON *path =
           cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, i), "archive");
       kg_notice("exec: skipping %s: run '%s', not the run being resumed ('%s')",
-                cJSON_IsString(path) ? path->valuestring : "an archive",
-                cJSON_IsString(run) ? run->valuestring : "?", E->cfg.name);
+                cJSON_IsString(path) ? path->valuestring : "an archive", run->valuestring,
+                E->cfg.name);
       cJSON_DeleteItemFromArray(rows, i);
     }
   }
