@@ -12,31 +12,14 @@
 
 #include "kg_clock.h"
 #include "kg_ckpt_cli_maint.h"
+#include "kg_ckpt_cmds.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_progress.h"
 #include "kg_ckpt_set.h"
 #include "kg_exit.h"
 #include "kg_error.h"
 #include "kg_keys.h"
-
-static const char s_help_list[] =
-  "usage: kguard ckpt list CKPT_DIR [--json] [--progress[=WHEN]]\n"
-  "\n"
-  "Verify every checkpoint in CKPT_DIR and print a table, newest first: step,\n"
-  "seal time, size, status, file. Leftovers of interrupted seals are shown as\n"
-  "'leftover'. --json prints an array of objects instead.\n"
-  KG_CKPT_PROGRESS_HELP
-  "exit: 0, 100 usage (also: no such CKPT_DIR), 111 system (CKPT_DIR unreadable).\n";
-
-static const char s_help_latest[] =
-  "usage: kguard ckpt latest CKPT_DIR [--before TIME] [--progress[=WHEN]]\n"
-  "\n"
-  "Print the last consistent checkpoint (or complete set of rank shards: its\n"
-  "index set-*.kgset.tar): the newest one sealed strictly before\n"
-  "TIME (default: now and later) that verifies completely. Each newer file that\n"
-  "was passed over is reported on stderr with the reason.\n"
-  KG_CKPT_PROGRESS_HELP
-  "exit: 0 found, 1 none, 100 usage (also: no such CKPT_DIR), 111 system.\n";
+#include "kg_opt.h"
 
 static const char *
 s_entry_status(const kg_ckpt_entry_t *e)
@@ -86,34 +69,35 @@ kg_ckpt_cli_list(int argc, char **argv)
   const char *dir = NULL;
   bool json = false;
   kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
-  for (int i = 1; i < argc; i++) {
-    int po;
-    if (kg_ckpt_cli_is_help(argv[i])) {
-      fputs(s_help_list, stdout);
-      return KG_EXIT_OK;
-    } else if ((po = kg_ckpt_progress_option(argv[i], &show)) != 0) {
-      if (po < 0)
-        return kg_ckpt_cli_usage("--progress is auto, machine or none", argv[i]);
-    } else if (strcmp(argv[i], "--json") == 0) {
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_list_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    if (id == KG_OPT_EXIT)
+      return p.code;
+    if (id == KG_CKPT_O_JSON)
       json = true;
-    } else if (argv[i][0] == '-' || dir) {
-      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
-    } else {
-      dir = argv[i];
-    }
+    else if (id == KG_CKPT_O_PROGRESS) {
+      if (kg_ckpt_progress_value(p.value, &show) < 0)
+        return kg_ckpt_cli_usage("--progress is auto, machine or none", p.value);
+    } else if (dir)
+      return kg_ckpt_cli_usage("unexpected argument", p.value);
+    else
+      dir = p.value;
   }
   if (!dir)
-    return kg_ckpt_cli_usage("list needs CKPT_DIR", NULL);
+    return kg_ckpt_cli_usage("needs CKPT_DIR", NULL);
   const kg_keyring_t *keys = NULL;
-  int code = kg_ckpt_cli_need("list", dir, true);
+  int code = kg_ckpt_cli_need(dir, true);
   if (code == 0)
-    code = kg_ckpt_cli_keys("ckpt list", &keys);
+    code = kg_ckpt_cli_keys(&keys);
   if (code)
     return code;
   int rc;
   kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list) {
-    fprintf(stderr, "kguard ckpt list: cannot read %s: %s\n", dir, kg_strerror(rc));
+    kg_opt_error("cannot read %s: %s", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
   /* Every archive verified completely, with progress. */
@@ -180,35 +164,36 @@ kg_ckpt_cli_latest(int argc, char **argv)
   const char *dir = NULL;
   int64_t before = INT64_MAX;
   kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
-  for (int i = 1; i < argc; i++) {
-    int po;
-    if (kg_ckpt_cli_is_help(argv[i])) {
-      fputs(s_help_latest, stdout);
-      return KG_EXIT_OK;
-    } else if ((po = kg_ckpt_progress_option(argv[i], &show)) != 0) {
-      if (po < 0)
-        return kg_ckpt_cli_usage("--progress is auto, machine or none", argv[i]);
-    } else if (strcmp(argv[i], "--before") == 0 && i + 1 < argc) {
-      if (kg_ckpt_parse_time(argv[++i], &before) < 0)
-        return kg_ckpt_cli_usage("--before needs ISO 8601 or ms since the epoch", argv[i]);
-    } else if (argv[i][0] == '-' || dir) {
-      return kg_ckpt_cli_usage("unexpected argument", argv[i]);
-    } else {
-      dir = argv[i];
-    }
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_latest_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    if (id == KG_OPT_EXIT)
+      return p.code;
+    if (id == KG_CKPT_O_BEFORE) {
+      if (kg_ckpt_parse_time(p.value, &before) < 0)
+        return kg_ckpt_cli_usage("--before needs ISO 8601 or ms since the epoch", p.value);
+    } else if (id == KG_CKPT_O_PROGRESS) {
+      if (kg_ckpt_progress_value(p.value, &show) < 0)
+        return kg_ckpt_cli_usage("--progress is auto, machine or none", p.value);
+    } else if (dir)
+      return kg_ckpt_cli_usage("unexpected argument", p.value);
+    else
+      dir = p.value;
   }
   if (!dir)
-    return kg_ckpt_cli_usage("latest needs CKPT_DIR", NULL);
+    return kg_ckpt_cli_usage("needs CKPT_DIR", NULL);
   const kg_keyring_t *keys = NULL;
-  int code = kg_ckpt_cli_need("latest", dir, true);
+  int code = kg_ckpt_cli_need(dir, true);
   if (code == 0)
-    code = kg_ckpt_cli_keys("ckpt latest", &keys);
+    code = kg_ckpt_cli_keys(&keys);
   if (code)
     return code;
   int rc;
   kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list) {
-    fprintf(stderr, "kguard ckpt latest: cannot read %s: %s\n", dir, kg_strerror(rc));
+    kg_opt_error("cannot read %s: %s", dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
   kg_ckpt_progress_t prog;
@@ -261,7 +246,7 @@ kg_ckpt_cli_latest(int argc, char **argv)
             kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
     code = 0;
   } else {
-    fprintf(stderr, "kguard ckpt latest: no consistent checkpoint in %s\n", dir);
+    kg_opt_error("no consistent checkpoint in %s", dir);
   }
   kg_ckpt_list_destroy(&list);
   return code;

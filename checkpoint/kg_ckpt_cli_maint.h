@@ -24,25 +24,25 @@ int kg_ckpt_cli_gc(int argc, char **argv);
     --resolve ID` (kg_ckpt_retain.h); exit 0, 100 usage, 111 system. */
 int kg_ckpt_cli_prune(int argc, char **argv);
 
-/*  Parse --keep / --keep-every at argv[*i] (advancing *i). Returns 1 when
-    it was one of them, 0 when not, -1 on a bad value (message printed). */
-int kg_ckpt_cli_retain_opt(int argc, char **argv, int *i, int *keep, int64_t *every);
+/*  Take option id (KG_CKPT_O_KEEP, KG_CKPT_O_KEEP_EVERY) with its value.
+    Returns 1 when it was one of them, 0 when not, -1 on a bad value
+    (message printed). */
+int kg_ckpt_cli_retain_opt(int id, const char *value, int *keep, int64_t *every);
 
 /*  `kguard ckpt list` and `kguard ckpt latest` (kg_ckpt_cli_list.c). */
 int kg_ckpt_cli_list(int argc, char **argv);
 int kg_ckpt_cli_latest(int argc, char **argv);
 
-/*  Shared by the ckpt command files: "--help"/"-h"; print "kguard ckpt:
-    MSG[: ARG] (see --help)" and return the usage exit code. */
-bool kg_ckpt_cli_is_help(const char *arg);
+/*  Shared by the ckpt command files: print "kguard ckpt CMD: MSG[: ARG]
+    (see kguard ckpt CMD --help)" and return the usage exit code. */
 int kg_ckpt_cli_usage(const char *msg, const char *arg);
 
 /*  The keys verification accepts (the user's own and the trusted ones,
     kg_keyring_load), loaded once per process into *out. Returns 0, or
-    prints "kguard CMD: why" (CMD: "ckpt verify", "keys", ...) and returns the exit code (100 for a key
-    directory others could change or a malformed trusted key, 111 for a
-    system error). */
-int kg_ckpt_cli_keys(const char *cmd, const kg_keyring_t **out);
+    prints "kguard CMD: why" (kg_opt_error) and returns the exit code (100
+    for a key directory others could change or a malformed trusted key, 111
+    for a system error). */
+int kg_ckpt_cli_keys(const kg_keyring_t **out);
 
 /*  The one rule for paths named on a ckpt command line: path must exist
     and be a directory (dir) or a regular file. Returns 0, or prints
@@ -50,6 +50,6 @@ int kg_ckpt_cli_keys(const char *cmd, const kg_keyring_t **out);
     directory", "not a regular file") and returns 100, or, when it cannot
     be looked at (permissions), "kguard ckpt CMD: cannot read PATH: why"
     and 111. */
-int kg_ckpt_cli_need(const char *cmd, const char *path, bool dir);
+int kg_ckpt_cli_need(const char *path, bool dir);
 
 #endif

@@ -1,5 +1,5 @@
 /*  kg_ckpt_cli_resume: `kguard ckpt resume-prepare` (the supervisor's
-    restore step) and the progress line shared by the ckpt commands.
+    restore step).
 */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -13,6 +13,7 @@
 
 #include "kg_ckpt_cli_maint.h"
 #include "kg_ckpt_cli_resume.h"
+#include "kg_ckpt_cmds.h"
 #include "kg_ckpt_inflight.h"
 #include "kg_ckpt_progress.h"
 #include "kg_ckpt_resume.h"
@@ -20,44 +21,12 @@
 #include "kg_exit.h"
 #include "kg_error.h"
 #include "kg_keys.h"
+#include "kg_opt.h"
 
-static const char s_help_resume[] =
-  "usage: kguard ckpt resume-prepare --dir CKPT_DIR --before T_MS --incident ID\n"
-  "                                  --into DEST --json [--run ID]\n"
-  "                                  [--seal-wait-stall-ms MS] [--progress[=WHEN]]\n"
-  "\n"
-  "First waits for the seals still writing into CKPT_DIR (a background seal\n"
-  "outlives a faulted kernel): each ends sealed, and is then a candidate, or\n"
-  "dies, leaving nothing that is chosen; one making no progress for MS\n"
-  "(default 60000; 0: none is waited for) is excluded. \"waited\" lists them:\n"
-  "  [{\"writer\", \"outcome\": \"ended\"|\"excluded\", \"waited_ms\"}].\n"
-  "For the supervisor after a sticky failure at T_MS: quarantine checkpoints\n"
-  "sealed at or after T_MS, then verify completely, newest first, those sealed\n"
-  "strictly before it until one is valid. Only checkpoints of the run being\n"
-  "resumed count: --run ID, else $KGUARD_RUN_ID, else \"default\" (what seal\n"
-  "records); every other run's is skipped, saying so. Signatures by your key\n"
-  "or a trusted one (kguard keys) verify. An uncompressed checkpoint is checked\n"
-  "in place and not copied (\"dir\": \"\": the kernel reads it from the archive);\n"
-  "a zstd one is restored, read-only, into CKPT_DIR/.restored-ID when nobody\n"
-  "else can write CKPT_DIR, else into DEST (private). Prints one JSON object:\n"
-  "  {\"status\": \"restored\"|\"none\"|\"failed\", \"archive\", \"archive_abs\",\n"
-  "   \"step\", \"run\", \"sealed_at\", \"sealed_at_ms\",\n"
-  "   \"digest\": \"blake2b-256:<hex of the manifest>\", \"digest_of\": \"manifest\",\n"
-  "   \"dir\", \"in_place\", \"compression\", \"bytes\", \"error\" (when failed),\n"
-  "   \"before_ms\", \"incident\", \"resumed_run\",\n"
-  "   \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
-  "   \"skipped\": [{\"archive\", \"reason\"}]}\n"
-  "\"failed\": a checkpoint could not be read or copied (system error); nothing\n"
-  "partial remains.\n"
-  KG_CKPT_PROGRESS_HELP
-  "Machine lines (what the kernel supervisor asks for): at the start of each\n"
-  "candidate and at least once a second while it is read; while seals in flight\n"
-  "are waited for, 'kguard-progress BYTES 0' (their bytes written so far).\n"
-  "On bad usage it prints {\"status\": \"error\", \"error\": \"...\"}.\n"
-  "exit: 0 restored or none, 111 failed or system error, 100 usage.\n";
-
+/*  On bad usage the supervisor still reads one JSON object. say: also the
+    message on stderr (not when the parser said it already). */
 static int
-s_json_error(int code, const char *msg)
+s_json_error_say(int code, const char *msg, bool say)
 {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "status", "error");
@@ -66,8 +35,15 @@ s_json_error(int code, const char *msg)
   printf("%s\n", text ? text : "{\"status\":\"error\"}");
   free(text);
   cJSON_Delete(o);
-  fprintf(stderr, "kguard ckpt resume-prepare: %s\n", msg);
+  if (say)
+    kg_opt_error("%s", msg);
   return code;
+}
+
+static int
+s_json_error(int code, const char *msg)
+{
+  return s_json_error_say(code, msg, true);
 }
 
 struct s_wait_note {
@@ -84,8 +60,8 @@ s_wait_tick(void *arg, uint64_t bytes, size_t writers)
   struct s_wait_note *note = arg;
   if (!note->said) {
     kg_ckpt_progress_end(note->prog);
-    fprintf(stderr, "kguard ckpt resume-prepare: waiting for %zu checkpoint writer%s in "
-            "flight to finish\n", writers, writers == 1 ? "" : "s");
+    kg_opt_error("waiting for %zu checkpoint writer%s in flight to finish", writers,
+                 writers == 1 ? "" : "s");
     kg_ckpt_progress_begin(note->prog, "waiting for %zu checkpoint writer%s", writers,
                            writers == 1 ? "" : "s");
     note->said = true;
@@ -99,37 +75,36 @@ kg_ckpt_cli_resume(int argc, char **argv)
   const char *dir = NULL, *incident = NULL, *dest = NULL, *run = NULL;
   int64_t before = -1, stall_ms = KG_CKPT_SEAL_WAIT_STALL_MS;
   kg_ckpt_progress_when_t when = KG_CKPT_PROGRESS_AUTO;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    bool more = i + 1 < argc;
-    int po;
-    if (kg_ckpt_cli_is_help(a)) {
-      fputs(s_help_resume, stdout);
-      return KG_EXIT_OK;
-    } else if ((po = kg_ckpt_progress_option(a, &when)) != 0) {
-      if (po < 0)
-        return s_json_error(KG_EXIT_USAGE, "--progress is auto, machine or none");
-    } else if (strcmp(a, "--dir") == 0 && more) {
-      dir = argv[++i];
-    } else if (strcmp(a, "--before") == 0 && more) {
-      if (kg_ckpt_parse_time(argv[++i], &before) < 0)
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_resume_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    switch (id) {
+    case KG_OPT_EXIT:
+      return p.code == 0 ? 0 : s_json_error_say(KG_EXIT_USAGE, "bad usage", false);
+    case KG_OPT_OPERAND: return s_json_error(KG_EXIT_USAGE, "unexpected argument");
+    case KG_CKPT_O_DIR: dir = p.value; break;
+    case KG_CKPT_O_BEFORE:
+      if (kg_ckpt_parse_time(p.value, &before) < 0)
         return s_json_error(KG_EXIT_USAGE, "--before needs ms since the epoch or ISO 8601");
-    } else if (strcmp(a, "--incident") == 0 && more) {
-      incident = argv[++i];
-    } else if (strcmp(a, "--into") == 0 && more) {
-      dest = argv[++i];
-    } else if (strcmp(a, "--run") == 0 && more) {
-      run = argv[++i];
-    } else if (strcmp(a, "--seal-wait-stall-ms") == 0 && more) {
+      break;
+    case KG_CKPT_O_INCIDENT: incident = p.value; break;
+    case KG_CKPT_O_INTO: dest = p.value; break;
+    case KG_CKPT_O_RUN: run = p.value; break;
+    case KG_CKPT_O_SEAL_WAIT: {
       char *end = NULL;
       errno = 0;
-      stall_ms = strtoll(argv[++i], &end, 10);
-      if (errno || !end || *end || stall_ms < 0)
+      stall_ms = strtoll(p.value, &end, 10);
+      if (errno || !end || *end || end == p.value || stall_ms < 0)
         return s_json_error(KG_EXIT_USAGE, "--seal-wait-stall-ms needs milliseconds >= 0");
-    } else if (strcmp(a, "--json") == 0) {
-      /* JSON is the only output; the flag documents the contract. */
-    } else {
-      return s_json_error(KG_EXIT_USAGE, "unexpected argument");
+      break;
+    }
+    case KG_CKPT_O_JSON: break;   /* JSON is the only output; the flag documents it */
+    case KG_CKPT_O_PROGRESS:
+      if (kg_ckpt_progress_value(p.value, &when) < 0)
+        return s_json_error(KG_EXIT_USAGE, "--progress is auto, machine or none");
+      break;
     }
   }
   if (!dir || !incident || !dest || before < 0)
@@ -139,7 +114,6 @@ kg_ckpt_cli_resume(int argc, char **argv)
     run = getenv("KGUARD_RUN_ID");
   if (!run || !*run)
     run = "default";
-  const kg_keyring_t *keys = NULL;
   char kwhy[PATH_MAX + 512];
   int krc;
   kg_keyring_t *ring = kg_keyring_load(NULL, &krc, kwhy, sizeof kwhy);
@@ -147,7 +121,6 @@ kg_ckpt_cli_resume(int argc, char **argv)
     return s_json_error(krc == KG_EUNSAFEPATH || krc == KG_ECKPT_MALFORMED ? KG_EXIT_USAGE
                                                                             : KG_EXIT_SYSTEM,
                         kwhy);
-  keys = ring;
   cJSON *out = NULL;
   char why[600] = "";
   kg_ckpt_progress_t prog;
@@ -158,10 +131,10 @@ kg_ckpt_cli_resume(int argc, char **argv)
   cJSON *waited = cJSON_CreateArray();
   struct s_wait_note note = {false, &prog};
   if (kg_ckpt_inflight_wait(dir, stall_ms, s_wait_tick, &note, waited) < 0)
-    fprintf(stderr, "kguard ckpt resume-prepare: could not check for seals in flight in "
-            "'%s'; choosing without waiting\n", dir);
+    kg_opt_error("could not check for seals in flight in '%s'; choosing without waiting",
+                 dir);
   kg_ckpt_progress_begin(&prog, "checking the last checkpoint in %s", dir);
-  int rc = kg_ckpt_resume_prepare(dir, before, incident, run, dest, &watch, keys, &out, why,
+  int rc = kg_ckpt_resume_prepare(dir, before, incident, run, dest, &watch, ring, &out, why,
                                   sizeof why);
   kg_ckpt_progress_end(&prog);
   kg_keyring_destroy(&ring);

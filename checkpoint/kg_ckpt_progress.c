@@ -19,27 +19,19 @@ enum { S_NOTHING = 0, S_LINE = 1, S_MACHINE = 2 };
 #define S_MACHINE_EVERY_NS 1000000000LL
 
 int
-kg_ckpt_progress_option(const char *arg, kg_ckpt_progress_when_t *when)
+kg_ckpt_progress_value(const char *value, kg_ckpt_progress_when_t *when)
 {
-  static const char opt[] = "--progress";
-  if (strncmp(arg, opt, sizeof opt - 1) != 0)
-    return 0;
-  const char *v = arg + sizeof opt - 1;
-  if (*v == '\0') {
+  if (!value)
     *when = KG_CKPT_PROGRESS_ON;
-    return 1;
-  }
-  if (*v++ != '=')
-    return 0;
-  if (strcmp(v, "auto") == 0)
+  else if (strcmp(value, "auto") == 0)
     *when = KG_CKPT_PROGRESS_AUTO;
-  else if (strcmp(v, "machine") == 0)
+  else if (strcmp(value, "machine") == 0)
     *when = KG_CKPT_PROGRESS_MACHINE;
-  else if (strcmp(v, "none") == 0)
+  else if (strcmp(value, "none") == 0)
     *when = KG_CKPT_PROGRESS_NONE;
   else
     return KG_EUSAGE;
-  return 1;
+  return 0;
 }
 
 void

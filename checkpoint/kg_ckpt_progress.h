@@ -63,9 +63,10 @@ typedef struct {
   "'kguard-progress DONE TOTAL' lines for programs (bare --progress: these\n"  \
   "when stderr is not a terminal); none: nothing.\n"
 
-/*  If arg is "--progress" or "--progress=WHEN", set *when and return 1;
-    return 0 when arg is another argument; KG_EUSAGE for an unknown WHEN. */
-int kg_ckpt_progress_option(const char *arg, kg_ckpt_progress_when_t *when);
+/*  The value of --progress (NULL: the bare option, KG_CKPT_PROGRESS_ON)
+    into *when: 0, or KG_EUSAGE for an unknown WHEN. */
+int kg_ckpt_progress_value(const char *value, kg_ckpt_progress_when_t *when);
+
 
 /*  Resolve when against fd (a terminal or not). */
 void kg_ckpt_progress_init(kg_ckpt_progress_t *p, kg_ckpt_progress_when_t when, int fd);

@@ -8,7 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kg_opt.h"
+
 static kg_log_level_t s_level = KG_LOG_NOTICE;
+static int s_plain;
 static const char *s_ident = "kguard";
 static FILE *s_file;
 
@@ -36,6 +39,12 @@ kg_log_init(const char *ident)
   for (int i = 0; i < 5; i++)
     if (strcasecmp(env, names[i]) == 0)
       s_level = (kg_log_level_t) i;
+}
+
+void
+kg_log_set_plain(int plain)
+{
+  s_plain = plain;
 }
 
 void
@@ -71,7 +80,12 @@ kg_log(kg_log_level_t level, const char *fmt, ...)
   snprintf(stamp + n, sizeof stamp - n, ".%03ldZ", ts.tv_nsec / 1000000);
 
   char letter = "EWNID"[level];
-  s_emit(stderr, stamp, letter, text);
+  if (s_plain) {
+    fprintf(stderr, "%s: %s%s\n", kg_opt_prog(), level == KG_LOG_WARNING ? "warning: " : "",
+            text);
+    fflush(stderr);
+  } else
+    s_emit(stderr, stamp, letter, text);
   if (s_file)
     s_emit(s_file, stamp, letter, text);
 }

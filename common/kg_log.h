@@ -28,6 +28,12 @@ kg_log_level_t kg_log_get_level(void);
     ("kguard" if ident is NULL). ident is borrowed and must outlive logging. */
 void kg_log_init(const char *ident);
 
+/*  Plain lines on stderr for one-shot commands (install, doctor, ckpt ...):
+    "kguard CMD: message", "kguard CMD: warning: message", the prefix being
+    kg_opt_prog() (kg_opt.h), so that a library's message reads like the
+    command's own. The log file, if any, keeps the timestamped format. */
+void kg_log_set_plain(int plain);
+
 /*  Also append every line to file (borrowed; NULL stops). Lines are flushed. */
 void kg_log_set_file(FILE *file);
 

@@ -134,26 +134,42 @@ kg_paths_state_dir(char *buf, size_t len)
   return rc;
 }
 
+/*  <dir of the executable>/../share/kguard into buf when it is a
+    directory: 0, else KG_ENOTFOUND. */
+static int
+s_installed_data_dir(char *buf, size_t len)
+{
+  char exe[PATH_MAX];
+  if (kg_paths_exe(exe, sizeof exe) != 0)
+    return KG_ENOTFOUND;
+  char *slash = strrchr(exe, '/');
+  if (!slash)
+    return KG_ENOTFOUND;
+  *slash = '\0';
+  char cand[PATH_MAX];
+  if (s_fmt(cand, sizeof cand, exe, "/", "../share/kguard") != 0 || !s_is_dir(cand))
+    return KG_ENOTFOUND;
+  char *real = realpath(cand, NULL);
+  int rc = s_fmt(buf, len, real ? real : cand, "", "");
+  free(real);
+  return rc;
+}
+
+int
+kg_paths_installed(void)
+{
+  char buf[PATH_MAX];
+  return s_installed_data_dir(buf, sizeof buf) == 0;
+}
+
 int
 kg_paths_data_dir(char *buf, size_t len)
 {
   const char *env = getenv("KGUARD_DATADIR");
   if (env && *env)
     return s_fmt(buf, len, env, "", "");
-  char exe[PATH_MAX];
-  if (kg_paths_exe(exe, sizeof exe) == 0) {
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = '\0';
-      char cand[PATH_MAX];
-      if (s_fmt(cand, sizeof cand, exe, "/", "../share/kguard") == 0 && s_is_dir(cand)) {
-        char *real = realpath(cand, NULL);
-        int rc = s_fmt(buf, len, real ? real : cand, "", "");
-        free(real);
-        return rc;
-      }
-    }
-  }
+  if (s_installed_data_dir(buf, len) == 0)
+    return 0;
   int rc = s_fmt(buf, len, KGUARD_SOURCE_DIR, "", "");
   if (rc)
     return rc;

@@ -41,6 +41,10 @@ int kg_paths_state_dir_name(char *buf, size_t len);
     if none of the candidates exists (buf then holds the source tree). */
 int kg_paths_data_dir(char *buf, size_t len);
 
+/*  True when this kguard runs from an installed tree (its data dir is
+    <dir of the executable>/../share/kguard), false in a build tree. */
+int kg_paths_installed(void);
+
 /*  The Python package dir (the one containing kguard/) into buf: "<data>/python".
     Returns 0 or KG_ENOTFOUND. */
 int kg_paths_python_dir(char *buf, size_t len);

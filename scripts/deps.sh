@@ -11,6 +11,9 @@ KG_PKGS_PY="python3 python3-ipykernel python3-jupyter-client jupyter-console pyt
 # Server tests: Jupyter Server (JupyterLab's backend) and a fake Enterprise
 # Gateway written with python3-cryptography.
 KG_PKGS_TEST="python3-pytest jupyter-notebook chromium procps python3-jupyter-server python3-cryptography"
+# scripts/package.sh: dpkg-shlibdeps computes the package's Depends (it
+# needs file); both are Debian's, already there on most build machines.
+KG_PKGS_PACKAGE="dpkg-dev file"
 # The hardening stages of scripts/test.sh: clang with libFuzzer and the
 # sanitizer runtimes (libclang-rt-14-dev holds libclang_rt.fuzzer); gcc's
 # libasan/libubsan/libtsan come with build-essential.

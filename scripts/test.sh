@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-kg_need_packages $KG_PKGS_BUILD $KG_PKGS_PY $KG_PKGS_TEST
+kg_need_packages $KG_PKGS_BUILD $KG_PKGS_PY $KG_PKGS_TEST $KG_PKGS_PACKAGE
 [ "${KGUARD_TEST_HARDEN:-1}" = 0 ] || kg_need_packages $KG_PKGS_HARDEN
 kg_need_node
 
@@ -24,13 +24,14 @@ if [ "${KGUARD_TEST_HARDEN:-1}" != 0 ]; then
   # AddressSanitizer + UBSan: the unit suite, then every suite that drives
   # the real binary (the browser test adds nothing kguard-side and is slow;
   # the soak's RSS bound means nothing under ASan's quarantine; the fault
-  # shim cannot be preloaded next to ASan's allocator).
+  # shim cannot be preloaded next to ASan's allocator; the package test builds
+  # and installs its own release build).
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j"$(nproc)"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   ctest --test-dir build/asan --output-on-failure -j"$(nproc)" -L unit
-  ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak"
+  ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak|package"
   # ThreadSanitizer on the threaded parts: the checkpoint hasher and hash
   # pool (unit tests and `kguard ckpt` restore end to end) and the message
   # code beside the heartbeat thread. libzmq's internals are suppressed (tests/tsan.supp).

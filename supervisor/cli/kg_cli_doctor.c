@@ -4,7 +4,7 @@
     GPU-related runs in this process: the driver is loaded in a worker child
     (kg_gpudrv.h) and the stack is decided by the kernel's own Python in
     another (python/kguard/probe.py), both under a deadline. */
-#include <getopt.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,51 +18,70 @@
 #include "kg_error.h"
 #include "kg_gpudrv.h"
 #include "kg_gpuenv.h"
+#include "kg_kcheck.h"
+#include "kg_kernelspec.h"
 #include "kg_paths.h"
 
 #define S_EXIT_FAILING 1
 #define S_EXIT_TIMEOUT 2
 
-static void
-s_usage(FILE *out)
-{
-  fputs(
-    "usage: kguard doctor [--json | --format text|markdown|json] [--kernel NAME | --python PY]\n"
-    "                     [--timeout SECONDS]\n"
-    "       kguard doctor --preflight [--json] [--timeout SECONDS]\n"
-    "\n"
-    "Without --preflight: report which GPU stack the guarded kernel will use (CUDA,\n"
-    "ROCm or none: decided by the kernel's own Python in a separate process, where\n"
-    "torch.version.hip set means ROCm), torch's CUDA/HIP version and compiled\n"
-    "architectures against each visible device (a mismatch is the \"no kernel\n"
-    "image\" error before it happens), the driver version, the devices with their\n"
-    "free memory (a short-lived context is created on each), the GPU variables in\n"
-    "force and what they do (diagnostic ones left on are flagged), and which\n"
-    "kernelspecs kguard guards, with where their checkpoints, keys and incidents\n"
-    "live. The driver (libcuda.so.1, libamdhip64.so) is loaded with dlopen in a\n"
-    "worker process: this works on machines without any GPU software.\n"
-    "\n"
-    "  --kernel NAME     judge this kernelspec (default: the first guarded one,\n"
-    "                    else python3); its env (CUDA_VISIBLE_DEVICES ...) applies\n"
-    "  --python PY       judge this interpreter instead of a kernelspec's\n"
-    "  --format F        text (default), markdown (what `%kguard doctor` shows), json\n"
-    "  --json            the same as --format json\n"
-    "  --timeout S       deadline for the helper processes (default 60; 10 with\n"
-    "                    --preflight)\n"
-    "  --preflight       exercise every visible device: allocate, launch a trivial\n"
-    "                    kernel (CUDA: PTX JIT-compiled by the driver), synchronise,\n"
-    "                    copy back; report memory in use on each device\n"
-    "\n"
-    "Emulation (no GPU needed; output labelled \"kguard emulation\"): with\n"
-    "KGUARD_EMULATE containing preflight-fail the pre-flight reports a failing\n"
-    "device (uncorrectable ECC error), with preflight-hang it hangs until the\n"
-    "deadline.\n"
-    "exit codes: doctor: 0 no problem found, 1 problems listed (warnings alone\n"
-    "give 0); --preflight: 0 healthy or no GPU, 1 a device is failing (sticky or\n"
-    "ECC error, wrong result, driver crash), 2 the probe hung past its deadline;\n"
-    "both: 100 usage error, 111 system failure.\n",
-    out);
-}
+enum { O_KERNEL = 1, O_PYTHON, O_FORMAT, O_JSON, O_TIMEOUT, O_PREFLIGHT, O_WORKER };
+
+static const kg_opt_t s_opts[] = {
+  {O_KERNEL, 0, "kernel", "NAME",
+   "judge this kernelspec: whether it can start, and the stack its Python sees with its "
+   "env (CUDA_VISIBLE_DEVICES ...) applied. Default: the only guarded kernelspec; among "
+   "several, python3-kguard (`kguard install`'s default name) or else the first; python3 "
+   "when none is guarded", 0},
+  {O_PYTHON, 0, "python", "PY", "judge this interpreter instead of a kernelspec's", 0},
+  {O_FORMAT, 0, "format", "text|markdown|json",
+   "text (default), markdown (what `%kguard doctor` shows), json", 0},
+  {O_JSON, 0, "json", NULL, "the same as --format json", 0},
+  {O_TIMEOUT, 0, "timeout", "SEC",
+   "deadline for the helper processes (default 60; 10 with --preflight)", 0},
+  {O_PREFLIGHT, 0, "preflight", NULL,
+   "exercise every visible device: allocate, launch a trivial kernel (CUDA: PTX "
+   "JIT-compiled by the driver), synchronise, copy back; report memory in use on each "
+   "device", 0},
+  {O_WORKER, 0, "driver-worker", NULL, "internal: the driver query's worker process",
+   KG_OPT_HIDDEN},
+  {0, 0, NULL, NULL, NULL, 0},
+};
+
+static const kg_opt_exit_t s_exits[] = {
+  {"0", "no problem found (warnings alone give 0); --preflight: healthy, or no GPU"},
+  {"1", "problems listed: a kernel that cannot start, a stack that will fail; "
+        "--preflight: a device is failing (sticky or ECC error, wrong result, driver crash)"},
+  {"2", "--preflight: the probe hung past its deadline"},
+  {"100", "usage error"},
+  {"111", "system failure"},
+  {NULL, NULL},
+};
+
+const kg_cmd_t kg_cli_doctor_cmd = {
+  .name = "doctor",
+  .summary = "whether the guarded kernels can start, and which GPU stack they will use",
+  .usage = "[--json | --format FORMAT] [--kernel NAME | --python PY] [--timeout SEC]\n"
+           "--preflight [--json] [--timeout SEC]",
+  .about = "Without --preflight: check that every kernelspec kguard guards can start here (its "
+           "kguard program, the wrapped kernel's program and Python module; a kernelspec "
+           "written by a kguard that was moved or removed is named with the command that "
+           "writes it again), then judge one kernel: which GPU stack it will use (CUDA, ROCm "
+           "or none: decided by the kernel's own Python in a separate process, where "
+           "torch.version.hip set means ROCm), torch's CUDA/HIP version and compiled "
+           "architectures against each visible device (a mismatch is the \"no kernel image\" "
+           "error before it happens), the driver version, the devices with their free memory "
+           "(a short-lived context is created on each), the GPU variables in force and what "
+           "they do (diagnostic ones left on are flagged), and which kernelspecs kguard "
+           "guards, with where their checkpoints, keys and incidents live. The driver "
+           "(libcuda.so.1, libamdhip64.so) is loaded with dlopen in a worker process: this "
+           "works on machines without any GPU software.",
+  .opts = s_opts,
+  .more = "Emulation (no GPU needed; output labelled \"kguard emulation\"): with KGUARD_EMULATE "
+          "containing preflight-fail the pre-flight reports a failing device (uncorrectable "
+          "ECC error), with preflight-hang it hangs until the deadline.",
+  .exits = s_exits,
+};
 
 /*  Parse the helper's stdout as one JSON object, else {"error": why}. */
 static cJSON *
@@ -85,20 +104,91 @@ s_parse(const char *out, int code, const char *what, int64_t timeout_ms)
   return e;
 }
 
-/*  The kernelspec to judge: by name, else the first guarded, else python3. */
-static const cJSON *
-s_pick(const cJSON *specs, const char *name)
+static const char *
+s_name(const cJSON *spec)
 {
-  const cJSON *s;
+  return cJSON_GetStringValue(cJSON_GetObjectItem(spec, "name"));
+}
+
+/*  The kernelspec to judge, with why it was chosen (into why): by name;
+    else the only guarded one; among several, python3-kguard (install's
+    default name), else the first; with none guarded, python3. NULL when
+    there is none of these. */
+static const cJSON *
+s_pick(const cJSON *specs, const char *name, char *why, size_t whylen)
+{
+  const cJSON *s, *chosen = NULL;
+  *why = '\0';
   if (name) {
-    cJSON_ArrayForEach(s, specs) if (strcmp(cJSON_GetObjectItem(s, "name")->valuestring,
-                                            name) == 0) return s;
+    cJSON_ArrayForEach(s, specs) if (strcmp(s_name(s), name) == 0) return s;
     return NULL;
   }
-  cJSON_ArrayForEach(s, specs) if (cJSON_IsTrue(cJSON_GetObjectItem(s, "guarded"))) return s;
-  cJSON_ArrayForEach(s, specs) if (strcmp(cJSON_GetObjectItem(s, "name")->valuestring,
-                                          "python3") == 0) return s;
+  int guarded = 0;
+  cJSON_ArrayForEach(s, specs) if (cJSON_IsTrue(cJSON_GetObjectItem(s, "guarded"))) {
+    guarded++;
+    if (!chosen || strcmp(s_name(s), "python3-kguard") == 0)
+      chosen = s;
+  }
+  if (guarded == 1)
+    snprintf(why, whylen, "the only kernelspec kguard guards");
+  else if (guarded > 1) {
+    size_t n = (size_t) snprintf(why, whylen, "%s among the %d guarded kernelspecs (",
+                                 strcmp(s_name(chosen), "python3-kguard") == 0
+                                   ? "`kguard install`'s default name" : "the first",
+                                 guarded);
+    bool first = true;
+    cJSON_ArrayForEach(s, specs) if (s != chosen && cJSON_IsTrue(cJSON_GetObjectItem(s,
+                                                                                  "guarded"))
+                                     && n < whylen) {
+      n += (size_t) snprintf(why + n, whylen - n, "%s%s", first ? "" : ", ", s_name(s));
+      first = false;
+    }
+    if (n < whylen)
+      snprintf(why + n, whylen - n, " can be judged with --kernel NAME)");
+  }
+  if (chosen)
+    return chosen;
+  cJSON_ArrayForEach(s, specs) if (strcmp(s_name(s), "python3") == 0) {
+    snprintf(why, whylen, "no kernelspec is guarded: python3, the one `kguard install` "
+             "wraps by default");
+    return s;
+  }
   return NULL;
+}
+
+/*  Whether the kernelspec described by entry (kg_doctor_kernelspecs) can
+    start here: entry["start"] = {"ok", "why", "fix"}; fix is the command
+    that writes a guarded kernelspec again with this kguard, when its own
+    kguard program is gone or another one. */
+static void
+s_start_check(cJSON *entry, const char *self)
+{
+  if (cJSON_GetObjectItem(entry, "start"))
+    return;
+  cJSON *st = cJSON_AddObjectToObject(entry, "start");
+  const char *bad = cJSON_GetStringValue(cJSON_GetObjectItem(entry, "error"));
+  if (bad) {
+    cJSON_AddBoolToObject(st, "ok", false);
+    cJSON_AddStringToObject(st, "why", bad);
+    return;
+  }
+  kg_kernelspec_t *spec = NULL;
+  char err[2048] = "", fix[8192] = "";
+  int rc = kg_kcheck_load(cJSON_GetStringValue(cJSON_GetObjectItem(entry, "dir")),
+                          s_name(entry), &spec, err, sizeof err);
+  kg_kcheck_t kc = {0};
+  if (rc == 0)
+    rc = kg_kcheck_run(spec, self, &kc, err, sizeof err);
+  cJSON_AddBoolToObject(st, "ok", rc == 0);
+  if (rc != 0)
+    cJSON_AddStringToObject(st, "why", *err ? err : kg_strerror(rc));
+  if (spec && (kc.kguard_missing || kc.other_kguard)
+      && kg_kcheck_reinstall_cmd(spec, self, fix, sizeof fix) == 0) {
+    cJSON_AddStringToObject(st, "fix", fix);
+    if (kc.other_kguard)
+      cJSON_AddStringToObject(st, "other_kguard", kc.kguard);
+  }
+  kg_kernelspec_destroy(&spec);
 }
 
 static cJSON *
@@ -218,55 +308,38 @@ s_preflight(const char *self, bool json, int64_t timeout_ms)
 int
 kg_cli_doctor_main(int argc, char **argv)
 {
-  enum { O_KERNEL = 1000, O_PYTHON, O_FORMAT, O_JSON, O_TIMEOUT, O_PREFLIGHT, O_WORKER };
-  static const struct option opts[] = {
-    {"kernel", required_argument, NULL, O_KERNEL},
-    {"python", required_argument, NULL, O_PYTHON},
-    {"format", required_argument, NULL, O_FORMAT},
-    {"json", no_argument, NULL, O_JSON},
-    {"timeout", required_argument, NULL, O_TIMEOUT},
-    {"preflight", no_argument, NULL, O_PREFLIGHT},
-    {"driver-worker", no_argument, NULL, O_WORKER},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
   const char *kernel = NULL, *python = NULL, *format = "text";
   double timeout_s = -1;
   bool preflight = false, worker = false;
-  optind = 1;
-  int c;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    switch (c) {
-    case O_KERNEL: kernel = optarg; break;
-    case O_PYTHON: python = optarg; break;
-    case O_FORMAT: format = optarg; break;
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_cli_doctor_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    switch (id) {
+    case KG_OPT_EXIT: return p.code;
+    case KG_OPT_OPERAND: return kg_opt_usage(&p, "unexpected argument '%s'", p.value);
+    case O_KERNEL: kernel = p.value; break;
+    case O_PYTHON: python = p.value; break;
+    case O_FORMAT: format = p.value; break;
     case O_JSON: format = "json"; break;
     case O_TIMEOUT: {
       char *end = NULL;
-      timeout_s = strtod(optarg, &end);
-      if (!end || *end || !(timeout_s > 0 && timeout_s <= 3600)) {
-        fprintf(stderr, "kguard doctor: --timeout takes seconds in (0, 3600], not '%s'\n", optarg);
-        return KG_EXIT_USAGE;
-      }
+      timeout_s = strtod(p.value, &end);
+      if (!end || *end || end == p.value || !(timeout_s > 0 && timeout_s <= 3600))
+        return kg_opt_usage(&p, "--timeout takes seconds in (0, 3600], not '%s'", p.value);
       break;
     }
     case O_PREFLIGHT: preflight = true; break;
     case O_WORKER: worker = true; break;
-    case 'h': s_usage(stdout); return KG_EXIT_OK;
-    default: s_usage(stderr); return KG_EXIT_USAGE;
     }
   }
-  if (optind < argc || (kernel && python)) {
-    fprintf(stderr, "kguard doctor: %s (see kguard doctor --help)\n",
-            optind < argc ? "unexpected argument" : "give --kernel or --python, not both");
-    return KG_EXIT_USAGE;
-  }
+  if (kernel && python)
+    return kg_opt_usage(&p, "give --kernel or --python, not both");
   kg_doctor_format_t fmt = KG_DOCTOR_TEXT;
   if (strcmp(format, "markdown") == 0)
     fmt = KG_DOCTOR_MARKDOWN;
-  else if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0) {
-    fprintf(stderr, "kguard doctor: --format must be text, markdown or json, not '%s'\n", format);
-    return KG_EXIT_USAGE;
-  }
+  else if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)
+    return kg_opt_usage(&p, "--format must be text, markdown or json, not '%s'", format);
   if (worker) {
     int code = kg_gpudrv_worker_main(preflight);
     fflush(NULL);
@@ -274,7 +347,7 @@ kg_cli_doctor_main(int argc, char **argv)
   }
   char self[PATH_MAX];
   if (kg_paths_exe(self, sizeof self) != 0) {
-    fprintf(stderr, "kguard doctor: cannot find kguard's own executable\n");
+    kg_opt_error("cannot find kguard's own executable (/proc/self/exe)");
     return KG_EXIT_SYSTEM;
   }
   if (preflight)
@@ -287,24 +360,30 @@ kg_cli_doctor_main(int argc, char **argv)
   cJSON *dirs = kg_doctor_kernel_dirs();
   cJSON *specs = kg_doctor_kernelspecs(dirs);
   cJSON *k = cJSON_AddObjectToObject(report, "kernel");
-  const cJSON *spec = python ? NULL : s_pick(specs, kernel);
+  char why[2048];
+  const cJSON *spec = python ? NULL : s_pick(specs, kernel, why, sizeof why);
   if (kernel && !spec) {
-    fprintf(stderr, "kguard doctor: no kernelspec named '%s' (see the list without --kernel)\n",
-            kernel);
     cJSON_Delete(report);
     cJSON_Delete(dirs);
     cJSON_Delete(specs);
-    return KG_EXIT_USAGE;
+    return kg_opt_usage(&p, "no kernelspec named '%s' (`kguard doctor` without --kernel "
+                        "lists them)", kernel);
   }
+  /* every guarded kernelspec must be able to start, and the one judged */
+  cJSON *e;
+  cJSON_ArrayForEach(e, specs) if (cJSON_IsTrue(cJSON_GetObjectItem(e, "guarded")) || e == spec)
+    s_start_check(e, self);
   const char *interp = python;
   if (spec) {
-    cJSON_AddStringToObject(k, "name", cJSON_GetObjectItem(spec, "name")->valuestring);
+    cJSON_AddStringToObject(k, "name", s_name(spec));
     cJSON_AddStringToObject(k, "source", "kernelspec");
     cJSON_AddBoolToObject(k, "guarded", cJSON_IsTrue(cJSON_GetObjectItem(spec, "guarded")));
+    if (*why)
+      cJSON_AddStringToObject(k, "chosen", why);
     interp = cJSON_GetStringValue(cJSON_GetObjectItem(spec, "interpreter"));
     /* the kernel's variables apply to what it will see */
-    const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(spec, "env")) setenv(e->string, e->valuestring, 1);
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItem(spec, "env")) setenv(v->string, v->valuestring, 1);
   } else {
     cJSON_AddNullToObject(k, "name");
     cJSON_AddStringToObject(k, "source", python ? "--python" : "default (no kernelspec found)");
@@ -322,7 +401,8 @@ kg_cli_doctor_main(int argc, char **argv)
 
   /* the two helpers run at once: the driver worker and the kernel's Python */
   char pydir[PATH_MAX], pypath[2 * PATH_MAX], ptimeout[32];
-  if (kg_paths_python_dir(pydir, sizeof pydir) == 0) {
+  bool have_pkg = kg_paths_python_dir(pydir, sizeof pydir) == 0;
+  if (have_pkg) {
     const char *old = getenv("PYTHONPATH");
     snprintf(pypath, sizeof pypath, "%s%s%s", pydir, old && *old ? ":" : "", old ? old : "");
     setenv("PYTHONPATH", pypath, 1);
@@ -343,12 +423,26 @@ kg_cli_doctor_main(int argc, char **argv)
   }
   cJSON_AddItemToObject(report, "drivers", s_parse(outs[0], codes[0], "the driver worker",
                                                    timeout_ms));
-  if (interp)
-    cJSON_AddItemToObject(report, "probe", s_parse(outs[1], codes[1], "the kernel's Python",
-                                                   timeout_ms));
-  else {
-    cJSON *p = cJSON_AddObjectToObject(report, "probe");
-    cJSON_AddStringToObject(p, "error", "the kernel is not started by a python executable");
+  if (interp) {
+    char what[PATH_MAX + 64];
+    snprintf(what, sizeof what, "%s%s", interp, have_pkg ? "" : " (kguard's Python package "
+             "was not found: is kguard fully installed?)");
+    cJSON *probe = s_parse(outs[1], codes[1], what, timeout_ms);
+    if (codes[1] == -2)
+      cJSON_AddBoolToObject(probe, "timed_out", true);
+    char found[PATH_MAX];
+    int prc = kg_kcheck_program(interp, getenv("PATH"), found, sizeof found);
+    if (codes[1] == -3 && prc != 0) {
+      char why2[PATH_MAX + 128];
+      snprintf(why2, sizeof why2, "%s could not be started: %s", interp,
+               prc == -ENOENT && !strchr(interp, '/') ? "not found in PATH" : kg_strerror(prc));
+      cJSON_ReplaceItemInObject(probe, "error", cJSON_CreateString(why2));
+    }
+    cJSON_AddItemToObject(report, "probe", probe);
+  } else {
+    cJSON *pr = cJSON_AddObjectToObject(report, "probe");
+    cJSON_AddStringToObject(pr, "error", "the kernel is not started by a python executable");
+    cJSON_AddBoolToObject(pr, "not_python", true);
   }
   free(outs[0]);
   free(outs[1]);

@@ -4,7 +4,6 @@
     directory. */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -26,44 +25,98 @@
 
 extern char **environ;
 
-static void
-s_usage(FILE *out)
-{
-  fputs(
-    "usage: kguard incident list [--json] [--state-dir DIR]\n"
-    "       kguard incident show ID|FILE [--json] [--state-dir DIR]\n"
-    "       kguard incident export ID|FILE [-o FILE] [--include-code] [--include-env]\n"
-    "                              [--json] [--state-dir DIR]\n"
-    "\n"
-    "list prints one line per incident, newest first: its id, local time, kind (the\n"
-    "error family and backend), kguard's decision and where it happened (the\n"
-    "notebook and cell, or the command); --json prints the same as a JSON array.\n"
-    "show prints an incident for reading: what, where, the decision, exit status,\n"
-    "checkpoint restored, versions, the first error with its traceback, the\n"
-    "device-side assertion, the cell and the last lines of stderr; --json prints\n"
-    "the record as it is stored.\n"
-    "export writes the minimal repro request for an incident: the first error and\n"
-    "the device-side assertion line, the operator and the tensor shapes/dtypes seen\n"
-    "in the traceback, the backend, the Python/PyTorch/CUDA/HIP/driver versions, the\n"
-    "device names and the diagnostic variables, as Markdown to paste into an issue\n"
-    "(--json: as JSON).\n"
-    "Removed unless asked for: directories of paths (file names stay; library files\n"
-    "keep their path inside site-packages), the user and host names, secret-looking\n"
-    "environment values and credentials recognised by their shape (tokens, API keys,\n"
-    "private keys, passwords in URLs), GPU UUIDs, other environment values\n"
-    "(--include-env keeps them) and the cell code with the traceback's code lines\n"
-    "(--include-code). Records never hold the kernel's secret values: they are\n"
-    "masked when the incident is written.\n"
-    "ID is an incident's id (as list prints it) or the path of a record.\n"
-    "\n"
-    "  -o, --output FILE  write there instead of standard output\n"
-    "  --json             machine-readable output\n"
-    "  --state-dir DIR    state directory (default $KGUARD_STATE_DIR,\n"
-    "                     $XDG_STATE_HOME/kguard, ~/.local/state/kguard)\n"
-    "exit codes: 0 done (list: also when there are none), 100 usage error, unknown\n"
-    "incident or not an incident record, 111 I/O error.\n",
-    out);
-}
+enum { O_OUTPUT = 1, O_CODE, O_ENV, O_JSON, O_STATE };
+
+#define S_STATE_OPT                                                                   \
+  {O_STATE, 0, "state-dir", "DIR",                                                    \
+   "state directory (default $KGUARD_STATE_DIR, $XDG_STATE_HOME/kguard, "             \
+   "~/.local/state/kguard)", 0}
+#define S_END {0, 0, NULL, NULL, NULL, 0}
+
+static const kg_opt_exit_t s_exits[] = {
+  {"0", "done (list: also when there are none)"},
+  {"100", "usage error, unknown incident or not an incident record"},
+  {"111", "I/O error"},
+  {NULL, NULL},
+};
+
+static const kg_opt_t s_list_opts[] = {
+  {O_JSON, 0, "json", NULL, "print the same as a JSON array", 0},
+  S_STATE_OPT,
+  S_END,
+};
+
+static const kg_cmd_t s_list_cmd = {
+  .name = "incident list",
+  .summary = "list the incidents, newest first",
+  .usage = "[--json] [--state-dir DIR]",
+  .about = "Print one line per incident, newest first: its id, local time, kind (the error "
+           "family and backend), kguard's decision and where it happened (the notebook and "
+           "cell, or the command).",
+  .opts = s_list_opts,
+  .exits = s_exits,
+};
+
+static const kg_opt_t s_show_opts[] = {
+  {O_JSON, 0, "json", NULL, "print the record as it is stored", 0},
+  S_STATE_OPT,
+  S_END,
+};
+
+static const kg_cmd_t s_show_cmd = {
+  .name = "incident show",
+  .summary = "show an incident for reading",
+  .usage = "ID|FILE [--json] [--state-dir DIR]",
+  .about = "Print an incident for reading: what, where, the decision, exit status, "
+           "checkpoint restored, versions, the first error with its traceback, the "
+           "device-side assertion, the cell and the last lines of stderr. ID is an incident's "
+           "id (as list prints it) or the path of a record.",
+  .opts = s_show_opts,
+  .exits = s_exits,
+};
+
+static const kg_opt_t s_export_opts[] = {
+  {O_OUTPUT, 'o', "output", "FILE", "write there instead of standard output", 0},
+  {O_CODE, 0, "include-code", NULL, "keep the cell code and the traceback's code lines", 0},
+  {O_ENV, 0, "include-env", NULL, "keep the environment values that are not secret-looking",
+   0},
+  {O_JSON, 0, "json", NULL, "write JSON instead of Markdown", 0},
+  S_STATE_OPT,
+  S_END,
+};
+
+static const kg_cmd_t s_export_cmd = {
+  .name = "incident export",
+  .summary = "write an incident as a shareable repro request",
+  .usage = "ID|FILE [-o FILE] [--include-code] [--include-env] [--json] [--state-dir DIR]",
+  .about = "Write the minimal repro request for an incident: the first error and the "
+           "device-side assertion line, the operator and the tensor shapes/dtypes seen in the "
+           "traceback, the backend, the Python/PyTorch/CUDA/HIP/driver versions, the device "
+           "names and the diagnostic variables, as Markdown to paste into an issue (--json: "
+           "as JSON). ID is an incident's id (as list prints it) or the path of a record.\n\n"
+           "Removed unless asked for: directories of paths (file names stay; library files "
+           "keep their path inside site-packages), the user and host names, secret-looking "
+           "environment values and credentials recognised by their shape (tokens, API keys, "
+           "private keys, passwords in URLs), GPU UUIDs, other environment values "
+           "(--include-env keeps them) and the cell code with the traceback's code lines "
+           "(--include-code). Records never hold the kernel's secret values: they are masked "
+           "when the incident is written.",
+  .opts = s_export_opts,
+  .exits = s_exits,
+};
+
+static const kg_cmd_t *const s_subs[] = {&s_list_cmd, &s_show_cmd, &s_export_cmd, NULL};
+
+const kg_cmd_t kg_cli_incident_cmd = {
+  .name = "incident",
+  .summary = "list and show incidents; export one as a shareable repro request",
+  .usage = "COMMAND [ARGS...]",
+  .about = "kguard writes an incident record for every failure it acts on, in the state "
+           "directory's incidents/ (never created by these commands: reading needs nothing "
+           "to exist). `kguard incident COMMAND --help` describes each command.",
+  .subs = s_subs,
+  .exits = s_exits,
+};
 
 /*  STATE/incidents, STATE from --state-dir or where kguard keeps its state
     (never created here: reading needs nothing to exist). */
@@ -193,12 +246,12 @@ s_list(const char *state, bool json)
   char dir[PATH_MAX];
   int rc = s_incidents_dir(state, dir, sizeof dir);
   if (rc) {
-    fprintf(stderr, "kguard incident: no state directory: %s\n", kg_strerror(rc));
+    kg_opt_error("no state directory: %s", kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
   DIR *d = opendir(dir);
   if (!d && errno != ENOENT && errno != ENOTDIR) {
-    fprintf(stderr, "kguard incident: cannot read %s: %s\n", dir, strerror(errno));
+    kg_opt_error("cannot read %s: %s", dir, strerror(errno));
     return KG_EXIT_SYSTEM;
   }
   cJSON **recs = NULL;
@@ -216,7 +269,7 @@ s_list(const char *state, bool json)
     free(text);
     cJSON **g = j ? realloc(recs, (n + 1) * sizeof *recs) : NULL;
     if (!g) {
-      fprintf(stderr, "kguard incident: %s: not a readable incident record (skipped)\n", path);
+      kg_opt_error("%s: not a readable incident record (skipped)", path);
       cJSON_Delete(j);
       bad++;
       continue;
@@ -253,14 +306,14 @@ s_load(const char *id, const char *state, char *path, size_t pathlen, cJSON **j)
     if (!*id || strlen(id) > 80
         || strspn(id, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-")
              != strlen(id)) {
-      fprintf(stderr, "kguard incident: '%s' is not an incident id (like "
-                      "20261202T170304Z-3f9a1c) nor a path\n", id);
+      kg_opt_error("'%s' is not an incident id (like 20261202T170304Z-3f9a1c) nor a path",
+                   id);
       return KG_EXIT_USAGE;
     }
     char dir[PATH_MAX];
     int rc = s_incidents_dir(state, dir, sizeof dir);
     if (rc) {
-      fprintf(stderr, "kguard incident: no state directory: %s\n", kg_strerror(rc));
+      kg_opt_error("no state directory: %s", kg_strerror(rc));
       return KG_EXIT_SYSTEM;
     }
     snprintf(path, pathlen, "%.4000s/%.80s.json", dir, id);
@@ -269,17 +322,17 @@ s_load(const char *id, const char *state, char *path, size_t pathlen, cJSON **j)
   size_t size = 0;
   int rc = kg_file_read(path, 64u << 20, &text, &size);
   if (rc == -ENOENT && !strchr(id, '/')) {
-    fprintf(stderr, "kguard incident: no incident %s (kguard incident list shows them)\n", id);
+    kg_opt_error("no incident %s (kguard incident list shows them)", id);
     return KG_EXIT_USAGE;
   }
   if (rc) {
-    fprintf(stderr, "kguard incident: %s: %s\n", path, kg_strerror(rc));
+    kg_opt_error("%s: %s", path, kg_strerror(rc));
     return rc == -ENOENT || rc == -EISDIR ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   *j = s_parse_record(text, size);
   free(text);
   if (!*j) {
-    fprintf(stderr, "kguard incident: %s: not a kguard incident record\n", path);
+    kg_opt_error("%s: not a kguard incident record", path);
     return KG_EXIT_USAGE;
   }
   return 0;
@@ -318,7 +371,7 @@ s_export(const char *id, const char *state, unsigned flags, bool json, const cha
   kg_scrub_destroy(&scrub);
   cJSON_Delete(inc);
   if (!repro) {
-    fprintf(stderr, "kguard incident: %s: %s\n", path, *err ? err : "out of memory");
+    kg_opt_error_at(path, "%s", *err ? err : "out of memory");
     return *err ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   char *out = json ? cJSON_Print(repro) : kg_repro_markdown(repro);
@@ -329,7 +382,7 @@ s_export(const char *id, const char *state, unsigned flags, bool json, const cha
   if (output) {
     size_t n = strlen(out);
     if ((rc = kg_file_write_atomic(output, out, n, 0644)) != 0) {
-      fprintf(stderr, "kguard incident: unable to write %s: %s\n", output, kg_strerror(rc));
+      kg_opt_error("unable to write %s: %s", output, kg_strerror(rc));
       code = KG_EXIT_SYSTEM;
     }
   } else
@@ -343,53 +396,43 @@ s_export(const char *id, const char *state, unsigned flags, bool json, const cha
 int
 kg_cli_incident_main(int argc, char **argv)
 {
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-    s_usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? KG_EXIT_USAGE : KG_EXIT_OK;
-  }
-  const char *sub = argv[1];
-  if (strcmp(sub, "list") != 0 && strcmp(sub, "show") != 0 && strcmp(sub, "export") != 0) {
-    fprintf(stderr, "kguard incident: unknown subcommand '%s' (expected list, show or "
-                    "export; see kguard incident --help)\n", sub);
-    return KG_EXIT_USAGE;
-  }
-  enum { O_CODE = 1000, O_ENV, O_JSON, O_STATE };
-  static const struct option opts[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"include-code", no_argument, NULL, O_CODE},
-    {"include-env", no_argument, NULL, O_ENV},
-    {"json", no_argument, NULL, O_JSON},
-    {"state-dir", required_argument, NULL, O_STATE},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
-  const char *output = NULL, *state = NULL;
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_cli_incident_cmd, argc, argv);
+  int sub = kg_opt_dispatch(&p);
+  if (sub < 0)
+    return p.code;
+  const kg_cmd_t *cmd = s_subs[sub];
+  int n;
+  char **rest = kg_opt_rest(&p, &n);
+  kg_opt_init(&p, cmd, n, rest);
+  p.parent = &kg_cli_incident_cmd;
+  const char *output = NULL, *state = NULL, *id = NULL;
   unsigned flags = 0;
   bool json = false;
-  optind = 2;
-  int c;
-  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'o': output = optarg; break;
+  int opt;
+  while ((opt = kg_opt_next(&p)) != KG_OPT_END) {
+    switch (opt) {
+    case KG_OPT_EXIT: return p.code;
+    case KG_OPT_OPERAND:
+      if (cmd == &s_list_cmd)
+        return kg_opt_usage(&p, "takes no argument, not '%s'", p.value);
+      if (id)
+        return kg_opt_usage(&p, "expects one incident id or record path, not also '%s'",
+                            p.value);
+      id = p.value;
+      break;
+    case O_OUTPUT: output = p.value; break;
     case O_CODE: flags |= KG_REPRO_CODE; break;
     case O_ENV: flags |= KG_REPRO_ENV; break;
     case O_JSON: json = true; break;
-    case O_STATE: state = optarg; break;
-    case 'h': s_usage(stdout); return KG_EXIT_OK;
-    default: s_usage(stderr); return KG_EXIT_USAGE;
+    case O_STATE: state = p.value; break;
     }
   }
-  bool is_list = strcmp(sub, "list") == 0, is_export = strcmp(sub, "export") == 0;
-  if ((!is_export && (output || flags)) || (is_list ? optind != argc : optind + 1 != argc)) {
-    fprintf(stderr, "kguard incident %s: %s (see kguard incident --help)\n", sub,
-            !is_export && (output || flags) ? "-o, --include-code and --include-env are "
-                                              "export's options"
-            : is_list                       ? "takes no argument"
-                                            : "expects one incident id or record path");
-    return KG_EXIT_USAGE;
-  }
-  if (is_list)
+  if (cmd == &s_list_cmd)
     return s_list(state, json);
-  if (!is_export)
-    return s_show(argv[optind], state, json);
-  return s_export(argv[optind], state, flags, json, output);
+  if (!id)
+    return kg_opt_usage(&p, "expects one incident id or record path");
+  if (cmd == &s_show_cmd)
+    return s_show(id, state, json);
+  return s_export(id, state, flags, json, output);
 }

@@ -5,7 +5,6 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,84 +14,98 @@
 
 #include "kg_safepath.h"
 #include "kg_cli.h"
+#include "kg_kcheck.h"
 #include "kg_error.h"
 #include "kg_file.h"
 #include "kg_kernelspec.h"
 #include "kg_paths.h"
 #include "kg_preflight.h"
 
-static void
-s_usage(FILE *out)
-{
-  fputs(
-    "usage: kguard install [--kernel NAME] [--name N] [--display-name D]\n"
-    "                      [--user | --sys-prefix | --prefix P] [--checkpoints DIR]\n"
-    "                      [--max-restarts N] [--restart-window SEC] [--backoff SEC]\n"
-    "                      [--backoff-max SEC] [--stale-window SEC]\n"
-    "                      [--preflight never|sticky|first] [--preflight-timeout SEC]\n"
-    "                      [--standby] [--standby-imports MODULES]\n"
-    "\n"
-    "Write a kernelspec whose argv runs `kguard kernel ... -- <the wrapped argv>`,\n"
-    "keeping the wrapped kernelspec's language, env, interrupt_mode and metadata,\n"
-    "and copying every resource file of its directory (logos, kernel.js, scripts\n"
-    "its argv names through {resource_dir}, ...), so that {resource_dir},\n"
-    "{connection_file} and {prefix} in the wrapped argv still mean what they did.\n"
-    "Jupyter then lists it as e.g. \"Python 3 (kguard)\". Any kernel works, not only\n"
-    "Python ones.\n"
-    "\n"
-    "  --kernel NAME        kernelspec to wrap (default python3)\n"
-    "  --name N             name of the new kernelspec (default NAME-kguard): ASCII\n"
-    "                       letters, digits, - . _ (as Jupyter requires), at most 255\n"
-    "                       characters; lowercased, as jupyter kernelspec install does\n"
-    "  --display-name D     default: the wrapped display name with its trailing\n"
-    "                       \"(...)\" replaced by \"(kguard)\", or \" (kguard)\" appended:\n"
-    "                       \"Python 3 (ipykernel)\" becomes \"Python 3 (kguard)\"\n"
-    "  --user               install in $JUPYTER_DATA_DIR/kernels or\n"
-    "                       ~/.local/share/jupyter/kernels (the default)\n"
-    "  --sys-prefix         install in $VIRTUAL_ENV, else $CONDA_PREFIX, else /usr\n"
-    "                       (Debian's sys.prefix), under share/jupyter/kernels\n"
-    "  --prefix P           install in P/share/jupyter/kernels\n"
-    "  --checkpoints DIR    checkpoint directory for the guarded kernel\n"
-    "                       (default ./kguard-checkpoints in the kernel's cwd)\n"
-    "\n"
-    "restart policy (written into the kernelspec's argv as `kguard kernel` options\n"
-    "of the same names; omitted ones keep kguard's defaults):\n"
-    "  --max-restarts N     restarts allowed within --restart-window (default 3;\n"
-    "                       0: never restart, report only); beyond it kguard stops\n"
-    "                       restarting (\"down\")\n"
-    "  --restart-window SEC the window the budget counts restarts in (default 600)\n"
-    "  --backoff SEC        the first restart of a window is immediate; the second\n"
-    "                       waits SEC (default 1), each further one twice as long\n"
-    "  --backoff-max SEC    the longest wait between restarts (default 30)\n"
-    "  --stale-window SEC   how long after a failure requests that were queued before\n"
-    "                       the user saw it are still dropped as stale instead of\n"
-    "                       run in the fresh kernel (default: `kguard kernel`'s)\n"
-    "SEC: a positive number of seconds (e.g. 0.5, 600); N: an integer 0..1000.\n"
-    "\n"
-    "device pre-flight (written into the kernelspec's env as KGUARD_PREFLIGHT and\n"
-    "KGUARD_PREFLIGHT_TIMEOUT; omitted: kguard's defaults):\n"
-    "  --preflight WHEN     when `kguard doctor --preflight` checks the devices the\n"
-    "                       kernel will see (allocate, launch, synchronise), beside\n"
-    "                       the kernel's start and before it is declared ready:\n"
-    "                       sticky (default) after a restart for a sticky GPU\n"
-    "                       error; first: also at the first start; never. A failing\n"
-    "                       or hung device stops kguard (down) instead of looping\n"
-    "  --preflight-timeout SEC  the probe's deadline (default 10, at most 3600)\n"
-    "\n"
-    "warm standby:\n"
-    "  --standby            keep a warm standby kernel: a second kernel process,\n"
-    "                       started while the first runs, takes over at a restart\n"
-    "                       (no Python start, no imports), with the checkpoint\n"
-    "                       restore handed to it; costs one idle kernel's memory\n"
-    "  --standby-imports MODULES\n"
-    "                       comma-separated modules the standby imports ahead\n"
-    "                       (e.g. torch,numpy; no GPU is touched); implies\n"
-    "                       --standby (kernelspec env KGUARD_STANDBY_IMPORTS)\n"
-    "\n"
-    "exit codes: 0 installed, 100 usage error (bad name or value, no such\n"
-    "kernelspec: nothing written), 111 I/O error.\n",
-    out);
-}
+enum { O_KERNEL = 1, O_NAME, O_DISPLAY, O_USER, O_SYSPREFIX, O_PREFIX, O_CKPT, O_PREFLIGHT,
+       O_PREFLIGHT_TIMEOUT, O_STANDBY, O_STANDBY_IMPORTS, O_NO_CHECK, O_POLICY };
+
+static const kg_opt_t s_opts[] = {
+  {O_KERNEL, 0, "kernel", "NAME", "kernelspec to wrap (default python3)", 0},
+  {O_NAME, 0, "name", "N",
+   "name of the new kernelspec (default NAME-kguard): ASCII letters, digits, - . _ (as "
+   "Jupyter requires), at most 255 characters; lowercased, as jupyter kernelspec install "
+   "does", 0},
+  {O_DISPLAY, 0, "display-name", "D",
+   "default: the wrapped display name with its trailing \"(...)\" replaced by \"(kguard)\", "
+   "or \" (kguard)\" appended: \"Python 3 (ipykernel)\" becomes \"Python 3 (kguard)\"", 0},
+  {O_USER, 0, "user", NULL,
+   "install in $JUPYTER_DATA_DIR/kernels or ~/.local/share/jupyter/kernels (the default)", 0},
+  {O_SYSPREFIX, 0, "sys-prefix", NULL,
+   "install in $VIRTUAL_ENV, else $CONDA_PREFIX, else /usr (Debian's sys.prefix), under "
+   "share/jupyter/kernels", 0},
+  {O_PREFIX, 0, "prefix", "P", "install in P/share/jupyter/kernels", 0},
+  {O_CKPT, 0, "checkpoints", "DIR",
+   "checkpoint directory for the guarded kernel (default ./kguard-checkpoints in the "
+   "kernel's working directory)", 0},
+  {O_NO_CHECK, 0, "no-check", NULL,
+   "write the kernelspec even when the wrapped kernel cannot start here (its program or "
+   "its Python module is missing), e.g. for a kernel that exists only on other machines", 0},
+  {0, 0, NULL, NULL,
+   "restart policy (written into the kernelspec's argv as `kguard kernel` options of the "
+   "same names; omitted ones keep kguard's defaults)", 0},
+  {O_POLICY + 0, 0, "max-restarts", "N",
+   "restarts allowed within --restart-window (default 3; 0: never restart, report only); "
+   "beyond it kguard stops restarting (\"down\")", 0},
+  {O_POLICY + 1, 0, "restart-window", "SEC",
+   "the window the budget counts restarts in (default 600)", 0},
+  {O_POLICY + 2, 0, "backoff", "SEC",
+   "the first restart of a window is immediate; the second waits SEC (default 1), each "
+   "further one twice as long", 0},
+  {O_POLICY + 3, 0, "backoff-max", "SEC", "the longest wait between restarts (default 30)", 0},
+  {O_POLICY + 4, 0, "stale-window", "SEC",
+   "how long after a failure requests that were queued before the user saw it are still "
+   "dropped as stale instead of run in the fresh kernel (default: `kguard kernel`'s)", 0},
+  {0, 0, NULL, NULL,
+   "device pre-flight (written into the kernelspec's env as KGUARD_PREFLIGHT and "
+   "KGUARD_PREFLIGHT_TIMEOUT; omitted: kguard's defaults)", 0},
+  {O_PREFLIGHT, 0, "preflight", "never|sticky|first",
+   "when `kguard doctor --preflight` checks the devices the kernel will see (allocate, "
+   "launch, synchronise), beside the kernel's start and before it is declared ready: "
+   "sticky (default) after a restart for a sticky GPU error; first: also at the first "
+   "start; never. A failing or hung device stops kguard (down) instead of looping", 0},
+  {O_PREFLIGHT_TIMEOUT, 0, "preflight-timeout", "SEC",
+   "the probe's deadline (default 10, at most 3600)", 0},
+  {0, 0, NULL, NULL, "warm standby", 0},
+  {O_STANDBY, 0, "standby", NULL,
+   "keep a warm standby kernel: a second kernel process, started while the first runs, "
+   "takes over at a restart (no Python start, no imports), with the checkpoint restore "
+   "handed to it; costs one idle kernel's memory", 0},
+  {O_STANDBY_IMPORTS, 0, "standby-imports", "MODULES",
+   "comma-separated modules the standby imports ahead (e.g. torch,numpy; no GPU is "
+   "touched); implies --standby (kernelspec env KGUARD_STANDBY_IMPORTS)", 0},
+  {0, 0, NULL, NULL, NULL, 0},
+};
+
+static const kg_opt_exit_t s_exits[] = {
+  {"0", "installed"},
+  {"100", "usage error: a bad name or value, no such kernelspec, or one that cannot start "
+          "here; nothing written"},
+  {"111", "I/O error"},
+  {NULL, NULL},
+};
+
+const kg_cmd_t kg_cli_install_cmd = {
+  .name = "install",
+  .summary = "install a kernelspec that wraps an existing kernel",
+  .usage = "[--kernel NAME] [--name N] [--user | --sys-prefix | --prefix P] [options]",
+  .about = "Write a kernelspec whose argv runs `kguard kernel ... -- <the wrapped argv>`, "
+           "keeping the wrapped kernelspec's language, env, interrupt_mode and metadata, and "
+           "copying every resource file of its directory (logos, kernel.js, scripts its argv "
+           "names through {resource_dir}, ...), so that {resource_dir}, {connection_file} and "
+           "{prefix} in the wrapped argv still mean what they did. Jupyter then lists it as "
+           "e.g. \"Python 3 (kguard)\". Any kernel works, not only Python ones.\n\n"
+           "The wrapped kernel must be able to start here: its program must exist and, for "
+           "`python -m MODULE`, MODULE must be importable by that Python. The kernelspec "
+           "names this kguard program by its full path; `kguard uninstall` removes it.",
+  .opts = s_opts,
+  .more = "SEC: a positive number of seconds (e.g. 0.5, 600); N: an integer 0..1000.",
+  .exits = s_exits,
+};
 
 /*  "Python 3 (ipykernel)" -> "Python 3 (kguard)"; else " (kguard)"
     appended. New string (NULL on allocation failure). */
@@ -148,7 +161,7 @@ s_copy_resources(const char *from_dir, const char *to_dir, bool top)
   DIR *d = opendir(from_dir);
   if (!d) {
     int e = -errno;
-    fprintf(stderr, "kguard install: unable to read %s: %s\n", from_dir, kg_strerror(e));
+    kg_opt_error("unable to read %s: %s", from_dir, kg_strerror(e));
     return e;
   }
   int rc = 0;
@@ -161,19 +174,19 @@ s_copy_resources(const char *from_dir, const char *to_dir, bool top)
     int na = snprintf(a, sizeof a, "%s/%s", from_dir, e->d_name);
     int nb = snprintf(b, sizeof b, "%s/%s", to_dir, e->d_name);
     if (na < 0 || nb < 0 || (size_t) na >= sizeof a || (size_t) nb >= sizeof b) {
-      fprintf(stderr, "kguard install: path too long: %s/%s\n", from_dir, e->d_name);
+      kg_opt_error("path too long: %s/%s", from_dir, e->d_name);
       rc = KG_ETOOBIG;
       break;
     }
     struct stat st;
     if (stat(a, &st) != 0) {
       rc = -errno;
-      fprintf(stderr, "kguard install: unable to read %s: %s\n", a, kg_strerror(rc));
+      kg_opt_error("unable to read %s: %s", a, kg_strerror(rc));
     }
     else if (S_ISDIR(st.st_mode)) {
       if (mkdir(b, 0755) != 0 && errno != EEXIST) {
         rc = -errno;
-        fprintf(stderr, "kguard install: unable to create %s: %s\n", b, kg_strerror(rc));
+        kg_opt_error("unable to create %s: %s", b, kg_strerror(rc));
       }
       else
         rc = s_copy_resources(a, b, false);
@@ -183,7 +196,7 @@ s_copy_resources(const char *from_dir, const char *to_dir, bool top)
       if (rc == 0)
         chmod(b, st.st_mode & 0777);
       else
-        fprintf(stderr, "kguard install: unable to copy %s: %s\n", a, kg_strerror(rc));
+        kg_opt_error("unable to copy %s: %s", a, kg_strerror(rc));
     }
   }
   closedir(d);
@@ -200,7 +213,7 @@ typedef struct {
 
 /*  Parse opt->value into opt->number. 0, or KG_EUSAGE with a message. */
 static int
-s_policy_parse(s_policy_opt_t *opt)
+s_policy_parse(kg_opt_parser_t *p, s_policy_opt_t *opt)
 {
   char *end = NULL;
   errno = 0;
@@ -219,10 +232,10 @@ s_policy_parse(s_policy_opt_t *opt)
     ok = errno == 0 && end != v && *end == '\0' && isfinite(x) && x > 0 && x <= 1e6;
   }
   if (!ok) {
-    fprintf(stderr, "kguard install: %s: expected %s, got '%s'\n", opt->flag,
-            opt->integer ? "a whole number of restarts from 0 to 1000"
-                         : "a positive number of seconds, at most 1000000",
-            opt->value);
+    kg_opt_usage(p, "%s: expected %s, got '%s'", opt->flag,
+                 opt->integer ? "a whole number of restarts from 0 to 1000"
+                              : "a positive number of seconds, at most 1000000",
+                 opt->value);
     return KG_EUSAGE;
   }
   opt->number = x;
@@ -253,93 +266,61 @@ s_module_list_ok(const char *s)
 int
 kg_cli_install_main(int argc, char **argv)
 {
-  enum { O_KERNEL = 1000, O_NAME, O_DISPLAY, O_USER, O_SYSPREFIX, O_PREFIX, O_CKPT,
-         O_PREFLIGHT, O_PREFLIGHT_TIMEOUT, O_STANDBY, O_STANDBY_IMPORTS, O_POLICY };
   s_policy_opt_t policy[] = {
     {"--max-restarts", true, NULL, 0}, {"--restart-window", false, NULL, 0},
     {"--backoff", false, NULL, 0}, {"--backoff-max", false, NULL, 0},
     {"--stale-window", false, NULL, 0}};
   const size_t npolicy = sizeof policy / sizeof policy[0];
-  static const struct option opts[] = {
-    {"kernel", required_argument, NULL, O_KERNEL},
-    {"name", required_argument, NULL, O_NAME},
-    {"display-name", required_argument, NULL, O_DISPLAY},
-    {"user", no_argument, NULL, O_USER},
-    {"sys-prefix", no_argument, NULL, O_SYSPREFIX},
-    {"prefix", required_argument, NULL, O_PREFIX},
-    {"checkpoints", required_argument, NULL, O_CKPT},
-    {"preflight", required_argument, NULL, O_PREFLIGHT},
-    {"preflight-timeout", required_argument, NULL, O_PREFLIGHT_TIMEOUT},
-    {"standby", no_argument, NULL, O_STANDBY},
-    {"standby-imports", required_argument, NULL, O_STANDBY_IMPORTS},
-    {"max-restarts", required_argument, NULL, O_POLICY + 0},
-    {"restart-window", required_argument, NULL, O_POLICY + 1},
-    {"backoff", required_argument, NULL, O_POLICY + 2},
-    {"backoff-max", required_argument, NULL, O_POLICY + 3},
-    {"stale-window", required_argument, NULL, O_POLICY + 4},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
   const char *kernel = "python3", *name = NULL, *display = NULL, *prefix = NULL, *ckpt = NULL;
   const char *preflight = NULL, *preflight_timeout = NULL;
   const char *standby_imports = NULL;
-  bool standby = false;
+  bool standby = false, check = true;
   int where = 0;   /* 0 user, 1 sys-prefix, 2 prefix */
   int places = 0;
-  optind = 1;
-  int c;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    switch (c) {
-    case O_KERNEL: kernel = optarg; break;
-    case O_NAME: name = optarg; break;
-    case O_DISPLAY: display = optarg; break;
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_cli_install_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    switch (id) {
+    case KG_OPT_EXIT: return p.code;
+    case KG_OPT_OPERAND: return kg_opt_usage(&p, "unexpected argument '%s'", p.value);
+    case O_KERNEL: kernel = p.value; break;
+    case O_NAME: name = p.value; break;
+    case O_DISPLAY: display = p.value; break;
     case O_USER: where = 0; places++; break;
     case O_SYSPREFIX: where = 1; places++; break;
-    case O_PREFIX: where = 2; prefix = optarg; places++; break;
-    case O_CKPT: ckpt = optarg; break;
-    case O_PREFLIGHT: preflight = optarg; break;
-    case O_PREFLIGHT_TIMEOUT: preflight_timeout = optarg; break;
+    case O_PREFIX: where = 2; prefix = p.value; places++; break;
+    case O_CKPT: ckpt = p.value; break;
+    case O_NO_CHECK: check = false; break;
+    case O_PREFLIGHT: preflight = p.value; break;
+    case O_PREFLIGHT_TIMEOUT: preflight_timeout = p.value; break;
     case O_STANDBY: standby = true; break;
     case O_STANDBY_IMPORTS:
-      if (!s_module_list_ok(optarg)) {
-        fprintf(stderr, "kguard install: --standby-imports takes Python module names "
-                        "separated by commas (e.g. torch,numpy), not '%s'\n", optarg);
-        return KG_EXIT_USAGE;
-      }
-      standby_imports = optarg;
+      if (!s_module_list_ok(p.value))
+        return kg_opt_usage(&p, "--standby-imports takes Python module names separated by "
+                            "commas (e.g. torch,numpy), not '%s'", p.value);
+      standby_imports = p.value;
       standby = true;
       break;
-    case 'h': s_usage(stdout); return KG_EXIT_OK;
     default:
-      if (c >= O_POLICY && c < O_POLICY + (int) npolicy) {
-        policy[c - O_POLICY].value = optarg;
-        if (s_policy_parse(&policy[c - O_POLICY]) != 0)
-          return KG_EXIT_USAGE;
-        break;
-      }
-      s_usage(stderr);
-      return KG_EXIT_USAGE;
+      policy[id - O_POLICY].value = p.value;
+      if (s_policy_parse(&p, &policy[id - O_POLICY]) != 0)
+        return KG_EXIT_USAGE;
+      break;
     }
   }
-  if (policy[2].value && policy[3].value && policy[2].number > policy[3].number) {
-    fprintf(stderr, "kguard install: --backoff %s is longer than --backoff-max %s\n",
-            policy[2].value, policy[3].value);
-    return KG_EXIT_USAGE;
-  }
+  if (places > 1)
+    return kg_opt_usage(&p, "give at most one of --user, --sys-prefix, --prefix");
+  if (policy[2].value && policy[3].value && policy[2].number > policy[3].number)
+    return kg_opt_usage(&p, "--backoff %s is longer than --backoff-max %s", policy[2].value,
+                        policy[3].value);
   /* the values kguard kernel will read back: checked by the same parser */
   if (preflight || preflight_timeout) {
     kg_preflight_config_t pf;
     char perr[256];
-    if (kg_preflight_config_parse(preflight, preflight_timeout, &pf, perr, sizeof perr) != 0) {
-      fprintf(stderr, "kguard install: %s: %s\n",
-              strstr(perr, "TIMEOUT") ? "--preflight-timeout" : "--preflight", perr);
-      return KG_EXIT_USAGE;
-    }
-  }
-  if (optind < argc || places > 1) {
-    fprintf(stderr, "kguard install: %s (see kguard install --help)\n",
-            places > 1 ? "give at most one of --user, --sys-prefix, --prefix"
-                       : "unexpected argument");
-    return KG_EXIT_USAGE;
+    if (kg_preflight_config_parse(preflight, preflight_timeout, &pf, perr, sizeof perr) != 0)
+      return kg_opt_usage(&p, "%s: %s",
+                          strstr(perr, "TIMEOUT") ? "--preflight-timeout" : "--preflight", perr);
   }
   if (where == 1) {
     prefix = getenv("VIRTUAL_ENV");
@@ -354,7 +335,7 @@ kg_cli_install_main(int argc, char **argv)
       rewritten. */
   char err[2048] = "";
   if (kg_kernelspec_check_name(kernel, err, sizeof err) != 0) {
-    fprintf(stderr, "kguard install: --kernel: %s\n", err);
+    kg_opt_error("--kernel: %s", err);
     return KG_EXIT_USAGE;
   }
   char *newname = NULL;
@@ -363,16 +344,16 @@ kg_cli_install_main(int argc, char **argv)
   else if (asprintf(&newname, "%s-kguard", kernel) < 0)
     newname = NULL;
   if (!newname) {
-    fprintf(stderr, "kguard install: out of memory\n");
+    kg_opt_error("out of memory");
     return KG_EXIT_SYSTEM;
   }
-  for (char *p = newname; *p; p++)
-    *p = (char) tolower((unsigned char) *p);
+  for (char *c = newname; *c; c++)
+    *c = (char) tolower((unsigned char) *c);
   if (kg_kernelspec_check_name(newname, err, sizeof err) != 0) {
-    fprintf(stderr, "kguard install: %s%s\n", name ? "--name: " : "", err);
+    kg_opt_error("%s%s", name ? "--name: " : "", err);
     if (!name)
-      fprintf(stderr, "kguard install: the default name is --kernel's with -kguard "
-                      "appended; give one with --name\n");
+      kg_opt_error("the default name is --kernel's with -kguard appended; give one with "
+                   "--name");
     free(newname);
     return KG_EXIT_USAGE;
   }
@@ -381,7 +362,7 @@ kg_cli_install_main(int argc, char **argv)
   kg_kernelspec_t *spec = NULL;
   int rc = kg_kernelspec_find(kernel, prefix, &spec, err, sizeof err);
   if (rc) {
-    fprintf(stderr, "kguard install: %s\n", *err ? err : kg_strerror(rc));
+    kg_opt_error("%s", *err ? err : kg_strerror(rc));
     free(newname);
     return rc == KG_ENOKERNEL || rc == KG_EKERNELSPEC || rc == KG_EUSAGE ? KG_EXIT_USAGE
                                                                          : KG_EXIT_SYSTEM;
@@ -389,22 +370,32 @@ kg_cli_install_main(int argc, char **argv)
   const char *a0 = cJSON_GetArrayItem(spec->argv, 0)->valuestring;
   const cJSON *a1 = cJSON_GetArrayItem(spec->argv, 1);
   if (strstr(a0, "kguard") && cJSON_IsString(a1) && strcmp(a1->valuestring, "kernel") == 0) {
-    fprintf(stderr, "kguard install: '%s' is already a kguard kernelspec; wrap the kernel it "
-                    "wraps instead\n", kernel);
+    kg_opt_error("'%s' is already a kguard kernelspec; wrap the kernel it wraps instead",
+                 kernel);
+    free(newname);
+    kg_kernelspec_destroy(&spec);
+    return KG_EXIT_USAGE;
+  }
+  /*  A kernelspec that cannot start here makes a guarded one that cannot
+      either: refused, with the reason, unless asked for. */
+  kg_kcheck_t kc;
+  if (check && kg_kcheck_run(spec, NULL, &kc, err, sizeof err) != 0) {
+    kg_opt_error("kernelspec '%s' (%s) cannot start here: %s; fix it, or give --no-check to "
+                 "wrap it anyway", kernel, spec->dir ? spec->dir : "?", err);
     free(newname);
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_USAGE;
   }
   char *dname = display ? strdup(display) : s_display_name(spec->display_name);
   if (!dname) {
-    fprintf(stderr, "kguard install: out of memory\n");
+    kg_opt_error("out of memory");
     free(newname);
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_SYSTEM;
   }
   char exe[PATH_MAX], kdir[PATH_MAX], dest[PATH_MAX];
   if (kg_paths_exe(exe, sizeof exe) != 0) {
-    fprintf(stderr, "kguard install: unable to find kguard's own path\n");
+    kg_opt_error("unable to find kguard's own path");
     free(newname);
     free(dname);
     kg_kernelspec_destroy(&spec);
@@ -416,9 +407,9 @@ kg_cli_install_main(int argc, char **argv)
   int nd = nk < 0 || (size_t) nk >= sizeof kdir ? -1
            : snprintf(dest, sizeof dest, "%s/%s", kdir, newname);
   if (nd < 0 || (size_t) nd >= sizeof dest) {
-    fprintf(stderr, "kguard install: the destination path is too long (at most %d "
-            "bytes): %s/share/jupyter/kernels/%s\n", PATH_MAX - 1,
-            where == 0 ? "the user data dir" : prefix, newname);
+    kg_opt_error("the destination path is too long (at most %d bytes): "
+                 "%s/share/jupyter/kernels/%s", PATH_MAX - 1,
+                 where == 0 ? "the user data dir" : prefix, newname);
     free(newname);
     free(dname);
     kg_kernelspec_destroy(&spec);
@@ -487,19 +478,26 @@ kg_cli_install_main(int argc, char **argv)
   cJSON_Delete(out);
 
   int code = KG_EXIT_OK;
-  rc = kg_paths_mkdirs(dest, 0755);
   char file[PATH_MAX + 16];
   snprintf(file, sizeof file, "%s/kernel.json", dest);
-  if (rc == 0)
-    rc = kg_file_write_atomic(file, text, strlen(text), 0644);
-  if (rc != 0) {
-    fprintf(stderr, "kguard install: unable to write %s: %s\n", file, kg_strerror(rc));
+  if ((rc = kg_paths_mkdirs(dest, 0755)) != 0) {
+    kg_opt_error("unable to create %s: %s", dest, kg_strerror(rc));
+    code = KG_EXIT_SYSTEM;
+  } else if ((rc = kg_file_write_atomic(file, text, strlen(text), 0644)) != 0) {
+    kg_opt_error("unable to write %s: %s", file, kg_strerror(rc));
     code = KG_EXIT_SYSTEM;
   }
   if (code == KG_EXIT_OK && spec->dir && s_copy_resources(spec->dir, dest, true) != 0)
     code = KG_EXIT_SYSTEM;
   if (code == KG_EXIT_OK) {
     printf("installed kernelspec %s (\"%s\", wraps %s) in %s\n", newname, dname, kernel, dest);
+    printf("remove it with: kguard uninstall --name %s%s%s\n", newname,
+           where == 0 ? "" : " --prefix ", where == 0 ? "" : prefix);
+    if (!kg_paths_installed())
+      kg_opt_error("warning: it runs %s, a kguard that is not installed (a build tree): it "
+                   "stops working when that tree is moved, removed or rebuilt elsewhere, and "
+                   "`kguard doctor` then says how to fix it; an installed kguard (scripts/"
+                   "package.sh, or cmake --install) writes a lasting one", exe);
   }
   free(text);
   free(newname);

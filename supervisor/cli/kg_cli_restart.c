@@ -9,7 +9,6 @@
     restarted, not only asked.
 */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,24 +23,41 @@
 #include "kg_signer.h"
 #include "kg_socket.h"
 
-static void
-s_usage(FILE *out)
-{
-  fputs(
-    "usage: kguard restart [--diagnostic] [--timeout S] -f CONNECTION_FILE\n"
-    "\n"
-    "Ask the kguard kernel behind CONNECTION_FILE (e.g. from %connect_info or\n"
-    "jupyter --runtime-dir) to restart its inner kernel, and wait until the fresh\n"
-    "kernel is ready. --diagnostic starts it with CUDA_LAUNCH_BLOCKING=1 (CUDA) or\n"
-    "AMD_SERIALIZE_KERNEL=3 and HIP_LAUNCH_BLOCKING=1 (ROCm): for locating a fault,\n"
-    "not for timing. The next normal restart removes them. Leaves the DOWN state\n"
-    "too.\n"
-    "exit codes: 0 restarted (the fresh kernel is ready), 1 kguard refused or the\n"
-    "kernel did not come back (kguard is down: the reason is printed), 100 usage or\n"
-    "bad connection file, 111 I/O error or not ready within the timeout (default\n"
-    "120 s).\n",
-    out);
-}
+enum { O_DIAG = 1, O_CONN, O_TIMEOUT };
+
+static const kg_opt_t s_opts[] = {
+  {O_CONN, 'f', "connection-file", "FILE",
+   "the kguard kernel's connection file (from %connect_info, or in `jupyter --runtime-dir`)",
+   0},
+  {O_DIAG, 'd', "diagnostic", NULL,
+   "start the fresh kernel with CUDA_LAUNCH_BLOCKING=1 (CUDA) or AMD_SERIALIZE_KERNEL=3 and "
+   "HIP_LAUNCH_BLOCKING=1 (ROCm): for locating a fault, not for timing; the next normal "
+   "restart removes them", 0},
+  {O_TIMEOUT, 't', "timeout", "SEC",
+   "how long to wait for kguard's answer and the fresh kernel (default 120)", 0},
+  {0, 0, NULL, NULL, NULL, 0},
+};
+
+static const kg_opt_exit_t s_exits[] = {
+  {"0", "restarted: the fresh kernel is ready"},
+  {"1", "kguard refused, or the kernel did not come back (kguard is down): the reason is "
+        "printed"},
+  {"100", "usage error or a bad connection file"},
+  {"111", "I/O error, or not ready within --timeout"},
+  {NULL, NULL},
+};
+
+const kg_cmd_t kg_cli_restart_cmd = {
+  .name = "restart",
+  .summary = "ask a running kguard kernel for a (diagnostic) restart",
+  .usage = "[--diagnostic] [--timeout SEC] -f CONNECTION_FILE",
+  .about = "Ask the kguard kernel behind CONNECTION_FILE to restart its inner kernel, as "
+           "`%kguard restart` does in a cell, and wait until the fresh kernel is ready. It "
+           "acts at once, even while a cell runs. It also leaves the DOWN state, where kguard "
+           "has stopped restarting on its own.",
+  .opts = s_opts,
+  .exits = s_exits,
+};
 
 /*  A connection to a kguard kernel's control channel (requests, replies)
     and iopub (the stream kguard answers `%kguard` cells with). */
@@ -71,7 +87,7 @@ s_ask(s_client_t *c, const char *code, int64_t deadline, bool *ok, char **text_p
   cJSON_AddBoolToObject(content, "stop_on_error", true);
   kg_msg_t *req = kg_msg_new("execute_request", c->session, NULL, &content);
   if (!req || kg_msg_send(req, c->control, c->signer, 0) != 0) {
-    fprintf(stderr, "kguard restart: unable to send the request\n");
+    kg_opt_error("unable to send the request to the kernel of %s", c->conn);
     kg_msg_destroy(&req);
     return KG_EINTERNAL;
   }
@@ -154,36 +170,36 @@ s_status(s_client_t *c, int64_t deadline, char state[32], int *kernel_no, char *
 int
 kg_cli_restart_main(int argc, char **argv)
 {
-  static const struct option opts[] = {
-    {"diagnostic", no_argument, NULL, 'd'},
-    {"connection-file", required_argument, NULL, 'f'},
-    {"timeout", required_argument, NULL, 't'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
   const char *conn = NULL;
   bool diagnostic = false;
   double timeout_s = 120;
-  optind = 1;
-  int c;
-  while ((c = getopt_long(argc, argv, "df:t:h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'd': diagnostic = true; break;
-    case 'f': conn = optarg; break;
-    case 't': timeout_s = atof(optarg); break;
-    case 'h': s_usage(stdout); return KG_EXIT_OK;
-    default: s_usage(stderr); return KG_EXIT_USAGE;
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_cli_restart_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    switch (id) {
+    case KG_OPT_EXIT: return p.code;
+    case KG_OPT_OPERAND: return kg_opt_usage(&p, "unexpected argument '%s'", p.value);
+    case O_DIAG: diagnostic = true; break;
+    case O_CONN: conn = p.value; break;
+    case O_TIMEOUT: {
+      char *end = NULL;
+      errno = 0;
+      timeout_s = strtod(p.value, &end);
+      if (errno || end == p.value || *end || !(timeout_s > 0 && timeout_s <= 86400))
+        return kg_opt_usage(&p, "--timeout takes seconds (more than 0, at most 86400), not "
+                            "'%s'", p.value);
+      break;
+    }
     }
   }
-  if (!conn || optind < argc || timeout_s <= 0) {
-    fprintf(stderr, "kguard restart: %s (see kguard restart --help)\n",
-            !conn ? "missing -f CONNECTION_FILE" : "invalid arguments");
-    return KG_EXIT_USAGE;
-  }
+  if (!conn)
+    return kg_opt_usage(&p, "missing -f CONNECTION_FILE");
   kg_conninfo_t *info = kg_conninfo_new();
   char err[256] = "";
   int rc = info ? kg_conninfo_load(info, conn, err, sizeof err) : KG_ENOMEM;
   if (rc) {
-    fprintf(stderr, "kguard restart: %s: %s\n", conn, *err ? err : kg_strerror(rc));
+    kg_opt_error_at(conn, "%s", *err ? err : kg_strerror(rc));
     kg_conninfo_destroy(&info);
     return rc == KG_ECONNFILE || rc == KG_ESCHEME || rc == -ENOENT ? KG_EXIT_USAGE
                                                                    : KG_EXIT_SYSTEM;
@@ -202,7 +218,7 @@ kg_cli_restart_main(int argc, char **argv)
   bool ok = false;
   int64_t deadline = kg_clock_mono_ms() + (int64_t) (timeout_s * 1000);
   if (!cl.signer || !cl.control || !cl.iopub) {
-    fprintf(stderr, "kguard restart: unable to connect: %s\n", kg_strerror(rc));
+    kg_opt_error("unable to connect to the kernel of %s: %s", conn, kg_strerror(rc));
     goto done;
   }
   /* Which kernel runs now: the restart is done when a later one is ready. */
@@ -217,7 +233,7 @@ kg_cli_restart_main(int argc, char **argv)
   if (!ok) {
     if (text)
       fputs(text, stderr);
-    fprintf(stderr, "kguard restart: refused: %s\n", evalue ? evalue : "(no reason given)");
+    kg_opt_error("refused: %s", evalue ? evalue : "(no reason given)");
     code = 1;
     goto done;
   }
@@ -238,7 +254,8 @@ kg_cli_restart_main(int argc, char **argv)
     }
     if (strcmp(state, "DOWN") == 0 && now > before) {
       const char *why = strstr(text, "down: ");
-      fprintf(stderr, "kguard restart: the kernel did not come back: %s",
+      /* why ends with its own newline */
+      fprintf(stderr, "%s: the kernel did not come back: %s", kg_opt_prog(),
               why ? why + 6 : "kguard is down\n");
       code = 1;
       goto done;
@@ -251,11 +268,11 @@ kg_cli_restart_main(int argc, char **argv)
   }
 failed:
   if (rc == KG_ETIMEOUT)
-    fprintf(stderr, "kguard restart: %s within %.0f s (is %s a kguard kernel?)\n",
-            *state ? "the fresh kernel was not ready" : "no answer", timeout_s, conn);
+    kg_opt_error("%s within %.0f s (is %s a kguard kernel's?)",
+                 *state ? "the fresh kernel was not ready" : "no answer", timeout_s, conn);
   else
-    fprintf(stderr, "kguard restart: %s: %s\n", conn,
-            rc == KG_EINTERNAL ? "not a kguard kernel's answer" : kg_strerror(rc));
+    kg_opt_error_at(conn, "%s", rc == KG_EINTERNAL ? "not a kguard kernel's answer"
+                                                   : kg_strerror(rc));
 done:
   free(text);
   free(evalue);

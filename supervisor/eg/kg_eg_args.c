@@ -4,10 +4,12 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kg_error.h"
+#include "kg_opt.h"
 
 static bool
 s_parse_int(const char *s, size_t len, long lo, long hi, long *out)
@@ -66,27 +68,70 @@ kg_eg_address_parse(const char *text, char *host, size_t hostlen, int *port,
   return 0;
 }
 
-/*  Options that take a value, and what each does. */
-enum { O_KERNEL_ID, O_RESPONSE, O_PUBKEY, O_RANGE, O_IP, O_KGUARD, O_CKPT, O_IGNORED,
-       O_TRANSPORT, O_COMM_IFACE, O_RSA_1024 };
-static const struct {
-  const char *name;
-  int what;
-} s_options[] = {
-  {"kernel-id", O_KERNEL_ID},
-  {"response-address", O_RESPONSE},
-  {"public-key", O_PUBKEY},
-  {"port-range", O_RANGE},
-  {"ip", O_IP},
-  {"kguard", O_KGUARD},
-  {"checkpoints", O_CKPT},
-  {"spark-context-initialization-mode", O_IGNORED},
-  {"cluster-type", O_IGNORED},
-  {"kernel-class-name", O_IGNORED},
-  {"transport-encryption", O_TRANSPORT},
-  {"comm-interface", O_COMM_IFACE},
-  {"allow-rsa-1024", O_RSA_1024},     /* a flag: takes no value */
+enum { O_KERNEL_ID = 1, O_RESPONSE, O_PUBKEY, O_RANGE, O_IP, O_KGUARD, O_CKPT, O_TRANSPORT,
+       O_SPARK, O_CLUSTER, O_CLASS, O_COMM_IFACE, O_RSA_1024 };
+
+static const kg_opt_t s_opts[] = {
+  {O_KERNEL_ID, 0, "kernel-id", "ID", "the kernel's id, given by the gateway (required)", 0},
+  {O_RESPONSE, 0, "response-address", "HOST:PORT",
+   "where the gateway waits for the connection info (required)", 0},
+  {O_PUBKEY, 0, "public-key", "KEY",
+   "the gateway's RSA public key (base64 DER) the report is encrypted with (required)", 0},
+  {O_RANGE, 0, "port-range", "LOWER..UPPER",
+   "the ports the kernel may bind: six must fit (default 0..0: any)", 0},
+  {O_IP, 0, "ip", "ADDR", "IPv4 address the kernel binds (default 0.0.0.0)", 0},
+  {O_CKPT, 0, "checkpoints", "DIR",
+   "checkpoint directory of the guarded kernel (put it on a volume that outlives the pod; "
+   "default ./kguard-checkpoints)", 0},
+  {O_COMM_IFACE, 0, "comm-interface", "auto|any|NAME",
+   "where the communication port listens: auto (default) on the interface that reaches "
+   "--response-address, or, when the gateway runs on this host, on every interface for "
+   "this host's connections only; any: every interface; NAME: that interface (lo for the "
+   "gateway's ssh tunnels). A connection from this host is served only if it belongs to "
+   "the kernel's user, root or the gateway's user", 0},
+  {O_RSA_1024, 0, "allow-rsa-1024", NULL,
+   "accept a 1024-bit --public-key (Enterprise Gateway and gateway_provisioners make "
+   "1024-bit keys; without this, keys under 2048 bits are refused)", 0},
+  {O_TRANSPORT, 0, "transport-encryption", "MODE",
+   "the gateway's transport setting: only 'required' is refused (CurveZMQ is not "
+   "supported)", KG_OPT_HIDDEN},
+  {O_KGUARD, 0, "kguard", "PATH", "internal: the kguard program, given by `kguard eg-launch`",
+   KG_OPT_HIDDEN},
+  {O_SPARK, 0, "spark-context-initialization-mode", "MODE", "ignored", KG_OPT_HIDDEN},
+  {O_CLUSTER, 0, "cluster-type", "TYPE", "ignored", KG_OPT_HIDDEN},
+  {O_CLASS, 0, "kernel-class-name", "NAME", "ignored", KG_OPT_HIDDEN},
+  {0, 0, NULL, NULL, NULL, 0},
 };
+
+static const kg_opt_exit_t s_exits[] = {
+  {"any", "the guarded kernel's own (0 after a shutdown the gateway asked for, 128+N when "
+          "signal N ended it)"},
+  {"100", "usage error (bad arguments, a weak or invalid key)"},
+  {"111", "ports, report or start failed"},
+  {NULL, NULL},
+};
+
+const kg_cmd_t kg_eg_cmd = {
+  .name = "eg-launch",
+  .summary = "kernel launcher for Jupyter Enterprise Gateway (cluster kernels)",
+  .usage = "--kernel-id ID --response-address HOST:PORT --public-key KEY [options]\n"
+           "[options] -- KERNEL ARGV...",
+  .about = "Kernel launcher for Jupyter Enterprise Gateway and gateway_provisioners: binds the "
+           "five kernel ports and the communication port inside --port-range, starts `kguard "
+           "kernel` guarding KERNEL ARGV (default: python3 -m ipykernel_launcher -f "
+           "{connection_file}; python3 is $KGUARD_PYTHON when set), and reports the "
+           "connection info to the gateway encrypted with its --public-key. On the "
+           "communication port, {\"signum\": N} signals the guarded kernel for N = 0 (the "
+           "gateway's poll), 2 (interrupt), 9 and 15; other signals are refused. "
+           "{\"shutdown\": 1} stops nothing by itself: the kernel ends on the shutdown_request "
+           "the gateway sends it first. The --RemoteProcessProxy.NAME spellings are accepted; "
+           "--spark-context-initialization-mode, --cluster-type and --kernel-class-name are "
+           "ignored.",
+  .opts = s_opts,
+  .exits = s_exits,
+};
+
+#define S_PROXY "--RemoteProcessProxy."
 
 int
 kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
@@ -96,61 +141,53 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
   o->ip = "0.0.0.0";
   o->comm_interface = "auto";
   *ignored = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--") == 0) {
-      if (i + 1 >= argc) {
-        kg_errf(err, errlen, "'--' must be followed by the kernel's command line");
-        return KG_EUSAGE;
-      }
-      o->inner_argv = argv + i + 1;
+  /*  The parser reads a copy where --RemoteProcessProxy.NAME is --NAME; the
+      values it finds are mapped back into argv (same index, shifted by what
+      was cut), so that opts points into argv as promised. */
+  char **copy = calloc((size_t) argc + 1, sizeof *copy);
+  size_t cut = strlen(S_PROXY) - 2;   /* "RemoteProcessProxy." */
+  for (int i = 0; copy && i < argc; i++) {
+    copy[i] = argv[i];
+    if (strncmp(argv[i], S_PROXY, strlen(S_PROXY)) == 0
+        && asprintf(&copy[i], "--%s", argv[i] + strlen(S_PROXY)) < 0)
+      copy[i] = argv[i];   /* out of memory: the parser says it is unknown */
+  }
+  char *said = NULL, *help = NULL;
+  size_t said_len = 0, help_len = 0;
+  FILE *errf = open_memstream(&said, &said_len), *outf = open_memstream(&help, &help_len);
+  int rc = copy && errf && outf ? 0 : KG_ENOMEM;
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_eg_cmd, argc, copy ? copy : argv);
+  p.err = errf;
+  p.out = outf;
+  int id;
+  while (rc == 0 && !o->inner_argv && (id = kg_opt_next(&p)) != KG_OPT_END) {
+    int k = p.next - 1;   /* the argument holding the value */
+    const char *value = p.value ? argv[k] + (p.value - copy[k]) + (copy[k] != argv[k] ? cut : 0)
+                                : NULL;
+    switch (id) {
+    case KG_OPT_EXIT:
+      if (p.code == 0 && strcmp(p.written, "--version") == 0)
+        o->version = true;
+      else if (p.code == 0)
+        o->help = true;
+      rc = p.code ? KG_EUSAGE : 0;
+      goto done;
+    case KG_OPT_OPERAND:
+      if (!p.operands_only) {
+        kg_errf(err, errlen, "unexpected argument '%s' (the kernel's command goes after '--')",
+                p.value);
+        rc = KG_EUSAGE;
+      } else
+        o->inner_argv = argv + k;
       break;
-    }
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      o->help = true;
-      continue;
-    }
-    if (strncmp(a, "--", 2) != 0) {
-      kg_errf(err, errlen, "unexpected argument '%s' (the kernel's command goes after '--')", a);
-      return KG_EUSAGE;
-    }
-    const char *name = a + 2;
-    if (strncmp(name, "RemoteProcessProxy.", 19) == 0)
-      name += 19;
-    const char *eq = strchr(name, '=');
-    size_t nlen = eq ? (size_t) (eq - name) : strlen(name);
-    int what = -1;
-    for (size_t k = 0; k < sizeof s_options / sizeof s_options[0]; k++)
-      if (strlen(s_options[k].name) == nlen && strncmp(s_options[k].name, name, nlen) == 0)
-        what = s_options[k].what;
-    if (what < 0) {
-      kg_errf(err, errlen, "unknown option '%s' (see kguard eg-launch --help)", a);
-      return KG_EUSAGE;
-    }
-    if (what == O_RSA_1024) {
-      if (eq) {
-        kg_errf(err, errlen, "option '--allow-rsa-1024' takes no value");
-        return KG_EUSAGE;
-      }
-      o->allow_rsa_1024 = true;
-      continue;
-    }
-    const char *value = eq ? eq + 1 : NULL;
-    if (!value) {
-      if (i + 1 >= argc) {
-        kg_errf(err, errlen, "option '%s' needs a value", a);
-        return KG_EUSAGE;
-      }
-      value = argv[++i];
-    }
-    int rc = 0;
-    switch (what) {
     case O_KERNEL_ID: o->kernel_id = value; break;
     case O_RESPONSE: o->response_address = value; break;
     case O_PUBKEY: o->public_key = value; break;
     case O_IP: o->ip = value; break;
     case O_KGUARD: o->kguard = value; break;
     case O_CKPT: o->checkpoints = value; break;
+    case O_RSA_1024: o->allow_rsa_1024 = true; break;
     case O_COMM_IFACE:
       if (!*value || strlen(value) >= 16 || strchr(value, '/')) {
         kg_errf(err, errlen, "--comm-interface: expected auto, any or an interface name "
@@ -160,7 +197,9 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
       o->comm_interface = value;
       break;
     case O_RANGE: rc = kg_eg_port_range_parse(value, &o->port_lo, &o->port_hi, err, errlen); break;
-    case O_IGNORED:
+    case O_SPARK:
+    case O_CLUSTER:
+    case O_CLASS:
       *ignored = "Spark/Dask options of Enterprise Gateway's launchers are ignored: kguard "
                  "runs the kernel command it is given";
       break;
@@ -172,10 +211,31 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
       }
       break;
     }
-    if (rc)
-      return rc;
   }
-  if (o->help)
+  if (rc == 0 && !o->inner_argv && p.operands_only) {
+    kg_errf(err, errlen, "'--' must be followed by the kernel's command line");
+    rc = KG_EUSAGE;
+  }
+done:
+  if (errf)
+    fclose(errf);
+  if (outf)
+    fclose(outf);
+  if (rc == KG_EUSAGE && said && *said) {
+    /* the parser's own line, without its "kguard eg-launch: " (the caller's) */
+    const char *msg = strncmp(said, "kguard eg-launch: ", 18) == 0 ? said + 18 : said;
+    kg_errf(err, errlen, "%.*s", (int) strcspn(msg, "\n"), msg);
+  } else if (rc == KG_ENOMEM)
+    kg_errf(err, errlen, "out of memory");
+  free(said);
+  free(help);
+  for (int i = 0; copy && i < argc; i++)
+    if (copy[i] != argv[i])
+      free(copy[i]);
+  free(copy);
+  if (rc)
+    return rc;
+  if (o->help || o->version)
     return 0;
   const char *missing = !o->kernel_id ? "--kernel-id"
                         : !o->response_address ? "--response-address"

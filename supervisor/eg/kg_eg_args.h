@@ -8,6 +8,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kg_opt.h"
+
+/*  The command's option table (its --help, man page and reference). */
+extern const kg_cmd_t kg_eg_cmd;
+
 typedef struct {
   const char *kernel_id;        /*  --kernel-id (required)                    */
   const char *response_address; /*  --response-address HOST:PORT (required)   */
@@ -23,6 +28,7 @@ typedef struct {
   const char *checkpoints;      /*  --checkpoints DIR for kguard kernel, or NULL */
   char **inner_argv;            /*  after "--"; NULL = ipykernel's default    */
   bool help;                    /*  --help                                    */
+  bool version;                 /*  --version                                 */
 } kg_eg_opts_t;
 
 /*  Parse argv (argv[0] is the command name, not parsed) into opts; its
@@ -31,8 +37,10 @@ typedef struct {
     concerns Spark/Dask launchers (--spark-context-initialization-mode,
     --cluster-type, --kernel-class-name) with a notice in *ignored (a static
     description, NULL if nothing was ignored). Rejects --transport-encryption
-    required (CURVE is not supported) and anything unknown.
-    Returns 0, or KG_EUSAGE with the reason in err. */
+    required (CURVE is not supported) and anything unknown, by kguard's one
+    grammar (kg_opt.h; nothing is printed: --help and --version set
+    opts->help, opts->version). Returns 0, or KG_EUSAGE with the reason in
+    err. */
 int kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *opts, const char **ignored,
                      char *err, size_t errlen);
 

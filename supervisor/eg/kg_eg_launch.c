@@ -28,51 +28,10 @@
 #include "kg_exit.h"
 #include "kg_log.h"
 #include "kg_loop.h"
+#include "kg_optdoc.h"
 #include "kg_sigsrc.h"
 
 #define KG_EG_STOP_GRACE_MS 10000       /* SIGTERM, then SIGKILL            */
-
-static void
-s_usage(FILE *out)
-{
-  fputs(
-    "usage: kguard eg-launch --kernel-id ID --response-address HOST:PORT --public-key KEY\n"
-    "                        [--port-range LOWER..UPPER] [--ip ADDR] [--checkpoints DIR]\n"
-    "                        [--comm-interface auto|any|NAME] [--allow-rsa-1024]\n"
-    "                        [-- KERNEL ARGV...]\n"
-    "\n"
-    "Kernel launcher for Jupyter Enterprise Gateway and gateway_provisioners: binds the\n"
-    "five kernel ports and the communication port inside --port-range, starts\n"
-    "`kguard kernel` guarding KERNEL ARGV (default: python3 -m ipykernel_launcher\n"
-    "-f {connection_file}; python3 is $KGUARD_PYTHON when set), and reports the\n"
-    "connection info to the gateway encrypted with its --public-key. On the\n"
-    "communication port, {\"signum\": N} signals the guarded kernel for N = 0 (the\n"
-    "gateway's poll), 2 (interrupt), 9 and 15; other signals are refused.\n"
-    "{\"shutdown\": 1} stops nothing by itself: the kernel ends on the shutdown_request\n"
-    "the gateway sends it first. The --RemoteProcessProxy.NAME spellings are\n"
-    "accepted; --spark-context-initialization-mode, --cluster-type and\n"
-    "--kernel-class-name are ignored.\n"
-    "\n"
-    "  --ip ADDR          IPv4 address the kernel binds (default 0.0.0.0)\n"
-    "  --checkpoints DIR  checkpoint directory of the guarded kernel (put it on a\n"
-    "                     volume that outlives the pod; default ./kguard-checkpoints)\n"
-    "  --comm-interface auto|any|NAME\n"
-    "                     where the communication port listens: auto (default) on\n"
-    "                     the interface that reaches --response-address, or, when\n"
-    "                     the gateway runs on this host, on every interface for this\n"
-    "                     host's connections only; any: every interface; NAME: that\n"
-    "                     interface (lo for the gateway's ssh tunnels). A connection\n"
-    "                     from this host is served only if it belongs to the\n"
-    "                     kernel's user, root or the gateway's user.\n"
-    "  --allow-rsa-1024   accept a 1024-bit --public-key (Enterprise Gateway and\n"
-    "                     gateway_provisioners make 1024-bit keys; without this,\n"
-    "                     keys under 2048 bits are refused)\n"
-    "\n"
-    "exit codes: the guarded kernel's own (0 after a shutdown the gateway asked for,\n"
-    "128+N when signal N ended it); 100 usage error (bad arguments, a weak or\n"
-    "invalid key); 111 ports, report or start failed.\n",
-    out);
-}
 
 typedef struct {
   kg_eg_opts_t o;
@@ -429,8 +388,11 @@ kg_eg_launch_main(int argc, char **argv)
     fprintf(stderr, "kguard eg-launch: %s\n", err);
     return KG_EXIT_USAGE;
   }
-  if (E.o.help) {
-    s_usage(stdout);
+  if (E.o.help || E.o.version) {
+    if (E.o.help)
+      kg_optdoc_help(&kg_eg_cmd, stdout);
+    else
+      printf("kguard %s\n", kg_opt_version());
     return KG_EXIT_OK;
   }
   if (!E.o.kguard) {

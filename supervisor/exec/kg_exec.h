@@ -24,6 +24,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kg_opt.h"
+
 typedef struct {
   char **argv;                  /* COMMAND [ARGS...], NULL-terminated (borrowed) */
   const char *ckpt_dir;         /* NULL: no restore, restarts start over       */
@@ -65,9 +67,12 @@ void kg_exec_config_default(kg_exec_config_t *config);
     documented in kg_exec_rule.h (and 127 when COMMAND cannot be started). */
 int kg_exec_run(const kg_exec_config_t *config);
 
+/*  The command's option table (its --help, man page and reference). */
+extern const kg_cmd_t kg_exec_cmd;
+
 /*  `kguard exec [options] -- COMMAND [ARGS...]`: parse the arguments, run
     the command under supervision, return the process exit code (kg_exit.h;
-    its --help lists the others). */
+    its --help lists the others). argv[0] is "exec". */
 int kg_exec_main(int argc, char **argv);
 
 #endif

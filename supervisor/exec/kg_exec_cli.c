@@ -18,100 +18,122 @@
 #include "kg_coord.h"
 #include "kg_error.h"
 #include "kg_log.h"
+#include "kg_opt.h"
 #include "kg_paths.h"
 
-static const char s_help[] =
-  "usage: kguard exec [OPTIONS] -- COMMAND [ARGS...]\n"
-  "       kguard exec --nproc-per-node N [OPTIONS] -- python train.py [ARGS...]\n"
-  "\n"
-  "Run a training command under kguard: its output is passed through unchanged and\n"
-  "kept; on a proven sticky GPU error the tree is killed at once, an incident is\n"
-  "written, the last checkpoint sealed before the fault is verified and restored\n"
-  "(newer ones are quarantined), and the ranks start again with KGUARD_RESUME_*\n"
-  "set for kguard.resume(). With --nproc-per-node kguard starts the N ranks itself,\n"
-  "with torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
-  "GROUP_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT, ...), so the\n"
-  "script runs as under torchrun; a restart replaces the ranks, never kguard.\n"
-  "COMMAND may also be torchrun itself (the slower path: torchrun's agent and\n"
-  "rendezvous start again at every restart).\n"
-  "\n"
-  "options:\n"
-  "  --checkpoints DIR     checkpoint directory (KGUARD_CKPT_DIR of the command);\n"
-  "                        without it a restart starts over\n"
-  "  --nproc-per-node N    kguard starts N ranks of COMMAND on this node (each its\n"
-  "                        own process group; with torchrun as COMMAND: its ranks\n"
-  "                        per node, for the checkpoint layout)\n"
-  "  --master-addr ADDR    the ranks' MASTER_ADDR (default 127.0.0.1; several\n"
-  "                        nodes: the coordinator's HOST)\n"
-  "  --master-port PORT    a fixed MASTER_PORT (default: kguard keeps the ranks'\n"
-  "                        rendezvous store across restarts, as torchrun's agent)\n"
-  "  --standby             keep a warm Python per rank that has imported\n"
-  "                        --standby-imports (no device touched); a restart hands\n"
-  "                        it the rank instead of a cold start (COMMAND must be\n"
-  "                        python [OPTIONS] SCRIPT|-m MODULE [ARGS])\n"
-  "  --standby-imports M,..  what a standby imports (default torch)\n"
-  "  --standby-max-age S   an older standby is replaced by a cold start (default\n"
-  "                        3600)\n"
-  "  --max-restarts N      restarts within 10 minutes before giving up (default 3)\n"
-  "  --state-dir DIR       incidents, restored checkpoints, logs (default\n"
-  "                        $KGUARD_STATE_DIR, else ~/.local/state/kguard)\n"
-  "  --name NAME           run name: log file, KGUARD_RUN_ID (default: exec)\n"
-  "  --stall-timeout S     seconds without progress after a sticky error text that\n"
-  "                        prove the fault (default: 4 x the longest gap between\n"
-  "                        two completed steps of the job, kept across restarts,\n"
-  "                        1.5 to 60; 60 before two steps were seen)\n"
-  "  --kill-grace S        a peer node's tree (stopped because of a fault\n"
-  "                        elsewhere): SIGTERM to SIGKILL (default 10); a proven\n"
-  "                        fault's own tree is killed at once\n"
-  "  --preempt-grace S     after SIGTERM/SIGUSR1 from a scheduler, seconds the\n"
-  "                        command has to seal and exit before SIGKILL (default 25)\n"
-  "  --rules FILE          classification rules (default: the shipped ones)\n"
-  "multi-node (one kguard exec per node):\n"
-  "  --nnodes N --node-rank R --coordinator HOST:PORT --secret FILE\n"
-  "                        node 0 runs the coordinator on HOST:PORT (CURVE, keys\n"
-  "                        derived from the job's secret file of 32+ bytes);\n"
-  "                        --checkpoints must be a directory every node shares;\n"
-  "                        the coordinator listens only on the addresses HOST\n"
-  "                        resolves to on node 0\n"
-  "  --coordinator-bind ADDR node 0: listen on ADDR instead (an address of this\n"
-  "                        host, e.g. when HOST is a service name; 0.0.0.0: every\n"
-  "                        interface)\n"
-  "  --heartbeat-timeout S a coordinator or node silent this long is lost: the\n"
-  "                        job ends with 200 (infrastructure; default 30)\n"
-  "  --join-timeout S      every node must have joined within this of node 0's\n"
-  "                        start (default 600, as torchrun's rendezvous), else the\n"
-  "                        job ends with 200; once a connection failed the CURVE\n"
-  "                        handshake (a node with another --secret), the heartbeat\n"
-  "                        timeout instead, and 100. A node refused that way exits\n"
-  "                        100 at once. Before the start every node verifies a\n"
-  "                        probe each node signed with its checkpoint key: a node\n"
-  "                        that cannot verify another's ends the job with 100,\n"
-  "                        naming the key\n"
-  "\n"
-  "A sticky error text is proof only when a process of the group then fails, or\n"
-  "when no newer `kguard: completed step N` line (two steps on) follows within\n"
-  "--stall-timeout; a command that carries on or succeeds is left alone.\n"
-  "\n"
-  "exit codes (for schedulers):\n"
-  "  0    the command succeeded\n"
-  "  1-   the command's own failure, passed through (128+N: killed by signal N;\n"
-  "       a code equal to one below is reported as 1, the original in the log)\n"
-  "  86   permanent: sticky faults kept coming (same failure twice, budget spent),\n"
-  "       or checkpoints exist that no restart can verify (never a silent start\n"
-  "       over)\n"
-  "  100  usage or configuration error (also: nodes that cannot verify each\n"
-  "       other's checkpoints, a node with another --secret); 111 system failure\n"
-  "       in kguard; 127 COMMAND cannot be run\n"
-  "  200  retryable: pre-empted by SIGTERM/SIGINT/SIGUSR1, or an infrastructure\n"
-  "       failure (checkpoint helper, a peer node or the coordinator lost)\n"
-  "\n"
-  "docs: docs/exec.md\n";
+enum { O_CKPT = 1, O_MAXR, O_STATE, O_NAME, O_STALL, O_KILL_GRACE, O_PREEMPT_GRACE, O_RULES,
+       O_NNODES, O_NODE_RANK, O_COORD, O_SECRET, O_NPROC, O_HEARTBEAT, O_MASTER_ADDR,
+       O_MASTER_PORT, O_STANDBY, O_STANDBY_IMPORTS, O_STANDBY_MAX_AGE, O_COORD_BIND,
+       O_JOIN_TIMEOUT };
+
+static const kg_opt_t s_opts[] = {
+  {O_CKPT, 0, "checkpoints", "DIR",
+   "checkpoint directory (KGUARD_CKPT_DIR of the command); without it a restart starts "
+   "over", 0},
+  {O_NPROC, 0, "nproc-per-node", "N",
+   "kguard starts N ranks of COMMAND on this node, each its own process group, with "
+   "torchrun's environment; with torchrun as COMMAND: its ranks per node, for the checkpoint "
+   "layout. Rank r checkpoints into DIR/rank-r and is restored into KGUARD_RESUME_DIR/rank-r "
+   "(kguard.save/resume do both)", 0},
+  {O_MASTER_ADDR, 0, "master-addr", "ADDR",
+   "the ranks' MASTER_ADDR (default 127.0.0.1; several nodes: the coordinator's HOST)", 0},
+  {O_MASTER_PORT, 0, "master-port", "PORT",
+   "a fixed MASTER_PORT (default: kguard keeps the ranks' rendezvous store across restarts, "
+   "as torchrun's agent)", 0},
+  {O_STANDBY, 0, "standby", NULL,
+   "keep a warm Python per rank that has imported --standby-imports (no device touched); a "
+   "restart hands it the rank instead of a cold start (COMMAND must be python [OPTIONS] "
+   "SCRIPT|-m MODULE [ARGS])", 0},
+  {O_STANDBY_IMPORTS, 0, "standby-imports", "M,..", "what a standby imports (default torch)",
+   0},
+  {O_STANDBY_MAX_AGE, 0, "standby-max-age", "S",
+   "an older standby is replaced by a cold start (default 3600)", 0},
+  {O_MAXR, 0, "max-restarts", "N",
+   "restarts within 10 minutes before giving up (default 3)", 0},
+  {O_STATE, 0, "state-dir", "DIR",
+   "incidents, restored checkpoints, logs (default $KGUARD_STATE_DIR, else "
+   "~/.local/state/kguard)", 0},
+  {O_NAME, 0, "name", "NAME", "run name: log file, KGUARD_RUN_ID (default: exec)", 0},
+  {O_STALL, 0, "stall-timeout", "S",
+   "seconds without progress after a sticky error text that prove the fault (default: 4 x "
+   "the longest gap between two completed steps of the job, kept across restarts, 1.5 to "
+   "60; 60 before two steps were seen)", 0},
+  {O_KILL_GRACE, 0, "kill-grace", "S",
+   "a peer node's tree (stopped because of a fault elsewhere): SIGTERM to SIGKILL (default "
+   "10); a proven fault's own tree is killed at once", 0},
+  {O_PREEMPT_GRACE, 0, "preempt-grace", "S",
+   "after SIGTERM/SIGUSR1 from a scheduler, seconds the command has to seal and exit before "
+   "SIGKILL (default 25)", 0},
+  {O_RULES, 0, "rules", "FILE", "classification rules (default: the shipped ones)", 0},
+  {0, 0, NULL, NULL, "multi-node (one kguard exec per node)", 0},
+  {O_NNODES, 0, "nnodes", "N", "nodes of the job; with 2 or more, the options below apply",
+   0},
+  {O_NODE_RANK, 0, "node-rank", "R", "this node's rank, 0 .. N-1", 0},
+  {O_COORD, 0, "coordinator", "HOST:PORT",
+   "node 0 runs the coordinator on HOST:PORT (CURVE, keys derived from the job's secret); "
+   "--checkpoints must be a directory every node shares; the coordinator listens only on "
+   "the addresses HOST resolves to on node 0", 0},
+  {O_COORD_BIND, 0, "coordinator-bind", "ADDR",
+   "node 0: listen on ADDR instead (an address of this host, e.g. when HOST is a service "
+   "name; 0.0.0.0: every interface)", 0},
+  {O_SECRET, 0, "secret", "FILE", "the job's secret file, 32 bytes or more", 0},
+  {O_HEARTBEAT, 0, "heartbeat-timeout", "S",
+   "a coordinator or node silent this long is lost: the job ends with 200 (infrastructure; "
+   "default 30)", 0},
+  {O_JOIN_TIMEOUT, 0, "join-timeout", "S",
+   "every node must have joined within this of node 0's start (default 600, as torchrun's "
+   "rendezvous), else the job ends with 200; once a connection failed the CURVE handshake "
+   "(a node with another --secret), the heartbeat timeout instead, and 100. A node refused "
+   "that way exits 100 at once. Before the start every node verifies a probe each node "
+   "signed with its checkpoint key: a node that cannot verify another's ends the job with "
+   "100, naming the key", 0},
+  {0, 0, NULL, NULL, NULL, 0},
+};
+
+static const kg_opt_exit_t s_exits[] = {
+  {"0", "the command succeeded"},
+  {"1-", "the command's own failure, passed through (128+N: killed by signal N; a code "
+         "equal to one below is reported as 1, the original in the log)"},
+  {"86", "permanent: sticky faults kept coming (same failure twice, budget spent), or "
+         "checkpoints exist that no restart can verify (never a silent start over)"},
+  {"100", "usage or configuration error (also: nodes that cannot verify each other's "
+          "checkpoints, a node with another --secret)"},
+  {"111", "system failure in kguard"},
+  {"127", "COMMAND cannot be run"},
+  {"200", "retryable: pre-empted by SIGTERM/SIGINT/SIGUSR1, or an infrastructure failure "
+          "(checkpoint helper, a peer node or the coordinator lost)"},
+  {NULL, NULL},
+};
+
+const kg_cmd_t kg_exec_cmd = {
+  .name = "exec",
+  .summary = "run a training script or torchrun, surviving sticky device errors",
+  .usage = "[options] [--] COMMAND [ARGS...]\n"
+           "--nproc-per-node N [options] [--] python train.py [ARGS...]",
+  .about = "Run a training command under kguard: its output is passed through unchanged and "
+           "kept; on a proven sticky GPU error the tree is killed at once, an incident is "
+           "written, the last checkpoint sealed before the fault is verified and restored "
+           "(newer ones are quarantined), and the ranks start again with KGUARD_RESUME_* set "
+           "for kguard.resume(). With --nproc-per-node kguard starts the N ranks itself, with "
+           "torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
+           "GROUP_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT, ...), so the "
+           "script runs as under torchrun; a restart replaces the ranks, never kguard. "
+           "COMMAND may also be torchrun itself (the slower path: torchrun's agent and "
+           "rendezvous start again at every restart). kguard's options end at COMMAND: what "
+           "follows is COMMAND's.",
+  .opts = s_opts,
+  .more = "A sticky error text is proof only when a process of the group then fails, or when "
+          "no newer `kguard: completed step N` line (two steps on) follows within "
+          "--stall-timeout; a command that carries on or succeeds is left alone. See "
+          "docs/exec.md.",
+  .exits = s_exits,
+  .flags = KG_CMD_STOP,
+};
 
 static int
-s_usage(const char *msg, const char *arg)
+s_usage(kg_opt_parser_t *p, const char *msg, const char *arg)
 {
-  fprintf(stderr, "kguard exec: %s%s%s (see kguard exec --help)\n", msg, arg ? ": " : "",
-          arg ? arg : "");
+  kg_opt_usage(p, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
   return -1;
 }
 
@@ -139,98 +161,88 @@ s_int(const char *text, int lo, int hi, int *out)
   return 0;
 }
 
+/*  Fills c from argv. 0, 1 after --help or --version, -1 after a usage
+    error (its message printed). */
 static int
 s_parse(int argc, char **argv, kg_exec_config_t *c)
 {
-  int i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--") == 0) {
-      i++;
-      break;
-    }
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      fputs(s_help, stdout);
-      return 1;
-    }
-    if (a[0] != '-')
-      break;
-    if (strcmp(a, "--standby") == 0) {
-      c->standby = true;
-      continue;
-    }
-    if (!v)
-      return s_usage("option needs a value", a);
-    i++;
-    if (strcmp(a, "--checkpoints") == 0)
-      c->ckpt_dir = v;
-    else if (strcmp(a, "--state-dir") == 0)
-      c->state_dir = v;
-    else if (strcmp(a, "--name") == 0)
-      c->name = v;
-    else if (strcmp(a, "--rules") == 0)
-      c->rules_path = v;
-    else if (strcmp(a, "--coordinator") == 0)
-      c->coordinator = v;
-    else if (strcmp(a, "--standby-imports") == 0)
-      c->standby_imports = v;
-    else if (strcmp(a, "--master-addr") == 0)
-      c->master_addr = v;
-    else if (strcmp(a, "--coordinator-bind") == 0)
-      c->coordinator_bind = v;
-    else if (strcmp(a, "--secret") == 0)
-      c->secret_file = v;
-    else if (strcmp(a, "--max-restarts") == 0) {
-      if (s_int(v, 0, 1000, &c->max_restarts) < 0)
-        return s_usage("--max-restarts needs an integer 0-1000", v);
-    } else if (strcmp(a, "--nnodes") == 0) {
-      if (s_int(v, 1, 4096, &c->nnodes) < 0)
-        return s_usage("--nnodes needs an integer 1-4096", v);
-    } else if (strcmp(a, "--nproc-per-node") == 0) {
-      if (s_int(v, 1, 1024, &c->nproc_per_node) < 0)
-        return s_usage("--nproc-per-node needs an integer 1-1024", v);
-      c->nproc_given = true;
-    } else if (strcmp(a, "--master-port") == 0) {
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_exec_cmd, argc, argv);
+  int id;
+  while (!c->argv && (id = kg_opt_next(&p)) != KG_OPT_END) {
+    const char *v = p.value;
+    switch (id) {
+    case KG_OPT_EXIT: return p.code == 0 ? 1 : -1;
+    case KG_OPT_OPERAND: c->argv = p.argv + p.next - 1; break;   /* COMMAND and its args */
+    case O_CKPT: c->ckpt_dir = v; break;
+    case O_STATE: c->state_dir = v; break;
+    case O_NAME: c->name = v; break;
+    case O_RULES: c->rules_path = v; break;
+    case O_COORD: c->coordinator = v; break;
+    case O_COORD_BIND: c->coordinator_bind = v; break;
+    case O_SECRET: c->secret_file = v; break;
+    case O_STANDBY: c->standby = true; break;
+    case O_STANDBY_IMPORTS: c->standby_imports = v; break;
+    case O_MASTER_ADDR: c->master_addr = v; break;
+    case O_MASTER_PORT:
       if (s_int(v, 1, 65535, &c->master_port) < 0)
-        return s_usage("--master-port needs a port number 1-65535", v);
-    } else if (strcmp(a, "--node-rank") == 0) {
-      if (s_int(v, 0, 4095, &c->node_rank) < 0)
-        return s_usage("--node-rank needs an integer 0-4095", v);
-    } else if (strcmp(a, "--stall-timeout") == 0) {
-      if (s_seconds(v, &c->stall_ms) < 0)
-        return s_usage("--stall-timeout needs seconds", v);
-    } else if (strcmp(a, "--kill-grace") == 0) {
-      if (s_seconds(v, &c->kill_grace_ms) < 0)
-        return s_usage("--kill-grace needs seconds", v);
-    } else if (strcmp(a, "--heartbeat-timeout") == 0) {
-      if (s_seconds(v, &c->heartbeat_ms) < 0 || c->heartbeat_ms < 100)
-        return s_usage("--heartbeat-timeout needs seconds (at least 0.1)", v);
-    } else if (strcmp(a, "--standby-max-age") == 0) {
+        return s_usage(&p, "--master-port needs a port number 1-65535", v);
+      break;
+    case O_STANDBY_MAX_AGE:
       if (s_seconds(v, &c->standby_max_age_ms) < 0)
-        return s_usage("--standby-max-age needs seconds", v);
-    } else if (strcmp(a, "--join-timeout") == 0) {
+        return s_usage(&p, "--standby-max-age needs seconds", v);
+      break;
+    case O_JOIN_TIMEOUT:
       if (s_seconds(v, &c->join_timeout_ms) < 0 || c->join_timeout_ms < 100)
-        return s_usage("--join-timeout needs seconds (at least 0.1)", v);
-    } else if (strcmp(a, "--preempt-grace") == 0) {
+        return s_usage(&p, "--join-timeout needs seconds (at least 0.1)", v);
+      break;
+    case O_MAXR:
+      if (s_int(v, 0, 1000, &c->max_restarts) < 0)
+        return s_usage(&p, "--max-restarts needs an integer 0-1000", v);
+      break;
+    case O_NNODES:
+      if (s_int(v, 1, 4096, &c->nnodes) < 0)
+        return s_usage(&p, "--nnodes needs an integer 1-4096", v);
+      break;
+    case O_NPROC:
+      if (s_int(v, 1, 1024, &c->nproc_per_node) < 0)
+        return s_usage(&p, "--nproc-per-node needs an integer 1-1024", v);
+      c->nproc_given = true;
+      break;
+    case O_NODE_RANK:
+      if (s_int(v, 0, 4095, &c->node_rank) < 0)
+        return s_usage(&p, "--node-rank needs an integer 0-4095", v);
+      break;
+    case O_STALL:
+      if (s_seconds(v, &c->stall_ms) < 0)
+        return s_usage(&p, "--stall-timeout needs seconds", v);
+      break;
+    case O_KILL_GRACE:
+      if (s_seconds(v, &c->kill_grace_ms) < 0)
+        return s_usage(&p, "--kill-grace needs seconds", v);
+      break;
+    case O_HEARTBEAT:
+      if (s_seconds(v, &c->heartbeat_ms) < 0 || c->heartbeat_ms < 100)
+        return s_usage(&p, "--heartbeat-timeout needs seconds (at least 0.1)", v);
+      break;
+    case O_PREEMPT_GRACE:
       if (s_seconds(v, &c->preempt_grace_ms) < 0)
-        return s_usage("--preempt-grace needs seconds", v);
-    } else {
-      return s_usage("unknown option", a);
+        return s_usage(&p, "--preempt-grace needs seconds", v);
+      break;
     }
   }
-  if (i >= argc)
-    return s_usage("no COMMAND given", NULL);
-  c->argv = argv + i;
+  if (!c->argv)
+    return s_usage(&p, "no COMMAND given", NULL);
   if (!c->name)
     c->name = "exec";
   if (!*c->name || strchr(c->name, '/') || c->name[0] == '.')
-    return s_usage("--name must be a plain name", c->name);
+    return s_usage(&p, "--name must be a plain name", c->name);
   if (c->nnodes > 1) {
     if (c->node_rank >= c->nnodes)
-      return s_usage("--node-rank must be below --nnodes", NULL);
+      return s_usage(&p, "--node-rank must be below --nnodes", NULL);
     if (!c->coordinator || !c->secret_file || !c->ckpt_dir)
-      return s_usage("multi-node mode needs --coordinator, --secret and --checkpoints", NULL);
+      return s_usage(&p, "multi-node mode needs --coordinator, --secret and --checkpoints",
+                     NULL);
   }
   return 0;
 }

@@ -384,8 +384,8 @@ kg_ex_node_listed(kg_exec_s *E)
       const cJSON *path =
           cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, i), "archive");
       kg_notice("exec: skipping %s: run '%s', not the run being resumed ('%s')",
-                cJSON_IsString(path) ? path->valuestring : "an archive",
-                cJSON_IsString(run) ? run->valuestring : "?", E->cfg.name);
+                cJSON_IsString(path) ? path->valuestring : "an archive", run->valuestring,
+                E->cfg.name);
       cJSON_DeleteItemFromArray(rows, i);
     }
   }

@@ -29,6 +29,19 @@ s_say(cJSON *arr, const char *fmt, ...)
   cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
 }
 
+const char *
+kg_doctor_lib_error(char *buf, size_t len, const char *library, const char *error)
+{
+  size_t n = library ? strlen(library) : 0;
+  if (!error)
+    snprintf(buf, len, "%s: not loadable", library ? library : "?");
+  else if (n && strncmp(error, library, n) == 0 && error[n] == ':')
+    snprintf(buf, len, "%s", error);
+  else
+    snprintf(buf, len, "%s: %s", library ? library : "?", error);
+  return buf;
+}
+
 int
 kg_doctor_version_value(const char *v)
 {
@@ -155,11 +168,13 @@ s_drivers(cJSON *report, const char *decision, const cJSON *probe, cJSON *proble
     if (strcmp(s_str(e, "name") ? s_str(e, "name") : "", "CUDA_VISIBLE_DEVICES") == 0)
       vis_cu = s_str(e, "value");
   if (strcmp(decision, "cuda") == 0) {
+    char le[512];
     if (!cu_ok)
-      s_say(problems, "torch is a CUDA build but no CUDA driver was found (%s: %s): "
+      s_say(problems, "torch is a CUDA build but no CUDA driver was found (%s): "
             "torch.cuda.is_available() will be False and training falls back to the CPU "
-            "or fails", s_str(cu, "library") ? s_str(cu, "library") : "libcuda.so.1",
-            s_str(cu, "error") ? s_str(cu, "error") : "not loaded");
+            "or fails", kg_doctor_lib_error(le, sizeof le, s_str(cu, "library")
+                                            ? s_str(cu, "library") : "libcuda.so.1",
+                                            s_str(cu, "error")));
     else if (ncu == 0)
       s_say(problems, "the CUDA driver sees no device (%s)%s",
             s_str(cu, "error") ? s_str(cu, "error") : "device count 0",
@@ -206,12 +221,38 @@ kg_doctor_assess(cJSON *report)
     if (level && strcmp(level, "warn") == 0)
       s_say(warnings, "%s=%s: %s", s_str(e, "name"), s_str(e, "value"), s_str(e, "note"));
   }
+  /* kernels that cannot start: every guarded one, and the one judged */
+  const cJSON *kernel = cJSON_GetObjectItem(report, "kernel");
+  bool judged_starts = true;
   int guarded = 0;
   cJSON_ArrayForEach(e, cJSON_GetObjectItem(report, "kernelspecs"))
   {
     guarded += cJSON_IsTrue(cJSON_GetObjectItem(e, "guarded"));
-    if (s_str(e, "error"))
+    const cJSON *start = cJSON_GetObjectItem(e, "start");
+    bool judged = s_str(kernel, "name") && strcmp(s_str(kernel, "name"), s_str(e, "name")) == 0;
+    if (start && !cJSON_IsTrue(cJSON_GetObjectItem(start, "ok"))) {
+      if (judged)
+        judged_starts = false;
+      s_say(problems, "kernelspec %s (%s) cannot start: %s%s%s%s", s_str(e, "name"),
+            s_str(e, "dir") ? s_str(e, "dir") : "?", s_str(start, "why") ? s_str(start, "why")
+                                                                         : "?",
+            s_str(start, "fix") ? "; write it again with this kguard: `" : "",
+            s_str(start, "fix") ? s_str(start, "fix") : "", s_str(start, "fix") ? "`" : "");
+    } else if (start && s_str(start, "other_kguard"))
+      s_say(warnings, "kernelspec %s runs the kguard at %s, not this one: `%s` makes it run "
+            "this kguard", s_str(e, "name"), s_str(start, "other_kguard"), s_str(start, "fix"));
+    else if (s_str(e, "error"))
       s_say(warnings, "kernelspec %s: %s", s_str(e, "name"), s_str(e, "error"));
+  }
+  /* the judged kernel's Python must answer: one that cannot be started or
+     fails is a kernel that will not work (unless its kernelspec already
+     said why it cannot start) */
+  if (probe && s_str(probe, "error") && !cJSON_IsTrue(cJSON_GetObjectItem(probe, "not_python"))
+      && judged_starts) {
+    if (cJSON_IsTrue(cJSON_GetObjectItem(probe, "timed_out")))
+      s_say(warnings, "the kernel's Python was slow: %s", s_str(probe, "error"));
+    else
+      s_say(problems, "the kernel's Python cannot be used: %s", s_str(probe, "error"));
   }
   if (!guarded)
     s_say(warnings, "no kernelspec is guarded by kguard: `kguard install` wraps one");

@@ -23,6 +23,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /*  Judge the facts in report (modified in place). */
 void kg_doctor_assess(cJSON *report);
@@ -31,6 +32,12 @@ typedef enum { KG_DOCTOR_TEXT, KG_DOCTOR_MARKDOWN } kg_doctor_format_t;
 
 /*  The report as text or Markdown (malloc'd), NULL on OOM. */
 char *kg_doctor_render(const cJSON *report, kg_doctor_format_t format);
+
+/*  "LIBRARY: ERROR" into buf, the library named once: dlerror() already
+    starts its message with the file it tried ("libcuda.so.1: cannot open
+    shared object file ..."). error NULL: "LIBRARY: not loadable". Returns
+    buf. */
+const char *kg_doctor_lib_error(char *buf, size_t len, const char *library, const char *error);
 
 /*  "12.4" → 12004 style comparison value (major * 1000 + minor); -1 when
     not a version. */

@@ -238,11 +238,19 @@ s_drain(s_run_t *r)
 int
 kg_doctor_run_children(char **const *argvs, int n, int64_t timeout_ms, char **outs, int *codes)
 {
+  return kg_doctor_run_children_env(argvs, NULL, n, timeout_ms, outs, codes);
+}
+
+int
+kg_doctor_run_children_env(char **const *argvs, char **const *envps, int n,
+                           int64_t timeout_ms, char **outs, int *codes)
+{
   s_run_t *runs = calloc((size_t) n, sizeof *runs);
   if (!runs)
     return KG_ENOMEM;
   for (int i = 0; i < n; i++) {
-    kg_child_opts_t opts = {.argv = argvs[i], .capture = true};
+    kg_child_opts_t opts = {.argv = argvs[i], .envp = envps ? envps[i] : NULL,
+                            .capture = true};
     codes[i] = -3;
     runs[i].pidfd = -1;
     if (kg_child_spawn(&opts, &runs[i].child) != 0)

@@ -35,4 +35,9 @@ cJSON *kg_doctor_kernelspecs(const cJSON *dirs);
 int kg_doctor_run_children(char **const *argvs, int n, int64_t timeout_ms, char **outs,
                            int *codes);
 
+/*  The same, child i with the environment envps[i] (NULL: ours); envps
+    itself may be NULL. */
+int kg_doctor_run_children_env(char **const *argvs, char **const *envps, int n,
+                               int64_t timeout_ms, char **outs, int *codes);
+
 #endif

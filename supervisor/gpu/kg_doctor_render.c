@@ -72,8 +72,9 @@ s_backend(s_r_t *r, const char *label, const cJSON *b)
     return;
   }
   if (!cJSON_IsTrue(cJSON_GetObjectItem(b, "loaded"))) {
-    s_item(r, "%s: not found (%s: %s)", label, s_or(s_str(b, "library"), "?"),
-           s_or(s_str(b, "error"), "not loadable"));
+    char le[512];
+    s_item(r, "%s: not found (%s)", label,
+           kg_doctor_lib_error(le, sizeof le, s_str(b, "library"), s_str(b, "error")));
     return;
   }
   const char *rt = s_str(b, "runtime_version");
@@ -101,6 +102,8 @@ kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
   s_head(&r, "Stack (decided by the kernel's Python, in a separate process)");
   s_item(&r, "kernel: %s (%s), Python %s", s_or(s_str(kernel, "name"), "(none)"),
          s_or(s_str(kernel, "source"), "?"), s_or(s_str(kernel, "interpreter"), "?"));
+  if (s_str(kernel, "chosen"))
+    s_item(&r, "judged: %s", s_str(kernel, "chosen"));
   s_item(&r, "stack: %s: %s", s_or(s_str(stack, "decision"), "unknown"),
          s_or(s_str(stack, "why"), ""));
   s_item(&r, "python %s, torch %s, CUDA %s, HIP %s", s_or(s_str(probe, "python"), "?"),
@@ -178,9 +181,12 @@ kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
              s_or(s_str(e, "display_name"), ""), s_or(s_str(e, "dir"), "?"));
       continue;
     }
-    s_item(&r, "%s \"%s\": guarded by kguard, wraps %s (%s)", s_str(e, "name"),
+    const cJSON *start = cJSON_GetObjectItem(e, "start");
+    bool bad = start && !cJSON_IsTrue(cJSON_GetObjectItem(start, "ok"));
+    s_item(&r, "%s \"%s\": guarded by kguard, wraps %s (%s)%s%s", s_str(e, "name"),
            s_or(s_str(e, "display_name"), ""), s_or(s_str(e, "wraps"), "?"),
-           s_or(s_str(e, "dir"), "?"));
+           s_or(s_str(e, "dir"), "?"), bad ? ": CANNOT START: " : "",
+           bad ? s_or(s_str(start, "why"), "?") : "");
     s_item(&r, "    checkpoints: %s; signing keys: %s; incidents: %s/incidents",
            s_or(s_str(e, "checkpoints"), "?"), s_or(s_str(e, "keys"), "?"),
            s_or(s_str(e, "state_dir"), "?"));

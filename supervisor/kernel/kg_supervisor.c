@@ -168,8 +168,9 @@ s_load_connection(kg_sup_t *S)
     kg_error("invalid connection file %s: %s", S->cfg->conn_path, *err ? err : kg_strerror(rc));
     return KG_EXIT_USAGE;
   }
-  kg_error("unable to read connection file %s: %s", S->cfg->conn_path,
-           *err ? err : kg_strerror(rc));
+  /* err, when set, names the file already. */
+  kg_error("unable to read the connection file %s%s%s", *err ? err : S->cfg->conn_path,
+           *err ? "" : ": ", *err ? "" : kg_strerror(rc));
   return rc == -ENOENT || rc == -EACCES || rc == -EISDIR ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
 }
 

@@ -6,7 +6,12 @@
 #define KG_RUN_H
 
 #include "kg_exit.h"
+#include "kg_opt.h"
 
+/*  The command's option table (its --help, man page and reference). */
+extern const kg_cmd_t kg_run_cmd;
+
+/*  argv[0] is "run". */
 int kg_run_main(int argc, char **argv);
 
 #endif

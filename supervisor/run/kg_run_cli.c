@@ -2,7 +2,6 @@
     (state directory, kernelspec, signals).
 */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "kg_run.h"
+#include "kg_opt.h"
 #include "kg_error.h"
 #include "kg_file.h"
 #include "kg_log.h"
@@ -27,99 +27,104 @@
 #include "kg_kernelspec.h"
 #include "kg_client.h"
 
-static void
-s_usage(FILE *out)
-{
-  fputs(
-    "usage: kguard run NOTEBOOK.ipynb [-o OUT] [--kernel NAME] [--timeout SECONDS]\n"
-    "                  [-p NAME VALUE]... [-f PARAMS.json|PARAMS.yaml] [--cwd DIR]\n"
-    "                  [--checkpoints DIR] [--state-dir DIR] [--max-restarts N]\n"
-    "                  [--log-output] [--quiet]\n"
-    "\n"
-    "Execute a notebook's code cells in order, unattended, through a `kguard kernel`\n"
-    "that guards the real kernel (the same path as the installed kernelspec). When a\n"
-    "sticky GPU error (CUDA/ROCm device-side assert, illegal address ...) poisons the\n"
-    "kernel, kguard restarts it and restores the last checkpoint sealed before the\n"
-    "fault; `run` then executes the notebook again from its first cell through the\n"
-    "failed one in the fresh kernel (training resumes through kguard.resume()), and\n"
-    "goes on. Other errors stop the run as nbconvert does, except in cells tagged\n"
-    "`raises-exception`.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output OUT      executed notebook (default: NOTEBOOK.kguard.ipynb beside\n"
-    "                        the input; written via a temporary file and a rename)\n"
-    "  -k, --kernel NAME     kernelspec to guard (default: the notebook's\n"
-    "                        metadata.kernelspec.name, else python3); a kernelspec that\n"
-    "                        is itself a kguard wrapper is used as it is\n"
-    "  -t, --timeout SEC     per-cell limit: interrupt the cell and stop (default: none)\n"
-    "  -p, --parameters NAME VALUE\n"
-    "                        set a notebook parameter (repeatable), as papermill does:\n"
-    "                        VALUE True, False, None, an integer or a float is that,\n"
-    "                        one starting with [ or { is JSON, anything else a string\n"
-    "  -f, --parameters-file FILE\n"
-    "                        parameters from a JSON object (.json) or flat `name:\n"
-    "                        value` YAML (.yaml/.yml; nesting: use JSON); read before\n"
-    "                        the -p ones, which win\n"
-    "                        Parameters go into a code cell tagged injected-parameters,\n"
-    "                        inserted after the cell tagged `parameters` (at the top\n"
-    "                        if none; an earlier injected cell is replaced), as Python\n"
-    "                        literals (the kernel must be a Python one); they are\n"
-    "                        recorded in metadata.kguard.parameters, and re-runs after\n"
-    "                        a restart execute the same injected cell\n"
-    "  --cwd DIR             the kernel's working directory (default: the notebook's\n"
-    "                        directory); relative paths in the notebook and the\n"
-    "                        default kguard-checkpoints directory are found there\n"
-    "  --log-output          show the cells' output even with --quiet (papermill's\n"
-    "                        spelling; without --quiet it is shown anyway)\n"
-    "  --checkpoints DIR     checkpoint directory for the kernel (KGUARD_CKPT_DIR;\n"
-    "                        default: kguard-checkpoints in the kernel's working\n"
-    "                        directory: the notebook's, or --cwd)\n"
-    "  --state-dir DIR       incidents and logs (default: $KGUARD_STATE_DIR, else\n"
-    "                        $XDG_STATE_HOME/kguard, else ~/.local/state/kguard)\n"
-    "  --max-restarts N      kernel restarts to follow before giving up (default 3;\n"
-    "                        kguard's own budget and repeated-failure rule apply too)\n"
-    "  --startup-timeout SEC time for the kernel to become ready (default 120)\n"
-    "  -q, --quiet           show neither the cells' output nor each cell's progress:\n"
-    "                        only problems and the final summary\n"
-    "  -h, --help            this text\n"
-    "\n"
-    "What the cells print is shown as it arrives, as if their code ran as a script:\n"
-    "their stdout, results and displays (as text) on standard output, their stderr\n"
-    "and tracebacks on standard error, whether or not these are terminals (so\n"
-    "`kguard run nb.ipynb | grep RESULT` and CI logs see it; --quiet hides it).\n"
-    "kguard's own lines go to standard error: a live line for the running cell on a\n"
-    "terminal, plain lines otherwise. Cells are numbered as Jupyter numbers them\n"
-    "when a notebook runs from the top: cell N is the Nth non-empty code cell, In [N]\n"
-    "in the written notebook and Cell [N] in kguard's notices.\n"
-    "\n"
-    "Before any cell runs, kguard checks what it will need: the notebook, the\n"
-    "kernel, the parameters, and that the executed notebook can be written (its\n"
-    "directory exists and takes a new file). The kernel runs in the notebook's\n"
-    "directory (or --cwd); the kguard kernel's log is in the state directory\n"
-    "(logs/). The written notebook holds the outputs of each cell's final\n"
-    "execution; metadata.kguard.incidents lists every kguard event (family,\n"
-    "incident record, restored checkpoint step, cell), metadata.kguard.run the\n"
-    "result and metadata.kguard.parameters the parameters.\n"
-    "\n"
-    "exit codes:\n"
-    "  0    every code cell ran (after restarts, if any)\n"
-    "  1    a cell raised an error (not tagged raises-exception); notebook written\n"
-    "  2    gave up: kguard stopped restarting (same failure twice, or its restart\n"
-    "       budget spent), or more than --max-restarts restarts; notebook written\n"
-    "  3    bad notebook (empty, not UTF-8, not JSON, not nbformat 4, no cells) or\n"
-    "       unknown kernel; nothing written\n"
-    "  4    a cell ran past --timeout; notebook written\n"
-    "  5    every cell ran, but after a restart kguard could not restore a verified\n"
-    "       checkpoint it had (metadata.kguard.run.checkpoints_not_restored):\n"
-    "       training started over instead of resuming; notebook written\n"
-    "  100  wrong usage: no such NOTEBOOK, an -o that cannot be written (a missing\n"
-    "       or read-only directory, a directory), bad parameters, --cwd or --kernel\n"
-    "       name; nothing ran, nothing written\n"
-    "  111  system failure, e.g. the kernel could not start (its own last words and\n"
-    "       its kernelspec are shown); nothing written\n"
-    "  130  interrupted by Ctrl-C (143: SIGTERM); notebook written\n",
-    out);
-}
+enum { O_OUTPUT = 1, O_KERNEL, O_TIMEOUT, O_PARAM, O_PARAMS_FILE, O_CWD, O_LOG_OUTPUT,
+       O_CHECKPOINTS, O_STATE_DIR, O_MAX_RESTARTS, O_STARTUP_TIMEOUT, O_QUIET };
+
+static const kg_opt_t s_opts[] = {
+  {O_OUTPUT, 'o', "output", "OUT",
+   "executed notebook (default: NOTEBOOK.kguard.ipynb beside the input; written via a "
+   "temporary file and a rename)", 0},
+  {O_KERNEL, 'k', "kernel", "NAME",
+   "kernelspec to guard (default: the notebook's metadata.kernelspec.name, else python3); "
+   "a kernelspec that is itself a kguard wrapper is used as it is", 0},
+  {O_TIMEOUT, 't', "timeout", "SEC", "per-cell limit: interrupt the cell and stop (default: "
+   "none)", 0},
+  {O_PARAM, 'p', "parameters", "NAME VALUE",
+   "set a notebook parameter (repeatable), as papermill does: VALUE True, False, None, an "
+   "integer or a float is that, one starting with [ or { is JSON, anything else a string",
+   KG_OPT_PAIR},
+  {O_PARAMS_FILE, 'f', "parameters-file", "FILE",
+   "parameters from a JSON object (.json) or flat `name: value` YAML (.yaml/.yml; nesting: "
+   "use JSON); read before the -p ones, which win\n\n"
+   "Parameters go into a code cell tagged injected-parameters, inserted after the cell "
+   "tagged `parameters` (at the top if none; an earlier injected cell is replaced), as "
+   "Python literals (the kernel must be a Python one); they are recorded in "
+   "metadata.kguard.parameters, and re-runs after a restart execute the same injected cell",
+   0},
+  {O_CWD, 0, "cwd", "DIR",
+   "the kernel's working directory (default: the notebook's directory); relative paths in "
+   "the notebook and the default kguard-checkpoints directory are found there", 0},
+  {O_LOG_OUTPUT, 0, "log-output", NULL,
+   "show the cells' output even with --quiet (papermill's spelling; without --quiet it is "
+   "shown anyway)", 0},
+  {O_CHECKPOINTS, 0, "checkpoints", "DIR",
+   "checkpoint directory for the kernel (KGUARD_CKPT_DIR; default: kguard-checkpoints in the "
+   "kernel's working directory: the notebook's, or --cwd)", 0},
+  {O_STATE_DIR, 0, "state-dir", "DIR",
+   "incidents and logs (default: $KGUARD_STATE_DIR, else $XDG_STATE_HOME/kguard, else "
+   "~/.local/state/kguard)", 0},
+  {O_MAX_RESTARTS, 0, "max-restarts", "N",
+   "kernel restarts to follow before giving up (default 3; kguard's own budget and "
+   "repeated-failure rule apply too)", 0},
+  {O_STARTUP_TIMEOUT, 0, "startup-timeout", "SEC",
+   "time for the kernel to become ready (default 120)", 0},
+  {O_QUIET, 'q', "quiet", NULL,
+   "show neither the cells' output nor each cell's progress: only problems and the final "
+   "summary", 0},
+  {0, 0, NULL, NULL, NULL, 0},
+};
+
+static const kg_opt_exit_t s_exits[] = {
+  {"0", "every code cell ran (after restarts, if any)"},
+  {"1", "a cell raised an error (not tagged raises-exception); notebook written"},
+  {"2", "gave up: kguard stopped restarting (same failure twice, or its restart budget "
+        "spent), or more than --max-restarts restarts; notebook written"},
+  {"3", "bad notebook (empty, not UTF-8, not JSON, not nbformat 4, no cells) or unknown "
+        "kernel; nothing written"},
+  {"4", "a cell ran past --timeout; notebook written"},
+  {"5", "every cell ran, but after a restart kguard could not restore a verified checkpoint "
+        "it had (metadata.kguard.run.checkpoints_not_restored): training started over "
+        "instead of resuming; notebook written"},
+  {"100", "wrong usage: no such NOTEBOOK, an -o that cannot be written (a missing or "
+          "read-only directory, a directory), bad parameters, --cwd or --kernel name; nothing "
+          "ran, nothing written"},
+  {"111", "system failure, e.g. the kernel could not start (its own last words and its "
+          "kernelspec are shown); nothing written"},
+  {"130", "interrupted by Ctrl-C (143: SIGTERM); notebook written"},
+  {NULL, NULL},
+};
+
+const kg_cmd_t kg_run_cmd = {
+  .name = "run",
+  .summary = "execute a notebook unattended, surviving sticky device errors",
+  .usage = "NOTEBOOK.ipynb [options]",
+  .about = "Execute a notebook's code cells in order, unattended, through a `kguard kernel` "
+           "that guards the real kernel (the same path as the installed kernelspec). When a "
+           "sticky GPU error (CUDA/ROCm device-side assert, illegal address ...) poisons the "
+           "kernel, kguard restarts it and restores the last checkpoint sealed before the "
+           "fault; `run` then executes the notebook again from its first cell through the "
+           "failed one in the fresh kernel (training resumes through kguard.resume()), and "
+           "goes on. Other errors stop the run as nbconvert does, except in cells tagged "
+           "`raises-exception`.",
+  .opts = s_opts,
+  .more = "What the cells print is shown as it arrives, as if their code ran as a script: "
+          "their stdout, results and displays (as text) on standard output, their stderr and "
+          "tracebacks on standard error, whether or not these are terminals (so `kguard run "
+          "nb.ipynb | grep RESULT` and CI logs see it; --quiet hides it). kguard's own lines "
+          "go to standard error: a live line for the running cell on a terminal, plain lines "
+          "otherwise. Cells are numbered as Jupyter numbers them when a notebook runs from "
+          "the top: cell N is the Nth non-empty code cell, In [N] in the written notebook and "
+          "Cell [N] in kguard's notices.\n\n"
+          "Before any cell runs, kguard checks what it will need: the notebook, the kernel, "
+          "the parameters, and that the executed notebook can be written (its directory "
+          "exists and takes a new file). The kernel runs in the notebook's directory (or "
+          "--cwd); the kguard kernel's log is in the state directory (logs/). The written "
+          "notebook holds the outputs of each cell's final execution; "
+          "metadata.kguard.incidents lists every kguard event (family, incident record, "
+          "restored checkpoint step, cell), metadata.kguard.run the result and "
+          "metadata.kguard.parameters the parameters.",
+  .exits = s_exits,
+};
 
 static char *
 s_absolute(const char *path)
@@ -206,113 +211,80 @@ s_parse_seconds(const char *text, double *out)
 int
 kg_run_main(int argc, char **argv)
 {
-  static const struct option opts[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"kernel", required_argument, NULL, 'k'},
-    {"timeout", required_argument, NULL, 't'},
-    {"checkpoints", required_argument, NULL, 'c'},
-    {"state-dir", required_argument, NULL, 's'},
-    {"max-restarts", required_argument, NULL, 'm'},
-    {"startup-timeout", required_argument, NULL, 'S'},
-    {"parameters-file", required_argument, NULL, 'f'},
-    {"cwd", required_argument, NULL, 'C'},
-    {"log-output", no_argument, NULL, 'L'},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}
-  };
   const char *output = NULL, *kernel = NULL, *checkpoints = NULL, *state_arg = NULL;
   double timeout = 0, startup = 120;
   int max_restarts = 3;
   bool quiet = false, log_output = false;
-  const char *cwd_arg = NULL;
-  /*  -p NAME VALUE pairs (indices into argv) and -f files, applied files
-      first, as papermill does. getopt takes one value per option, so the
-      pairs are taken out of argv first (a VALUE such as -0.5 is a value,
-      not an option). */
-  int *pnames = calloc((size_t) argc + 1, sizeof *pnames);
+  const char *cwd_arg = NULL, *input = NULL;
+  /*  -p NAME VALUE pairs and -f files, applied files first, as papermill
+      does. */
+  const char **pnames = calloc((size_t) argc + 1, sizeof *pnames);
+  const char **pvalues = calloc((size_t) argc + 1, sizeof *pvalues);
   const char **pfiles = calloc((size_t) argc + 1, sizeof *pfiles);
-  char **args = calloc((size_t) argc + 1, sizeof *args);
   size_t np = 0, nf = 0;
-  int nargs = 0;
   int code = KG_EXIT_USAGE;
-  if (!pnames || !pfiles || !args) {
-    fprintf(stderr, "kguard run: out of memory\n");
+  if (!pnames || !pvalues || !pfiles) {
+    kg_opt_error("out of memory");
     code = KG_EXIT_SYSTEM;
     goto usage;
   }
-  for (int i = 0; i < argc; i++) {
-    bool rest = i > 0 && strcmp(argv[i - 1], "--") == 0;
-    if (!rest && i > 0 && (strcmp(argv[i], "-p") == 0
-                           || strcmp(argv[i], "--parameters") == 0)) {
-      if (i + 2 >= argc) {
-        fprintf(stderr, "kguard run: %s needs a NAME and a VALUE (-p NAME VALUE)\n",
-                argv[i]);
-        goto usage;
-      }
-      pnames[np++] = i + 1;
-      i += 2;
-      continue;
-    }
-    args[nargs++] = argv[i];
-  }
-  args[nargs] = NULL;
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(nargs, args, "o:k:t:f:qh", opts, NULL)) != -1) {
-    switch (c) {
-    case 'f': pfiles[nf++] = optarg; break;
-    case 'C': cwd_arg = optarg; break;
-    case 'L': log_output = true; break;
-    case 'o': output = optarg; break;
-    case 'k': kernel = optarg; break;
-    case 'c': checkpoints = optarg; break;
-    case 's': state_arg = optarg; break;
-    case 'q': quiet = true; break;
-    case 'h':
-      s_usage(stdout);
-      code = KG_EXIT_OK;
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_run_cmd, argc, argv);
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    switch (id) {
+    case KG_OPT_EXIT:
+      code = p.code;
       goto usage;
-    case 't':
-      if (!s_parse_seconds(optarg, &timeout)) {
-        fprintf(stderr, "kguard run: --timeout: expected seconds, got '%s'\n", optarg);
+    case KG_OPT_OPERAND:
+      if (input) {
+        kg_opt_usage(&p, "exactly one notebook, please (got '%s' and '%s')", input, p.value);
+        goto usage;
+      }
+      input = p.value;
+      break;
+    case O_PARAM:
+      pnames[np] = p.value;
+      pvalues[np++] = p.value2;
+      break;
+    case O_PARAMS_FILE: pfiles[nf++] = p.value; break;
+    case O_CWD: cwd_arg = p.value; break;
+    case O_LOG_OUTPUT: log_output = true; break;
+    case O_OUTPUT: output = p.value; break;
+    case O_KERNEL: kernel = p.value; break;
+    case O_CHECKPOINTS: checkpoints = p.value; break;
+    case O_STATE_DIR: state_arg = p.value; break;
+    case O_QUIET: quiet = true; break;
+    case O_TIMEOUT:
+      if (!s_parse_seconds(p.value, &timeout)) {
+        kg_opt_usage(&p, "--timeout: expected seconds, got '%s'", p.value);
         goto usage;
       }
       break;
-    case 'S':
-      if (!s_parse_seconds(optarg, &startup) || startup <= 0) {
-        fprintf(stderr, "kguard run: --startup-timeout: expected seconds, got '%s'\n",
-                optarg);
+    case O_STARTUP_TIMEOUT:
+      if (!s_parse_seconds(p.value, &startup) || startup <= 0) {
+        kg_opt_usage(&p, "--startup-timeout: expected seconds, got '%s'", p.value);
         goto usage;
       }
       break;
-    case 'm': {
+    case O_MAX_RESTARTS: {
       char *end = NULL;
-      long v = strtol(optarg, &end, 10);
-      if (!end || *end || end == optarg || v < 0 || v > 1000) {
-        fprintf(stderr, "kguard run: --max-restarts: expected 0..1000, got '%s'\n", optarg);
+      long v = strtol(p.value, &end, 10);
+      if (!end || *end || end == p.value || v < 0 || v > 1000) {
+        kg_opt_usage(&p, "--max-restarts: expected 0..1000, got '%s'", p.value);
         goto usage;
       }
       max_restarts = (int) v;
       break;
     }
-    default:
-      if (optopt)
-        fprintf(stderr, "kguard run: option -%c: unknown or missing its value\n", optopt);
-      else
-        fprintf(stderr, "kguard run: unknown option '%s'\n", args[optind - 1]);
-      fputs("usage: kguard run NOTEBOOK.ipynb [options] (see kguard run --help)\n", stderr);
-      goto usage;
     }
   }
-  if (optind != nargs - 1) {
-    fprintf(stderr, "kguard run: %s\nusage: kguard run NOTEBOOK.ipynb [options] "
-            "(see kguard run --help)\n", optind >= nargs ? "no notebook given"
-            : "exactly one notebook, please");
+  if (!input) {
+    kg_opt_usage(&p, "no notebook given");
     goto usage;
   }
-  const char *input = args[optind];
+
+
 
   /*  Parameters and --cwd are usage: checked before anything is read. */
   char perr[2048];
@@ -324,32 +296,29 @@ kg_run_main(int argc, char **argv)
   for (size_t i = 0; i < nf; i++) {
     int prc = kg_params_add_file(params, pfiles[i], perr, sizeof perr);
     if (prc != 0) {
-      fprintf(stderr, "kguard run: -f: %s\n", perr);
+      kg_opt_error("-f: %s", perr);
       code = prc == KG_ENOMEM ? KG_EXIT_SYSTEM : KG_EXIT_USAGE;
       kg_params_destroy(&params);
       goto usage;
     }
   }
   for (size_t i = 0; i < np; i++) {
-    int prc = kg_params_add_cli(params, argv[pnames[i]], argv[pnames[i] + 1], perr,
-                                sizeof perr);
+    int prc = kg_params_add_cli(params, pnames[i], pvalues[i], perr, sizeof perr);
     if (prc != 0) {
-      fprintf(stderr, "kguard run: %s\n", perr);
+      kg_opt_error("%s", perr);
       code = prc == KG_ENOMEM ? KG_EXIT_SYSTEM : KG_EXIT_USAGE;
       kg_params_destroy(&params);
       goto usage;
     }
   }
   free(pnames);
+  free(pvalues);
   free(pfiles);
-  free(args);
-  pnames = NULL;
-  pfiles = NULL;
-  args = NULL;
+  pnames = pvalues = pfiles = NULL;
   struct stat cst;
   if (cwd_arg && (stat(cwd_arg, &cst) != 0 || !S_ISDIR(cst.st_mode))) {
-    fprintf(stderr, "kguard run: --cwd %s: %s\n", cwd_arg,
-            errno == ENOENT ? "no such directory" : "not a directory");
+    kg_opt_error("--cwd %s: %s", cwd_arg,
+                 errno == ENOENT ? "no such directory" : "not a directory");
     kg_params_destroy(&params);
     return KG_EXIT_USAGE;
   }
@@ -361,7 +330,7 @@ kg_run_main(int argc, char **argv)
   kg_notebook_t *nb = NULL;
   int rc = kg_notebook_load(input, &nb, err, sizeof err);
   if (rc != 0) {
-    fprintf(stderr, "kguard run: %s: %s\n", input, err);
+    kg_opt_error_at(input, "%s", err);
     kg_params_destroy(&params);
     return rc == -ENOENT || rc == -ENOTDIR || rc == -EISDIR ? KG_EXIT_USAGE
            : rc == KG_ENOTEBOOK ? KG_RUN_EXIT_BAD_NOTEBOOK : KG_EXIT_SYSTEM;
@@ -373,13 +342,12 @@ kg_run_main(int argc, char **argv)
   rc = kg_kernelspec_find(kname, NULL, &spec, err, sizeof err);
   if (rc != 0) {
     if (kernel)
-      fprintf(stderr, "kguard run: --kernel %s: %s; `jupyter kernelspec list` shows the "
-              "installed ones\n", kernel, err);
+      kg_opt_error("--kernel %s: %s; `jupyter kernelspec list` shows the installed ones",
+                   kernel, err);
     else
-      fprintf(stderr, "kguard run: %s: the notebook's kernel \"%s\" "
-              "(metadata.kernelspec.name) is not installed here: %s; run it with one "
-              "that is: --kernel NAME (`jupyter kernelspec list` shows them)\n", input,
-              kname, err);
+      kg_opt_error("%s: the notebook's kernel \"%s\" (metadata.kernelspec.name) is not "
+                   "installed here: %s; run it with one that is: --kernel NAME (`jupyter "
+                   "kernelspec list` shows them)", input, kname, err);
     kg_notebook_destroy(&nb);
     kg_params_destroy(&params);
     /*  A bad --kernel is usage; a bad name in the notebook, a bad notebook. */
@@ -387,15 +355,15 @@ kg_run_main(int argc, char **argv)
            : rc == KG_EUSAGE && kernel ? KG_EXIT_USAGE : KG_RUN_EXIT_BAD_NOTEBOOK;
   }
   if (params && strcasecmp(spec->language, "python") != 0) {
-    fprintf(stderr, "kguard run: parameters are injected as Python, and kernel \"%s\" "
-            "declares language \"%s\"\n", spec->name, spec->language);
+    kg_opt_error("parameters are injected as Python, and kernel \"%s\" declares language "
+                 "\"%s\"", spec->name, spec->language);
     kg_notebook_destroy(&nb);
     kg_params_destroy(&params);
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_USAGE;
   }
   if (params && kg_params_inject(params, nb) < 0) {
-    fprintf(stderr, "kguard run: out of memory\n");
+    kg_opt_error("out of memory");
     kg_notebook_destroy(&nb);
     kg_params_destroy(&params);
     kg_kernelspec_destroy(&spec);
@@ -411,10 +379,10 @@ kg_run_main(int argc, char **argv)
     rc = kg_outpath_check(out_path, err, sizeof err);
     if (rc != 0) {
       if (output)
-        fprintf(stderr, "kguard run: -o %s: %s\n", output, err);
+        kg_opt_error("-o %s: %s", output, err);
       else
-        fprintf(stderr, "kguard run: the executed notebook %s cannot be written: %s; "
-                "choose where with -o OUT\n", out_path, err);
+        kg_opt_error("the executed notebook %s cannot be written: %s; choose where with -o "
+                     "OUT", out_path, err);
       free(out_path);
       kg_notebook_destroy(&nb);
       kg_kernelspec_destroy(&spec);
@@ -423,7 +391,7 @@ kg_run_main(int argc, char **argv)
   }
   struct stat ckst;
   if (checkpoints && stat(checkpoints, &ckst) == 0 && !S_ISDIR(ckst.st_mode)) {
-    fprintf(stderr, "kguard run: --checkpoints %s: not a directory\n", checkpoints);
+    kg_opt_error("--checkpoints %s: not a directory", checkpoints);
     free(out_path);
     kg_notebook_destroy(&nb);
     kg_kernelspec_destroy(&spec);
@@ -447,8 +415,8 @@ kg_run_main(int argc, char **argv)
   }
   if (!out_path || !nb_dir || !state_dir || (checkpoints && !ckpt) || (state_arg && !state_abs)
       || !pr || exe_rc != 0) {
-    fprintf(stderr, "kguard run: unable to set up: %s\n",
-            exe_rc != 0 ? "cannot read /proc/self/exe" : "out of memory");
+    kg_opt_error("unable to set up: %s",
+                 exe_rc != 0 ? "cannot read /proc/self/exe" : "out of memory");
     goto done;
   }
 
@@ -512,7 +480,7 @@ done:
 
 usage:
   free(pnames);
+  free(pvalues);
   free(pfiles);
-  free(args);
   return code;
 }
