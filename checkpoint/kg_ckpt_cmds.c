@@ -32,7 +32,7 @@ static const kg_opt_exit_t s_dir_exits[] = {
 
 /*  --progress[=WHEN], for every command that reads or writes an archive. */
 #define S_PROGRESS                                                                    \
-  {KG_CKPT_O_PROGRESS, 0, "progress", "WHEN",                                         \
+  {KG_CKPT_O_PROGRESS, 0, "progress", "auto|machine|none",                           \
    "auto (the default): on a terminal, one line with bytes done, rate and time left " \
    "while it runs over a second; machine: 'kguard-progress DONE TOTAL' lines for "     \
    "programs (bare --progress: these when stderr is not a terminal); none: nothing",  \
