@@ -3,6 +3,8 @@
 #include "kg_socket.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <zmq.h>
 
@@ -113,4 +115,46 @@ kg_socket_close(void **socket_p)
     return;
   zmq_close(*socket_p);
   *socket_p = NULL;
+}
+
+void *
+kg_socket_handshake_monitor(void *ctx, void *socket, const char *endpoint)
+{
+  if (zmq_socket_monitor(socket, endpoint, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                                               | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                                               | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
+    return NULL;
+  void *monitor = zmq_socket(ctx, ZMQ_PAIR);
+  if (monitor && zmq_connect(monitor, endpoint) != 0)
+    kg_socket_close(&monitor);
+  return monitor;
+}
+
+int
+kg_socket_handshake_failures(void *monitor)
+{
+  int failures = 0;
+  for (;;) {
+    /* An event is two frames: 6 bytes (event, value), then the endpoint. */
+    zmq_msg_t f;
+    zmq_msg_init(&f);
+    if (zmq_msg_recv(&f, monitor, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&f);
+      return failures;
+    }
+    uint16_t event = 0;
+    if (zmq_msg_size(&f) >= 6)
+      memcpy(&event, zmq_msg_data(&f), sizeof event);
+    bool more = zmq_msg_more(&f);
+    zmq_msg_close(&f);
+    while (more) {
+      zmq_msg_init(&f);
+      more = zmq_msg_recv(&f, monitor, 0) >= 0 && zmq_msg_more(&f);
+      zmq_msg_close(&f);
+    }
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+        || event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+        || event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+      failures++;
+  }
 }

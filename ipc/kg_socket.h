@@ -28,4 +28,15 @@ void *kg_socket_connect(void *ctx, const kg_conninfo_t *info, kg_channel_t chann
 /*  Close socket (if not NULL) and set *socket_p to NULL. */
 void kg_socket_close(void **socket_p);
 
+/*  Watch socket's CURVE handshakes: a PAIR socket of ctx, connected to the
+    monitor libzmq publishes at endpoint (an inproc:// name unique in ctx),
+    that receives one event per failed handshake (a peer whose keys do not
+    match). The caller owns it (kg_socket_close); NULL when libzmq cannot
+    monitor (the failures then go unseen). */
+void *kg_socket_handshake_monitor(void *ctx, void *socket, const char *endpoint);
+
+/*  Read, without waiting, the events waiting on a handshake monitor: the
+    number of failed handshakes among them (0 when none). */
+int kg_socket_handshake_failures(void *monitor);
+
 #endif

@@ -26,6 +26,7 @@
 #include "kg_exec_rule.h"
 #include "kg_exit.h"
 #include "kg_log.h"
+#include "kg_socket.h"
 #include "kg_loop.h"
 #include "kg_sigsrc.h"
 #include "kg_paths.h"
@@ -196,31 +197,8 @@ s_zap(kg_coord_s *C)
 static void
 s_monitor(kg_coord_s *C)
 {
-  for (;;) {
-    zmq_msg_t f;
-    zmq_msg_init(&f);
-    if (zmq_msg_recv(&f, C->monitor, ZMQ_DONTWAIT) < 0) {
-      zmq_msg_close(&f);
-      return;
-    }
-    uint16_t event = 0;
-    if (zmq_msg_size(&f) >= 6)
-      memcpy(&event, zmq_msg_data(&f), sizeof event);
-    bool more = zmq_msg_more(&f);
-    zmq_msg_close(&f);
-    while (more) {   /* the endpoint frame */
-      zmq_msg_init(&f);
-      if (zmq_msg_recv(&f, C->monitor, 0) < 0)
-        more = false;
-      else
-        more = zmq_msg_more(&f);
-      zmq_msg_close(&f);
-    }
-    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
-        || event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
-        || event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-      kg_coord_handshake_failed(C, kg_clock_mono_ms());
-  }
+  for (int n = kg_socket_handshake_failures(C->monitor); n > 0; n--)
+    kg_coord_handshake_failed(C, kg_clock_mono_ms());
 }
 
 /*  Listen on HOST:PORT of --bind: every address HOST resolves to (never
@@ -538,14 +516,7 @@ kg_coord_main(int argc, char **argv)
     kg_error("coordinator: cannot set up its sockets: %s", zmq_strerror(zmq_errno()));
     return KG_EXEC_EXIT_RETRYABLE;
   }
-  if (zmq_socket_monitor(C.router, S_MONITOR, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
-                         | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
-                         | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0
-      && (C.monitor = zmq_socket(C.ctx, ZMQ_PAIR))
-      && zmq_connect(C.monitor, S_MONITOR) != 0) {
-    zmq_close(C.monitor);
-    C.monitor = NULL;
-  }
+  C.monitor = kg_socket_handshake_monitor(C.ctx, C.router, S_MONITOR);
   char where[1024];
   if (s_bind(&C, where, sizeof where) != 0)
     return KG_EXIT_USAGE;

@@ -14,6 +14,7 @@
 #include "kg_exit.h"
 #include "kg_file.h"
 #include "kg_log.h"
+#include "kg_socket.h"
 #include "kg_paths.h"
 
 /*  .kguard/probe-<nonce>-node-<node>.kgckpt.tar in this node's view of the
@@ -196,26 +197,9 @@ kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev)
 void
 kg_ex_node_monitor(kg_exec_s *E)
 {
-  for (;;) {
-    zmq_msg_t f;
-    zmq_msg_init(&f);
-    if (zmq_msg_recv(&f, E->monitor, ZMQ_DONTWAIT) < 0) {
-      zmq_msg_close(&f);
-      return;
-    }
-    uint16_t event = 0;
-    if (zmq_msg_size(&f) >= 6)
-      memcpy(&event, zmq_msg_data(&f), sizeof event);
-    bool more = zmq_msg_more(&f);
-    zmq_msg_close(&f);
-    while (more) {
-      zmq_msg_init(&f);
-      more = zmq_msg_recv(&f, E->monitor, 0) >= 0 && zmq_msg_more(&f);
-      zmq_msg_close(&f);
-    }
-    /* Two in a row with nothing heard: not a glitch but keys that do not
-       match (libzmq retries the connection every 100 ms or so). */
+  /* Two in a row with nothing heard: not a glitch but keys that do not
+     match (libzmq retries the connection every 100 ms or so). */
+  for (int n = kg_socket_handshake_failures(E->monitor); n > 0; n--)
     if (!E->heard && ++E->handshake_failures == 2)
       kg_ex_fire(E, KG_EXE_REFUSED, 0);
-  }
 }

@@ -18,6 +18,7 @@
 #include "kg_exit.h"
 #include "kg_file.h"
 #include "kg_log.h"
+#include "kg_socket.h"
 #include "kg_loop.h"
 #include "kg_paths.h"
 
@@ -94,14 +95,7 @@ kg_ex_node_open(kg_exec_s *E)
   }
   /* The handshake's outcome: a coordinator that refuses this node's keys
      (another job secret) shows only as failed handshakes here. */
-  if (zmq_socket_monitor(E->link, S_MONITOR, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
-                         | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
-                         | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0
-      && (E->monitor = zmq_socket(E->zctx, ZMQ_PAIR))
-      && zmq_connect(E->monitor, S_MONITOR) != 0) {
-    zmq_close(E->monitor);
-    E->monitor = NULL;
-  }
+  E->monitor = kg_socket_handshake_monitor(E->zctx, E->link, S_MONITOR);
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   cJSON *f = cJSON_CreateObject();
