@@ -2,9 +2,8 @@
 
     The signature covers the four dict frames only (header, parent_header,
     metadata, content), never identities or buffers. An empty key means an
-    empty signature and no check. Comparison is constant time. Like
-    jupyter_client, a signer can remember the signatures it has accepted and
-    reject a replay of any of them.
+    empty signature and no check. Comparison is constant time.
+    Replays are judged apart, by the sender's clock (kg_replay.h).
 */
 #ifndef KG_SIGNER_H
 #define KG_SIGNER_H
@@ -21,10 +20,8 @@ typedef struct {
 typedef struct kg_signer_t kg_signer_t;
 
 /*  Create a signer for key (key_len bytes, any length; 0 disables signing).
-    The key is copied. If replay_history > 0, the last replay_history accepted
-    signatures are remembered and a repeat is rejected with KG_EREPLAY
-    (jupyter_client uses 65536). Returns NULL on allocation failure. */
-kg_signer_t *kg_signer_new(const void *key, size_t key_len, size_t replay_history);
+    The key is copied. Returns NULL on allocation failure. */
+kg_signer_t *kg_signer_new(const void *key, size_t key_len);
 
 /*  Free self and set *self_p to NULL. Safe on NULL. */
 void kg_signer_destroy(kg_signer_t **self_p);
@@ -53,10 +50,9 @@ const unsigned char *kg_signer_key_id(const kg_signer_t *self);
 void kg_signer_sign(kg_signer_t *self, const kg_frame_t parts[4], char out[65]);
 
 /*  Check signature sig (sig_len bytes, not NUL-terminated) against the four
-    frames. Returns 0 if it matches (and records it for replay detection),
-    KG_ENOSIG if signing is enabled and sig is empty, KG_EBADSIG if it does not
-    match (wrong length, not hex, or wrong value), KG_EREPLAY if it matches
-    but was accepted before. With signing disabled, every signature passes. */
+    frames. Returns 0 if it matches, KG_ENOSIG if signing is enabled and sig
+    is empty, KG_EBADSIG if it does not match (wrong length, not hex, or
+    wrong value). With signing disabled, every signature passes. */
 int kg_signer_verify(kg_signer_t *self, const void *sig, size_t sig_len,
                      const kg_frame_t parts[4]);
 

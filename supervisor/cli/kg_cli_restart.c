@@ -206,7 +206,7 @@ kg_cli_restart_main(int argc, char **argv)
   }
   int code = KG_EXIT_SYSTEM;
   s_client_t cl = {.conn = conn};
-  cl.signer = kg_signer_new(info->key, info->key_len, 0);
+  cl.signer = kg_signer_new(info->key, info->key_len);
   void *ctx = zmq_ctx_new();
   char rid[64];
   kg_uuid4(cl.session);

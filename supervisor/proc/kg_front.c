@@ -29,7 +29,7 @@ struct kg_front_t {
 static int
 s_keys(kg_front_t *self, const void *key, size_t key_len)
 {
-  self->signer = kg_signer_new(key, key_len, 0);   /* replays: kg_replay */
+  self->signer = kg_signer_new(key, key_len);   /* replays: kg_replay */
   if (self->signer && key_len > 0)
     self->replay = kg_replay_new(KG_REPLAY_WINDOW_MS, KG_REPLAY_MAX_MACS,
                                  KG_REPLAY_MAX_SESSIONS);

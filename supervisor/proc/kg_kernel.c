@@ -154,7 +154,7 @@ s_connection(kg_kernel_t *self)
                           : kg_conninfo_set_random_key(self->info);
   if (rc == 0) {
     kg_signer_destroy(&self->signer);
-    self->signer = kg_signer_new(self->info->key, self->info->key_len, 0);
+    self->signer = kg_signer_new(self->info->key, self->info->key_len);
     if (!self->signer)
       rc = KG_ENOMEM;
   }

@@ -415,7 +415,7 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
       kg_errf(err, errlen, "unable to write %s: %s", self->conn_path, kg_strerror(rc));
   }
   if (rc == 0) {
-    self->signer = kg_signer_new(self->info->key, self->info->key_len, 0);
+    self->signer = kg_signer_new(self->info->key, self->info->key_len);
     if (!self->signer) {
       rc = KG_ENOMEM;
       kg_errf(err, errlen, "out of memory");

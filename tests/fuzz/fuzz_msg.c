@@ -42,7 +42,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
   s_rx = zmq_socket(s_ctx, ZMQ_PAIR);
   zmq_bind(s_rx, "inproc://kg-fuzz");
   zmq_connect(s_tx, "inproc://kg-fuzz");
-  s_signer = kg_signer_new(KEY, strlen(KEY), 0);
+  s_signer = kg_signer_new(KEY, strlen(KEY));
   return 0;
 }
 

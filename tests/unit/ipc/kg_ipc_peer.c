@@ -48,8 +48,8 @@ s_echo(const char *connfile, const char *reply_key)
     fprintf(stderr, "kg_ipc_peer: %s: %s\n", kg_errname(rc), err);
     return 2;
   }
-  kg_signer_t *in = kg_signer_new(ci->key, ci->key_len, 65536);
-  kg_signer_t *out = kg_signer_new(reply_key, strlen(reply_key), 0);
+  kg_signer_t *in = kg_signer_new(ci->key, ci->key_len);
+  kg_signer_t *out = kg_signer_new(reply_key, strlen(reply_key));
   void *ctx = zmq_ctx_new();
   void *shell = kg_socket_connect(ctx, ci, KG_CH_SHELL, "kguard-peer", &rc);
   if (!shell)

@@ -48,7 +48,7 @@ KG_TEST(sockets)
   KG_CHECK_INT(linger, 0);
 
   /*  shell, control and stdin: DEALER -> ROUTER carries the routing id. */
-  kg_signer_t *signer = kg_signer_new("k", 1, 0);
+  kg_signer_t *signer = kg_signer_new("k", 1);
   kg_channel_t dealers[] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN};
   for (int i = 0; i < 3; i++) {
     kg_msg_t *m = kg_msg_new("kernel_info_request", "s", NULL, NULL);
@@ -156,9 +156,9 @@ s_sent_sig_is(const char *expect)
 KG_TEST(same_key_forwards_signature)
 {
   s_pair();
-  kg_signer_t *check = kg_signer_new("shared", 6, 65536);
-  kg_signer_t *front = kg_signer_new("shared", 6, 0);
-  kg_signer_t *other = kg_signer_new("other", 5, 0);
+  kg_signer_t *check = kg_signer_new("shared", 6);
+  kg_signer_t *front = kg_signer_new("shared", 6);
+  kg_signer_t *other = kg_signer_new("other", 5);
   KG_CHECK(kg_signer_same_key(check, front));
   KG_CHECK(!kg_signer_same_key(check, other));
   kg_frame_t parts[4];
@@ -259,7 +259,7 @@ s_received_exactly(void *sock, size_t n, const kg_frame_t *want)
 KG_TEST(trusted_forwards_byte_for_byte)
 {
   s_pair();
-  kg_signer_t *front = kg_signer_new("shared", 6, 0);
+  kg_signer_t *front = kg_signer_new("shared", 6);
   const char *dicts[4] = {
     "{\"msg_id\": \"k1\", \"msg_type\": \"stream\", \"session\": \"ks\", "
     "\"username\": \"u\", \"date\": \"2026-12-03T08:00:00.000001Z\", \"version\": \"5.3\"}",
@@ -287,7 +287,7 @@ KG_TEST(trusted_forwards_byte_for_byte)
     KG_CHECK_INT(kg_signer_mac_count(front), macs);   /* neither checked nor signed */
     kg_msg_destroy(&m);
     /* the frontend's side checks the same bytes */
-    kg_signer_t *check = kg_signer_new("shared", 6, 64);
+    kg_signer_t *check = kg_signer_new("shared", 6);
     s_send_frames(s_a, 8, frames);
     KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
     KG_CHECK_INT(kg_msg_parse(m, check), forged ? KG_EBADSIG : 0);

@@ -17,7 +17,7 @@
 KG_TEST(parse_signed)
 {
   s_pair();
-  kg_signer_t *signer = kg_signer_new("key", 3, 65536);
+  kg_signer_t *signer = kg_signer_new("key", 3);
   const char *ids[] = {"client-1"};
   s_send_signed(s_a, signer, 1, ids, s_dicts, 0, NULL);
   kg_msg_t *m = NULL;
@@ -43,21 +43,15 @@ KG_TEST(parse_signed)
   KG_CHECK(m == NULL);
   kg_msg_destroy(&m);
 
-  /*  The same frames again: a replay. */
-  s_send_signed(s_a, signer, 1, ids, s_dicts, 0, NULL);
-  KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
-  KG_CHECK_INT(kg_msg_parse(m, signer), KG_EREPLAY);
-  kg_msg_destroy(&m);
-
   /*  Signed with another key. */
-  kg_signer_t *other = kg_signer_new("other", 5, 0);
+  kg_signer_t *other = kg_signer_new("other", 5);
   s_send_signed(s_a, other, 1, ids, s_dicts, 0, NULL);
   KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
   KG_CHECK_INT(kg_msg_parse(m, signer), KG_EBADSIG);
   kg_msg_destroy(&m);
 
   /*  Unsigned (empty signature frame) while signing is on. */
-  kg_signer_t *none = kg_signer_new(NULL, 0, 0);
+  kg_signer_t *none = kg_signer_new(NULL, 0);
   s_send_signed(s_a, none, 1, ids, s_dicts, 0, NULL);
   KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
   KG_CHECK_INT(kg_msg_parse(m, signer), KG_ENOSIG);
@@ -77,7 +71,7 @@ KG_TEST(parse_signed)
 KG_TEST(framing_errors)
 {
   s_pair();
-  kg_signer_t *signer = kg_signer_new("key", 3, 0);
+  kg_signer_t *signer = kg_signer_new("key", 3);
   kg_msg_t *m = NULL;
 
   /*  No delimiter at all (e.g. a heartbeat ping). */
@@ -121,7 +115,7 @@ KG_TEST(framing_errors)
 KG_TEST(bad_json_and_header)
 {
   s_pair();
-  kg_signer_t *signer = kg_signer_new("key", 3, 0);
+  kg_signer_t *signer = kg_signer_new("key", 3);
   struct {
     const char *header;
     int code;
@@ -170,7 +164,7 @@ KG_TEST(bad_json_and_header)
 KG_TEST(identities)
 {
   s_pair();
-  kg_signer_t *signer = kg_signer_new("key", 3, 0);
+  kg_signer_t *signer = kg_signer_new("key", 3);
   const char *ids[] = {"router-a", "router-b", "client"};
   s_send_signed(s_a, signer, 3, ids, s_dicts, 0, NULL);
   kg_msg_t *m = NULL;

@@ -16,8 +16,8 @@
 KG_TEST(buffers_and_resend)
 {
   s_pair();
-  kg_signer_t *in = kg_signer_new("inner", 5, 65536);
-  kg_signer_t *out = kg_signer_new("outer", 5, 0);
+  kg_signer_t *in = kg_signer_new("inner", 5);
+  kg_signer_t *out = kg_signer_new("outer", 5);
 
   /*  A message with binary buffers: 1 MiB of bytes 0..255, an empty one,
       and one with NULs. Sent with zmq_msg_init_data so we know where the
@@ -94,7 +94,7 @@ KG_TEST(buffers_and_resend)
 KG_TEST(set_json)
 {
   s_pair();
-  kg_signer_t *signer = kg_signer_new("key", 3, 65536);
+  kg_signer_t *signer = kg_signer_new("key", 3);
   s_send_signed(s_a, signer, 0, NULL, s_dicts, 0, NULL);
   kg_msg_t *m = NULL;
   KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);
@@ -163,7 +163,7 @@ KG_TEST(heartbeat_raw)
     }
   }
   /*  Unsplit messages cannot be signed and sent. */
-  kg_signer_t *signer = kg_signer_new("k", 1, 0);
+  kg_signer_t *signer = kg_signer_new("k", 1);
   KG_CHECK_INT(kg_msg_send(m, s_b, signer, 0), -EINVAL);
   kg_signer_destroy(&signer);
   kg_msg_destroy(&m);
@@ -175,7 +175,7 @@ KG_TEST(heartbeat_raw)
 static void
 s_check_next_ok(void)
 {
-  kg_signer_t *signer = kg_signer_new("key", 3, 0);
+  kg_signer_t *signer = kg_signer_new("key", 3);
   s_send_signed(s_a, signer, 0, NULL, s_dicts, 0, NULL);
   kg_msg_t *m = NULL;
   KG_CHECK_INT(kg_msg_recv(s_b, 0, &m), 0);

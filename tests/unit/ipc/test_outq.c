@@ -45,7 +45,7 @@ s_setup(s_fix_t *f, int type, int peer_type)
     zmq_setsockopt(f->in, ZMQ_ROUTING_ID, "peer", 4);
   KG_CHECK_INT(zmq_bind(f->out, ep), 0);
   KG_CHECK_INT(zmq_connect(f->in, ep), 0);
-  f->signer = kg_signer_new(s_key, strlen(s_key), 0);
+  f->signer = kg_signer_new(s_key, strlen(s_key));
 }
 
 static void
@@ -76,7 +76,7 @@ s_msg(int i, const char *ident)
 static void
 s_read_all(s_fix_t *f, int *got, int *n, int max)
 {
-  kg_signer_t *check = kg_signer_new(s_key, strlen(s_key), 0);
+  kg_signer_t *check = kg_signer_new(s_key, strlen(s_key));
   for (;;) {
     kg_msg_t *m = NULL;
     if (kg_msg_recv(f->in, ZMQ_DONTWAIT, &m) != 0)

@@ -50,7 +50,7 @@ s_setup(s_fixture_t *f)
   KG_CHECK(f->front != NULL);
   KG_CHECK(socks[KG_CH_SHELL] == NULL);   /* taken */
   KG_CHECK(kg_front_socket(f->front, KG_CH_HB) == NULL);
-  f->signer = kg_signer_new(s_key, strlen(s_key), 1024);
+  f->signer = kg_signer_new(s_key, strlen(s_key));
 }
 
 static void
@@ -131,7 +131,7 @@ KG_TEST(front_publish_fresh_ids_session_signature)
     kg_msg_destroy(&m);
   }
   /* a client with another key rejects what kguard signed */
-  kg_signer_t *other = kg_signer_new("another-key", 11, 16);
+  kg_signer_t *other = kg_signer_new("another-key", 11);
   cJSON *content = cJSON_CreateObject();
   kg_front_publish(f.front, "s", "status", NULL, &content, NULL);
   kg_msg_t *m = s_recv(f.iopub, 5000);

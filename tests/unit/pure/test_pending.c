@@ -26,7 +26,7 @@ s_request(void *ctx, const char *type, const char *code, const char *ident)
   kg_msg_t *m = kg_msg_new(type, "sess", NULL, &content);
   kg_frame_t id = {ident, strlen(ident)};
   kg_msg_set_idents(m, &id, 1);
-  kg_signer_t *s = kg_signer_new("k", 1, 0);
+  kg_signer_t *s = kg_signer_new("k", 1);
   kg_msg_send(m, b, s, 0);
   kg_msg_destroy(&m);
   kg_msg_recv(a, 0, &m);
