@@ -23,6 +23,10 @@
 #include "kg_signer.h"
 #include "kg_socket.h"
 
+/*  How long `restart -f` waits between two `%kguard status` questions when
+    nothing is published in between. */
+#define S_ASK_AGAIN_MS 100
+
 enum { O_DIAG = 1, O_CONN, O_TIMEOUT };
 
 static const kg_opt_t s_opts[] = {
@@ -260,11 +264,19 @@ kg_cli_restart_main(int argc, char **argv)
       code = 1;
       goto done;
     }
-    /* not yet: look again in 100 ms (kguard publishes nothing when a
-       kernel becomes ready) */
-    zmq_pollitem_t none = {.socket = cl.iopub, .events = 0};
+    /* Not yet: ask again as soon as anything is published (the fresh
+       kernel's status, kguard's notice), or after S_ASK_AGAIN_MS at the
+       latest (a kernel becoming READY publishes nothing of kguard's). */
     int64_t left = deadline - kg_clock_mono_ms();
-    (void) zmq_poll(&none, 1, left < 100 ? (long) (left > 0 ? left : 0) : 100);
+    zmq_pollitem_t iopub = {.socket = cl.iopub, .events = ZMQ_POLLIN};
+    if (zmq_poll(&iopub, 1, left < S_ASK_AGAIN_MS ? (long) (left > 0 ? left : 0)
+                                                  : S_ASK_AGAIN_MS) > 0) {
+      zmq_msg_t drop;   /* what woke us is not the answer: s_status asks */
+      zmq_msg_init(&drop);
+      while (zmq_msg_recv(&drop, cl.iopub, ZMQ_DONTWAIT) >= 0)
+        ;
+      zmq_msg_close(&drop);
+    }
   }
 failed:
   if (rc == KG_ETIMEOUT)
