@@ -125,8 +125,8 @@ def test_parameter_files_and_precedence(workdir):
     (["-p", "lr", "-1e400"], "beyond the range of a float"),
     (["-f", "PARAMS/inf.yaml"], "line 1: lr: 1.0e400 is beyond the range of a float"),
     # A forgotten value: the next option is not taken for it.
-    (["-p", "lr", "-q"], "-p lr -q: the value looks like an option"),
-    (["-p", "lr", "--quiet"], "-p lr --quiet: the value looks like an option"),
+    (["-p", "lr", "-q"], "-p needs a NAME and a VALUE, not the option '-q'"),
+    (["-p", "lr", "--quiet"], "-p needs a NAME and a VALUE, not the option '--quiet'"),
     (["-f", "PARAMS/nested.yaml"], "line 2: an indented line"),
     (["-f", "PARAMS/list.json"], "expected a JSON object"),
     (["-f", "PARAMS/missing.json"], "cannot read"),
