@@ -18,8 +18,9 @@ wall clock:
            seen" (kguard read the line and classified it; log timestamp, ms)
   prove    -> kguard's "proven" line (hang: the --stall-timeout deadline;
            die: the exit of the process)
-  kill     -> SIGTERM received by the job (the incident written, TERM sent)
-  total    first error line -> SIGTERM received
+  kill     -> the job's tree killed (kguard's "killing the command's whole
+           tree now": a proven fault gets SIGKILL at once, no grace)
+  total    first error line -> the tree killed
 Reports median, p99 and worst of each, and the load average.
 soak: the same job fault-free for --steps steps, a noisy line on stderr
 every step (warnings, a caught non-GPU traceback, a caught traceback with
@@ -96,7 +97,12 @@ def detect():
                                    timeout=120)
             logs = log_times(out)
             t_err = next((e["t"] for e in rep if e["event"] == "error-line"), None)
+            # A proven fault's tree is killed at once (SIGKILL: the job cannot
+            # say it received it), so the kill is kguard's own line; a job
+            # that reports a TERM (an older kguard, a grace) is taken at its word.
             t_term = next((e["t"] for e in rep if e["event"] == "term"), None)
+            if t_term is None:
+                t_term = _first(logs, "killing the command's whole tree")
             t_sus = _first(logs, "sticky error text seen")
             t_proof = _first(logs, "proven")
             if None in (t_err, t_sus, t_proof) or (ARGS.on_fault == "hang" and t_term is None):
