@@ -165,16 +165,18 @@ kg__answer_error(kg_sup_t *S, kg_pending_entry_t *e, const char *ename, const ch
     return;
   }
   kg__status_busy(S, e->header);
+  /* The request never ran: its execution count is null, so a frontend
+     shows "In [ ]" rather than the last cell's number again. */
   bool exec = strcmp(e->msg_type, "execute_request") == 0;
   if (exec) {
     cJSON *err = kg__error_content(ename, evalue);
-    cJSON_AddNumberToObject(err, "execution_count", S->execution_count);
+    cJSON_AddNullToObject(err, "execution_count");
     kg__publish(S, "error", e->header, &err, NULL);
   }
   cJSON *content = kg__error_content(ename, evalue);
   cJSON_AddStringToObject(content, "status", "error");
   if (exec) {
-    cJSON_AddNumberToObject(content, "execution_count", S->execution_count);
+    cJSON_AddNullToObject(content, "execution_count");
     cJSON_AddItemToObject(content, "user_expressions", cJSON_CreateObject());
     cJSON_AddItemToObject(content, "payload", cJSON_CreateArray());
   }

@@ -62,6 +62,9 @@ def test_stderr_only_sign_queued_cells_never_run(env):
     for r in replies[2:]:
         assert r["content"]["status"] == "error"
         assert r["content"]["ename"] == "KernelRestarted"
+        # Nothing ran: no execution count (a frontend shows "In [ ]", never
+        # the failing cell's number again).
+        assert r["content"]["execution_count"] is None, r["content"]
     _notice_of(col, ids[1], "sticky-restart")
     assert kernel_pid(col) != pid1                 # a fresh kernel serves again
     assert not any(m.exists() for m in markers), "a queued cell ran in the poisoned kernel"
