@@ -109,9 +109,8 @@ s_parse_i64(const char *s, int64_t *out)
   return true;
 }
 
-/*  A usage error for a bad --progress value. */
-static int
-s_progress(const char *value, kg_ckpt_progress_when_t *when)
+int
+kg_ckpt_cli_progress(const char *value, kg_ckpt_progress_when_t *when)
 {
   if (kg_ckpt_progress_value(value, when) < 0)
     return kg_ckpt_cli_usage("--progress is auto, machine or none", value);
@@ -177,7 +176,7 @@ s_seal(int argc, char **argv)
       break;
     case KG_CKPT_O_REMOVE_DIR: remove_dir = true; break;
     case KG_CKPT_O_PROGRESS:
-      if (s_progress(v, &when))
+      if (kg_ckpt_cli_progress(v, &when))
         return KG_EXIT_USAGE;
       break;
     default:
@@ -283,7 +282,7 @@ s_verify(int argc, char **argv)
       return p.code;
     }
     if (id == KG_CKPT_O_PROGRESS) {
-      if (s_progress(p.value, &when)) {
+      if (kg_ckpt_cli_progress(p.value, &when)) {
         free(files);
         return KG_EXIT_USAGE;
       }
@@ -347,7 +346,7 @@ s_restore(int argc, char **argv)
     case KG_CKPT_O_READ_ONLY: opts.flags |= KG_CKPT_RESTORE_READ_ONLY; break;
     case KG_CKPT_O_PRIVATE: opts.flags |= KG_CKPT_RESTORE_PRIVATE; break;
     case KG_CKPT_O_PROGRESS:
-      if (s_progress(p.value, &when))
+      if (kg_ckpt_cli_progress(p.value, &when))
         return KG_EXIT_USAGE;
       break;
     case KG_CKPT_O_DIGEST: {

@@ -79,8 +79,8 @@ kg_ckpt_cli_list(int argc, char **argv)
     if (id == KG_CKPT_O_JSON)
       json = true;
     else if (id == KG_CKPT_O_PROGRESS) {
-      if (kg_ckpt_progress_value(p.value, &show) < 0)
-        return kg_ckpt_cli_usage("--progress is auto, machine or none", p.value);
+      if (kg_ckpt_cli_progress(p.value, &show))
+        return KG_EXIT_USAGE;
     } else if (dir)
       return kg_ckpt_cli_usage("unexpected argument", p.value);
     else
@@ -175,8 +175,8 @@ kg_ckpt_cli_latest(int argc, char **argv)
       if (kg_ckpt_parse_time(p.value, &before) < 0)
         return kg_ckpt_cli_usage("--before needs ISO 8601 or ms since the epoch", p.value);
     } else if (id == KG_CKPT_O_PROGRESS) {
-      if (kg_ckpt_progress_value(p.value, &show) < 0)
-        return kg_ckpt_cli_usage("--progress is auto, machine or none", p.value);
+      if (kg_ckpt_cli_progress(p.value, &show))
+        return KG_EXIT_USAGE;
     } else if (dir)
       return kg_ckpt_cli_usage("unexpected argument", p.value);
     else

@@ -176,8 +176,8 @@ kg_ckpt_cli_prune(int argc, char **argv)
     case KG_CKPT_O_RESOLVE: resolve = p.value; break;
     case KG_CKPT_O_DRY_RUN: dry = true; break;
     case KG_CKPT_O_PROGRESS:
-      if (kg_ckpt_progress_value(p.value, &show) < 0)
-        return kg_ckpt_cli_usage("--progress is auto, machine or none", p.value);
+      if (kg_ckpt_cli_progress(p.value, &show))
+        return KG_EXIT_USAGE;
       break;
     case KG_OPT_OPERAND:
       if (dir)

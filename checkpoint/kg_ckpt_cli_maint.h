@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kg_ckpt_progress.h"
 #include "kg_keys.h"
 
 /*  `kguard ckpt manifest FILE`: authenticate FILE's manifest (no payload
@@ -36,6 +37,10 @@ int kg_ckpt_cli_latest(int argc, char **argv);
 /*  Shared by the ckpt command files: print "kguard ckpt CMD: MSG[: ARG]
     (see kguard ckpt CMD --help)" and return the usage exit code. */
 int kg_ckpt_cli_usage(const char *msg, const char *arg);
+
+/*  --progress's value (NULL: the bare option) into *when. Returns 0, or
+    prints the usage error naming the value and returns 100. */
+int kg_ckpt_cli_progress(const char *value, kg_ckpt_progress_when_t *when);
 
 /*  The keys verification accepts (the user's own and the trusted ones,
     kg_keyring_load), loaded once per process into *out. Returns 0, or
