@@ -518,8 +518,10 @@ kg_coord_main(int argc, char **argv)
   }
   C.monitor = kg_socket_handshake_monitor(C.ctx, C.router, S_MONITOR);
   char where[1024];
-  if (s_bind(&C, where, sizeof where) != 0)
+  if (s_bind(&C, where, sizeof where) != 0) {
+    kg_coord_store_destroy(&C.store);   /* nothing of it left behind */
     return KG_EXIT_USAGE;
+  }
   C.join_deadline = kg_clock_mono_ms() + C.join_timeout_ms;
   /* The ranks' rendezvous store, outside every tree a node stops. */
   if (C.store_python && kg_exec_store_start(C.store_python, &C.rstore) != 0)
