@@ -435,6 +435,46 @@ s_serve(kg_coord_s *C, kg_sigsrc_t *sig)
   return C->code;
 }
 
+/* Ends what kg_coord_main set up, whichever step it reached: this job's
+   files in the shared directory (nonce, key probes), the sockets, context,
+   node records, policy and signal source. Every pointer may be NULL. */
+static void
+s_close(kg_coord_s *C, kg_sigsrc_t **sig)
+{
+  if (C->store) {
+    kg_coord_store_remove(C->store, C->nonce_name);
+    for (int i = 0; i < C->nnodes; i++) {
+      char probe[128];
+      snprintf(probe, sizeof probe, "probe-%s-node-%d.kgckpt.tar", C->nonce, i);
+      kg_coord_store_remove(C->store, probe);
+    }
+    kg_coord_store_destroy(&C->store);
+  }
+  if (C->router) {
+    int linger = 2000;
+    zmq_setsockopt(C->router, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(C->router);
+  }
+  if (C->monitor)
+    zmq_close(C->monitor);
+  if (C->zap)
+    zmq_close(C->zap);
+  if (C->ctx)
+    zmq_ctx_term(C->ctx);
+  for (int i = 0; C->nodes && i < C->nnodes; i++) {
+    cJSON_Delete(C->nodes[i].report);
+    cJSON_Delete(C->nodes[i].failed);
+    cJSON_Delete(C->nodes[i].problems);
+    cJSON_Delete(C->nodes[i].listing);
+  }
+  free(C->nodes);
+  C->nodes = NULL;
+  kg_ratelog_destroy(&C->refusals);
+  kg_exec_store_destroy(&C->rstore);
+  kg_policy_destroy(&C->policy);
+  kg_sigsrc_destroy(sig);
+}
+
 int
 kg_coord_main(int argc, char **argv)
 {
@@ -514,12 +554,13 @@ kg_coord_main(int argc, char **argv)
       || zmq_setsockopt(C.router, ZMQ_ZAP_DOMAIN, "kguard", 6) != 0
       || zmq_setsockopt(C.router, ZMQ_LINGER, &zero, sizeof zero) != 0) {
     kg_error("coordinator: cannot set up its sockets: %s", zmq_strerror(zmq_errno()));
+    s_close(&C, &sig);
     return KG_EXEC_EXIT_RETRYABLE;
   }
   C.monitor = kg_socket_handshake_monitor(C.ctx, C.router, S_MONITOR);
   char where[1024];
   if (s_bind(&C, where, sizeof where) != 0) {
-    kg_coord_store_destroy(&C.store);   /* nothing of it left behind */
+    s_close(&C, &sig);
     return KG_EXIT_USAGE;
   }
   C.join_deadline = kg_clock_mono_ms() + C.join_timeout_ms;
@@ -530,30 +571,6 @@ kg_coord_main(int argc, char **argv)
   kg_notice("coordinator: listening on %s for %d nodes (CURVE)", where, C.nnodes);
   int code = s_serve(&C, sig);
   kg_notice("coordinator: the job ends with %d", code);
-  kg_coord_store_remove(C.store, C.nonce_name);
-  for (int i = 0; i < C.nnodes; i++) {
-    char probe[128];
-    snprintf(probe, sizeof probe, "probe-%s-node-%d.kgckpt.tar", C.nonce, i);
-    kg_coord_store_remove(C.store, probe);
-  }
-  kg_coord_store_destroy(&C.store);
-  int linger = 2000;
-  zmq_setsockopt(C.router, ZMQ_LINGER, &linger, sizeof linger);
-  zmq_close(C.router);
-  if (C.monitor)
-    zmq_close(C.monitor);
-  zmq_close(C.zap);
-  zmq_ctx_term(C.ctx);
-  for (int i = 0; i < C.nnodes; i++) {
-    cJSON_Delete(C.nodes[i].report);
-    cJSON_Delete(C.nodes[i].failed);
-    cJSON_Delete(C.nodes[i].problems);
-    cJSON_Delete(C.nodes[i].listing);
-  }
-  free(C.nodes);
-  kg_ratelog_destroy(&C.refusals);
-  kg_exec_store_destroy(&C.rstore);
-  kg_policy_destroy(&C.policy);
-  kg_sigsrc_destroy(&sig);
+  s_close(&C, &sig);
   return code;
 }
