@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import time
+import uuid
 
 import psutil
 import zmq
@@ -25,6 +26,23 @@ def _connect(km, channel, kind=zmq.DEALER):
     return sock
 
 
+class _KeyedSession(Session):
+    """A second client with kc's key and session (kguard knows that
+    session's clock) and message ids of its own, as a browser's are (UUIDs).
+    jupyter_client numbers ids by session, pid and count, so a second Session
+    object counting from 0 would reuse ids kc has sent; kguard routes a reply
+    by its parent's msg_id, and a kernel_info_reply still owed to kc would
+    come to this socket as the answer to its request."""
+
+    @property
+    def msg_id(self):
+        return str(uuid.uuid4())
+
+
+def _keyed(km, kc):
+    return _KeyedSession(key=km.session.key, session=kc.session.session)
+
+
 def _logs(env, prefix="kguard"):
     return "".join(p.read_text(errors="replace")
                    for p in (env.state / "logs").glob(prefix + "-*.log*"))
@@ -40,7 +58,7 @@ def test_input_reply_flood_does_not_wedge_the_loop(env):
     col = Collector(kc)
     sock = _connect(km, "stdin")
     sock.setsockopt(zmq.SNDHWM, 0)        # never block the flooder itself
-    keyed = Session(key=km.session.key, session=kc.session.session)
+    keyed = _keyed(km, kc)
     parent = {"msg_id": "no-such-input-request", "session": kc.session.session,
               "msg_type": "input_request", "username": "u", "version": "5.3",
               "date": "2026-12-03T08:00:00.000000Z"}
@@ -90,7 +108,7 @@ def test_kernel_not_reading_its_shell_does_not_wedge_the_loop(env):
     assert reply["content"]["status"] == "ok"
     sock = _connect(km, "shell")
     sock.setsockopt(zmq.SNDHWM, 0)
-    keyed = Session(key=km.session.key, session=kc.session.session)
+    keyed = _keyed(km, kc)
     keyed.send(sock, "comm_open", {"comm_id": "c1", "target_name": "kg_slow", "data": {}})
     data = {"blob": "y" * 2000}
     for _ in range(5000):
@@ -152,7 +170,7 @@ def test_replay_after_65540_messages_never_reaches_the_kernel(env):
     marker = env.work / "ran"
     sock = _connect(km, "shell")
     sock.setsockopt(zmq.SNDHWM, 0)
-    keyed = Session(key=km.session.key, session=kc.session.session)
+    keyed = _keyed(km, kc)
 
     def request(code, timeout=60):
         m = _execute(keyed, code)
@@ -188,7 +206,7 @@ def test_old_message_of_a_known_session_is_refused(env):
     km, kc = env.start()
     marker = env.work / "ran"
     sock = _connect(km, "shell")
-    keyed = Session(key=km.session.key, session=kc.session.session)
+    keyed = _keyed(km, kc)
     old = _execute(keyed, "open(%r, 'w').write('x')" % str(marker))
     old["header"]["date"] -= datetime.timedelta(minutes=11)
     keyed.send(sock, old)
@@ -225,7 +243,7 @@ def test_kernel_message_reflected_back_is_refused(env):
     sub.setsockopt(zmq.SUBSCRIBE, b"")
     wait_until(lambda: col.run("print('sub')") and sub.poll(200), 30, "the raw subscriber")
     sock = _connect(km, "shell")
-    keyed = Session(key=km.session.key, session=kc.session.session)
+    keyed = _keyed(km, kc)
     keyed.send(sock, "comm_open", {"comm_id": "c1", "target_name": "kg_echo", "data": {}})
     kernel_frames = None
     deadline = time.monotonic() + 30
