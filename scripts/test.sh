@@ -25,21 +25,26 @@ if [ "${KGUARD_TEST_HARDEN:-1}" != 0 ]; then
   # the real binary (the browser test adds nothing kguard-side and is slow;
   # the soak's RSS bound means nothing under ASan's quarantine; the fault
   # shim cannot be preloaded next to ASan's allocator; the package test builds
-  # and installs its own release build).
+  # and installs its own release build; the benchmarks' short runs replay
+  # exec and checkpoint paths the exec, multinode and checkpoint suites
+  # already drive, and cost 5-6 minutes under ASan).
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j"$(nproc)"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   ctest --test-dir build/asan --output-on-failure -j"$(nproc)" -L unit
-  ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak|package"
+  ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak|package|bench"
   # ThreadSanitizer on the threaded parts: the checkpoint hasher and hash
-  # pool (unit tests and `kguard ckpt` restore end to end) and the message
-  # code beside the heartbeat thread. libzmq's internals are suppressed (tests/tsan.supp).
+  # pool (unit tests, and `kguard ckpt` end to end: seal, restore in place,
+  # sets, in-flight and background seals, progress) and the message code
+  # beside the heartbeat thread. The checkpoint suites that only refuse
+  # input (corpus, trust, keys) or drive the Python side run the same
+  # threads and stay with ASan. libzmq's internals are suppressed (tests/tsan.supp).
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j"$(nproc)" --target test_ckpt test_msg_parse test_msg_send test_msg_forward \
     kguard kguard-ckpt
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
-    ctest --test-dir build/tsan --output-on-failure -R '^(test_ckpt|test_msg_(parse|send|forward))\.|^checkpoint\.'
+    ctest --test-dir build/tsan --output-on-failure -R '^(test_ckpt|test_msg_(parse|send|forward))\.|^checkpoint\.(cli|in_place|sets|inflight|background|progress)$'
   # libFuzzer: each harness for a few seconds (tests/fuzz/run_fuzz.sh runs
   # them for hours), after replaying every former crash.
   cmake --preset fuzz >/dev/null
