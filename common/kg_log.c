@@ -14,6 +14,8 @@ static kg_log_level_t s_level = KG_LOG_NOTICE;
 static int s_plain;
 static const char *s_ident = "kguard";
 static FILE *s_file;
+static kg_log_sink_fn *s_sink;
+static void *s_sink_arg;
 
 void
 kg_log_set_level(kg_log_level_t level)
@@ -53,6 +55,32 @@ kg_log_set_file(FILE *file)
   s_file = file;
 }
 
+void
+kg_log_set_sink(kg_log_sink_fn *sink, void *arg)
+{
+  s_sink = sink;
+  s_sink_arg = arg;
+}
+
+/*  One line (snprintf's len into a buffer of cap) to stderr, or to the sink
+    that stands for it; a cut line still ends with its newline. */
+static void
+s_to_stderr(char *line, int len, size_t cap)
+{
+  if (len < 0)
+    return;
+  if ((size_t) len >= cap) {
+    len = (int) cap - 1;
+    line[len - 1] = '\n';
+  }
+  if (s_sink)
+    s_sink(s_sink_arg, line, (size_t) len);
+  else {
+    fwrite(line, 1, (size_t) len, stderr);
+    fflush(stderr);
+  }
+}
+
 static void
 s_emit(FILE *out, const char *stamp, char letter, const char *text)
 {
@@ -80,12 +108,15 @@ kg_log(kg_log_level_t level, const char *fmt, ...)
   snprintf(stamp + n, sizeof stamp - n, ".%03ldZ", ts.tv_nsec / 1000000);
 
   char letter = "EWNID"[level];
-  if (s_plain) {
-    fprintf(stderr, "%s: %s%s\n", kg_opt_prog(), level == KG_LOG_WARNING ? "warning: " : "",
-            text);
-    fflush(stderr);
-  } else
-    s_emit(stderr, stamp, letter, text);
+  char line[2300];
+  if (s_plain)
+    s_to_stderr(line, snprintf(line, sizeof line, "%s: %s%s\n", kg_opt_prog(),
+                               level == KG_LOG_WARNING ? "warning: " : "", text),
+                sizeof line);
+  else
+    s_to_stderr(line, snprintf(line, sizeof line, "%s %s[%ld] %c: %s\n", stamp, s_ident,
+                               (long) getpid(), letter, text),
+                sizeof line);
   if (s_file)
     s_emit(s_file, stamp, letter, text);
 }

@@ -8,6 +8,7 @@
 #ifndef KG_LOG_H
 #define KG_LOG_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 typedef enum {
@@ -36,6 +37,13 @@ void kg_log_set_plain(int plain);
 
 /*  Also append every line to file (borrowed; NULL stops). Lines are flushed. */
 void kg_log_set_file(FILE *file);
+
+/*  Where stderr's lines go instead: sink(arg, line, len) gets each whole
+    line, newline included (a process whose stderr may stop being read
+    passes a queue that never blocks, kg_fdq). NULL: stderr again. The file
+    of kg_log_set_file is written as before. */
+typedef void (kg_log_sink_fn)(void *arg, const char *line, size_t len);
+void kg_log_set_sink(kg_log_sink_fn *sink, void *arg);
 
 /*  Log one line at level. The format is printf-style; a trailing newline is
     added. */

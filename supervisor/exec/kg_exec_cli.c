@@ -26,6 +26,18 @@ enum { O_CKPT = 1, O_MAXR, O_STATE, O_NAME, O_STALL, O_KILL_GRACE, O_PREEMPT_GRA
        O_MASTER_PORT, O_STANDBY, O_STANDBY_IMPORTS, O_STANDBY_MAX_AGE, O_COORD_BIND,
        O_JOIN_TIMEOUT };
 
+/*  What each of kguard's stdout and stderr may hold while its reader does
+    not read; beyond it the job's output is dropped (and said), never the
+    supervision's time. */
+#define S_OUT_MAX (8u << 20)
+
+/*  kg_log's lines for stderr, into its queue (kg_log_set_sink). */
+static void
+s_log_line(void *arg, const char *line, size_t len)
+{
+  kg_fdq_write(arg, line, len);
+}
+
 static const kg_opt_t s_opts[] = {
   {O_CKPT, 0, "checkpoints", "DIR",
    "checkpoint directory (KGUARD_CKPT_DIR of the command); without it a restart starts "
@@ -111,7 +123,8 @@ const kg_cmd_t kg_exec_cmd = {
   .usage = "[options] [--] COMMAND [ARGS...]\n"
            "--nproc-per-node N [options] [--] python train.py [ARGS...]",
   .about = "Run a training command under kguard: its output is passed through unchanged and "
-           "kept; on a proven sticky GPU error the tree is killed at once, an incident is "
+           "kept (never waiting for a reader that stops: what a stopped reader misses is in "
+           "the log, and a reader that goes away ends nothing); on a proven sticky GPU error the tree is killed at once, an incident is "
            "written, the last checkpoint sealed before the fault is verified and restored "
            "(newer ones are quarantined), and the ranks start again with KGUARD_RESUME_* set "
            "for kguard.resume(). With --nproc-per-node kguard starts the N ranks itself, with "
@@ -334,12 +347,22 @@ s_setup(kg_exec_s *E)
   static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, 0};
   if (!(E->sig = kg_sigsrc_new(sigs)))
     return KG_EXIT_SYSTEM;
+  /* The job's output and kguard's own lines never wait on a reader of
+     kguard's stdout or stderr; a reader that is gone (`| head`) is a write
+     error, not the end of the supervision (the ranks get SIG_DFL back). */
+  signal(SIGPIPE, SIG_IGN);
+  E->out[0] = kg_fdq_new(STDOUT_FILENO, S_OUT_MAX);
+  E->out[1] = kg_fdq_new(STDERR_FILENO, S_OUT_MAX);
+  if (!E->out[0] || !E->out[1])
+    return KG_EXIT_SYSTEM;
+  kg_log_set_sink(s_log_line, E->out[1]);
   return 0;
 }
 
 static void
 s_teardown(kg_exec_s *E)
 {
+  kg_ex_output_drain(E);
   kg_ex_node_close(E);
   if (E->coord) {
     /* The coordinator ends once every node reported; give it a moment to
@@ -369,6 +392,10 @@ s_teardown(kg_exec_s *E)
   kg_exec_log_destroy(&E->log);
   kg_sigsrc_destroy(&E->sig);
   kg_fsm_destroy(&E->fsm);
+  kg_ex_output_drain(E);   /* what the teardown itself said */
+  kg_log_set_sink(NULL, NULL);
+  kg_fdq_destroy(&E->out[0]);
+  kg_fdq_destroy(&E->out[1]);
 }
 
 /*  What the exit code stands for, in words; a command's own code that

@@ -38,23 +38,61 @@ kg_ex_start_helper(kg_exec_s *E, char **argv)
 
 /* ---- output ------------------------------------------------------------ */
 
+#define S_DRAIN_MS 5000
+
+/*  What the queue of which dropped, said in that stream once its reader
+    reads again; a reader that is gone is said once, on the log only. */
 static void
-s_write_all(int fd, const char *buf, size_t len)
+s_output_note(kg_exec_s *E, int which)
 {
-  while (len > 0) {
-    ssize_t w = write(fd, buf, len);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN) {
-        struct pollfd p = {.fd = fd, .events = POLLOUT};
-        poll(&p, 1, 1000);
-        continue;
-      }
-      return;   /* a closed terminal does not stop the supervision */
+  kg_fdq_t *q = E->out[which - 1];
+  const char *name = which == 1 ? "stdout" : "stderr";
+  if (kg_fdq_failed(q)) {
+    kg_fdq_take_dropped(q);
+    if (!E->out_closed[which - 1]) {
+      E->out_closed[which - 1] = true;
+      char line[PATH_MAX + 256];
+      int n = snprintf(line, sizeof line, "kguard exec: %s is closed (its reader is gone): "
+                       "the job's output goes on only to %s; supervision goes on\n", name,
+                       E->log_path);
+      if (n > 0)
+        kg_exec_log_output(E->log, line, (size_t) n < sizeof line ? (size_t) n : sizeof line - 1);
+      kg_warning("exec: %s is closed (its reader is gone): the job's output goes on only "
+                 "to %s", name, E->log_path);
     }
-    buf += w;
-    len -= (size_t) w;
+    return;
+  }
+  uint64_t dropped = kg_fdq_take_dropped(q);
+  if (dropped == 0)
+    return;
+  char line[PATH_MAX + 256];
+  int n = snprintf(line, sizeof line, "kguard exec: %llu bytes of the job's output are not "
+                   "shown here (nothing read %s for a while); %s has all of it\n",
+                   (unsigned long long) dropped, name, E->log_path);
+  if (n > 0)
+    kg_fdq_write(q, line, (size_t) n < sizeof line ? (size_t) n : sizeof line - 1);
+}
+
+void
+kg_ex_output(kg_exec_s *E, int which, const char *buf, size_t len)
+{
+  kg_fdq_write(E->out[which - 1], buf, len);
+  s_output_note(E, which);
+}
+
+void
+kg_ex_output_drain(kg_exec_s *E)
+{
+  if (E->drain_end == 0)
+    E->drain_end = kg_clock_mono_ms() + S_DRAIN_MS;   /* one budget for every call */
+  int64_t end = E->drain_end;
+  for (int i = 0; i < 2; i++) {
+    if (!E->out[i])
+      continue;
+    int64_t left = end - kg_clock_mono_ms();
+    kg_fdq_drain(E->out[i], left > 0 ? (int) left : 0);
+    s_output_note(E, i + 1);
+    kg_fdq_drain(E->out[i], 0);
   }
 }
 
@@ -104,7 +142,7 @@ kg_ex_read_rank(kg_exec_s *E, int r, int which)
       kg_linebuf_flush(k->lines[which - 1], s_diag_line, &ctx);
     if (n <= 0)
       return;
-    s_write_all(which == 1 ? STDOUT_FILENO : STDERR_FILENO, buf, (size_t) n);
+    kg_ex_output(E, which, buf, (size_t) n);
     kg_exec_log_output(E->log, buf, (size_t) n);
     kg_linebuf_feed(k->lines[which - 1], buf, (size_t) n, kg_clock_wall_ms(), s_diag_line, &ctx);
   }
@@ -138,7 +176,7 @@ kg_ex_read_helper(kg_exec_s *E)
       char *nl = memchr(line, '\n', (size_t) (end - line));
       size_t len = nl ? (size_t) (nl - line) + 1 : (size_t) (end - line);
       if (len < 16 || strncmp(line, "kguard-progress ", 16) != 0)
-        s_write_all(STDERR_FILENO, line, len);
+        kg_ex_output(E, 2, line, len);
       line += len;
     }
   }
@@ -263,6 +301,31 @@ s_on_signal(kg_loop_t *loop, int signo, void *arg)
   return s_after(E);
 }
 
+/*  kguard's stdout (1) or stderr (2), watched only while its queue holds
+    something. */
+typedef struct {
+  kg_exec_s *E;
+  int which;
+} s_out_t;
+
+static int
+s_out_fd(void *arg)
+{
+  s_out_t *o = arg;
+  kg_fdq_t *q = o->E->out[o->which - 1];
+  return kg_fdq_pending(q) ? kg_fdq_fd(q) : -1;
+}
+
+static int
+s_on_out(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  s_out_t *o = arg;
+  kg_fdq_flush(o->E->out[o->which - 1]);
+  s_output_note(o->E, o->which);
+  return s_after(o->E);
+}
+
 /*  The state's deadline (kg_exec_states.h): when it passes, the row's
     event is posted. */
 static int64_t
@@ -316,6 +379,7 @@ kg_ex_loop(kg_exec_s *E)
      ranks' output before the signals, so the text that explains a death
      is read before the death is. */
   s_pipe_t *pipes = calloc(4 * (size_t) E->nranks, sizeof *pipes);
+  s_out_t outs[2] = {{E, 1}, {E, 2}};
   E->loop = kg_loop_new();
   bool ok = pipes && E->loop;
   for (int k = 0; ok && k < 4 * E->nranks; k++) {
@@ -330,7 +394,9 @@ kg_ex_loop(kg_exec_s *E)
        && kg_loop_signals(E->loop, E->sig, s_on_signal, E) > 0
        && kg_loop_timer_of(E->loop, s_deadline, s_on_deadline, E) > 0
        && kg_loop_timer_of(E->loop, s_node_when, s_on_node_timer, E) > 0
-       && kg_loop_timer_of(E->loop, s_standby_due, s_on_standby, E) > 0;
+       && kg_loop_timer_of(E->loop, s_standby_due, s_on_standby, E) > 0
+       && kg_loop_fd_of(E->loop, s_out_fd, KG_LOOP_OUT, s_on_out, &outs[0]) > 0
+       && kg_loop_fd_of(E->loop, s_out_fd, KG_LOOP_OUT, s_on_out, &outs[1]) > 0;
   int rc = ok ? 0 : KG_ENOMEM;
   if (ok && s_after(E) != KG_LOOP_STOP)
     rc = kg_loop_run(E->loop);

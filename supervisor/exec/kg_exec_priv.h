@@ -16,6 +16,7 @@
 #include "kg_exec_devmem.h"
 #include "kg_exec_log.h"
 #include "kg_exec_store.h"
+#include "kg_fdq.h"
 #include "kg_exec_rule.h"
 #include "kg_exec_states.h"
 #include "kg_fsm.h"
@@ -74,6 +75,12 @@ typedef struct kg_exec_s {
   char python_dir[PATH_MAX];
   char log_path[PATH_MAX + 64];
   kg_exec_log_t *log;           /* the group's output, kept                   */
+  kg_fdq_t *out[2];             /* kguard's stdout and stderr: the group's
+                                   output and kguard's own lines, never
+                                   waiting on a reader (kg_fdq)              */
+  bool out_closed[2];           /* said once: its reader is gone             */
+  int64_t drain_end;            /* the end's wait for slow readers (0: not
+                                   begun), monotonic                         */
   char run_dir[PATH_MAX + 64];  /* <state>/exec/<name>                        */
 
   kg_classifier_t *rules;
@@ -196,6 +203,15 @@ int kg_ex_loop(kg_exec_s *E);
 void kg_ex_read_rank(kg_exec_s *E, int r, int which);
 /*  Read what is in the helper's pipes (its answer on stdout is kept). */
 void kg_ex_read_helper(kg_exec_s *E);
+
+/*  Pass len bytes of the group's output (or kguard's own line) to kguard's
+    stdout (which 1) or stderr (2) through its queue: never waits for the
+    reader; what a stopped reader made it drop is said once it reads again. */
+void kg_ex_output(kg_exec_s *E, int which, const char *buf, size_t len);
+
+/*  At the end: what the queues still hold goes out, waiting for slow
+    readers at most a few seconds in all. */
+void kg_ex_output_drain(kg_exec_s *E);
 int kg_ex_start_helper(kg_exec_s *E, char **argv);
 
 /*  kg_exec_ranks.c: the process tree. */

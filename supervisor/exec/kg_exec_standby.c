@@ -220,8 +220,7 @@ kg_ex_standby_read(kg_exec_s *E, int r, int which)
     }
     /* Anything else it says (an import's warning) is the job's output. */
     if ((size_t) n > skip) {
-      kg_file_write_all(which == 1 ? STDOUT_FILENO : STDERR_FILENO, buf + skip,
-                        (size_t) n - skip);
+      kg_ex_output(E, which, buf + skip, (size_t) n - skip);
       kg_exec_log_output(E->log, buf + skip, (size_t) n - skip);
     }
   }

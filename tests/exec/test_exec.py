@@ -5,7 +5,9 @@ labelled CPU emulation of GPU faults (KGUARD_EMULATE).
 The training is deterministic per step, so a run restored from a checkpoint
 must end with exactly the parameters of a fault-free run."""
 import json
+import os
 import signal
+import subprocess
 
 import pytest
 
@@ -206,3 +208,51 @@ def test_the_pace_measured_before_a_restart_judges_the_fault_after_it(tmp_path):
               if "sticky error text seen" in line]
     assert stalls == ["1500", "1500"], run.output()
     assert run.count("exec: started") == 2
+
+
+def test_a_reader_that_stops_reading_never_stops_the_supervision(tmp_path):
+    """kguard exec's stdout is a pipe nobody reads while the job runs (a
+    pager scrolled back, a terminal paused with Ctrl-S): the job's 3 MB
+    fill it, and the sticky failure after them is still proven and ended
+    at once; the log keeps every byte. A plain write would wait for the
+    reader for ever."""
+    r, w = os.pipe()
+    err = open(tmp_path / "stderr", "w")
+    script = ('head -c 3000000 /dev/zero | tr "\\0" x; echo; '
+              'echo "RuntimeError: CUDA error: device-side assert triggered" >&2; exit 1')
+    args = [BIN, "exec", "--checkpoints", str(tmp_path / "ckpt"), "--state-dir",
+            str(tmp_path / "state"), "--max-restarts", "0", "--", "sh", "-c", script]
+    p = subprocess.Popen(args, stdout=w, stderr=err, env=base_env(tmp_path))
+    os.close(w)
+    try:
+        code = p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("kguard exec waited for the reader of its stdout")
+    finally:
+        os.close(r)
+        err.close()
+    words = (tmp_path / "stderr").read_text()
+    assert code == GAVE_UP, words
+    assert "sticky device-assert" in words and "proven" in words
+    log = next((tmp_path / "state" / "logs").glob("exec-*.log")).read_text()
+    assert log.count("x") >= 3000000
+
+
+def test_a_reader_that_is_gone_ends_nothing(tmp_path):
+    """`kguard exec ... | head -1`: the reader goes; kguard is not killed by
+    SIGPIPE (nor the job with it), says once where the output goes on, and
+    the job finishes."""
+    args = [BIN, "exec", "--checkpoints", str(tmp_path / "ckpt"), "--state-dir",
+            str(tmp_path / "state"), "--", "sh", "-c",
+            f"seq 200000; sleep 0.5; touch {tmp_path / 'finished'}"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=base_env(tmp_path))
+    assert p.stdout.readline() == b"1\n"
+    p.stdout.close()
+    words = p.stderr.read().decode()
+    assert p.wait(60) == 0, words
+    assert (tmp_path / "finished").exists()
+    assert words.count("stdout is closed (its reader is gone)") == 1, words
+    log = next((tmp_path / "state" / "logs").glob("exec-*.log")).read_text()
+    assert "200000\n" in log
