@@ -90,28 +90,36 @@ s_put(kg_fdq_t *self, const char *buf, size_t len, int timeout_ms)
   return done;
 }
 
+/*  Send what is queued, waiting for the descriptor at most timeout_ms; a
+    failed descriptor turns what is left into dropped bytes. */
+static void
+s_send_queued(kg_fdq_t *self, int timeout_ms)
+{
+  size_t w = s_put(self, self->buf + self->head, self->len, timeout_ms);
+  self->head += w;
+  self->len -= w;
+  if (self->failed) {
+    self->dropped += self->len;
+    self->len = 0;
+  }
+  if (self->len == 0)
+    self->head = 0;
+}
+
 void
 kg_fdq_write(kg_fdq_t *self, const void *data, size_t len)
 {
   assert(self);
   const char *buf = data;
-  if (self->failed) {
-    self->dropped += len;
-    return;
-  }
-  if (self->len == 0) {
+  s_send_queued(self, 0);   /* what waits goes first */
+  if (self->len == 0 && !self->failed) {
     size_t w = s_put(self, buf, len, 0);
     buf += w;
     len -= w;
-    if (self->failed) {
-      self->dropped += len;
-      return;
-    }
-  } else
-    kg_fdq_flush(self);
+  }
   if (len == 0)
     return;
-  if (self->len + len > self->max) {
+  if (self->failed || self->len + len > self->max) {
     self->dropped += len;
     return;
   }
@@ -141,17 +149,7 @@ void
 kg_fdq_flush(kg_fdq_t *self)
 {
   assert(self);
-  if (self->len == 0)
-    return;
-  size_t w = s_put(self, self->buf + self->head, self->len, 0);
-  self->head += w;
-  self->len -= w;
-  if (self->failed) {
-    self->dropped += self->len;
-    self->len = 0;
-  }
-  if (self->len == 0)
-    self->head = 0;
+  s_send_queued(self, 0);
 }
 
 bool
@@ -191,17 +189,7 @@ kg_fdq_drain(kg_fdq_t *self, int timeout_ms)
 {
   assert(self);
   int64_t end = kg_clock_mono_ms() + timeout_ms;
-  while (self->len > 0 && !self->failed) {
-    int64_t left = end - kg_clock_mono_ms();
-    if (left <= 0)
-      break;
-    size_t w = s_put(self, self->buf + self->head, self->len, (int) left);
-    self->head += w;
-    self->len -= w;
-  }
-  if (self->failed) {
-    self->dropped += self->len;
-    self->len = 0;
-  }
+  for (int64_t left = timeout_ms; self->len > 0 && left > 0; left = end - kg_clock_mono_ms())
+    s_send_queued(self, (int) left);
   return self->len;
 }
