@@ -62,30 +62,30 @@ kg_log_set_sink(kg_log_sink_fn *sink, void *arg)
   s_sink_arg = arg;
 }
 
-/*  One line (snprintf's len into a buffer of cap) to stderr, or to the sink
-    that stands for it; a cut line still ends with its newline. */
-static void
-s_to_stderr(char *line, int len, size_t cap)
+/*  snprintf's len for a line written into a buffer of cap: the length
+    to write, a cut line still ending with its newline (0: nothing). */
+static size_t
+s_fit(char *line, int len, size_t cap)
 {
   if (len < 0)
-    return;
+    return 0;
   if ((size_t) len >= cap) {
     len = (int) cap - 1;
     line[len - 1] = '\n';
   }
-  if (s_sink)
-    s_sink(s_sink_arg, line, (size_t) len);
-  else {
-    fwrite(line, 1, (size_t) len, stderr);
-    fflush(stderr);
-  }
+  return (size_t) len;
 }
 
+/*  One line to stderr, or to the sink that stands for it. */
 static void
-s_emit(FILE *out, const char *stamp, char letter, const char *text)
+s_to_stderr(const char *line, size_t len)
 {
-  fprintf(out, "%s %s[%ld] %c: %s\n", stamp, s_ident, (long) getpid(), letter, text);
-  fflush(out);
+  if (s_sink)
+    s_sink(s_sink_arg, line, len);
+  else {
+    fwrite(line, 1, len, stderr);
+    fflush(stderr);
+  }
 }
 
 void
@@ -108,15 +108,20 @@ kg_log(kg_log_level_t level, const char *fmt, ...)
   snprintf(stamp + n, sizeof stamp - n, ".%03ldZ", ts.tv_nsec / 1000000);
 
   char letter = "EWNID"[level];
+  /* The timestamped line: stderr's unless plain, and always the file's. */
   char line[2300];
-  if (s_plain)
-    s_to_stderr(line, snprintf(line, sizeof line, "%s: %s%s\n", kg_opt_prog(),
-                               level == KG_LOG_WARNING ? "warning: " : "", text),
-                sizeof line);
-  else
-    s_to_stderr(line, snprintf(line, sizeof line, "%s %s[%ld] %c: %s\n", stamp, s_ident,
-                               (long) getpid(), letter, text),
-                sizeof line);
-  if (s_file)
-    s_emit(s_file, stamp, letter, text);
+  size_t len = s_fit(line, snprintf(line, sizeof line, "%s %s[%ld] %c: %s\n", stamp, s_ident,
+                                    (long) getpid(), letter, text),
+                     sizeof line);
+  if (s_plain) {
+    char plain[2300];
+    s_to_stderr(plain, s_fit(plain, snprintf(plain, sizeof plain, "%s: %s%s\n", kg_opt_prog(),
+                                             level == KG_LOG_WARNING ? "warning: " : "", text),
+                             sizeof plain));
+  } else
+    s_to_stderr(line, len);
+  if (s_file) {
+    fwrite(line, 1, len, s_file);
+    fflush(s_file);
+  }
 }
