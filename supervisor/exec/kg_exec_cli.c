@@ -362,7 +362,6 @@ s_setup(kg_exec_s *E)
 static void
 s_teardown(kg_exec_s *E)
 {
-  kg_ex_output_drain(E);
   kg_ex_node_close(E);
   if (E->coord) {
     /* The coordinator ends once every node reported; give it a moment to
@@ -389,10 +388,11 @@ s_teardown(kg_exec_s *E)
   free(E->helper_out);
   free(E->resume_dir);
   free(E->resume_archive);
+  kg_ex_output_drain(E);   /* all that was said, the teardown's own lines last,
+                              while the log can still take a note about it */
   kg_exec_log_destroy(&E->log);
   kg_sigsrc_destroy(&E->sig);
   kg_fsm_destroy(&E->fsm);
-  kg_ex_output_drain(E);   /* what the teardown itself said */
   kg_log_set_sink(NULL, NULL);
   kg_fdq_destroy(&E->out[0]);
   kg_fdq_destroy(&E->out[1]);

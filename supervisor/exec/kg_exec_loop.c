@@ -83,9 +83,7 @@ kg_ex_output(kg_exec_s *E, int which, const char *buf, size_t len)
 void
 kg_ex_output_drain(kg_exec_s *E)
 {
-  if (E->drain_end == 0)
-    E->drain_end = kg_clock_mono_ms() + S_DRAIN_MS;   /* one budget for every call */
-  int64_t end = E->drain_end;
+  int64_t end = kg_clock_mono_ms() + S_DRAIN_MS;
   for (int i = 0; i < 2; i++) {
     if (!E->out[i])
       continue;

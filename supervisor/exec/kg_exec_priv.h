@@ -79,8 +79,6 @@ typedef struct kg_exec_s {
                                    output and kguard's own lines, never
                                    waiting on a reader (kg_fdq)              */
   bool out_closed[2];           /* said once: its reader is gone             */
-  int64_t drain_end;            /* the end's wait for slow readers (0: not
-                                   begun), monotonic                         */
   char run_dir[PATH_MAX + 64];  /* <state>/exec/<name>                        */
 
   kg_classifier_t *rules;
@@ -209,8 +207,8 @@ void kg_ex_read_helper(kg_exec_s *E);
     reader; what a stopped reader made it drop is said once it reads again. */
 void kg_ex_output(kg_exec_s *E, int which, const char *buf, size_t len);
 
-/*  At the end: what the queues still hold goes out, waiting for slow
-    readers at most a few seconds in all. */
+/*  At the end (once): what the queues still hold goes out, waiting for
+    slow readers at most a few seconds in all. */
 void kg_ex_output_drain(kg_exec_s *E);
 int kg_ex_start_helper(kg_exec_s *E, char **argv);
 
