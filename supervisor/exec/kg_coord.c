@@ -445,7 +445,7 @@ s_close(kg_coord_s *C, kg_sigsrc_t **sig)
     kg_coord_store_remove(C->store, C->nonce_name);
     for (int i = 0; i < C->nnodes; i++) {
       char probe[128];
-      snprintf(probe, sizeof probe, "probe-%s-node-%d.kgckpt.tar", C->nonce, i);
+      kg_coord_store_probe_name(C->nonce, i, probe, sizeof probe);
       kg_coord_store_remove(C->store, probe);
     }
     kg_coord_store_destroy(&C->store);

@@ -139,6 +139,12 @@ kg_coord_store_remove(kg_coord_store_t *self, const char *name)
   return unlinkat(self->dir, name, 0) == 0 ? 0 : -errno;
 }
 
+void
+kg_coord_store_probe_name(const char *nonce, int node, char *buf, size_t size)
+{
+  snprintf(buf, size, "probe-%s-node-%d.kgckpt.tar", nonce, node);
+}
+
 int
 kg_coord_store_decision_name(const cJSON *decision, char *buf, size_t size)
 {

@@ -66,6 +66,11 @@ int kg_coord_store_write_decision(kg_coord_store_t *self, const kg_coord_keys_t 
 cJSON *kg_coord_store_read_decisions(kg_coord_store_t *self, const kg_coord_keys_t *keys,
                                      int *rejected);
 
+/*  Pure. The file name (without directory) of node's key probe for the job
+    whose nonce is nonce, into buf: "probe-NONCE-node-N.kgckpt.tar". The node
+    seals it; the coordinator removes every node's at the end. */
+void kg_coord_store_probe_name(const char *nonce, int node, char *buf, size_t size);
+
 /*  Pure. The file name (without directory) of decision into buf: "gen-G.json"
     or "end-G.json". Returns 0, or KG_EUSAGE when decision has no integer
     "gen" >= 0 or no string "action". */

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <zmq.h>
 
+#include "kg_coord_store.h"
 #include "kg_error.h"
 #include "kg_exit.h"
 #include "kg_file.h"
@@ -22,8 +23,9 @@
 static void
 s_probe_path(const kg_exec_s *E, int node, char *buf, size_t len)
 {
-  snprintf(buf, len, "%s/.kguard/probe-%s-node-%d.kgckpt.tar", E->cfg.ckpt_dir, E->nonce,
-           node);
+  char name[128];
+  kg_coord_store_probe_name(E->nonce, node, name, sizeof name);
+  snprintf(buf, len, "%s/.kguard/%s", E->cfg.ckpt_dir, name);
 }
 
 /*  Seal this node's key probe with the key its ranks will sign with (the
