@@ -1,5 +1,5 @@
 /*  kg_ckpt_cli: the entry points of the checkpoint commands, run in
-    kguard-ckpt (supervisor/main_ckpt.c), which `kguard ckpt ...` and
+    kguard-ckpt (checkpoint/main_ckpt.c), which `kguard ckpt ...` and
     `kguard keygen` and `kguard keys` exec. Each returns the process exit code (kg_exit.h).
 */
 #ifndef KG_CKPT_CLI_H

@@ -58,7 +58,7 @@ static const kg_cmd_t s_root = {
 #define KGUARD_EG_RELPATH "../libexec/kguard/kguard-eg"
 #endif
 
-/*  `ckpt`, `keygen` and `keys` run in kguard-ckpt (see supervisor/main_ckpt.c for
+/*  `ckpt`, `keygen` and `keys` run in kguard-ckpt (see checkpoint/main_ckpt.c for
     why), `eg-launch` in kguard-eg (supervisor/eg/main_eg.c): beside this
     executable in a build tree, under libexec once installed. argv is passed
     on, with `--kguard SELF` after the command name when with_self is set

@@ -1,4 +1,4 @@
-/*  Fuzz the gate (supervisor/pure/kg_gate): random sequences of frontend
+/*  Fuzz the gate (supervisor/kernel/decide/kg_gate): random sequences of frontend
     messages and supervisor events, decoded from the input, drive a small
     model of the supervisor's use of the gate (kg_sup_relay.c: dispatch, hold,
     flush, doom; kg_sup_guard.c / kg_supervisor.c: faults, notice; kg_sup_inband.c:

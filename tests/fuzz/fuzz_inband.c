@@ -1,4 +1,4 @@
-/*  Fuzz `%kguard` cell parsing (supervisor/pure/kg_inband_cmd): the code of any
+/*  Fuzz `%kguard` cell parsing (supervisor/kernel/decide/kg_inband_cmd): the code of any
     execute_request a signed frontend sends. Besides "no crash, no leak, no
     overflow", it asserts the parser's contract (kg_inband_cmd.h):
       - kg_inband_cmd_match agrees with kind != NONE;

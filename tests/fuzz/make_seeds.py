@@ -104,7 +104,7 @@ def ckpt_seeds(kguard, out):
     shutil.rmtree(work)
 
 # ---- the gate (fuzz_gate.c's op encoding) ------------------------------
-# Scenarios of tests/unit/pure/test_gate.c's tables, as op sequences.
+# Scenarios of tests/unit/kernel/decide/test_gate.c's tables, as op sequences.
 SHELL, CONTROL, STDIN = 0, 2, 3
 EXECUTE, INBAND, REQUEST, OTHER = 0, 1, 2, 3
 EV = {n: i for i, n in enumerate(
@@ -208,7 +208,7 @@ def gate_seeds(out):
         put(out, "gate", name, data)
 
 
-# ---- `%kguard` cells (tests/unit/pure/test_inband_cmd.c) ---------
+# ---- `%kguard` cells (tests/unit/kernel/decide/test_inband_cmd.c) ---------
 def inband_seeds(out):
     cells = ["%kguard status", "%kguard restart", "%kguard restart --diagnostic",
              "  \n%kguard\tstatus\nprint(1)", "%kguard", "%kguard stats",

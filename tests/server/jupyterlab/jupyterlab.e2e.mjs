@@ -260,7 +260,7 @@ async function scenario(services, WebSocket, server, scratch) {
   //    waits for a file the test writes once a control-channel kernel_info sent after the cells
   //    has come back through Jupyter Server and kguard. (A failure faster than Jupyter Server
   //    forwards the queued cells is the stale-request rule's case: kg_gate_stale in
-  //    supervisor/pure/kg_gate.h.)
+  //    supervisor/kernel/decide/kg_gate.h.)
   const go = path.join(scratch.work, 'go');
   const cells = ['import os, time, kguard.emulate as em\n' +
                  `while not os.path.exists(${JSON.stringify(go)}): time.sleep(0.01)\n` +

@@ -15,8 +15,9 @@ SOURCE_DIR = os.environ.get("KGUARD_SOURCE_DIR",
 SCRIPT = os.path.join(SOURCE_DIR, "scripts", "check-arrows.py")
 CC = shutil.which("cc") or shutil.which("gcc")
 
-FOLDERS = ["common", "ipc", "checkpoint", "supervisor", "supervisor/diag", "supervisor/pure",
-           "supervisor/proc", "supervisor/gpu", "supervisor/kernel", "supervisor/cli",
+FOLDERS = ["common", "ipc", "checkpoint", "supervisor", "supervisor/diag",
+           "supervisor/kernel/decide", "supervisor/kernel/peers", "supervisor/gpu",
+           "supervisor/kernel", "supervisor/cli",
            "supervisor/exec", "supervisor/run", "supervisor/eg"]
 
 
@@ -88,19 +89,19 @@ def test_names_an_include_that_runs_back_up(tmp_path):
 @needs_cc
 def test_names_a_call_that_runs_back_up_and_the_circle_it_closes(tmp_path):
     build, src = s_tree(tmp_path, {
-        "supervisor/pure/kg_gate.c": "void kg_kernel_poke(void);\n"
+        "supervisor/kernel/decide/kg_gate.c": "void kg_kernel_poke(void);\n"
                                      "void kg_gate(void) { kg_kernel_poke(); }\n",
-        "supervisor/proc/kg_kernel.c": "void kg_gate(void);\n"
+        "supervisor/kernel/peers/kg_kernel.c": "void kg_gate(void);\n"
                                        "void kg_kernel_poke(void) {}\n"
                                        "void kg_kernel(void) { kg_gate(); }\n",
     })
     r = s_run(build, src)
     assert r.returncode == 1, r.stdout + r.stderr
-    assert ("arrow runs back up: supervisor/pure/kg_gate.c (pure) calls kg_kernel_poke, "
-            "defined in supervisor/proc/kg_kernel.c (proc)") in r.stdout
-    assert "circle of 2 libraries: proc pure" in r.stdout
-    assert "    pure -> proc  (supervisor/pure/kg_gate.c calls kg_kernel_poke" in r.stdout
-    assert "cycle of 2 files: supervisor/proc/kg_kernel.c supervisor/pure/kg_gate.c" in r.stdout
+    assert ("arrow runs back up: supervisor/kernel/decide/kg_gate.c (decide) calls kg_kernel_poke, "
+            "defined in supervisor/kernel/peers/kg_kernel.c (peers)") in r.stdout
+    assert "circle of 2 libraries: decide peers" in r.stdout
+    assert "    decide -> peers  (supervisor/kernel/decide/kg_gate.c calls kg_kernel_poke" in r.stdout
+    assert "cycle of 2 files: supervisor/kernel/decide/kg_gate.c supervisor/kernel/peers/kg_kernel.c" in r.stdout
 
 
 @needs_cc
@@ -108,7 +109,7 @@ def test_sideways_is_not_down(tmp_path):
     """exec, run and eg stand beside the kernel supervisor: exec may not call
     pure/, and eg may not call diag/."""
     build, src = s_tree(tmp_path, {
-        "supervisor/pure/kg_state.c": "void kg_state(void) {}\n",
+        "supervisor/kernel/decide/kg_state.c": "void kg_state(void) {}\n",
         "supervisor/diag/kg_policy.c": "void kg_policy(void) {}\n",
         "supervisor/exec/kg_exec.c": "void kg_state(void);\nvoid kg_policy(void);\n"
                                      "void kg_exec(void) { kg_state(); kg_policy(); }\n",
@@ -155,13 +156,13 @@ def test_an_object_whose_source_is_gone_does_not_count(tmp_path):
     """A build tree keeps the objects of deleted sources; they are not the
     house's."""
     build, src = s_tree(tmp_path, {
-        "supervisor/pure/kg_old.c": "void kg_kernel_poke(void);\n"
+        "supervisor/kernel/decide/kg_old.c": "void kg_kernel_poke(void);\n"
                                     "void kg_old(void) { kg_kernel_poke(); }\n",
-        "supervisor/proc/kg_kernel.c": "void kg_kernel_poke(void) {}\n",
+        "supervisor/kernel/peers/kg_kernel.c": "void kg_kernel_poke(void) {}\n",
     })
     r = s_run(build, src)
-    assert r.returncode == 1 and "kg_old.c (pure) calls kg_kernel_poke" in r.stdout
-    os.remove(os.path.join(src, "supervisor", "pure", "kg_old.c"))
+    assert r.returncode == 1 and "kg_old.c (decide) calls kg_kernel_poke" in r.stdout
+    os.remove(os.path.join(src, "supervisor", "kernel", "decide", "kg_old.c"))
     r = s_run(build, src)
     assert r.returncode == 0, r.stdout + r.stderr
 

@@ -9,7 +9,7 @@
     given (KGUARD_RESUME_DIR/_STEP/_ARCHIVE/_DIGEST) until it is handed
     over. It runs no process, reads no clock and calls no supervisor file;
     resume-prepare's output is outside input: anything malformed becomes a
-    clear error text, never an assert (tests/unit/pure/test_restore.c).
+    clear error text, never an assert (tests/unit/kernel/decide/test_restore.c).
 
     Ownership: the object owns the parsed result, the error text and the
     resume paths; accessors return borrowed pointers, valid until the next

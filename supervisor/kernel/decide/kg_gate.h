@@ -4,7 +4,7 @@
     kguard answers itself (a shutdown with no kernel to take it, a
     signal-mode interrupt, kernel_info while no kernel answers, a `%kguard`
     cell on control) are kinds of its input like the others. Pure, so that
-    it is proven by tables (tests/unit/pure/test_gate.c: every kernel state
+    it is proven by tables (tests/unit/kernel/decide/test_gate.c: every kernel state
     x channel x message kind x queue x timing) rather than by racing a
     kernel.
 

@@ -10,7 +10,7 @@
     It sends nothing, reads no clock (the caller passes now) and calls no
     supervisor file: its functions take what they need and RETURN verdicts,
     so the timing and verdict logic is tested by tables
-    (tests/unit/pure/test_devcheck.c).
+    (tests/unit/kernel/decide/test_devcheck.c).
 
     Ownership: the object owns the probe id (a copy), the held reply and the
     held idle header; kg_devcheck_release hands the last two to the caller.

@@ -1,6 +1,6 @@
 /*  kg_inband_cmd: what a `%kguard` cell asks for, decided from its text
     alone (pure: no supervisor, no sockets), so that every spelling a user
-    or a fuzzer can type is proven by tables (tests/unit/pure/
+    or a fuzzer can type is proven by tables (tests/unit/kernel/decide/
     test_inband_cmd.c) and by libFuzzer (tests/fuzz/fuzz_inband.c).
 
     The grammar (only the cell's first non-blank line counts, as before;

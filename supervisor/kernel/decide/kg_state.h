@@ -7,7 +7,7 @@
     leaves it unchanged (KG_ST_NONE). The exit phases are states like the
     others: a deadline posts TIMER, the child's end CHILD_EXIT.
 
-    Pure: tests/unit/pure/test_state.c checks every state x event.
+    Pure: tests/unit/kernel/decide/test_state.c checks every state x event.
 */
 #ifndef KG_STATE_H
 #define KG_STATE_H

@@ -11,7 +11,7 @@
     kg_ratelog (the log gets the first few of each kind per interval in
     full, then a summary).
     The object builds the exit line that sums it all up. Pure: no sockets,
-    no clock of its own, no I/O (tests/unit/pure/test_relay_stats.c).
+    no clock of its own, no I/O (tests/unit/kernel/decide/test_relay_stats.c).
 
     Ownership: the object owns its drop log; strings it returns are new,
     the caller frees them.

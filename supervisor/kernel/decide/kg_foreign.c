@@ -3,7 +3,7 @@
     The marker has no border (no proper prefix of it is also a suffix of a
     longer prefix), so a mismatch after k matched bytes means those k bytes
     were ordinary text: they are emitted and the byte is looked at afresh.
-    tests/unit/pure/test_foreign.c checks the marker keeps that property. */
+    tests/unit/kernel/decide/test_foreign.c checks the marker keeps that property. */
 #include "kg_foreign.h"
 
 #include <stdbool.h>
