@@ -16,6 +16,7 @@
 #include "kg_exit.h"
 #include "kg_clock.h"
 #include "kg_coord.h"
+#include "kg_emurun.h"
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_opt.h"
@@ -440,6 +441,7 @@ kg_exec_run(const kg_exec_config_t *config)
   kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
   int code = s_setup(E);
+  kg_emurun_t *emu = code == 0 ? kg_emurun_new(getenv("KGUARD_EMULATE")) : NULL;
   E->multi = E->cfg.nnodes > 1;
   if (code == 0 && E->multi) {
     int rc = kg_ex_node_open(E);
@@ -464,6 +466,10 @@ kg_exec_run(const kg_exec_config_t *config)
     kg_notice("exec: exit %d (%s)", code, summary);
     kg_exec_log_run_ended(E->log, kg_clock_wall_ms(), code, summary);
   }
+  char emu_words[PATH_MAX + 512];
+  if (!kg_emurun_fired(emu, emu_words, sizeof emu_words))
+    kg_warning("exec: %s", emu_words);
+  kg_emurun_destroy(&emu);
   s_teardown(E);
   free(E);
   return code;
