@@ -65,7 +65,7 @@ static const kg_opt_t s_opts[] = {
    "restarts within 10 minutes before giving up (default 3)", 0},
   {O_STATE, 0, "state-dir", "DIR",
    "incidents, restored checkpoints, logs (default $KGUARD_STATE_DIR, else "
-   "~/.local/state/kguard)", 0},
+   "$XDG_STATE_HOME/kguard, else ~/.local/state/kguard)", 0},
   {O_NAME, 0, "name", "NAME", "run name: log file, KGUARD_RUN_ID (default: exec)", 0},
   {O_STALL, 0, "stall-timeout", "S",
    "seconds without progress after a sticky error text that prove the fault (default: 4 x "
