@@ -122,6 +122,18 @@ def test_wheel_install_use_uninstall(tmp_path):
     run([str(kg), "uninstall", "--sys-prefix"], env=e, cwd=work)
     assert not spec_dir.exists()
 
+    # the GPU check from the wheel, as on a bare CUDA machine (here: named SKIPs)
+    gpu = subprocess.run(["sh", str(SOURCE / "tests/gpu/run-on-device.sh"), str(whl),
+                          str(tmp_path / "gpu")], env=dict(e, KGUARD_PYTHON="/usr/bin/python3"),
+                         cwd=work, capture_output=True, text=True, timeout=400)
+    assert gpu.returncode == 0, (gpu.stdout, gpu.stderr[-2000:])
+    summary = json.loads((tmp_path / "gpu/summary.json").read_text())
+    verdicts = {c["check"]: c["verdict"] for c in summary["checks"]}
+    assert verdicts.pop("install") == "PASS", gpu.stdout
+    assert set(verdicts) == {"doctor", "preflight", "driver-assert", "driver-trap",
+                             "kernel-assert", "run-notebook", "torch_label4"}, gpu.stdout
+    assert summary["failures"] == 0, gpu.stdout
+
     run([str(venv / "bin/pip"), "uninstall", "-y", "kguard"])
     left = sorted(str(p.relative_to(venv)) for p in venv.rglob("*")
                   if p not in before and not p.is_dir())
