@@ -340,7 +340,7 @@ kg_run_main(int argc, char **argv)
   if (!kname)
     kname = "python3";
   kg_kernelspec_t *spec = NULL;
-  rc = kg_kernelspec_find(kname, NULL, &spec, err, sizeof err);
+  rc = kg_kernelspec_find(kname, kg_kernelspec_sys_prefix(), &spec, err, sizeof err);
   if (rc != 0) {
     if (kernel)
       kg_opt_error("--kernel %s: %s; `jupyter kernelspec list` shows the installed ones",
