@@ -625,8 +625,11 @@ s_resume(s_env_t *e)
   }
   kg_run_resume_choice_t choice;
   kg_run_resume_decide(e->run_id, e->notebook, dir, out, &choice);
-  if (choice.skipped[0])
-    kg_progress_block(e->pr, true, "", choice.skipped);
+  for (const char *l = choice.skipped; *l;) {
+    size_t n = strcspn(l, "\n");
+    kg_progress_event(e->pr, true, "%.*s", (int) n, l);
+    l += n + (l[n] == '\n');
+  }
   if (choice.kind == KG_RUN_RESUME_OTHER || choice.kind == KG_RUN_RESUME_FAILED) {
     fprintf(stderr, "kguard run: %s\n", choice.line);
     free(out);
