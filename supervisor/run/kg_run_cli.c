@@ -101,8 +101,9 @@ static const kg_opt_exit_t s_exits[] = {
         "it had (metadata.kguard.run.checkpoints_not_restored): training started over "
         "instead of resuming; notebook written"},
   {"100", "wrong usage: no such NOTEBOOK, an -o that cannot be written (a missing or "
-          "read-only directory, a directory), bad parameters, --cwd or --kernel name; nothing "
-          "ran, nothing written"},
+          "read-only directory, a directory), a --checkpoints that cannot be created or "
+          "written, bad parameters, --cwd, --kernel name or --keep, --resume of another "
+          "run's checkpoints; nothing ran, nothing written"},
   {"111", "system failure, e.g. the kernel could not start (its own last words and its "
           "kernelspec are shown); nothing written"},
   {"130", "interrupted by Ctrl-C (143: SIGTERM); notebook written"},

@@ -138,7 +138,10 @@ s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
   if (cJSON_IsObject(kg)) {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(content, "data");
     const char *text = kg_json_string(data, "text/plain");
-    kg_progress_block(run->pr, true, "  kguard | ", text);
+    /*  The give-up notice is written for a notebook (`%kguard restart`);
+        the run says it once, with advice that works here (kg_run_story_down). */
+    if (!s_is(kg_json_string(kg, "event"), "down"))
+      kg_progress_block(run->pr, true, "  kguard | ", text);
     kg_run_record_checkpoint(run->record, kg);
     if (!mine && kg_run_record_is_handled(run->record, kg_json_string(kg, "incident"), parent))
       kg_run_record_complete(run->record, kg, text);
