@@ -2,7 +2,10 @@
     (`kguard doctor --preflight` beside a fresh kernel: a failing device
     stops it and sends kguard DOWN) and kg_inband_doctor (`%kguard doctor`,
     answered in its cell). Their pipes and backstop deadlines are sources of
-    the loop; events are posted, never applied here.
+    the loop; events are posted, never applied here. And the NVML health
+    reading (kg_nvml): a baseline at the first start, a second reading
+    before a restart; NVML is loaded for each reading and unloaded after it,
+    so the long-lived process does not carry it.
 */
 #include "kg_sup_priv.h"
 
@@ -14,6 +17,7 @@
 #include "kg_error.h"
 #include "kg_language.h"
 #include "kg_log.h"
+#include "kg_nvml.h"
 
 /* ---- set-up ---------------------------------------------------------------- */
 
@@ -35,6 +39,81 @@ kg__gpu_destroy(kg_sup_t *S)
 {
   kg_preflight_destroy(&S->preflight);
   kg_inband_doctor_destroy(&S->doctor);   /* with the id of the cell it answered */
+  free(S->gpu_baseline);
+  S->gpu_baseline = NULL;
+}
+
+/* ---- the NVML health reading ------------------------------------------------ */
+
+/*  The kernel's CUDA_VISIBLE_DEVICES (NULL: unset, every device). */
+static const char *
+s_visible(const kg_sup_t *S)
+{
+  static const char name[] = "CUDA_VISIBLE_DEVICES=";
+  if (!S->kernel_envp)
+    return getenv("CUDA_VISIBLE_DEVICES");
+  for (char **e = S->kernel_envp; *e; e++)
+    if (strncmp(*e, name, sizeof name - 1) == 0)
+      return *e + sizeof name - 1;
+  return NULL;
+}
+
+static int
+s_read(const kg_sup_t *S, kg_gpuhealth_reading_t *out)
+{
+  kg_nvml_t *nvml = kg_nvml_new();
+  if (!nvml)
+    return KG_ENOMEM;
+  kg_nvml_read(nvml, s_visible(S), out);
+  kg_nvml_destroy(&nvml);
+  return 0;
+}
+
+static void
+s_baseline(kg_sup_t *S)
+{
+  if (S->gpu_baseline)
+    return;
+  S->gpu_baseline = malloc(sizeof *S->gpu_baseline);
+  if (S->gpu_baseline && s_read(S, S->gpu_baseline) != 0) {
+    free(S->gpu_baseline);
+    S->gpu_baseline = NULL;
+  }
+  if (S->gpu_baseline && S->gpu_baseline->available)
+    kg_info("GPU health baseline: %d device(s) read through NVML", S->gpu_baseline->n);
+}
+
+bool
+kg__gpuhealth_needs_reset(kg_sup_t *S, const char *family, const char *text, char **why)
+{
+  *why = NULL;
+  kg_gpuhealth_reading_t *now = malloc(sizeof *now);
+  if (!now || s_read(S, now) != 0) {
+    free(now);
+    return false;   /* no reading: the policy decides, as without NVML */
+  }
+  kg_gpuhealth_result_t res;
+  kg_gpuhealth_verdict_t v = kg_gpuhealth_judge(S->gpu_baseline, now, family, text, &res);
+  kg_incident_t *incident = S->incidents.current.incident;
+  cJSON *rec = incident ? kg_gpuhealth_record(S->gpu_baseline, now, &res) : NULL;
+  if (rec) {
+    cJSON_DeleteItemFromObject(kg_incident_json(incident), "gpu_health");
+    cJSON_AddItemToObject(kg_incident_json(incident), "gpu_health", rec);
+  }
+  char line[512];
+  kg_gpuhealth_line(now, &res, line, sizeof line);
+  free(now);
+  if (v != KG_GPUHEALTH_NEEDS_RESET) {
+    kg_info("GPU health before the restart: %s", line);
+    return false;
+  }
+  char buf[1024];
+  snprintf(buf, sizeof buf,
+           "%s. Drain this node: nothing more runs on this GPU until it is reset "
+           "(`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER` shows why; the node's "
+           "administrator resets it); run the notebook on another GPU or machine.", line);
+  *why = strdup(buf);
+  return *why != NULL;
 }
 
 /* ---- the pre-flight ------------------------------------------------------------ */
@@ -43,6 +122,7 @@ void
 kg__preflight_kernel_started(kg_sup_t *S, bool after_sticky)
 {
   S->preflight_after_sticky = after_sticky;
+  s_baseline(S);   /* once, before the first kernel touches a device */
   if (!kg_preflight_should_start(S->preflight, S->kernel_starts == 1, after_sticky)) {
     kg_preflight_cancel(S->preflight);
     return;

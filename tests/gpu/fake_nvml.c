@@ -20,6 +20,8 @@
       lookup in this process on (default K = 0: from the first); before
       that the device reads clean. kguard looks each device up once per
       reading, so after=1 leaves the baseline clean and spoils the next.
+      The library is linked -z nodelete: kguard unloads NVML after each
+      reading, and the counts must span its readings.
 */
 #include <stdio.h>
 #include <stdlib.h>

@@ -25,7 +25,7 @@ static kg_gpuhealth_verdict_t
 s_twice(const char *scenario, const char *visible, kg_gpuhealth_result_t *res,
         kg_gpuhealth_reading_t *now)
 {
-  kg_nvml_t *nvml = s_fake(scenario, "2");
+  kg_nvml_t *nvml = s_fake(scenario, "4");
   KG_CHECK(kg_nvml_available(nvml));
   kg_gpuhealth_reading_t base;
   kg_nvml_read(nvml, visible, &base);
@@ -78,17 +78,19 @@ KG_TEST(nvml_ecc_growth_needs_reset)
 
 KG_TEST(nvml_pending_and_lost)
 {
-  static const struct { const char *scenario, *reason; } rows[] = {
-    {"retired-pending:after=1", "retired pages are pending"},
-    {"remap-pending:after=1", "row remapping is pending"},
-    {"remap-failure:after=1", "row remapping failed"},
-    {"lost:after=1", "GPU is lost"},
+  /* the fake stays loaded (its counts span kguard's loads): each row on a
+     device of its own, never looked up before */
+  static const struct { const char *scenario, *visible, *reason; } rows[] = {
+    {"retired-pending:after=1:device=0", "0", "retired pages are pending"},
+    {"remap-pending:after=1:device=1", "1", "row remapping is pending"},
+    {"remap-failure:after=1:device=2", "2", "row remapping failed"},
+    {"lost:after=1:device=3", "3", "GPU is lost"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     kg_gpuhealth_result_t res;
     kg_gpuhealth_reading_t now;
-    /* each row its own library load: the fake's counts start again */
-    KG_CHECK_INT(s_twice(rows[i].scenario, "0", &res, &now), KG_GPUHEALTH_NEEDS_RESET);
+    KG_CHECK_INT(s_twice(rows[i].scenario, rows[i].visible, &res, &now),
+                 KG_GPUHEALTH_NEEDS_RESET);
     KG_CHECK_INT(res.dev, 0);
     KG_CHECK(strstr(res.reason, rows[i].reason) != NULL);
   }
