@@ -17,7 +17,6 @@
 #include "kg_error.h"
 #include "kg_language.h"
 #include "kg_log.h"
-#include "kg_nvml.h"
 
 /* ---- set-up ---------------------------------------------------------------- */
 
@@ -39,8 +38,7 @@ kg__gpu_destroy(kg_sup_t *S)
 {
   kg_preflight_destroy(&S->preflight);
   kg_inband_doctor_destroy(&S->doctor);   /* with the id of the cell it answered */
-  free(S->gpu_baseline);
-  S->gpu_baseline = NULL;
+  kg_gpuwatch_destroy(&S->gpuwatch);
 }
 
 /* ---- the NVML health reading ------------------------------------------------ */
@@ -58,51 +56,32 @@ s_visible(const kg_sup_t *S)
   return NULL;
 }
 
-static int
-s_read(const kg_sup_t *S, kg_gpuhealth_reading_t *out)
-{
-  kg_nvml_t *nvml = kg_nvml_new();
-  if (!nvml)
-    return KG_ENOMEM;
-  kg_nvml_read(nvml, s_visible(S), out);
-  kg_nvml_destroy(&nvml);
-  return 0;
-}
-
 static void
 s_baseline(kg_sup_t *S)
 {
-  if (S->gpu_baseline)
+  if (S->gpuwatch || !(S->gpuwatch = kg_gpuwatch_new(s_visible(S))))
     return;
-  S->gpu_baseline = malloc(sizeof *S->gpu_baseline);
-  if (S->gpu_baseline && s_read(S, S->gpu_baseline) != 0) {
-    free(S->gpu_baseline);
-    S->gpu_baseline = NULL;
-  }
-  if (S->gpu_baseline && S->gpu_baseline->available)
-    kg_info("GPU health baseline: %d device(s) read through NVML", S->gpu_baseline->n);
+  if (kg_gpuwatch_baseline(S->gpuwatch))
+    kg_info("GPU health baseline read through NVML");
 }
 
 bool
 kg__gpuhealth_needs_reset(kg_sup_t *S, const char *family, const char *text, char **why)
 {
   *why = NULL;
-  kg_gpuhealth_reading_t *now = malloc(sizeof *now);
-  if (!now || s_read(S, now) != 0) {
-    free(now);
+  if (!S->gpuwatch)
     return false;   /* no reading: the policy decides, as without NVML */
-  }
   kg_gpuhealth_result_t res;
-  kg_gpuhealth_verdict_t v = kg_gpuhealth_judge(S->gpu_baseline, now, family, text, &res);
+  cJSON *rec = NULL;
+  char line[512];
+  kg_gpuhealth_verdict_t v = kg_gpuwatch_check(S->gpuwatch, family, text, &res, &rec, line,
+                                               sizeof line);
   kg_incident_t *incident = S->incidents.current.incident;
-  cJSON *rec = incident ? kg_gpuhealth_record(S->gpu_baseline, now, &res) : NULL;
-  if (rec) {
+  if (incident && rec) {
     cJSON_DeleteItemFromObject(kg_incident_json(incident), "gpu_health");
     cJSON_AddItemToObject(kg_incident_json(incident), "gpu_health", rec);
-  }
-  char line[512];
-  kg_gpuhealth_line(now, &res, line, sizeof line);
-  free(now);
+  } else
+    cJSON_Delete(rec);
   if (v != KG_GPUHEALTH_NEEDS_RESET) {
     kg_info("GPU health before the restart: %s", line);
     return false;

@@ -41,7 +41,7 @@
 #include "kg_parentwatch.h"
 #include "kg_pending.h"
 #include "kg_policy.h"
-#include "kg_gpuhealth.h"
+#include "kg_gpuwatch.h"
 #include "kg_preflight.h"
 #include "kg_relay_stats.h"
 #include "kg_restore.h"
@@ -255,9 +255,9 @@ struct kg_supervisor_t {
                                     kernel gets                              */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
   kg_inband_doctor_t *doctor;   /*  `%kguard doctor` and the cell it answers */
-  kg_gpuhealth_reading_t *gpu_baseline;   /*  NVML at the first start, for the
-                                    health check before a restart (owned;
-                                    NULL before it)                          */
+  kg_gpuwatch_t *gpuwatch;      /*  NVML's reading at the first start, judged
+                                    again before a restart (NULL before the
+                                    first start)                             */
   kg__hang_t hang;              /*  the heartbeat watch (kg_sup_hang.c)      */
   kg__standby_t standby;        /*  the warm standby (kg_sup_standby.c)      */
 };
