@@ -245,12 +245,14 @@ s_seal(int argc, char **argv)
   }
   printf("%s\n", out);
   fflush(stdout);
-  /* Retention: after this seal, with the public half of the key. */
+  /* Retention: after this seal (a background seal's process prunes only
+     once its own archive is in place), this run's archives only. */
   const kg_keyring_t *keys = NULL;
   if (keep > 0 && o.into && kg_ckpt_cli_keys(&keys) == 0) {
     kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
     kg_ckpt_progress_begin(&prog, "checking %s", o.into);
-    rc = kg_ckpt_retain_prune(o.into, keys, keep, every, NULL, 0, false, &watch, stderr);
+    rc = kg_ckpt_retain_prune(o.into, keys, o.run ? o.run : "default", keep, every, NULL, 0,
+                              false, &watch, stderr);
     kg_ckpt_progress_end(&prog);
     if (rc < 0)
       kg_opt_error("pruning '%s': %s (the seal itself succeeded)", o.into, kg_strerror(rc));

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -349,6 +350,10 @@ kg_ckpt_verify(const char *path, const kg_keyring_t *keys, unsigned flags,
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return kg__ckpt_set(r, -errno, NULL, "cannot open: %s", strerror(errno));
+  /* A reader in progress: pruning takes this lock exclusively, without
+     waiting, and keeps an archive whose lock is held (kg_ckpt_retain.h). */
+  while (flock(fd, LOCK_SH) < 0 && errno == EINTR)
+    ;
   struct stat st;
   int rc;
   if (fstat(fd, &st) < 0) {
