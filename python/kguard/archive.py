@@ -155,41 +155,39 @@ class Archive:
         self.copy_dir = copy_dir
         self.prechecked = bool(prechecked and expect_digest)
         self._ident = None
+        # Read under the archive's shared lock: not pruned while we look.
         lock = _read_lock(archive) if copy_dir is None else None
         try:
             if lock is not None:
                 st = os.fstat(lock)
                 self._ident = (st.st_dev, st.st_ino)
-            self._authenticate(archive, kguard_bin, expect_digest)
+            exe = kguard_bin or os.environ.get("KGUARD_BIN") or "kguard"
+            proc = subprocess.run([exe, "ckpt", "manifest", archive], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, check=False)
+            if proc.returncode != 0:
+                raise CheckpointError(f"{archive}: manifest not authenticated (exit "
+                                      f"{proc.returncode}): {proc.stderr.strip()}")
+            info = json.loads(proc.stdout)
+            self.manifest_digest = info["manifest_digest"]
+            if expect_digest:
+                want = expect_digest.split(":", 1)[-1]
+                if not hmac.compare_digest(want, self.manifest_digest):
+                    raise CheckpointError(
+                        f"{archive}: manifest digest {self.manifest_digest[:16]}... is not the "
+                        f"one kguard verified ({want[:16]}...): the file was replaced")
+            m = info["manifest"]
+            self.manifest = m
+            self.step = m.get("step")
+            self.signer = info.get("signer")
+            if m.get("compression") != "none" and self.copy_dir is None:
+                raise CheckpointError(f"{archive}: compressed ({m.get('compression')}); "
+                                      f"members can only be read from a restored copy")
+            self._listed = {e["path"]: e for e in m["members"]}
+            _check_paths(archive, self._listed)
+            self._offsets = self._locate_copy() if self.copy_dir is not None else self._locate()
         finally:
             if lock is not None:
                 os.close(lock)
-
-    def _authenticate(self, archive, kguard_bin, expect_digest):
-        exe = kguard_bin or os.environ.get("KGUARD_BIN") or "kguard"
-        proc = subprocess.run([exe, "ckpt", "manifest", archive], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, check=False)
-        if proc.returncode != 0:
-            raise CheckpointError(f"{archive}: manifest not authenticated (exit "
-                                  f"{proc.returncode}): {proc.stderr.strip()}")
-        info = json.loads(proc.stdout)
-        self.manifest_digest = info["manifest_digest"]
-        if expect_digest:
-            want = expect_digest.split(":", 1)[-1]
-            if not hmac.compare_digest(want, self.manifest_digest):
-                raise CheckpointError(
-                    f"{archive}: manifest digest {self.manifest_digest[:16]}... is not the "
-                    f"one kguard verified ({want[:16]}...): the file was replaced")
-        m = info["manifest"]
-        self.manifest = m
-        self.step = m.get("step")
-        self.signer = info.get("signer")
-        if m.get("compression") != "none" and self.copy_dir is None:
-            raise CheckpointError(f"{archive}: compressed ({m.get('compression')}); "
-                                  f"members can only be read from a restored copy")
-        self._listed = {e["path"]: e for e in m["members"]}
-        _check_paths(archive, self._listed)
-        self._offsets = self._locate_copy() if self.copy_dir is not None else self._locate()
 
     def _locate(self):
         """Data offset of each listed member, from the tar headers."""
