@@ -211,7 +211,7 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   S->cfg = &a->cfg;
 
   /* Signals first: libzmq's threads must inherit the blocked mask. */
-  static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, 0};
+  static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, KG__PDEATH_SIG, 0};
   signal(SIGPIPE, SIG_IGN);   /* a pipe closed under kguard is a write error */
   S->sig = kg_sigsrc_new(signals);
   if (!S->sig) {
@@ -321,8 +321,8 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg__failing_clear(&S->failing);
   kg__free_envp(&S->kernel_envp);
   kg_rotlog_close(&S->klog);
+  kg_parentwatch_destroy(&S->parent);   /* its sources leave the loop */
   kg_loop_destroy(&S->loop);
-  kg_parentwatch_destroy(&S->parent);
   kg_sigsrc_destroy(&S->sig);
   if (S->own_log) {
     kg_log_set_file(NULL);
@@ -364,6 +364,8 @@ static int
 s_on_signal(kg_loop_t *loop, int sig, void *arg)
 {
   kg_sup_t *S = arg;
+  if (S->parent && kg_parentwatch_signal(S->parent, sig))
+    return KG_LOOP_OK;   /* the launcher watch's hint */
   switch (sig) {
   case SIGCHLD:
     if (kg_kernel_alive(S->kernel) && kg_kernel_reap(S->kernel) == 1)
