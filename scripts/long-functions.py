@@ -61,11 +61,6 @@ EXCEPTIONS = {
     "supervisor/cli/kg_cli_install.c:kg_cli_install_main",
     # Still to split here.
     "common/kg_child.c:kg_child_spawn",
-    "supervisor/cli/kg_cli_doctor.c:s_preflight",
-    "supervisor/cli/kg_cli_doctor.c:kg_cli_doctor_main",
-    "supervisor/cli/kg_cli_incident_show.c:kg_incident_show",
-    "supervisor/cli/kg_cli_kernel.c:kg_cli_kernel_main",
-    "supervisor/cli/kg_cli_restart.c:kg_cli_restart_main",
     "supervisor/eg/kg_eg_args.c:kg_eg_args_parse",
     "supervisor/kernel/kg_sup_guard.c:kg__guard_after_stop",
     "supervisor/kernel/kg_sup_relay.c:kg__dispatch_front",
