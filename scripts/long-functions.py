@@ -60,13 +60,7 @@ EXCEPTIONS = {
     # kguard install: being split by the engineer adding its options.
     "supervisor/cli/kg_cli_install.c:kg_cli_install_main",
     # Still to split here.
-    "common/kg_child.c:kg_child_spawn",
     "supervisor/eg/kg_eg_args.c:kg_eg_args_parse",
-    "supervisor/kernel/kg_sup_guard.c:kg__guard_after_stop",
-    "supervisor/kernel/kg_sup_relay.c:kg__dispatch_front",
-    "supervisor/kernel/kg_sup_relay_kernel.c:s_kernel_iopub",
-    "supervisor/kernel/kg_sup_relay_kernel.c:s_kernel_reply",
-    "supervisor/kernel/kg_supervisor.c:kg_supervisor_new",
 }
 
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
