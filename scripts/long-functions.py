@@ -59,8 +59,6 @@ EXCEPTIONS = {
     "supervisor/exec/kg_exec_cli.c:s_setup",
     # kguard install: being split by the engineer adding its options.
     "supervisor/cli/kg_cli_install.c:kg_cli_install_main",
-    # Still to split here.
-    "supervisor/eg/kg_eg_args.c:kg_eg_args_parse",
 }
 
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
