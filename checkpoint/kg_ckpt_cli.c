@@ -19,6 +19,7 @@
 
 #include "kg_clock.h"
 #include "kg_ckpt_cli_maint.h"
+#include "kg_ckpt_cli_util.h"
 #include "kg_ckpt_cli_resume.h"
 #include "kg_ckpt_inflight.h"
 #include "kg_ckpt_gc.h"
@@ -42,14 +43,6 @@
 #define KGUARD_VERSION "0.1.0"
 #endif
 
-int
-kg_ckpt_cli_usage(const char *msg, const char *arg)
-{
-  fprintf(stderr, "%s: %s%s%s (see %s --help)\n", kg_opt_prog(), msg, arg ? ": " : "",
-          arg ? arg : "", kg_opt_prog());
-  return KG_EXIT_USAGE;
-}
-
 static int
 s_exit_of(int rc)
 {
@@ -59,42 +52,6 @@ s_exit_of(int rc)
   if (s > 0)
     return s;
   return rc == KG_EUSAGE || rc == KG_EEXISTS ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
-}
-
-int
-kg_ckpt_cli_keys(const kg_keyring_t **out)
-{
-  static kg_keyring_t *ring;
-  static int ring_rc;
-  static char why[PATH_MAX + 512];
-  if (!ring && ring_rc == 0)
-    ring = kg_keyring_load(NULL, &ring_rc, why, sizeof why);
-  *out = ring;
-  if (ring)
-    return KG_EXIT_OK;
-  kg_opt_error("%s", why);
-  return ring_rc == KG_EUNSAFEPATH || ring_rc == KG_ECKPT_MALFORMED || ring_rc == KG_ETOOBIG
-           ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
-}
-
-int
-kg_ckpt_cli_need(const char *path, bool dir)
-{
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    if (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))
-      return KG_EXIT_OK;
-    kg_opt_error("%s: %s", dir ? "not a directory" : S_ISDIR(st.st_mode)
-                                                       ? "a directory, not a file"
-                                                       : "not a regular file", path);
-    return KG_EXIT_USAGE;
-  }
-  if (errno == ENOENT || errno == ENOTDIR) {
-    kg_opt_error("no such %s: %s", dir ? "directory" : "file", path);
-    return KG_EXIT_USAGE;
-  }
-  kg_opt_error("cannot read %s: %s", path, strerror(errno));
-  return KG_EXIT_SYSTEM;
 }
 
 static bool
@@ -107,14 +64,6 @@ s_parse_i64(const char *s, int64_t *out)
     return false;
   *out = v;
   return true;
-}
-
-int
-kg_ckpt_cli_progress(const char *value, kg_ckpt_progress_when_t *when)
-{
-  if (kg_ckpt_progress_value(value, when) < 0)
-    return kg_ckpt_cli_usage("--progress is auto, machine or none", value);
-  return 0;
 }
 
 /* ---- seal ----------------------------------------------------------------- */
@@ -211,7 +160,7 @@ s_seal(int argc, char **argv)
   o.sk = sk;
   char out[PATH_MAX], why[512];
   /* Background saves: the previous step's seal finishes first. */
-  if (after && (rc = kg_ckpt_gc_wait_writer(after)) < 0)
+  if (after && (rc = kg_ckpt_writer_wait(after)) < 0)
     kg_opt_error("waiting for '%s': %s (sealing anyway)", after, kg_strerror(rc));
   kg_ckpt_inflight_test_hold("start");
   kg_ckpt_progress_t prog;

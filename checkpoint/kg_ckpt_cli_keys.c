@@ -14,6 +14,7 @@
 
 #include "kg_ckpt_cli.h"
 #include "kg_ckpt_cli_maint.h"
+#include "kg_ckpt_cli_util.h"
 #include "kg_ckpt_cmds.h"
 #include "kg_error.h"
 #include "kg_exit.h"

@@ -12,6 +12,7 @@
 
 #include "kg_clock.h"
 #include "kg_ckpt_cli_maint.h"
+#include "kg_ckpt_cli_util.h"
 #include "kg_ckpt_cmds.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_progress.h"

@@ -1,6 +1,7 @@
 /*  kg_ckpt_cli_maint: `kguard ckpt manifest` (what kguard.resume() reads
     before loading members in place), `kguard ckpt gc` and `prune`. */
 #include "kg_ckpt_cli_maint.h"
+#include "kg_ckpt_cli_util.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>

@@ -15,16 +15,6 @@
 #include "kg_ckpt_seal.h"
 #include "kg_ckpt_util.h"
 
-int
-kg_ckpt_gc_lock(int fd)
-{
-  while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-    if (errno != EINTR)
-      return -errno;
-  }
-  return 0;
-}
-
 /*  Remove name when no writer holds its lock. Returns 1 removed, 2 busy
     (a writer holds it), 0 left alone (gone meanwhile, not ours), -errno. */
 static int
@@ -37,7 +27,7 @@ s_collect(int dfd, const char *name, unsigned long long *bytes)
   int rc = fstat(fd, &st) < 0 ? -errno : 0;
   if (rc == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
     rc = 0; /* not ours: leave it */
-  else if (rc == 0 && kg_ckpt_gc_lock(fd) < 0)
+  else if (rc == 0 && kg_ckpt_writer_lock(fd) < 0)
     rc = 2;
   else if (rc == 0) {
     /* Still the same file under that name? (a rename may have raced) */
@@ -116,21 +106,4 @@ kg_ckpt_gc(const char *dir, int64_t copies_before_ms, kg_ckpt_gc_stats_t *stats)
   }
   closedir(d);
   return first;
-}
-
-int
-kg_ckpt_gc_wait_writer(const char *path)
-{
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return errno == ENOENT ? 0 : -errno;
-  int rc = 0;
-  while (flock(fd, LOCK_EX) < 0) {
-    if (errno != EINTR) {
-      rc = -errno;
-      break;
-    }
-  }
-  close(fd);
-  return rc;
 }

@@ -6,7 +6,8 @@
     temporary, `kguard.save` (python) on its ".kguard-save-XXXXXX" staging
     directory. The kernel drops a lock when its holder dies, however it
     dies, so a temporary whose lock can be taken has no writer any more and
-    is removed; one still locked is left alone. Copies of zstd checkpoints
+    is removed; one still locked is left alone (the lock itself:
+    kg_ckpt_writer_lock, kg_ckpt_util.h). Copies of zstd checkpoints
     (".restored-<incident>", and restore's ".<that>.restore-*" temporaries)
     are removed when their incident's fault time (from the marker
     ".incident-<incident>", kg_ckpt_retain.h; none: any time) is before
@@ -36,14 +37,5 @@ typedef struct {
     stats may be NULL. Returns 0 (a missing dir is empty) or the first
     -errno met; the rest is still attempted. */
 int kg_ckpt_gc(const char *dir, int64_t copies_before_ms, kg_ckpt_gc_stats_t *stats);
-
-/*  Take the writer's lock on the open fd (exclusive, non-blocking).
-    Returns 0 or -errno. */
-int kg_ckpt_gc_lock(int fd);
-
-/*  Wait (blocking) until no writer holds the lock on path (a staging
-    directory or temporary), then return 0. A path that does not exist has
-    no writer: 0 at once. Returns -errno on other errors. */
-int kg_ckpt_gc_wait_writer(const char *path);
 
 #endif

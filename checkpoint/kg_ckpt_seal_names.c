@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kg_ckpt_gc.h"
 #include "kg_ckpt_seal.h"
+#include "kg_ckpt_util.h"
 #include "kg_error.h"
 
 /* ---- names and the atomic commit --------------------------------------- */
@@ -47,7 +47,7 @@ kg_ckpt_seal_rename_noreplace(const char *from, const char *to)
   return 0;
 }
 
-/*  mkostemp the template and take the writer's lock (kg_ckpt_gc.h). A gc
+/*  mkostemp the template and take the writer's lock (kg_ckpt_writer_lock). A gc
     may remove the name between the two steps (the file is not locked yet):
     then try again with a fresh name. Returns 0 with *fd set, or -errno. */
 int
@@ -60,7 +60,7 @@ kg_ckpt_seal_tmp_create(char *tmpl, int *fd)
     if (f < 0)
       return -errno;
     struct stat mine, named;
-    int rc = kg_ckpt_gc_lock(f);
+    int rc = kg_ckpt_writer_lock(f);
     if (rc == 0 && fstat(f, &mine) == 0 && stat(tmpl, &named) == 0
         && mine.st_ino == named.st_ino && mine.st_dev == named.st_dev) {
       *fd = f;

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 /*  mkostemp the template (ending in XXXXXX) and take the writer's lock
-    (kg_ckpt_gc.h); a gc removing the name before the lock was taken makes
+    (kg_ckpt_writer_lock, kg_ckpt_util.h); a gc removing the name before the lock was taken makes
     it try a fresh name. Returns 0 with *fd set, or -errno. */
 int kg_ckpt_seal_tmp_create(char *tmpl, int *fd);
 

@@ -316,7 +316,7 @@ kg_ckpt_set_try_index(const char *dir, const unsigned char *sk, const char *run,
   }
   lockfd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (lockfd >= 0)
-    kg_ckpt_gc_lock(lockfd);
+    kg_ckpt_writer_lock(lockfd);
   char file[PATH_MAX + 32];
   snprintf(file, sizeof file, "%s/" KG_CKPT_SET_MEMBER, stage);
   rc = kg_file_write_atomic(file, json, strlen(json), 0666 & ~kg_file_umask());

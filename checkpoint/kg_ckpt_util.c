@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -279,3 +280,30 @@ kg_ckpt_fail(char *why, size_t size, int rc, const char *fmt, const char *arg)
   return rc;
 }
 #pragma GCC diagnostic pop
+
+int
+kg_ckpt_writer_lock(int fd)
+{
+  while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    if (errno != EINTR)
+      return -errno;
+  }
+  return 0;
+}
+
+int
+kg_ckpt_writer_wait(const char *path)
+{
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : -errno;
+  int rc = 0;
+  while (flock(fd, LOCK_EX) < 0) {
+    if (errno != EINTR) {
+      rc = -errno;
+      break;
+    }
+  }
+  close(fd);
+  return rc;
+}

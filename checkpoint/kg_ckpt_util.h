@@ -1,5 +1,6 @@
 /*  kg_ckpt_util: small helpers the checkpoint classes share: time stamps,
-    member-name checks, directory fsync and careful tree removal.
+    member-name checks, directory fsync, careful tree removal and the
+    writers' lock.
 
     Nothing here allocates on behalf of the caller unless it says so.
 */
@@ -73,5 +74,15 @@ int kg_ckpt_opendir(const char *dir, DIR **d);
 int kg_ckpt_fail(char *why, size_t size, int rc, const char *fmt, const char *arg);
 
 void kg_ckpt_hex(const unsigned char *bin, size_t len, char *out);
+
+/*  Take the writer's lock on the open fd (exclusive, non-blocking):
+    every writer holds it on what it writes, and a gc removes only what it
+    can lock (kg_ckpt_gc.h). Returns 0 or -errno. */
+int kg_ckpt_writer_lock(int fd);
+
+/*  Wait (blocking) until no writer holds the lock on path (a staging
+    directory or temporary), then return 0. A path that does not exist has
+    no writer: 0 at once. Returns -errno on other errors. */
+int kg_ckpt_writer_wait(const char *path);
 
 #endif

@@ -6,6 +6,7 @@
     kg_ckpt_verify.c   the entry point, the manifest, the members' headers
     kg_ckpt_reader.c   the reader and checking members in place
     kg_ckpt_verify_zip.c  plain zip files (torch.save)
+    kg_ckpt_verdict.c  the report setters, below the three others
 */
 #ifndef KG_CKPT_VERIFY_PRIV_H
 #define KG_CKPT_VERIFY_PRIV_H

@@ -12,12 +12,6 @@
 #define KGUARD_VERSION "unknown"
 #endif
 
-const kg_opt_t kg_opt_standard[] = {
-  {KG_OPT_ID_HELP, 'h', "help", NULL, "print this help and exit", 0},
-  {KG_OPT_ID_VERSION, 0, "version", NULL, "print kguard's version and exit", 0},
-  {0, 0, NULL, NULL, NULL, 0},
-};
-
 static char s_prog[64] = "kguard";
 
 const char *

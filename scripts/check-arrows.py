@@ -8,7 +8,8 @@ stand in this order ("A < B": B may use A):
     common < checkpoint
     common < ipc < diag < gpu < kernel < cli
     common < ipc < diag < kernel/decide < kernel/peers < kernel
-    common < ipc < diag < exec, run
+    common < ipc < diag < gpu < exec
+    common < ipc < diag < run
     common < ipc < eg
     every library < main (supervisor/main.c, which only dispatches)
 
@@ -24,16 +25,16 @@ the linker sees is what calls what). The check fails naming
   * every private header included from another folder;
   * every circle of libraries (a strongly connected component of the
     library graph), with one arrow per step as a witness;
-  * every circle of files among the kernel supervisor's libraries (main,
-    cli, kernel, gpu, kernel/peers, kernel/decide, diag, run): A calls B and B, maybe through
-    others, calls A back;
+  * every circle of files, in every library: A calls B and B, maybe
+    through others, calls A back (a lower file tells a higher one through
+    an event, a callback or a table, never by calling it);
   * every source file (.c/.h) under supervisor/ ipc/ checkpoint/ common/
     longer than MAX_LINES.
 
 Usage: check-arrows.py BUILD_DIR [SOURCE_DIR]    (exit 0 clean, 1 findings,
 2 bad usage or no object files: build first). `--graph` prints every call
-arrow between files; `--layers` prints the files of the file-cycle check by
-layer (0: calls no other file of it; n: calls files of layers below n only),
+arrow between files; `--layers` prints each library's files by layer (0:
+calls no other file of its library; n: calls files of layers below n only),
 when there is no cycle. Needs `nm` (binutils).
 """
 import os
@@ -61,14 +62,14 @@ LIBRARIES = [
     ("peers", "supervisor/kernel/peers", ["decide"]),
     ("kernel", "supervisor/kernel", ["gpu", "peers"]),
     ("cli", "supervisor/cli", ["kernel"]),
-    ("exec", "supervisor/exec", ["diag"]),
+    ("exec", "supervisor/exec", ["gpu"]),
     ("run", "supervisor/run", ["diag"]),
     ("eg", "supervisor/eg", ["ipc"]),
     ("main", "supervisor", ["checkpoint", "cli", "exec", "run", "eg"]),
 ]
 
-# The libraries whose files must not call each other in a circle.
-FILE_CYCLE_LIBRARIES = {"main", "cli", "kernel", "gpu", "peers", "decide", "diag", "run"}
+# The libraries whose files must not call each other in a circle: all.
+FILE_CYCLE_LIBRARIES = {name for name, _, _ in LIBRARIES}
 
 LINE_DIRS = ["supervisor", "ipc", "checkpoint", "common"]
 
@@ -344,10 +345,13 @@ def main(argv):
     for rel, n in long_files:
         print(f"too long: {rel}: {n} lines (limit {MAX_LINES})")
     if "--layers" in argv and not cycles:
-        layers = s_layers(file_graph)
-        for n in range(max(layers.values(), default=-1) + 1):
-            names = sorted(os.path.relpath(f, "supervisor") for f, l in layers.items() if l == n)
-            print(f"layer {n}: " + " ".join(names))
+        for name, src_dir, _ in LIBRARIES:
+            own = {f: {c: s for c, s in callees.items() if library[c] == name}
+                   for f, callees in file_graph.items() if library[f] == name}
+            layers = s_layers(own)
+            for n in range(max(layers.values(), default=-1) + 1):
+                names = sorted(os.path.relpath(f, src_dir) for f, l in layers.items() if l == n)
+                print(f"{name} layer {n}: " + " ".join(names))
     private = len(findings) - upward
     print(f"check-arrows: {len(sources)} source files, {len(objects)} objects in "
           f"{len(LIBRARIES)} libraries; {upward} arrow(s) back up, {private} private "

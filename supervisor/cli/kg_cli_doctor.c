@@ -370,6 +370,25 @@ s_parse_args(kg_opt_parser_t *p, s_args_t *a)
   return -1;
 }
 
+/*  report["kguard"]: which kguard this is: with a pip install beside a
+    Debian one, the first question is which of them runs. */
+static void
+s_whoami(cJSON *report, const char *self)
+{
+  char prefix[PATH_MAX], envp[PATH_MAX];
+  cJSON *me = cJSON_AddObjectToObject(report, "kguard");
+  cJSON_AddStringToObject(me, "executable", self);
+  cJSON_AddStringToObject(me, "install", kg_paths_install_kind(prefix, sizeof prefix));
+  if (*prefix)
+    cJSON_AddStringToObject(me, "prefix", prefix);
+  else
+    cJSON_AddNullToObject(me, "prefix");
+  if (kg_paths_env_prefix(envp, sizeof envp) == 0)
+    cJSON_AddStringToObject(me, "python_env", envp);
+  else
+    cJSON_AddNullToObject(me, "python_env");
+}
+
 /*  report["kernel"]: the kernel judged (spec, chosen for why, or --python,
     or the default). Applies the kernelspec's variables to this process,
     since they apply to what its kernel will see. Returns the interpreter
@@ -499,6 +518,7 @@ s_judge(kg_opt_parser_t *p, const s_args_t *a, char *self)
     s_start_check(e, self);
   cJSON *report = cJSON_CreateObject();
   cJSON_AddNumberToObject(report, "kguard_doctor", 1);
+  s_whoami(report, self);
   const char *interp = s_kernel(report, spec, why, a->python);
   bool diag_run = false;
   cJSON_AddItemToObject(report, "env", s_env_list(&diag_run));

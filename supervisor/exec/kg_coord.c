@@ -4,7 +4,7 @@
     key, a monitor that sees connections failing the handshake), its files
     in the shared checkpoint directory, and its loop. What it does with the
     nodes' messages: kg_coord_join.c (joining), kg_coord_decide.c (faults
-    and decisions). */
+    and decisions); what it says to them: kg_coord_send.c. */
 #include "kg_coord.h"
 #include "kg_coord_priv.h"
 
@@ -33,82 +33,6 @@
 
 #define S_MAX_NODES 4096
 #define S_MONITOR "inproc://kguard-coord-monitor"
-
-/* ---- sending ------------------------------------------------------------ */
-
-void
-kg_coord_send(kg_coord_s *C, int node, const cJSON *msg)
-{
-  kg_coord_node_t *n = &C->nodes[node];
-  if (!n->id_len)
-    return;
-  char *text = cJSON_PrintUnformatted(msg);
-  if (!text)
-    return;
-  /* Never block the loop on a node that stopped reading. */
-  if (zmq_send(C->router, n->id, n->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
-    zmq_send(C->router, text, strlen(text), ZMQ_DONTWAIT);
-  if (C->loop)
-    kg_loop_sent(C->loop, C->router);   /* the send may have taken the input's edge */
-  free(text);
-}
-
-void
-kg_coord_broadcast(kg_coord_s *C, const cJSON *msg)
-{
-  for (int i = 0; i < C->nnodes; i++)
-    kg_coord_send(C, i, msg);
-}
-
-void
-kg_coord_write_decision(kg_coord_s *C, const cJSON *decision)
-{
-  int rc = kg_coord_store_write_decision(C->store, &C->keys, decision);
-  if (rc != 0)
-    kg_warning("coordinator: cannot write the decision into %s/.kguard/decisions: %s",
-               C->ckpt_dir, kg_strerror(rc));
-}
-
-int
-kg_coord_end(kg_coord_s *C, int code, const char *reason)
-{
-  cJSON *d = cJSON_CreateObject();
-  cJSON_AddStringToObject(d, "type", "decision");
-  cJSON_AddStringToObject(d, "action", "end");
-  cJSON_AddNumberToObject(d, "code", code);
-  cJSON_AddNumberToObject(d, "gen", C->gen);
-  cJSON_AddStringToObject(d, "reason", reason);
-  kg_coord_broadcast(C, d);
-  kg_coord_write_decision(C, d);
-  cJSON_Delete(d);
-  return code;
-}
-
-void
-kg_coord_add_ports(kg_coord_s *C, cJSON *msg)
-{
-  int port = kg_coord_free_port();
-  if (port > 0)
-    cJSON_AddNumberToObject(msg, "master_port", port);
-  if (kg_exec_store_ready(C->rstore))
-    cJSON_AddNumberToObject(msg, "store_port", kg_exec_store_port(C->rstore));
-}
-
-int
-kg_coord_free_port(void)
-{
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return 0;
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (bind(fd, (struct sockaddr *) &a, sizeof a) == 0
-      && getsockname(fd, (struct sockaddr *) &a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
 
 /* ---- receiving ---------------------------------------------------------- */
 

@@ -42,11 +42,4 @@
     process exit code. */
 int kg_coord_main(int argc, char **argv);
 
-/*  A TCP port free on every interface of this host now, for a
-    generation's rendezvous store (rank 0 serves it, torch's TCPStore):
-    the kernel's pick, so a new one each time; 0 when none could be had.
-    Another program could take it before rank 0 does (a small window, as
-    torchrun's agent has when it picks MASTER_PORT). */
-int kg_coord_free_port(void);
-
 #endif

@@ -1,7 +1,10 @@
 /*  kg_coord_priv: the coordinator's state, shared by its files
     (kg_coord.c the process, its sockets and loop; kg_coord_join.c the
-    nodes joining the job; kg_coord_decide.c faults and decisions). Not a
-    public interface; the protocol is in kg_coord.h. */
+    nodes joining the job; kg_coord_decide.c faults and decisions;
+    kg_coord_send.c what it says to the nodes). Calls run one way:
+    kg_coord.c calls kg_coord_join.c and kg_coord_decide.c, which call
+    kg_coord_send.c; none calls back up.
+    Not a public interface; the protocol is in kg_coord.h. */
 #ifndef KG_COORD_PRIV_H
 #define KG_COORD_PRIV_H
 
@@ -58,9 +61,14 @@ typedef struct kg_coord_s {
   kg_exec_store_t *rstore;    /* the ranks' rendezvous store, or NULL         */
 } kg_coord_s;
 
-/*  kg_coord.c */
+/*  kg_coord_send.c */
+/*  msg to one node (never waits for a node that stopped reading); nothing
+    for a node never heard from. msg stays the caller's. */
 void kg_coord_send(kg_coord_s *C, int node, const cJSON *msg);
+/*  msg to every node. */
 void kg_coord_broadcast(kg_coord_s *C, const cJSON *msg);
+/*  The decision into the shared directory with the job's MAC (a warning
+    when it cannot be written). */
 void kg_coord_write_decision(kg_coord_s *C, const cJSON *decision);
 /*  End the job for every node: an "end" decision with code and reason,
     broadcast and written. Returns code. */

@@ -20,35 +20,10 @@
 #include "kg_log.h"
 
 void
-kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg)
-{
-  assert(E);
-  if (kg_fsm_queue(E->fsm, (int) kind, arg) != 0)
-    kg_error("exec: event queue full, %s dropped", kg_ex_event_names[kind]);
-}
-
-void
 kg_ex_run_queue(kg_exec_s *E)
 {
   assert(E);
   kg_fsm_run(E->fsm, kg_clock_mono_ms());
-}
-
-void
-kg_ex_enter(kg_exec_s *E, kg_ex_state_t state)
-{
-  assert(E);
-  E->state = state;
-  E->entered = true;
-}
-
-void
-kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status)
-{
-  E->outcome = outcome;
-  E->outcome_status = status;
-  E->exit_code = kg_exec_exit_code(outcome, status);
-  kg_ex_enter(E, KG_EX_DONE);
 }
 
 /*  Stop the whole group with sig, then KILL after grace_ms; what follows
@@ -63,19 +38,6 @@ s_stop(kg_exec_s *E, int sig, int64_t grace_ms, kg_ex_then_t then)
   kg_ex_enter(E, KG_EX_STOPPING);
   if (kg_ex_group_gone(E))
     kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
-}
-
-/*  End with outcome: at once, or once the tree is gone when it still
-    stops. */
-void
-kg_ex_finish(kg_exec_s *E, kg_exec_outcome_t outcome)
-{
-  if (E->state == KG_EX_STOPPING) {
-    E->outcome = outcome;
-    E->then = KG_EX_THEN_EXIT;
-  } else {
-    kg_ex_done(E, outcome, 0);
-  }
 }
 
 static void
@@ -135,6 +97,37 @@ s_kill_proven(kg_exec_s *E, kg_ex_then_t then)
   E->killed = true;
 }
 
+/*  Before the policy: a GPU of the job that needs a reset is never
+    restarted on, whatever the fault (the same-fault-twice rule is for the
+    code's faults). True when it ends the job: 200, for other hardware. */
+static bool
+s_hardware(kg_exec_s *E, const kg_match_t *m, const char *why)
+{
+  kg_gpuhealth_result_t res;
+  cJSON *rec = NULL;
+  char line[sizeof E->hw_line];
+  if (!E->gpuwatch
+      || kg_gpuwatch_check(E->gpuwatch, m && m->family ? m->family->id : NULL,
+                           m ? m->line : NULL, &res, &rec, line, sizeof line)
+           != KG_GPUHEALTH_NEEDS_RESET) {
+    cJSON_Delete(rec);
+    return false;
+  }
+  snprintf(E->hw_line, sizeof E->hw_line, "%s", line);
+  kg_error("exec: %s; drain this node: ending with 200 so the scheduler runs the job on "
+           "other hardware (no restart on this GPU)", line);
+  kg_ex_incident_begin(E, "hardware", line);
+  cJSON *inc = kg_incident_json(E->incident);
+  cJSON_AddStringToObject(inc, "proof", why);
+  cJSON_AddStringToObject(inc, "action", "drain this node");
+  if (rec)
+    cJSON_AddItemToObject(inc, "gpu_health", rec);
+  kg_ex_incident_write(E);
+  E->outcome = KG_EXEC_OUT_HARDWARE;
+  s_kill_proven(E, KG_EX_THEN_EXIT);
+  return true;
+}
+
 /*  Proof of a sticky fault: decide with the policy, record, stop. */
 static void
 s_fault(kg_exec_s *E, const char *why)
@@ -160,6 +153,8 @@ s_fault(kg_exec_s *E, const char *why)
     s_kill_proven(E, KG_EX_THEN_REPORT);
     return;
   }
+  if (s_hardware(E, m, why))
+    return;
   int64_t delay = 0;
   const char *reason = NULL;
   kg_policy_action_t act = kg_policy_decide(E->policy, kg_clock_mono_ms(), E->signature,
@@ -497,18 +492,6 @@ static const kg_fsm_row_t s_rows[KG_EX_STATE_COUNT] = {
   [KG_EX_DONE] = {NULL, 0, KG_FSM_NONE},
   [KG_EX_JOINING] = {s_enter_joining, 0, KG_EXE_DEADLINE},
   [KG_EX_WAITING] = {NULL, KG_EX_DECISION_WAIT_MS, KG_EXE_DEADLINE},
-};
-
-const char *const kg_ex_state_names[KG_EX_STATE_COUNT] = {
-#define KG_EX_STATE_NAME(n) #n,
-  KG_EX_STATES(KG_EX_STATE_NAME)
-#undef KG_EX_STATE_NAME
-};
-
-const char *const kg_ex_event_names[KG_EXE_COUNT] = {
-#define KG_EX_EVENT_NAME(n) #n,
-  KG_EX_EVENTS(KG_EX_EVENT_NAME)
-#undef KG_EX_EVENT_NAME
 };
 
 /*  The next function: the decision code, which names the state (if any)

@@ -1,7 +1,10 @@
 /*  kg_exec_priv: the state of one `kguard exec` run, shared by its files
-    (kg_exec.c the decisions on the state engine, kg_exec_loop.c the loop and reaping,
-    kg_exec_env.c the command's environment and the incident). Not a
-    public interface. */
+    (kg_exec_cli.c the setup and teardown, kg_exec_loop.c the loop,
+    kg_exec.c the decisions on the state engine, kg_exec_restart.c the
+    restore, kg_exec_join.c and kg_exec_node.c the coordinator's link,
+    kg_exec_ranks.c and kg_exec_standby.c the process tree, kg_exec_env.c
+    the command's environment and the incident, kg_exec_output.c the
+    output, kg_exec_event.c the event sink). Not a public interface. */
 #ifndef KG_EXEC_PRIV_H
 #define KG_EXEC_PRIV_H
 
@@ -14,6 +17,7 @@
 #include "kg_diagnosis.h"
 #include "kg_exec.h"
 #include "kg_exec_devmem.h"
+#include "kg_gpuwatch.h"
 #include "kg_exec_log.h"
 #include "kg_exec_store.h"
 #include "kg_fdq.h"
@@ -121,6 +125,9 @@ typedef struct kg_exec_s {
 
   int generation;               /* starts of the command, from 0             */
   kg_exec_devmem_t *devmem;     /* the driver's view of device memory          */
+  kg_gpuwatch_t *gpuwatch;      /* NVML's reading at the start, judged again
+                                   after a fault                               */
+  char hw_line[512];            /* HARDWARE: the GPU and why it needs a reset */
   bool devmem_said;             /* "no driver to ask" logged                   */
   int64_t devmem_until;         /* monotonic: the wait for it ends, 0 none     */
   int standby_failures;         /* standbys that died before use               */
@@ -161,14 +168,15 @@ typedef struct kg_exec_s {
   bool agent_store;             /* this generation's ranks use a kept store    */
 } kg_exec_s;
 
-/*  kg_exec.c: the decisions, on kg_fsm. */
-/*  The machine for E in its first state (RUNNING, or JOINING for a node
-    of several). 0 or KG_ENOMEM. */
-int kg_ex_states_start(kg_exec_s *E, kg_ex_state_t initial);
+/*  The files below, each calling only those listed before it (and the
+    pure rules, kg_exec_rule.c), never back up: an event that a lower file
+    sees is queued (kg_ex_fire) and applied later by the decisions, from
+    the queue. */
+
+/*  kg_exec_event.c: the event sink and the outcome. */
 /*  Queue an event; applied by kg_ex_run_queue, after what the wake-up
     brought has been gathered (inside a transition: after it). */
 void kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg);
-void kg_ex_run_queue(kg_exec_s *E);
 /*  Inside a transition: it leads to state (the last call wins); entering
     arms the state's deadline (kg_exec_states.h). */
 void kg_ex_enter(kg_exec_s *E, kg_ex_state_t state);
@@ -179,54 +187,34 @@ void kg_ex_done_code(kg_exec_s *E, int code);
 /*  End with outcome: at once, or once the tree is gone while it stops. */
 void kg_ex_finish(kg_exec_s *E, kg_exec_outcome_t outcome);
 
-/*  kg_exec_restart.c: after a proven fault. */
-/*  Start choosing the checkpoint (one node): at once, also while the tree
-    still stops. */
-void kg_ex_restore(kg_exec_s *E);
-/*  The checkpoint helper ended (one node: resume-prepare; several: a
-    quarantine or restore of this node's ranks). */
-void kg_ex_helper_done(kg_exec_s *E);
-/*  The coordinator's decision, once this node's tree stopped. */
-void kg_ex_decision(kg_exec_s *E);
-/*  The coordinator ends the job while this node still runs. */
-void kg_ex_end_early(kg_exec_s *E);
-/*  May the ranks start again on these devices (memory released)? When
-    not yet, the deadline is re-armed. */
-bool kg_ex_devices_free(kg_exec_s *E);
-
-/*  kg_exec_loop.c */
-int kg_ex_loop(kg_exec_s *E);
+/*  kg_exec_output.c: the ranks' and the helper's pipes, kguard's stdout
+    and stderr. */
+/*  Start the checkpoint helper (argv, output captured), forgetting its
+    previous answer. 0 or a negative code. */
+int kg_ex_start_helper(kg_exec_s *E, char **argv);
 /*  Read what is in rank r's pipe (which = 1 stdout, 2 stderr): pass it
     through, keep it, diagnose it. */
 void kg_ex_read_rank(kg_exec_s *E, int r, int which);
 /*  Read what is in the helper's pipes (its answer on stdout is kept). */
 void kg_ex_read_helper(kg_exec_s *E);
-
 /*  Pass len bytes of the group's output (or kguard's own line) to kguard's
     stdout (which 1) or stderr (2) through its queue: never waits for the
     reader; what a stopped reader made it drop is said once it reads again. */
 void kg_ex_output(kg_exec_s *E, int which, const char *buf, size_t len);
-
+/*  kguard's stdout (which 1) or stderr (2) is writable: write what its
+    queue holds, and say what it dropped (or that its reader is gone). */
+void kg_ex_output_flush(kg_exec_s *E, int which);
 /*  At the end (once): what the queues still hold goes out, waiting for
     slow readers at most a few seconds in all. */
 void kg_ex_output_drain(kg_exec_s *E);
-int kg_ex_start_helper(kg_exec_s *E, char **argv);
 
-/*  kg_exec_ranks.c: the process tree. */
-int kg_ex_ranks_new(kg_exec_s *E);
-void kg_ex_ranks_destroy(kg_exec_s *E);
-/*  Start every rank (the command) for the next generation. Returns 0 or a
-    negative code (nothing left running). */
-int kg_ex_start_command(kg_exec_s *E);
-/*  sig to every rank's process group and to every process of the tree
-    that left it (never the helper, the coordinator or a standby). */
-void kg_ex_kill_tree(kg_exec_s *E, int sig);
-/*  sig to one rank's process group. */
-void kg_ex_kill_rank(kg_exec_s *E, int rank, int sig);
-/*  Nothing of the command is left. */
-bool kg_ex_group_gone(kg_exec_s *E);
-/*  Reap every ended child, firing the events they mean. */
-void kg_ex_reap(kg_exec_s *E);
+/*  kg_exec_env.c */
+char **kg_ex_build_env(kg_exec_s *E, int rank);
+void kg_ex_free_env(char ***envp_p);
+void kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason);
+void kg_ex_incident_write(kg_exec_s *E);
+/*  Once the tree is gone: every exit and torchrun's error file, rewritten. */
+void kg_ex_incident_refresh(kg_exec_s *E);
 
 /*  kg_exec_standby.c: warm standby ranks. */
 /*  Can this command have standbys? If not, why (usage). */
@@ -246,13 +234,21 @@ bool kg_ex_standby_spared(const kg_exec_s *E, pid_t pid);
 bool kg_ex_standby_promote(kg_exec_s *E, int r);
 void kg_ex_standby_stop(kg_exec_s *E, int r);
 
-/*  kg_exec_env.c */
-char **kg_ex_build_env(kg_exec_s *E, int rank);
-void kg_ex_free_env(char ***envp_p);
-void kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason);
-void kg_ex_incident_write(kg_exec_s *E);
-/*  Once the tree is gone: every exit and torchrun's error file, rewritten. */
-void kg_ex_incident_refresh(kg_exec_s *E);
+/*  kg_exec_ranks.c: the process tree. */
+int kg_ex_ranks_new(kg_exec_s *E);
+void kg_ex_ranks_destroy(kg_exec_s *E);
+/*  Start every rank (the command) for the next generation. Returns 0 or a
+    negative code (nothing left running). */
+int kg_ex_start_command(kg_exec_s *E);
+/*  sig to every rank's process group and to every process of the tree
+    that left it (never the helper, the coordinator or a standby). */
+void kg_ex_kill_tree(kg_exec_s *E, int sig);
+/*  sig to one rank's process group. */
+void kg_ex_kill_rank(kg_exec_s *E, int rank, int sig);
+/*  Nothing of the command is left. */
+bool kg_ex_group_gone(kg_exec_s *E);
+/*  Reap every ended child, firing the events they mean. */
+void kg_ex_reap(kg_exec_s *E);
 
 /*  kg_exec_node.c */
 int kg_ex_node_open(kg_exec_s *E);
@@ -273,9 +269,36 @@ int kg_ex_node_list_next(kg_exec_s *E);
 void kg_ex_node_listed(kg_exec_s *E);
 /*  Tell the coordinator this node's tree is gone, with its listing. */
 void kg_ex_node_send_stopped(kg_exec_s *E);
+
+/*  kg_exec_join.c: joining the coordinator. */
 /*  One event while joining (state KG_EX_JOINING). */
 void kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev);
 /*  The link's handshake events (the monitor socket is readable). */
 void kg_ex_node_monitor(kg_exec_s *E);
+
+/*  kg_exec_restart.c: after a proven fault. */
+/*  Start choosing the checkpoint (one node): at once, also while the tree
+    still stops. */
+void kg_ex_restore(kg_exec_s *E);
+/*  The checkpoint helper ended (one node: resume-prepare; several: a
+    quarantine or restore of this node's ranks). */
+void kg_ex_helper_done(kg_exec_s *E);
+/*  The coordinator's decision, once this node's tree stopped. */
+void kg_ex_decision(kg_exec_s *E);
+/*  The coordinator ends the job while this node still runs. */
+void kg_ex_end_early(kg_exec_s *E);
+/*  May the ranks start again on these devices (memory released)? When
+    not yet, the deadline is re-armed. */
+bool kg_ex_devices_free(kg_exec_s *E);
+
+/*  kg_exec.c: the decisions, on kg_fsm. */
+/*  The machine for E in its first state (RUNNING, or JOINING for a node
+    of several). 0 or KG_ENOMEM. */
+int kg_ex_states_start(kg_exec_s *E, kg_ex_state_t initial);
+/*  Apply the queued events, each a transition of the machine. */
+void kg_ex_run_queue(kg_exec_s *E);
+
+/*  kg_exec_loop.c: the reactor; the run's exit code once it is done. */
+int kg_ex_loop(kg_exec_s *E);
 
 #endif

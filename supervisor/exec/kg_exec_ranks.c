@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "kg_clock.h"
-#include "kg_coord.h"
 #include "kg_diagnosis.h"
 #include "kg_error.h"
 #include "kg_log.h"
@@ -72,7 +71,7 @@ kg_ex_start_command(kg_exec_s *E)
       E->agent_store = true;   /* the kept store, as torchrun's agent store */
       E->master_port = E->multi ? E->store_port : kg_exec_store_port(E->store);
     } else if (!E->multi) {
-      E->master_port = kg_coord_free_port();
+      E->master_port = kg_exec_store_free_port();
     }
     if (E->master_port <= 0) {
       kg_error("exec: no free port for the ranks' rendezvous (MASTER_PORT); pass --master-port");

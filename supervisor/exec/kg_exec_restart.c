@@ -148,22 +148,6 @@ s_multi_restore_step(kg_exec_s *E)
   }
 }
 
-/*  The outcome a job-ending decision's code stands for. */
-void
-kg_ex_done_code(kg_exec_s *E, int c)
-{
-  if (c == KG_EXEC_EXIT_GAVE_UP)
-    kg_ex_done(E, KG_EXEC_OUT_GAVE_UP, 0);
-  else if (c == KG_EXEC_EXIT_RETRYABLE)
-    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-  else if (c == 0)
-    kg_ex_done(E, KG_EXEC_OUT_SUCCESS, 0);
-  else if (c == KG_EXIT_USAGE)
-    kg_ex_done(E, KG_EXEC_OUT_USAGE, 0);
-  else
-    kg_ex_done(E, KG_EXEC_OUT_COMMAND_FAILED, (c & 0xff) << 8);
-}
-
 /*  The coordinator ends the job while this node still runs (a node lost):
     stop the tree, then exit with the job's code. */
 void

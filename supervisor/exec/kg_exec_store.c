@@ -1,12 +1,15 @@
 /*  kg_exec_store: the ranks' rendezvous store (contracts in the header). */
 #include "kg_exec_store.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "kg_child.h"
-#include "kg_coord.h"
 #include "kg_error.h"
 #include "kg_log.h"
 
@@ -29,13 +32,29 @@ struct kg_exec_store_t {
 };
 
 int
+kg_exec_store_free_port(void)
+{
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return 0;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (bind(fd, (struct sockaddr *) &a, sizeof a) == 0
+      && getsockname(fd, (struct sockaddr *) &a, &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+int
 kg_exec_store_start(const char *python, kg_exec_store_t **self_p)
 {
   *self_p = NULL;
   kg_exec_store_t *self = calloc(1, sizeof *self);
   if (!self)
     return KG_ENOMEM;
-  self->port = kg_coord_free_port();
+  self->port = kg_exec_store_free_port();
   char port[16];
   snprintf(port, sizeof port, "%d", self->port);
   char *argv[] = {(char *) python, "-c", (char *) s_code, port, NULL};

@@ -24,6 +24,13 @@
 
 typedef struct kg_exec_store_t kg_exec_store_t;
 
+/*  A TCP port free on every interface of this host now, for a
+    generation's rendezvous store (this server, or rank 0's own, torch's
+    TCPStore): the kernel's pick, so a new one each time; 0 when none
+    could be had. Another program could take it before the server does (a
+    small window, as torchrun's agent has when it picks MASTER_PORT). */
+int kg_exec_store_free_port(void);
+
 /*  Start the server with the Python interpreter python on a free port.
     Returns 0 with *self_p set, or a negative code (nothing started). */
 int kg_exec_store_start(const char *python, kg_exec_store_t **self_p);

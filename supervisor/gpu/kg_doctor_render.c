@@ -89,6 +89,20 @@ s_backend(s_r_t *r, const char *label, const cJSON *b)
 typedef void (s_section_fn)(s_r_t *r, const cJSON *rep);
 
 static void
+s_whoami(s_r_t *r, const cJSON *rep)
+{
+  const cJSON *me = cJSON_GetObjectItem(rep, "kguard");
+  if (!me)
+    return;
+  s_head(r, "This kguard");
+  s_item(r, "%s: %s%s%s", s_or(s_str(me, "executable"), "?"), s_or(s_str(me, "install"), "?"),
+         s_str(me, "prefix") ? " in " : "", s_or(s_str(me, "prefix"), ""));
+  if (s_str(me, "python_env"))
+    s_item(r, "Python environment: %s (`kguard install --sys-prefix` writes its "
+           "kernelspec there)", s_str(me, "python_env"));
+}
+
+static void
 s_stack(s_r_t *r, const cJSON *rep)
 {
   const cJSON *stack = cJSON_GetObjectItem(rep, "stack");
@@ -221,8 +235,8 @@ s_findings(s_r_t *r, const cJSON *rep)
 char *
 kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
 {
-  static s_section_fn *const sections[] = {s_stack, s_drivers,     s_devices,
-                                           s_env,   s_kernelspecs, s_findings};
+  static s_section_fn *const sections[] = {s_whoami, s_stack,       s_drivers, s_devices,
+                                           s_env,    s_kernelspecs, s_findings};
   char *buf = NULL;
   size_t len = 0;
   s_r_t r = {open_memstream(&buf, &len), format == KG_DOCTOR_MARKDOWN};

@@ -1,8 +1,8 @@
 """scripts/check-arrows.py on made-up builds: it must name an arrow that runs
 back up (by include and by call), a private header used outside its folder,
-a circle of libraries, a circle of files and a long file, and pass a house
-whose arrows all point down. The objects are compiled here from tiny C files
-laid out as CMake lays out kguard's libraries."""
+a circle of libraries, a circle of files (in any library) and a long file,
+and pass a house whose arrows all point down. The objects are compiled here
+from tiny C files laid out as CMake lays out kguard's libraries."""
 import os
 import shutil
 import subprocess
@@ -71,8 +71,10 @@ def test_passes_a_house_whose_arrows_point_down(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 arrow(s) back up" in r.stdout
     assert "0 circle(s) of libraries, 0 circle(s) of files" in r.stdout
-    assert "layer 0: kernel/kg_sup_mid.c run/kg_run.c" in r.stdout
-    assert "layer 1: kernel/kg_sup_top.c" in r.stdout
+    assert "kernel layer 0: kg_sup_mid.c\n" in r.stdout
+    assert "kernel layer 1: kg_sup_top.c\n" in r.stdout
+    assert "run layer 0: kg_run.c\n" in r.stdout
+    assert "ipc layer 0: kg_wire.c\n" in r.stdout
 
 
 @needs_cc
@@ -149,6 +151,28 @@ def test_names_a_circle_of_files_and_a_long_file(tmp_path):
             "supervisor/kernel/kg_c.c" in r.stdout)
     assert "supervisor/kernel/kg_c.c -> supervisor/kernel/kg_a.c  (kg_a)" in r.stdout
     assert "too long: common/kg_long.h: 1001 lines (limit 1000)" in r.stdout
+
+
+@needs_cc
+def test_names_a_circle_of_files_in_every_library(tmp_path):
+    """Not only the kernel supervisor's: exec, checkpoint and common keep
+    their files one way too."""
+    files = {}
+    for folder in ("supervisor/exec", "checkpoint", "common"):
+        tag = folder.rsplit("/", 1)[-1]
+        files[f"{folder}/kg_{tag}_up.c"] = (f"void kg_{tag}_down(void);\n"
+                                           f"void kg_{tag}_up(void) {{ kg_{tag}_down(); }}\n")
+        files[f"{folder}/kg_{tag}_down.c"] = (f"void kg_{tag}_up(void);\n"
+                                             f"void kg_{tag}_down(void) {{ kg_{tag}_up(); }}\n")
+    build, src = s_tree(tmp_path, files)
+    r = s_run(build, src)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("cycle of 2 files: supervisor/exec/kg_exec_down.c supervisor/exec/kg_exec_up.c"
+            in r.stdout)
+    assert "cycle of 2 files: checkpoint/kg_checkpoint_down.c checkpoint/kg_checkpoint_up.c" \
+        in r.stdout
+    assert "cycle of 2 files: common/kg_common_down.c common/kg_common_up.c" in r.stdout
+    assert "0 circle(s) of libraries, 3 circle(s) of files" in r.stdout
 
 
 @needs_cc
