@@ -17,6 +17,7 @@
 #define KG_SUP_PRIV_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,6 +53,10 @@
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
+/*  The death signal kguard arms on itself for the launcher watch: in the
+    supervisor's signal list, handed to the watch, never a shutdown of its
+    own; SIGUSR2 is unused elsewhere in kguard. */
+#define KG__PDEATH_SIG SIGUSR2
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
 #define KG__EVENTS_MAX 16         /* events waiting at once (a transition posts 1-2) */
 #define KG__RING_BYTES (256u * 1024u)   /* the kernel's stdout/stderr kept */
@@ -197,7 +202,6 @@ struct kg_supervisor_t {
   } src;
   kg_sigsrc_t *sig;             /*  SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT */
   kg_parentwatch_t *parent;     /*  the launcher watch, or NULL (off)        */
-  bool parent_gone;             /*  the launcher is gone: shutting down      */
   void *ctx;                    /*  the zmq context of both sides            */
   kg_conninfo_t *front_info;    /*  the frontend's connection file           */
   kg_front_t *front;            /*  the frontend's sockets, heartbeat, signer */
@@ -344,7 +348,8 @@ int kg__parent_attach(kg_sup_t *S);           /* kg_sup_parent.c */
 /*  Start watching the launcher: JPY_PARENT_PID if it names an ancestor,
     else the parent; KGUARD_PARENT_WATCH=0 turns the watch off (for a
     kguard deliberately left running after its launcher, e.g. under nohup).
-    Returns 0 or -errno. Call before zmq_ctx_new (it blocks its signal). */
+    Returns 0 or -errno. Call after S->sig exists (its list holds
+    KG__PDEATH_SIG, blocked before the watch arms it). */
 int kg__parent_init(kg_sup_t *S);
 
 /* kg_sup_states.c: one row per state (entry action, deadline, event on
