@@ -126,17 +126,10 @@ s_try(const char *kernels_dir, const char *name, kg_kernelspec_t **spec_p, char 
   return rc;
 }
 
-int
-kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **spec_p,
-                   char *err, size_t errlen)
+/*  The kernels directories of the search order, into dirs; their count. */
+static int
+s_search_dirs(const char *sys_prefix, char dirs[16][PATH_MAX])
 {
-  *spec_p = NULL;
-  /*  As jupyter_client's get_kernel_spec: a name it would refuse is not
-      looked up (".." would reach outside the kernels directories). */
-  int rc = kg_kernelspec_check_name(name, err, errlen);
-  if (rc != 0)
-    return rc;
-  char dirs[16][PATH_MAX];
   int nd = 0;
   const char *jp = getenv("JUPYTER_PATH");
   if (jp && *jp) {
@@ -152,6 +145,37 @@ kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **s
     snprintf(dirs[nd++], PATH_MAX, "%.4000s/share/jupyter/kernels", sys_prefix);
   snprintf(dirs[nd++], PATH_MAX, "/usr/local/share/jupyter/kernels");
   snprintf(dirs[nd++], PATH_MAX, "/usr/share/jupyter/kernels");
+  return nd;
+}
+
+bool
+kg_kernelspec_dir_searched(const char *kernels_dir)
+{
+  char dirs[16][PATH_MAX], want[PATH_MAX], have[PATH_MAX];
+  if (!realpath(kernels_dir, want))
+    snprintf(want, sizeof want, "%s", kernels_dir);
+  int nd = s_search_dirs(kg_kernelspec_sys_prefix(), dirs);
+  for (int i = 0; i < nd; i++) {
+    if (!realpath(dirs[i], have))
+      snprintf(have, sizeof have, "%.4000s", dirs[i]);
+    if (strcmp(have, want) == 0)
+      return true;
+  }
+  return false;
+}
+
+int
+kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **spec_p,
+                   char *err, size_t errlen)
+{
+  *spec_p = NULL;
+  /*  As jupyter_client's get_kernel_spec: a name it would refuse is not
+      looked up (".." would reach outside the kernels directories). */
+  int rc = kg_kernelspec_check_name(name, err, errlen);
+  if (rc != 0)
+    return rc;
+  char dirs[16][PATH_MAX];
+  int nd = s_search_dirs(sys_prefix, dirs);
   for (int i = 0; i < nd; i++) {
     rc = s_try(dirs[i], name, spec_p, err, errlen);
     if (rc != KG_ENOKERNEL)

@@ -38,8 +38,10 @@ KIND (backend-prefixed, texts as printed by PyTorch >= 2.8):
 Modifiers:
   step=N       fail when step(n) is called with n >= N (default: the first call)
   once         fail only the first time across processes: a marker file is
-               created at KGUARD_EMULATE_MARKER, else
-               $KGUARD_STATE_DIR/emulate-once-KIND, else in the temp dir
+               created at KGUARD_EMULATE_MARKER, else in the run's own
+               directory under `kguard run` and `kguard exec` (once per run),
+               else $KGUARD_STATE_DIR/emulate-once-KIND (a kernel started by
+               Jupyter: delete the file to fire again), else in the temp dir
   stderr-only  only write the kernel-side line(s) to raw fd 2; step() then
                returns normally, raises nothing and does not poison, so the
                only evidence of the fault is the raw stderr line (for the
@@ -284,10 +286,27 @@ def _raw_stderr(text):
         data = data[n:]
 
 
+def _record(name, text):
+    """Tell the kguard run that watches this one (KGUARD_EMULATE_RUN_DIR,
+    set by `kguard run` and `kguard exec`) what the emulation did, so that it
+    can say at the end of a run that the emulation never fired."""
+    run_dir = os.environ.get("KGUARD_EMULATE_RUN_DIR")
+    if not run_dir:
+        return
+    try:
+        with open(os.path.join(run_dir, name), "w") as f:
+            f.write(text + "\n")
+    except OSError:
+        pass
+
+
 def _marker_path(kind):
     path = os.environ.get("KGUARD_EMULATE_MARKER")
     if path:
         return path
+    run_dir = os.environ.get("KGUARD_EMULATE_RUN_DIR")
+    if run_dir:
+        return os.path.join(run_dir, "emulate-once-%s" % kind)
     state = os.environ.get("KGUARD_STATE_DIR")
     if state:
         return os.path.join(state, "emulate-once-%s" % kind)
@@ -401,13 +420,16 @@ def step(n, targets=None, classes=None, ignore_index=-100):
             kind = "rocm-assert" if cfg.backend == "rocm" else "cuda-assert"
             if cfg.kind == "rocm-abort":
                 kind = "rocm-abort"
+            _record("fired", "%s at step %d (targets out of range)" % (kind, n))
             _fire(kind, n, bad, stderr_only=cfg.stderr_only)
     if cfg.kind is not None and not _state["fired"] and (cfg.step is None or n >= cfg.step):
         if not cfg.once or _claim_once(cfg.kind):
             _state["fired"] = True
+            _record("fired", "%s at step %d" % (cfg.kind, n))
             _fire(cfg.kind, n, stderr_only=cfg.stderr_only)
         else:
             _state["fired"] = True  # the once-marker exists: never fire here
+            _record("blocked", _marker_path(cfg.kind))
     if cfg.mark:
         sys.stdout.write("kguard: completed step %d\n" % n)
         sys.stdout.flush()

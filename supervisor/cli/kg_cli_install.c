@@ -493,6 +493,11 @@ kg_cli_install_main(int argc, char **argv)
     printf("installed kernelspec %s (\"%s\", wraps %s) in %s\n", newname, dname, kernel, dest);
     printf("remove it with: kguard uninstall --name %s%s%s\n", newname,
            where == 0 ? "" : " --prefix ", where == 0 ? "" : prefix);
+    if (where == 2 && !kg_kernelspec_dir_searched(kdir))
+      kg_opt_error("warning: %s is not in Jupyter's kernelspec search path, so Jupyter will "
+                   "not list this kernel: set JUPYTER_PATH=%s/share/jupyter in the "
+                   "environment Jupyter starts from, or install with --user or --sys-prefix",
+                   kdir, prefix);
     if (!kg_paths_installed())
       kg_opt_error("warning: it runs %s, a kguard that is not installed (a build tree): it "
                    "stops working when that tree is moved, removed or rebuilt elsewhere, and "

@@ -66,7 +66,7 @@ const kg_cmd_t kg_cli_kernel_cmd = {
            "GPU error, restoring the last checkpoint sealed before it.",
   .opts = s_opts,
   .more = "In a notebook cell: `%kguard status`, `%kguard restart`, `%kguard restart "
-          "--diagnostic` are answered by kguard and never reach the kernel.",
+          "--diagnostic`, `%kguard doctor` are answered by kguard and never reach the kernel.",
   .exits = s_exits,
   .flags = KG_CMD_STOP,
 };

@@ -16,6 +16,7 @@
 #include "kg_exit.h"
 #include "kg_clock.h"
 #include "kg_coord.h"
+#include "kg_emurun.h"
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_opt.h"
@@ -72,7 +73,7 @@ static const kg_opt_t s_opts[] = {
    "restarts within 10 minutes before giving up (default 3)", 0},
   {O_STATE, 0, "state-dir", "DIR",
    "incidents, restored checkpoints, logs (default $KGUARD_STATE_DIR, else "
-   "~/.local/state/kguard)", 0},
+   "$XDG_STATE_HOME/kguard, else ~/.local/state/kguard)", 0},
   {O_NAME, 0, "name", "NAME", "run name: log file, KGUARD_RUN_ID (default: exec)", 0},
   {O_STALL, 0, "stall-timeout", "S",
    "seconds without progress after a sticky error text that prove the fault (default: 4 x "
@@ -460,6 +461,7 @@ kg_exec_run(const kg_exec_config_t *config)
   E->resume_step = -1;
   E->started_wall_ms = kg_clock_wall_ms();
   int code = s_setup(E);
+  kg_emurun_t *emu = code == 0 ? kg_emurun_new(getenv("KGUARD_EMULATE")) : NULL;
   E->multi = E->cfg.nnodes > 1;
   if (code == 0 && E->multi) {
     int rc = kg_ex_node_open(E);
@@ -495,6 +497,10 @@ kg_exec_run(const kg_exec_config_t *config)
     kg_notice("exec: exit %d (%s)", code, summary);
     kg_exec_log_run_ended(E->log, kg_clock_wall_ms(), code, summary);
   }
+  char emu_words[PATH_MAX + 512];
+  if (!kg_emurun_fired(emu, emu_words, sizeof emu_words))
+    kg_warning("exec: %s", emu_words);
+  kg_emurun_destroy(&emu);
   s_teardown(E);
   free(E);
   return code;

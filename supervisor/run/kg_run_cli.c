@@ -26,6 +26,7 @@
 #include "kg_runner.h"
 #include "kg_kernelspec.h"
 #include "kg_client.h"
+#include "kg_emurun.h"
 
 enum { O_OUTPUT = 1, O_KERNEL, O_TIMEOUT, O_PARAM, O_PARAMS_FILE, O_CWD, O_LOG_OUTPUT,
        O_CHECKPOINTS, O_STATE_DIR, O_MAX_RESTARTS, O_STARTUP_TIMEOUT, O_QUIET };
@@ -464,7 +465,12 @@ kg_run_main(int argc, char **argv)
   if (kg_client_spec_is_kguard(spec))
     kg_progress_event(pr, false, "kernelspec \"%s\" is already a kguard wrapper: used as "
                       "it is", spec->name);
+  kg_emurun_t *emu = kg_emurun_new(getenv("KGUARD_EMULATE"));
   code = kg_runner_run(nb, &cfg, pr);
+  char emu_words[PATH_MAX + 512];
+  if (!kg_emurun_fired(emu, emu_words, sizeof emu_words))
+    fprintf(stderr, "kguard run: %s\n", emu_words);
+  kg_emurun_destroy(&emu);
 
 done:
   kg_sigsrc_destroy(&sig);
