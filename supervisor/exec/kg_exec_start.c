@@ -85,7 +85,7 @@ s_short_reason(const char *reason, char *buf, size_t len)
 
 /*  Append "; skipped step 40: why, ..." for the rows worth naming. */
 static void
-s_skipped(const cJSON *resume, char *line, size_t len)
+s_skipped(const cJSON *resume, const char *dir, char *line, size_t len)
 {
   int named = 0, more = 0;
   const cJSON *e;
@@ -113,7 +113,7 @@ s_skipped(const cJSON *resume, char *line, size_t len)
   }
   if (more) {
     size_t used = strlen(line);
-    snprintf(line + used, len - used, "; and %d more (kguard ckpt list --verify)", more);
+    snprintf(line + used, len - used, "; and %d more (kguard ckpt list %s)", more, dir);
   }
 }
 
@@ -141,7 +141,7 @@ kg_exec_start_judge(const cJSON *resume, const char *run, const char *dir, int64
     snprintf(line, len, "resuming run %s from step %" PRId64 ", sealed %s ago (%s), verified: "
              "%s", run, *step, kg_exec_start_ago(now_ms - t, ago, sizeof ago), when,
              arch->valuestring);
-    s_skipped(resume, line, len);
+    s_skipped(resume, dir, line, len);
     return KG_EXEC_START_RESUME;
   }
   if (strcmp(s, "none") == 0) {
@@ -166,7 +166,7 @@ kg_exec_start_judge(const cJSON *resume, const char *run, const char *dir, int64
       return KG_EXEC_START_UNVERIFIED;
     }
     snprintf(line, len, "no checkpoint of run %s in %s: starting fresh", run, dir);
-    s_skipped(resume, line, len);
+    s_skipped(resume, dir, line, len);
     return KG_EXEC_START_FRESH;
   }
   const cJSON *err = cJSON_GetObjectItemCaseSensitive(resume, "error");
