@@ -276,6 +276,7 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
   if (!c->ckpt_dir) {
     const char *env = getenv("KGUARD_CKPT_DIR");
     c->ckpt_dir = env && *env ? env : "kguard-checkpoints";
+    c->ckpt_default = true;
   }
   return 0;
 }
@@ -300,7 +301,8 @@ s_setup(kg_exec_s *E)
     kg_error("exec: cannot create %s: %s", E->run_dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
-  if (E->cfg.ckpt_dir && (rc = kg_paths_mkdirs(E->cfg.ckpt_dir, 0700)) != 0) {
+  if (E->cfg.ckpt_dir && !E->cfg.ckpt_default
+      && (rc = kg_paths_mkdirs(E->cfg.ckpt_dir, 0700)) != 0) {
     kg_error("exec: cannot create the checkpoint directory %s: %s", E->cfg.ckpt_dir,
              kg_strerror(rc));
     return KG_EXIT_USAGE;

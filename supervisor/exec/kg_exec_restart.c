@@ -8,6 +8,7 @@
     the decisions (kg_exec.c). */
 #include "kg_exec_priv.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -104,7 +105,10 @@ s_start_done(kg_exec_s *E)
     kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   }
-  if (kg_ex_start_command(E) != 0)
+  int rc = kg_ex_start_command(E);
+  if (rc == -ENOENT || rc == -EACCES)
+    kg_ex_done(E, KG_EXEC_OUT_COMMAND_FAILED, 127 << 8);   /* COMMAND cannot be run: 127 */
+  else if (rc != 0)
     kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
   else
     kg_ex_enter(E, KG_EX_RUNNING);

@@ -117,6 +117,8 @@ def test_keep_reaches_the_ranks_and_is_validated(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "KEEP=2" in r.stdout
+    # The default directory is the first seal's to create, not kguard's.
+    assert not (tmp_path / "kguard-checkpoints").exists()
     for bad in ("0", "-1", "x", "2.5"):
         r = subprocess.run([BIN, "exec", "--keep", bad, "--", "true"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=60)
