@@ -10,6 +10,7 @@
 
 #include "kg_error.h"
 #include "kg_file.h"
+#include "kg_paths.h"
 
 void
 kg_kernelspec_destroy(kg_kernelspec_t **spec_p)
@@ -286,6 +287,12 @@ kg_kernelspec_format_arg(const char *arg, const kg_kernelspec_ns_t *ns)
 const char *
 kg_kernelspec_sys_prefix(void)
 {
+  /*  A kguard pip-installed in an environment belongs to it, as Jupyter
+      does when started from there: the kernelspecs of that environment
+      count, whichever one is activated. */
+  static char env[PATH_MAX];
+  if (env[0] || kg_paths_env_prefix(env, sizeof env) == 0)
+    return env;
   const char *names[] = {"VIRTUAL_ENV", "CONDA_PREFIX"};
   for (size_t i = 0; i < 2; i++) {
     const char *v = getenv(names[i]);

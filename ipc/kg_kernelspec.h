@@ -73,8 +73,10 @@ typedef struct {
     by the caller, NULL on allocation failure. */
 char *kg_kernelspec_format_arg(const char *arg, const kg_kernelspec_ns_t *ns);
 
-/*  The {prefix} jupyter_client would use: Python's sys.prefix, i.e.
-    $VIRTUAL_ENV, else $CONDA_PREFIX, else /usr (Debian's). Borrowed. */
+/*  The {prefix} jupyter_client would use: Python's sys.prefix, i.e. the
+    venv or conda env this kguard was pip-installed in (kg_paths_env_prefix),
+    else $VIRTUAL_ENV, else $CONDA_PREFIX, else /usr (Debian's). Borrowed.
+    It is also what --sys-prefix means to `kguard install` and `uninstall`. */
 const char *kg_kernelspec_sys_prefix(void);
 
 /*  Free and NULL. Safe on NULL. */
