@@ -102,6 +102,8 @@ kg_ex_build_env(kg_exec_s *E, int rank)
     char *eq = strchr(*e, '=');
     if (s_overridden(*e, agent) || !eq)
       continue;
+    if (E->cfg.keep > 0 && strncmp(*e, "KGUARD_KEEP=", 12) == 0)
+      continue;   /* --keep wins over the environment's */
     char *name = strndup(*e, (size_t) (eq - *e));
     rc = name ? kg_envp_push(&env, &n, &alloc, name, eq + 1) : -1;
     free(name);
@@ -119,6 +121,10 @@ kg_ex_build_env(kg_exec_s *E, int rank)
   if (E->cfg.ckpt_dir)
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", E->cfg.ckpt_dir);
   rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RUN_ID", E->cfg.name);
+  if (E->cfg.keep > 0) {
+    snprintf(buf, sizeof buf, "%d", E->cfg.keep);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_KEEP", buf);
+  }
   /* Multi-node: rank r seals into KGUARD_CKPT_DIR/rank-r and finds its
      restore in KGUARD_RESUME_DIR/rank-r (kguard.save/resume join it). */
   if (E->multi)

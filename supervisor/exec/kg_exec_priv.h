@@ -139,6 +139,9 @@ typedef struct kg_exec_s {
 
   char *resume_dir, *resume_archive;
   int64_t resume_step;          /* -1 = nothing to resume                     */
+  bool starting;                /* the start-time choice runs (RESTORING)      */
+  int64_t started_wall_ms;      /* the run's start (wall): with --fresh, no
+                                   checkpoint sealed before it is restored    */
 
   /* multi-node (kg_exec_node.c) */
   bool multi;
@@ -276,7 +279,11 @@ void kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev);
 /*  The link's handshake events (the monitor socket is readable). */
 void kg_ex_node_monitor(kg_exec_s *E);
 
-/*  kg_exec_restart.c: after a proven fault. */
+/*  kg_exec_restart.c: at the start, and after a proven fault. */
+/*  One node, before the first start (no --fresh): choose the run's last
+    consistent checkpoint with resume-prepare, the start's time as T; the
+    ranks start once it answers (kg_ex_helper_done). */
+void kg_ex_start_choose(kg_exec_s *E);
 /*  Start choosing the checkpoint (one node): at once, also while the tree
     still stops. */
 void kg_ex_restore(kg_exec_s *E);
