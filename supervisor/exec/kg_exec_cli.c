@@ -304,6 +304,10 @@ s_setup(kg_exec_s *E)
   E->diag = kg_diagnosis_new(E->rules);
   E->mode = kg_exec_mode(E->cfg.argv, E->cfg.nproc_given, E->cfg.nnodes);
   E->devmem = kg_exec_devmem_new();
+  int sock_rc = kg_exec_stepsock_new(&E->steps);
+  if (sock_rc != 0)
+    kg_warning("exec: no channel for kguard.step and kguard.save (%s): only printed "
+               "`kguard: completed step N` lines tell the job's pace", kg_strerror(sock_rc));
   /* One node of ranks kguard starts: their rendezvous store outlives the
      restarts (several nodes: the coordinator hosts it). */
   if (E->mode == KG_EXEC_MODE_AGENT && E->cfg.nnodes == 1 && E->cfg.master_port == 0) {
@@ -378,6 +382,7 @@ s_teardown(kg_exec_s *E)
   }
   kg_ex_ranks_destroy(E);
   kg_exec_devmem_destroy(&E->devmem);
+  kg_exec_stepsock_destroy(&E->steps);
   kg_exec_store_destroy(&E->store);
   kg_child_destroy(&E->helper);
   cJSON_Delete(E->exits);

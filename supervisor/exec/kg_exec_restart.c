@@ -17,6 +17,7 @@
 #include "kg_error.h"
 #include "kg_exit.h"
 #include "kg_log.h"
+#include "kg_throughput.h"
 
 #define S_DEVMEM_POLL_MS 20   /* asking the driver again while memory is held */
 
@@ -45,8 +46,9 @@ kg_ex_restore(kg_exec_s *E)
   char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
                   "--before", before, "--incident", (char *) kg_incident_id(E->incident),
                   "--into", into, "--run", (char *) E->cfg.name, "--json", NULL};
-  kg_notice("exec: restoring the last checkpoint sealed before T=%s from %s", before,
-            E->cfg.ckpt_dir);
+  char when[48];
+  kg_notice("exec: restoring the last checkpoint sealed before the fault's first sign (%s) "
+            "from %s", kg_clock_local_ms(E->fault_wall_ms, when, sizeof when), E->cfg.ckpt_dir);
   if (kg_ex_start_helper(E, argv) != 0) {
     kg_error("exec: cannot start `kguard ckpt resume-prepare`");
     kg_ex_finish(E, KG_EXEC_OUT_RETRYABLE);
@@ -244,12 +246,12 @@ kg_ex_devices_free(kg_exec_s *E)
   if (E->devmem_until == 0) {
     E->devmem_until = now + KG_EXEC_DEVMEM_WAIT_MS;
     kg_notice("exec: %d process(es) of the last generation still hold device memory: "
-              "waiting for the driver to release it (at most %d ms)", held,
-              KG_EXEC_DEVMEM_WAIT_MS);
+              "waiting for the driver to release it (at most %d s)", held,
+              KG_EXEC_DEVMEM_WAIT_MS / 1000);
   }
   if (now >= E->devmem_until) {
-    kg_warning("exec: device memory of %d ended process(es) still not released after %d ms: "
-               "starting anyway", held, KG_EXEC_DEVMEM_WAIT_MS);
+    kg_warning("exec: device memory of %d ended process(es) still not released after %d s: "
+               "starting anyway", held, KG_EXEC_DEVMEM_WAIT_MS / 1000);
     E->devmem_until = 0;
     return true;
   }
