@@ -89,8 +89,10 @@ kg_exec_stall_words(int64_t configured_ms, int64_t longest_gap_ms, char *buf, si
              "kguard.step(n) after each step, or kguard.save, or print `kguard: completed "
              "step N`: a stall is then proven after 4 x the longest gap between steps)", stall);
   else
-    snprintf(buf, len, "%s (4 x the longest gap between the job's steps, %s)", stall,
-             kg_throughput_duration(longest_gap_ms, gap, sizeof gap));
+    snprintf(buf, len, "%s (%s the longest gap between the job's steps, %s)", stall,
+             longest_gap_ms < KG_EXEC_STALL_MIN_MS / 4 ? "the least kguard waits; 4 x"
+             : longest_gap_ms > KG_EXEC_STALL_MAX_MS / 4 ? "the most kguard waits; 4 x"
+             : "4 x", kg_throughput_duration(longest_gap_ms, gap, sizeof gap));
 }
 
 int

@@ -89,8 +89,9 @@ kg_exec_verdict_t kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t 
 int64_t kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms);
 
 /*  The stall deadline in words for kguard's notice, into buf: how long,
-    and why that long: "2.1 s (4 x the longest gap between the job's
-    steps, 520 ms)", "2.0 s (--stall-timeout)", or, while no pace is known
+    and why that long: "2.0 s (4 x the longest gap between the job's
+    steps, 520 ms)" (the floor or the ceiling named when one of them
+    rules), "2.0 s (--stall-timeout)", or, while no pace is known
     (fewer than two steps seen: nothing printed `kguard: completed step N`
     and nothing called kguard.step or kguard.save), that and what to call
     so that a stall is proven in seconds. Pure. */
