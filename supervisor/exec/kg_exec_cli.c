@@ -68,7 +68,7 @@ static const kg_opt_t s_opts[] = {
   {O_NAME, 0, "name", "NAME", "run name: log file, KGUARD_RUN_ID (default: exec)", 0},
   {O_STALL, 0, "stall-timeout", "S",
    "seconds without progress after a sticky error text that prove the fault (default: 4 x "
-   "the longest gap between two completed steps of the job, kept across restarts, 1.5 to "
+   "the longest gap between two steps the job reported, kept across restarts, 1.5 to "
    "60; 60 before two steps were seen)", 0},
   {O_KILL_GRACE, 0, "kill-grace", "S",
    "a peer node's tree (stopped because of a fault elsewhere): SIGTERM to SIGKILL (default "
@@ -136,8 +136,10 @@ const kg_cmd_t kg_exec_cmd = {
            "follows is COMMAND's.",
   .opts = s_opts,
   .more = "A sticky error text is proof only when a process of the group then fails, or when "
-          "no newer `kguard: completed step N` line (two steps on) follows within "
-          "--stall-timeout; a command that carries on or succeeds is left alone. See "
+          "no newer step (two steps on) is reported within --stall-timeout; a command that "
+          "carries on or succeeds is left alone. The ranks report steps with kguard.step(n) "
+          "or kguard.save (a private channel, KGUARD_STEP_SOCKET; nothing printed), or print "
+          "`kguard: completed step N`. With several ranks each line is led by [rankN]: . See "
           "docs/exec.md.",
   .exits = s_exits,
   .flags = KG_CMD_STOP,
