@@ -188,6 +188,64 @@ kg_paths_python_dir(char *buf, size_t len)
   return s_is_dir(buf) ? 0 : KG_ENOTFOUND;
 }
 
+/*  The install's prefix (the data dir's ../..) into buf: 0, or
+    KG_ENOTFOUND in a build tree. */
+static int
+s_install_prefix(char *buf, size_t len)
+{
+  char data[PATH_MAX];
+  if (s_installed_data_dir(data, sizeof data) != 0)
+    return KG_ENOTFOUND;
+  /* realpath'd: strip "/share/kguard" */
+  char *slash = strrchr(data, '/');
+  if (slash)
+    *slash = '\0';
+  slash = strrchr(data, '/');
+  if (!slash)
+    return KG_ENOTFOUND;
+  *slash = '\0';
+  return s_fmt(buf, len, *data ? data : "/", "", "");
+}
+
+const char *
+kg_paths_install_kind(char *prefix, size_t len)
+{
+  if (s_install_prefix(prefix, len) != 0) {
+    if (len)
+      prefix[0] = '\0';
+    return "build tree";
+  }
+  char path[PATH_MAX];
+  char kind[64] = "";
+  if (s_fmt(path, sizeof path, prefix, "/", "share/kguard/install-kind") == 0) {
+    FILE *f = fopen(path, "re");
+    if (f) {
+      if (!fgets(kind, sizeof kind, f))
+        kind[0] = '\0';
+      fclose(f);
+    }
+  }
+  if (strncmp(kind, "wheel", 5) == 0)
+    return "wheel (pip)";
+  /* dpkg's own list of the package's files: present while it is installed */
+  if (strcmp(prefix, "/usr") == 0 && access("/var/lib/dpkg/info/kguard.list", F_OK) == 0)
+    return "Debian package";
+  return "cmake --install";
+}
+
+int
+kg_paths_env_prefix(char *buf, size_t len)
+{
+  char prefix[PATH_MAX], probe[PATH_MAX];
+  if (s_install_prefix(prefix, sizeof prefix) != 0)
+    return KG_ENOTFOUND;
+  const char *marks[] = {"pyvenv.cfg", "conda-meta"};
+  for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+    if (s_fmt(probe, sizeof probe, prefix, "/", marks[i]) == 0 && access(probe, F_OK) == 0)
+      return s_fmt(buf, len, prefix, "", "");
+  return KG_ENOTFOUND;
+}
+
 /*  Runtime dirs of a kguard that died without cleaning up (SIGKILL, a
     crash) would pile up, each holding a connection file with a key.
 

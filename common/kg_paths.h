@@ -45,6 +45,20 @@ int kg_paths_data_dir(char *buf, size_t len);
     <dir of the executable>/../share/kguard), false in a build tree. */
 int kg_paths_installed(void);
 
+/*  How this kguard is installed, in words for people: "wheel (pip)" when
+    its install holds share/kguard/install-kind saying "wheel" (written by
+    scripts/wheel.py), "Debian package" for a /usr install dpkg lists,
+    "cmake --install" for another install, "build tree" otherwise. The
+    install's prefix (above bin/ and share/) goes into prefix, "" in a
+    build tree. Returns a static string. */
+const char *kg_paths_install_kind(char *prefix, size_t len);
+
+/*  The Python environment this kguard is installed in, as pip installs a
+    wheel there: its prefix (sys.prefix of that venv or conda env) when the
+    install's prefix holds pyvenv.cfg or conda-meta/. Returns 0, or
+    KG_ENOTFOUND (not installed in an environment, or a build tree). */
+int kg_paths_env_prefix(char *buf, size_t len);
+
 /*  The Python package dir (the one containing kguard/) into buf: "<data>/python".
     Returns 0 or KG_ENOTFOUND. */
 int kg_paths_python_dir(char *buf, size_t len);

@@ -10,6 +10,7 @@
 
 #include "kg_error.h"
 #include "kg_file.h"
+#include "kg_paths.h"
 
 void
 kg_kernelspec_destroy(kg_kernelspec_t **spec_p)
@@ -126,17 +127,10 @@ s_try(const char *kernels_dir, const char *name, kg_kernelspec_t **spec_p, char 
   return rc;
 }
 
-int
-kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **spec_p,
-                   char *err, size_t errlen)
+/*  The kernels directories of the search order, into dirs; their count. */
+static int
+s_search_dirs(const char *sys_prefix, char dirs[16][PATH_MAX])
 {
-  *spec_p = NULL;
-  /*  As jupyter_client's get_kernel_spec: a name it would refuse is not
-      looked up (".." would reach outside the kernels directories). */
-  int rc = kg_kernelspec_check_name(name, err, errlen);
-  if (rc != 0)
-    return rc;
-  char dirs[16][PATH_MAX];
   int nd = 0;
   const char *jp = getenv("JUPYTER_PATH");
   if (jp && *jp) {
@@ -152,6 +146,37 @@ kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **s
     snprintf(dirs[nd++], PATH_MAX, "%.4000s/share/jupyter/kernels", sys_prefix);
   snprintf(dirs[nd++], PATH_MAX, "/usr/local/share/jupyter/kernels");
   snprintf(dirs[nd++], PATH_MAX, "/usr/share/jupyter/kernels");
+  return nd;
+}
+
+bool
+kg_kernelspec_dir_searched(const char *kernels_dir)
+{
+  char dirs[16][PATH_MAX], want[PATH_MAX], have[PATH_MAX];
+  if (!realpath(kernels_dir, want))
+    snprintf(want, sizeof want, "%s", kernels_dir);
+  int nd = s_search_dirs(kg_kernelspec_sys_prefix(), dirs);
+  for (int i = 0; i < nd; i++) {
+    if (!realpath(dirs[i], have))
+      snprintf(have, sizeof have, "%.4000s", dirs[i]);
+    if (strcmp(have, want) == 0)
+      return true;
+  }
+  return false;
+}
+
+int
+kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **spec_p,
+                   char *err, size_t errlen)
+{
+  *spec_p = NULL;
+  /*  As jupyter_client's get_kernel_spec: a name it would refuse is not
+      looked up (".." would reach outside the kernels directories). */
+  int rc = kg_kernelspec_check_name(name, err, errlen);
+  if (rc != 0)
+    return rc;
+  char dirs[16][PATH_MAX];
+  int nd = s_search_dirs(sys_prefix, dirs);
   for (int i = 0; i < nd; i++) {
     rc = s_try(dirs[i], name, spec_p, err, errlen);
     if (rc != KG_ENOKERNEL)
@@ -262,6 +287,12 @@ kg_kernelspec_format_arg(const char *arg, const kg_kernelspec_ns_t *ns)
 const char *
 kg_kernelspec_sys_prefix(void)
 {
+  /*  A kguard pip-installed in an environment belongs to it, as Jupyter
+      does when started from there: the kernelspecs of that environment
+      count, whichever one is activated. */
+  static char env[PATH_MAX];
+  if (env[0] || kg_paths_env_prefix(env, sizeof env) == 0)
+    return env;
   const char *names[] = {"VIRTUAL_ENV", "CONDA_PREFIX"};
   for (size_t i = 0; i < 2; i++) {
     const char *v = getenv(names[i]);

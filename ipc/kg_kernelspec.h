@@ -10,6 +10,7 @@
 #define KG_KERNELSPEC_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct {
@@ -37,6 +38,11 @@ int kg_kernelspec_parse(const char *name, const char *text, size_t len,
     KG_ENOKERNEL (err lists the places searched), KG_EKERNELSPEC, or -errno. */
 int kg_kernelspec_find(const char *name, const char *sys_prefix, kg_kernelspec_t **spec_p,
                        char *err, size_t errlen);
+
+/*  Whether Jupyter looks for kernelspecs in kernels_dir (a ".../kernels"
+    directory): one of the search order's directories, with the sys-prefix
+    kg_kernelspec_sys_prefix names, compared after resolving links. */
+bool kg_kernelspec_dir_searched(const char *kernels_dir);
 
 /*  The user data dir's kernels directory: $JUPYTER_DATA_DIR/kernels or
     ~/.local/share/jupyter/kernels, into buf. Returns 0 or KG_ETOOBIG. */
@@ -67,8 +73,10 @@ typedef struct {
     by the caller, NULL on allocation failure. */
 char *kg_kernelspec_format_arg(const char *arg, const kg_kernelspec_ns_t *ns);
 
-/*  The {prefix} jupyter_client would use: Python's sys.prefix, i.e.
-    $VIRTUAL_ENV, else $CONDA_PREFIX, else /usr (Debian's). Borrowed. */
+/*  The {prefix} jupyter_client would use: Python's sys.prefix, i.e. the
+    venv or conda env this kguard was pip-installed in (kg_paths_env_prefix),
+    else $VIRTUAL_ENV, else $CONDA_PREFIX, else /usr (Debian's). Borrowed.
+    It is also what --sys-prefix means to `kguard install` and `uninstall`. */
 const char *kg_kernelspec_sys_prefix(void);
 
 /*  Free and NULL. Safe on NULL. */

@@ -14,6 +14,9 @@ KG_PKGS_TEST="python3-pytest jupyter-notebook chromium procps python3-jupyter-se
 # scripts/package.sh: dpkg-shlibdeps computes the package's Depends (it
 # needs file); both are Debian's, already there on most build machines.
 KG_PKGS_PACKAGE="dpkg-dev file"
+# scripts/wheel.sh: patchelf gives the bundled libraries their $ORIGIN run
+# path; its test installs the wheel with Debian's pip into a fresh venv.
+KG_PKGS_WHEEL="patchelf binutils python3-pip python3-venv"
 # The hardening stages of scripts/test.sh: clang with libFuzzer and the
 # sanitizer runtimes (libclang-rt-14-dev holds libclang_rt.fuzzer); gcc's
 # libasan/libubsan/libtsan come with build-essential.

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-kg_need_packages $KG_PKGS_BUILD $KG_PKGS_PY $KG_PKGS_TEST $KG_PKGS_PACKAGE
+kg_need_packages $KG_PKGS_BUILD $KG_PKGS_PY $KG_PKGS_TEST $KG_PKGS_PACKAGE $KG_PKGS_WHEEL
 [ "${KGUARD_TEST_HARDEN:-1}" = 0 ] || kg_need_packages $KG_PKGS_HARDEN
 kg_need_node
 

@@ -450,14 +450,18 @@ def resume():
     return Resume(d, step, archive, os.environ.get("KGUARD_RESUME_DIGEST") or None)
 
 
-def check_targets(target, classes, ignore_index=-100):
+def check_targets(target, classes, ignore_index=-100, logits=None):
     """Check class-index targets before they reach a loss on the device.
 
     A target outside [0, classes) makes the CUDA loss kernel fail with a
     device-side assert that poisons the whole process, reported later and
     elsewhere; here it is a plain ValueError naming the offending values.
-    Requires a 1-D torch.long tensor with at least one entry that is not
-    ignore_index. Returns target unchanged.
+    Accepts what nll_loss/cross_entropy take as class indices: a torch.long
+    tensor of shape [N] or [N, d1, d2, ...] (segmentation: [N, H, W]) with
+    at least one entry that is not ignore_index. With logits (the model's
+    output, [N, C] or [N, C, d1, ...]) the shapes are checked against each
+    other too, which tells one-hot or probability targets (shaped like the
+    logits) from class indices. Returns target unchanged.
     """
     import torch
 
@@ -466,16 +470,29 @@ def check_targets(target, classes, ignore_index=-100):
                          f"got {type(target).__name__}")
     if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
         raise ValueError(f"classes must be a positive integer, got {classes!r}")
-    if target.dim() != 1:
-        raise ValueError(
-            f"target must be 1-D (one class index per sample), got shape "
-            f"{list(target.shape)}; for one-hot or probability targets use "
-            f"argmax(dim=1) or a loss that takes probabilities")
+    onehot = ("for one-hot or probability targets use argmax(dim=1), or a loss that "
+              "takes probabilities")
+    if logits is not None:
+        shape, want = list(target.shape), list(logits.shape)
+        if shape == want:
+            raise ValueError(f"target has the logits' shape {want}: one-hot or probability "
+                             f"targets, not class indices; {onehot}")
+        if len(want) < 2 or shape != want[:1] + want[2:]:
+            raise ValueError(f"target shape {shape} does not fit logits of shape {want}: "
+                             f"class indices have the logits' shape without the class "
+                             f"dimension (dim 1), i.e. {want[:1] + want[2:]}")
+        if want[1] != classes:
+            raise ValueError(f"logits have {want[1]} classes (dim 1), classes={classes}")
+    if target.dim() < 1:
+        raise ValueError(f"target must have shape [N] or [N, d1, ...] (one class index per "
+                         f"sample or per position), got a scalar")
     if target.dtype != torch.long:
+        floats = target.dtype.is_floating_point
         raise ValueError(
             f"target must have dtype torch.long (int64 class indices), got "
-            f"{target.dtype}; convert with target.long() only if the values "
-            f"really are class indices")
+            f"{target.dtype}; " + (onehot if floats else
+                                   "convert with target.long() only if the values "
+                                   "really are class indices"))
     t = target.detach()
     if t.device.type != "cpu":
         t = t.cpu()
@@ -486,9 +503,10 @@ def check_targets(target, classes, ignore_index=-100):
             f"({t.numel()} entries); the mean loss would be NaN")
     bad = keep & ((t < 0) | (t >= classes))
     if bool(bad.any()):
-        idx = bad.nonzero().flatten().tolist()
-        shown = ", ".join(f"target {int(t[i])} out of range [0, {classes}) at index {i}"
-                          for i in idx[:5])
-        more = f" (and {len(idx) - 5} more)" if len(idx) > 5 else ""
+        where = bad.nonzero().tolist()
+        shown = ", ".join(
+            f"target {int(t[tuple(w)])} out of range [0, {classes}) at index "
+            f"{w[0] if len(w) == 1 else tuple(w)}" for w in where[:5])
+        more = f" (and {len(where) - 5} more)" if len(where) > 5 else ""
         raise ValueError(shown + more)
     return target

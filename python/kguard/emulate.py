@@ -26,6 +26,10 @@ KIND (backend-prefixed, texts as printed by PyTorch >= 2.8):
   cuda-illegal-address   700 illegal memory access, sticky
   rocm-illegal-address   700, HIP wording, sticky
   cuda-launch-failure    719, CUDA wording, sticky
+  cuda-ecc               214 uncorrectable ECC error (the hardware family),
+                         sticky; with the labelled fake NVML
+                         (tests/gpu/fake_nvml.c) kguard's health reading
+                         sees the GPU needing a reset
   cuda-oom, rocm-oom     OutOfMemoryError (not sticky, no poison)
   device-mismatch        "Expected all tensors to be on the same device..."
   no-kernel-image        209 "no kernel image is available..." (not sticky)
@@ -38,8 +42,10 @@ KIND (backend-prefixed, texts as printed by PyTorch >= 2.8):
 Modifiers:
   step=N       fail when step(n) is called with n >= N (default: the first call)
   once         fail only the first time across processes: a marker file is
-               created at KGUARD_EMULATE_MARKER, else
-               $KGUARD_STATE_DIR/emulate-once-KIND, else in the temp dir
+               created at KGUARD_EMULATE_MARKER, else in the run's own
+               directory under `kguard run` and `kguard exec` (once per run),
+               else $KGUARD_STATE_DIR/emulate-once-KIND (a kernel started by
+               Jupyter: delete the file to fire again), else in the temp dir
   stderr-only  only write the kernel-side line(s) to raw fd 2; step() then
                returns normally, raises nothing and does not poison, so the
                only evidence of the fault is the raw stderr line (for the
@@ -149,6 +155,7 @@ KINDS = {
     "cuda-illegal-address": ("cuda", True),
     "rocm-illegal-address": ("rocm", True),
     "cuda-launch-failure": ("cuda", True),
+    "cuda-ecc": ("cuda", True),
     "cuda-oom": ("cuda", False),
     "rocm-oom": ("rocm", False),
     "device-mismatch": ("any", False),
@@ -171,6 +178,8 @@ def message(kind):
         return _hip_sticky("an illegal memory access was encountered", 700)
     if kind == "cuda-launch-failure":
         return _cuda_sticky("unspecified launch failure", 719)
+    if kind == "cuda-ecc":
+        return _cuda_sticky("uncorrectable ECC error encountered", 214)
     if kind == "cuda-oom":
         return _OOM_CUDA, None
     if kind == "rocm-oom":
@@ -284,10 +293,27 @@ def _raw_stderr(text):
         data = data[n:]
 
 
+def _record(name, text):
+    """Tell the kguard run that watches this one (KGUARD_EMULATE_RUN_DIR,
+    set by `kguard run` and `kguard exec`) what the emulation did, so that it
+    can say at the end of a run that the emulation never fired."""
+    run_dir = os.environ.get("KGUARD_EMULATE_RUN_DIR")
+    if not run_dir:
+        return
+    try:
+        with open(os.path.join(run_dir, name), "w") as f:
+            f.write(text + "\n")
+    except OSError:
+        pass
+
+
 def _marker_path(kind):
     path = os.environ.get("KGUARD_EMULATE_MARKER")
     if path:
         return path
+    run_dir = os.environ.get("KGUARD_EMULATE_RUN_DIR")
+    if run_dir:
+        return os.path.join(run_dir, "emulate-once-%s" % kind)
     state = os.environ.get("KGUARD_STATE_DIR")
     if state:
         return os.path.join(state, "emulate-once-%s" % kind)
@@ -401,13 +427,16 @@ def step(n, targets=None, classes=None, ignore_index=-100):
             kind = "rocm-assert" if cfg.backend == "rocm" else "cuda-assert"
             if cfg.kind == "rocm-abort":
                 kind = "rocm-abort"
+            _record("fired", "%s at step %d (targets out of range)" % (kind, n))
             _fire(kind, n, bad, stderr_only=cfg.stderr_only)
     if cfg.kind is not None and not _state["fired"] and (cfg.step is None or n >= cfg.step):
         if not cfg.once or _claim_once(cfg.kind):
             _state["fired"] = True
+            _record("fired", "%s at step %d" % (cfg.kind, n))
             _fire(cfg.kind, n, stderr_only=cfg.stderr_only)
         else:
             _state["fired"] = True  # the once-marker exists: never fire here
+            _record("blocked", _marker_path(cfg.kind))
     if cfg.mark:
         sys.stdout.write("kguard: completed step %d\n" % n)
         sys.stdout.flush()

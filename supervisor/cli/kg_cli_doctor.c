@@ -357,6 +357,20 @@ kg_cli_doctor_main(int argc, char **argv)
 
   cJSON *report = cJSON_CreateObject();
   cJSON_AddNumberToObject(report, "kguard_doctor", 1);
+  /* which kguard this is: with a pip install beside a Debian one, the first
+     question is which of them runs */
+  char prefix[PATH_MAX], envp[PATH_MAX];
+  cJSON *me = cJSON_AddObjectToObject(report, "kguard");
+  cJSON_AddStringToObject(me, "executable", self);
+  cJSON_AddStringToObject(me, "install", kg_paths_install_kind(prefix, sizeof prefix));
+  if (*prefix)
+    cJSON_AddStringToObject(me, "prefix", prefix);
+  else
+    cJSON_AddNullToObject(me, "prefix");
+  if (kg_paths_env_prefix(envp, sizeof envp) == 0)
+    cJSON_AddStringToObject(me, "python_env", envp);
+  else
+    cJSON_AddNullToObject(me, "python_env");
   cJSON *dirs = kg_doctor_kernel_dirs();
   cJSON *specs = kg_doctor_kernelspecs(dirs);
   cJSON *k = cJSON_AddObjectToObject(report, "kernel");

@@ -36,8 +36,9 @@ static const kg_opt_t s_opts[] = {
   {O_USER, 0, "user", NULL,
    "install in $JUPYTER_DATA_DIR/kernels or ~/.local/share/jupyter/kernels (the default)", 0},
   {O_SYSPREFIX, 0, "sys-prefix", NULL,
-   "install in $VIRTUAL_ENV, else $CONDA_PREFIX, else /usr (Debian's sys.prefix), under "
-   "share/jupyter/kernels", 0},
+   "install in the Python environment's share/jupyter/kernels, as `python -m ipykernel "
+   "install --sys-prefix` does: the venv or conda env this kguard was pip-installed in, "
+   "else $VIRTUAL_ENV, else $CONDA_PREFIX, else /usr (Debian's sys.prefix)", 0},
   {O_PREFIX, 0, "prefix", "P", "install in P/share/jupyter/kernels", 0},
   {O_CKPT, 0, "checkpoints", "DIR",
    "checkpoint directory for the guarded kernel (default ./kguard-checkpoints in the "
@@ -263,6 +264,30 @@ s_module_list_ok(const char *s)
   return !start;
 }
 
+/*  In the environment this kguard was pip-installed in, an ipykernel spec
+    found outside it (the system's python3, naming /usr/bin/python3) runs
+    the environment's own Python instead: Jupyter started from the
+    environment runs its native kernel with that Python, and the packages
+    the user installed there (torch) are only importable by it. Changes
+    spec's argv[0]; a spec that is not `PYTHON -m ipykernel...`, or one in
+    the environment itself, is left as it is. */
+static void
+s_env_python(kg_kernelspec_t *spec, const char *env)
+{
+  size_t n = strlen(env);
+  if (spec->dir && strncmp(spec->dir, env, n) == 0 && spec->dir[n] == '/')
+    return;
+  const cJSON *m = cJSON_GetArrayItem(spec->argv, 1);
+  const cJSON *mod = cJSON_GetArrayItem(spec->argv, 2);
+  if (!cJSON_IsString(m) || strcmp(m->valuestring, "-m") != 0 || !cJSON_IsString(mod)
+      || strncmp(mod->valuestring, "ipykernel", 9) != 0)
+    return;
+  char py[PATH_MAX];
+  if (snprintf(py, sizeof py, "%s/bin/python", env) >= (int) sizeof py || access(py, X_OK) != 0)
+    return;
+  cJSON_ReplaceItemInArray((cJSON *) spec->argv, 0, cJSON_CreateString(py));
+}
+
 int
 kg_cli_install_main(int argc, char **argv)
 {
@@ -322,13 +347,11 @@ kg_cli_install_main(int argc, char **argv)
       return kg_opt_usage(&p, "%s: %s",
                           strstr(perr, "TIMEOUT") ? "--preflight-timeout" : "--preflight", perr);
   }
-  if (where == 1) {
-    prefix = getenv("VIRTUAL_ENV");
-    if (!prefix || !*prefix)
-      prefix = getenv("CONDA_PREFIX");
-    if (!prefix || !*prefix)
-      prefix = "/usr";
-  }
+  if (where == 1)
+    prefix = kg_kernelspec_sys_prefix();
+  char env_prefix[PATH_MAX];
+  bool in_env = prefix && kg_paths_env_prefix(env_prefix, sizeof env_prefix) == 0
+                && strcmp(prefix, env_prefix) == 0;
   /*  The new name first, as jupyter_client's install_kernel_spec checks it
       (lowercased, then _kernel_name_pat): a name Jupyter would refuse, or
       one that is a directory reference, is an error, never cut or
@@ -376,6 +399,8 @@ kg_cli_install_main(int argc, char **argv)
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_USAGE;
   }
+  if (in_env)
+    s_env_python(spec, env_prefix);
   /*  A kernelspec that cannot start here makes a guarded one that cannot
       either: refused, with the reason, unless asked for. */
   kg_kcheck_t kc;
@@ -493,6 +518,11 @@ kg_cli_install_main(int argc, char **argv)
     printf("installed kernelspec %s (\"%s\", wraps %s) in %s\n", newname, dname, kernel, dest);
     printf("remove it with: kguard uninstall --name %s%s%s\n", newname,
            where == 0 ? "" : " --prefix ", where == 0 ? "" : prefix);
+    if (where == 2 && !kg_kernelspec_dir_searched(kdir))
+      kg_opt_error("warning: %s is not in Jupyter's kernelspec search path, so Jupyter will "
+                   "not list this kernel: set JUPYTER_PATH=%s/share/jupyter in the "
+                   "environment Jupyter starts from, or install with --user or --sys-prefix",
+                   kdir, prefix);
     if (!kg_paths_installed())
       kg_opt_error("warning: it runs %s, a kguard that is not installed (a build tree): it "
                    "stops working when that tree is moved, removed or rebuilt elsewhere, and "

@@ -21,7 +21,9 @@ static const kg_opt_t s_opts[] = {
   {O_USER, 0, "user", NULL,
    "only in $JUPYTER_DATA_DIR/kernels or ~/.local/share/jupyter/kernels", 0},
   {O_SYSPREFIX, 0, "sys-prefix", NULL,
-   "only in $VIRTUAL_ENV, else $CONDA_PREFIX, else /usr, under share/jupyter/kernels", 0},
+   "only in the Python environment's share/jupyter/kernels, as `kguard install "
+   "--sys-prefix`: the venv or conda env this kguard was pip-installed in, else "
+   "$VIRTUAL_ENV, else $CONDA_PREFIX, else /usr", 0},
   {O_PREFIX, 0, "prefix", "P", "only in P/share/jupyter/kernels", 0},
   {0, 0, NULL, NULL, NULL, 0},
 };
@@ -85,13 +87,14 @@ kg_cli_uninstall_main(int argc, char **argv)
     return kg_opt_usage(&p, "--name: %s", err);
   kg_kernelspec_t *spec = NULL;
   int rc;
+  const char *sys_prefix = kg_kernelspec_sys_prefix();
   if (where < 0)
-    rc = kg_kernelspec_find(name, kg_kernelspec_sys_prefix(), &spec, err, sizeof err);
+    rc = kg_kernelspec_find(name, sys_prefix, &spec, err, sizeof err);
   else {
     char dir[PATH_MAX];
     int n = where == 0 ? (kg_kernelspec_user_dir(dir, sizeof dir) == 0 ? 0 : -1)
             : snprintf(dir, sizeof dir, "%s/share/jupyter/kernels/%s",
-                       where == 1 ? kg_kernelspec_sys_prefix() : prefix, name);
+                       where == 1 ? sys_prefix : prefix, name);
     if (where == 0 && n == 0 && strlen(dir) + strlen(name) + 2 < sizeof dir)
       strcat(strcat(dir, "/"), name);
     if (n < 0 || (size_t) n >= sizeof dir)

@@ -183,8 +183,9 @@ s_restart_and_checkpoint(s_out_t *o, const kg_notice_info_t *info)
   if (info->restarted)
     s_item(o, "Kernel",
            "restarted: the old process was terminated and a fresh one started. Variables "
-           "from earlier cells are gone; requests queued behind the failing cell were "
-           "answered with KernelRestarted and did not run.");
+           "from earlier cells are gone; cells sent before kguard reported the failure "
+           "(queued behind it) were answered with KernelRestarted and did not run; a cell "
+           "sent after the failing cell's error reply runs in the fresh kernel.");
   if (info->checkpoint_restored)
     s_checkpoint_restored(o, info);
   else if (info->restarted) {
@@ -200,7 +201,7 @@ s_requested_restart(s_out_t *o, const kg_notice_info_t *info)
 {
   s_item(o, "Kernel",
          "restarted at your request: the old process was stopped and a fresh one started. "
-         "Variables from earlier cells are gone; requests still waiting when you asked were "
+         "Variables from earlier cells are gone; cells still waiting when you asked were "
          "answered with KernelRestarted and did not run.");
   if (info->checkpoint_restored)
     s_checkpoint_restored(o, info);

@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "kg_conninfo.h"
 #include "kg_eg_args.h"
 #include "kg_eg_comm.h"
@@ -81,7 +83,9 @@ s_bind_ports(s_eg_t *E)
   }
   int lo = E->o.port_lo, hi = E->o.port_hi, n = 0;
   uint32_t span = (uint32_t) (hi - lo + 1);
-  uint32_t start = hi ? arc4random_uniform(span) : 0;
+  /* libsodium's unbiased draw rather than glibc's arc4random_uniform, which
+     needs glibc 2.36 and so would keep the wheel off Ubuntu 22.04 */
+  uint32_t start = hi ? randombytes_uniform(span) : 0;
   for (uint32_t k = 0; n < 6 && (hi == 0 || k < span); k++) {
     int port = hi ? lo + (int) ((start + k) % span) : 0;
     if (hi && port == 0)

@@ -16,6 +16,7 @@
 #include "kg_exit.h"
 #include "kg_clock.h"
 #include "kg_coord.h"
+#include "kg_emurun.h"
 #include "kg_error.h"
 #include "kg_log.h"
 #include "kg_opt.h"
@@ -64,7 +65,7 @@ static const kg_opt_t s_opts[] = {
    "restarts within 10 minutes before giving up (default 3)", 0},
   {O_STATE, 0, "state-dir", "DIR",
    "incidents, restored checkpoints, logs (default $KGUARD_STATE_DIR, else "
-   "~/.local/state/kguard)", 0},
+   "$XDG_STATE_HOME/kguard, else ~/.local/state/kguard)", 0},
   {O_NAME, 0, "name", "NAME", "run name: log file, KGUARD_RUN_ID (default: exec)", 0},
   {O_STALL, 0, "stall-timeout", "S",
    "seconds without progress after a sticky error text that prove the fault (default: 4 x "
@@ -112,8 +113,10 @@ static const kg_opt_exit_t s_exits[] = {
           "checkpoints, a node with another --secret)"},
   {"111", "system failure in kguard"},
   {"127", "COMMAND cannot be run"},
-  {"200", "retryable: pre-empted by SIGTERM/SIGINT/SIGUSR1, or an infrastructure failure "
-          "(checkpoint helper, a peer node or the coordinator lost)"},
+  {"200", "retryable: pre-empted by SIGTERM/SIGINT/SIGUSR1, an infrastructure failure "
+          "(checkpoint helper, a peer node or the coordinator lost), or a GPU that needs a "
+          "reset (NVML: retired pages or row remapping pending, uncorrectable ECC errors "
+          "grown, the GPU lost): retry on other hardware and drain this node"},
   {NULL, NULL},
 };
 
@@ -310,6 +313,11 @@ s_setup(kg_exec_s *E)
   if (sock_rc != 0)
     kg_warning("exec: no channel for kguard.step and kguard.save (%s): only printed "
                "`kguard: completed step N` lines tell the job's pace", kg_strerror(sock_rc));
+  /* The ranks see kguard's CUDA_VISIBLE_DEVICES: their GPUs' baseline,
+     before any of them runs. */
+  E->gpuwatch = kg_gpuwatch_new(getenv("CUDA_VISIBLE_DEVICES"));
+  if (E->gpuwatch && kg_gpuwatch_baseline(E->gpuwatch))
+    kg_info("exec: GPU health baseline read through NVML");
   /* One node of ranks kguard starts: their rendezvous store outlives the
      restarts (several nodes: the coordinator hosts it). */
   if (E->mode == KG_EXEC_MODE_AGENT && E->cfg.nnodes == 1 && E->cfg.master_port == 0) {
@@ -385,6 +393,7 @@ s_teardown(kg_exec_s *E)
   kg_ex_ranks_destroy(E);
   kg_exec_devmem_destroy(&E->devmem);
   kg_exec_stepsock_destroy(&E->steps);
+  kg_gpuwatch_destroy(&E->gpuwatch);
   kg_exec_store_destroy(&E->store);
   kg_child_destroy(&E->helper);
   cJSON_Delete(E->exits);
@@ -423,6 +432,9 @@ s_summary(const kg_exec_s *E, char *buf, size_t len)
   case KG_EXEC_OUT_USAGE:
     snprintf(buf, len, "refused: the job's configuration (see above)");
     return;
+  case KG_EXEC_OUT_HARDWARE:
+    snprintf(buf, len, "retryable on other hardware: %.600s; drain this node", E->hw_line);
+    return;
   case KG_EXEC_OUT_COMMAND_FAILED:
     break;
   }
@@ -447,6 +459,7 @@ kg_exec_run(const kg_exec_config_t *config)
   kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
   int code = s_setup(E);
+  kg_emurun_t *emu = code == 0 ? kg_emurun_new(getenv("KGUARD_EMULATE")) : NULL;
   E->multi = E->cfg.nnodes > 1;
   if (code == 0 && E->multi) {
     int rc = kg_ex_node_open(E);
@@ -466,11 +479,15 @@ kg_exec_run(const kg_exec_config_t *config)
       code = kg_ex_loop(E);
   }
   if (code == E->exit_code && E->state == KG_EX_DONE) {
-    char summary[256];
+    char summary[768];
     s_summary(E, summary, sizeof summary);
     kg_notice("exec: exit %d (%s)", code, summary);
     kg_exec_log_run_ended(E->log, kg_clock_wall_ms(), code, summary);
   }
+  char emu_words[PATH_MAX + 512];
+  if (!kg_emurun_fired(emu, emu_words, sizeof emu_words))
+    kg_warning("exec: %s", emu_words);
+  kg_emurun_destroy(&emu);
   s_teardown(E);
   free(E);
   return code;

@@ -10,7 +10,7 @@
     tree, reporting, starting the restore while the tree goes): the next
     function is the decision code of kg_exec.c, which names the state it
     leads to (kg_ex_enter); entering a state arms its deadline. The rows
-    are checked by tests/exec/test_exec_states.c. */
+    are checked by tests/unit/exec/test_exec_states.c. */
 #ifndef KG_EXEC_STATES_H
 #define KG_EXEC_STATES_H
 

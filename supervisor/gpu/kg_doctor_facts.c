@@ -48,10 +48,8 @@ kg_doctor_kernel_dirs(void)
   if (kg_kernelspec_user_dir(user, sizeof user) == 0)
     cJSON_AddItemToArray(arr, cJSON_CreateString(user));
   char env[PATH_MAX];
-  const char *prefix = getenv("VIRTUAL_ENV");
-  if (!prefix || !*prefix)
-    prefix = getenv("CONDA_PREFIX");
-  if (prefix && *prefix) {
+  const char *prefix = kg_kernelspec_sys_prefix();
+  if (strcmp(prefix, "/usr") != 0) {   /* /usr/share/jupyter comes last anyway */
     snprintf(env, sizeof env, "%.4000s/share/jupyter", prefix);
     s_add_dir(arr, env);
   }

@@ -96,6 +96,15 @@ kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
   fprintf(r.f, r.md ? "**kguard doctor**: %s\n" : "kguard doctor: %s\n",
           s_or(s_str(rep, "summary"), "(no summary)"));
 
+  const cJSON *me = cJSON_GetObjectItem(rep, "kguard");
+  if (me) {
+    s_head(&r, "This kguard");
+    s_item(&r, "%s: %s%s%s", s_or(s_str(me, "executable"), "?"), s_or(s_str(me, "install"), "?"),
+           s_str(me, "prefix") ? " in " : "", s_or(s_str(me, "prefix"), ""));
+    if (s_str(me, "python_env"))
+      s_item(&r, "Python environment: %s (`kguard install --sys-prefix` writes its "
+             "kernelspec there)", s_str(me, "python_env"));
+  }
   const cJSON *stack = cJSON_GetObjectItem(rep, "stack");
   const cJSON *probe = cJSON_GetObjectItem(rep, "probe");
   const cJSON *kernel = cJSON_GetObjectItem(rep, "kernel");

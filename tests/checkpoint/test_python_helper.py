@@ -134,11 +134,35 @@ def test_check_targets_valid_pass():
     kguard.check_targets(torch.tensor([0, 255, 3]), 4, ignore_index=255)
 
 
-def test_check_targets_rejects_shape_dtype_and_all_ignored():
-    with pytest.raises(ValueError, match="1-D"):
-        kguard.check_targets(torch.zeros(2, 4, dtype=torch.long), 4)
+def test_check_targets_segmentation_targets_n_d1_dn():
+    # nll_loss's class indices per position: [N, H, W] with logits [N, C, H, W].
+    t = torch.zeros(2, 3, 5, dtype=torch.long)
+    t[1, 2, 4] = 3
+    assert kguard.check_targets(t, 4) is t
+    assert kguard.check_targets(t, 4, logits=torch.zeros(2, 4, 3, 5)) is t
+    t[0, 1, 2] = 4
+    with pytest.raises(ValueError, match=r"target 4 out of range \[0, 4\) at index \(0, 1, 2\)"):
+        kguard.check_targets(t, 4)
+    with pytest.raises(ValueError, match=r"does not fit logits of shape \[2, 4, 3, 6\]"):
+        kguard.check_targets(torch.zeros(2, 3, 5, dtype=torch.long), 4,
+                             logits=torch.zeros(2, 4, 3, 6))
+    with pytest.raises(ValueError, match="logits have 5 classes"):
+        kguard.check_targets(torch.zeros(2, 3, dtype=torch.long), 4, logits=torch.zeros(2, 5, 3))
+
+
+def test_check_targets_rejects_one_hot_shape_dtype_and_all_ignored():
+    # One-hot long targets are told from [N, d1] indices by the logits' shape.
+    onehot = torch.nn.functional.one_hot(torch.tensor([0, 3]), 4)
+    with pytest.raises(ValueError, match=r"logits' shape \[2, 4\]: one-hot.*argmax\(dim=1\)"):
+        kguard.check_targets(onehot, 4, logits=torch.zeros(2, 4))
+    with pytest.raises(ValueError, match=r"torch.long.*argmax\(dim=1\)"):
+        kguard.check_targets(torch.tensor([[0.9, 0.1], [0.2, 0.8]]), 2)
+    with pytest.raises(ValueError, match="scalar"):
+        kguard.check_targets(torch.tensor(1), 4)
     with pytest.raises(ValueError, match="torch.long"):
         kguard.check_targets(torch.tensor([0.0, 1.0]), 4)
+    with pytest.raises(ValueError, match="really are class indices"):
+        kguard.check_targets(torch.tensor([0, 1], dtype=torch.int32), 4)
     with pytest.raises(ValueError, match="no entries other than ignore_index=-100"):
         kguard.check_targets(torch.tensor([-100, -100]), 4)
     with pytest.raises(ValueError, match="no entries"):

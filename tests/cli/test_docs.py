@@ -166,3 +166,24 @@ def test_hand_written_pages_use_only_existing_options():
                         if re.fullmatch(OPT + "|-[a-zA-Z]", opt) and opt not in known[cmd]:
                             bad.append("%s: `kguard %s ... %s`" % (page.name, cmd, opt))
     assert not bad, "options no command has:\n" + "\n".join(sorted(set(bad)))
+
+
+def test_every_kguard_cell_is_in_the_notebook_table_and_the_kernel_help():
+    """The `%kguard` cells kguard answers (its usage line, kg_inband_cmd) are
+    each a row of docs/notebooks.md's `%kguard` table and named in
+    `kguard kernel --help`."""
+    src = (SOURCE / "supervisor" / "kernel" / "decide" / "kg_inband_cmd.c").read_text()
+    usage = re.search(r'"usage: (%kguard [^"]*)"', src).group(1)
+    cells = [c.strip() for c in usage.split("|")]
+    forms = []
+    for c in cells:
+        m = re.fullmatch(r"(%kguard \w+)(?: \[(--[\w-]+)\])?", c)
+        assert m, c
+        forms.append(m.group(1))
+        if m.group(2):
+            forms.append(m.group(1) + " " + m.group(2))
+    page = (SOURCE / "docs" / "notebooks.md").read_text()
+    rows = set(re.findall(r"^\| `(%kguard[^`]*)` \|", page, flags=re.M))
+    help_text = " ".join(kguard("kernel", "--help", check=0).stdout.split())
+    assert [f for f in forms if f not in rows] == [], "missing from docs/notebooks.md's table"
+    assert [f for f in forms if f"`{f}`" not in help_text] == [], "missing from kernel --help"

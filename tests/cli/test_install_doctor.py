@@ -155,6 +155,21 @@ def test_uninstall_with_a_prefix_and_resources(env, tmp_path):
     assert not kdir.exists() and (prefix / "share" / "jupyter" / "kernels").exists()
 
 
+def test_install_with_a_prefix_jupyter_does_not_search_warns(env, tmp_path):
+    # As `jupyter kernelspec install --prefix` does: the kernel is written, and
+    # the user is told Jupyter will not find it, and what to set.
+    prefix = tmp_path / "elsewhere"
+    out = kguard("install", "--name", "far", "--prefix", str(prefix), env=env, check=0)
+    kdir = prefix / "share" / "jupyter" / "kernels"
+    assert (kdir / "far" / "kernel.json").exists()
+    assert ("warning: %s is not in Jupyter's kernelspec search path" % kdir) in out.stderr
+    assert "JUPYTER_PATH=%s/share/jupyter" % prefix in out.stderr
+    # Searched (JUPYTER_PATH names it): no warning.
+    env["JUPYTER_PATH"] += ":" + str(prefix / "share" / "jupyter")
+    out = kguard("install", "--name", "near", "--prefix", str(prefix), env=env, check=0)
+    assert "search path" not in out.stderr
+
+
 def test_uninstall_leaves_other_kernelspecs_alone(env, tmp_path):
     d = env.spec("plain", INNER)
     out = kguard("uninstall", "--name", "plain", env=env)

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from exec_harness import (BIN, GAVE_UP, RETRYABLE, Run, base_env, exec_args, incidents,
+from exec_harness import (BIN, GAVE_UP, PYTHON, RETRYABLE, Run, base_env, exec_args, incidents,
                           reference_params)
 
 pytestmark = pytest.mark.skipif(not BIN, reason="KGUARD_BIN not set")
@@ -256,3 +256,26 @@ def test_a_reader_that_is_gone_ends_nothing(tmp_path):
     assert words.count("stdout is closed (its reader is gone)") == 1, words
     log = next((tmp_path / "state" / "logs").glob("exec-*.log")).read_text()
     assert "200000\n" in log
+
+
+_CATCHES = ("import kguard.emulate as e\n"
+            "try:\n    e.step(1)\nexcept Exception:\n    print('emulated error caught')\n")
+
+
+def test_emulation_that_never_fires_is_named_at_the_end(tmp_path):
+    # A command that never calls kguard.emulate.step(): a clean run, and kguard
+    # says the emulation did nothing.
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-assert:step=3")
+    args = [BIN, "exec", "--state-dir", str(tmp_path / "state"), "--", PYTHON, "-c", "pass"]
+    run = Run(args, env)
+    assert run.wait() == 0, run.output()
+    assert "KGUARD_EMULATE=cuda-assert:step=3 was set but never fired" in run.output()
+    # `:once` is once per run: a second run fires again, and neither warns.
+    env = base_env(tmp_path, KGUARD_EMULATE="cuda-oom:once")
+    for _ in range(2):
+        args = [BIN, "exec", "--state-dir", str(tmp_path / "state"), "--", PYTHON, "-c",
+                _CATCHES]
+        run = Run(args, env)
+        assert run.wait() == 0, run.output()
+        assert "emulated error caught" in run.output()
+        assert "never fired" not in run.output() and "did not fire" not in run.output()

@@ -48,7 +48,8 @@ sys.stdout.write(json.dumps({"results": out, "poisoned": emulate.poisoned()}))
 
 def run(body, env_extra=None, tmp_path=None):
     env = {k: v for k, v in os.environ.items()
-           if k not in ("KGUARD_EMULATE", "CUDA_LAUNCH_BLOCKING", "KGUARD_EMULATE_MARKER")}
+           if k not in ("KGUARD_EMULATE", "CUDA_LAUNCH_BLOCKING", "KGUARD_EMULATE_MARKER",
+                        "KGUARD_EMULATE_RUN_DIR")}
     env["PYTHONPATH"] = os.path.join(SRC, "python")
     if tmp_path is not None:
         env["KGUARD_STATE_DIR"] = str(tmp_path)
@@ -157,6 +158,36 @@ def test_once_marker_in_state_dir(tmp_path):
     env = {"KGUARD_EMULATE": "cuda-oom:once"}
     results(run("attempt(lambda: emulate.step(0))", env, tmp_path))
     assert (tmp_path / "emulate-once-cuda-oom").exists()
+
+
+def test_run_dir_records_what_fired_and_keeps_once_per_run(tmp_path):
+    """Under `kguard run`/`exec` (KGUARD_EMULATE_RUN_DIR) the emulation
+    records that it fired, `:once` means once per run (a new run directory
+    fires again), and a marker that stops it is named."""
+    body = "attempt(lambda: emulate.step(1))"
+    for run_no in (1, 2):
+        run_dir = tmp_path / ("run%d" % run_no)
+        run_dir.mkdir()
+        env = {"KGUARD_EMULATE": "cuda-oom:once", "KGUARD_EMULATE_RUN_DIR": str(run_dir)}
+        r = results(run(body, env, tmp_path))
+        assert [x["ok"] for x in r["results"]] == [False]
+        assert (run_dir / "fired").read_text() == "cuda-oom at step 1\n"
+        assert (run_dir / "emulate-once-cuda-oom").exists()
+    assert not (tmp_path / "emulate-once-cuda-oom").exists()
+    # The same run again (a restarted kernel): the marker stops it, and says so.
+    run_dir = tmp_path / "run2"
+    (run_dir / "fired").unlink()
+    env = {"KGUARD_EMULATE": "cuda-oom:once", "KGUARD_EMULATE_RUN_DIR": str(run_dir)}
+    r = results(run(body, env, tmp_path))
+    assert [x["ok"] for x in r["results"]] == [True]
+    assert not (run_dir / "fired").exists()
+    assert (run_dir / "blocked").read_text() == str(run_dir / "emulate-once-cuda-oom") + "\n"
+    # Never reached: nothing recorded.
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    results(run("pass", {"KGUARD_EMULATE": "cuda-oom", "KGUARD_EMULATE_RUN_DIR": str(quiet)},
+                tmp_path))
+    assert list(quiet.iterdir()) == []
 
 
 def test_stderr_only(tmp_path):

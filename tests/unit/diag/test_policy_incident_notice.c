@@ -232,6 +232,9 @@ KG_TEST(notice_sticky_rocm_and_cuda)
     KG_CHECK(strstr(s, "(+1 more line)") != NULL);
     KG_CHECK(strstr(s, info.incident_path) != NULL);
     KG_CHECK(strstr(s, "restarted") != NULL);
+    /* What a client that sends one cell at a time sees: its next cell runs. */
+    KG_CHECK(strstr(s, "a cell sent after the failing cell's error reply runs in the fresh "
+                       "kernel") != NULL);
     KG_CHECK(strstr(s, "training starts over") != NULL);
     KG_CHECK(strstr(s, "not for timing") != NULL); /* the hint is for a separate run */
   }
