@@ -77,7 +77,7 @@ static const kg_opt_t s_opts[] = {
   {O_NAME, 0, "name", "NAME", "run name: log file, KGUARD_RUN_ID (default: exec)", 0},
   {O_STALL, 0, "stall-timeout", "S",
    "seconds without progress after a sticky error text that prove the fault (default: 4 x "
-   "the longest gap between two completed steps of the job, kept across restarts, 1.5 to "
+   "the longest gap between two steps the job reported, kept across restarts, 1.5 to "
    "60; 60 before two steps were seen)", 0},
   {O_KILL_GRACE, 0, "kill-grace", "S",
    "a peer node's tree (stopped because of a fault elsewhere): SIGTERM to SIGKILL (default "
@@ -147,8 +147,10 @@ const kg_cmd_t kg_exec_cmd = {
            "follows is COMMAND's.",
   .opts = s_opts,
   .more = "A sticky error text is proof only when a process of the group then fails, or when "
-          "no newer `kguard: completed step N` line (two steps on) follows within "
-          "--stall-timeout; a command that carries on or succeeds is left alone. See "
+          "no newer step (two steps on) is reported within --stall-timeout; a command that "
+          "carries on or succeeds is left alone. The ranks report steps with kguard.step(n) "
+          "or kguard.save (a private channel, KGUARD_STEP_SOCKET; nothing printed), or print "
+          "`kguard: completed step N`. With several ranks each line is led by [rankN]: . See "
           "docs/exec.md.",
   .exits = s_exits,
   .flags = KG_CMD_STOP,
@@ -328,6 +330,10 @@ s_setup(kg_exec_s *E)
   E->diag = kg_diagnosis_new(E->rules);
   E->mode = kg_exec_mode(E->cfg.argv, E->cfg.nproc_given, E->cfg.nnodes);
   E->devmem = kg_exec_devmem_new();
+  int sock_rc = kg_exec_stepsock_new(&E->steps);
+  if (sock_rc != 0)
+    kg_warning("exec: no channel for kguard.step and kguard.save (%s): only printed "
+               "`kguard: completed step N` lines tell the job's pace", kg_strerror(sock_rc));
   /* The ranks see kguard's CUDA_VISIBLE_DEVICES: their GPUs' baseline,
      before any of them runs. */
   E->gpuwatch = kg_gpuwatch_new(getenv("CUDA_VISIBLE_DEVICES"));
@@ -407,6 +413,7 @@ s_teardown(kg_exec_s *E)
   }
   kg_ex_ranks_destroy(E);
   kg_exec_devmem_destroy(&E->devmem);
+  kg_exec_stepsock_destroy(&E->steps);
   kg_gpuwatch_destroy(&E->gpuwatch);
   kg_exec_store_destroy(&E->store);
   kg_child_destroy(&E->helper);

@@ -22,6 +22,7 @@
 #include "kg_exit.h"
 #include "kg_exec_start.h"
 #include "kg_log.h"
+#include "kg_throughput.h"
 
 #define S_DEVMEM_POLL_MS 20   /* asking the driver again while memory is held */
 
@@ -137,8 +138,9 @@ kg_ex_restore(kg_exec_s *E)
   char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
                   "--before", before, "--incident", (char *) kg_incident_id(E->incident),
                   "--into", into, "--run", (char *) E->cfg.name, "--json", NULL};
-  kg_notice("exec: restoring the last checkpoint sealed before T=%s from %s", before,
-            E->cfg.ckpt_dir);
+  char when[48];
+  kg_notice("exec: restoring the last checkpoint sealed before the fault's first sign (%s) "
+            "from %s", kg_clock_local_ms(E->fault_wall_ms, when, sizeof when), E->cfg.ckpt_dir);
   if (kg_ex_start_helper(E, argv) != 0) {
     kg_error("exec: cannot start `kguard ckpt resume-prepare`");
     kg_ex_finish(E, KG_EXEC_OUT_RETRYABLE);
@@ -146,6 +148,51 @@ kg_ex_restore(kg_exec_s *E)
   }
   if (E->state != KG_EX_STOPPING)
     kg_ex_enter(E, KG_EX_RESTORING);
+}
+
+/*  resume-prepare restored a checkpoint (its JSON answer j): the ranks
+    start from it, unless this is a --fresh run and it was sealed before the
+    run began. */
+static void
+s_take_restored(kg_exec_s *E, const cJSON *j)
+{
+  const cJSON *dir = cJSON_GetObjectItemCaseSensitive(j, "dir");
+  const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "archive");
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
+  const cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "sealed_at_ms");
+  if (E->cfg.fresh && cJSON_IsNumber(at) && at->valuedouble < (double) E->started_wall_ms) {
+    /* A run started over with --fresh never goes back to what was sealed
+       before it. */
+    kg_notice("exec: the last checkpoint before the fault (step %lld) was sealed before "
+              "this --fresh run began: the command starts over",
+              cJSON_IsNumber(step) ? (long long) step->valuedouble : -1LL);
+  } else if (cJSON_IsString(dir) && cJSON_IsString(arch) && cJSON_IsNumber(step)) {
+    E->resume_dir = strdup(dir->valuestring);
+    E->resume_archive = strdup(arch->valuestring);
+    E->resume_step = (int64_t) step->valuedouble;
+    kg_notice("exec: restored step %lld from %s", (long long) E->resume_step,
+              arch->valuestring);
+  }
+}
+
+/*  resume-prepare restored nothing (its JSON answer j): true when the
+    command may start over (nothing was sealed before the fault); false,
+    said, when checkpoints exist that none verifies, which a start over
+    would drop without a word. */
+static bool
+s_nothing_restored(kg_exec_s *E, const cJSON *j)
+{
+  char why[1024];
+  int unverified = kg_exec_unverified(j, why, sizeof why);
+  if (unverified > 0) {
+    kg_error("exec: %d checkpoint(s) sealed before the fault exist in %s, but none verifies "
+             "(first: %s): kguard does not start the training over and lose them; make them "
+             "verify (the signing key), or move them away to start over; exit %d "
+             "(permanent)", unverified, E->cfg.ckpt_dir, why, KG_EXEC_EXIT_GAVE_UP);
+    return false;
+  }
+  kg_notice("exec: no checkpoint was sealed before the fault: the command starts over");
+  return true;
 }
 
 void
@@ -186,38 +233,12 @@ kg_ex_helper_done(kg_exec_s *E)
     return;
   }
   if (strcmp(status->valuestring, "restored") == 0) {
-    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(j, "dir");
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "archive");
-    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
-    const cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "sealed_at_ms");
-    if (E->cfg.fresh && cJSON_IsNumber(at) && at->valuedouble < (double) E->started_wall_ms) {
-      /* A run started over with --fresh never goes back to what was
-         sealed before it. */
-      kg_notice("exec: the last checkpoint before the fault (step %lld) was sealed before "
-                "this --fresh run began: the command starts over",
-                cJSON_IsNumber(step) ? (long long) step->valuedouble : -1LL);
-    } else if (cJSON_IsString(dir) && cJSON_IsString(arch) && cJSON_IsNumber(step)) {
-      E->resume_dir = strdup(dir->valuestring);
-      E->resume_archive = strdup(arch->valuestring);
-      E->resume_step = (int64_t) step->valuedouble;
-      kg_notice("exec: restored step %lld from %s", (long long) E->resume_step,
-                arch->valuestring);
-    }
-  } else {
-    char why[1024];
-    int unverified = kg_exec_unverified(j, why, sizeof why);
-    if (unverified > 0) {
-      /* Starting over would drop them without a word: stop instead. */
-      kg_error("exec: %d checkpoint(s) sealed before the fault exist in %s, but none verifies "
-               "(first: %s): kguard does not start the training over and lose them; make them "
-               "verify (the signing key), or move them away to start over; exit %d "
-               "(permanent)", unverified, E->cfg.ckpt_dir, why, KG_EXEC_EXIT_GAVE_UP);
-      kg_incident_take_checkpoint(E->incident, &j);
-      kg_ex_incident_write(E);
-      kg_ex_finish(E, KG_EXEC_OUT_GAVE_UP);
-      return;
-    }
-    kg_notice("exec: no checkpoint was sealed before the fault: the command starts over");
+    s_take_restored(E, j);
+  } else if (!s_nothing_restored(E, j)) {
+    kg_incident_take_checkpoint(E->incident, &j);
+    kg_ex_incident_write(E);
+    kg_ex_finish(E, KG_EXEC_OUT_GAVE_UP);
+    return;
   }
   kg_incident_take_checkpoint(E->incident, &j);
   kg_ex_incident_write(E);
@@ -347,12 +368,12 @@ kg_ex_devices_free(kg_exec_s *E)
   if (E->devmem_until == 0) {
     E->devmem_until = now + KG_EXEC_DEVMEM_WAIT_MS;
     kg_notice("exec: %d process(es) of the last generation still hold device memory: "
-              "waiting for the driver to release it (at most %d ms)", held,
-              KG_EXEC_DEVMEM_WAIT_MS);
+              "waiting for the driver to release it (at most %d s)", held,
+              KG_EXEC_DEVMEM_WAIT_MS / 1000);
   }
   if (now >= E->devmem_until) {
-    kg_warning("exec: device memory of %d ended process(es) still not released after %d ms: "
-               "starting anyway", held, KG_EXEC_DEVMEM_WAIT_MS);
+    kg_warning("exec: device memory of %d ended process(es) still not released after %d s: "
+               "starting anyway", held, KG_EXEC_DEVMEM_WAIT_MS / 1000);
     E->devmem_until = 0;
     return true;
   }
