@@ -184,6 +184,10 @@ class Check:
                     "kguard did not restore step %d" % RESUME_STEP, job)
         if self.device == "cpu-emulated":
             self.expect(job.has("kguard emulation"), "the emulated fault is not labelled", job)
+        else:   # the device's own assertion line, and nothing emulated
+            self.expect(job.has("Assertion `t >= 0 && t < n_classes` failed") and
+                        not job.has("kguard emulation"),
+                        "no genuine nll_loss assertion line from the device", job)
         starts = job.events("start")
         self.expect(len(starts) == 2 * len(ranks),
                     "expected %d starts (one restart), got %d" % (2 * len(ranks), len(starts)),
