@@ -11,7 +11,7 @@
 #include "kg_supervisor.h"
 
 enum { O_CONN = 1, O_IMODE, O_CKPT, O_NAME, O_STATE, O_RULES, O_STALE, O_MAXR, O_RWIN,
-       O_BACKOFF, O_BACKOFF_MAX, O_LANG, O_STANDBY };
+       O_BACKOFF, O_BACKOFF_MAX, O_LANG, O_STANDBY, O_RESUME };
 
 static const kg_opt_t s_opts[] = {
   {O_CONN, 'f', "connection-file", "FILE", "the frontend's connection file (required)", 0},
@@ -45,6 +45,10 @@ static const kg_opt_t s_opts[] = {
    "keep a warm standby: a second kernel started (imports done, no GPU touched) while this "
    "one runs, that takes over at a restart instead of a cold start; it costs one idle "
    "kernel's memory. KGUARD_STANDBY_IMPORTS=torch,... names modules it imports ahead", 0},
+  {O_RESUME, 0, "resume", "FILE",
+   "the first kernel resumes from the checkpoint FILE names: the JSON object `kguard ckpt "
+   "resume-prepare` printed (its KGUARD_RESUME_* variables, as after a fault; `kguard run "
+   "--resume` writes it)", 0},
   {0, 0, NULL, NULL, NULL, 0},
 };
 
@@ -132,6 +136,9 @@ kg_cli_kernel_main(int argc, char **argv)
       break;
     case O_STANDBY:
       cfg.standby = true;
+      break;
+    case O_RESUME:
+      cfg.resume_file = p.value;
       break;
     case O_STALE:
       if (s_seconds(&p, p.value, &ms) != 0)

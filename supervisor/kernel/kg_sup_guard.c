@@ -368,7 +368,16 @@ s_after_sticky(kg_sup_t *S)
   kg_diagnosis_signature(S->diag, S->failing.code, sig, sizeof sig);
   int64_t delay = 0;
   const char *reason = NULL;
-  kg_policy_action_t act = kg_policy_decide(S->policy, kg_clock_mono_ms(), sig, &delay, &reason);
+  /* A GPU that needs a reset is never restarted on: DOWN with the hardware
+     notice, whatever the policy would allow. */
+  char *hw = NULL;
+  bool hw_reset = kg__gpuhealth_needs_reset(S, m && m->family ? m->family->id : NULL,
+                                            m ? m->line : NULL, &hw);
+  kg_policy_action_t act = hw_reset ? KG_POLICY_GIVE_UP
+                                    : kg_policy_decide(S->policy, kg_clock_mono_ms(), sig,
+                                                       &delay, &reason);
+  if (hw_reset)
+    reason = hw;
   kg_incident_t *incident = S->incidents.current.incident;
   if (incident) {
     kg_incident_set_diagnosis(incident, S->diag);
@@ -383,6 +392,14 @@ s_after_sticky(kg_sup_t *S)
     kg__write_incident(S);
   }
   S->diagnostic = false;   /* an automatic restart is a normal one */
+  if (hw_reset) {
+    kg_error("%s", hw);
+    kg__due_set_down(&S->due, hw);
+    free(hw);
+    S->stop_reason = KG__STOP_DEVICE;   /* DOWN's notice: the hardware's */
+    kg__fire(S, KG_EV_STOPPED_GIVE_UP);
+    return;
+  }
   if (act == KG_POLICY_GIVE_UP) {
     kg_error("automatic restarts stopped: %s", reason ? reason : "");
     kg__due_set_gave_up(&S->due, reason);
@@ -444,10 +461,19 @@ kg__guard_after_stop(kg_sup_t *S)
                "kguard starts a fresh kernel", how);
     kg_pending_entry_t *run = kg_pending_running(S->pending);
     cJSON *parent = run ? cJSON_Duplicate(run->header, 1) : NULL;
-    kg_policy_action_t act = kg_policy_decide(S->policy, kg_clock_mono_ms(), NULL, &delay, &reason);
+    /* A death can be the GPU's: one that needs a reset is not restarted on. */
+    char *hw = NULL;
+    bool hw_reset = S->stop_reason == KG__STOP_DIED && kg__gpuhealth_needs_reset(S, NULL, NULL, &hw);
+    if (hw_reset)
+      kg__write_incident(S);
+    kg_policy_action_t act = hw_reset ? KG_POLICY_GIVE_UP
+                                      : kg_policy_decide(S->policy, kg_clock_mono_ms(), NULL,
+                                                         &delay, &reason);
+    if (hw_reset)
+      reason = hw;
     kg_notice_info_t info;
     kg__notice_fill_current(S, &info);
-    info.family = NULL;
+    info.family = hw_reset ? kg_classifier_family(S->rules, "ecc-hardware") : NULL;
     info.checkpoint_restored = false;
     info.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     info.signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
@@ -466,8 +492,11 @@ kg__guard_after_stop(kg_sup_t *S)
     kg__settle_status(S, NULL);
     S->diagnostic = false;
     if (act == KG_POLICY_GIVE_UP) {
-      char r[512];
+      char r[1200];
       snprintf(r, sizeof r, "The kernel died (%s) and %s", how, reason ? reason : "");
+      if (hw_reset)
+        kg_error("%s", hw);
+      free(hw);
       kg__due_set_gave_up(&S->due, r);
       kg__fire(S, KG_EV_STOPPED_GIVE_UP);
       return;

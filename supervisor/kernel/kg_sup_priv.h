@@ -41,6 +41,7 @@
 #include "kg_parentwatch.h"
 #include "kg_pending.h"
 #include "kg_policy.h"
+#include "kg_gpuwatch.h"
 #include "kg_preflight.h"
 #include "kg_relay_stats.h"
 #include "kg_restore.h"
@@ -254,6 +255,9 @@ struct kg_supervisor_t {
                                     kernel gets                              */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
   kg_inband_doctor_t *doctor;   /*  `%kguard doctor` and the cell it answers */
+  kg_gpuwatch_t *gpuwatch;      /*  NVML's reading at the first start, judged
+                                    again before a restart (NULL before the
+                                    first start)                             */
   kg__hang_t hang;              /*  the heartbeat watch (kg_sup_hang.c)      */
   kg__standby_t standby;        /*  the warm standby (kg_sup_standby.c)      */
 };
@@ -515,6 +519,13 @@ void kg__preflight_kernel_started(kg_sup_t *S, bool after_sticky);
 bool kg__preflight_holds_ready(const kg_sup_t *S);
 /*  DOWN's notice for a failing device (the hardware family). */
 void kg__preflight_down_notice(kg_sup_t *S);
+/*  Before a restart: read NVML for the kernel's devices (kg_nvml) and judge
+    against the first start's reading for a fault of family (NULL: a death)
+    with text. The reading goes into the current incident ("gpu_health").
+    A device that needs a reset: the reason (naming the GPU and "drain this
+    node") into *why (new string, caller frees) and true; the kernel must
+    not be restarted on it. */
+bool kg__gpuhealth_needs_reset(kg_sup_t *S, const char *family, const char *text, char **why);
 /*  Start `kguard doctor` for the `%kguard doctor` cell e (busy; held). */
 void kg__doctor_start(kg_sup_t *S, kg_pending_entry_t *e);
 /*  Read what the two children wrote; act on a verdict or an answer. */

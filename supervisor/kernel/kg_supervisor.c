@@ -21,6 +21,7 @@
 #include "kg_clock.h"
 #include "kg_exit.h"
 #include "kg_error.h"
+#include "kg_file.h"
 #include "kg_log.h"
 #include "kg_paths.h"
 #include "kg_safepath.h"
@@ -193,6 +194,35 @@ s_load_rules(kg_sup_t *S, const char *rules_file)
   return KG_EXIT_USAGE;
 }
 
+/*  A restore chosen before the start (`kguard run --resume`): resume-prepare's
+    result, read from path, becomes what the first kernel is given, exactly as
+    a restore after a fault is. 0, or the exit code after a line saying why. */
+static int
+s_load_resume(kg_sup_t *S, const char *path)
+{
+  char *text = NULL;
+  size_t size = 0;
+  int rc = kg_file_read(path, 1 << 20, &text, &size);
+  if (rc != 0) {
+    kg_error("--resume %s: %s", path, kg_strerror(rc));
+    return KG_EXIT_USAGE;
+  }
+  bool ok = kg_restore_take_output(S->restore, text);
+  free(text);
+  if (!ok) {
+    kg_error("--resume %s: not the JSON object `kguard ckpt resume-prepare` prints", path);
+    return KG_EXIT_USAGE;
+  }
+  if (kg_restore_decide(S->restore))
+    kg_notice("resuming from step %lld: %s", kg_restore_step(S->restore),
+              kg_restore_archive(S->restore));
+  else
+    kg_notice("--resume %s: nothing to resume from%s%s", path,
+              kg_restore_error(S->restore) ? ": " : "",
+              kg_restore_error(S->restore) ? kg_restore_error(S->restore) : "");
+  return 0;
+}
+
 kg_supervisor_t *
 kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
 {
@@ -245,6 +275,9 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
       || kg__gpu_init(S) != 0)
     goto fail;
   kg__hang_init(&S->hang);
+  if (config->resume_file && (*exit_code = s_load_resume(S, config->resume_file)) != 0)
+    goto fail;
+  *exit_code = KG_EXIT_SYSTEM;
 
   S->ctx = zmq_ctx_new();
   if (!S->ctx) {
