@@ -15,7 +15,8 @@
     sockets, then the child's end) and hands each event to the caller's
     function as it comes: a message on a channel (signature checked; bad
     ones are dropped with a warning), the child's exit, or a receive that
-    failed. Messages already here come before the child's exit.
+    failed. Messages already here come before the child's exit, which is
+    reported once.
 */
 #ifndef KG_CLIENT_H
 #define KG_CLIENT_H
@@ -121,8 +122,10 @@ int kg_client_ask_shutdown(kg_client_t *self);
     been reaped. */
 void kg_client_kill(kg_client_t *self, int signo);
 
-/*  Stop the child if it still runs (SIGKILL to its group), close the sockets
-    and remove the runtime directory. Free self, set *self_p to NULL. */
+/*  Stop the child if it still runs (SIGKILL to its group), remove the
+    client's sources from the loop (before the loop is destroyed), close the
+    sockets and remove the runtime directory. Free self, set *self_p to
+    NULL. */
 void kg_client_destroy(kg_client_t **self_p);
 
 #endif
