@@ -79,11 +79,13 @@ kg_ex_output_flush(kg_exec_s *E, int which)
 void
 kg_ex_output_drain(kg_exec_s *E)
 {
-  int64_t end = kg_clock_mono_ms() + S_DRAIN_MS;
+  if (!E->out[0] && !E->out[1])
+    return;   /* the setup never got that far */
+  int64_t end = kg_ex_now(E) + S_DRAIN_MS;
   for (int i = 0; i < 2; i++) {
     if (!E->out[i])
       continue;
-    int64_t left = end - kg_clock_mono_ms();
+    int64_t left = end - kg_ex_now(E);
     kg_fdq_drain(E->out[i], left > 0 ? (int) left : 0);
     s_output_note(E, i + 1);
     kg_fdq_drain(E->out[i], 0);
@@ -111,7 +113,7 @@ s_diag_line(void *arg, const char *line, size_t len, bool truncated, int64_t fir
   buf[len] = '\n';
   kg_diag_event_t d = kg_diagnosis_feed(E->diag, c->src, NULL, NULL, buf, len + 1, first_ms);
   int64_t step = kg_diagnosis_last_step(E->diag);
-  if (step >= 0 && kg_exec_pace_step(&E->pace, step, kg_clock_mono_ms()))
+  if (step >= 0 && kg_exec_pace_step(&E->pace, step, kg_ex_now(E)))
     kg_ex_fire(E, KG_EXE_STEP, step);
   /* Text on the group's pipes proves nothing by itself (a suspicion):
      the proof is a failure or a stall after it (kg_exec.c). */
