@@ -75,15 +75,20 @@ s_seal_phase(void *arg, const char *what, const char *dir)
   kg_ckpt_progress_begin(arg, "%s %s", what, dir);
 }
 
+/*  What `ckpt seal` was asked, besides the seal's own options. */
+typedef struct {
+  const char *after;
+  bool remove_dir;
+  int keep;
+  int64_t every;
+  kg_ckpt_progress_when_t when;
+} s_seal_args_t;
+
+/*  Parse and check seal's command line into o and a. Returns -1 to go on,
+    else the exit code. */
 static int
-s_seal(int argc, char **argv)
+s_seal_parse(int argc, char **argv, kg_ckpt_seal_opts_t *o, s_seal_args_t *a)
 {
-  kg_ckpt_seal_opts_t o = {.step = -1, .producer = "kguard " KGUARD_VERSION};
-  const char *after = NULL;
-  bool remove_dir = false;
-  int keep = 0;
-  int64_t every = 0;
-  kg_ckpt_progress_when_t when = KG_CKPT_PROGRESS_AUTO;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_seal_cmd, argc, argv);
   p.parent = &kg_ckpt_cmd;
@@ -93,78 +98,103 @@ s_seal(int argc, char **argv)
     switch (id) {
     case KG_OPT_EXIT: return p.code;
     case KG_OPT_OPERAND:
-      if (o.dir)
+      if (o->dir)
         return kg_ckpt_cli_usage("unexpected argument", v);
-      o.dir = v;
+      o->dir = v;
       break;
     case KG_CKPT_O_STEP:
-      if (!s_parse_i64(v, &o.step))
+      if (!s_parse_i64(v, &o->step))
         return kg_ckpt_cli_usage("--step needs a non-negative integer", v);
       break;
-    case KG_CKPT_O_RUN: o.run = v; break;
-    case KG_CKPT_O_INTO: o.into = v; break;
-    case KG_CKPT_O_OUTPUT: o.output = v; break;
-    case KG_CKPT_O_ZSTD: o.zstd = true; break;
+    case KG_CKPT_O_RUN: o->run = v; break;
+    case KG_CKPT_O_INTO: o->into = v; break;
+    case KG_CKPT_O_OUTPUT: o->output = v; break;
+    case KG_CKPT_O_ZSTD: o->zstd = true; break;
     case KG_CKPT_O_TIME:
-      if (kg_ckpt_parse_time(v, &o.now_ms) < 0 || o.now_ms <= 0)
+      if (kg_ckpt_parse_time(v, &o->now_ms) < 0 || o->now_ms <= 0)
         return kg_ckpt_cli_usage("--time needs ms since the epoch or ISO 8601", v);
       break;
-    case KG_CKPT_O_AFTER: after = v; break;
+    case KG_CKPT_O_AFTER: a->after = v; break;
     case KG_CKPT_O_RANK:
-      if (!s_parse_i64(v, &o.rank))
+      if (!s_parse_i64(v, &o->rank))
         return kg_ckpt_cli_usage("--rank needs a non-negative integer", v);
       break;
     case KG_CKPT_O_WORLD_SIZE:
-      if (!s_parse_i64(v, &o.world_size) || o.world_size < 1)
+      if (!s_parse_i64(v, &o->world_size) || o->world_size < 1)
         return kg_ckpt_cli_usage("--world-size needs a positive integer", v);
       break;
     case KG_CKPT_O_FORMAT:
       if (strcmp(v, "1") != 0 && strcmp(v, "2") != 0)
         return kg_ckpt_cli_usage("--format is 1 or 2", v);
-      o.format = v[0] - '0';
+      o->format = v[0] - '0';
       break;
-    case KG_CKPT_O_REMOVE_DIR: remove_dir = true; break;
+    case KG_CKPT_O_REMOVE_DIR: a->remove_dir = true; break;
     case KG_CKPT_O_PROGRESS:
-      if (kg_ckpt_cli_progress(v, &when))
+      if (kg_ckpt_cli_progress(v, &a->when))
         return KG_EXIT_USAGE;
       break;
     default:
-      if (kg_ckpt_cli_retain_opt(id, v, &keep, &every) < 0)
+      if (kg_ckpt_cli_retain_opt(id, v, &a->keep, &a->every) < 0)
         return KG_EXIT_USAGE;
     }
   }
-  if (!o.dir || o.step < 0 || !o.into == !o.output)
+  if (!o->dir || o->step < 0 || !o->into == !o->output)
     return kg_ckpt_cli_usage("needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
-  if (!o.run)
-    o.run = getenv("KGUARD_RUN_ID");
-  if (o.world_size == 1)
-    o.world_size = 0; /* one rank: a plain checkpoint */
-  if (o.world_size >= 2 && (o.rank >= o.world_size || o.output))
+  if (!o->run)
+    o->run = getenv("KGUARD_RUN_ID");
+  if (o->world_size == 1)
+    o->world_size = 0; /* one rank: a plain checkpoint */
+  if (o->world_size >= 2 && (o->rank >= o->world_size || o->output))
     return kg_ckpt_cli_usage("--rank must be below --world-size, and shards need --into", NULL);
-  int code = kg_ckpt_cli_need(o.dir, true);
+  int code = kg_ckpt_cli_need(o->dir, true);
   char parent[PATH_MAX];
-  if (code == 0 && o.output) {
-    if (kg_ckpt_dirname(o.output, parent, sizeof parent) < 0)
-      return kg_ckpt_cli_usage("path too long", o.output);
+  if (code == 0 && o->output) {
+    if (kg_ckpt_dirname(o->output, parent, sizeof parent) < 0)
+      return kg_ckpt_cli_usage("path too long", o->output);
     code = kg_ckpt_cli_need(parent, true);
   }
-  if (code)
-    return code;
+  return code ? code : -1;
+}
+
+/*  Retention: after this seal (a background seal's process prunes only
+    once its own archive is in place), this run's archives only. */
+static void
+s_seal_prune(const kg_ckpt_seal_opts_t *o, const s_seal_args_t *a, kg_ckpt_progress_t *prog)
+{
+  const kg_keyring_t *keys = NULL;
+  if (a->keep <= 0 || !o->into || kg_ckpt_cli_keys(&keys) != 0)
+    return;
+  kg_ckpt_sink_t watch = {.arg = prog, .progress = kg_ckpt_progress_update};
+  kg_ckpt_progress_begin(prog, "checking %s", o->into);
+  int rc = kg_ckpt_retain_prune(o->into, keys, o->run ? o->run : "default", a->keep, a->every,
+                                NULL, 0, false, &watch, stderr);
+  kg_ckpt_progress_end(prog);
+  if (rc < 0)
+    kg_opt_error("pruning '%s': %s (the seal itself succeeded)", o->into, kg_strerror(rc));
+}
+
+static int
+s_seal(int argc, char **argv)
+{
+  kg_ckpt_seal_opts_t o = {.step = -1, .producer = "kguard " KGUARD_VERSION};
+  s_seal_args_t a = {.when = KG_CKPT_PROGRESS_AUTO};
+  int rc = s_seal_parse(argc, argv, &o, &a);
+  if (rc >= 0)
+    return rc;
   unsigned char sk[KG_KEYS_SECRET_BYTES];
   char kwhy[PATH_MAX + 512] = "";
-  int rc = kg_keys_load_secret(NULL, true, sk, kwhy, sizeof kwhy);
-  if (rc < 0) {
+  if ((rc = kg_keys_load_secret(NULL, true, sk, kwhy, sizeof kwhy)) < 0) {
     kg_opt_error("no usable signing key: %s", kwhy);
     return rc == KG_EUNSAFEPATH || rc == KG_ECKPT_MALFORMED ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   o.sk = sk;
   char out[PATH_MAX], why[512];
   /* Background saves: the previous step's seal finishes first. */
-  if (after && (rc = kg_ckpt_writer_wait(after)) < 0)
-    kg_opt_error("waiting for '%s': %s (sealing anyway)", after, kg_strerror(rc));
+  if (a.after && (rc = kg_ckpt_writer_wait(a.after)) < 0)
+    kg_opt_error("waiting for '%s': %s (sealing anyway)", a.after, kg_strerror(rc));
   kg_ckpt_inflight_test_hold("start");
   kg_ckpt_progress_t prog;
-  kg_ckpt_progress_init(&prog, when, STDERR_FILENO);
+  kg_ckpt_progress_init(&prog, a.when, STDERR_FILENO);
   kg_ckpt_progress_begin(&prog, "sealing %s", o.dir);
   o.progress = kg_ckpt_progress_update;
   o.phase = s_seal_phase;
@@ -183,7 +213,7 @@ s_seal(int argc, char **argv)
     kg_opt_error("writing the set index: %s (the shard is sealed)", kg_strerror(setrc));
   else if (set[0])
     kg_opt_error("set complete: %s", set);
-  if (remove_dir) {
+  if (a.remove_dir) {
     int e = kg_ckpt_remove_tree_at(AT_FDCWD, o.dir);
     if (e < 0)
       kg_opt_error("removing '%s': %s", o.dir, kg_strerror(e));
@@ -194,16 +224,7 @@ s_seal(int argc, char **argv)
   }
   printf("%s\n", out);
   fflush(stdout);
-  /* Retention: after this seal, with the public half of the key. */
-  const kg_keyring_t *keys = NULL;
-  if (keep > 0 && o.into && kg_ckpt_cli_keys(&keys) == 0) {
-    kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
-    kg_ckpt_progress_begin(&prog, "checking %s", o.into);
-    rc = kg_ckpt_retain_prune(o.into, keys, keep, every, NULL, 0, false, &watch, stderr);
-    kg_ckpt_progress_end(&prog);
-    if (rc < 0)
-      kg_opt_error("pruning '%s': %s (the seal itself succeeded)", o.into, kg_strerror(rc));
-  }
+  s_seal_prune(&o, &a, &prog);
   return KG_EXIT_OK;
 }
 

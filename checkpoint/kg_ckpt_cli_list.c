@@ -16,6 +16,7 @@
 #include "kg_ckpt_cmds.h"
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_progress.h"
+#include "kg_ckpt_resume.h"
 #include "kg_ckpt_set.h"
 #include "kg_exit.h"
 #include "kg_error.h"
@@ -159,38 +160,44 @@ kg_ckpt_cli_list(int argc, char **argv)
   return KG_EXIT_OK;
 }
 
-int
-kg_ckpt_cli_latest(int argc, char **argv)
+/*  latest --json: resume-prepare's choice without its side effects. */
+static int
+s_latest_json(const char *dir, int64_t before, const char *run, const kg_keyring_t *keys,
+              kg_ckpt_progress_when_t show)
 {
-  const char *dir = NULL;
-  int64_t before = INT64_MAX;
-  kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
-  kg_opt_parser_t p;
-  kg_opt_init(&p, &kg_ckpt_latest_cmd, argc, argv);
-  p.parent = &kg_ckpt_cmd;
-  int id;
-  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
-    if (id == KG_OPT_EXIT)
-      return p.code;
-    if (id == KG_CKPT_O_BEFORE) {
-      if (kg_ckpt_parse_time(p.value, &before) < 0)
-        return kg_ckpt_cli_usage("--before needs ISO 8601 or ms since the epoch", p.value);
-    } else if (id == KG_CKPT_O_PROGRESS) {
-      if (kg_ckpt_cli_progress(p.value, &show))
-        return KG_EXIT_USAGE;
-    } else if (dir)
-      return kg_ckpt_cli_usage("unexpected argument", p.value);
-    else
-      dir = p.value;
+  if (!run)
+    run = getenv("KGUARD_RUN_ID");
+  if (!run || !*run)
+    run = "default";
+  kg_ckpt_progress_t prog;
+  kg_ckpt_progress_init(&prog, show, STDERR_FILENO);
+  kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
+  kg_ckpt_progress_begin(&prog, "checking %s", dir);
+  cJSON *out = NULL;
+  char why[600] = "";
+  int rc = kg_ckpt_resume_choose(dir, before, run, &watch, keys, &out, why, sizeof why);
+  kg_ckpt_progress_end(&prog);
+  if (rc < 0) {
+    kg_opt_error("%s", why);
+    return KG_EXIT_SYSTEM;
   }
-  if (!dir)
-    return kg_ckpt_cli_usage("needs CKPT_DIR", NULL);
-  const kg_keyring_t *keys = NULL;
-  int code = kg_ckpt_cli_need(dir, true);
-  if (code == 0)
-    code = kg_ckpt_cli_keys(&keys);
-  if (code)
-    return code;
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(out, "status");
+  bool failed = cJSON_IsString(status) && strcmp(status->valuestring, "failed") == 0;
+  char *text = cJSON_PrintUnformatted(out);
+  if (text)
+    printf("%s\n", text);
+  free(text);
+  cJSON_Delete(out);
+  return failed || !text ? KG_EXIT_SYSTEM : KG_EXIT_OK;
+}
+
+/*  latest: the plain choice, newest before TIME, its path on stdout and
+    what was passed over on stderr. */
+static int
+s_latest_text(const char *dir, int64_t before, const kg_keyring_t *keys,
+              kg_ckpt_progress_when_t show)
+{
+  int code;
   int rc;
   kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
   if (!list) {
@@ -253,3 +260,46 @@ kg_ckpt_cli_latest(int argc, char **argv)
   return code;
 }
 
+
+int
+kg_ckpt_cli_latest(int argc, char **argv)
+{
+  const char *dir = NULL, *run = NULL;
+  bool json = false;
+  int64_t before = INT64_MAX;
+  kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_ckpt_latest_cmd, argc, argv);
+  p.parent = &kg_ckpt_cmd;
+  int id;
+  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+    if (id == KG_OPT_EXIT)
+      return p.code;
+    if (id == KG_CKPT_O_BEFORE) {
+      if (kg_ckpt_parse_time(p.value, &before) < 0)
+        return kg_ckpt_cli_usage("--before needs ISO 8601 or ms since the epoch", p.value);
+    } else if (id == KG_CKPT_O_PROGRESS) {
+      if (kg_ckpt_cli_progress(p.value, &show))
+        return KG_EXIT_USAGE;
+    } else if (id == KG_CKPT_O_JSON) {
+      json = true;
+    } else if (id == KG_CKPT_O_RUN) {
+      run = p.value;
+    } else if (dir)
+      return kg_ckpt_cli_usage("unexpected argument", p.value);
+    else
+      dir = p.value;
+  }
+  if (!dir)
+    return kg_ckpt_cli_usage("needs CKPT_DIR", NULL);
+  if (run && !json)
+    return kg_ckpt_cli_usage("--run chooses among one run's checkpoints: add --json", run);
+  const kg_keyring_t *keys = NULL;
+  int code = kg_ckpt_cli_need(dir, true);
+  if (code == 0)
+    code = kg_ckpt_cli_keys(&keys);
+  if (code)
+    return code;
+  return json ? s_latest_json(dir, before, run, keys, show)
+              : s_latest_text(dir, before, keys, show);
+}

@@ -207,7 +207,7 @@ kg_ckpt_cli_prune(int argc, char **argv)
     kg_ckpt_progress_init(&prog, show, STDERR_FILENO);
     kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
     kg_ckpt_progress_begin(&prog, "checking %s", dir);
-    rc = kg_ckpt_retain_prune(dir, keys, keep, every, open, nopen, dry, &watch, stdout);
+    rc = kg_ckpt_retain_prune(dir, keys, NULL, keep, every, open, nopen, dry, &watch, stdout);
     kg_ckpt_progress_end(&prog);
   }
   if (rc < 0) {

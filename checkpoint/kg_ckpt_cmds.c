@@ -61,7 +61,7 @@ static const kg_opt_t s_seal_opts[] = {
    "so seals finish in step order", 0},
   {KG_CKPT_O_REMOVE_DIR, 0, "remove-dir", NULL,
    "remove DIR afterwards, sealed or not (background saves)", 0},
-  S_KEEP("then prune CKPT_DIR: "),
+  S_KEEP("then prune this run's checkpoints in CKPT_DIR (other runs' stay): "),
   {KG_CKPT_O_RANK, 0, "rank", "R",
    "with --world-size N (N >= 2): seal this rank's shard of a checkpoint set; the seal "
    "that completes the set writes its signed index set-<N>-*.kgset.tar", 0},
@@ -132,6 +132,12 @@ static const kg_opt_t s_latest_opts[] = {
   {KG_CKPT_O_BEFORE, 0, "before", "TIME",
    "only checkpoints sealed strictly before TIME (ISO 8601 or milliseconds since the "
    "epoch; default: now and later)", 0},
+  {KG_CKPT_O_JSON, 0, "json", NULL,
+   "choose as resume-prepare does, without moving, marking or copying anything: only the "
+   "run's checkpoints (--run), each skipped one named with its reason; print one JSON "
+   "object (see `kguard ckpt resume-prepare --help`; exit 0 also when none is found)", 0},
+  {KG_CKPT_O_RUN, 0, "run", "ID",
+   "with --json: the run (default $KGUARD_RUN_ID, else \"default\", what seal records)", 0},
   S_PROGRESS,
   S_END,
 };
@@ -139,7 +145,7 @@ static const kg_opt_t s_latest_opts[] = {
 const kg_cmd_t kg_ckpt_latest_cmd = {
   .name = "ckpt latest",
   .summary = "print the last consistent checkpoint of a directory",
-  .usage = "CKPT_DIR [--before TIME] [--progress[=WHEN]]",
+  .usage = "CKPT_DIR [--before TIME] [--json [--run ID]] [--progress[=WHEN]]",
   .about = "Print the last consistent checkpoint (or complete set of rank shards: its index "
            "set-*.kgset.tar): the newest one sealed strictly before TIME that verifies "
            "completely. Each newer file that was passed over is reported on stderr with the "

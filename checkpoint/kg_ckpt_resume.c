@@ -262,40 +262,45 @@ s_try_sets(const kg_ckpt_sets_t *sets, size_t *j, int64_t until, int64_t before_
   return NULL;
 }
 
-int
-kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
-                       const char *run, const char *dest, const kg_ckpt_sink_t *watch,
-                       const kg_keyring_t *keys, cJSON **out, char *why, size_t whysize)
-{
-  *out = NULL;
-  if (!kg_ckpt_quarantine_id_ok(incident)) {
-    snprintf(why, whysize, "bad incident id '%.100s' (use [A-Za-z0-9._:-])", incident);
-    return KG_EUSAGE;
-  }
-  int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
-  if (!list && rc != -ENOENT) {
-    snprintf(why, whysize, "scanning '%s': %s", dir, kg_strerror(rc));
-    return rc;
-  }
-  cJSON *root = cJSON_CreateObject();
-  cJSON *quarantined = cJSON_CreateArray();
-  cJSON *skipped = cJSON_CreateArray();
-  size_t n = list ? list->count : 0;
-  char when[32], reason[640];
+/*  One choice: its inputs, and what it found. prepare: the supervisor's
+    restore (zstd candidates are copied, the quarantine ran before); else
+    the choice alone (kguard ckpt latest --json): every candidate verified
+    where it lies, nothing moved, marked or copied. */
+typedef struct {
+  const char *dir, *incident, *dest, *run;
+  int64_t before_ms;
+  const kg_keyring_t *keys;
+  const kg_ckpt_sink_t *watch;
+  bool prepare;
+  const char *qwhy;             /* why the quarantine failed, or NULL */
+  cJSON *skipped;
+  kg_ckpt_entry_t *chosen;
+  const kg_ckpt_set_t *cset;
+  kg_ckpt_report_t rep;         /* the chosen archive's verification */
+  char copy[PATH_MAX];          /* its copy ("" when read in place) */
+  bool zstd;
+  const char *failed;           /* a system error ended the search */
+  char failbuf[900];
+} s_choice_t;
 
-  /* A quarantine that fails (a link planted at quarantine/ in a shared
-     directory, no permission) does not stop the restore: what it would
-     have moved is still never chosen (below), and the JSON says why it
-     stayed. */
-  char qwhy[PATH_MAX + 256] = "";
-  bool qfailed = list && kg_ckpt_quarantine(list, incident, before_ms, run, qwhy,
-                                            sizeof qwhy) < 0;
+/*  Quarantine what was sealed at or after T and list it in quarantined.
+    A quarantine that fails (a link planted at quarantine/ in a shared
+    directory, no permission) does not stop the restore: what it would have
+    moved is still never chosen, and root's "quarantine_error" says why it
+    stayed. Returns that reason, or NULL. */
+static const char *
+s_quarantine_step(kg_ckpt_list_t *list, const char *incident, int64_t before_ms, const char *run,
+                  cJSON *root, cJSON *quarantined, char *qwhy, size_t qsize)
+{
+  char when[32], reason[640];
+  if (!list)
+    return NULL;
+  bool qfailed = kg_ckpt_quarantine(list, incident, before_ms, run, qwhy, qsize) < 0;
   if (qfailed) {
     fprintf(stderr, "kguard ckpt resume-prepare: quarantine: %s\n", qwhy);
     cJSON_AddStringToObject(root, "quarantine_error", qwhy);
   }
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < list->count; i++) {
     kg_ckpt_entry_t *e = &list->entries[i];
     if (!e->moved_to)
       continue;
@@ -307,127 +312,214 @@ kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
                e->reason, when);
     s_add_pair(quarantined, e->path, "to", e->moved_to, reason);
   }
+  return qfailed ? qwhy : NULL;
+}
 
+/*  Why entry e is passed over before any byte of its payload is read
+    (written into reason), or false when it is a candidate. */
+static bool
+s_passed_over(const s_choice_t *c, const kg_ckpt_entry_t *e, char *reason, size_t size)
+{
+  char when[32];
+  if (!e->leftover && e->time_ms >= c->before_ms) {
+    kg_clock_iso_ms(e->time_ms, when, sizeof when);
+    snprintf(reason, size, "%s %s, at or after %s (left in place: %.400s)",
+             e->authenticated ? "sealed at" : "modified at", when,
+             c->prepare ? "the failure" : "--before",
+             c->qwhy ? c->qwhy : c->prepare ? "not this run's" : "nothing is moved");
+  } else if (!e->leftover && e->authenticated && strcmp(e->run, c->run) != 0) {
+    snprintf(reason, size, "run '%.130s', not the run being resumed ('%.130s')", e->run,
+             c->run);
+  } else if (e->world_size >= 2 && !e->leftover && e->rc == 0) {
+    snprintf(reason, size, "shard of rank %lld of %lld: chosen only with its complete set",
+             (long long) e->rank, (long long) e->world_size);
+  } else if (e->leftover || !e->authenticated || e->rc != 0) {
+    snprintf(reason, size, "%s: %s", e->leftover ? "incomplete" : kg_ckpt_status_name(e->rc),
+             e->reason);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/*  Verify candidate e completely (prepare: in place, or restored into a
+    private copy when zstd). Returns true when it is chosen; otherwise it
+    is listed as skipped, and a system error ends the search (c->failed). */
+static bool
+s_try_one(s_choice_t *c, kg_ckpt_entry_t *e)
+{
+  char reason[640];
+  int rc;
+  c->copy[0] = '\0';
+  if (c->prepare) {
+    rc = s_prepare_one(c->dir, e, c->incident, c->dest, c->keys, c->watch, &c->rep, c->copy,
+                       sizeof c->copy, &c->zstd);
+  } else {
+    rc = kg_ckpt_verify(e->path, c->keys, 0, c->watch, &c->rep);
+    c->zstd = c->rep.manifest && c->rep.manifest->zstd;
+  }
+  if (rc == 0) {
+    c->chosen = e;
+    return true;
+  }
+  if (kg_ckpt_status_of(rc) < 0) {
+    snprintf(c->failbuf, sizeof c->failbuf, "%s '%s' failed: %s",
+             c->zstd && c->prepare ? "restoring" : "verifying", e->path, c->rep.reason);
+    c->failed = c->failbuf;
+    s_add_pair(c->skipped, e->path, NULL, NULL, c->failbuf);
+  } else {
+    snprintf(reason, sizeof reason, "%s: %s", kg_ckpt_status_name(rc), c->rep.reason);
+    s_add_pair(c->skipped, e->path, NULL, NULL, reason);
+  }
+  kg_ckpt_report_clear(&c->rep);
+  return false;
+}
+
+/*  Newest first among those sealed strictly before T; each candidate is
+    verified completely, so one that fails is simply skipped. A system
+    error (unreadable disk, no space for a zstd copy) ends the search: the
+    checkpoint existed but could not be restored, which is "failed", never
+    "none". Sets newer than an archive are tried before it. */
+static void
+s_choose(s_choice_t *c, kg_ckpt_list_t *list, const kg_ckpt_sets_t *sets)
+{
+  char reason[640];
+  size_t j = 0, n = list ? list->count : 0;
+  for (size_t i = 0; i < n && !c->chosen && !c->cset && !c->failed; i++) {
+    kg_ckpt_entry_t *e = &list->entries[i];
+    if ((c->cset = s_try_sets(sets, &j, e->time_ms, c->before_ms, c->run, c->keys, c->watch,
+                              c->skipped, c->failbuf, sizeof c->failbuf, &c->failed))
+        || c->failed)
+      return;
+    if (e->moved_to)
+      continue;
+    if (s_passed_over(c, e, reason, sizeof reason))
+      s_add_pair(c->skipped, e->path, NULL, NULL, reason);
+    else
+      s_try_one(c, e);
+  }
+  if (!c->chosen && !c->cset && !c->failed)
+    c->cset = s_try_sets(sets, &j, INT64_MIN, c->before_ms, c->run, c->keys, c->watch,
+                         c->skipped, c->failbuf, sizeof c->failbuf, &c->failed);
+}
+
+/*  The choice's fields of the JSON (see kg_ckpt_resume.h). */
+static void
+s_report(cJSON *root, s_choice_t *c)
+{
+  char when[32], digest[80];
+  cJSON_AddStringToObject(root, "status",
+                          c->chosen || c->cset ? "restored" : c->failed ? "failed" : "none");
+  if (c->cset) {
+    s_add_set(root, c->cset);
+  } else if (c->chosen) {
+    kg_ckpt_entry_t *e = c->chosen;
+    cJSON_AddStringToObject(root, "archive", e->path);
+    char *abs = realpath(e->path, NULL);
+    cJSON_AddStringToObject(root, "archive_abs", abs ? abs : e->path);
+    free(abs);
+    cJSON_AddNumberToObject(root, "step", (double) e->step);
+    cJSON_AddStringToObject(root, "run", e->run);
+    cJSON_AddStringToObject(root, "sealed_at", kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
+    cJSON_AddNumberToObject(root, "sealed_at_ms", (double) e->sealed_at_ms);
+    snprintf(digest, sizeof digest, "blake2b-256:%s", c->rep.manifest_digest);
+    cJSON_AddStringToObject(root, "digest", digest);
+    /* "": nothing was copied, the kernel reads the archive in place. */
+    cJSON_AddStringToObject(root, "dir", c->copy);
+    cJSON_AddBoolToObject(root, "in_place", c->copy[0] == '\0');
+    cJSON_AddStringToObject(root, "compression", c->zstd ? "zstd" : "none");
+    cJSON_AddNumberToObject(root, "bytes", (double) c->rep.archive_size);
+  } else {
+    static const char *const nulls[] = {"archive", "step", "run", "sealed_at",
+                                        "sealed_at_ms", "digest", "dir"};
+    for (size_t k = 0; k < sizeof nulls / sizeof *nulls; k++)
+      cJSON_AddNullToObject(root, nulls[k]);
+  }
+  if (c->failed)
+    cJSON_AddStringToObject(root, "error", c->failed);
+  cJSON_AddStringToObject(root, "digest_of", "manifest");
+  cJSON_AddNumberToObject(root, "before_ms", (double) c->before_ms);
+  cJSON_AddStringToObject(root, "resumed_run", c->run);
+}
+
+/*  Scan dir (a missing one has no checkpoints). Returns 0 with *list
+    (NULL when dir does not exist), or the scan's error with why. */
+static int
+s_scan(const char *dir, const kg_keyring_t *keys, kg_ckpt_list_t **list, char *why,
+       size_t whysize)
+{
+  int rc;
+  *list = kg_ckpt_list_scan(dir, keys, false, &rc);
+  if (!*list && rc != -ENOENT) {
+    snprintf(why, whysize, "scanning '%s': %s", dir, kg_strerror(rc));
+    return rc;
+  }
+  return 0;
+}
+
+int
+kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
+                       const char *run, const char *dest, const kg_ckpt_sink_t *watch,
+                       const kg_keyring_t *keys, cJSON **out, char *why, size_t whysize)
+{
+  *out = NULL;
+  if (!kg_ckpt_quarantine_id_ok(incident)) {
+    snprintf(why, whysize, "bad incident id '%.100s' (use [A-Za-z0-9._:-])", incident);
+    return KG_EUSAGE;
+  }
+  kg_ckpt_list_t *list;
+  int rc = s_scan(dir, keys, &list, why, whysize);
+  if (rc < 0)
+    return rc;
+  cJSON *root = cJSON_CreateObject();
+  cJSON *quarantined = cJSON_CreateArray();
+  char qwhy[PATH_MAX + 256] = "";
+  s_choice_t c = {.dir = dir, .incident = incident, .dest = dest, .run = run,
+                  .before_ms = before_ms, .keys = keys, .watch = watch, .prepare = true,
+                  .skipped = cJSON_CreateArray()};
+  c.qwhy = s_quarantine_step(list, incident, before_ms, run, root, quarantined, qwhy,
+                             sizeof qwhy);
   /* Copies made for earlier incidents: the run has moved past them. The
      marker goes first: it tells a seal finishing meanwhile (a background
      seal captured before T) that this incident's copy is still needed. */
   kg_ckpt_resume_copies_remove(dir, NULL);
   if (list)
     kg_ckpt_retain_mark(dir, incident, before_ms, NULL);
-
-  /* Newest first among those sealed strictly before T; each candidate is
-     verified completely (in place when uncompressed), so one that fails is
-     simply skipped. A system error (unreadable disk, no space for a zstd
-     copy) ends the search: the checkpoint existed but could not be
-     restored, which is "failed", never "none". */
-  kg_ckpt_entry_t *chosen = NULL;
-  kg_ckpt_report_t rep = {0};
-  char copy[PATH_MAX] = "";
-  bool zstd = false;
-  const char *failed = NULL;
-  char failbuf[900];
-  int src;
-  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &src);
-  const kg_ckpt_set_t *cset = NULL;
-  size_t j = 0;
-  for (size_t i = 0; i < n && !chosen && !cset && !failed; i++) {
-    kg_ckpt_entry_t *e = &list->entries[i];
-    if ((cset = s_try_sets(sets, &j, e->time_ms, before_ms, run, keys, watch, skipped, failbuf,
-                           sizeof failbuf, &failed)) || failed)
-      break;
-    if (e->moved_to)
-      continue;
-    if (!e->leftover && e->time_ms >= before_ms) {
-      kg_clock_iso_ms(e->time_ms, when, sizeof when);
-      snprintf(reason, sizeof reason, "%s %s, at or after the failure (left in place: %.400s)",
-               e->authenticated ? "sealed at" : "modified at", when,
-               qfailed ? qwhy : "not this run's");
-      s_add_pair(skipped, e->path, NULL, NULL, reason);
-      continue;
-    }
-    if (!e->leftover && e->authenticated && strcmp(e->run, run) != 0) {
-      snprintf(reason, sizeof reason, "run '%.130s', not the run being resumed ('%.130s')",
-               e->run, run);
-      s_add_pair(skipped, e->path, NULL, NULL, reason);
-      continue;
-    }
-    if (e->world_size >= 2 && !e->leftover && e->rc == 0) {
-      snprintf(reason, sizeof reason, "shard of rank %lld of %lld: chosen only with its "
-               "complete set", (long long) e->rank, (long long) e->world_size);
-      s_add_pair(skipped, e->path, NULL, NULL, reason);
-      continue;
-    }
-    if (e->leftover || !e->authenticated || e->rc != 0) {
-      snprintf(reason, sizeof reason, "%s: %s", e->leftover ? "incomplete" : kg_ckpt_status_name(e->rc),
-               e->reason);
-      s_add_pair(skipped, e->path, NULL, NULL, reason);
-      continue;
-    }
-    copy[0] = '\0';
-    rc = s_prepare_one(dir, e, incident, dest, keys, watch, &rep, copy, sizeof copy, &zstd);
-    if (rc == 0) {
-      chosen = e;
-      break;
-    }
-    if (kg_ckpt_status_of(rc) < 0) {
-      snprintf(failbuf, sizeof failbuf, "%s '%s' failed: %s",
-               zstd ? "restoring" : "verifying", e->path, rep.reason);
-      failed = failbuf;
-      s_add_pair(skipped, e->path, NULL, NULL, failbuf);
-      kg_ckpt_report_clear(&rep);
-      break;
-    }
-    snprintf(reason, sizeof reason, "%s: %s", kg_ckpt_status_name(rc), rep.reason);
-    s_add_pair(skipped, e->path, NULL, NULL, reason);
-    kg_ckpt_report_clear(&rep);
-  }
-  if (!chosen && !cset && !failed)
-    cset = s_try_sets(sets, &j, INT64_MIN, before_ms, run, keys, watch, skipped, failbuf,
-                      sizeof failbuf, &failed);
-  cJSON_AddStringToObject(root, "status",
-                          chosen || cset ? "restored" : failed ? "failed" : "none");
-  if (cset) {
-    s_add_set(root, cset);
-  } else if (chosen) {
-    cJSON_AddStringToObject(root, "archive", chosen->path);
-    char *abs = realpath(chosen->path, NULL);
-    cJSON_AddStringToObject(root, "archive_abs", abs ? abs : chosen->path);
-    free(abs);
-    cJSON_AddNumberToObject(root, "step", (double) chosen->step);
-    cJSON_AddStringToObject(root, "run", chosen->run);
-    cJSON_AddStringToObject(root, "sealed_at",
-                            kg_clock_iso_ms(chosen->sealed_at_ms, when, sizeof when));
-    cJSON_AddNumberToObject(root, "sealed_at_ms", (double) chosen->sealed_at_ms);
-    char digest[80];
-    snprintf(digest, sizeof digest, "blake2b-256:%s", rep.manifest_digest);
-    cJSON_AddStringToObject(root, "digest", digest);
-    /* "": nothing was copied, the kernel reads the archive in place. */
-    cJSON_AddStringToObject(root, "dir", copy);
-    cJSON_AddBoolToObject(root, "in_place", copy[0] == '\0');
-    cJSON_AddStringToObject(root, "compression", zstd ? "zstd" : "none");
-    cJSON_AddNumberToObject(root, "bytes", (double) rep.archive_size);
-    kg_ckpt_report_clear(&rep);
-  } else {
-    cJSON_AddNullToObject(root, "archive");
-    cJSON_AddNullToObject(root, "step");
-    cJSON_AddNullToObject(root, "run");
-    cJSON_AddNullToObject(root, "sealed_at");
-    cJSON_AddNullToObject(root, "sealed_at_ms");
-    cJSON_AddNullToObject(root, "digest");
-    cJSON_AddNullToObject(root, "dir");
-  }
-  if (failed)
-    cJSON_AddStringToObject(root, "error", failed);
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &rc);
+  s_choose(&c, list, sets);
+  s_report(root, &c);
   /* An open incident protects what it restored from pruning (kg_ckpt_retain.h). */
-  if (chosen || cset)
-    kg_ckpt_retain_mark(dir, incident, before_ms, chosen ? chosen->name : NULL);
+  if (c.chosen || c.cset)
+    kg_ckpt_retain_mark(dir, incident, before_ms, c.chosen ? c.chosen->name : NULL);
+  kg_ckpt_report_clear(&c.rep);
   kg_ckpt_sets_destroy(&sets);
-  cJSON_AddStringToObject(root, "digest_of", "manifest");
-  cJSON_AddNumberToObject(root, "before_ms", (double) before_ms);
   cJSON_AddStringToObject(root, "incident", incident);
-  cJSON_AddStringToObject(root, "resumed_run", run);
   cJSON_AddItemToObject(root, "quarantined", quarantined);
-  cJSON_AddItemToObject(root, "skipped", skipped);
+  cJSON_AddItemToObject(root, "skipped", c.skipped);
+  kg_ckpt_list_destroy(&list);
+  *out = root;
+  return 0;
+}
+
+int
+kg_ckpt_resume_choose(const char *dir, int64_t before_ms, const char *run,
+                      const kg_ckpt_sink_t *watch, const kg_keyring_t *keys, cJSON **out,
+                      char *why, size_t whysize)
+{
+  *out = NULL;
+  kg_ckpt_list_t *list;
+  int rc = s_scan(dir, keys, &list, why, whysize);
+  if (rc < 0)
+    return rc;
+  s_choice_t c = {.dir = dir, .run = run, .before_ms = before_ms, .keys = keys,
+                  .watch = watch, .skipped = cJSON_CreateArray()};
+  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &rc);
+  s_choose(&c, list, sets);
+  cJSON *root = cJSON_CreateObject();
+  s_report(root, &c);
+  kg_ckpt_report_clear(&c.rep);
+  kg_ckpt_sets_destroy(&sets);
+  cJSON_AddItemToObject(root, "skipped", c.skipped);
   kg_ckpt_list_destroy(&list);
   *out = root;
   return 0;

@@ -47,6 +47,19 @@ int kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incid
                            const char *run, const char *dest, const kg_ckpt_sink_t *watch,
                            const kg_keyring_t *keys, cJSON **out, char *why, size_t whysize);
 
+/*  The choice alone, as resume-prepare makes it for run with fault time
+    before_ms (INT64_MAX: the newest): sets and archives of run, sealed
+    strictly before before_ms, authenticated by a key in keys, verified
+    completely where they lie (zstd too), newest first. Nothing is
+    quarantined, marked or copied. On success (0) *out is a new JSON object
+    (caller deletes) with resume-prepare's fields "status" ("restored":
+    chosen, "none", "failed"), "archive" .. "bytes", "error", "resumed_run"
+    and "skipped" ("dir" is always "": nothing is copied). Returns a
+    negative code when dir cannot be scanned (*out NULL, why filled). */
+int kg_ckpt_resume_choose(const char *dir, int64_t before_ms, const char *run,
+                          const kg_ckpt_sink_t *watch, const kg_keyring_t *keys, cJSON **out,
+                          char *why, size_t whysize);
+
 /*  Remove dir/.restored-* copies, except dir/.restored-<keep> when keep is
     not NULL. Returns 0 or the first -errno. */
 int kg_ckpt_resume_copies_remove(const char *dir, const char *keep);

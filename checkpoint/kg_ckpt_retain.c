@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "kg_ckpt_util.h"
@@ -147,64 +148,99 @@ s_markers(const char *dir, int64_t **open, size_t *nopen, char ***names, size_t 
 }
 
 int
-kg_ckpt_retain_prune(const char *dir, const kg_keyring_t *keys, int keep, int64_t every,
-                     const int64_t *extra_open, size_t nextra, bool dry_run,
-                     const kg_ckpt_sink_t *watch, void *out)
+kg_ckpt_retain_remove(const char *path)
 {
-  FILE *o = out;
-  int rc;
-  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
-  if (!list)
-    return rc == -ENOENT ? 0 : rc;
-  list->watch = watch;
-  int64_t *open = NULL;
-  size_t nopen = 0, nnames = 0;
-  char **names = NULL;
-  kg_ckpt_retain_item_t *items = calloc(list->count + 1, sizeof *items);
-  bool *remove = calloc(list->count + 1, sizeof *remove);
-  if (!items || !remove) {
-    rc = KG_ENOMEM;
-    goto out;
-  }
-  for (size_t k = 0; k < nextra; k++) {
-    int64_t *g = realloc(open, (nopen + 1) * sizeof *open);
-    if (!g) {
-      rc = KG_ENOMEM;
-      goto out;
-    }
-    open = g;
-    open[nopen++] = extra_open[k];
-  }
-  if ((rc = s_markers(dir, &open, &nopen, &names, &nnames)) < 0)
-    goto out;
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  int rc = 0;
+  if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+    rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+  else if (unlink(path) < 0)   /* while locked: no reader starts on it now */
+    rc = -errno;
+  close(fd);
+  return rc;
+}
+
+/*  The plan's items for list: this run's authenticated archives (every
+    run's when run is NULL), marker names, and the newest one that verifies
+    completely (V). Another run's archives are neither counted nor
+    removed: the plan sees them as not authenticated. */
+static void
+s_items(kg_ckpt_list_t *list, const kg_keyring_t *keys, const char *run, char **names,
+        size_t nnames, kg_ckpt_retain_item_t *items)
+{
   bool found = false;
   for (size_t i = 0; i < list->count; i++) {
     kg_ckpt_entry_t *e = &list->entries[i];
-    items[i].authenticated = !e->leftover && e->authenticated && e->rc == 0;
+    items[i].authenticated = !e->leftover && e->authenticated && e->rc == 0
+                             && (!run || strcmp(e->run, run) == 0);
     items[i].step = e->step;
     items[i].time_ms = e->time_ms;
     for (size_t k = 0; k < nnames; k++)
       if (strcmp(names[k], e->name) == 0)
         items[i].named = true;
-    /* Verify completely from the newest down until one is valid (V). */
     if (!found && items[i].authenticated && kg_ckpt_list_verify(list, i, keys) == 0)
       found = items[i].verified = true;
   }
-  size_t n = kg_ckpt_retain_plan(items, list->count, keep, every, open, nopen, remove);
-  rc = 0;
-  for (size_t i = 0; i < list->count && n; i++) {
+}
+
+/*  Remove what the plan marked (or say what would go); an archive being
+    read stays. Returns the number removed. */
+static int
+s_apply(const kg_ckpt_list_t *list, const bool *remove, bool dry_run, FILE *o)
+{
+  int n = 0;
+  for (size_t i = 0; i < list->count; i++) {
+    const kg_ckpt_entry_t *e = &list->entries[i];
     if (!remove[i])
       continue;
-    if (!dry_run && unlink(list->entries[i].path) < 0) {
+    int rc = dry_run ? 0 : kg_ckpt_retain_remove(e->path);
+    if (rc == -EBUSY) {
       if (o)
-        fprintf(o, "could not remove %s: %s\n", list->entries[i].path, strerror(errno));
+        fprintf(o, "kept %s (step %lld): being read\n", e->path, (long long) e->step);
+      continue;
+    }
+    if (rc < 0) {
+      if (o)
+        fprintf(o, "could not remove %s: %s\n", e->path, strerror(-rc));
       continue;
     }
     if (o)
-      fprintf(o, "%s %s (step %lld)\n", dry_run ? "would remove" : "removed",
-              list->entries[i].path, (long long) list->entries[i].step);
-    rc++;
+      fprintf(o, "%s %s (step %lld)\n", dry_run ? "would remove" : "removed", e->path,
+              (long long) e->step);
+    n++;
   }
+  return n;
+}
+
+int
+kg_ckpt_retain_prune(const char *dir, const kg_keyring_t *keys, const char *run, int keep,
+                     int64_t every, const int64_t *extra_open, size_t nextra, bool dry_run,
+                     const kg_ckpt_sink_t *watch, void *out)
+{
+  int rc;
+  kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
+  if (!list)
+    return rc == -ENOENT ? 0 : rc;
+  list->watch = watch;
+  int64_t *open = calloc(nextra + 1, sizeof *open);
+  size_t nopen = nextra, nnames = 0;
+  char **names = NULL;
+  kg_ckpt_retain_item_t *items = calloc(list->count + 1, sizeof *items);
+  bool *remove = calloc(list->count + 1, sizeof *remove);
+  if (!items || !remove || !open) {
+    rc = KG_ENOMEM;
+    goto out;
+  }
+  if (nextra)
+    memcpy(open, extra_open, nextra * sizeof *open);
+  if ((rc = s_markers(dir, &open, &nopen, &names, &nnames)) < 0)
+    goto out;
+  s_items(list, keys, run, names, nnames, items);
+  rc = 0;
+  if (kg_ckpt_retain_plan(items, list->count, keep, every, open, nopen, remove) > 0)
+    rc = s_apply(list, remove, dry_run, out);
   if (rc > 0 && !dry_run)
     kg_ckpt_fsync_dir(dir);
 out:

@@ -12,7 +12,8 @@
         for that incident chose or would choose), and so is any archive
         an incident marker names;
       - leftovers, archives whose manifest does not authenticate, and
-        anything in quarantine/ are never removed (not ours to judge).
+        anything in quarantine/ are never removed (not ours to judge);
+      - an archive being read (a shared flock held on it) is kept.
     Open incidents are the caller's --open-incident times plus the markers
     CKPT_DIR/.incident-<ID> that resume-prepare writes when it restores
     (one line: "<T_MS> <archive file name>"); `kguard ckpt prune --resolve
@@ -45,14 +46,24 @@ size_t kg_ckpt_retain_plan(const kg_ckpt_retain_item_t *items, size_t n, int kee
                            int64_t every, const int64_t *open, size_t nopen, bool *remove);
 
 /*  Apply the rules to dir: authenticate every archive, verify completely
-    from the newest down until one is valid, remove (unlink) what the plan
-    marks, unless dry_run. extra_open: caller's open incident times.
-    Prints one line per removal ("removed FILE: reason") to out when not
-    NULL. watch (may be NULL): progress of the complete verifications.
-    Returns the number removed (>= 0) or -errno / KG_ENOMEM. */
-int kg_ckpt_retain_prune(const char *dir, const kg_keyring_t *keys, int keep, int64_t every,
-                         const int64_t *extra_open, size_t nextra, bool dry_run,
-                         const kg_ckpt_sink_t *watch, void *out);
+    from the newest down until one is valid, remove what the plan marks,
+    unless dry_run. run: only that run's archives are counted and removed
+    (NULL: every run's). extra_open: caller's open incident times.
+    An archive being read (its shared lock held: kg_ckpt_verify, restore,
+    kguard.archive) is kept ("kept FILE: being read"). Prints one line per
+    removal to out (a FILE *) when not NULL. watch (may be NULL): progress
+    of the complete verifications. Returns the number removed (>= 0) or
+    -errno / KG_ENOMEM. */
+int kg_ckpt_retain_prune(const char *dir, const kg_keyring_t *keys, const char *run, int keep,
+                         int64_t every, const int64_t *extra_open, size_t nextra,
+                         bool dry_run, const kg_ckpt_sink_t *watch, void *out);
+
+/*  Remove the archive at path unless a reader holds its shared flock:
+    takes the lock exclusively without waiting and unlinks while holding
+    it, so a reader that opens the file afterwards finds it gone (and one
+    that opened it just before sees it unlinked once it has its lock).
+    Returns 0, -EBUSY when being read, or -errno. */
+int kg_ckpt_retain_remove(const char *path);
 
 /*  Record an open incident for dir: T and the chosen archive's file name
     (NULL: none). Returns 0 or -errno. */

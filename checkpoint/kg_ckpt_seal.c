@@ -312,48 +312,37 @@ out:
 
 /* ---- sealing ------------------------------------------------------------ */
 
-int
-kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, size_t whysize)
+/*  The options make sense: a directory, one destination, a key, a step,
+    a rank within its set, a run id of at most 128 bytes of UTF-8. */
+static int
+s_check_opts(const kg_ckpt_seal_opts_t *o, const char *run, char *why, size_t whysize)
 {
-  char final[PATH_MAX], tmp[PATH_MAX + 64], dir[PATH_MAX];
-  why[0] = '\0';
   if (!o->dir || (!o->into == !o->output) || !o->sk || o->step < 0
       || (o->world_size >= 2 && (o->rank < 0 || o->rank >= o->world_size
                                  || o->world_size > KG_CKPT_WORLD_MAX)))
     return kg_ckpt_fail(why, whysize, KG_EUSAGE, "bad seal options%s%s", "");
-  /* No sodium_init() here, on purpose: see "Why there is no sodium_init()" in
-     kg_ckpt_util.h. */
-  int64_t now = o->now_ms ? o->now_ms : kg_clock_wall_ms();
-  const char *run = o->run ? o->run : "default";
   if (strlen(run) > KG_CKPT_RUN_MAX || !kg_ckpt_utf8_valid(run, strlen(run)))
     return kg_ckpt_fail(why, whysize, KG_EUSAGE, "run id must be UTF-8, at most 128 bytes%s%s", "");
-  kg_ckpt_manifest_t *m = kg_ckpt_manifest_new();
-  if (!m)
-    return kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
-  s_hash_job_t job = {.m = m, .rootfd = -1, .o = o};
-  char *json = NULL;
-  int outfd = -1, rc;
-  bool have_tmp = false;
+  return 0;
+}
 
-  job.rootfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (job.rootfd < 0) {
-    rc = kg_ckpt_fail(why, whysize, -errno, "opening '%s': %s", o->dir);
-    goto out;
-  }
-  int walkfd = dup(job.rootfd);
-  if (walkfd < 0 || (rc = kg_ckpt_seal_walk(walkfd, "", m, why, whysize)) < 0) {
-    if (walkfd < 0)
-      rc = kg_ckpt_fail(why, whysize, -errno, "dup: %s%s", "");
-    goto out;
-  }
+/*  Walk o->dir into job's manifest and fill its signed fields (digests
+    come from hashing). */
+static int
+s_manifest(s_hash_job_t *job, const kg_ckpt_seal_opts_t *o, const char *run, int64_t now,
+           char *why, size_t whysize)
+{
+  kg_ckpt_manifest_t *m = job->m;
+  int rc, walkfd = dup(job->rootfd);
+  if (walkfd < 0)
+    return kg_ckpt_fail(why, whysize, -errno, "dup: %s%s", "");
+  if ((rc = kg_ckpt_seal_walk(walkfd, "", m, why, whysize)) < 0)
+    return rc;
   kg_ckpt_manifest_sort(m);
   for (size_t i = 0; i < m->count; i++)
-    job.total += m->members[i].size;
-  if (!(job.mtimes = calloc(m->count ? m->count : 1, sizeof *job.mtimes))) {
-    rc = kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
-    goto out;
-  }
-  /* The manifest's fields; digests come from hashing. */
+    job->total += m->members[i].size;
+  if (!(job->mtimes = calloc(m->count ? m->count : 1, sizeof *job->mtimes)))
+    return kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
   snprintf(m->run, sizeof m->run, "%s", run);
   m->step = o->step;
   m->sealed_at_ms = now;
@@ -362,52 +351,144 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   kg_keys_id(o->sk + 32, m->key_id);
   m->zstd = o->zstd;
   m->version = o->format == 1 ? 1 : KG_CKPT_FORMAT_VERSION;
-  if (m->version >= 2 && (rc = kg_ckpt_manifest_alloc_chunks(m)) < 0) {
-    kg_ckpt_fail(why, whysize, rc, "chunk digests: %s%s", "");
-    goto out;
-  }
+  if (m->version >= 2 && (rc = kg_ckpt_manifest_alloc_chunks(m)) < 0)
+    return kg_ckpt_fail(why, whysize, rc, "chunk digests: %s%s", "");
   if (o->world_size >= 2) {
     m->rank = o->rank;
     m->world_size = o->world_size;
   }
+  return 0;
+}
 
-  /* Names: final and a dot-named temporary beside it. */
+/*  The archive's final name (step-<N>-<compact UTC time>[-rankRofW].kgckpt.tar[.zst]
+    inside o->into, created if missing; or o->output), its directory, and
+    a dot-named temporary beside it. */
+static int
+s_names(const kg_ckpt_seal_opts_t *o, int64_t now, char *final, size_t fsize, char *tmp,
+        size_t tsize, char *dir, size_t dsize, char *why, size_t whysize)
+{
+  int rc;
   if (o->into) {
     /* Modes as for any file the user writes (torch.save's, tar's): the
        umask and the directory decide who may read checkpoints. */
-    if ((rc = kg_file_mkdirs(o->into, 0777, 0777)) < 0) {
-      kg_ckpt_fail(why, whysize, rc, "creating '%s': %s", o->into);
-      goto out;
-    }
-    char stamp[32];
+    if ((rc = kg_file_mkdirs(o->into, 0777, 0777)) < 0)
+      return kg_ckpt_fail(why, whysize, rc, "creating '%s': %s", o->into);
+    char stamp[32], compact[32], shard[48] = "";
     kg_clock_iso_ms(now, stamp, sizeof stamp);
-    char compact[32];
     size_t k = 0;
     for (const char *p = stamp; *p && k + 1 < sizeof compact; p++)
       if (*p != '-' && *p != ':' && *p != '.')
         compact[k++] = *p;
     compact[k] = '\0';
-    char shard[48] = "";
     if (o->world_size >= 2)
       snprintf(shard, sizeof shard, "-rank%lldof%lld", (long long) o->rank,
                (long long) o->world_size);
-    if (snprintf(final, sizeof final, "%s/step-%010lld-%s%s%s", o->into, (long long) o->step,
+    if (snprintf(final, fsize, "%s/step-%010lld-%s%s%s", o->into, (long long) o->step,
                  compact, shard, o->zstd ? KG_CKPT_SUFFIX_ZSTD : KG_CKPT_SUFFIX)
-        >= (int) sizeof final) {
-      rc = kg_ckpt_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->into);
-      goto out;
-    }
-  } else if (snprintf(final, sizeof final, "%s", o->output) >= (int) sizeof final) {
-    rc = kg_ckpt_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->output);
-    goto out;
+        >= (int) fsize)
+      return kg_ckpt_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->into);
+  } else if (snprintf(final, fsize, "%s", o->output) >= (int) fsize) {
+    return kg_ckpt_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", o->output);
   }
-  kg_ckpt_dirname(final, dir, sizeof dir);
+  kg_ckpt_dirname(final, dir, dsize);
   const char *base = strrchr(final, '/') ? strrchr(final, '/') + 1 : final;
-  if (snprintf(tmp, sizeof tmp, "%s/.%s" KG_CKPT_TMP_MARK "XXXXXX", dir, base)
-      >= (int) sizeof tmp) {
-    rc = kg_ckpt_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", final);
+  if (snprintf(tmp, tsize, "%s/.%s" KG_CKPT_TMP_MARK "XXXXXX", dir, base) >= (int) tsize)
+    return kg_ckpt_fail(why, whysize, KG_ETOOBIG, "path too long: '%.200s' (%s)", final);
+  return 0;
+}
+
+/*  The archive's bytes into outfd: one pass (uncompressed), or hash first,
+    in parallel across files, then write (zstd: the compressed offsets of
+    the manifest are not known ahead). */
+static int
+s_write_payload(int outfd, s_hash_job_t *job, const kg_ckpt_seal_opts_t *o, time_t mtime,
+                char *why, size_t whysize)
+{
+  if (!o->zstd)
+    return s_write_one_pass(outfd, job, o->sk, mtime, why, whysize);
+  if (o->phase)
+    o->phase(o->progress_arg, "hashing", o->dir);
+  int rc = kg_ckpt_seal_hash_all(job->m, job->rootfd, job->mtimes, o->progress,
+                                 o->progress_arg, why, whysize);
+  if (rc < 0)
+    return rc;
+  if (o->phase)
+    o->phase(o->progress_arg, "sealing", o->dir);
+  char *json = kg_ckpt_manifest_encode(job->m);
+  if (!json)
+    return kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+  size_t jlen = strlen(json);
+  unsigned char sig[crypto_sign_BYTES];
+  crypto_sign_detached(sig, NULL, (unsigned char *) json, jlen, o->sk);
+  rc = s_write_archive(outfd, job, json, jlen, sig, true, NULL, NULL, mtime, why, whysize);
+  free(json);
+  return rc;
+}
+
+/*  Make the written temporary the archive: fsync, rename (never
+    replacing), close, fsync the directory. *outfd is closed and set to -1
+    once renamed; *have_tmp cleared then. Any fsync or close error makes
+    the archive untrustworthy: never retried, and a renamed archive is
+    taken back (unlinked) rather than trusted. */
+static int
+s_publish(const kg_ckpt_seal_opts_t *o, int *outfd, const char *tmp, char *final, size_t fsize,
+          const char *dir, bool *have_tmp, char *why, size_t whysize)
+{
+  int rc;
+  kg_ckpt_inflight_test_hold("written");
+  if (fsync(*outfd) < 0)
+    return kg_ckpt_fail(why, whysize, -errno, "syncing the archive: %s%s", "");
+  kg_ckpt_inflight_test_hold("synced");
+  /* The temporary stays open, and so locked, until it has its final name:
+     another writer's kg_ckpt_gc in the same directory (every seal starts
+     with one) takes an unlocked temporary for an abandoned one. Two seals
+     of one step in the same millisecond: the second takes "...-N" before
+     the suffix rather than failing. */
+  for (int k = 2; (rc = kg_ckpt_seal_rename_noreplace(tmp, final)) == KG_EEXISTS && o->into
+                  && k < 100; k++)
+    if ((rc = kg_ckpt_seal_numbered(final, fsize, o->zstd, k)) < 0)
+      break;
+  if (rc < 0)
+    return kg_ckpt_fail(why, whysize, rc, "renaming into place '%s': %s", final);
+  *have_tmp = false;
+  rc = close(*outfd) < 0 ? -errno : 0;
+  *outfd = -1;
+  if (rc == 0)
+    rc = kg_ckpt_fsync_dir(dir);
+  if (rc < 0) {
+    unlink(final);
+    return kg_ckpt_fail(why, whysize, rc, "syncing '%s': %s", final);
+  }
+  return 0;
+}
+
+int
+kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, size_t whysize)
+{
+  char final[PATH_MAX], tmp[PATH_MAX + 64], dir[PATH_MAX];
+  why[0] = '\0';
+  /* No sodium_init() here, on purpose: see "Why there is no sodium_init()" in
+     kg_ckpt_util.h. */
+  int64_t now = o->now_ms ? o->now_ms : kg_clock_wall_ms();
+  const char *run = o->run ? o->run : "default";
+  int rc = s_check_opts(o, run, why, whysize);
+  if (rc < 0)
+    return rc;
+  kg_ckpt_manifest_t *m = kg_ckpt_manifest_new();
+  if (!m)
+    return kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
+  s_hash_job_t job = {.m = m, .rootfd = -1, .o = o};
+  int outfd = -1;
+  bool have_tmp = false;
+  job.rootfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (job.rootfd < 0) {
+    rc = kg_ckpt_fail(why, whysize, -errno, "opening '%s': %s", o->dir);
     goto out;
   }
+  if ((rc = s_manifest(&job, o, run, now, why, whysize)) < 0
+      || (rc = s_names(o, now, final, sizeof final, tmp, sizeof tmp, dir, sizeof dir, why,
+                       whysize)) < 0)
+    goto out;
   /* Temporaries of seals whose writer is gone (kg_ckpt_gc.h). */
   kg_ckpt_gc(dir, INT64_MIN, NULL);
   if ((rc = kg_ckpt_seal_tmp_create(tmp, &outfd)) < 0) {
@@ -416,63 +497,10 @@ kg_ckpt_seal(const kg_ckpt_seal_opts_t *o, char *out, size_t size, char *why, si
   }
   have_tmp = true;
   fchmod(outfd, 0666 & ~kg_file_umask()); /* mkostemp made it 0600 */
-  time_t mtime = (time_t) (now / 1000);
-  if (!o->zstd) {
-    if ((rc = s_write_one_pass(outfd, &job, o->sk, mtime, why, whysize)) < 0)
-      goto out;
-  } else {
-    /* zstd: the compressed offsets of the manifest are not known ahead,
-       so hash first (in parallel across files), then write. */
-    if (o->phase)
-      o->phase(o->progress_arg, "hashing", o->dir);
-    if ((rc = kg_ckpt_seal_hash_all(m, job.rootfd, job.mtimes, o->progress, o->progress_arg,
-                                    why, whysize)) < 0)
-      goto out;
-    if (o->phase)
-      o->phase(o->progress_arg, "sealing", o->dir);
-    if (!(json = kg_ckpt_manifest_encode(m))) {
-      rc = kg_ckpt_fail(why, whysize, KG_ENOMEM, "%s%s", "");
-      goto out;
-    }
-    size_t jlen = strlen(json);
-    unsigned char sig[crypto_sign_BYTES];
-    crypto_sign_detached(sig, NULL, (unsigned char *) json, jlen, o->sk);
-    if ((rc = s_write_archive(outfd, &job, json, jlen, sig, true, NULL, NULL, mtime, why,
-                              whysize)) < 0)
-      goto out;
-  }
-  kg_ckpt_inflight_test_hold("written");
-  /* Any fsync or close error makes the archive untrustworthy: never retry. */
-  if (fsync(outfd) < 0) {
-    rc = kg_ckpt_fail(why, whysize, -errno, "syncing the archive: %s%s", "");
+  if ((rc = s_write_payload(outfd, &job, o, (time_t) (now / 1000), why, whysize)) < 0
+      || (rc = s_publish(o, &outfd, tmp, final, sizeof final, dir, &have_tmp, why,
+                         whysize)) < 0)
     goto out;
-  }
-  kg_ckpt_inflight_test_hold("synced");
-  /* The temporary stays open, and so locked, until it has its final name:
-     another writer's kg_ckpt_gc in the same directory (every seal starts
-     with one) takes an unlocked temporary for an abandoned one. Two seals
-     of one step in the same millisecond: the second takes "...-N" before
-     the suffix rather than failing. */
-  for (int k = 2; (rc = kg_ckpt_seal_rename_noreplace(tmp, final)) == KG_EEXISTS && o->into && k < 100;
-       k++)
-    if ((rc = kg_ckpt_seal_numbered(final, sizeof final, o->zstd, k)) < 0)
-      break;
-  if (rc < 0) {
-    kg_ckpt_fail(why, whysize, rc, "renaming into place '%s': %s", final);
-    goto out;
-  }
-  have_tmp = false;
-  rc = close(outfd) < 0 ? -errno : 0;
-  outfd = -1;
-  if (rc == 0)
-    rc = kg_ckpt_fsync_dir(dir);
-  if (rc < 0) {
-    /* The archive or its name may not survive a crash: take it back
-       rather than trust it. */
-    unlink(final);
-    kg_ckpt_fail(why, whysize, rc, "syncing '%s': %s", final);
-    goto out;
-  }
   snprintf(out, size, "%s", final);
   /* A newer checkpoint is sealed: copies of zstd checkpoints restored
      earlier are behind the run now. */
@@ -486,7 +514,6 @@ out:
   if (job.rootfd >= 0)
     close(job.rootfd);
   free(job.mtimes);
-  free(json);
   kg_ckpt_manifest_destroy(&m);
   return rc;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -298,6 +299,28 @@ done:
   return rc;
 }
 
+/*  Open path for reading under its shared lock: a reader in progress;
+    pruning takes the lock exclusively, without waiting, and keeps an
+    archive whose lock is held (kg_ckpt_retain.h). A regular, non-empty
+    file: 0 with *fd and *st; else the verdict (r filled), *fd open or -1. */
+static int
+s_open_archive(const char *path, kg_ckpt_report_t *r, int *fd, struct stat *st)
+{
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0)
+    return kg__ckpt_set(r, -errno, NULL, "cannot open: %s", strerror(errno));
+  while (flock(*fd, LOCK_SH) < 0 && errno == EINTR)
+    ;
+  if (fstat(*fd, st) < 0)
+    return kg__ckpt_set(r, -errno, NULL, "cannot stat: %s", strerror(errno));
+  if (!S_ISREG(st->st_mode))
+    return kg__ckpt_set(r, KG_ECKPT_MALFORMED, NULL, "not a regular file");
+  r->archive_size = (uint64_t) st->st_size;
+  if (st->st_size == 0)
+    return kg__ckpt_set(r, KG_ECKPT_TRUNC, NULL, "empty file");
+  return 0;
+}
+
 int
 kg_ckpt_verify(const char *path, const kg_keyring_t *keys, unsigned flags,
                const kg_ckpt_sink_t *sink, kg_ckpt_report_t *r)
@@ -305,24 +328,10 @@ kg_ckpt_verify(const char *path, const kg_keyring_t *keys, unsigned flags,
   memset(r, 0, sizeof *r);
   /* No sodium_init() here, on purpose: see "Why there is no sodium_init()" in
      kg_ckpt_util.h (the portable BLAKE2b is the faster one on our CPUs). */
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return kg__ckpt_set(r, -errno, NULL, "cannot open: %s", strerror(errno));
   struct stat st;
-  int rc;
-  if (fstat(fd, &st) < 0) {
-    rc = kg__ckpt_set(r, -errno, NULL, "cannot stat: %s", strerror(errno));
+  int fd = -1, rc = s_open_archive(path, r, &fd, &st);
+  if (rc != 0)
     goto out;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    rc = kg__ckpt_set(r, KG_ECKPT_MALFORMED, NULL, "not a regular file");
-    goto out;
-  }
-  r->archive_size = (uint64_t) st.st_size;
-  if (st.st_size == 0) {
-    rc = kg__ckpt_set(r, KG_ECKPT_TRUNC, NULL, "empty file");
-    goto out;
-  }
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   unsigned char magic[4] = {0};
   if (pread(fd, magic, sizeof magic, 0) == (ssize_t) sizeof magic && magic[0] == 'P'
@@ -385,7 +394,8 @@ kg_ckpt_verify(const char *path, const kg_keyring_t *keys, unsigned flags,
 out_reader:
   kg__ckpt_reader_fini(&rd);
 out:
-  close(fd);
+  if (fd >= 0)
+    close(fd);
   return rc;
 }
 

@@ -111,6 +111,30 @@ s_child_run(const kg_child_opts_t *opts, pid_t parent, int errfd, int out_w, int
   s_child_fail(errfd);
 }
 
+/*  Whether the child reached exec: closes both ends of errpipe (the
+    child's end first, so a read of 0 bytes means exec succeeded). 0, or
+    the child's -errno, the child then reaped here (a keeper it started
+    sees EOF when the caller closes the lifeline, and ends the group). */
+static int
+s_exec_result(int errpipe[2], pid_t pid)
+{
+  close(errpipe[1]);
+  errpipe[1] = -1;
+  int child_errno = 0;
+  ssize_t n;
+  do
+    n = read(errpipe[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  close(errpipe[0]);
+  errpipe[0] = -1;
+  if (n != (ssize_t) sizeof child_errno)
+    return 0;
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  return -(child_errno ? child_errno : EIO);
+}
+
 int
 kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p)
 {
@@ -142,27 +166,13 @@ kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p)
   if (pid == 0)
     s_child_run(opts, parent, errpipe[1], outp[1], errp[1], lifeline);
 
-  close(errpipe[1]);
-  errpipe[1] = -1;
-  int child_errno = 0;
-  ssize_t n;
-  do
-    n = read(errpipe[0], &child_errno, sizeof child_errno);
-  while (n < 0 && errno == EINTR);
-  close(errpipe[0]);
-  errpipe[0] = -1;
+  rc = s_exec_result(errpipe, pid);
   if (lifeline[0] >= 0) {
     close(lifeline[0]);
     lifeline[0] = -1;
   }
-  if (n == (ssize_t) sizeof child_errno) {
-    /* The child failed and exits at once: reap it here. A keeper it
-       started sees EOF when `fail` closes the lifeline and ends the group. */
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-      ;
+  if (rc != 0) {
     free(self);
-    rc = -(child_errno ? child_errno : EIO);
     goto fail;
   }
   self->pid = pid;

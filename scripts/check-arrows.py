@@ -8,7 +8,8 @@ stand in this order ("A < B": B may use A):
     common < checkpoint
     common < ipc < diag < gpu < kernel < cli
     common < ipc < diag < kernel/decide < kernel/peers < kernel
-    common < ipc < diag < exec, run
+    common < ipc < diag < gpu < exec
+    common < ipc < diag < run
     common < ipc < eg
     every library < main (supervisor/main.c, which only dispatches)
 
@@ -61,7 +62,7 @@ LIBRARIES = [
     ("peers", "supervisor/kernel/peers", ["decide"]),
     ("kernel", "supervisor/kernel", ["gpu", "peers"]),
     ("cli", "supervisor/cli", ["kernel"]),
-    ("exec", "supervisor/exec", ["diag"]),
+    ("exec", "supervisor/exec", ["gpu"]),
     ("run", "supervisor/run", ["diag"]),
     ("eg", "supervisor/eg", ["ipc"]),
     ("main", "supervisor", ["checkpoint", "cli", "exec", "run", "eg"]),

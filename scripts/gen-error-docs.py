@@ -42,7 +42,10 @@ STICKY_ACTION = (
     "([notebooks.md](notebooks.md#the-restart-policy): `--max-restarts`, "
     "`--restart-window`, `--backoff`); the same failure "
     "twice in a row stops automatic restarts, because a restart does not fix "
-    "a bug in the data or the code.")
+    "a bug in the data or the code. Before a restart kguard reads the GPUs "
+    "through NVML: a GPU that needs a reset is never restarted on (the kernel "
+    "goes down, `kguard exec` ends with 200 for other hardware; see "
+    "[exec.md](exec.md#exit-codes-for-schedulers)).")
 ADVICE_ACTION = (
     "**Advice only.** The kernel process is still usable, so kguard does not "
     "restart it: your variables stay. It adds a notice with what to check "

@@ -42,6 +42,7 @@ restored it raises CheckpointError; torch.load never sees its bytes.
 """
 import ctypes
 import ctypes.util
+import fcntl
 import hashlib
 import hmac
 import io
@@ -153,30 +154,40 @@ class Archive:
         self.path = archive
         self.copy_dir = copy_dir
         self.prechecked = bool(prechecked and expect_digest)
-        exe = kguard_bin or os.environ.get("KGUARD_BIN") or "kguard"
-        proc = subprocess.run([exe, "ckpt", "manifest", archive], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, check=False)
-        if proc.returncode != 0:
-            raise CheckpointError(f"{archive}: manifest not authenticated (exit "
-                                  f"{proc.returncode}): {proc.stderr.strip()}")
-        info = json.loads(proc.stdout)
-        self.manifest_digest = info["manifest_digest"]
-        if expect_digest:
-            want = expect_digest.split(":", 1)[-1]
-            if not hmac.compare_digest(want, self.manifest_digest):
-                raise CheckpointError(
-                    f"{archive}: manifest digest {self.manifest_digest[:16]}... is not the "
-                    f"one kguard verified ({want[:16]}...): the file was replaced")
-        m = info["manifest"]
-        self.manifest = m
-        self.step = m.get("step")
-        self.signer = info.get("signer")
-        if m.get("compression") != "none" and copy_dir is None:
-            raise CheckpointError(f"{archive}: compressed ({m.get('compression')}); "
-                                  f"members can only be read from a restored copy")
-        self._listed = {e["path"]: e for e in m["members"]}
-        _check_paths(archive, self._listed)
-        self._offsets = self._locate_copy() if copy_dir is not None else self._locate()
+        self._ident = None
+        # Read under the archive's shared lock: not pruned while we look.
+        lock = _read_lock(archive) if copy_dir is None else None
+        try:
+            if lock is not None:
+                st = os.fstat(lock)
+                self._ident = (st.st_dev, st.st_ino)
+            exe = kguard_bin or os.environ.get("KGUARD_BIN") or "kguard"
+            proc = subprocess.run([exe, "ckpt", "manifest", archive], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, check=False)
+            if proc.returncode != 0:
+                raise CheckpointError(f"{archive}: manifest not authenticated (exit "
+                                      f"{proc.returncode}): {proc.stderr.strip()}")
+            info = json.loads(proc.stdout)
+            self.manifest_digest = info["manifest_digest"]
+            if expect_digest:
+                want = expect_digest.split(":", 1)[-1]
+                if not hmac.compare_digest(want, self.manifest_digest):
+                    raise CheckpointError(
+                        f"{archive}: manifest digest {self.manifest_digest[:16]}... is not the "
+                        f"one kguard verified ({want[:16]}...): the file was replaced")
+            m = info["manifest"]
+            self.manifest = m
+            self.step = m.get("step")
+            self.signer = info.get("signer")
+            if m.get("compression") != "none" and self.copy_dir is None:
+                raise CheckpointError(f"{archive}: compressed ({m.get('compression')}); "
+                                      f"members can only be read from a restored copy")
+            self._listed = {e["path"]: e for e in m["members"]}
+            _check_paths(archive, self._listed)
+            self._offsets = self._locate_copy() if self.copy_dir is not None else self._locate()
+        finally:
+            if lock is not None:
+                os.close(lock)
 
     def _locate(self):
         """Data offset of each listed member, from the tar headers."""
@@ -251,11 +262,32 @@ class Archive:
         if "chunks" in e:  # version 2: one digest per chunk_size bytes
             raw = _VerifiedMember(path, member, offset, e["size"],
                                   None, [bytes.fromhex(d) for d in e["chunks"]],
-                                  int(self.manifest["chunk_size"]), self.prechecked)
+                                  int(self.manifest["chunk_size"]), self.prechecked,
+                                  ident=self._ident)
         else:
             raw = _VerifiedMember(path, member, offset, e["size"],
-                                  bytes.fromhex(e["blake2b"]))
+                                  bytes.fromhex(e["blake2b"]), ident=self._ident)
         return io.BufferedReader(raw, buffer_size=1 << 20)
+
+
+def _read_lock(path):
+    """An fd of the archive holding its shared flock: `kguard ckpt prune`
+    and `kguard.save(keep=N)` take that lock exclusively, without waiting,
+    before removing an archive, and keep one whose lock is held. Raises
+    CheckpointError when the file cannot be opened or was removed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot be opened: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        if os.fstat(fd).st_nlink == 0:
+            # Pruned between our open and our lock: it is no longer there.
+            raise CheckpointError(f"{path}: removed (pruned) while it was being opened")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _check_paths(archive, listed):
@@ -566,14 +598,23 @@ def _threads():
 
 class _VerifiedMember(io.RawIOBase):
     def __init__(self, path, name, offset, size, digest, chunks=None, chunk_size=PIECE,
-                 prechecked=False):
+                 prechecked=False, ident=None):
         super().__init__()
         self._name = f"{path}:{name}"
         self._off, self._size, self._pos = offset, size, 0
         self._psize = chunk_size
-        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         self._cache_idx, self._cache = -1, b""
         self._chunks = None
+        self._fd = -1
+        if ident is None:   # a member of a restored copy
+            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        else:               # the archive itself: read under its shared lock
+            self._fd = _read_lock(path)
+            st = os.fstat(self._fd)
+            if (st.st_dev, st.st_ino) != ident:
+                os.close(self._fd)
+                self._fd = -1
+                raise CheckpointError(f"{path}: replaced since its manifest was authenticated")
         try:
             if chunks is None:
                 self._pieces = self._check_whole(digest)

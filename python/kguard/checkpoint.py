@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -109,6 +110,19 @@ class PendingSeal:
 _last_background = None
 
 
+def _disk_words(ckpt_dir, exc):
+    """exc in words, saying so plainly when ckpt_dir's filesystem is full."""
+    try:
+        st = os.statvfs(ckpt_dir)
+        full = st.f_bavail * st.f_frsize < (1 << 20)
+    except OSError:
+        full = False
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if full or getattr(exc, "errno", None) == 28:
+        return f"no space left on the device holding {ckpt_dir}: {text}"
+    return text
+
+
 def _locked_staging(ckpt_dir):
     """A new staging directory in ckpt_dir and an fd holding its flock.
 
@@ -136,7 +150,27 @@ def _locked_staging(ckpt_dir):
                        "(removed again and again before it was locked)")
 
 
-def save(state, step, name="state.pt", background=False):
+def _keep(keep):
+    """The number of checkpoints save() keeps: keep, else $KGUARD_KEEP
+    (what `kguard exec/run/install --keep N` set), else None (all)."""
+    where = "keep"
+    if keep is None:
+        text = os.environ.get("KGUARD_KEEP", "").strip()
+        if not text:
+            return None
+        where = "KGUARD_KEEP"
+        try:
+            keep = int(text, 10)
+        except ValueError:
+            raise ValueError(f"KGUARD_KEEP must be a positive integer (how many checkpoints "
+                             f"kguard.save keeps), got {text!r}") from None
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise ValueError(f"{where} must be a positive integer (how many checkpoints "
+                         f"kguard.save keeps), got {keep!r}")
+    return keep
+
+
+def save(state, step, name="state.pt", background=False, keep=None):
     """Save state for step and seal it; return the archive's path.
 
     state is anything torch.save accepts. The archive goes to
@@ -151,6 +185,12 @@ def save(state, step, name="state.pt", background=False):
     by a separate process while training goes on (.wait() gives the path).
     The seal records the time the state was captured, so a seal still
     running at a later fault is not taken for one made after it.
+
+    keep=N (default $KGUARD_KEEP, else every checkpoint is kept): once the
+    new archive is sealed (for a background seal: by its process, after
+    its own seal), this run's older checkpoints are removed down to the
+    newest N that verify, never one an open incident needs or one being
+    read (`kguard ckpt seal --keep`). A bad value raises ValueError.
     """
     global _last_background
     import torch
@@ -160,12 +200,21 @@ def save(state, step, name="state.pt", background=False):
         raise ValueError(f"step must be a non-negative integer, got {step}")
     if not name or "/" in name or name in (".", ".."):
         raise ValueError(f"name must be a plain file name, got {name!r}")
+    keep = _keep(keep)
     ckpt_dir = _ckpt_dir()
     os.makedirs(ckpt_dir, exist_ok=True)
     tmp, lock = _locked_staging(ckpt_dir)
     handed_over = False
     try:
-        torch.save(state, os.path.join(tmp, name))
+        try:
+            torch.save(state, os.path.join(tmp, name))
+        except (OSError, RuntimeError) as exc:
+            # torch.save's own words for a full disk name neither the
+            # directory nor the step; nothing is sealed, earlier archives
+            # are untouched, and the staging directory goes (finally).
+            raise RuntimeError(f"kguard.save: writing step {step} into {ckpt_dir} failed "
+                               f"({_disk_words(ckpt_dir, exc)}); nothing was sealed and "
+                               f"earlier checkpoints are unchanged") from exc
         _synchronize(torch)  # raises on a faulted device: never seal then
         captured_ms = int(time.time() * 1000)
         cmd = [_bin(), "ckpt", "seal", tmp, "--step", str(step),
@@ -174,6 +223,8 @@ def save(state, step, name="state.pt", background=False):
         rank, world = _rank_world()
         if world > 1:
             cmd += ["--rank", str(rank), "--world-size", str(world)]
+        if keep is not None:
+            cmd += ["--keep", str(keep)]
         if background:
             # Dated when the state was captured, not when the seal ends: a
             # seal still running at a later fault is not taken for one made
@@ -194,8 +245,8 @@ def save(state, step, name="state.pt", background=False):
                               text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(
-                f"kguard ckpt seal failed (exit {proc.returncode}): "
-                f"{proc.stderr.strip() or proc.stdout.strip()}")
+                f"kguard ckpt seal failed for step {step} into {ckpt_dir} (exit "
+                f"{proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
         return proc.stdout.strip().splitlines()[-1]
     finally:
         if not handed_over:
@@ -208,7 +259,8 @@ class Resume:
 
     step: the restored step (int, or None if unknown). archive: the
     verified checkpoint's path. digest: "blake2b-256:<hex>" of the manifest
-    kguard verified, or None.
+    kguard verified, or None. skipped: [(archive, reason)] of the newer
+    checkpoints resume(latest=True) passed over (empty otherwise).
 
     load(name) / open(name) read a member, every byte checked against the
     archive's signed digests as it is read (in place from an uncompressed
@@ -230,6 +282,7 @@ class Resume:
         self.step = step
         self.archive = archive
         self.digest = digest
+        self.skipped = []
         self._archive = None
         self._materialised = None
 
@@ -417,15 +470,78 @@ def _adopt_handover(environ=None):
     environ.pop("KGUARD_HANDOVER_FILE", None)
 
 
-def resume():
+def _run_id():
+    """The run this process saves as and resumes: $KGUARD_RUN_ID (kguard
+    exec --name sets it; a kernelspec's env may), else "default"."""
+    return os.environ.get("KGUARD_RUN_ID") or "default"
+
+
+def _latest():
+    """The last consistent checkpoint of this process's run in its
+    checkpoint directory, chosen as after a fault (`kguard ckpt latest
+    --json`): a Resume, or None. Says on stderr what was chosen and each
+    checkpoint passed over, with the reason."""
+    from .archive import CheckpointError
+
+    ckpt_dir, run = _ckpt_dir(), _run_id()
+    if not os.path.isdir(ckpt_dir):
+        print(f"kguard: no checkpoint of run {run} in {ckpt_dir}: starting fresh",
+              file=sys.stderr)
+        return None
+    proc = subprocess.run([_bin(), "ckpt", "latest", ckpt_dir, "--json", "--run", run,
+                           "--progress=none"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, check=False)
+    try:
+        out = json.loads(proc.stdout)
+    except ValueError:
+        out = None
+    if not isinstance(out, dict) or out.get("status") == "failed":
+        why = (out or {}).get("error") or proc.stderr.strip() or f"exit {proc.returncode}"
+        raise CheckpointError(f"kguard: choosing the last checkpoint of run {run} in "
+                              f"{ckpt_dir} failed: {why}")
+    skipped = [(s.get("archive"), s.get("reason")) for s in out.get("skipped") or []]
+    for archive, reason in skipped:
+        print(f"kguard: skipped {os.path.basename(archive or '?')}: {reason}", file=sys.stderr)
+    if out.get("status") != "restored":
+        print(f"kguard: no consistent checkpoint of run {run} in {ckpt_dir}: "
+              f"starting fresh", file=sys.stderr)
+        return None
+    r = Resume(None, out.get("step"), out.get("archive_abs") or out.get("archive"),
+               out.get("digest"))
+    r.skipped = skipped
+    if out.get("compression") == "zstd":
+        r.dir  # noqa: B018 -- a zstd archive is read from a verified, read-only copy
+    print(f"kguard: resuming run {run} from step {r.step} ({os.path.basename(r.archive)}, "
+          f"sealed {out.get('sealed_at')}, verified)", file=sys.stderr)
+    return r
+
+
+def resume(latest=False):
     """Return a Resume if kguard restored a checkpoint for this kernel
     (KGUARD_RESUME_ARCHIVE, with KGUARD_RESUME_DIR when members were copied
     out, KGUARD_RESUME_STEP, optional KGUARD_RESUME_DIGEST), else None.
 
     Under a multi-node `kguard exec` (WORLD_SIZE > 1), each rank gets its own
     restored copy, $KGUARD_RESUME_DIR/rank-$RANK: Resume.dir names it, so
-    load("state.pt") reads this rank's state, as in a single process."""
+    load("state.pt") reads this rank's state, as in a single process.
+
+    latest=True: when kguard restored nothing for this process (a plain
+    restart, a notebook opened again), the last consistent checkpoint of
+    this run: the newest archive or set of run $KGUARD_RUN_ID (default
+    "default") in $KGUARD_CKPT_DIR (default ./kguard-checkpoints) that is
+    sealed, signed by a key you trust and verifies completely, chosen as
+    after a fault; quarantined ones are never seen. What was chosen, and
+    each newer checkpoint passed over with the reason, is printed on
+    stderr and kept in Resume.skipped. None when there is none."""
     _adopt_handover()
+    got = _restored()
+    if got is not None or not latest:
+        return got
+    return _latest()
+
+
+def _restored():
+    """The checkpoint kguard restored for this process, or None."""
     rank = _rank_dir_rank()
     if rank is not None:
         d, archive = _rank_resume(rank)

@@ -26,6 +26,10 @@ KIND (backend-prefixed, texts as printed by PyTorch >= 2.8):
   cuda-illegal-address   700 illegal memory access, sticky
   rocm-illegal-address   700, HIP wording, sticky
   cuda-launch-failure    719, CUDA wording, sticky
+  cuda-ecc               214 uncorrectable ECC error (the hardware family),
+                         sticky; with the labelled fake NVML
+                         (tests/gpu/fake_nvml.c) kguard's health reading
+                         sees the GPU needing a reset
   cuda-oom, rocm-oom     OutOfMemoryError (not sticky, no poison)
   device-mismatch        "Expected all tensors to be on the same device..."
   no-kernel-image        209 "no kernel image is available..." (not sticky)
@@ -151,6 +155,7 @@ KINDS = {
     "cuda-illegal-address": ("cuda", True),
     "rocm-illegal-address": ("rocm", True),
     "cuda-launch-failure": ("cuda", True),
+    "cuda-ecc": ("cuda", True),
     "cuda-oom": ("cuda", False),
     "rocm-oom": ("rocm", False),
     "device-mismatch": ("any", False),
@@ -173,6 +178,8 @@ def message(kind):
         return _hip_sticky("an illegal memory access was encountered", 700)
     if kind == "cuda-launch-failure":
         return _cuda_sticky("unspecified launch failure", 719)
+    if kind == "cuda-ecc":
+        return _cuda_sticky("uncorrectable ECC error encountered", 214)
     if kind == "cuda-oom":
         return _OOM_CUDA, None
     if kind == "rocm-oom":

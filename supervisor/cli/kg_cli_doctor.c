@@ -218,6 +218,71 @@ s_env_list(bool *diagnostic_run)
   return arr;
 }
 
+/*  The pre-flight's status, exit code and summary from how its worker
+    ended (code: its exit, -2 timed out, -3 not started) and how many
+    devices it saw. */
+static const char *
+s_preflight_verdict(int code, int devices, bool emulated, int64_t timeout_ms, int *exit_code,
+                    char *summary, size_t size)
+{
+  if (code == -3) {
+    *exit_code = KG_EXIT_SYSTEM;
+    snprintf(summary, size, "the pre-flight worker could not be started");
+    return "error";
+  }
+  if (code == -2) {
+    *exit_code = S_EXIT_TIMEOUT;
+    snprintf(summary, size, "the device did not answer within %lld ms: the driver "
+             "or the device is hung (check `nvidia-smi -q` and the kernel log for Xid "
+             "messages, or `rocm-smi`)%s", (long long) timeout_ms,
+             emulated ? " [kguard emulation: preflight-hang]" : "");
+    return "timeout";
+  }
+  if (code == 0) {
+    *exit_code = 0;
+    snprintf(summary, size, devices ? "%d device(s) healthy: allocate, launch, "
+             "synchronise and copy back succeeded" : "no GPU visible: nothing to check", devices);
+    return devices ? "healthy" : "no-gpu";
+  }
+  *exit_code = S_EXIT_FAILING;
+  snprintf(summary, size, "a device is failing%s (ECC or hardware family: check "
+           "`nvidia-smi -q` and the kernel log for Xid messages, or `rocm-smi`)%s",
+           code == 1 ? "" : " (the pre-flight worker crashed in the driver)",
+           emulated ? " [kguard emulation: preflight-fail, no GPU was used]" : "");
+  return "failing";
+}
+
+/*  One line per device of backend be: its verdict, the error, the memory
+    in use and who holds it. */
+static void
+s_preflight_devices(const cJSON *r, const char *be)
+{
+  const cJSON *d;
+  cJSON_ArrayForEach(d, cJSON_GetObjectItem(cJSON_GetObjectItem(r, be), "devices"))
+  {
+    const cJSON *p = cJSON_GetObjectItem(d, "preflight");
+    const cJSON *e = cJSON_GetObjectItem(p, "error");
+    const cJSON *used = cJSON_GetObjectItem(d, "used_bytes");
+    printf("  %s:%d %s: %s%s%s%s", be, cJSON_GetObjectItem(d, "index")->valueint,
+           cJSON_GetStringValue(cJSON_GetObjectItem(d, "name")),
+           cJSON_IsTrue(cJSON_GetObjectItem(p, "ok")) ? "ok" : "FAILED",
+           e ? " at " : "", e ? cJSON_GetStringValue(cJSON_GetObjectItem(e, "step")) : "",
+           e ? ": " : "");
+    if (e)
+      printf("%s (%d): %s", cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")),
+             cJSON_GetObjectItem(e, "code")->valueint,
+             cJSON_GetStringValue(cJSON_GetObjectItem(e, "string")));
+    if (cJSON_IsNumber(used))
+      printf("; %.0f MiB in use on the device", used->valuedouble / 1048576.0);
+    const cJSON *procs = cJSON_GetObjectItem(d, "processes"), *pr;
+    cJSON_ArrayForEach(pr, procs)
+      printf("%s pid %d %.0f MiB", pr == procs->child ? ", held by" : ",",
+             cJSON_GetObjectItem(pr, "pid")->valueint,
+             cJSON_GetObjectItem(pr, "used_bytes")->valuedouble / 1048576.0);
+    putchar('\n');
+  }
+}
+
 static int
 s_preflight(const char *self, bool json, int64_t timeout_ms)
 {
@@ -237,29 +302,10 @@ s_preflight(const char *self, bool json, int64_t timeout_ms)
   const char *be[] = {"cuda", "hip"};
   for (int b = 0; b < 2; b++)
     devices += cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, be[b]), "devices"));
-  const char *status;
   int exit_code;
   char summary[512];
-  if (code == -3) {
-    status = "error", exit_code = KG_EXIT_SYSTEM;
-    snprintf(summary, sizeof summary, "the pre-flight worker could not be started");
-  } else if (code == -2) {
-    status = "timeout", exit_code = S_EXIT_TIMEOUT;
-    snprintf(summary, sizeof summary, "the device did not answer within %lld ms: the driver "
-             "or the device is hung (check `nvidia-smi -q` and the kernel log for Xid "
-             "messages, or `rocm-smi`)%s", (long long) timeout_ms,
-             emulated ? " [kguard emulation: preflight-hang]" : "");
-  } else if (code == 0) {
-    status = devices ? "healthy" : "no-gpu", exit_code = 0;
-    snprintf(summary, sizeof summary, devices ? "%d device(s) healthy: allocate, launch, "
-             "synchronise and copy back succeeded" : "no GPU visible: nothing to check", devices);
-  } else {
-    status = "failing", exit_code = S_EXIT_FAILING;
-    snprintf(summary, sizeof summary, "a device is failing%s (ECC or hardware family: check "
-             "`nvidia-smi -q` and the kernel log for Xid messages, or `rocm-smi`)%s",
-             code == 1 ? "" : " (the pre-flight worker crashed in the driver)",
-             emulated ? " [kguard emulation: preflight-fail, no GPU was used]" : "");
-  }
+  const char *status = s_preflight_verdict(code, devices, emulated, timeout_ms, &exit_code,
+                                           summary, sizeof summary);
   cJSON_AddNumberToObject(r, "kguard_preflight", 1);
   if (!cJSON_GetObjectItem(r, "emulated"))
     cJSON_AddBoolToObject(r, "emulated", emulated);
@@ -274,91 +320,61 @@ s_preflight(const char *self, bool json, int64_t timeout_ms)
     free(text);
   } else {
     printf("kguard pre-flight: %s: %s\n", status, summary);
-    for (int b = 0; b < 2; b++) {
-      const cJSON *d;
-      cJSON_ArrayForEach(d, cJSON_GetObjectItem(cJSON_GetObjectItem(r, be[b]), "devices"))
-      {
-        const cJSON *p = cJSON_GetObjectItem(d, "preflight");
-        const cJSON *e = cJSON_GetObjectItem(p, "error");
-        const cJSON *used = cJSON_GetObjectItem(d, "used_bytes");
-        printf("  %s:%d %s: %s%s%s%s", be[b], cJSON_GetObjectItem(d, "index")->valueint,
-               cJSON_GetStringValue(cJSON_GetObjectItem(d, "name")),
-               cJSON_IsTrue(cJSON_GetObjectItem(p, "ok")) ? "ok" : "FAILED",
-               e ? " at " : "", e ? cJSON_GetStringValue(cJSON_GetObjectItem(e, "step")) : "",
-               e ? ": " : "");
-        if (e)
-          printf("%s (%d): %s", cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")),
-                 cJSON_GetObjectItem(e, "code")->valueint,
-                 cJSON_GetStringValue(cJSON_GetObjectItem(e, "string")));
-        if (cJSON_IsNumber(used))
-          printf("; %.0f MiB in use on the device", used->valuedouble / 1048576.0);
-        const cJSON *procs = cJSON_GetObjectItem(d, "processes"), *pr;
-        cJSON_ArrayForEach(pr, procs)
-          printf("%s pid %d %.0f MiB", pr == procs->child ? ", held by" : ",",
-                 cJSON_GetObjectItem(pr, "pid")->valueint,
-                 cJSON_GetObjectItem(pr, "used_bytes")->valuedouble / 1048576.0);
-        putchar('\n');
-      }
-    }
+    for (int b = 0; b < 2; b++)
+      s_preflight_devices(r, be[b]);
   }
   cJSON_Delete(r);
   return exit_code;
 }
 
-int
-kg_cli_doctor_main(int argc, char **argv)
+/*  What the command line asked for. */
+typedef struct {
+  const char *kernel, *python, *format;
+  kg_doctor_format_t fmt;
+  double timeout_s;             /*  -1: the default                          */
+  bool preflight, worker;
+} s_args_t;
+
+/*  Parse and check the command line into a. Returns -1 to go on, else the
+    exit code (help, or a usage error already printed). */
+static int
+s_parse_args(kg_opt_parser_t *p, s_args_t *a)
 {
-  const char *kernel = NULL, *python = NULL, *format = "text";
-  double timeout_s = -1;
-  bool preflight = false, worker = false;
-  kg_opt_parser_t p;
-  kg_opt_init(&p, &kg_cli_doctor_cmd, argc, argv);
   int id;
-  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+  while ((id = kg_opt_next(p)) != KG_OPT_END) {
     switch (id) {
-    case KG_OPT_EXIT: return p.code;
-    case KG_OPT_OPERAND: return kg_opt_usage(&p, "unexpected argument '%s'", p.value);
-    case O_KERNEL: kernel = p.value; break;
-    case O_PYTHON: python = p.value; break;
-    case O_FORMAT: format = p.value; break;
-    case O_JSON: format = "json"; break;
+    case KG_OPT_EXIT: return p->code;
+    case KG_OPT_OPERAND: return kg_opt_usage(p, "unexpected argument '%s'", p->value);
+    case O_KERNEL: a->kernel = p->value; break;
+    case O_PYTHON: a->python = p->value; break;
+    case O_FORMAT: a->format = p->value; break;
+    case O_JSON: a->format = "json"; break;
     case O_TIMEOUT: {
       char *end = NULL;
-      timeout_s = strtod(p.value, &end);
-      if (!end || *end || end == p.value || !(timeout_s > 0 && timeout_s <= 3600))
-        return kg_opt_usage(&p, "--timeout takes seconds in (0, 3600], not '%s'", p.value);
+      a->timeout_s = strtod(p->value, &end);
+      if (!end || *end || end == p->value || !(a->timeout_s > 0 && a->timeout_s <= 3600))
+        return kg_opt_usage(p, "--timeout takes seconds in (0, 3600], not '%s'", p->value);
       break;
     }
-    case O_PREFLIGHT: preflight = true; break;
-    case O_WORKER: worker = true; break;
+    case O_PREFLIGHT: a->preflight = true; break;
+    case O_WORKER: a->worker = true; break;
     }
   }
-  if (kernel && python)
-    return kg_opt_usage(&p, "give --kernel or --python, not both");
-  kg_doctor_format_t fmt = KG_DOCTOR_TEXT;
-  if (strcmp(format, "markdown") == 0)
-    fmt = KG_DOCTOR_MARKDOWN;
-  else if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)
-    return kg_opt_usage(&p, "--format must be text, markdown or json, not '%s'", format);
-  if (worker) {
-    int code = kg_gpudrv_worker_main(preflight);
-    fflush(NULL);
-    _exit(code);   /* no exit handlers: a GPU runtime's can hang */
-  }
-  char self[PATH_MAX];
-  if (kg_paths_exe(self, sizeof self) != 0) {
-    kg_opt_error("cannot find kguard's own executable (/proc/self/exe)");
-    return KG_EXIT_SYSTEM;
-  }
-  if (preflight)
-    return s_preflight(self, strcmp(format, "json") == 0,
-                       (int64_t) ((timeout_s > 0 ? timeout_s : 10) * 1000));
-  int64_t timeout_ms = (int64_t) ((timeout_s > 0 ? timeout_s : 60) * 1000);
+  if (a->kernel && a->python)
+    return kg_opt_usage(p, "give --kernel or --python, not both");
+  a->fmt = KG_DOCTOR_TEXT;
+  if (strcmp(a->format, "markdown") == 0)
+    a->fmt = KG_DOCTOR_MARKDOWN;
+  else if (strcmp(a->format, "text") != 0 && strcmp(a->format, "json") != 0)
+    return kg_opt_usage(p, "--format must be text, markdown or json, not '%s'", a->format);
+  return -1;
+}
 
-  cJSON *report = cJSON_CreateObject();
-  cJSON_AddNumberToObject(report, "kguard_doctor", 1);
-  /* which kguard this is: with a pip install beside a Debian one, the first
-     question is which of them runs */
+/*  report["kguard"]: which kguard this is: with a pip install beside a
+    Debian one, the first question is which of them runs. */
+static void
+s_whoami(cJSON *report, const char *self)
+{
   char prefix[PATH_MAX], envp[PATH_MAX];
   cJSON *me = cJSON_AddObjectToObject(report, "kguard");
   cJSON_AddStringToObject(me, "executable", self);
@@ -371,22 +387,16 @@ kg_cli_doctor_main(int argc, char **argv)
     cJSON_AddStringToObject(me, "python_env", envp);
   else
     cJSON_AddNullToObject(me, "python_env");
-  cJSON *dirs = kg_doctor_kernel_dirs();
-  cJSON *specs = kg_doctor_kernelspecs(dirs);
+}
+
+/*  report["kernel"]: the kernel judged (spec, chosen for why, or --python,
+    or the default). Applies the kernelspec's variables to this process,
+    since they apply to what its kernel will see. Returns the interpreter
+    to probe, or NULL when the kernel is not started by a python. */
+static const char *
+s_kernel(cJSON *report, const cJSON *spec, const char *why, const char *python)
+{
   cJSON *k = cJSON_AddObjectToObject(report, "kernel");
-  char why[2048];
-  const cJSON *spec = python ? NULL : s_pick(specs, kernel, why, sizeof why);
-  if (kernel && !spec) {
-    cJSON_Delete(report);
-    cJSON_Delete(dirs);
-    cJSON_Delete(specs);
-    return kg_opt_usage(&p, "no kernelspec named '%s' (`kguard doctor` without --kernel "
-                        "lists them)", kernel);
-  }
-  /* every guarded kernelspec must be able to start, and the one judged */
-  cJSON *e;
-  cJSON_ArrayForEach(e, specs) if (cJSON_IsTrue(cJSON_GetObjectItem(e, "guarded")) || e == spec)
-    s_start_check(e, self);
   const char *interp = python;
   if (spec) {
     cJSON_AddStringToObject(k, "name", s_name(spec));
@@ -395,7 +405,6 @@ kg_cli_doctor_main(int argc, char **argv)
     if (*why)
       cJSON_AddStringToObject(k, "chosen", why);
     interp = cJSON_GetStringValue(cJSON_GetObjectItem(spec, "interpreter"));
-    /* the kernel's variables apply to what it will see */
     const cJSON *v;
     cJSON_ArrayForEach(v, cJSON_GetObjectItem(spec, "env")) setenv(v->string, v->valuestring, 1);
   } else {
@@ -408,12 +417,44 @@ kg_cli_doctor_main(int argc, char **argv)
     cJSON_AddStringToObject(k, "interpreter", interp);
   else
     cJSON_AddNullToObject(k, "interpreter");
+  return interp;
+}
 
-  bool diag_run = false;
-  cJSON_AddItemToObject(report, "env", s_env_list(&diag_run));
-  cJSON_AddBoolToObject(report, "diagnostic_run", diag_run);
+/*  report["probe"] from the kernel's Python's answer (out, code), or why
+    there is none. */
+static void
+s_probe(cJSON *report, const char *interp, bool have_pkg, const char *out, int code,
+        int64_t timeout_ms)
+{
+  if (!interp) {
+    cJSON *pr = cJSON_AddObjectToObject(report, "probe");
+    cJSON_AddStringToObject(pr, "error", "the kernel is not started by a python executable");
+    cJSON_AddBoolToObject(pr, "not_python", true);
+    return;
+  }
+  char what[PATH_MAX + 64];
+  snprintf(what, sizeof what, "%s%s", interp, have_pkg ? "" : " (kguard's Python package "
+           "was not found: is kguard fully installed?)");
+  cJSON *probe = s_parse(out, code, what, timeout_ms);
+  if (code == -2)
+    cJSON_AddBoolToObject(probe, "timed_out", true);
+  char found[PATH_MAX];
+  int prc = kg_kcheck_program(interp, getenv("PATH"), found, sizeof found);
+  if (code == -3 && prc != 0) {
+    char why2[PATH_MAX + 128];
+    snprintf(why2, sizeof why2, "%s could not be started: %s", interp,
+             prc == -ENOENT && !strchr(interp, '/') ? "not found in PATH" : kg_strerror(prc));
+    cJSON_ReplaceItemInObject(probe, "error", cJSON_CreateString(why2));
+  }
+  cJSON_AddItemToObject(report, "probe", probe);
+}
 
-  /* the two helpers run at once: the driver worker and the kernel's Python */
+/*  The two helpers at once, the driver worker and the kernel's Python
+    (when interp), under timeout_ms: report["drivers"] and ["probe"]. 0, or
+    KG_EXIT_SYSTEM when they could not be run. */
+static int
+s_helpers(cJSON *report, char *self, const char *interp, int64_t timeout_ms)
+{
   char pydir[PATH_MAX], pypath[2 * PATH_MAX], ptimeout[32];
   bool have_pkg = kg_paths_python_dir(pydir, sizeof pydir) == 0;
   if (have_pkg) {
@@ -428,44 +469,24 @@ kg_cli_doctor_main(int argc, char **argv)
   char **argvs[] = {wargv, pargv};
   char *outs[2] = {NULL, NULL};
   int codes[2] = {-3, -3};
-  int n = interp ? 2 : 1;
-  if (kg_doctor_run_children(argvs, n, timeout_ms, outs, codes) != 0) {
-    cJSON_Delete(report);
-    cJSON_Delete(dirs);
-    cJSON_Delete(specs);
+  if (kg_doctor_run_children(argvs, interp ? 2 : 1, timeout_ms, outs, codes) != 0)
     return KG_EXIT_SYSTEM;
-  }
   cJSON_AddItemToObject(report, "drivers", s_parse(outs[0], codes[0], "the driver worker",
                                                    timeout_ms));
-  if (interp) {
-    char what[PATH_MAX + 64];
-    snprintf(what, sizeof what, "%s%s", interp, have_pkg ? "" : " (kguard's Python package "
-             "was not found: is kguard fully installed?)");
-    cJSON *probe = s_parse(outs[1], codes[1], what, timeout_ms);
-    if (codes[1] == -2)
-      cJSON_AddBoolToObject(probe, "timed_out", true);
-    char found[PATH_MAX];
-    int prc = kg_kcheck_program(interp, getenv("PATH"), found, sizeof found);
-    if (codes[1] == -3 && prc != 0) {
-      char why2[PATH_MAX + 128];
-      snprintf(why2, sizeof why2, "%s could not be started: %s", interp,
-               prc == -ENOENT && !strchr(interp, '/') ? "not found in PATH" : kg_strerror(prc));
-      cJSON_ReplaceItemInObject(probe, "error", cJSON_CreateString(why2));
-    }
-    cJSON_AddItemToObject(report, "probe", probe);
-  } else {
-    cJSON *pr = cJSON_AddObjectToObject(report, "probe");
-    cJSON_AddStringToObject(pr, "error", "the kernel is not started by a python executable");
-    cJSON_AddBoolToObject(pr, "not_python", true);
-  }
+  s_probe(report, interp, have_pkg, outs[1], codes[1], timeout_ms);
   free(outs[0]);
   free(outs[1]);
-  cJSON_AddItemToObject(report, "kernelspecs", specs);
-  cJSON_AddItemToObject(report, "kernel_dirs", dirs);
+  return 0;
+}
+
+/*  The assessed report in the format asked; 1 when it lists problems. */
+static int
+s_print(cJSON *report, const s_args_t *a)
+{
   kg_doctor_assess(report);
-  char *text = strcmp(format, "json") == 0 ? cJSON_Print(report) : kg_doctor_render(report, fmt);
+  char *text = strcmp(a->format, "json") == 0 ? cJSON_Print(report)
+                                              : kg_doctor_render(report, a->fmt);
   int code = cJSON_GetArraySize(cJSON_GetObjectItem(report, "problems")) ? 1 : 0;
-  cJSON_Delete(report);
   if (!text)
     return KG_EXIT_SYSTEM;
   fputs(text, stdout);
@@ -473,4 +494,69 @@ kg_cli_doctor_main(int argc, char **argv)
     putchar('\n');
   free(text);
   return code;
+}
+
+/*  The judgement without --preflight: the kernelspecs, the kernel judged,
+    the variables, the helpers' answers, printed. Returns the exit code. */
+static int
+s_judge(kg_opt_parser_t *p, const s_args_t *a, char *self)
+{
+  int64_t timeout_ms = (int64_t) ((a->timeout_s > 0 ? a->timeout_s : 60) * 1000);
+  cJSON *dirs = kg_doctor_kernel_dirs();
+  cJSON *specs = kg_doctor_kernelspecs(dirs);
+  char why[2048];
+  const cJSON *spec = a->python ? NULL : s_pick(specs, a->kernel, why, sizeof why);
+  if (a->kernel && !spec) {
+    cJSON_Delete(dirs);
+    cJSON_Delete(specs);
+    return kg_opt_usage(p, "no kernelspec named '%s' (`kguard doctor` without --kernel "
+                        "lists them)", a->kernel);
+  }
+  /* every guarded kernelspec must be able to start, and the one judged */
+  cJSON *e;
+  cJSON_ArrayForEach(e, specs) if (cJSON_IsTrue(cJSON_GetObjectItem(e, "guarded")) || e == spec)
+    s_start_check(e, self);
+  cJSON *report = cJSON_CreateObject();
+  cJSON_AddNumberToObject(report, "kguard_doctor", 1);
+  s_whoami(report, self);
+  const char *interp = s_kernel(report, spec, why, a->python);
+  bool diag_run = false;
+  cJSON_AddItemToObject(report, "env", s_env_list(&diag_run));
+  cJSON_AddBoolToObject(report, "diagnostic_run", diag_run);
+  if (s_helpers(report, self, interp, timeout_ms) != 0) {
+    cJSON_Delete(report);
+    cJSON_Delete(dirs);
+    cJSON_Delete(specs);
+    return KG_EXIT_SYSTEM;
+  }
+  cJSON_AddItemToObject(report, "kernelspecs", specs);
+  cJSON_AddItemToObject(report, "kernel_dirs", dirs);
+  int code = s_print(report, a);
+  cJSON_Delete(report);
+  return code;
+}
+
+int
+kg_cli_doctor_main(int argc, char **argv)
+{
+  s_args_t a = {.format = "text", .timeout_s = -1};
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_cli_doctor_cmd, argc, argv);
+  int rc = s_parse_args(&p, &a);
+  if (rc >= 0)
+    return rc;
+  if (a.worker) {
+    int code = kg_gpudrv_worker_main(a.preflight);
+    fflush(NULL);
+    _exit(code);   /* no exit handlers: a GPU runtime's can hang */
+  }
+  char self[PATH_MAX];
+  if (kg_paths_exe(self, sizeof self) != 0) {
+    kg_opt_error("cannot find kguard's own executable (/proc/self/exe)");
+    return KG_EXIT_SYSTEM;
+  }
+  if (a.preflight)
+    return s_preflight(self, strcmp(a.format, "json") == 0,
+                       (int64_t) ((a.timeout_s > 0 ? a.timeout_s : 10) * 1000));
+  return s_judge(&p, &a, self);
 }

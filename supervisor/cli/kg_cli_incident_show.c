@@ -214,29 +214,28 @@ s_checkpoint(const cJSON *c, char *buf, size_t len)
     snprintf(buf, len, "none restored");
 }
 
-void
-kg_incident_show(FILE *out, const cJSON *j, const char *path)
+/*  The header's fields: when, what, where, and what kguard decided. */
+static void
+s_summary(FILE *out, const cJSON *j, const kg_incident_row_t *row, const char *path)
 {
-  kg_incident_row_t row;
-  kg_incident_row(j, &row);
   char when[40], buf[1024];
-  kg_incident_local_time(row.when_ms, when, sizeof when);
-  fprintf(out, "incident %s\n", row.id);
+  kg_incident_local_time(row->when_ms, when, sizeof when);
+  fprintf(out, "incident %s\n", row->id);
   s_field(out, "file", path);
   snprintf(buf, sizeof buf, "%s (local time)", when);
   s_field(out, "time", buf);
   const cJSON *sticky = s_get(j, "sticky");
-  snprintf(buf, sizeof buf, "%s%s", row.kind,
+  snprintf(buf, sizeof buf, "%s%s", row->kind,
            cJSON_IsBool(sticky) ? (cJSON_IsTrue(sticky) ? ", sticky: the process was poisoned"
                                                         : ", not sticky: advice only")
                                 : "");
   s_field(out, "kind", buf);
   s_field(out, "what", s_str(j, "title"));
-  s_field(out, "where", row.where);
+  s_field(out, "where", row->where);
   s_field(out, "notebook", s_str(j, "notebook"));
   const cJSON *policy = s_get(j, "policy"), *restarts = s_get(j, "restart_count");
   if (policy) {
-    snprintf(buf, sizeof buf, "%s%s%s", row.decision, s_str(policy, "reason") ? ": " : "",
+    snprintf(buf, sizeof buf, "%s%s%s", row->decision, s_str(policy, "reason") ? ": " : "",
              s_str(policy, "reason") ? s_str(policy, "reason") : "");
     s_field(out, "decision", buf);
   }
@@ -244,6 +243,14 @@ kg_incident_show(FILE *out, const cJSON *j, const char *path)
     snprintf(buf, sizeof buf, "%d", restarts->valueint);
     s_field(out, "restarts", buf);
   }
+}
+
+/*  The process and its surroundings: exit, step, checkpoint, versions,
+    variables. */
+static void
+s_context(FILE *out, const cJSON *j)
+{
+  char buf[1024];
   if (s_get(j, "exit")) {
     s_exit(s_get(j, "exit"), buf, sizeof buf);
     s_field(out, "exit", buf);
@@ -265,6 +272,14 @@ kg_incident_show(FILE *out, const cJSON *j, const char *path)
     snprintf(line, sizeof line, "%s (values masked in this record)", buf);
     s_field(out, "secrets", line);
   }
+}
+
+/*  The evidence: the first error and its traceback, the assertion, the
+    cell, the last lines of stderr. */
+static void
+s_evidence(FILE *out, const cJSON *j)
+{
+  char buf[1024];
   const cJSON *fe = s_get(j, "first_error");
   if (s_str(fe, "evalue")) {
     snprintf(buf, sizeof buf, "%s: %s", s_str(fe, "ename") ? s_str(fe, "ename") : "Error",
@@ -288,6 +303,16 @@ kg_incident_show(FILE *out, const cJSON *j, const char *path)
     const cJSON *l;
     cJSON_ArrayForEach(l, tail) if (cJSON_IsString(l)) fprintf(out, "  %s\n", l->valuestring);
   }
+}
+
+void
+kg_incident_show(FILE *out, const cJSON *j, const char *path)
+{
+  kg_incident_row_t row;
+  kg_incident_row(j, &row);
+  s_summary(out, j, &row, path);
+  s_context(out, j);
+  s_evidence(out, j);
   const cJSON *following = s_get(j, "following");
   if (cJSON_GetArraySize(following) > 0)
     fprintf(out, "\n%d later error(s) followed it (kguard incident show %s --json)\n",

@@ -22,7 +22,7 @@
 #include "kg_preflight.h"
 
 enum { O_KERNEL = 1, O_NAME, O_DISPLAY, O_USER, O_SYSPREFIX, O_PREFIX, O_CKPT, O_PREFLIGHT,
-       O_PREFLIGHT_TIMEOUT, O_STANDBY, O_STANDBY_IMPORTS, O_NO_CHECK, O_POLICY };
+       O_PREFLIGHT_TIMEOUT, O_STANDBY, O_STANDBY_IMPORTS, O_NO_CHECK, O_KEEP, O_POLICY };
 
 static const kg_opt_t s_opts[] = {
   {O_KERNEL, 0, "kernel", "NAME", "kernelspec to wrap (default python3)", 0},
@@ -43,6 +43,9 @@ static const kg_opt_t s_opts[] = {
   {O_CKPT, 0, "checkpoints", "DIR",
    "checkpoint directory for the guarded kernel (default ./kguard-checkpoints in the "
    "kernel's working directory)", 0},
+  {O_KEEP, 0, "keep", "N",
+   "kguard.save in the kernel keeps the newest N checkpoints of its run, removing older "
+   "ones after each seal (kernelspec env KGUARD_KEEP; default: all are kept)", 0},
   {O_NO_CHECK, 0, "no-check", NULL,
    "write the kernelspec even when the wrapped kernel cannot start here (its program or "
    "its Python module is missing), e.g. for a kernel that exists only on other machines", 0},
@@ -297,7 +300,7 @@ kg_cli_install_main(int argc, char **argv)
     {"--stale-window", false, NULL, 0}};
   const size_t npolicy = sizeof policy / sizeof policy[0];
   const char *kernel = "python3", *name = NULL, *display = NULL, *prefix = NULL, *ckpt = NULL;
-  const char *preflight = NULL, *preflight_timeout = NULL;
+  const char *preflight = NULL, *preflight_timeout = NULL, *keep = NULL;
   const char *standby_imports = NULL;
   bool standby = false, check = true;
   int where = 0;   /* 0 user, 1 sys-prefix, 2 prefix */
@@ -317,6 +320,15 @@ kg_cli_install_main(int argc, char **argv)
     case O_PREFIX: where = 2; prefix = p.value; places++; break;
     case O_CKPT: ckpt = p.value; break;
     case O_NO_CHECK: check = false; break;
+    case O_KEEP: {
+      char *end = NULL;
+      long v = strtol(p.value, &end, 10);
+      if (!*p.value || *end || v < 1 || v > 1000000)
+        return kg_opt_usage(&p, "--keep needs a count of checkpoints from 1 to 1000000, "
+                            "not '%s'", p.value);
+      keep = p.value;
+      break;
+    }
     case O_PREFLIGHT: preflight = p.value; break;
     case O_PREFLIGHT_TIMEOUT: preflight_timeout = p.value; break;
     case O_STANDBY: standby = true; break;
@@ -478,11 +490,12 @@ kg_cli_install_main(int argc, char **argv)
   if (cJSON_GetObjectItemCaseSensitive(spec->json, "interrupt_mode"))
     cJSON_AddStringToObject(out, "interrupt_mode", spec->interrupt_mode);
   cJSON *env = spec->env ? cJSON_Duplicate(spec->env, 1) : NULL;
-  if ((preflight || preflight_timeout) && !env)
+  if ((preflight || preflight_timeout || keep) && !env)
     env = cJSON_CreateObject();
   const char *pf_vars[][2] = {{"KGUARD_PREFLIGHT", preflight},
-                              {"KGUARD_PREFLIGHT_TIMEOUT", preflight_timeout}};
-  for (size_t i = 0; i < 2; i++)
+                              {"KGUARD_PREFLIGHT_TIMEOUT", preflight_timeout},
+                              {"KGUARD_KEEP", keep}};
+  for (size_t i = 0; i < 3; i++)
     if (pf_vars[i][1]) {
       cJSON_DeleteItemFromObjectCaseSensitive(env, pf_vars[i][0]);
       cJSON_AddStringToObject(env, pf_vars[i][0], pf_vars[i][1]);

@@ -11,7 +11,7 @@
 #include "kg_supervisor.h"
 
 enum { O_CONN = 1, O_IMODE, O_CKPT, O_NAME, O_STATE, O_RULES, O_STALE, O_MAXR, O_RWIN,
-       O_BACKOFF, O_BACKOFF_MAX, O_LANG, O_STANDBY };
+       O_BACKOFF, O_BACKOFF_MAX, O_LANG, O_STANDBY, O_RESUME };
 
 static const kg_opt_t s_opts[] = {
   {O_CONN, 'f', "connection-file", "FILE", "the frontend's connection file (required)", 0},
@@ -45,6 +45,10 @@ static const kg_opt_t s_opts[] = {
    "keep a warm standby: a second kernel started (imports done, no GPU touched) while this "
    "one runs, that takes over at a restart instead of a cold start; it costs one idle "
    "kernel's memory. KGUARD_STANDBY_IMPORTS=torch,... names modules it imports ahead", 0},
+  {O_RESUME, 0, "resume", "FILE",
+   "the first kernel resumes from the checkpoint FILE names: the JSON object `kguard ckpt "
+   "resume-prepare` printed (its KGUARD_RESUME_* variables, as after a fault; `kguard run "
+   "--resume` writes it)", 0},
   {0, 0, NULL, NULL, NULL, 0},
 };
 
@@ -87,100 +91,103 @@ s_seconds(kg_opt_parser_t *p, const char *text, int64_t *ms)
   return 0;
 }
 
+/*  The options that take seconds, and where each goes in cfg. */
+static int64_t *
+s_seconds_field(kg_supervisor_config_t *cfg, int id)
+{
+  switch (id) {
+  case O_STALE: return &cfg->stale_window_ms;
+  case O_RWIN: return &cfg->policy.window_ms;
+  case O_BACKOFF: return &cfg->policy.backoff_initial_ms;
+  case O_BACKOFF_MAX: return &cfg->policy.backoff_max_ms;
+  }
+  return NULL;
+}
+
+/*  One option (id, its value in p) into cfg. 0, or the exit code of a
+    usage error already printed. */
+static int
+s_option(kg_opt_parser_t *p, int id, kg_supervisor_config_t *cfg)
+{
+  int64_t *seconds = s_seconds_field(cfg, id);
+  if (seconds)
+    return s_seconds(p, p->value, seconds) != 0 ? KG_EXIT_USAGE : 0;
+  switch (id) {
+  case O_CONN: cfg->connection_file = p->value; break;
+  case O_IMODE:
+    if (strcmp(p->value, "signal") != 0 && strcmp(p->value, "message") != 0)
+      return kg_opt_usage(p, "--interrupt-mode must be signal or message, not '%s'", p->value);
+    cfg->interrupt_mode = p->value;
+    break;
+  case O_CKPT: cfg->checkpoints = p->value; break;
+  case O_NAME: cfg->name = p->value; break;
+  case O_LANG:
+    if (!*p->value)
+      return kg_opt_usage(p, "--language needs a language name (python, r, ...)");
+    cfg->language = p->value;
+    break;
+  case O_STATE: setenv("KGUARD_STATE_DIR", p->value, 1); break;
+  case O_RULES: cfg->rules_file = p->value; break;
+  case O_STANDBY: cfg->standby = true; break;
+  case O_RESUME: cfg->resume_file = p->value; break;
+  case O_MAXR: {
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(p->value, &end, 10);
+    if (errno || end == p->value || *end || n < 0 || n > 1000000)
+      return kg_opt_usage(p, "--max-restarts must be a whole number >= 0, not '%s'", p->value);
+    cfg->policy.max_restarts = (int) n;
+    break;
+  }
+  }
+  return 0;
+}
+
+/*  Parse and check the command line into cfg; the first operand starts
+    the inner kernel's argv. Returns -1 to go on, else the exit code (help,
+    or a usage error already printed). */
+static int
+s_parse_args(kg_opt_parser_t *p, kg_supervisor_config_t *cfg)
+{
+  int id, rc;
+  char **inner = NULL;
+  while (!inner && (id = kg_opt_next(p)) != KG_OPT_END) {
+    if (id == KG_OPT_EXIT)
+      return p->code;
+    if (id == KG_OPT_OPERAND)
+      inner = (char **) &p->argv[p->next - 1];   /* the rest is the inner kernel's argv */
+    else if ((rc = s_option(p, id, cfg)) != 0)
+      return rc;
+  }
+  if (cfg->policy.backoff_max_ms < cfg->policy.backoff_initial_ms)
+    return kg_opt_usage(p, "--backoff-max (%.3g s) is below --backoff (%.3g s)",
+                        (double) cfg->policy.backoff_max_ms / 1000,
+                        (double) cfg->policy.backoff_initial_ms / 1000);
+  if (!cfg->connection_file)
+    return kg_opt_usage(p, "missing -f CONNECTION_FILE");
+  if (!inner)
+    return kg_opt_usage(p, "missing the inner kernel's argv after `--`");
+  cfg->inner_argv = inner;
+  return -1;
+}
+
 int
 kg_cli_kernel_main(int argc, char **argv)
 {
   kg_supervisor_config_t cfg = {.interrupt_mode = "signal", .stale_window_ms = -1};
   kg_policy_config_default(&cfg.policy);
-  int64_t ms = 0;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_cli_kernel_cmd, argc, argv);
-  int id;
-  char **inner = NULL;
-  while (!inner && (id = kg_opt_next(&p)) != KG_OPT_END) {
-    switch (id) {
-    case KG_OPT_EXIT:
-      return p.code;
-    case KG_OPT_OPERAND:
-      inner = (char **) &p.argv[p.next - 1];   /* the rest is the inner kernel's argv */
-      break;
-    case O_CONN:
-      cfg.connection_file = p.value;
-      break;
-    case O_IMODE:
-      if (strcmp(p.value, "signal") != 0 && strcmp(p.value, "message") != 0)
-        return kg_opt_usage(&p, "--interrupt-mode must be signal or message, not '%s'",
-                            p.value);
-      cfg.interrupt_mode = p.value;
-      break;
-    case O_CKPT:
-      cfg.checkpoints = p.value;
-      break;
-    case O_NAME:
-      cfg.name = p.value;
-      break;
-    case O_LANG:
-      if (!*p.value)
-        return kg_opt_usage(&p, "--language needs a language name (python, r, ...)");
-      cfg.language = p.value;
-      break;
-    case O_STATE:
-      setenv("KGUARD_STATE_DIR", p.value, 1);
-      break;
-    case O_RULES:
-      cfg.rules_file = p.value;
-      break;
-    case O_STANDBY:
-      cfg.standby = true;
-      break;
-    case O_STALE:
-      if (s_seconds(&p, p.value, &ms) != 0)
-        return KG_EXIT_USAGE;
-      cfg.stale_window_ms = ms;
-      break;
-    case O_MAXR: {
-      char *end = NULL;
-      errno = 0;
-      long n = strtol(p.value, &end, 10);
-      if (errno || end == p.value || *end || n < 0 || n > 1000000)
-        return kg_opt_usage(&p, "--max-restarts must be a whole number >= 0, not '%s'",
-                            p.value);
-      cfg.policy.max_restarts = (int) n;
-      break;
-    }
-    case O_RWIN:
-      if (s_seconds(&p, p.value, &ms) != 0)
-        return KG_EXIT_USAGE;
-      cfg.policy.window_ms = ms;
-      break;
-    case O_BACKOFF:
-      if (s_seconds(&p, p.value, &ms) != 0)
-        return KG_EXIT_USAGE;
-      cfg.policy.backoff_initial_ms = ms;
-      break;
-    case O_BACKOFF_MAX:
-      if (s_seconds(&p, p.value, &ms) != 0)
-        return KG_EXIT_USAGE;
-      cfg.policy.backoff_max_ms = ms;
-      break;
-    }
-  }
-  if (cfg.policy.backoff_max_ms < cfg.policy.backoff_initial_ms)
-    return kg_opt_usage(&p, "--backoff-max (%.3g s) is below --backoff (%.3g s)",
-                        (double) cfg.policy.backoff_max_ms / 1000,
-                        (double) cfg.policy.backoff_initial_ms / 1000);
-  if (!cfg.connection_file)
-    return kg_opt_usage(&p, "missing -f CONNECTION_FILE");
-  if (!inner)
-    return kg_opt_usage(&p, "missing the inner kernel's argv after `--`");
-  cfg.inner_argv = inner;
+  int code = s_parse_args(&p, &cfg);
+  if (code >= 0)
+    return code;
   /* One malloc arena for every thread, before libzmq starts its I/O thread.
      That thread allocates each received message; in an arena of its own,
      the multi-MB blocks of an output burst end up in that arena's top
      chunk, which malloc_trim does not give back (it trims only the main
      arena's top), so an idle kguard would keep ~7 MiB after a burst. */
   mallopt(M_ARENA_MAX, 1);
-  int code = 0;
+  code = 0;
   kg_supervisor_t *sup = kg_supervisor_new(&cfg, &code);
   if (!sup)
     return code ? code : KG_EXIT_SYSTEM;

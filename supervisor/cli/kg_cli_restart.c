@@ -171,45 +171,157 @@ s_status(s_client_t *c, int64_t deadline, char state[32], int *kernel_no, char *
   }
 }
 
-int
-kg_cli_restart_main(int argc, char **argv)
+/*  What the command line asked for. */
+typedef struct {
+  const char *conn;
+  bool diagnostic;
+  double timeout_s;
+} s_args_t;
+
+/*  Parse and check the command line into a. Returns -1 to go on, else the
+    exit code (help, or a usage error already printed). */
+static int
+s_parse_args(kg_opt_parser_t *p, s_args_t *a)
 {
-  const char *conn = NULL;
-  bool diagnostic = false;
-  double timeout_s = 120;
-  kg_opt_parser_t p;
-  kg_opt_init(&p, &kg_cli_restart_cmd, argc, argv);
   int id;
-  while ((id = kg_opt_next(&p)) != KG_OPT_END) {
+  while ((id = kg_opt_next(p)) != KG_OPT_END) {
     switch (id) {
-    case KG_OPT_EXIT: return p.code;
-    case KG_OPT_OPERAND: return kg_opt_usage(&p, "unexpected argument '%s'", p.value);
-    case O_DIAG: diagnostic = true; break;
-    case O_CONN: conn = p.value; break;
+    case KG_OPT_EXIT: return p->code;
+    case KG_OPT_OPERAND: return kg_opt_usage(p, "unexpected argument '%s'", p->value);
+    case O_DIAG: a->diagnostic = true; break;
+    case O_CONN: a->conn = p->value; break;
     case O_TIMEOUT: {
       char *end = NULL;
       errno = 0;
-      timeout_s = strtod(p.value, &end);
-      if (errno || end == p.value || *end || !(timeout_s > 0 && timeout_s <= 86400))
-        return kg_opt_usage(&p, "--timeout takes seconds (more than 0, at most 86400), not "
-                            "'%s'", p.value);
+      a->timeout_s = strtod(p->value, &end);
+      if (errno || end == p->value || *end || !(a->timeout_s > 0 && a->timeout_s <= 86400))
+        return kg_opt_usage(p, "--timeout takes seconds (more than 0, at most 86400), not "
+                            "'%s'", p->value);
       break;
     }
     }
   }
-  if (!conn)
-    return kg_opt_usage(&p, "missing -f CONNECTION_FILE");
+  if (!a->conn)
+    return kg_opt_usage(p, "missing -f CONNECTION_FILE");
+  return -1;
+}
+
+/*  Ask for the restart, having noted which kernel runs now (*before).
+    Returns 0 when kguard accepted it, 1 when it refused (said why), or a
+    negative code. */
+static int
+s_request(s_client_t *cl, const s_args_t *a, int64_t deadline, char state[32], int *before)
+{
+  char *text = NULL, *evalue = NULL;
+  bool ok = false;
+  /* Which kernel runs now: the restart is done when a later one is ready. */
+  int rc = s_status(cl, deadline, state, before, &text);
+  free(text);
+  text = NULL;
+  if (rc == 0)
+    rc = s_ask(cl, a->diagnostic ? "%kguard restart --diagnostic" : "%kguard restart",
+               deadline, &ok, &text, &evalue);
+  if (rc == 0 && !ok) {
+    if (text)
+      fputs(text, stderr);
+    kg_opt_error("refused: %s", evalue ? evalue : "(no reason given)");
+    rc = 1;
+  } else if (rc == 0) {
+    fputs(text ? text : "kguard: restart requested\n", stdout);
+    fflush(stdout);
+  }
+  free(text);
+  free(evalue);
+  return rc;
+}
+
+/*  Wait for the fresh kernel: kguard answers `%kguard status` on control
+    in every state, so ask until a later kernel than before is READY (0),
+    or kguard is DOWN (the restart failed: 1, said why), or the time is up
+    (KG_ETIMEOUT; other negative codes for other failures). */
+static int
+s_wait_fresh(s_client_t *cl, int before, int64_t deadline, char state[32])
+{
+  for (;;) {
+    char *text = NULL;
+    int now = 0;
+    int rc = s_status(cl, deadline, state, &now, &text);
+    if (rc != 0) {
+      free(text);
+      return rc;
+    }
+    if (now > before && strcmp(state, "READY") == 0) {
+      printf("kguard: restarted: kernel #%d is ready\n", now);
+      free(text);
+      return KG_EXIT_OK;
+    }
+    if (strcmp(state, "DOWN") == 0 && now > before) {
+      const char *why = strstr(text, "down: ");
+      /* why ends with its own newline */
+      fprintf(stderr, "%s: the kernel did not come back: %s", kg_opt_prog(),
+              why ? why + 6 : "kguard is down\n");
+      free(text);
+      return 1;
+    }
+    free(text);
+    /* Not yet: ask again as soon as anything is published (the fresh
+       kernel's status, kguard's notice), or after S_ASK_AGAIN_MS at the
+       latest (a kernel becoming READY publishes nothing of kguard's). */
+    int64_t left = deadline - kg_clock_mono_ms();
+    zmq_pollitem_t iopub = {.socket = cl->iopub, .events = ZMQ_POLLIN};
+    if (zmq_poll(&iopub, 1, left < S_ASK_AGAIN_MS ? (long) (left > 0 ? left : 0)
+                                                  : S_ASK_AGAIN_MS) > 0) {
+      zmq_msg_t drop;   /* what woke us is not the answer: s_status asks */
+      zmq_msg_init(&drop);
+      while (zmq_msg_recv(&drop, cl->iopub, ZMQ_DONTWAIT) >= 0)
+        ;
+      zmq_msg_close(&drop);
+    }
+  }
+}
+
+/*  Connected: request the restart and wait for it. Returns the exit
+    code, having said what failed. */
+static int
+s_restart(s_client_t *cl, const s_args_t *a)
+{
+  char state[32] = "";
+  int before = 0;
+  int64_t deadline = kg_clock_mono_ms() + (int64_t) (a->timeout_s * 1000);
+  int rc = s_request(cl, a, deadline, state, &before);
+  if (rc == 0)
+    rc = s_wait_fresh(cl, before, deadline, state);
+  if (rc >= 0)
+    return rc;
+  if (rc == KG_ETIMEOUT)
+    kg_opt_error("%s within %.0f s (is %s a kguard kernel's?)",
+                 *state ? "the fresh kernel was not ready" : "no answer", a->timeout_s, a->conn);
+  else
+    kg_opt_error_at(a->conn, "%s", rc == KG_EINTERNAL ? "not a kguard kernel's answer"
+                                                      : kg_strerror(rc));
+  return KG_EXIT_SYSTEM;
+}
+
+int
+kg_cli_restart_main(int argc, char **argv)
+{
+  s_args_t a = {.timeout_s = 120};
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_cli_restart_cmd, argc, argv);
+  int rc = s_parse_args(&p, &a);
+  if (rc >= 0)
+    return rc;
   kg_conninfo_t *info = kg_conninfo_new();
   char err[256] = "";
-  int rc = info ? kg_conninfo_load(info, conn, err, sizeof err) : KG_ENOMEM;
+  rc = info ? kg_conninfo_load(info, a.conn, err, sizeof err) : KG_ENOMEM;
   if (rc) {
-    kg_opt_error_at(conn, "%s", *err ? err : kg_strerror(rc));
+    kg_opt_error_at(a.conn, "%s", *err ? err : kg_strerror(rc));
     kg_conninfo_destroy(&info);
     return rc == KG_ECONNFILE || rc == KG_ESCHEME || rc == -ENOENT ? KG_EXIT_USAGE
                                                                    : KG_EXIT_SYSTEM;
   }
   int code = KG_EXIT_SYSTEM;
-  s_client_t cl = {.conn = conn};
+  s_client_t cl = {.conn = a.conn};
   cl.signer = kg_signer_new(info->key, info->key_len);
   void *ctx = zmq_ctx_new();
   char rid[64];
@@ -217,77 +329,10 @@ kg_cli_restart_main(int argc, char **argv)
   snprintf(rid, sizeof rid, "kguard-restart-%.36s", cl.session);
   cl.control = kg_socket_connect(ctx, info, KG_CH_CONTROL, rid, &rc);
   cl.iopub = kg_socket_connect(ctx, info, KG_CH_IOPUB, NULL, &rc);
-  char *text = NULL, *evalue = NULL, state[32] = "";
-  int before = 0, now = 0;
-  bool ok = false;
-  int64_t deadline = kg_clock_mono_ms() + (int64_t) (timeout_s * 1000);
-  if (!cl.signer || !cl.control || !cl.iopub) {
-    kg_opt_error("unable to connect to the kernel of %s: %s", conn, kg_strerror(rc));
-    goto done;
-  }
-  /* Which kernel runs now: the restart is done when a later one is ready. */
-  if ((rc = s_status(&cl, deadline, state, &before, &text)) != 0)
-    goto failed;
-  free(text);
-  text = NULL;
-  rc = s_ask(&cl, diagnostic ? "%kguard restart --diagnostic" : "%kguard restart", deadline,
-             &ok, &text, &evalue);
-  if (rc != 0)
-    goto failed;
-  if (!ok) {
-    if (text)
-      fputs(text, stderr);
-    kg_opt_error("refused: %s", evalue ? evalue : "(no reason given)");
-    code = 1;
-    goto done;
-  }
-  fputs(text ? text : "kguard: restart requested\n", stdout);
-  fflush(stdout);
-  /* Wait for the fresh kernel: kguard answers `%kguard status` on control
-     in every state, so ask until a later kernel is READY, or kguard is
-     DOWN (the restart failed), or the time is up. */
-  for (;;) {
-    free(text);
-    text = NULL;
-    if ((rc = s_status(&cl, deadline, state, &now, &text)) != 0)
-      goto failed;
-    if (now > before && strcmp(state, "READY") == 0) {
-      printf("kguard: restarted: kernel #%d is ready\n", now);
-      code = KG_EXIT_OK;
-      goto done;
-    }
-    if (strcmp(state, "DOWN") == 0 && now > before) {
-      const char *why = strstr(text, "down: ");
-      /* why ends with its own newline */
-      fprintf(stderr, "%s: the kernel did not come back: %s", kg_opt_prog(),
-              why ? why + 6 : "kguard is down\n");
-      code = 1;
-      goto done;
-    }
-    /* Not yet: ask again as soon as anything is published (the fresh
-       kernel's status, kguard's notice), or after S_ASK_AGAIN_MS at the
-       latest (a kernel becoming READY publishes nothing of kguard's). */
-    int64_t left = deadline - kg_clock_mono_ms();
-    zmq_pollitem_t iopub = {.socket = cl.iopub, .events = ZMQ_POLLIN};
-    if (zmq_poll(&iopub, 1, left < S_ASK_AGAIN_MS ? (long) (left > 0 ? left : 0)
-                                                  : S_ASK_AGAIN_MS) > 0) {
-      zmq_msg_t drop;   /* what woke us is not the answer: s_status asks */
-      zmq_msg_init(&drop);
-      while (zmq_msg_recv(&drop, cl.iopub, ZMQ_DONTWAIT) >= 0)
-        ;
-      zmq_msg_close(&drop);
-    }
-  }
-failed:
-  if (rc == KG_ETIMEOUT)
-    kg_opt_error("%s within %.0f s (is %s a kguard kernel's?)",
-                 *state ? "the fresh kernel was not ready" : "no answer", timeout_s, conn);
+  if (!cl.signer || !cl.control || !cl.iopub)
+    kg_opt_error("unable to connect to the kernel of %s: %s", a.conn, kg_strerror(rc));
   else
-    kg_opt_error_at(conn, "%s", rc == KG_EINTERNAL ? "not a kguard kernel's answer"
-                                                   : kg_strerror(rc));
-done:
-  free(text);
-  free(evalue);
+    code = s_restart(&cl, &a);
   kg_socket_close(&cl.control);
   kg_socket_close(&cl.iopub);
   if (ctx)

@@ -84,29 +84,18 @@ kg_classifier_destroy(kg_classifier_t **self_p)
   *self_p = NULL;
 }
 
-static int
-s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, char *err,
-            size_t errlen)
-{
-  assert(self);
-  char where[160];
-  snprintf(where, sizeof where, "rules[%zu]", index);
-  if (!cJSON_IsObject(obj)) {
-    kg_errf(err, errlen, "%s: must be an object", where);
-    return KG_ERULES;
-  }
-  int rc = kg_rules_json_string(obj, "id", true, where, &r->id, err, errlen);
-  if (rc)
-    return rc;
-  snprintf(where, sizeof where, "rules[%zu] (\"%.100s\")", index, r->id);
-  for (size_t i = 0; i < index; i++)
-    if (strcmp(self->rules[i].id, r->id) == 0) {
-      kg_errf(err, errlen, "%s: field \"id\" repeats rules[%zu]", where, i);
-      return KG_ERULES;
-    }
+/*  One field of a rule: parses it from obj into r, or names what is wrong
+    in err (where says which rule) and returns KG_ERULES. */
+typedef int (s_field_fn)(const kg_classifier_t *self, const cJSON *obj, const char *where,
+                         s_rule_t *r, char *err, size_t errlen);
 
+static int
+s_rule_family(const kg_classifier_t *self, const cJSON *obj, const char *where, s_rule_t *r,
+              char *err, size_t errlen)
+{
   char *family = NULL;
-  if ((rc = kg_rules_json_string(obj, "family", true, where, &family, err, errlen)))
+  int rc = kg_rules_json_string(obj, "family", true, where, &family, err, errlen);
+  if (rc)
     return rc;
   size_t fi = 0;
   while (fi < self->nfamilies && strcmp(self->families[fi].id, family) != 0)
@@ -118,7 +107,13 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
   }
   free(family);
   r->family = fi;
+  return 0;
+}
 
+static int
+s_rule_backend(const kg_classifier_t *self, const cJSON *obj, const char *where, s_rule_t *r,
+               char *err, size_t errlen)
+{
   const cJSON *backend = cJSON_GetObjectItemCaseSensitive(obj, "backend");
   const char *b = cJSON_IsString(backend) ? backend->valuestring : NULL;
   if (!backend || (b && strcmp(b, "any") == 0))
@@ -131,32 +126,66 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
     kg_errf(err, errlen, "%s: field \"backend\" must be \"cuda\", \"rocm\" or \"any\"", where);
     return KG_ERULES;
   }
+  return 0;
+}
 
+static int
+s_rule_sources(const kg_classifier_t *self, const cJSON *obj, const char *where, s_rule_t *r,
+               char *err, size_t errlen)
+{
   const cJSON *sources = cJSON_GetObjectItemCaseSensitive(obj, "sources");
-  if (!sources || (cJSON_IsString(sources) && strcmp(sources->valuestring, "any") == 0))
+  if (!sources || (cJSON_IsString(sources) && strcmp(sources->valuestring, "any") == 0)) {
     r->sources = KG_SRC_ALL;
-  else if (cJSON_IsArray(sources) && cJSON_GetArraySize(sources) > 0) {
-    const cJSON *s;
-    size_t i = 0;
-    cJSON_ArrayForEach(s, sources) {
-      size_t k = 0, n = sizeof s_source_names / sizeof s_source_names[0];
-      while (k < n && !(cJSON_IsString(s) && strcmp(s->valuestring, s_source_names[k].name) == 0))
-        k++;
-      if (k == n) {
-        kg_errf(err, errlen,
-              "%s: field \"sources\"[%zu] must be one of iopub_error, execute_reply, stream, "
-              "raw_stdout, raw_stderr, exit",
-              where, i);
-        return KG_ERULES;
-      }
-      r->sources |= s_source_names[k].bit;
-      i++;
-    }
-  } else {
+    return 0;
+  }
+  if (!cJSON_IsArray(sources) || cJSON_GetArraySize(sources) == 0) {
     kg_errf(err, errlen, "%s: field \"sources\" must be \"any\" or a non-empty array", where);
     return KG_ERULES;
   }
+  const cJSON *s;
+  size_t i = 0;
+  cJSON_ArrayForEach(s, sources) {
+    size_t k = 0, n = sizeof s_source_names / sizeof s_source_names[0];
+    while (k < n && !(cJSON_IsString(s) && strcmp(s->valuestring, s_source_names[k].name) == 0))
+      k++;
+    if (k == n) {
+      kg_errf(err, errlen,
+            "%s: field \"sources\"[%zu] must be one of iopub_error, execute_reply, stream, "
+            "raw_stdout, raw_stderr, exit",
+            where, i);
+      return KG_ERULES;
+    }
+    r->sources |= s_source_names[k].bit;
+    i++;
+  }
+  return 0;
+}
 
+/*  match.regex, compiled (POSIX extended, case as match.ignore_case says). */
+static int
+s_rule_regex(const cJSON *regex, const char *where, s_rule_t *r, char *err, size_t errlen)
+{
+  if (!cJSON_IsString(regex) || !regex->valuestring[0]) {
+    kg_errf(err, errlen, "%s: field \"match.regex\" must be a non-empty string", where);
+    return KG_ERULES;
+  }
+  int flags = REG_EXTENDED | REG_NOSUB | REG_NEWLINE | (r->ignore_case ? REG_ICASE : 0);
+  int rrc = regcomp(&r->regex, regex->valuestring, flags);
+  if (rrc != 0) {
+    char msg[128];
+    regerror(rrc, &r->regex, msg, sizeof msg);
+    kg_errf(err, errlen, "%s: field \"match.regex\" is not a valid POSIX extended regex: %s",
+          where, msg);
+    return KG_ERULES;
+  }
+  r->has_regex = true;
+  return 0;
+}
+
+static int
+s_rule_match(const kg_classifier_t *self, const cJSON *obj, const char *where, s_rule_t *r,
+             char *err, size_t errlen)
+{
   const cJSON *match = cJSON_GetObjectItemCaseSensitive(obj, "match");
   if (!cJSON_IsObject(match)) {
     kg_errf(err, errlen, "%s: field \"match\" must be an object", where);
@@ -175,37 +204,65 @@ s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, 
     kg_errf(err, errlen, "%s: field \"match\" needs \"any\", \"all\" or \"regex\"", where);
     return KG_ERULES;
   }
+  int rc;
   if (any && (rc = kg_rules_json_strv(any, where, "any", &r->any, err, errlen)))
     return rc;
   if (all && (rc = kg_rules_json_strv(all, where, "all", &r->all, err, errlen)))
     return rc;
-  if (regex) {
-    if (!cJSON_IsString(regex) || !regex->valuestring[0]) {
-      kg_errf(err, errlen, "%s: field \"match.regex\" must be a non-empty string", where);
-      return KG_ERULES;
-    }
-    int flags = REG_EXTENDED | REG_NOSUB | REG_NEWLINE | (r->ignore_case ? REG_ICASE : 0);
-    int rrc = regcomp(&r->regex, regex->valuestring, flags);
-    if (rrc != 0) {
-      char msg[128];
-      regerror(rrc, &r->regex, msg, sizeof msg);
-      kg_errf(err, errlen, "%s: field \"match.regex\" is not a valid POSIX extended regex: %s",
-            where, msg);
-      return KG_ERULES;
-    }
-    r->has_regex = true;
-  }
+  return regex ? s_rule_regex(regex, where, r, err, errlen) : 0;
+}
 
+static int
+s_rule_error_code(const kg_classifier_t *self, const cJSON *obj, const char *where, s_rule_t *r,
+                  char *err, size_t errlen)
+{
   const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "error_code");
-  if (code) {
-    if (!cJSON_IsNumber(code) || code->valuedouble < 0 || code->valuedouble > 100000 ||
-        code->valuedouble != (double) (int) code->valuedouble) {
-      kg_errf(err, errlen, "%s: field \"error_code\" must be a non-negative integer", where);
+  if (!code)
+    return 0;
+  if (!cJSON_IsNumber(code) || code->valuedouble < 0 || code->valuedouble > 100000 ||
+      code->valuedouble != (double) (int) code->valuedouble) {
+    kg_errf(err, errlen, "%s: field \"error_code\" must be a non-negative integer", where);
+    return KG_ERULES;
+  }
+  r->error_code = code->valueint;
+  return 0;
+}
+
+static int
+s_rule_note(const kg_classifier_t *self, const cJSON *obj, const char *where, s_rule_t *r,
+            char *err, size_t errlen)
+{
+  return kg_rules_json_string(obj, "note", false, where, &r->note, err, errlen);
+}
+
+/*  rules[index] into r: its id (unique), then each field in the order the
+    messages name them. 0, or KG_ERULES with err saying what to fix. */
+static int
+s_load_rule(kg_classifier_t *self, const cJSON *obj, size_t index, s_rule_t *r, char *err,
+            size_t errlen)
+{
+  static s_field_fn *const fields[] = {s_rule_family, s_rule_backend,    s_rule_sources,
+                                       s_rule_match,  s_rule_error_code, s_rule_note};
+  assert(self);
+  char where[160];
+  snprintf(where, sizeof where, "rules[%zu]", index);
+  if (!cJSON_IsObject(obj)) {
+    kg_errf(err, errlen, "%s: must be an object", where);
+    return KG_ERULES;
+  }
+  int rc = kg_rules_json_string(obj, "id", true, where, &r->id, err, errlen);
+  if (rc)
+    return rc;
+  snprintf(where, sizeof where, "rules[%zu] (\"%.100s\")", index, r->id);
+  for (size_t i = 0; i < index; i++)
+    if (strcmp(self->rules[i].id, r->id) == 0) {
+      kg_errf(err, errlen, "%s: field \"id\" repeats rules[%zu]", where, i);
       return KG_ERULES;
     }
-    r->error_code = code->valueint;
-  }
-  return kg_rules_json_string(obj, "note", false, where, &r->note, err, errlen);
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+    if ((rc = fields[i](self, obj, where, r, err, errlen)) != 0)
+      return rc;
+  return 0;
 }
 
 /*  The prefilter (kg_prefilter_builder.h): literals one of which every line

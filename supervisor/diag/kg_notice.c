@@ -232,90 +232,114 @@ s_diag_vars(const kg_notice_info_t *info, char *buf, size_t size)
                         "HIP_LAUNCH_BLOCKING=1 on ROCm");
 }
 
+/*  One kind of notice: its heading, its paragraphs and items, into o. */
+typedef void (s_kind_fn)(const kg_notice_info_t *info, s_out_t *o);
+
 static void
-s_build(kg_notice_kind_t kind, const kg_notice_info_t *info, s_out_t *o)
+s_sticky_restart(const kg_notice_info_t *info, s_out_t *o)
 {
   const kg_family_t *f = info->family;
   char text[1024];
-  switch (kind) {
-  case KG_NOTICE_STICKY_RESTART:
-    snprintf(text, sizeof text, "sticky GPU error: %s", f ? f->title : "unknown family");
-    s_heading(o, text, info);
-    snprintf(text, sizeof text,
-             "The %s context of the kernel process is poisoned: every later GPU call in that "
-             "process fails the same way, so kguard stopped it and started a fresh kernel.",
-             info->backend == KG_BACKEND_ROCM ? "ROCm/HIP"
-             : info->backend == KG_BACKEND_CUDA ? "CUDA" : "GPU");
-    s_para(o, text);
-    s_cell(o, info);
-    s_code(o, "Device-side assertion", info->assertion_line);
-    if (!info->assertion_line)
-      s_code(o, "Error", info->matched_line);
-    s_item(o, "Note", info->note);
+  snprintf(text, sizeof text, "sticky GPU error: %s", f ? f->title : "unknown family");
+  s_heading(o, text, info);
+  snprintf(text, sizeof text,
+           "The %s context of the kernel process is poisoned: every later GPU call in that "
+           "process fails the same way, so kguard stopped it and started a fresh kernel.",
+           info->backend == KG_BACKEND_ROCM ? "ROCm/HIP"
+           : info->backend == KG_BACKEND_CUDA ? "CUDA" : "GPU");
+  s_para(o, text);
+  s_cell(o, info);
+  s_code(o, "Device-side assertion", info->assertion_line);
+  if (!info->assertion_line)
+    s_code(o, "Error", info->matched_line);
+  s_item(o, "Note", info->note);
+  s_family(o, info);
+  s_hint(o, info);
+  s_restart_and_checkpoint(o, info);
+  s_incident(o, info);
+}
+
+static void
+s_advice(const kg_notice_info_t *info, s_out_t *o)
+{
+  const kg_family_t *f = info->family;
+  char text[1024];
+  snprintf(text, sizeof text, "%s (not sticky: no restart)", f ? f->title : "GPU error");
+  s_heading(o, text, info);
+  s_cell(o, info);
+  s_item(o, "Note", info->note);
+  s_family(o, info);
+  s_hint(o, info);
+  s_incident(o, info);
+}
+
+static void
+s_down(const kg_notice_info_t *info, s_out_t *o)
+{
+  char text[1024];
+  s_heading(o, "automatic restarts stopped (kernel is down)", info);
+  snprintf(text, sizeof text, "Automatic restarts stopped because %s",
+           info->reason ? info->reason : "the restart policy gave up.");
+  s_para(o, text);
+  if (info->family)
+    s_item(o, "Error family", info->family->title);
+  s_family(o, info);
+  s_hint(o, info);
+  s_item(o, "What now",
+         "every request is answered with a KernelDown error until you fix the cause and run "
+         "`%kguard restart` in a cell (or `kguard restart` from a shell) to start a fresh "
+         "kernel.");
+  s_incident(o, info);
+}
+
+static void
+s_diagnostic(const kg_notice_info_t *info, s_out_t *o)
+{
+  char text[1024], vars[160];
+  s_diag_vars(info, vars, sizeof vars);
+  s_heading(o, "kernel restarted in diagnostic mode", info);
+  snprintf(text, sizeof text,
+           "The fresh kernel runs with %s: kernel launches are serialised, so a GPU error is "
+           "reported at the operation that caused it. Diagnostic, not for timing: training "
+           "is slower. The next normal `%%kguard restart` removes it.",
+           vars);
+  s_para(o, text);
+  s_requested_restart(o, info);
+}
+
+static void
+s_kernel_died(const kg_notice_info_t *info, s_out_t *o)
+{
+  char text[1024];
+  s_heading(o, "the kernel died", info);
+  if (info->exit_code >= 0)
+    snprintf(text, sizeof text, "The kernel process exited on its own with code %d.",
+             info->exit_code);
+  else
+    snprintf(text, sizeof text, "The kernel process was killed by signal %d (SIG%s).",
+             info->signo, sigabbrev_np(info->signo) ? sigabbrev_np(info->signo) : "?");
+  s_para(o, text);
+  s_cell(o, info);
+  s_code(o, "Last error line", info->assertion_line ? info->assertion_line
+                                                    : info->matched_line);
+  if (info->family) {
+    s_item(o, "Error family", info->family->title);
     s_family(o, info);
     s_hint(o, info);
-    s_restart_and_checkpoint(o, info);
-    s_incident(o, info);
-    break;
-  case KG_NOTICE_ADVICE:
-    snprintf(text, sizeof text, "%s (not sticky: no restart)", f ? f->title : "GPU error");
-    s_heading(o, text, info);
-    s_cell(o, info);
-    s_item(o, "Note", info->note);
-    s_family(o, info);
-    s_hint(o, info);
-    s_incident(o, info);
-    break;
-  case KG_NOTICE_DOWN:
-    s_heading(o, "automatic restarts stopped (kernel is down)", info);
-    snprintf(text, sizeof text, "Automatic restarts stopped because %s",
-             info->reason ? info->reason : "the restart policy gave up.");
-    s_para(o, text);
-    if (f)
-      s_item(o, "Error family", f->title);
-    s_family(o, info);
-    s_hint(o, info);
-    s_item(o, "What now",
-           "every request is answered with a KernelDown error until you fix the cause and run "
-           "`%kguard restart` in a cell (or `kguard restart` from a shell) to start a fresh "
-           "kernel.");
-    s_incident(o, info);
-    break;
-  case KG_NOTICE_DIAGNOSTIC: {
-    char vars[160];
-    s_diag_vars(info, vars, sizeof vars);
-    s_heading(o, "kernel restarted in diagnostic mode", info);
-    snprintf(text, sizeof text,
-             "The fresh kernel runs with %s: kernel launches are serialised, so a GPU error is "
-             "reported at the operation that caused it. Diagnostic, not for timing: training "
-             "is slower. The next normal `%%kguard restart` removes it.",
-             vars);
-    s_para(o, text);
-    s_requested_restart(o, info);
-    break;
   }
-  case KG_NOTICE_KERNEL_DIED: {
-    s_heading(o, "the kernel died", info);
-    if (info->exit_code >= 0)
-      snprintf(text, sizeof text, "The kernel process exited on its own with code %d.",
-               info->exit_code);
-    else
-      snprintf(text, sizeof text, "The kernel process was killed by signal %d (SIG%s).",
-               info->signo, sigabbrev_np(info->signo) ? sigabbrev_np(info->signo) : "?");
-    s_para(o, text);
-    s_cell(o, info);
-    s_code(o, "Last error line", info->assertion_line ? info->assertion_line
-                                                      : info->matched_line);
-    if (f) {
-      s_item(o, "Error family", f->title);
-      s_family(o, info);
-      s_hint(o, info);
-    }
-    s_restart_and_checkpoint(o, info);
-    s_incident(o, info);
-    break;
-  }
-  }
+  s_restart_and_checkpoint(o, info);
+  s_incident(o, info);
+}
+
+static void
+s_build(kg_notice_kind_t kind, const kg_notice_info_t *info, s_out_t *o)
+{
+  static s_kind_fn *const kinds[] = {
+    [KG_NOTICE_STICKY_RESTART] = s_sticky_restart, [KG_NOTICE_ADVICE] = s_advice,
+    [KG_NOTICE_DOWN] = s_down, [KG_NOTICE_DIAGNOSTIC] = s_diagnostic,
+    [KG_NOTICE_KERNEL_DIED] = s_kernel_died};
+  if ((size_t) kind < sizeof kinds / sizeof kinds[0] && kinds[kind])
+    kinds[kind](info, o);
 }
 
 const char *

@@ -291,15 +291,10 @@ s_secret_env(cJSON *removed, const cJSON *names)
   cJSON_AddItemToArray(removed, cJSON_CreateString(what));
 }
 
-cJSON *
-kg_repro_build(const cJSON *inc, kg_scrub_t *scrub, unsigned flags, char *err, size_t errlen)
+/*  The record's plain fields, and whether the emulation produced it. */
+static void
+s_header(cJSON *out, const cJSON *inc)
 {
-  if (!cJSON_IsObject(inc) || !cJSON_GetObjectItemCaseSensitive(inc, "kguard_incident")) {
-    kg_errf(err, errlen, "not a kguard incident record (no \"kguard_incident\" key)");
-    return NULL;
-  }
-  bool code = flags & KG_REPRO_CODE;
-  cJSON *out = cJSON_CreateObject();
   cJSON_AddNumberToObject(out, "kguard_repro", 1);
   static const char *copy[] = {"id", "created", "family", "title", "sticky", "backend",
                                "error_code", "restart_count", "last_step", "exit"};
@@ -308,14 +303,20 @@ kg_repro_build(const cJSON *inc, kg_scrub_t *scrub, unsigned flags, char *err, s
     cJSON_AddItemToObject(out, i == 0 ? "incident" : copy[i],
                           x ? cJSON_Duplicate(x, true) : cJSON_CreateNull());
   }
+  char *inc_text = cJSON_PrintUnformatted(inc);
+  cJSON_AddBoolToObject(out, "emulated", inc_text && strstr(inc_text, "kguard emulation"));
+  free(inc_text);
+}
+
+/*  The first error, scrubbed, and what it says of the operator and its
+    tensors (from the traceback, the error text and the assertion). */
+static void
+s_first_error(cJSON *out, const cJSON *inc, kg_scrub_t *scrub, bool code)
+{
   const cJSON *fe = cJSON_GetObjectItemCaseSensitive(inc, "first_error");
   const char *assertion = s_str(inc, "assertion_line");
   const char *evalue = s_str(fe, "evalue");
   const char *fe_text = s_str(fe, "text");
-  char *inc_text = cJSON_PrintUnformatted(inc);
-  cJSON_AddBoolToObject(out, "emulated", inc_text && strstr(inc_text, "kguard emulation"));
-  free(inc_text);
-
   cJSON *f = cJSON_AddObjectToObject(out, "first_error");
   if (evalue) {
     s_add_scrubbed(f, "ename", scrub, s_str(fe, "ename"));
@@ -340,8 +341,13 @@ kg_repro_build(const cJSON *inc, kg_scrub_t *scrub, unsigned flags, char *err, s
   }
   if (assertion)
     s_assertion(op, assertion);
+}
 
-  s_versions(out, cJSON_GetObjectItemCaseSensitive(inc, "versions"), scrub);
+/*  The diagnostic variables: flags as they are, other values scrubbed
+    unless KG_REPRO_ENV keeps them. */
+static void
+s_diagnostic_env(cJSON *out, const cJSON *inc, kg_scrub_t *scrub, unsigned flags)
+{
   cJSON *env = cJSON_AddObjectToObject(out, "diagnostic_env");
   const cJSON *e;
   cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(inc, "diagnostic_env"))
@@ -356,19 +362,15 @@ kg_repro_build(const cJSON *inc, kg_scrub_t *scrub, unsigned flags, char *err, s
       free(v);
     }
   }
-  /* the post-restart pre-flight's verdict, when the supervisor recorded one */
-  const cJSON *pf = cJSON_GetObjectItemCaseSensitive(inc, "preflight");
-  if (cJSON_IsObject(pf)) {
-    cJSON *p = cJSON_AddObjectToObject(out, "preflight");
-    cJSON_AddStringToObject(p, "status", s_str(pf, "status") ? s_str(pf, "status") : "?");
-    s_add_scrubbed(p, "summary", scrub, s_str(pf, "summary"));
-  }
-  const char *cell = s_str(cJSON_GetObjectItemCaseSensitive(inc, "cell"), "code");
-  if (code)
-    s_add_scrubbed(out, "cell_code", scrub, cell);
+}
 
+/*  What was left out or masked, in words, so whoever reads the repro knows
+    what it does not show. */
+static void
+s_removed(cJSON *out, const cJSON *inc, kg_scrub_t *scrub, unsigned flags)
+{
   cJSON *removed = cJSON_AddArrayToObject(out, "removed");
-  if (!code)
+  if (!(flags & KG_REPRO_CODE))
     cJSON_AddItemToArray(removed, cJSON_CreateString("cell code and the traceback's code "
                                                      "lines (--include-code keeps them)"));
   if (!(flags & KG_REPRO_ENV))
@@ -384,5 +386,31 @@ kg_repro_build(const cJSON *inc, kg_scrub_t *scrub, unsigned flags, char *err, s
     if (kg_scrub_count(scrub, kinds[i].kind) > 0)
       cJSON_AddItemToArray(removed, cJSON_CreateString(kinds[i].what));
   s_secret_env(removed, cJSON_GetObjectItemCaseSensitive(inc, "secret_env"));
+}
+
+cJSON *
+kg_repro_build(const cJSON *inc, kg_scrub_t *scrub, unsigned flags, char *err, size_t errlen)
+{
+  if (!cJSON_IsObject(inc) || !cJSON_GetObjectItemCaseSensitive(inc, "kguard_incident")) {
+    kg_errf(err, errlen, "not a kguard incident record (no \"kguard_incident\" key)");
+    return NULL;
+  }
+  bool code = flags & KG_REPRO_CODE;
+  cJSON *out = cJSON_CreateObject();
+  s_header(out, inc);
+  s_first_error(out, inc, scrub, code);
+  s_versions(out, cJSON_GetObjectItemCaseSensitive(inc, "versions"), scrub);
+  s_diagnostic_env(out, inc, scrub, flags);
+  /* the post-restart pre-flight's verdict, when the supervisor recorded one */
+  const cJSON *pf = cJSON_GetObjectItemCaseSensitive(inc, "preflight");
+  if (cJSON_IsObject(pf)) {
+    cJSON *p = cJSON_AddObjectToObject(out, "preflight");
+    cJSON_AddStringToObject(p, "status", s_str(pf, "status") ? s_str(pf, "status") : "?");
+    s_add_scrubbed(p, "summary", scrub, s_str(pf, "summary"));
+  }
+  if (code)
+    s_add_scrubbed(out, "cell_code", scrub,
+                   s_str(cJSON_GetObjectItemCaseSensitive(inc, "cell"), "code"));
+  s_removed(out, inc, scrub, flags);
   return out;
 }

@@ -69,14 +69,12 @@ s_list(FILE *f, const cJSON *arr, const char *sep)
   }
 }
 
-char *
-kg_repro_markdown(const cJSON *r)
+/*  One section of the document: writes what r says to f. */
+typedef void (s_section_fn)(FILE *f, const cJSON *r);
+
+static void
+s_heading(FILE *f, const cJSON *r)
 {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f)
-    return NULL;
   const char *family = s_str(r, "family");
   const char *backend = s_str(r, "backend");
   fprintf(f, "## GPU error repro: %s (%s)\n\n", family ? family : "unknown error",
@@ -87,7 +85,11 @@ kg_repro_markdown(const cJSON *r)
   const char *title = s_str(r, "title");
   if (title)
     fprintf(f, "%s\n\n", title);
+}
 
+static void
+s_first_error(FILE *f, const cJSON *r)
+{
   const cJSON *fe = cJSON_GetObjectItemCaseSensitive(r, "first_error");
   const char *ename = s_str(fe, "ename"), *evalue = s_str(fe, "evalue");
   const char *text = s_str(fe, "text");
@@ -109,7 +111,11 @@ kg_repro_markdown(const cJSON *r)
     fputs("Device-side assertion:\n\n", f);
     s_block(f, "", assertion);
   }
+}
 
+static void
+s_operator(FILE *f, const cJSON *r)
+{
   const cJSON *op = cJSON_GetObjectItemCaseSensitive(r, "operator");
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "tensors");
   fputs("### Operator and tensors\n\n", f);
@@ -132,7 +138,13 @@ kg_repro_markdown(const cJSON *r)
   cJSON_GetArraySize(shapes) ? s_list(f, shapes, ", ") : (void) fputs("none", f);
   fputs("\n- dtypes seen: ", f);
   cJSON_GetArraySize(dtypes) ? s_list(f, dtypes, ", ") : (void) fputs("none", f);
-  fputs("\n\n### Environment\n\n| | |\n|---|---|\n", f);
+  fputs("\n\n", f);
+}
+
+static void
+s_environment(FILE *f, const cJSON *r)
+{
+  fputs("### Environment\n\n| | |\n|---|---|\n", f);
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "versions");
   static const struct { const char *key, *label; } vs[] = {
     {"backend", "backend (probe)"}, {"python", "Python"}, {"torch", "PyTorch"},
@@ -166,7 +178,11 @@ kg_repro_markdown(const cJSON *r)
     first = false;
   }
   fputs(first ? "none |\n\n" : " |\n\n", f);
+}
 
+static void
+s_traceback(FILE *f, const cJSON *r)
+{
   const cJSON *tb = cJSON_GetObjectItemCaseSensitive(r, "traceback");
   if (cJSON_GetArraySize(tb) > 0) {
     bool code = cJSON_GetObjectItemCaseSensitive(r, "cell_code") != NULL;
@@ -175,6 +191,7 @@ kg_repro_markdown(const cJSON *r)
     size_t al = 0;
     FILE *a = open_memstream(&all, &al);
     if (a) {
+      const cJSON *d;
       cJSON_ArrayForEach(d, tb) fprintf(a, "%s\n", d->valuestring);
       fclose(a);
       s_block(f, "", all);
@@ -186,6 +203,11 @@ kg_repro_markdown(const cJSON *r)
     fputs("### Failing cell\n\n", f);
     s_block(f, "python", cell);
   }
+}
+
+static void
+s_kguard(FILE *f, const cJSON *r)
+{
   fputs("### kguard\n\n", f);
   fprintf(f, "- incident `%s`, sticky: ", s_str(r, "incident") ? s_str(r, "incident") : "?");
   s_scalar(f, cJSON_GetObjectItemCaseSensitive(r, "sticky"));
@@ -200,13 +222,28 @@ kg_repro_markdown(const cJSON *r)
             s_str(pf, "summary") ? s_str(pf, "summary") : "");
   fputs("\n- removed before sharing: ", f);
   const cJSON *removed = cJSON_GetObjectItemCaseSensitive(r, "removed");
-  first = true;
+  const cJSON *d;
+  bool first = true;
   cJSON_ArrayForEach(d, removed)
   {
     fprintf(f, "%s%s", first ? "" : "; ", d->valuestring);
     first = false;
   }
   fputs(first ? "nothing\n" : "\n", f);
+}
+
+char *
+kg_repro_markdown(const cJSON *r)
+{
+  static s_section_fn *const sections[] = {s_heading,     s_first_error, s_operator,
+                                           s_environment, s_traceback,   s_kguard};
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return NULL;
+  for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+    sections[i](f, r);
   if (fclose(f) != 0) {
     free(buf);
     return NULL;

@@ -133,6 +133,91 @@ const kg_cmd_t kg_eg_cmd = {
 
 #define S_PROXY "--RemoteProcessProxy."
 
+/*  argv with each --RemoteProcessProxy.NAME spelled --NAME (a new array;
+    the changed strings are new too), or NULL (out of memory). */
+static char **
+s_copy_args(int argc, char **argv)
+{
+  char **copy = calloc((size_t) argc + 1, sizeof *copy);
+  for (int i = 0; copy && i < argc; i++) {
+    copy[i] = argv[i];
+    if (strncmp(argv[i], S_PROXY, strlen(S_PROXY)) == 0
+        && asprintf(&copy[i], "--%s", argv[i] + strlen(S_PROXY)) < 0)
+      copy[i] = argv[i];   /* out of memory: the parser says it is unknown */
+  }
+  return copy;
+}
+
+static void
+s_free_args(char **copy, int argc, char **argv)
+{
+  for (int i = 0; copy && i < argc; i++)
+    if (copy[i] != argv[i])
+      free(copy[i]);
+  free(copy);
+}
+
+/*  One option with its value (pointing into argv) into o. 0, or KG_EUSAGE
+    with err saying what is wrong. */
+static int
+s_option(kg_eg_opts_t *o, int id, const char *value, const char **ignored, char *err,
+         size_t errlen)
+{
+  switch (id) {
+  case O_KERNEL_ID: o->kernel_id = value; break;
+  case O_RESPONSE: o->response_address = value; break;
+  case O_PUBKEY: o->public_key = value; break;
+  case O_IP: o->ip = value; break;
+  case O_KGUARD: o->kguard = value; break;
+  case O_CKPT: o->checkpoints = value; break;
+  case O_RSA_1024: o->allow_rsa_1024 = true; break;
+  case O_COMM_IFACE:
+    o->comm_interface = value;
+    if (!*value || strlen(value) >= 16 || strchr(value, '/')) {
+      kg_errf(err, errlen, "--comm-interface: expected auto, any or an interface name "
+                           "(like eth0), got '%s'", value);
+      return KG_EUSAGE;
+    }
+    break;
+  case O_RANGE: return kg_eg_port_range_parse(value, &o->port_lo, &o->port_hi, err, errlen);
+  case O_SPARK:
+  case O_CLUSTER:
+  case O_CLASS:
+    *ignored = "Spark/Dask options of Enterprise Gateway's launchers are ignored: kguard "
+               "runs the kernel command it is given";
+    break;
+  case O_TRANSPORT:
+    if (strcmp(value, "required") == 0) {
+      kg_errf(err, errlen, "--transport-encryption required: kguard eg-launch does not "
+                           "support CurveZMQ transport encryption");
+      return KG_EUSAGE;
+    }
+    break;
+  }
+  return 0;
+}
+
+/*  What the gateway must pass is there and well formed. 0, or KG_EUSAGE
+    with err saying what is missing. */
+static int
+s_check(const kg_eg_opts_t *o, char *err, size_t errlen)
+{
+  const char *missing = !o->kernel_id ? "--kernel-id"
+                        : !o->response_address ? "--response-address"
+                        : !o->public_key ? "--public-key" : NULL;
+  if (missing) {
+    kg_errf(err, errlen, "%s is required (Enterprise Gateway passes it to the launcher)", missing);
+    return KG_EUSAGE;
+  }
+  if (!*o->kernel_id || !*o->public_key || !*o->ip) {
+    kg_errf(err, errlen, "--kernel-id, --public-key and --ip must not be empty");
+    return KG_EUSAGE;
+  }
+  char host[256];
+  int port;
+  return kg_eg_address_parse(o->response_address, host, sizeof host, &port, err, errlen);
+}
+
 int
 kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
                  char *err, size_t errlen)
@@ -144,14 +229,8 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
   /*  The parser reads a copy where --RemoteProcessProxy.NAME is --NAME; the
       values it finds are mapped back into argv (same index, shifted by what
       was cut), so that opts points into argv as promised. */
-  char **copy = calloc((size_t) argc + 1, sizeof *copy);
+  char **copy = s_copy_args(argc, argv);
   size_t cut = strlen(S_PROXY) - 2;   /* "RemoteProcessProxy." */
-  for (int i = 0; copy && i < argc; i++) {
-    copy[i] = argv[i];
-    if (strncmp(argv[i], S_PROXY, strlen(S_PROXY)) == 0
-        && asprintf(&copy[i], "--%s", argv[i] + strlen(S_PROXY)) < 0)
-      copy[i] = argv[i];   /* out of memory: the parser says it is unknown */
-  }
   char *said = NULL, *help = NULL;
   size_t said_len = 0, help_len = 0;
   FILE *errf = open_memstream(&said, &said_len), *outf = open_memstream(&help, &help_len);
@@ -181,35 +260,7 @@ kg_eg_args_parse(int argc, char **argv, kg_eg_opts_t *o, const char **ignored,
       } else
         o->inner_argv = argv + k;
       break;
-    case O_KERNEL_ID: o->kernel_id = value; break;
-    case O_RESPONSE: o->response_address = value; break;
-    case O_PUBKEY: o->public_key = value; break;
-    case O_IP: o->ip = value; break;
-    case O_KGUARD: o->kguard = value; break;
-    case O_CKPT: o->checkpoints = value; break;
-    case O_RSA_1024: o->allow_rsa_1024 = true; break;
-    case O_COMM_IFACE:
-      if (!*value || strlen(value) >= 16 || strchr(value, '/')) {
-        kg_errf(err, errlen, "--comm-interface: expected auto, any or an interface name "
-                             "(like eth0), got '%s'", value);
-        rc = KG_EUSAGE;
-      }
-      o->comm_interface = value;
-      break;
-    case O_RANGE: rc = kg_eg_port_range_parse(value, &o->port_lo, &o->port_hi, err, errlen); break;
-    case O_SPARK:
-    case O_CLUSTER:
-    case O_CLASS:
-      *ignored = "Spark/Dask options of Enterprise Gateway's launchers are ignored: kguard "
-                 "runs the kernel command it is given";
-      break;
-    case O_TRANSPORT:
-      if (strcmp(value, "required") == 0) {
-        kg_errf(err, errlen, "--transport-encryption required: kguard eg-launch does not "
-                             "support CurveZMQ transport encryption");
-        rc = KG_EUSAGE;
-      }
-      break;
+    default: rc = s_option(o, id, value, ignored, err, errlen); break;
     }
   }
   if (rc == 0 && !o->inner_argv && p.operands_only) {
@@ -229,28 +280,10 @@ done:
     kg_errf(err, errlen, "out of memory");
   free(said);
   free(help);
-  for (int i = 0; copy && i < argc; i++)
-    if (copy[i] != argv[i])
-      free(copy[i]);
-  free(copy);
+  s_free_args(copy, argc, argv);
   if (rc)
     return rc;
-  if (o->help || o->version)
-    return 0;
-  const char *missing = !o->kernel_id ? "--kernel-id"
-                        : !o->response_address ? "--response-address"
-                        : !o->public_key ? "--public-key" : NULL;
-  if (missing) {
-    kg_errf(err, errlen, "%s is required (Enterprise Gateway passes it to the launcher)", missing);
-    return KG_EUSAGE;
-  }
-  if (!*o->kernel_id || !*o->public_key || !*o->ip) {
-    kg_errf(err, errlen, "--kernel-id, --public-key and --ip must not be empty");
-    return KG_EUSAGE;
-  }
-  char host[256];
-  int port;
-  return kg_eg_address_parse(o->response_address, host, sizeof host, &port, err, errlen);
+  return o->help || o->version ? 0 : s_check(o, err, errlen);
 }
 
 int

@@ -113,6 +113,37 @@ s_kill_proven(kg_exec_s *E, kg_ex_after_event_t plan)
   E->killed = true;
 }
 
+/*  Before the policy: a GPU of the job that needs a reset is never
+    restarted on, whatever the fault (the same-fault-twice rule is for the
+    code's faults). True when it ends the job: 200, for other hardware. */
+static bool
+s_hardware(kg_exec_s *E, const kg_match_t *m, const char *why)
+{
+  kg_gpuhealth_result_t res;
+  cJSON *rec = NULL;
+  char line[sizeof E->hw_line];
+  if (!E->gpuwatch
+      || kg_gpuwatch_check(E->gpuwatch, m && m->family ? m->family->id : NULL,
+                           m ? m->line : NULL, &res, &rec, line, sizeof line)
+           != KG_GPUHEALTH_NEEDS_RESET) {
+    cJSON_Delete(rec);
+    return false;
+  }
+  snprintf(E->hw_line, sizeof E->hw_line, "%s", line);
+  kg_error("exec: %s; drain this node: ending with 200 so the scheduler runs the job on "
+           "other hardware (no restart on this GPU)", line);
+  kg_ex_incident_begin(E, "hardware", line);
+  cJSON *inc = kg_incident_json(E->incident);
+  cJSON_AddStringToObject(inc, "proof", why);
+  cJSON_AddStringToObject(inc, "action", "drain this node");
+  if (rec)
+    cJSON_AddItemToObject(inc, "gpu_health", rec);
+  kg_ex_incident_write(E);
+  E->outcome = KG_EXEC_OUT_HARDWARE;
+  s_kill_proven(E, KG_EX_AFTER_EV_STOP_EXIT);
+  return true;
+}
+
 /*  Proof of a sticky fault: decide with the policy, record, stop. */
 static void
 s_fault(kg_exec_s *E, const char *why)
@@ -138,6 +169,8 @@ s_fault(kg_exec_s *E, const char *why)
     s_kill_proven(E, KG_EX_AFTER_EV_STOP_REPORT);
     return;
   }
+  if (s_hardware(E, m, why))
+    return;
   int64_t delay = 0;
   const char *reason = NULL;
   kg_policy_action_t act = kg_policy_decide(E->policy, kg_ex_now(E), E->signature,

@@ -113,8 +113,10 @@ static const kg_opt_exit_t s_exits[] = {
           "checkpoints, a node with another --secret)"},
   {"111", "system failure in kguard"},
   {"127", "COMMAND cannot be run"},
-  {"200", "retryable: pre-empted by SIGTERM/SIGINT/SIGUSR1, or an infrastructure failure "
-          "(checkpoint helper, a peer node or the coordinator lost)"},
+  {"200", "retryable: pre-empted by SIGTERM/SIGINT/SIGUSR1, an infrastructure failure "
+          "(checkpoint helper, a peer node or the coordinator lost), or a GPU that needs a "
+          "reset (NVML: retired pages or row remapping pending, uncorrectable ECC errors "
+          "grown, the GPU lost): retry on other hardware and drain this node"},
   {NULL, NULL},
 };
 
@@ -305,6 +307,11 @@ s_setup(kg_exec_s *E)
   E->diag = kg_diagnosis_new(E->rules);
   E->mode = kg_exec_mode(E->cfg.argv, E->cfg.nproc_given, E->cfg.nnodes);
   E->devmem = kg_exec_devmem_new();
+  /* The ranks see kguard's CUDA_VISIBLE_DEVICES: their GPUs' baseline,
+     before any of them runs. */
+  E->gpuwatch = kg_gpuwatch_new(getenv("CUDA_VISIBLE_DEVICES"));
+  if (E->gpuwatch && kg_gpuwatch_baseline(E->gpuwatch))
+    kg_info("exec: GPU health baseline read through NVML");
   /* One node of ranks kguard starts: their rendezvous store outlives the
      restarts (several nodes: the coordinator hosts it). */
   if (E->mode == KG_EXEC_MODE_AGENT && E->cfg.nnodes == 1 && E->cfg.master_port == 0) {
@@ -369,6 +376,7 @@ s_teardown(kg_exec_s *E)
   kg_child_destroy(&E->coord);
   kg_ex_ranks_destroy(E);
   kg_exec_devmem_destroy(&E->devmem);
+  kg_gpuwatch_destroy(&E->gpuwatch);
   kg_exec_store_destroy(&E->store);
   kg_child_destroy(&E->helper);
   cJSON_Delete(E->exits);
@@ -409,6 +417,9 @@ s_summary(const kg_exec_s *E, char *buf, size_t len)
     return;
   case KG_EXEC_OUT_USAGE:
     snprintf(buf, len, "refused: the job's configuration (see above)");
+    return;
+  case KG_EXEC_OUT_HARDWARE:
+    snprintf(buf, len, "retryable on other hardware: %.600s; drain this node", E->hw_line);
     return;
   case KG_EXEC_OUT_COMMAND_FAILED:
     break;
@@ -458,7 +469,7 @@ kg_exec_run(const kg_exec_config_t *config)
       code = kg_ex_loop(E);
   }
   if (code == E->exit_code && E->fsm && kg_fsm_state(E->fsm) == KG_EX_DONE) {
-    char summary[256];
+    char summary[768];
     s_summary(E, summary, sizeof summary);
     kg_notice("exec: exit %d (%s)", code, summary);
     kg_exec_log_run_ended(E->log, kg_clock_wall_ms(), code, summary);

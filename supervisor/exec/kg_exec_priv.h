@@ -17,6 +17,7 @@
 #include "kg_diagnosis.h"
 #include "kg_exec.h"
 #include "kg_exec_devmem.h"
+#include "kg_gpuwatch.h"
 #include "kg_exec_log.h"
 #include "kg_exec_store.h"
 #include "kg_fdq.h"
@@ -108,6 +109,9 @@ typedef struct kg_exec_s {
 
   int generation;               /* starts of the command, from 0             */
   kg_exec_devmem_t *devmem;     /* the driver's view of device memory          */
+  kg_gpuwatch_t *gpuwatch;      /* NVML's reading at the start, judged again
+                                   after a fault                               */
+  char hw_line[512];            /* HARDWARE: the GPU and why it needs a reset */
   bool devmem_said;             /* "no driver to ask" logged                   */
   int64_t devmem_until;         /* monotonic: the wait for it ends, 0 none     */
   int standby_failures;         /* standbys that died before use               */

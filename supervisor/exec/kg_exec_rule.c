@@ -22,6 +22,7 @@ kg_exec_exit_code(kg_exec_outcome_t outcome, int wait_status)
   case KG_EXEC_OUT_GAVE_UP:
     return KG_EXEC_EXIT_GAVE_UP;
   case KG_EXEC_OUT_RETRYABLE:
+  case KG_EXEC_OUT_HARDWARE:
     return KG_EXEC_EXIT_RETRYABLE;
   case KG_EXEC_OUT_USAGE:
     return 100;

@@ -28,7 +28,9 @@
       111  a system failure in kguard itself before the command ran
       200  KG_EXEC_EXIT_RETRYABLE: pre-empted (SIGTERM/SIGINT/SIGUSR1), or
            an infrastructure failure (checkpoint helper failed, a peer node
-           or the coordinator lost): run the job again
+           or the coordinator lost): run the job again; or a GPU of the job
+           needs a reset (kg_gpuhealth): run it again on other hardware and
+           drain this node
 */
 #ifndef KG_EXEC_RULE_H
 #define KG_EXEC_RULE_H
@@ -47,7 +49,8 @@ typedef enum {
   KG_EXEC_OUT_COMMAND_FAILED,   /* the command's own failure               */
   KG_EXEC_OUT_GAVE_UP,          /* sticky faults, no more restarts          */
   KG_EXEC_OUT_RETRYABLE,        /* pre-empted or infrastructure failure     */
-  KG_EXEC_OUT_USAGE             /* the job's configuration is refused (100) */
+  KG_EXEC_OUT_USAGE,            /* the job's configuration is refused (100) */
+  KG_EXEC_OUT_HARDWARE          /* a GPU needs a reset: other hardware (200) */
 } kg_exec_outcome_t;
 
 /*  The process exit code for outcome; wait_status (a waitpid status) is

@@ -204,16 +204,10 @@ s_drivers(cJSON *report, const char *decision, const cJSON *probe, cJSON *proble
           "torch to use them", ncu + nhip, ncu > 0 ? "CUDA" : "ROCm");
 }
 
-void
-kg_doctor_assess(cJSON *report)
+/*  The environment variables doctor flagged, as warnings. */
+static void
+s_env(const cJSON *report, cJSON *warnings)
 {
-  const cJSON *probe = cJSON_GetObjectItem(report, "probe");
-  s_stack(report, probe);
-  cJSON *problems = cJSON_AddArrayToObject(report, "problems");
-  cJSON *warnings = cJSON_AddArrayToObject(report, "warnings");
-  const char *decision = s_str(cJSON_GetObjectItem(report, "stack"), "decision");
-  s_drivers(report, decision, probe, problems, warnings);
-  s_devices(report, probe, decision, problems, warnings);
   const cJSON *e;
   cJSON_ArrayForEach(e, cJSON_GetObjectItem(report, "env"))
   {
@@ -221,10 +215,18 @@ kg_doctor_assess(cJSON *report)
     if (level && strcmp(level, "warn") == 0)
       s_say(warnings, "%s=%s: %s", s_str(e, "name"), s_str(e, "value"), s_str(e, "note"));
   }
-  /* kernels that cannot start: every guarded one, and the one judged */
+}
+
+/*  Kernels that cannot start: every guarded one, and the one judged; a
+    warning when none is guarded. Returns whether the judged one starts (or
+    none is judged). */
+static bool
+s_kernelspecs(const cJSON *report, cJSON *problems, cJSON *warnings)
+{
   const cJSON *kernel = cJSON_GetObjectItem(report, "kernel");
   bool judged_starts = true;
   int guarded = 0;
+  const cJSON *e;
   cJSON_ArrayForEach(e, cJSON_GetObjectItem(report, "kernelspecs"))
   {
     guarded += cJSON_IsTrue(cJSON_GetObjectItem(e, "guarded"));
@@ -244,6 +246,65 @@ kg_doctor_assess(cJSON *report)
     else if (s_str(e, "error"))
       s_say(warnings, "kernelspec %s: %s", s_str(e, "name"), s_str(e, "error"));
   }
+  if (!guarded)
+    s_say(warnings, "no kernelspec is guarded by kguard: `kguard install` wraps one");
+  return judged_starts;
+}
+
+/*  The summary's driver part: which driver, and how many devices. */
+static void
+s_driver_line(const cJSON *report, char *drv, size_t size)
+{
+  const cJSON *drivers = cJSON_GetObjectItem(report, "drivers");
+  const cJSON *cu = cJSON_GetObjectItem(drivers, "cuda"), *hip = cJSON_GetObjectItem(drivers, "hip");
+  int ndev = cJSON_GetArraySize(cJSON_GetObjectItem(report, "devices"));
+  bool cu_ok = cJSON_IsTrue(cJSON_GetObjectItem(cu, "loaded"));
+  bool hip_ok = cJSON_IsTrue(cJSON_GetObjectItem(hip, "loaded"));
+  if (!cu_ok && !hip_ok)
+    snprintf(drv, size, "no GPU driver found (%s: not loadable; %s: not loadable)",
+             s_str(cu, "library") ? s_str(cu, "library") : "libcuda.so.1",
+             s_str(hip, "library") ? s_str(hip, "library") : "libamdhip64.so");
+  else if (ndev == 0 && (s_str(cu, "error") || s_str(hip, "error")))
+    snprintf(drv, size, "GPU driver library loaded but no device usable (%s)",
+             s_str(cu, "error") ? s_str(cu, "error") : s_str(hip, "error"));
+  else
+    snprintf(drv, size, "%s%s%s%s%s, %d device(s) visible",
+             cu_ok ? "CUDA driver " : "", cu_ok ? (s_str(cu, "driver_version") ? s_str(cu, "driver_version") : "?") : "",
+             cu_ok && hip_ok ? ", " : "", hip_ok ? "HIP runtime " : "",
+             hip_ok ? (s_str(hip, "runtime_version") ? s_str(hip, "runtime_version") : "?") : "", ndev);
+}
+
+/*  The summary's torch part: which stack the guarded kernel will use. */
+static void
+s_torch_line(const cJSON *report, const cJSON *probe, const char *decision, char *tline,
+             size_t size)
+{
+  const char *torch = s_str(probe, "torch");
+  if (strcmp(decision, "cpu") == 0)
+    snprintf(tline, size, "torch %s CPU-only: the guarded kernel will use no GPU", torch);
+  else if (strcmp(decision, "cuda") == 0)
+    snprintf(tline, size, "torch %s for CUDA %s: the guarded kernel will use CUDA",
+             torch, s_str(probe, "cuda"));
+  else if (strcmp(decision, "rocm") == 0)
+    snprintf(tline, size, "torch %s for ROCm/HIP %s: the guarded kernel will use ROCm",
+             torch, s_str(probe, "hip"));
+  else
+    snprintf(tline, size, "stack unknown: %s",
+             s_str(cJSON_GetObjectItem(report, "stack"), "why"));
+}
+
+void
+kg_doctor_assess(cJSON *report)
+{
+  const cJSON *probe = cJSON_GetObjectItem(report, "probe");
+  s_stack(report, probe);
+  cJSON *problems = cJSON_AddArrayToObject(report, "problems");
+  cJSON *warnings = cJSON_AddArrayToObject(report, "warnings");
+  const char *decision = s_str(cJSON_GetObjectItem(report, "stack"), "decision");
+  s_drivers(report, decision, probe, problems, warnings);
+  s_devices(report, probe, decision, problems, warnings);
+  s_env(report, warnings);
+  bool judged_starts = s_kernelspecs(report, problems, warnings);
   /* the judged kernel's Python must answer: one that cannot be started or
      fails is a kernel that will not work (unless its kernelspec already
      said why it cannot start) */
@@ -254,42 +315,10 @@ kg_doctor_assess(cJSON *report)
     else
       s_say(problems, "the kernel's Python cannot be used: %s", s_str(probe, "error"));
   }
-  if (!guarded)
-    s_say(warnings, "no kernelspec is guarded by kguard: `kguard install` wraps one");
-
   /* one line: the stack, the driver, the devices */
-  const cJSON *drivers = cJSON_GetObjectItem(report, "drivers");
-  const cJSON *cu = cJSON_GetObjectItem(drivers, "cuda"), *hip = cJSON_GetObjectItem(drivers, "hip");
-  char drv[512];
-  int ndev = cJSON_GetArraySize(cJSON_GetObjectItem(report, "devices"));
-  bool cu_ok = cJSON_IsTrue(cJSON_GetObjectItem(cu, "loaded"));
-  bool hip_ok = cJSON_IsTrue(cJSON_GetObjectItem(hip, "loaded"));
-  if (!cu_ok && !hip_ok)
-    snprintf(drv, sizeof drv, "no GPU driver found (%s: not loadable; %s: not loadable)",
-             s_str(cu, "library") ? s_str(cu, "library") : "libcuda.so.1",
-             s_str(hip, "library") ? s_str(hip, "library") : "libamdhip64.so");
-  else if (ndev == 0 && (s_str(cu, "error") || s_str(hip, "error")))
-    snprintf(drv, sizeof drv, "GPU driver library loaded but no device usable (%s)",
-             s_str(cu, "error") ? s_str(cu, "error") : s_str(hip, "error"));
-  else
-    snprintf(drv, sizeof drv, "%s%s%s%s%s, %d device(s) visible",
-             cu_ok ? "CUDA driver " : "", cu_ok ? (s_str(cu, "driver_version") ? s_str(cu, "driver_version") : "?") : "",
-             cu_ok && hip_ok ? ", " : "", hip_ok ? "HIP runtime " : "",
-             hip_ok ? (s_str(hip, "runtime_version") ? s_str(hip, "runtime_version") : "?") : "", ndev);
-  const char *torch = s_str(probe, "torch");
-  char tline[256];
-  if (strcmp(decision, "cpu") == 0)
-    snprintf(tline, sizeof tline, "torch %s CPU-only: the guarded kernel will use no GPU", torch);
-  else if (strcmp(decision, "cuda") == 0)
-    snprintf(tline, sizeof tline, "torch %s for CUDA %s: the guarded kernel will use CUDA",
-             torch, s_str(probe, "cuda"));
-  else if (strcmp(decision, "rocm") == 0)
-    snprintf(tline, sizeof tline, "torch %s for ROCm/HIP %s: the guarded kernel will use ROCm",
-             torch, s_str(probe, "hip"));
-  else
-    snprintf(tline, sizeof tline, "stack unknown: %s",
-             s_str(cJSON_GetObjectItem(report, "stack"), "why"));
-  char summary[1024];
+  char drv[512], tline[256], summary[1024];
+  s_driver_line(report, drv, sizeof drv);
+  s_torch_line(report, probe, decision, tline, sizeof tline);
   snprintf(summary, sizeof summary, "%s; %s; %d problem(s), %d warning(s)", drv, tline,
            cJSON_GetArraySize(problems), cJSON_GetArraySize(warnings));
   cJSON_AddStringToObject(report, "summary", summary);

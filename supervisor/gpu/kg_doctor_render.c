@@ -85,55 +85,63 @@ s_backend(s_r_t *r, const char *label, const cJSON *b)
          s_str(b, "error") ? ": " : "", s_or(s_str(b, "error"), ""));
 }
 
-char *
-kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
-{
-  char *buf = NULL;
-  size_t len = 0;
-  s_r_t r = {open_memstream(&buf, &len), format == KG_DOCTOR_MARKDOWN};
-  if (!r.f)
-    return NULL;
-  fprintf(r.f, r.md ? "**kguard doctor**: %s\n" : "kguard doctor: %s\n",
-          s_or(s_str(rep, "summary"), "(no summary)"));
+/*  One section of the report: writes what rep says through r. */
+typedef void (s_section_fn)(s_r_t *r, const cJSON *rep);
 
+static void
+s_whoami(s_r_t *r, const cJSON *rep)
+{
   const cJSON *me = cJSON_GetObjectItem(rep, "kguard");
-  if (me) {
-    s_head(&r, "This kguard");
-    s_item(&r, "%s: %s%s%s", s_or(s_str(me, "executable"), "?"), s_or(s_str(me, "install"), "?"),
-           s_str(me, "prefix") ? " in " : "", s_or(s_str(me, "prefix"), ""));
-    if (s_str(me, "python_env"))
-      s_item(&r, "Python environment: %s (`kguard install --sys-prefix` writes its "
-             "kernelspec there)", s_str(me, "python_env"));
-  }
+  if (!me)
+    return;
+  s_head(r, "This kguard");
+  s_item(r, "%s: %s%s%s", s_or(s_str(me, "executable"), "?"), s_or(s_str(me, "install"), "?"),
+         s_str(me, "prefix") ? " in " : "", s_or(s_str(me, "prefix"), ""));
+  if (s_str(me, "python_env"))
+    s_item(r, "Python environment: %s (`kguard install --sys-prefix` writes its "
+           "kernelspec there)", s_str(me, "python_env"));
+}
+
+static void
+s_stack(s_r_t *r, const cJSON *rep)
+{
   const cJSON *stack = cJSON_GetObjectItem(rep, "stack");
   const cJSON *probe = cJSON_GetObjectItem(rep, "probe");
   const cJSON *kernel = cJSON_GetObjectItem(rep, "kernel");
-  s_head(&r, "Stack (decided by the kernel's Python, in a separate process)");
-  s_item(&r, "kernel: %s (%s), Python %s", s_or(s_str(kernel, "name"), "(none)"),
+  s_head(r, "Stack (decided by the kernel's Python, in a separate process)");
+  s_item(r, "kernel: %s (%s), Python %s", s_or(s_str(kernel, "name"), "(none)"),
          s_or(s_str(kernel, "source"), "?"), s_or(s_str(kernel, "interpreter"), "?"));
   if (s_str(kernel, "chosen"))
-    s_item(&r, "judged: %s", s_str(kernel, "chosen"));
-  s_item(&r, "stack: %s: %s", s_or(s_str(stack, "decision"), "unknown"),
+    s_item(r, "judged: %s", s_str(kernel, "chosen"));
+  s_item(r, "stack: %s: %s", s_or(s_str(stack, "decision"), "unknown"),
          s_or(s_str(stack, "why"), ""));
-  s_item(&r, "python %s, torch %s, CUDA %s, HIP %s", s_or(s_str(probe, "python"), "?"),
+  s_item(r, "python %s, torch %s, CUDA %s, HIP %s", s_or(s_str(probe, "python"), "?"),
          s_or(s_str(probe, "torch"), "none"), s_or(s_str(probe, "cuda"), "none"),
          s_or(s_str(probe, "hip"), "none"));
   const cJSON *archs = cJSON_GetObjectItem(probe, "arch_list");
   if (cJSON_GetArraySize(archs) > 0) {
-    fputs(r.md ? "- compiled architectures:" : "  compiled architectures:", r.f);
+    fputs(r->md ? "- compiled architectures:" : "  compiled architectures:", r->f);
     const cJSON *a;
-    cJSON_ArrayForEach(a, archs) fprintf(r.f, " %s", a->valuestring);
-    fputc('\n', r.f);
+    cJSON_ArrayForEach(a, archs) fprintf(r->f, " %s", a->valuestring);
+    fputc('\n', r->f);
   }
+}
 
+static void
+s_drivers(s_r_t *r, const cJSON *rep)
+{
   const cJSON *drivers = cJSON_GetObjectItem(rep, "drivers");
-  s_head(&r, "Driver (loaded with dlopen)");
+  s_head(r, "Driver (loaded with dlopen)");
   if (s_str(drivers, "error"))
-    s_item(&r, "driver query failed: %s", s_str(drivers, "error"));
-  s_backend(&r, "CUDA", cJSON_GetObjectItem(drivers, "cuda"));
-  s_backend(&r, "HIP", cJSON_GetObjectItem(drivers, "hip"));
+    s_item(r, "driver query failed: %s", s_str(drivers, "error"));
+  s_backend(r, "CUDA", cJSON_GetObjectItem(drivers, "cuda"));
+  s_backend(r, "HIP", cJSON_GetObjectItem(drivers, "hip"));
+}
 
-  s_head(&r, "Devices");
+static void
+s_devices(s_r_t *r, const cJSON *rep)
+{
+  s_head(r, "Devices");
   const cJSON *d;
   int nd = 0;
   cJSON_ArrayForEach(d, cJSON_GetObjectItem(rep, "devices"))
@@ -143,7 +151,7 @@ kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
     s_gib(freeb, sizeof freeb, cJSON_GetObjectItem(d, "free_bytes"));
     const cJSON *arch = cJSON_GetObjectItem(d, "arch");
     const char *cap = s_str(d, "capability") ? s_str(d, "capability") : s_str(d, "gcn_arch");
-    s_item(&r, "%s:%d %s (%s), %s total, %s free, torch code: %s%s%s%s",
+    s_item(r, "%s:%d %s (%s), %s total, %s free, torch code: %s%s%s%s",
            s_or(s_str(d, "backend"), "?"), cJSON_GetObjectItem(d, "index")
              ? cJSON_GetObjectItem(d, "index")->valueint : -1,
            s_or(s_str(d, "name"), "?"), s_or(cap, "?"), total, freeb,
@@ -153,13 +161,16 @@ kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
     nd++;
   }
   if (!nd)
-    s_item(&r, "none visible");
+    s_item(r, "none visible");
+}
 
-  s_head(&r, cJSON_IsTrue(cJSON_GetObjectItem(rep, "diagnostic_run"))
-               ? "Variables in force (a diagnostic run: KGUARD_DIAGNOSTIC is set)"
-               : "Variables in force");
+static void
+s_env(s_r_t *r, const cJSON *rep)
+{
+  s_head(r, cJSON_IsTrue(cJSON_GetObjectItem(rep, "diagnostic_run"))
+              ? "Variables in force (a diagnostic run: KGUARD_DIAGNOSTIC is set)"
+              : "Variables in force");
   const cJSON *e;
-  int nset = 0;
   cJSON_ArrayForEach(e, cJSON_GetObjectItem(rep, "env"))
   {
     const char *value = s_str(e, "value");
@@ -167,50 +178,74 @@ kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
       continue;
     const char *note = s_str(e, "note");
     const char *level = s_or(s_str(e, "level"), "ok");
-    s_item(&r, "%s%s=%s [%s]: %s%s%s", strcmp(level, "warn") == 0 ? "WARNING " : "",
+    s_item(r, "%s%s=%s [%s]: %s%s%s", strcmp(level, "warn") == 0 ? "WARNING " : "",
            s_str(e, "name"), value, s_or(s_str(e, "kind"), "?"), s_or(s_str(e, "what"), ""),
            note && *note ? "; " : "", note ? note : "");
-    nset++;
   }
-  fputs(r.md ? "- not set:" : "  not set:", r.f);
+  fputs(r->md ? "- not set:" : "  not set:", r->f);
   cJSON_ArrayForEach(e, cJSON_GetObjectItem(rep, "env")) if (!s_str(e, "value"))
-    fprintf(r.f, " %s", s_str(e, "name"));
-  fputc('\n', r.f);
+    fprintf(r->f, " %s", s_str(e, "name"));
+  fputc('\n', r->f);
+}
 
-  s_head(&r, "Kernelspecs");
+static void
+s_kernelspecs(s_r_t *r, const cJSON *rep)
+{
+  s_head(r, "Kernelspecs");
+  const cJSON *e;
   cJSON_ArrayForEach(e, cJSON_GetObjectItem(rep, "kernelspecs"))
   {
     if (s_str(e, "error")) {
-      s_item(&r, "%s (%s): unreadable: %s", s_str(e, "name"), s_or(s_str(e, "dir"), "?"),
+      s_item(r, "%s (%s): unreadable: %s", s_str(e, "name"), s_or(s_str(e, "dir"), "?"),
              s_str(e, "error"));
       continue;
     }
     if (!cJSON_IsTrue(cJSON_GetObjectItem(e, "guarded"))) {
-      s_item(&r, "%s \"%s\": not guarded (%s)", s_str(e, "name"),
+      s_item(r, "%s \"%s\": not guarded (%s)", s_str(e, "name"),
              s_or(s_str(e, "display_name"), ""), s_or(s_str(e, "dir"), "?"));
       continue;
     }
     const cJSON *start = cJSON_GetObjectItem(e, "start");
     bool bad = start && !cJSON_IsTrue(cJSON_GetObjectItem(start, "ok"));
-    s_item(&r, "%s \"%s\": guarded by kguard, wraps %s (%s)%s%s", s_str(e, "name"),
+    s_item(r, "%s \"%s\": guarded by kguard, wraps %s (%s)%s%s", s_str(e, "name"),
            s_or(s_str(e, "display_name"), ""), s_or(s_str(e, "wraps"), "?"),
            s_or(s_str(e, "dir"), "?"), bad ? ": CANNOT START: " : "",
            bad ? s_or(s_str(start, "why"), "?") : "");
-    s_item(&r, "    checkpoints: %s; signing keys: %s; incidents: %s/incidents",
+    s_item(r, "    checkpoints: %s; signing keys: %s; incidents: %s/incidents",
            s_or(s_str(e, "checkpoints"), "?"), s_or(s_str(e, "keys"), "?"),
            s_or(s_str(e, "state_dir"), "?"));
   }
   if (cJSON_GetArraySize(cJSON_GetObjectItem(rep, "kernelspecs")) == 0)
-    s_item(&r, "none found");
-  fputs(r.md ? "- searched:" : "  searched:", r.f);
-  cJSON_ArrayForEach(e, cJSON_GetObjectItem(rep, "kernel_dirs")) fprintf(r.f, " %s",
+    s_item(r, "none found");
+  fputs(r->md ? "- searched:" : "  searched:", r->f);
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(rep, "kernel_dirs")) fprintf(r->f, " %s",
                                                                          e->valuestring);
-  fputc('\n', r.f);
+  fputc('\n', r->f);
+}
 
-  s_head(&r, "Problems");
-  s_list(&r, cJSON_GetObjectItem(rep, "problems"), "none");
-  s_head(&r, "Warnings");
-  s_list(&r, cJSON_GetObjectItem(rep, "warnings"), "none");
+static void
+s_findings(s_r_t *r, const cJSON *rep)
+{
+  s_head(r, "Problems");
+  s_list(r, cJSON_GetObjectItem(rep, "problems"), "none");
+  s_head(r, "Warnings");
+  s_list(r, cJSON_GetObjectItem(rep, "warnings"), "none");
+}
+
+char *
+kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
+{
+  static s_section_fn *const sections[] = {s_whoami, s_stack,       s_drivers, s_devices,
+                                           s_env,    s_kernelspecs, s_findings};
+  char *buf = NULL;
+  size_t len = 0;
+  s_r_t r = {open_memstream(&buf, &len), format == KG_DOCTOR_MARKDOWN};
+  if (!r.f)
+    return NULL;
+  fprintf(r.f, r.md ? "**kguard doctor**: %s\n" : "kguard doctor: %s\n",
+          s_or(s_str(rep, "summary"), "(no summary)"));
+  for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+    sections[i](&r, rep);
   if (fclose(r.f) != 0) {
     free(buf);
     return NULL;

@@ -257,6 +257,103 @@ s_add_mem(cJSON *dev, size_t free_b, size_t total_b)
   cJSON_AddNumberToObject(dev, "used_bytes", (double) (total_b - free_b));
 }
 
+/*  The pre-flight's verdict on a device: e, the exercise's error (taken),
+    or NULL when it passed; t0 when it began. A failing error sets
+    *failing. */
+static void
+s_add_preflight(cJSON *d, cJSON *e, int64_t t0, bool *failing)
+{
+  cJSON *p = cJSON_AddObjectToObject(d, "preflight");
+  cJSON_AddBoolToObject(p, "ok", e == NULL);
+  cJSON_AddNumberToObject(p, "ms", (double) (kg_clock_mono_ms() - t0));
+  if (e) {
+    *failing |= cJSON_IsTrue(cJSON_GetObjectItem(e, "failing"));
+    cJSON_AddItemToObject(p, "error", e);
+  }
+}
+
+/*  The driver's version, and its device count (0 with "error" set when
+    cuInit or the count fails). */
+static int
+s_cuda_count(s_cuda_t *cu, cJSON *o)
+{
+  int v = 0;
+  if (cu->DriverGetVersion(&v) == 0) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d.%d", v / 1000, v % 1000 / 10);
+    cJSON_AddStringToObject(o, "driver_version", buf);
+  }
+  cu_res rc = cu->Init(0);
+  int count = 0;
+  if (!rc)
+    rc = cu->DeviceGetCount(&count);
+  if (rc) {
+    cJSON *e = s_cuda_error(cu, "init", rc, NULL);
+    char buf[512];
+    snprintf(buf, sizeof buf, "cuInit: %s (%d): %s", cJSON_GetObjectItem(e, "name")->valuestring,
+             rc, cJSON_GetObjectItem(e, "string")->valuestring);
+    cJSON_AddStringToObject(o, "error", buf);
+    cJSON_Delete(e);
+  }
+  cJSON_AddNumberToObject(o, "device_count", count);
+  return count;
+}
+
+/*  Device i's facts into d (name, capability, memory, ECC, bus id, the
+    processes NVML sees), then, in its primary context, its free memory
+    and, when preflight, the exercise's verdict. */
+static void
+s_cuda_device(s_cuda_t *cu, s_nvml_t *nvml, int i, cJSON *d, bool preflight, bool *failing)
+{
+  cJSON_AddNumberToObject(d, "index", i);
+  cu_dev dev;
+  cu_res rc;
+  if ((rc = cu->DeviceGet(&dev, i))) {
+    cJSON_AddItemToObject(d, "error", s_cuda_error(cu, "device", rc, NULL));
+    return;
+  }
+  char name[256] = "";
+  int major = 0, minor = 0, ecc = 0;
+  size_t total = 0;
+  cu->DeviceGetName(name, sizeof name, dev);
+  cu->DeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, dev);
+  cu->DeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, dev);
+  cu->DeviceGetAttribute(&ecc, CU_ATTR_ECC, dev);
+  cu->DeviceTotalMem(&total, dev);
+  char cap[16];
+  snprintf(cap, sizeof cap, "%d.%d", major, minor);
+  cJSON_AddStringToObject(d, "name", name);
+  cJSON_AddStringToObject(d, "capability", cap);
+  cJSON_AddNumberToObject(d, "total_bytes", (double) total);
+  cJSON_AddBoolToObject(d, "ecc", ecc != 0);
+  char bus[64] = "";
+  if (cu->DeviceGetPCIBusId && cu->DeviceGetPCIBusId(bus, sizeof bus, dev) == 0)
+    cJSON_AddStringToObject(d, "pci_bus_id", bus);
+  s_nvml_processes(nvml, *bus ? bus : NULL, d);   /* before our own context exists */
+  cu_ctx ctx = NULL;
+  int64_t t0 = kg_clock_mono_ms();
+  if ((rc = cu->PrimaryCtxRetain(&ctx, dev)) || (rc = cu->CtxSetCurrent(ctx))) {
+    cJSON *e = s_cuda_error(cu, "context", rc, NULL);
+    if (preflight) {
+      cJSON *p = cJSON_AddObjectToObject(d, "preflight");
+      cJSON_AddBoolToObject(p, "ok", false);
+      *failing |= cJSON_IsTrue(cJSON_GetObjectItem(e, "failing"));
+      cJSON_AddItemToObject(p, "error", e);
+    } else
+      cJSON_AddItemToObject(d, "error", e);
+    if (ctx)
+      cu->PrimaryCtxRelease(dev);
+    return;
+  }
+  size_t free_b = 0, total_b = 0;
+  if (cu->MemGetInfo(&free_b, &total_b) == 0)
+    s_add_mem(d, free_b, total_b);
+  if (preflight)
+    s_add_preflight(d, s_cuda_exercise(cu), t0, failing);
+  cu->CtxSetCurrent(NULL);
+  cu->PrimaryCtxRelease(dev);
+}
+
 static cJSON *
 s_cuda(bool preflight, bool *failing)
 {
@@ -273,25 +370,7 @@ s_cuda(bool preflight, bool *failing)
     return o;
   }
   cJSON_AddBoolToObject(o, "loaded", true);
-  int v = 0;
-  if (cu.DriverGetVersion(&v) == 0) {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%d.%d", v / 1000, v % 1000 / 10);
-    cJSON_AddStringToObject(o, "driver_version", buf);
-  }
-  cu_res rc = cu.Init(0);
-  int count = 0;
-  if (!rc)
-    rc = cu.DeviceGetCount(&count);
-  if (rc) {
-    cJSON *e = s_cuda_error(&cu, "init", rc, NULL);
-    char buf[512];
-    snprintf(buf, sizeof buf, "cuInit: %s (%d): %s", cJSON_GetObjectItem(e, "name")->valuestring,
-             rc, cJSON_GetObjectItem(e, "string")->valuestring);
-    cJSON_AddStringToObject(o, "error", buf);
-    cJSON_Delete(e);
-  }
-  cJSON_AddNumberToObject(o, "device_count", count);
+  int count = s_cuda_count(&cu, o);
   cJSON *devs = cJSON_AddArrayToObject(o, "devices");
   s_nvml_t nvml;
   if (count > 0)
@@ -299,60 +378,7 @@ s_cuda(bool preflight, bool *failing)
   for (int i = 0; i < count; i++) {
     cJSON *d = cJSON_CreateObject();
     cJSON_AddItemToArray(devs, d);
-    cJSON_AddNumberToObject(d, "index", i);
-    cu_dev dev;
-    if ((rc = cu.DeviceGet(&dev, i))) {
-      cJSON_AddItemToObject(d, "error", s_cuda_error(&cu, "device", rc, NULL));
-      continue;
-    }
-    char name[256] = "";
-    int major = 0, minor = 0, ecc = 0;
-    size_t total = 0;
-    cu.DeviceGetName(name, sizeof name, dev);
-    cu.DeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, dev);
-    cu.DeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, dev);
-    cu.DeviceGetAttribute(&ecc, CU_ATTR_ECC, dev);
-    cu.DeviceTotalMem(&total, dev);
-    char cap[16];
-    snprintf(cap, sizeof cap, "%d.%d", major, minor);
-    cJSON_AddStringToObject(d, "name", name);
-    cJSON_AddStringToObject(d, "capability", cap);
-    cJSON_AddNumberToObject(d, "total_bytes", (double) total);
-    cJSON_AddBoolToObject(d, "ecc", ecc != 0);
-    char bus[64] = "";
-    if (cu.DeviceGetPCIBusId && cu.DeviceGetPCIBusId(bus, sizeof bus, dev) == 0)
-      cJSON_AddStringToObject(d, "pci_bus_id", bus);
-    s_nvml_processes(&nvml, *bus ? bus : NULL, d);   /* before our own context exists */
-    cu_ctx ctx = NULL;
-    int64_t t0 = kg_clock_mono_ms();
-    if ((rc = cu.PrimaryCtxRetain(&ctx, dev)) || (rc = cu.CtxSetCurrent(ctx))) {
-      cJSON *e = s_cuda_error(&cu, "context", rc, NULL);
-      if (preflight) {
-        cJSON *p = cJSON_AddObjectToObject(d, "preflight");
-        cJSON_AddBoolToObject(p, "ok", false);
-        *failing |= cJSON_IsTrue(cJSON_GetObjectItem(e, "failing"));
-        cJSON_AddItemToObject(p, "error", e);
-      } else
-        cJSON_AddItemToObject(d, "error", e);
-      if (ctx)
-        cu.PrimaryCtxRelease(dev);
-      continue;
-    }
-    size_t free_b = 0, total_b = 0;
-    if (cu.MemGetInfo(&free_b, &total_b) == 0)
-      s_add_mem(d, free_b, total_b);
-    if (preflight) {
-      cJSON *e = s_cuda_exercise(&cu);
-      cJSON *p = cJSON_AddObjectToObject(d, "preflight");
-      cJSON_AddBoolToObject(p, "ok", e == NULL);
-      cJSON_AddNumberToObject(p, "ms", (double) (kg_clock_mono_ms() - t0));
-      if (e) {
-        *failing |= cJSON_IsTrue(cJSON_GetObjectItem(e, "failing"));
-        cJSON_AddItemToObject(p, "error", e);
-      }
-    }
-    cu.CtxSetCurrent(NULL);
-    cu.PrimaryCtxRelease(dev);
+    s_cuda_device(&cu, &nvml, i, d, preflight, failing);
   }
   return o;
 }
@@ -419,72 +445,98 @@ s_hip_exercise(const s_hip_t *h)
   return err;
 }
 
-static cJSON *
-s_hip(bool preflight, bool *failing)
+/*  dlopen the HIP runtime (KGUARD_HIP_LIB, else the usual names) and
+    find its functions. Records "library" and "loaded" in o; 0, or -1 with
+    "error" set in o. */
+static int
+s_hip_open(s_hip_t *h, cJSON *o)
 {
-  cJSON *o = cJSON_CreateObject();
   const char *env = getenv("KGUARD_HIP_LIB");
   const char *names[] = {env, "libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
                          "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so"};
-  s_hip_t h = {0};
   const char *path = NULL;
   char err[1024] = "";
-  for (size_t i = env && *env ? 0 : 1; i < sizeof names / sizeof names[0] && !h.lib; i++) {
+  for (size_t i = env && *env ? 0 : 1; i < sizeof names / sizeof names[0] && !h->lib; i++) {
     path = names[i];
-    h.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h.lib && !*err)
+    h->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h->lib && !*err)
       snprintf(err, sizeof err, "%s", dlerror());
     if (env && *env)
       break;
   }
-  cJSON_AddStringToObject(o, "library", h.lib ? path : names[env && *env ? 0 : 1]);
-  cJSON_AddBoolToObject(o, "loaded", h.lib != NULL);
-  if (!h.lib) {
+  cJSON_AddStringToObject(o, "library", h->lib ? path : names[env && *env ? 0 : 1]);
+  cJSON_AddBoolToObject(o, "loaded", h->lib != NULL);
+  if (!h->lib) {
     cJSON_AddStringToObject(o, "error", err);
-    return o;
+    return -1;
   }
-  *(void **) &h.Init = dlsym(h.lib, "hipInit");
-  *(void **) &h.DriverGetVersion = dlsym(h.lib, "hipDriverGetVersion");
-  *(void **) &h.RuntimeGetVersion = dlsym(h.lib, "hipRuntimeGetVersion");
-  *(void **) &h.GetDeviceCount = dlsym(h.lib, "hipGetDeviceCount");
-  *(void **) &h.DeviceGetName = dlsym(h.lib, "hipDeviceGetName");
-  *(void **) &h.DeviceTotalMem = dlsym(h.lib, "hipDeviceTotalMem");
-  *(void **) &h.SetDevice = dlsym(h.lib, "hipSetDevice");
-  *(void **) &h.MemGetInfo = dlsym(h.lib, "hipMemGetInfo");
-  *(void **) &h.Malloc = dlsym(h.lib, "hipMalloc");
-  *(void **) &h.Free = dlsym(h.lib, "hipFree");
-  *(void **) &h.Memset = dlsym(h.lib, "hipMemset");
-  *(void **) &h.Memcpy = dlsym(h.lib, "hipMemcpy");
-  *(void **) &h.DeviceSynchronize = dlsym(h.lib, "hipDeviceSynchronize");
-  *(void **) &h.GetErrorName = dlsym(h.lib, "hipGetErrorName");
-  if (!h.Init || !h.GetDeviceCount || !h.DeviceGetName || !h.DeviceTotalMem || !h.SetDevice
-      || !h.MemGetInfo || !h.Malloc || !h.Free || !h.Memset || !h.Memcpy
-      || !h.DeviceSynchronize) {
+  /* optional: DriverGetVersion, RuntimeGetVersion, GetErrorName */
+  const struct { void **fn; const char *name; bool needed; } syms[] = {
+    {(void **) &h->Init, "hipInit", true},
+    {(void **) &h->DriverGetVersion, "hipDriverGetVersion", false},
+    {(void **) &h->RuntimeGetVersion, "hipRuntimeGetVersion", false},
+    {(void **) &h->GetDeviceCount, "hipGetDeviceCount", true},
+    {(void **) &h->DeviceGetName, "hipDeviceGetName", true},
+    {(void **) &h->DeviceTotalMem, "hipDeviceTotalMem", true},
+    {(void **) &h->SetDevice, "hipSetDevice", true},
+    {(void **) &h->MemGetInfo, "hipMemGetInfo", true},
+    {(void **) &h->Malloc, "hipMalloc", true},
+    {(void **) &h->Free, "hipFree", true},
+    {(void **) &h->Memset, "hipMemset", true},
+    {(void **) &h->Memcpy, "hipMemcpy", true},
+    {(void **) &h->DeviceSynchronize, "hipDeviceSynchronize", true},
+    {(void **) &h->GetErrorName, "hipGetErrorName", false},
+  };
+  bool missing = false;
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+    *syms[i].fn = dlsym(h->lib, syms[i].name);
+    missing |= syms[i].needed && !*syms[i].fn;
+  }
+  if (missing) {
     cJSON_AddStringToObject(o, "error", "the HIP runtime lacks a function kguard needs");
-    return o;
+    return -1;
   }
+  return 0;
+}
+
+/*  The runtime's versions, and its device count (0 with "error" set when
+    hipInit or the count fails). */
+static int
+s_hip_count(const s_hip_t *h, cJSON *o)
+{
   int v = 0;
   char buf[64];
-  if (h.DriverGetVersion && h.DriverGetVersion(&v) == 0) {
+  if (h->DriverGetVersion && h->DriverGetVersion(&v) == 0) {
     snprintf(buf, sizeof buf, "%d", v);
     cJSON_AddStringToObject(o, "driver_version", buf);
   }
-  if (h.RuntimeGetVersion && h.RuntimeGetVersion(&v) == 0) {
+  if (h->RuntimeGetVersion && h->RuntimeGetVersion(&v) == 0) {
     /* HIP_VERSION = major * 10000000 + minor * 100000 + patch */
     snprintf(buf, sizeof buf, "%d.%d.%d", v / 10000000, v / 100000 % 100, v % 100000);
     cJSON_AddStringToObject(o, "runtime_version", buf);
   }
   int count = 0;
-  int rc = h.Init(0);
+  int rc = h->Init(0);
   if (!rc)
-    rc = h.GetDeviceCount(&count);
+    rc = h->GetDeviceCount(&count);
   if (rc) {
-    const char *name = h.GetErrorName ? h.GetErrorName(rc) : NULL;
+    const char *name = h->GetErrorName ? h->GetErrorName(rc) : NULL;
     snprintf(buf, sizeof buf, "%s (%d)", name ? name : "hipError", rc);
     cJSON_AddStringToObject(o, "error", buf);
     count = 0;
   }
   cJSON_AddNumberToObject(o, "device_count", count);
+  return count;
+}
+
+static cJSON *
+s_hip(bool preflight, bool *failing)
+{
+  cJSON *o = cJSON_CreateObject();
+  s_hip_t h = {0};
+  if (s_hip_open(&h, o) != 0)
+    return o;
+  int count = s_hip_count(&h, o);
   cJSON *devs = cJSON_AddArrayToObject(o, "devices");
   for (int i = 0; i < count; i++) {
     cJSON *d = cJSON_CreateObject();
@@ -497,6 +549,7 @@ s_hip(bool preflight, bool *failing)
     cJSON_AddStringToObject(d, "name", name);
     cJSON_AddNumberToObject(d, "total_bytes", (double) total);
     int64_t t0 = kg_clock_mono_ms();
+    int rc;
     if ((rc = h.SetDevice(i))) {
       cJSON_AddItemToObject(d, "error", s_hip_error(&h, "set-device", rc));
       continue;
@@ -504,16 +557,8 @@ s_hip(bool preflight, bool *failing)
     size_t free_b = 0, total_b = 0;
     if (h.MemGetInfo(&free_b, &total_b) == 0)
       s_add_mem(d, free_b, total_b);
-    if (preflight) {
-      cJSON *e = s_hip_exercise(&h);
-      cJSON *p = cJSON_AddObjectToObject(d, "preflight");
-      cJSON_AddBoolToObject(p, "ok", e == NULL);
-      cJSON_AddNumberToObject(p, "ms", (double) (kg_clock_mono_ms() - t0));
-      if (e) {
-        *failing |= cJSON_IsTrue(cJSON_GetObjectItem(e, "failing"));
-        cJSON_AddItemToObject(p, "error", e);
-      }
-    }
+    if (preflight)
+      s_add_preflight(d, s_hip_exercise(&h), t0, failing);
   }
   return o;
 }

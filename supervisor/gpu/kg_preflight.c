@@ -120,29 +120,26 @@ s_set_str(cJSON *o, const char *key, const char *value)
   cJSON_AddStringToObject(o, key, value);
 }
 
-kg_preflight_verdict_t
-kg_preflight_judge(int wait_status, bool backstop_killed, const char *out, double timeout_s,
-                   cJSON **report_p)
+/*  The verdict from how the probe ended and what it said (j, its parsed
+    report, or NULL), with kguard's own summary in summary when the probe's
+    words do not fit the verdict or are missing ("" otherwise). */
+static kg_preflight_verdict_t
+s_verdict(int wait_status, bool backstop_killed, const cJSON *j, double timeout_s,
+          char *summary, size_t size)
 {
-  cJSON *j = out && *out ? cJSON_Parse(out) : NULL;
-  if (!cJSON_IsObject(j)) {
-    cJSON_Delete(j);
-    j = NULL;
-  }
   bool exited = WIFEXITED(wait_status) && !backstop_killed;
   int code = exited ? WEXITSTATUS(wait_status) : -1;
   const char *status = s_str(j, "status");
   kg_preflight_verdict_t v;
-  char summary[512] = "";
   if (backstop_killed) {
     v = KG_PREFLIGHT_TIMEOUT;
-    snprintf(summary, sizeof summary, "the pre-flight probe did not answer within %.3g s and "
+    snprintf(summary, size, "the pre-flight probe did not answer within %.3g s and "
              "was killed: the driver or the device is hung (check `nvidia-smi -q` and the "
              "kernel log for Xid messages, or `rocm-smi`)", timeout_s);
   } else if (!exited) {
     int sig = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
     v = KG_PREFLIGHT_UNAVAILABLE;
-    snprintf(summary, sizeof summary, "the pre-flight probe (`kguard doctor --preflight`) was "
+    snprintf(summary, size, "the pre-flight probe (`kguard doctor --preflight`) was "
              "killed by signal %d (SIG%s): no verdict on the device", sig,
              sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
   } else if (code == S_EXIT_FAILING) {
@@ -155,25 +152,58 @@ kg_preflight_judge(int wait_status, bool backstop_killed, const char *out, doubl
   } else {
     v = KG_PREFLIGHT_UNAVAILABLE;
     if (code == S_EXIT_OK && j)
-      snprintf(summary, sizeof summary, "the pre-flight probe exited 0 but its report says "
+      snprintf(summary, size, "the pre-flight probe exited 0 but its report says "
                "status %s: no verdict on the device", status ? status : "(none)");
     else if (code == S_EXIT_OK)
-      snprintf(summary, sizeof summary, "the pre-flight probe exited 0 without its report: "
+      snprintf(summary, size, "the pre-flight probe exited 0 without its report: "
                "no verdict on the device");
     else
-      snprintf(summary, sizeof summary, "the pre-flight probe (`kguard doctor --preflight`) "
+      snprintf(summary, size, "the pre-flight probe (`kguard doctor --preflight`) "
                "could not run (exit %d): no verdict on the device", code);
   }
   /* the probe's words when it gave them and they fit its verdict */
   if (v == KG_PREFLIGHT_FAILING && !(j && s_str(j, "summary")))
-    snprintf(summary, sizeof summary, "a device is failing: the pre-flight probe exited 1 "
+    snprintf(summary, size, "a device is failing: the pre-flight probe exited 1 "
              "without its report (ECC or hardware family: check `nvidia-smi -q` and the "
              "kernel log for Xid messages, or `rocm-smi`)");
   if (v == KG_PREFLIGHT_TIMEOUT && !backstop_killed && !(j && s_str(j, "summary")))
-    snprintf(summary, sizeof summary, "the device did not answer the pre-flight probe within "
+    snprintf(summary, size, "the device did not answer the pre-flight probe within "
              "%.3g s (check `nvidia-smi -q` and the kernel log for Xid messages, or "
              "`rocm-smi`)", timeout_s);
+  return v;
+}
 
+/*  How the probe ended, in the report: exit (or null) and signal, and
+    whether kguard's backstop killed it. */
+static void
+s_set_end(cJSON *r, int wait_status, bool backstop_killed)
+{
+  bool exited = WIFEXITED(wait_status) && !backstop_killed;
+  cJSON_DeleteItemFromObjectCaseSensitive(r, "exit");
+  cJSON_DeleteItemFromObjectCaseSensitive(r, "signal");
+  if (exited)
+    cJSON_AddNumberToObject(r, "exit", WEXITSTATUS(wait_status));
+  else {
+    cJSON_AddNullToObject(r, "exit");
+    if (WIFSIGNALED(wait_status))
+      cJSON_AddNumberToObject(r, "signal", WTERMSIG(wait_status));
+  }
+  cJSON_DeleteItemFromObjectCaseSensitive(r, "killed_by_kguard");
+  cJSON_AddBoolToObject(r, "killed_by_kguard", backstop_killed);
+}
+
+kg_preflight_verdict_t
+kg_preflight_judge(int wait_status, bool backstop_killed, const char *out, double timeout_s,
+                   cJSON **report_p)
+{
+  cJSON *j = out && *out ? cJSON_Parse(out) : NULL;
+  if (!cJSON_IsObject(j)) {
+    cJSON_Delete(j);
+    j = NULL;
+  }
+  char summary[512] = "";
+  kg_preflight_verdict_t v = s_verdict(wait_status, backstop_killed, j, timeout_s, summary,
+                                       sizeof summary);
   cJSON *r = j ? j : cJSON_CreateObject();
   if (!r) {
     *report_p = NULL;
@@ -187,23 +217,13 @@ kg_preflight_judge(int wait_status, bool backstop_killed, const char *out, doubl
   char st[16];
   snprintf(st, sizeof st, "%s", v == KG_PREFLIGHT_FAILING  ? "failing"
                                 : v == KG_PREFLIGHT_TIMEOUT ? "timeout"
-                                : v == KG_PREFLIGHT_OK      ? status
+                                : v == KG_PREFLIGHT_OK      ? s_str(r, "status")
                                                             : "error");
   s_set_str(r, "status", st);
   if (*summary)
     s_set_str(r, "summary", summary);
   s_set_str(r, "verdict", kg_preflight_verdict_name(v));
-  cJSON_DeleteItemFromObjectCaseSensitive(r, "exit");
-  cJSON_DeleteItemFromObjectCaseSensitive(r, "signal");
-  if (exited)
-    cJSON_AddNumberToObject(r, "exit", code);
-  else {
-    cJSON_AddNullToObject(r, "exit");
-    if (WIFSIGNALED(wait_status))
-      cJSON_AddNumberToObject(r, "signal", WTERMSIG(wait_status));
-  }
-  cJSON_DeleteItemFromObjectCaseSensitive(r, "killed_by_kguard");
-  cJSON_AddBoolToObject(r, "killed_by_kguard", backstop_killed);
+  s_set_end(r, wait_status, backstop_killed);
   *report_p = r;
   return v;
 }

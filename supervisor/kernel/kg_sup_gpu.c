@@ -2,7 +2,10 @@
     (`kguard doctor --preflight` beside a fresh kernel: a failing device
     stops it and sends kguard DOWN) and kg_inband_doctor (`%kguard doctor`,
     answered in its cell). Their pipes and backstop deadlines are sources of
-    the loop; events are posted, never applied here.
+    the loop; events are posted, never applied here. And the NVML health
+    reading (kg_nvml): a baseline at the first start, a second reading
+    before a restart; NVML is loaded for each reading and unloaded after it,
+    so the long-lived process does not carry it.
 */
 #include "kg_sup_priv.h"
 
@@ -35,6 +38,61 @@ kg__gpu_destroy(kg_sup_t *S)
 {
   kg_preflight_destroy(&S->preflight);
   kg_inband_doctor_destroy(&S->doctor);   /* with the id of the cell it answered */
+  kg_gpuwatch_destroy(&S->gpuwatch);
+}
+
+/* ---- the NVML health reading ------------------------------------------------ */
+
+/*  The kernel's CUDA_VISIBLE_DEVICES (NULL: unset, every device). */
+static const char *
+s_visible(const kg_sup_t *S)
+{
+  static const char name[] = "CUDA_VISIBLE_DEVICES=";
+  if (!S->kernel_envp)
+    return getenv("CUDA_VISIBLE_DEVICES");
+  for (char **e = S->kernel_envp; *e; e++)
+    if (strncmp(*e, name, sizeof name - 1) == 0)
+      return *e + sizeof name - 1;
+  return NULL;
+}
+
+static void
+s_baseline(kg_sup_t *S)
+{
+  if (S->gpuwatch || !(S->gpuwatch = kg_gpuwatch_new(s_visible(S))))
+    return;
+  if (kg_gpuwatch_baseline(S->gpuwatch))
+    kg_info("GPU health baseline read through NVML");
+}
+
+bool
+kg__gpuhealth_needs_reset(kg_sup_t *S, const char *family, const char *text, char **why)
+{
+  *why = NULL;
+  if (!S->gpuwatch)
+    return false;   /* no reading: the policy decides, as without NVML */
+  kg_gpuhealth_result_t res;
+  cJSON *rec = NULL;
+  char line[512];
+  kg_gpuhealth_verdict_t v = kg_gpuwatch_check(S->gpuwatch, family, text, &res, &rec, line,
+                                               sizeof line);
+  kg_incident_t *incident = S->incidents.current.incident;
+  if (incident && rec) {
+    cJSON_DeleteItemFromObject(kg_incident_json(incident), "gpu_health");
+    cJSON_AddItemToObject(kg_incident_json(incident), "gpu_health", rec);
+  } else
+    cJSON_Delete(rec);
+  if (v != KG_GPUHEALTH_NEEDS_RESET) {
+    kg_info("GPU health before the restart: %s", line);
+    return false;
+  }
+  char buf[1024];
+  snprintf(buf, sizeof buf,
+           "%s. Drain this node: nothing more runs on this GPU until it is reset "
+           "(`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER` shows why; the node's "
+           "administrator resets it); run the notebook on another GPU or machine.", line);
+  *why = strdup(buf);
+  return *why != NULL;
 }
 
 /* ---- the pre-flight ------------------------------------------------------------ */
@@ -43,6 +101,7 @@ void
 kg__preflight_kernel_started(kg_sup_t *S, bool after_sticky)
 {
   S->preflight_after_sticky = after_sticky;
+  s_baseline(S);   /* once, before the first kernel touches a device */
   if (!kg_preflight_should_start(S->preflight, S->kernel_starts == 1, after_sticky)) {
     kg_preflight_cancel(S->preflight);
     return;

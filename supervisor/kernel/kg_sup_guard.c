@@ -368,7 +368,16 @@ s_after_sticky(kg_sup_t *S)
   kg_diagnosis_signature(S->diag, S->failing.code, sig, sizeof sig);
   int64_t delay = 0;
   const char *reason = NULL;
-  kg_policy_action_t act = kg_policy_decide(S->policy, kg_clock_mono_ms(), sig, &delay, &reason);
+  /* A GPU that needs a reset is never restarted on: DOWN with the hardware
+     notice, whatever the policy would allow. */
+  char *hw = NULL;
+  bool hw_reset = kg__gpuhealth_needs_reset(S, m && m->family ? m->family->id : NULL,
+                                            m ? m->line : NULL, &hw);
+  kg_policy_action_t act = hw_reset ? KG_POLICY_GIVE_UP
+                                    : kg_policy_decide(S->policy, kg_clock_mono_ms(), sig,
+                                                       &delay, &reason);
+  if (hw_reset)
+    reason = hw;
   kg_incident_t *incident = S->incidents.current.incident;
   if (incident) {
     kg_incident_set_diagnosis(incident, S->diag);
@@ -383,6 +392,14 @@ s_after_sticky(kg_sup_t *S)
     kg__write_incident(S);
   }
   S->diagnostic = false;   /* an automatic restart is a normal one */
+  if (hw_reset) {
+    kg_error("%s", hw);
+    kg__due_set_down(&S->due, hw);
+    free(hw);
+    S->stop_reason = KG__STOP_DEVICE;   /* DOWN's notice: the hardware's */
+    kg__fire(S, KG_EV_STOPPED_GIVE_UP);
+    return;
+  }
   if (act == KG_POLICY_GIVE_UP) {
     kg_error("automatic restarts stopped: %s", reason ? reason : "");
     kg__due_set_gave_up(&S->due, reason);
@@ -392,6 +409,88 @@ s_after_sticky(kg_sup_t *S)
   S->backoff_ms = delay;
   kg__due_set(&S->due, KG__DUE_STICKY, NULL);   /* the failing request's parent */
   kg__fire(S, KG_EV_STOPPED_RESTORE);
+}
+
+/*  The kernel was stopped on request (%kguard restart): what waited is
+    answered KernelRestarted, the policy forgets its faults, and a fresh
+    kernel starts at once. */
+static void
+s_after_user_stop(kg_sup_t *S)
+{
+  kg__answer_all(S, false, "KernelRestarted",
+                 "this request did not finish: the kernel was restarted on request "
+                 "(%kguard restart)");
+  kg__settle_status(S, NULL);
+  kg_policy_reset(S->policy);
+  S->diagnostic = S->want_diagnostic;
+  S->backoff_ms = 0;
+  kg__fire(S, KG_EV_STOPPED_RESTART);
+}
+
+/*  The kernel died, hung or never became ready (st: its wait status, how:
+    in words): the notice, the stale window, the answers, then a restart
+    or DOWN as the policy decides. */
+static void
+s_after_death(kg_sup_t *S, int st, const char *how)
+{
+  int64_t delay = 0;
+  const char *reason = NULL;
+  char evalue[512];
+  if (S->stop_reason == KG__STOP_TIMEOUT)
+    snprintf(evalue, sizeof evalue, "the kernel did not become ready in time");
+  else if (S->stop_reason == KG__STOP_HUNG)
+    snprintf(evalue, sizeof evalue,
+             "the kernel hung while this request was outstanding: %s; kguard stopped it "
+             "and starts a fresh kernel",
+             S->hang.reason ? S->hang.reason : "");
+  else
+    snprintf(evalue, sizeof evalue,
+             "the kernel process died (%s) while this request was outstanding; "
+             "kguard starts a fresh kernel", how);
+  kg_pending_entry_t *run = kg_pending_running(S->pending);
+  cJSON *parent = run ? cJSON_Duplicate(run->header, 1) : NULL;
+  /* A death can be the GPU's: one that needs a reset is not restarted on. */
+  char *hw = NULL;
+  bool hw_reset = S->stop_reason == KG__STOP_DIED && kg__gpuhealth_needs_reset(S, NULL, NULL, &hw);
+  if (hw_reset)
+    kg__write_incident(S);
+  kg_policy_action_t act = hw_reset ? KG_POLICY_GIVE_UP
+                                    : kg_policy_decide(S->policy, kg_clock_mono_ms(), NULL,
+                                                       &delay, &reason);
+  if (hw_reset)
+    reason = hw;
+  kg_notice_info_t info;
+  kg__notice_fill_current(S, &info);
+  info.family = hw_reset ? kg_classifier_family(S->rules, "ecc-hardware") : NULL;
+  info.checkpoint_restored = false;
+  info.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  info.signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  info.restarted = act == KG_POLICY_RESTART;
+  info.reason = reason;
+  if (S->stop_reason == KG__STOP_HUNG && act == KG_POLICY_RESTART)
+    info.reason = evalue;   /* why kguard stopped it, not a death */
+  /* The notice first: it is part of the running cell's output, which
+     ends with kguard's reply and idle. */
+  kg__notice_publish(S, act == KG_POLICY_RESTART ? KG_NOTICE_KERNEL_DIED : KG_NOTICE_DOWN,
+                   &info, parent, NULL);
+  /* the stale window starts */
+  kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
+  cJSON_Delete(parent);
+  kg__answer_all(S, false, "KernelDied", evalue);
+  kg__settle_status(S, NULL);
+  S->diagnostic = false;
+  if (act == KG_POLICY_GIVE_UP) {
+    char r[1200];
+    snprintf(r, sizeof r, "The kernel died (%s) and %s", how, reason ? reason : "");
+    if (hw_reset)
+      kg_error("%s", hw);
+    free(hw);
+    kg__due_set_gave_up(&S->due, r);
+    kg__fire(S, KG_EV_STOPPED_GIVE_UP);
+    return;
+  }
+  S->backoff_ms = delay;
+  kg__fire(S, KG_EV_STOPPED_RESTART);
 }
 
 void
@@ -407,8 +506,6 @@ kg__guard_after_stop(kg_sup_t *S)
   S->exit_known = exited && !signalled;
   char how[64];
   kg_child_describe(st, how, sizeof how);
-  int64_t delay = 0;
-  const char *reason = NULL;
   switch (S->stop_reason) {
   case KG__STOP_STICKY:
     s_after_sticky(S);
@@ -417,65 +514,14 @@ kg__guard_after_stop(kg_sup_t *S)
     kg__fire(S, KG_EV_STOPPED_GIVE_UP);
     return;
   case KG__STOP_USER:
-    kg__answer_all(S, false, "KernelRestarted",
-                   "this request did not finish: the kernel was restarted on request "
-                   "(%kguard restart)");
-    kg__settle_status(S, NULL);
-    kg_policy_reset(S->policy);
-    S->diagnostic = S->want_diagnostic;
-    S->backoff_ms = 0;
-    kg__fire(S, KG_EV_STOPPED_RESTART);
+    s_after_user_stop(S);
     return;
   case KG__STOP_DIED:
   case KG__STOP_HUNG:
   case KG__STOP_TIMEOUT:
-  case KG__STOP_NONE: {
-    char evalue[512];
-    if (S->stop_reason == KG__STOP_TIMEOUT)
-      snprintf(evalue, sizeof evalue, "the kernel did not become ready in time");
-    else if (S->stop_reason == KG__STOP_HUNG)
-      snprintf(evalue, sizeof evalue,
-               "the kernel hung while this request was outstanding: %s; kguard stopped it "
-               "and starts a fresh kernel",
-               S->hang.reason ? S->hang.reason : "");
-    else
-      snprintf(evalue, sizeof evalue,
-               "the kernel process died (%s) while this request was outstanding; "
-               "kguard starts a fresh kernel", how);
-    kg_pending_entry_t *run = kg_pending_running(S->pending);
-    cJSON *parent = run ? cJSON_Duplicate(run->header, 1) : NULL;
-    kg_policy_action_t act = kg_policy_decide(S->policy, kg_clock_mono_ms(), NULL, &delay, &reason);
-    kg_notice_info_t info;
-    kg__notice_fill_current(S, &info);
-    info.family = NULL;
-    info.checkpoint_restored = false;
-    info.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    info.signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    info.restarted = act == KG_POLICY_RESTART;
-    info.reason = reason;
-    if (S->stop_reason == KG__STOP_HUNG && act == KG_POLICY_RESTART)
-      info.reason = evalue;   /* why kguard stopped it, not a death */
-    /* The notice first: it is part of the running cell's output, which
-       ends with kguard's reply and idle. */
-    kg__notice_publish(S, act == KG_POLICY_RESTART ? KG_NOTICE_KERNEL_DIED : KG_NOTICE_DOWN,
-                     &info, parent, NULL);
-    /* the stale window starts */
-    kg_gate_notice(S->gate, kg_clock_mono_ms(), kg_clock_wall_ms());
-    cJSON_Delete(parent);
-    kg__answer_all(S, false, "KernelDied", evalue);
-    kg__settle_status(S, NULL);
-    S->diagnostic = false;
-    if (act == KG_POLICY_GIVE_UP) {
-      char r[512];
-      snprintf(r, sizeof r, "The kernel died (%s) and %s", how, reason ? reason : "");
-      kg__due_set_gave_up(&S->due, r);
-      kg__fire(S, KG_EV_STOPPED_GIVE_UP);
-      return;
-    }
-    S->backoff_ms = delay;
-    kg__fire(S, KG_EV_STOPPED_RESTART);
+  case KG__STOP_NONE:
+    s_after_death(S, st, how);
     return;
-  }
   }
 }
 

@@ -17,6 +17,7 @@
 #define KG_SUP_PRIV_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@
 #include "kg_parentwatch.h"
 #include "kg_pending.h"
 #include "kg_policy.h"
+#include "kg_gpuwatch.h"
 #include "kg_preflight.h"
 #include "kg_relay_stats.h"
 #include "kg_restore.h"
@@ -51,6 +53,10 @@
 #include "kg_state.h"
 #include "kg_supervisor.h"
 
+/*  The death signal kguard arms on itself for the launcher watch: in the
+    supervisor's signal list, handed to the watch, never a shutdown of its
+    own; SIGUSR2 is unused elsewhere in kguard. */
+#define KG__PDEATH_SIG SIGUSR2
 #define KG__HELD_MAX 1024         /* held requests while no kernel         */
 #define KG__EVENTS_MAX 16         /* events waiting at once (a transition posts 1-2) */
 #define KG__RING_BYTES (256u * 1024u)   /* the kernel's stdout/stderr kept */
@@ -196,7 +202,6 @@ struct kg_supervisor_t {
   } src;
   kg_sigsrc_t *sig;             /*  SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT */
   kg_parentwatch_t *parent;     /*  the launcher watch, or NULL (off)        */
-  bool parent_gone;             /*  the launcher is gone: shutting down      */
   void *ctx;                    /*  the zmq context of both sides            */
   kg_conninfo_t *front_info;    /*  the frontend's connection file           */
   kg_front_t *front;            /*  the frontend's sockets, heartbeat, signer */
@@ -254,6 +259,9 @@ struct kg_supervisor_t {
                                     kernel gets                              */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */
   kg_inband_doctor_t *doctor;   /*  `%kguard doctor` and the cell it answers */
+  kg_gpuwatch_t *gpuwatch;      /*  NVML's reading at the first start, judged
+                                    again before a restart (NULL before the
+                                    first start)                             */
   kg__hang_t hang;              /*  the heartbeat watch (kg_sup_hang.c)      */
   kg__standby_t standby;        /*  the warm standby (kg_sup_standby.c)      */
 };
@@ -340,7 +348,8 @@ int kg__parent_attach(kg_sup_t *S);           /* kg_sup_parent.c */
 /*  Start watching the launcher: JPY_PARENT_PID if it names an ancestor,
     else the parent; KGUARD_PARENT_WATCH=0 turns the watch off (for a
     kguard deliberately left running after its launcher, e.g. under nohup).
-    Returns 0 or -errno. Call before zmq_ctx_new (it blocks its signal). */
+    Returns 0 or -errno. Call after S->sig exists (its list holds
+    KG__PDEATH_SIG, blocked before the watch arms it). */
 int kg__parent_init(kg_sup_t *S);
 
 /* kg_sup_states.c: one row per state (entry action, deadline, event on
@@ -515,6 +524,13 @@ void kg__preflight_kernel_started(kg_sup_t *S, bool after_sticky);
 bool kg__preflight_holds_ready(const kg_sup_t *S);
 /*  DOWN's notice for a failing device (the hardware family). */
 void kg__preflight_down_notice(kg_sup_t *S);
+/*  Before a restart: read NVML for the kernel's devices (kg_nvml) and judge
+    against the first start's reading for a fault of family (NULL: a death)
+    with text. The reading goes into the current incident ("gpu_health").
+    A device that needs a reset: the reason (naming the GPU and "drain this
+    node") into *why (new string, caller frees) and true; the kernel must
+    not be restarted on it. */
+bool kg__gpuhealth_needs_reset(kg_sup_t *S, const char *family, const char *text, char **why);
 /*  Start `kguard doctor` for the `%kguard doctor` cell e (busy; held). */
 void kg__doctor_start(kg_sup_t *S, kg_pending_entry_t *e);
 /*  Read what the two children wrote; act on a verdict or an answer. */

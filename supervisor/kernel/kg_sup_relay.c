@@ -284,16 +284,14 @@ s_answer(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, kg_pending_entry_t *e, kg_
   }
 }
 
-void
-kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
+/*  What the gate needs to know of a request from the frontend on ch. */
+static kg_gate_input_t
+s_gate_input(kg_sup_t *S, kg_channel_t ch, kg_msg_t *msg, bool inband)
 {
-  kg_msg_t *msg = *msg_p;
-  const char *type = kg_msg_type(msg);
-  bool inband = strcmp(type, "execute_request") == 0 && kg__inband_match(msg);
   kg_gate_input_t in = {
     .state = kg__state(S),
     .channel = ch,
-    .kind = kg_gate_kind(type, inband),
+    .kind = kg_gate_kind(kg_msg_type(msg), inband),
     .in_flight = s_execute_in_flight(S),
     .queue_waiting = kg_pending_held_shell(S->pending) > 0,
     .now_ms = kg_clock_mono_ms(),
@@ -310,17 +308,35 @@ kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
                                     &measured)
                      && measured >= S_CLOCK_MESSAGES;
   }
+  return in;
+}
+
+/*  The gate dropped a request of type: say so where it helps (a reply on
+    stdin nobody asked for is worth a rate-limited warning). */
+static void
+s_dropped(kg_sup_t *S, kg_channel_t ch, const char *type, const kg_gate_input_t *in)
+{
+  if (kg_state_exiting(in->state))
+    kg_debug("%s ignored: shutting down", type);
+  else if (ch == KG_CH_STDIN) {
+    if (kg_relay_stats_unexpected(S->stats, in->now_ms) == KG_RATELOG_FULL)
+      kg_warning("dropped %s on the frontend stdin channel: no input_request is waiting "
+                 "for it%s", type,
+                 kg_state_gate_open(in->state) ? "" : " (the kernel that asked is gone)");
+  } else
+    kg_debug("%s dropped: nothing can take it now", type);
+}
+
+void
+kg__dispatch_front(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
+{
+  kg_msg_t *msg = *msg_p;
+  const char *type = kg_msg_type(msg);
+  bool inband = strcmp(type, "execute_request") == 0 && kg__inband_match(msg);
+  kg_gate_input_t in = s_gate_input(S, ch, msg, inband);
   kg_gate_decision_t d = kg_gate_decide(S->gate, &in);
   if (d.action == KG_GATE_DROP) {
-    if (kg_state_exiting(in.state))
-      kg_debug("%s ignored: shutting down", type);
-    else if (ch == KG_CH_STDIN) {
-      if (kg_relay_stats_unexpected(S->stats, in.now_ms) == KG_RATELOG_FULL)
-        kg_warning("dropped %s on the frontend stdin channel: no input_request is waiting "
-                   "for it%s", type,
-                   kg_state_gate_open(in.state) ? "" : " (the kernel that asked is gone)");
-    } else
-      kg_debug("%s dropped: nothing can take it now", type);
+    s_dropped(S, ch, type, &in);
     return;
   }
   if (ch == KG_CH_STDIN) {

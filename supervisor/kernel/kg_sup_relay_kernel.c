@@ -111,6 +111,52 @@ s_send_probe(kg_sup_t *S)
   kg_gate_abort_probe_sent(S->gate, kg_ready_last(kg_kernel_ready(S->kernel)));
 }
 
+/*  A status message with a parent: the gate and the ledger learn that a
+    request runs (busy) or is done (idle). Returns its execution_state, or
+    NULL for any other message. */
+static const char *
+s_status_seen(kg_sup_t *S, kg_msg_t *msg, const char *parent)
+{
+  if (strcmp(kg_msg_type(msg), "status") != 0 || !parent || !*parent)
+    return NULL;
+  const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
+                                                     "execution_state");
+  const char *state = cJSON_IsString(st) ? st->valuestring : NULL;
+  kg_pending_entry_t *e = kg_pending_find(S->pending, parent);
+  if (state && strcmp(state, "busy") == 0 && e
+      && strcmp(e->msg_type, "execute_request") == 0)
+    kg_gate_set_running(S->gate, parent);
+  if (state && strcmp(state, "idle") == 0 && e && e->forwarded && !e->idle_ms)
+    e->idle_ms = kg_clock_mono_ms();   /* idle before (or without) its reply */
+  if (state && strcmp(state, "idle") == 0 && kg_gate_abort_idle(S->gate, parent))
+    s_send_probe(S);   /* see s_kernel_reply */
+  return state;
+}
+
+/*  Whether kernel output for parent reaches the frontend in this state. */
+static bool
+s_iopub_shown(kg_sup_t *S, const char *parent)
+{
+  switch (kg__state(S)) {
+  case KG_ST_READY:
+  case KG_ST_EXITING:
+  case KG_ST_EXIT_WAIT:
+  case KG_ST_EXIT_TERM:
+  case KG_ST_EXIT_KILL:
+  case KG_ST_EXITED:
+    return true;
+  case KG_ST_CLOSING:
+  case KG_ST_STOPPING:
+  case KG_ST_KILLING:
+    /* Only the failing request's outputs: the user sees the real traceback;
+       the queued requests are answered by kguard. */
+    return kg__failing_is(&S->failing, parent);
+  default:
+    /* not the new kernel's own `starting`: kguard sent one already */
+    return parent && *parent;
+  }
+}
+
 static void
 s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
 {
@@ -132,43 +178,10 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
     kg__guard_iopub(S, msg);
     return;
   }
-  const char *state = NULL;   /* execution_state of a status with a parent */
-  kg_pending_entry_t *e = NULL;
-  if (strcmp(kg_msg_type(msg), "status") == 0 && parent && *parent) {
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
-                                                       "execution_state");
-    state = cJSON_IsString(st) ? st->valuestring : NULL;
-    e = kg_pending_find(S->pending, parent);
-    if (state && strcmp(state, "busy") == 0 && e
-        && strcmp(e->msg_type, "execute_request") == 0)
-      kg_gate_set_running(S->gate, parent);
-    if (state && strcmp(state, "idle") == 0 && e && e->forwarded && !e->idle_ms)
-      e->idle_ms = kg_clock_mono_ms();   /* idle before (or without) its reply */
-    if (state && strcmp(state, "idle") == 0 && kg_gate_abort_idle(S->gate, parent))
-      s_send_probe(S);   /* see s_kernel_reply */
-  }
+  const char *state = s_status_seen(S, msg, parent);
   kg__guard_iopub(S, msg);
-  switch (kg__state(S)) {
-  case KG_ST_READY:
-  case KG_ST_EXITING:
-  case KG_ST_EXIT_WAIT:
-  case KG_ST_EXIT_TERM:
-  case KG_ST_EXIT_KILL:
-  case KG_ST_EXITED:
-    break;
-  case KG_ST_CLOSING:
-  case KG_ST_STOPPING:
-  case KG_ST_KILLING:
-    /* Only the failing request's outputs: the user sees the real traceback;
-       the queued requests are answered by kguard. */
-    if (!kg__failing_is(&S->failing, parent))
-      return;
-    break;
-  default:
-    if (!parent || !*parent)
-      return;   /* the new kernel's own `starting`: kguard sent one already */
-    break;
-  }
+  if (!s_iopub_shown(S, parent))
+    return;
   /* The suspected cell's idle waits for the probe's verdict, like its
      reply (s_release_reply publishes it). */
   if (state && strcmp(state, "idle") == 0
@@ -195,6 +208,65 @@ s_kernel_iopub(kg_sup_t *S, kg_msg_t *msg)
   s_check_ready(S);
 }
 
+/*  The kernel's kernel_info_reply content, kept to answer frontends while
+    no kernel can. */
+static void
+s_cache_info(kg_sup_t *S, kg_msg_t *msg)
+{
+  cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
+  if (content) {
+    cJSON_Delete(S->info_cache);
+    S->info_cache = cJSON_Duplicate(content, 1);
+  }
+}
+
+/*  An execute_reply's execution_count (kept as the kernel's), or -1. */
+static int
+s_exec_count(kg_sup_t *S, kg_msg_t *msg)
+{
+  const cJSON *count = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
+                                                        "execution_count");
+  if (!cJSON_IsNumber(count))
+    return -1;
+  S->execution_count = count->valueint;
+  return count->valueint;
+}
+
+/*  A reply to no recorded request: one that expired is still routed back
+    to its asker; anything else is dropped (and counted). */
+static void
+s_route_unknown(kg_sup_t *S, kg_msg_t *msg, const char *parent)
+{
+  const char *type = kg_msg_type(msg);
+  kg_pending_entry_t *x = kg_pending_find_expired(S->pending, parent);
+  if (x) {
+    kg_info("late %s for an expired request: routed", type);
+    s_route_back(S, msg, x, x->channel);
+    kg_pending_remove(S->pending, parent);
+  } else {
+    kg_relay_stats_unrouted(S->stats);
+    kg_debug("%s for an unknown request dropped", type);
+  }
+}
+
+/*  The in-flight cell failed with stop_on_error: what was queued behind it
+    is aborted, and nothing more goes in until the kernel has stopped
+    aborting. */
+static void
+s_abort_queue(kg_sup_t *S, kg_msg_t *msg, const char *parent, bool idle_seen)
+{
+  kg__relay_abort_queue(S, msg);
+  /* ipykernel itself goes on aborting every execute_request that
+     reaches it until an event it schedules (call_later(0)) after this
+     reply has been dispatched; one that lands first is aborted although
+     it was sent after the error. So nothing more goes in until kguard's
+     probe, a kernel_info_request (never aborted) sent once the kernel
+     said idle for this request (so after it scheduled that event), has
+     been answered: by then the event is queued ahead of anything new. */
+  if (kg_gate_abort_begin(S->gate, parent, idle_seen, kg_clock_mono_ms()))
+    s_send_probe(S);
+}
+
 static void
 s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
 {
@@ -210,13 +282,8 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
   const char *parent = kg_msg_parent_id(msg);
   const char *type = kg_msg_type(msg);
   bool is_info = strcmp(type, "kernel_info_reply") == 0;
-  if (is_info) {
-    cJSON *content = kg_msg_json(msg, KG_PART_CONTENT);
-    if (content) {
-      cJSON_Delete(S->info_cache);
-      S->info_cache = cJSON_Duplicate(content, 1);
-    }
-  }
+  if (is_info)
+    s_cache_info(S, msg);
   if (s_is_nudge(S, parent)) {
     if (is_info) {
       kg_ready_saw_reply(kg_kernel_ready(S->kernel));
@@ -251,27 +318,13 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       return;
     }
   }
-  int reply_count = -1;
-  if (is_exec) {
-    const cJSON *count = cJSON_GetObjectItemCaseSensitive(kg_msg_json(msg, KG_PART_CONTENT),
-                                                          "execution_count");
-    if (cJSON_IsNumber(count))
-      S->execution_count = reply_count = count->valueint;
-  }
+  int reply_count = is_exec ? s_exec_count(S, msg) : -1;
   kg__guard_reply(S, msg);
   if (reply_count >= 0)
     kg__incident_cell_count(S, parent, reply_count);
   e = kg_pending_find(S->pending, parent);
   if (!e) {
-    kg_pending_entry_t *x = kg_pending_find_expired(S->pending, parent);
-    if (x) {
-      kg_info("late %s for an expired request: routed", type);
-      s_route_back(S, msg, x, x->channel);
-      kg_pending_remove(S->pending, parent);
-    } else {
-      kg_relay_stats_unrouted(S->stats);
-      kg_debug("%s for an unknown request dropped", type);
-    }
+    s_route_unknown(S, msg, parent);
     if (ends_flight)
       kg__flush_held(S);
     return;
@@ -288,18 +341,8 @@ s_kernel_reply(kg_sup_t *S, kg_channel_t ch, kg_msg_t **msg_p)
       kg__fire(S, KG_EV_SHUTDOWN_REPLIED);   /* EXITING → EXIT_WAIT */
   }
   if (ends_flight && kg__state(S) == KG_ST_READY) {
-    if (abort_queue) {
-      kg__relay_abort_queue(S, msg);
-      /* ipykernel itself goes on aborting every execute_request that
-         reaches it until an event it schedules (call_later(0)) after this
-         reply has been dispatched; one that lands first is aborted although
-         it was sent after the error. So nothing more goes in until kguard's
-         probe, a kernel_info_request (never aborted) sent once the kernel
-         said idle for this request (so after it scheduled that event), has
-         been answered: by then the event is queued ahead of anything new. */
-      if (kg_gate_abort_begin(S->gate, parent, idle_seen, kg_clock_mono_ms()))
-        s_send_probe(S);
-    }
+    if (abort_queue)
+      s_abort_queue(S, msg, parent, idle_seen);
     kg__flush_held(S);
   }
   (void) ch;

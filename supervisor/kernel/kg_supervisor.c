@@ -21,6 +21,7 @@
 #include "kg_clock.h"
 #include "kg_exit.h"
 #include "kg_error.h"
+#include "kg_file.h"
 #include "kg_log.h"
 #include "kg_paths.h"
 #include "kg_safepath.h"
@@ -193,6 +194,113 @@ s_load_rules(kg_sup_t *S, const char *rules_file)
   return KG_EXIT_USAGE;
 }
 
+/*  A restore chosen before the start (`kguard run --resume`): resume-prepare's
+    result, read from path, becomes what the first kernel is given, exactly as
+    a restore after a fault is. 0, or the exit code after a line saying why. */
+static int
+s_load_resume(kg_sup_t *S, const char *path)
+{
+  char *text = NULL;
+  size_t size = 0;
+  int rc = kg_file_read(path, 1 << 20, &text, &size);
+  if (rc != 0) {
+    kg_error("--resume %s: %s", path, kg_strerror(rc));
+    return KG_EXIT_USAGE;
+  }
+  bool ok = kg_restore_take_output(S->restore, text);
+  free(text);
+  if (!ok) {
+    kg_error("--resume %s: not the JSON object `kguard ckpt resume-prepare` prints", path);
+    return KG_EXIT_USAGE;
+  }
+  if (kg_restore_decide(S->restore))
+    kg_notice("resuming from step %lld: %s", kg_restore_step(S->restore),
+              kg_restore_archive(S->restore));
+  else
+    kg_notice("--resume %s: nothing to resume from%s%s", path,
+              kg_restore_error(S->restore) ? ": " : "",
+              kg_restore_error(S->restore) ? kg_restore_error(S->restore) : "");
+  return 0;
+}
+
+/*  The signals, the loop and the launcher watch, first of all: libzmq's
+    threads must inherit the blocked mask. 0, or -1 (said why). */
+static int
+s_open_signals(kg_sup_t *S)
+{
+  static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, KG__PDEATH_SIG, 0};
+  signal(SIGPIPE, SIG_IGN);   /* a pipe closed under kguard is a write error */
+  S->sig = kg_sigsrc_new(signals);
+  if (!S->sig) {
+    kg_error("unable to set up the signal fd: %s", strerror(errno));
+    return -1;
+  }
+  S->loop = kg_loop_new();
+  if (!S->loop)
+    return -1;
+  if (kg__parent_init(S) != 0) {
+    kg_error("unable to watch the launcher: %s", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/*  The parts that hold no socket: decisions, helpers, GPU probes. 0, or
+    -1 (out of memory). */
+static int
+s_new_parts(kg_sup_t *S)
+{
+  S->stats = kg_relay_stats_new(KG__DROPLOG_BURST, KG__DROPLOG_INTERVAL_MS);
+  S->diag = kg_diagnosis_new(S->rules);
+  S->prev_diag = kg_diagnosis_new(S->rules);
+  S->policy = kg_policy_new(&S->cfg->policy_config);
+  S->gate = kg_gate_new(S->cfg->stale_window_ms);
+  S->devcheck = kg_devcheck_new();
+  S->restore = kg_restore_new();
+  S->fsm = kg_fsm_new(kg__states(), S, KG__EVENTS_MAX);
+  S->ckpt = kg_helper_new("checkpoint restore", KG__HELPER_OUT_MAX, KG__HELPER_STALL_MS);
+  S->probe = kg_helper_new("version probe", KG__HELPER_OUT_MAX, KG__HELPER_STALL_MS);
+  S->pending = kg_pending_new(KG__HELD_MAX);
+  if (!S->stats || !S->diag || !S->prev_diag || !S->policy || !S->pending || !S->gate
+      || !S->devcheck || !S->restore || !S->fsm || !S->ckpt || !S->probe
+      || kg__gpu_init(S) != 0)
+    return -1;
+  kg__hang_init(&S->hang);
+  return 0;
+}
+
+/*  The ZeroMQ context, the frontend's sockets bound, the kernel objects
+    (and the standby's). 0, or -1 (logged). */
+static int
+s_open_sockets(kg_sup_t *S)
+{
+  S->ctx = zmq_ctx_new();
+  if (!S->ctx) {
+    kg_error("unable to create the zmq context: %s", zmq_strerror(errno));
+    return -1;
+  }
+  int rc;
+  S->front = kg_front_bind(S->ctx, S->front_info, &rc);   /* logs what failed */
+  if (!S->front)
+    return -1;
+  kg_front_set_loop(S->front, S->loop);
+  kg_kernel_opts_t kopts = {.ctx = S->ctx, .runtime_dir = S->cfg->runtime_dir,
+                            .conn_path = S->cfg->inner_conn_path, .key_from = S->front_info,
+                            .log = S->klog, .ring_bytes = KG__RING_BYTES,
+                            .loop = S->loop};
+  if (!(S->kernel = kg_kernel_new(&kopts)))
+    return -1;
+  if (S->cfg->standby) {
+    /*  A second kernel object with endpoints of its own; the two swap at a
+        promotion (kg_sup_standby.c). */
+    kopts.conn_path = S->cfg->standby_conn_path;
+    kopts.tag = "s";
+    if (!(S->standby.kernel = kg_kernel_new(&kopts)))
+      return -1;
+  }
+  return 0;
+}
+
 kg_supervisor_t *
 kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
 {
@@ -210,66 +318,19 @@ kg_supervisor_new(const kg_supervisor_config_t *config, int *exit_code)
   kg_sup_t *S = &a->S;
   S->cfg = &a->cfg;
 
-  /* Signals first: libzmq's threads must inherit the blocked mask. */
-  static const int signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, 0};
-  signal(SIGPIPE, SIG_IGN);   /* a pipe closed under kguard is a write error */
-  S->sig = kg_sigsrc_new(signals);
-  if (!S->sig) {
-    kg_error("unable to set up the signal fd: %s", strerror(errno));
+  if (s_open_signals(S) != 0)
     goto fail;
-  }
-  S->loop = kg_loop_new();
-  if (!S->loop)
-    goto fail;
-  if (kg__parent_init(S) != 0) {
-    kg_error("unable to watch the launcher: %s", strerror(errno));
-    goto fail;
-  }
   s_open_logs(S);
   if ((*exit_code = s_load_connection(S)) != 0 || (*exit_code = s_load_rules(S, config->rules_file)) != 0)
     goto fail;
   *exit_code = KG_EXIT_SYSTEM;
-  S->stats = kg_relay_stats_new(KG__DROPLOG_BURST, KG__DROPLOG_INTERVAL_MS);
-  S->diag = kg_diagnosis_new(S->rules);
-  S->prev_diag = kg_diagnosis_new(S->rules);
-  S->policy = kg_policy_new(&S->cfg->policy_config);
-  S->gate = kg_gate_new(S->cfg->stale_window_ms);
-  S->devcheck = kg_devcheck_new();
-  S->restore = kg_restore_new();
-  S->fsm = kg_fsm_new(kg__states(), S, KG__EVENTS_MAX);
-  S->ckpt = kg_helper_new("checkpoint restore", KG__HELPER_OUT_MAX, KG__HELPER_STALL_MS);
-  S->probe = kg_helper_new("version probe", KG__HELPER_OUT_MAX, KG__HELPER_STALL_MS);
-  S->pending = kg_pending_new(KG__HELD_MAX);
-  if (!S->stats || !S->diag || !S->prev_diag || !S->policy || !S->pending || !S->gate
-      || !S->devcheck || !S->restore || !S->fsm || !S->ckpt || !S->probe
-      || kg__gpu_init(S) != 0)
+  if (s_new_parts(S) != 0)
     goto fail;
-  kg__hang_init(&S->hang);
-
-  S->ctx = zmq_ctx_new();
-  if (!S->ctx) {
-    kg_error("unable to create the zmq context: %s", zmq_strerror(errno));
+  if (config->resume_file && (*exit_code = s_load_resume(S, config->resume_file)) != 0)
     goto fail;
-  }
-  int rc;
-  S->front = kg_front_bind(S->ctx, S->front_info, &rc);   /* logs what failed */
-  if (!S->front)
+  *exit_code = KG_EXIT_SYSTEM;
+  if (s_open_sockets(S) != 0)
     goto fail;
-  kg_front_set_loop(S->front, S->loop);
-  kg_kernel_opts_t kopts = {.ctx = S->ctx, .runtime_dir = S->cfg->runtime_dir,
-                            .conn_path = S->cfg->inner_conn_path, .key_from = S->front_info,
-                            .log = S->klog, .ring_bytes = KG__RING_BYTES,
-                            .loop = S->loop};
-  if (!(S->kernel = kg_kernel_new(&kopts)))
-    goto fail;
-  if (S->cfg->standby) {
-    /*  A second kernel object with endpoints of its own; the two swap at a
-        promotion (kg_sup_standby.c). */
-    kopts.conn_path = S->cfg->standby_conn_path;
-    kopts.tag = "s";
-    if (!(S->standby.kernel = kg_kernel_new(&kopts)))
-      goto fail;
-  }
   char uuid[37];
   kg_uuid4(uuid);   /* until the kernel's own session is seen */
   kg__set_str(&S->session, uuid);
@@ -321,8 +382,8 @@ kg_supervisor_destroy(kg_supervisor_t **self_p)
   kg__failing_clear(&S->failing);
   kg__free_envp(&S->kernel_envp);
   kg_rotlog_close(&S->klog);
+  kg_parentwatch_destroy(&S->parent);   /* its sources leave the loop */
   kg_loop_destroy(&S->loop);
-  kg_parentwatch_destroy(&S->parent);
   kg_sigsrc_destroy(&S->sig);
   if (S->own_log) {
     kg_log_set_file(NULL);
@@ -364,6 +425,8 @@ static int
 s_on_signal(kg_loop_t *loop, int sig, void *arg)
 {
   kg_sup_t *S = arg;
+  if (S->parent && kg_parentwatch_signal(S->parent, sig))
+    return KG_LOOP_OK;   /* the launcher watch's hint */
   switch (sig) {
   case SIGCHLD:
     if (kg_kernel_alive(S->kernel) && kg_kernel_reap(S->kernel) == 1)

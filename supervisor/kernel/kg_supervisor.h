@@ -31,6 +31,9 @@ typedef struct {
                                     notice (kg_gate.h); < 0 = 2 s             */
   kg_policy_config_t policy;    /*  restart budget and back-off (kg_policy.h) */
   bool standby;                 /*  keep a warm standby kernel (kg_sup_standby.c) */
+  const char *resume_file;      /*  NULL, or `kguard ckpt resume-prepare`'s JSON
+                                    result: what the first kernel resumes from
+                                    (KGUARD_RESUME_*), as after a fault       */
 } kg_supervisor_config_t;
 
 typedef struct kg_supervisor_t kg_supervisor_t;

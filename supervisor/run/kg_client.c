@@ -20,6 +20,7 @@
 
 #include "kg_clock.h"
 #include "kg_error.h"
+#include "kg_file.h"
 #include "kg_loop.h"
 #include "kg_safepath.h"
 #include "kg_paths.h"
@@ -41,6 +42,7 @@ typedef struct {
 struct kg_client_t {
   char dir[128];                /*  private runtime dir (0700)             */
   char conn_path[160];          /*  connection file inside dir             */
+  char resume_path[160];        /*  resume-prepare's result inside dir, or "" */
   kg_conninfo_t *info;          /*  what the child binds                   */
   kg_signer_t *signer;          /*  the connection file's key              */
   char session[37];             /*  our session id                         */
@@ -97,7 +99,7 @@ s_child_argv(const kg_client_t *self, const kg_client_config_t *cfg)
   const kg_kernelspec_t *spec = cfg->spec;
   size_t argc = (size_t) cJSON_GetArraySize(spec->argv);
   bool wrapper = kg_client_spec_is_kguard(spec);
-  char **argv = calloc(argc + 12, sizeof(char *));
+  char **argv = calloc(argc + 16, sizeof(char *));
   if (!argv)
     return NULL;
   kg_kernelspec_ns_t ns = {
@@ -105,7 +107,7 @@ s_child_argv(const kg_client_t *self, const kg_client_config_t *cfg)
     .resource_dir = spec->dir,
     .prefix = kg_kernelspec_sys_prefix(),
   };
-  const char *head[8];
+  const char *head[12];
   size_t nh = 0;
   const cJSON *a = spec->argv->child;
   if (wrapper) {
@@ -127,6 +129,10 @@ s_child_argv(const kg_client_t *self, const kg_client_config_t *cfg)
   if (cfg->state_dir_arg) {
     head[nh++] = "--state-dir";
     head[nh++] = cfg->state_dir_arg;
+  }
+  if (self->resume_path[0]) {
+    head[nh++] = "--resume";
+    head[nh++] = self->resume_path;
   }
   size_t n = 0;
   bool ok = true;
@@ -192,6 +198,12 @@ s_child_env(const kg_client_config_t *cfg)
   setenv("JPY_PARENT_PID", pid, 1);
   if (cfg->state_dir)
     setenv("KGUARD_STATE_DIR", cfg->state_dir, 1);
+  if (cfg->run_id)
+    setenv("KGUARD_RUN_ID", cfg->run_id, 1);
+  if (cfg->notebook)
+    setenv("JPY_SESSION_NAME", cfg->notebook, 1);
+  if (cfg->keep)
+    setenv("KGUARD_KEEP", cfg->keep, 1);
 }
 
 static int
@@ -374,6 +386,17 @@ s_make_dir(kg_client_t *self, char *err, size_t errlen)
   return 0;
 }
 
+/*  The restore the first kernel resumes from, for `kguard kernel --resume`. */
+static int
+s_write_resume(kg_client_t *self, const char *json, char *err, size_t errlen)
+{
+  snprintf(self->resume_path, sizeof self->resume_path, "%s/resume.json", self->dir);
+  int rc = kg_file_write_atomic(self->resume_path, json, strlen(json), 0600);
+  if (rc != 0)
+    kg_errf(err, errlen, "unable to write %s: %s", self->resume_path, kg_strerror(rc));
+  return rc;
+}
+
 static void
 s_remove_dir(kg_client_t *self)
 {
@@ -421,6 +444,8 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
       kg_errf(err, errlen, "out of memory");
     }
   }
+  if (rc == 0 && cfg->resume_json)
+    rc = s_write_resume(self, cfg->resume_json, err, errlen);
   if (rc == 0)
     rc = s_spawn(self, cfg, err, errlen);
 

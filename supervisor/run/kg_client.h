@@ -3,7 +3,8 @@
     Start: a private 0700 runtime directory (mkdtemp under $XDG_RUNTIME_DIR,
     else /tmp) holds a connection file with a random key and the ipc
     transport (no TCP port races); the child is started as
-      <kguard> kernel -f CONN [--checkpoints DIR] [--state-dir D] -- INNER...
+      <kguard> kernel -f CONN [--checkpoints DIR] [--state-dir D]
+                      [--resume FILE] -- INNER...
     (or, when the kernelspec is itself a kguard wrapper, its own argv with
     {connection_file} replaced), in its own process group, in the given
     working directory, with its stdout and stderr going to a log file. Then
@@ -39,6 +40,16 @@ typedef struct {
   const char *log_path;         /*  child stdout/stderr; NULL: inherited   */
   kg_sigsrc_t *signals;         /*  the caller's signals (borrowed; outlive
                                     the client), or NULL                   */
+  const char *run_id;           /*  KGUARD_RUN_ID: the run kguard.save seals
+                                    into (kg_run_resume.h), or NULL         */
+  const char *notebook;         /*  JPY_SESSION_NAME, as Jupyter Server sets
+                                    it: incidents name the notebook; or NULL */
+  const char *keep;             /*  KGUARD_KEEP (kguard.save's retention), or
+                                    NULL: the environment's                */
+  const char *resume_json;      /*  resume-prepare's result the first kernel
+                                    resumes from (`kguard kernel --resume`,
+                                    written in the private runtime dir), or
+                                    NULL                                   */
 } kg_client_config_t;
 
 typedef enum {

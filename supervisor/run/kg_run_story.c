@@ -80,6 +80,9 @@ kg_run_story_down(kg_progress_t *pr, size_t number, const cJSON *events, const c
   kg_progress_event(pr, true, "cell %zu: gave up: kguard stopped restarting the kernel"
                     "%s%s%s%s%s", number, ename ? " (" : "", ename ? ename : "",
                     ename ? ")" : "", why[0] ? ": " : "", why);
+  kg_progress_event(pr, true, "fix the cause, then run the notebook again: with --resume it "
+                    "continues from the run's last checkpoint; CUDA_LAUNCH_BLOCKING=1 in the "
+                    "environment makes a device error name the operator that caused it");
 }
 
 void

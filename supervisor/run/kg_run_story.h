@@ -26,7 +26,8 @@ void kg_run_story_restart(kg_progress_t *pr, kg_run_record_t *record, const cJSO
 
 /*  kguard stopped restarting (down) at cell number: kguard's reason (the
     "down" event's in events, else the reply's ename and evalue), without
-    advice meant for notebooks. */
+    advice meant for notebooks, then what to do in an unattended run. The
+    runner does not show the down notice itself: this is said once. */
 void kg_run_story_down(kg_progress_t *pr, size_t number, const cJSON *events,
                        const cJSON *reply);
 

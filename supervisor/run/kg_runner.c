@@ -51,6 +51,7 @@ typedef struct {
   kg_run_record_t *record;      /*  incidents and checkpoints learnt       */
   int sigints;                  /*  SIGINTs received                       */
   int stop_signal;              /*  a signal that ends the run now, or 0   */
+  bool save_failed;             /*  the last write after a cell failed     */
   char plain[8192];             /*  a traceback line, colours removed      */
 } s_run_t;
 
@@ -137,7 +138,10 @@ s_on_iopub(s_run_t *run, s_cell_t *cell, kg_msg_t *msg)
   if (cJSON_IsObject(kg)) {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(content, "data");
     const char *text = kg_json_string(data, "text/plain");
-    kg_progress_block(run->pr, true, "  kguard | ", text);
+    /*  The give-up notice is written for a notebook (`%kguard restart`);
+        the run says it once, with advice that works here (kg_run_story_down). */
+    if (!s_is(kg_json_string(kg, "event"), "down"))
+      kg_progress_block(run->pr, true, "  kguard | ", text);
     kg_run_record_checkpoint(run->record, kg);
     if (!mine && kg_run_record_is_handled(run->record, kg_json_string(kg, "incident"), parent))
       kg_run_record_complete(run->record, kg, text);
@@ -319,6 +323,31 @@ s_metadata(s_run_t *run, const char *result, size_t cells_done)
     cJSON_AddNullToObject(info, "restored_step");
   cJSON_AddItemToObject(info, "checkpoints_not_restored",
                         cJSON_Duplicate(kg_run_record_not_restored(run->record), true));
+  if (run->cfg->run_id)
+    cJSON_AddStringToObject(info, "run_id", run->cfg->run_id);
+  /*  What --resume continued from: the step the first kernel resumed. */
+  cJSON *resumed = run->cfg->resumed ? cJSON_AddObjectToObject(info, "resumed")
+                                     : cJSON_AddNullToObject(info, "resumed");
+  if (run->cfg->resumed && resumed) {
+    if (run->cfg->resumed_step >= 0)
+      cJSON_AddNumberToObject(resumed, "step", (double) run->cfg->resumed_step);
+    else
+      cJSON_AddNullToObject(resumed, "step");
+  }
+}
+
+/*  The notebook as it stands, written after each cell: a run killed later
+    keeps what was done. A failure is said once; the run goes on (the final
+    write says it again if it fails too). */
+static void
+s_checkpoint_notebook(s_run_t *run, size_t done)
+{
+  s_metadata(run, "running", done);
+  int rc = kg_notebook_save(run->nb, run->cfg->output_path);
+  if (rc != 0 && !run->save_failed)
+    kg_progress_event(run->pr, true, "unable to write %s: %s (going on)",
+                      run->cfg->output_path, kg_strerror(rc));
+  run->save_failed = rc != 0;
 }
 
 /*  Record the kguard events of the running cell in the notebook. */
@@ -420,6 +449,7 @@ s_loop(s_run_t *run, size_t *done)
     cJSON_Delete(cell.events);
     if (exit_code >= 0)
       return exit_code;
+    s_checkpoint_notebook(run, *done);
   }
   return 0;
 }
@@ -496,6 +526,7 @@ kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *cfg, kg_progress_t *p
   }
   kg_progress_event(pr, false, "kernel ready; %zu code cell%s to run", run.ncode,
                     run.ncode == 1 ? "" : "s");
+  s_checkpoint_notebook(&run, 0);
 
   code = s_loop(&run, &done);
   if (code == 0 && cJSON_GetArraySize(kg_run_record_not_restored(run.record)) > 0)

@@ -46,12 +46,17 @@ typedef struct {
   const char *state_dir;        /*  resolved, for incident paths           */
   const char *log_path;         /*  the kernel's log (for the summary)     */
   bool show_output;             /*  show the cells' output as it arrives   */
+  const char *notebook;         /*  the input notebook, for the record     */
+  const char *run_id;           /*  the run (kg_run_resume.h), or NULL     */
+  bool resumed;                 /*  the kernel resumes a checkpoint (--resume) */
+  long long resumed_step;       /*  its step, -1 if unknown                */
   kg_client_config_t client;    /*  how to start the kernel                */
 } kg_runner_config_t;
 
 /*  Run every code cell of nb (edited in place: outputs, execution counts,
     metadata.kguard) and write it to config->output_path, unless the kernel
-    could not start. progress reports to the terminal. Returns the process
+    could not start: after every cell (metadata.kguard.run.result "running"
+    until the end), so a killed run keeps the cells it finished. progress reports to the terminal. Returns the process
     exit code. */
 int kg_runner_run(kg_notebook_t *nb, const kg_runner_config_t *config,
                   kg_progress_t *progress);

@@ -90,6 +90,24 @@ def test_standby_written_and_starts(tmp_path, env):
     assert _drive(env, "warm", "1 + 1").returncode == 0
 
 
+def test_keep_written_into_env(tmp_path, env):
+    """--keep N: the kernelspec's env carries KGUARD_KEEP, kguard.save's default."""
+    prefix = tmp_path / "prefix"
+    out = _install(env, "--name", "kept", "--prefix", str(prefix), "--keep", "3")
+    assert out.returncode == 0, out.stderr
+    spec = json.loads((prefix / "share/jupyter/kernels/kept/kernel.json").read_text())
+    assert spec["env"]["KGUARD_KEEP"] == "3"
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "3x", "", "1000001"])
+def test_keep_must_be_a_count(tmp_path, env, bad):
+    prefix = tmp_path / "prefix"
+    out = _install(env, "--prefix", str(prefix), "--keep", bad)
+    assert out.returncode == 100, out
+    assert "--keep needs a count of checkpoints" in out.stderr
+    assert not prefix.exists()
+
+
 @pytest.mark.parametrize("bad", ["", "torch,", ",torch", "a..b", "9lives", "torch numpy",
                                  "os;rm"])
 def test_standby_imports_must_be_module_names(tmp_path, env, bad):

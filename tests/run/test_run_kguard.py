@@ -123,6 +123,11 @@ def test_same_assert_every_time_gives_up(workdir):
     assert meta["run"]["restarts"] == 1  # the second, identical failure: no more restarts
     assert any(i["event"] == "down" for i in meta["incidents"]), meta["incidents"]
     assert "gave up" in run.stderr
+    # The reason is said once, with advice that works for an unattended run
+    # (not the notebook's `%kguard restart`).
+    assert run.stderr.count("the same failure happened twice") == 1, run
+    assert "Run `%kguard restart` in a cell" not in run.stderr
+    assert "run the notebook again: with --resume" in run.stderr
     # The evaluation cell never ran.
     assert run.code_cells()[4]["execution_count"] is None
     assert result_line(run.nb) is None

@@ -9,13 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kg_error.h"
-#include "kg_sigsrc.h"
 
 #define S_PERIOD_MS_DEFAULT 1000   /* without a pidfd: how often the launcher is looked at */
 
@@ -27,11 +25,16 @@ struct kg_parentwatch_t {
   pid_t target;                 /*  the launcher; 0 = watching nobody        */
   pid_t ppid0;                  /*  getppid() at creation (> 1), or 0        */
   int pidfd;                    /*  readable when target exits, or -1        */
-  int epfd;                     /*  one fd for the loop: pidfd + signals, or -1 */
-  kg_sigsrc_t *sig;             /*  the armed death signal, or NULL          */
+  int pdeath_sig;               /*  the armed death signal, or 0             */
   int period_ms;                /*  fallback polling period                  */
-  int64_t deadline_ms;          /*  next fallback check, INT64_MAX if none   */
+  bool polling;                 /*  no pidfd: the fallback timer looks       */
   bool gone;                    /*  sticky answer                            */
+  bool told;                    /*  on_gone was called                       */
+  kg_loop_t *loop;              /*  attached to (not owned), or NULL         */
+  int pidfd_id, timer_id;       /*  its registrations there, or 0            */
+  int64_t due_ms;               /*  the timer's deadline (0: none)           */
+  kg_parentwatch_gone_fn *on_gone;
+  void *on_gone_arg;
 };
 
 int
@@ -90,14 +93,25 @@ s_is_ancestor(pid_t pid)
   return false;
 }
 
+/*  True if sig is blocked in this thread's mask (a kg_sigsrc holds it). */
+static bool
+s_blocked(int sig)
+{
+  sigset_t now;
+  return sigprocmask(SIG_BLOCK, NULL, &now) == 0 && sigismember(&now, sig) == 1;
+}
+
 kg_parentwatch_t *
 kg_parentwatch_new(pid_t target, int pdeath_sig, int period_ms)
 {
+  if (pdeath_sig < 0 || (pdeath_sig > 0 && !s_blocked(pdeath_sig))) {
+    errno = EINVAL;
+    return NULL;
+  }
   kg_parentwatch_t *self = calloc(1, sizeof *self);
   if (!self)
     return NULL;
-  self->pidfd = self->epfd = -1;
-  self->deadline_ms = INT64_MAX;
+  self->pidfd = -1;
   self->period_ms = period_ms > 0 ? period_ms : S_PERIOD_MS_DEFAULT;
   pid_t ppid = getppid();
   self->ppid0 = ppid > 1 ? ppid : 0;
@@ -107,41 +121,26 @@ kg_parentwatch_new(pid_t target, int pdeath_sig, int period_ms)
     return self;                /* nobody to watch */
   self->target = target;
 
-  self->epfd = epoll_create1(EPOLL_CLOEXEC);
-  if (self->epfd < 0)
-    goto fail;
   int fd = (int) syscall(SYS_pidfd_open, target, 0);
-  if (fd >= 0) {
+  if (fd >= 0)
     self->pidfd = fd;
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
-    if (epoll_ctl(self->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
-      goto fail;
-  } else if (errno == ESRCH) {
+  else if (errno == ESRCH)
     self->gone = true;          /* already dead before we looked */
-  } else {
-    self->deadline_ms = 0;      /* no pidfd (old kernel, seccomp): poll */
-  }
+  else
+    self->polling = true;       /* no pidfd (old kernel, seccomp): poll */
   if (pdeath_sig > 0) {
-    const int signals[] = {pdeath_sig, 0};
-    self->sig = kg_sigsrc_new(signals);
-    if (!self->sig)
-      goto fail;
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = kg_sigsrc_fd(self->sig)};
-    if (epoll_ctl(self->epfd, EPOLL_CTL_ADD, kg_sigsrc_fd(self->sig), &ev) != 0)
-      goto fail;
-    if (prctl(PR_SET_PDEATHSIG, pdeath_sig) != 0)
-      goto fail;
+    if (prctl(PR_SET_PDEATHSIG, pdeath_sig) != 0) {
+      int e = errno;
+      kg_parentwatch_destroy(&self);
+      errno = e;
+      return NULL;
+    }
+    self->pdeath_sig = pdeath_sig;
     /* The parent may have died before the signal was armed: re-check. */
     if (self->ppid0 && getppid() != self->ppid0)
       self->gone = true;
   }
   return self;
-
-fail:;
-  int e = errno;
-  kg_parentwatch_destroy(&self);
-  errno = e;
-  return NULL;
 }
 
 void
@@ -150,39 +149,24 @@ kg_parentwatch_destroy(kg_parentwatch_t **self_p)
   if (!self_p || !*self_p)
     return;
   kg_parentwatch_t *self = *self_p;
-  if (self->sig)
+  if (self->loop) {
+    kg_loop_remove(self->loop, self->pidfd_id);
+    kg_loop_remove(self->loop, self->timer_id);
+  }
+  if (self->pdeath_sig)
     prctl(PR_SET_PDEATHSIG, 0);
-  kg_sigsrc_destroy(&self->sig);   /* and the mask it found */
   if (self->pidfd >= 0)
     close(self->pidfd);
-  if (self->epfd >= 0)
-    close(self->epfd);
   free(self);
   *self_p = NULL;
 }
 
-int
-kg_parentwatch_fd(const kg_parentwatch_t *self)
-{
-  assert(self);
-  return self->epfd;
-}
-
-int64_t
-kg_parentwatch_deadline_ms(const kg_parentwatch_t *self)
-{
-  assert(self);
-  return self->gone ? 0 : self->deadline_ms;
-}
-
-bool
-kg_parentwatch_check(kg_parentwatch_t *self, int64_t now_ms)
+/*  Decide: is the launcher gone (sticky)? Never blocks. */
+static bool
+s_check(kg_parentwatch_t *self)
 {
   if (self->gone || !self->target)
     return self->gone;
-  /* Drain: the death signal is a hint, decided by the checks below. */
-  while (self->sig && kg_sigsrc_read(self->sig) > 0)
-    ;
   if (self->pidfd >= 0) {
     struct pollfd p = {.fd = self->pidfd, .events = POLLIN};
     if (poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP)))
@@ -192,8 +176,84 @@ kg_parentwatch_check(kg_parentwatch_t *self, int64_t now_ms)
   }
   if (self->ppid0 && getppid() != self->ppid0)
     self->gone = true;          /* the direct parent died: reparented */
-  if (self->deadline_ms != INT64_MAX)
-    self->deadline_ms = now_ms + self->period_ms;
+  return self->gone;
+}
+
+/*  Look, and tell the owner once when the launcher is gone; then the
+    watch's sources leave the loop (a pidfd of a dead process stays
+    readable). */
+static void
+s_look(kg_parentwatch_t *self)
+{
+  int64_t now = kg_loop_now(self->loop);
+  if (self->polling)
+    self->due_ms = now + self->period_ms;
+  if (!s_check(self) || self->told)
+    return;
+  self->told = true;
+  self->due_ms = 0;
+  kg_loop_remove(self->loop, self->pidfd_id);
+  self->pidfd_id = 0;
+  self->on_gone(self->loop, self->on_gone_arg);
+}
+
+static int
+s_on_pidfd(kg_loop_t *loop, int id, int events, void *arg)
+{
+  s_look(arg);
+  return KG_LOOP_OK;
+}
+
+static int64_t
+s_when(void *arg)
+{
+  return ((kg_parentwatch_t *) arg)->due_ms;
+}
+
+static int
+s_on_timer(kg_loop_t *loop, int id, void *arg)
+{
+  s_look(arg);
+  return KG_LOOP_OK;
+}
+
+int
+kg_parentwatch_attach(kg_parentwatch_t *self, kg_loop_t *loop, kg_parentwatch_gone_fn *on_gone,
+                      void *arg)
+{
+  assert(self && loop && on_gone && !self->loop);
+  self->loop = loop;
+  self->on_gone = on_gone;
+  self->on_gone_arg = arg;
+  if (!self->target)
+    return 0;
+  /* Gone already, or polling: the first look is due at once. */
+  if (self->gone || self->polling)
+    self->due_ms = kg_loop_now(loop);
+  if (self->pidfd >= 0 && !self->gone
+      && (self->pidfd_id = kg_loop_fd(loop, self->pidfd, KG_LOOP_IN, s_on_pidfd, self)) < 0)
+    return KG_ENOMEM;
+  if ((self->timer_id = kg_loop_timer_of(loop, s_when, s_on_timer, self)) < 0)
+    return KG_ENOMEM;
+  return 0;
+}
+
+bool
+kg_parentwatch_signal(kg_parentwatch_t *self, int signo)
+{
+  assert(self);
+  if (!self->pdeath_sig || signo != self->pdeath_sig)
+    return false;
+  /* Only a hint: s_check decides. */
+  if (self->loop)
+    s_look(self);
+  return true;
+}
+
+bool
+kg_parentwatch_gone(const kg_parentwatch_t *self)
+{
+  assert(self);
   return self->gone;
 }
 

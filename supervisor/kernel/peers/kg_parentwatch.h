@@ -4,15 +4,18 @@
     JPY_PARENT_PID / getppid). kguard must too, or it lives on under init
     holding the frontend's ports and, through its kernel, GPU memory.
 
-    Three triggers, any one is enough, each cheap:
+    Three triggers, any one is enough, each cheap, all sources of the one
+    loop (kg_parentwatch_attach):
     - pidfd_open(target): the fd becomes readable when the target exits
-      (Linux >= 5.3; immune to pid reuse). Polled through kg_parentwatch_fd.
-    - PR_SET_PDEATHSIG(sig) on kguard itself, the signal read from a private
-      signalfd behind the same fd. The death signal also fires when the
-      *thread* that forked kguard exits, so it is only a hint: a check then
-      asks getppid() whether the parent really changed (as the pidfd does).
-    - Fallback without pidfd: a periodic deadline (kg_parentwatch_deadline_ms)
-      at which kill(target, 0) == ESRCH or a changed getppid() says "gone".
+      (Linux >= 5.3; immune to pid reuse). A reader of the loop.
+    - PR_SET_PDEATHSIG(sig) on kguard itself. The signal is read with the
+      caller's other signals, from the caller's kg_sigsrc (one signalfd per
+      process, read by the loop), and handed over with
+      kg_parentwatch_signal. The death signal also fires when the *thread*
+      that forked kguard exits, so it is only a hint: a check then asks
+      getppid() whether the parent really changed (as the pidfd does).
+    - Fallback without pidfd: a timer of the loop, every period, at which
+      kill(target, 0) == ESRCH or a changed getppid() says "gone".
 
     The target is JPY_PARENT_PID (what jupyter_client sets to the launcher's
     pid) when it names one of kguard's ancestors (so a stale value inherited
@@ -24,9 +27,10 @@
     parent (possibly a wrapper such as `conda run` between the launcher and
     kguard) died and nobody waits for kguard any more: that counts as gone.
 
-    Create it BEFORE zmq_ctx_new (like kg_sigsrc): it blocks its death signal
-    with sigprocmask, and libzmq's threads must inherit that mask, else the
-    signal could be delivered to one of them and be lost.
+    Create the caller's kg_sigsrc, with the death signal in its list, before
+    the watch (so the signal is blocked when it is armed) and before
+    zmq_ctx_new (so libzmq's threads inherit the mask and the signal is not
+    delivered to one of them and lost).
 */
 #ifndef KG_PARENTWATCH_H
 #define KG_PARENTWATCH_H
@@ -34,6 +38,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "kg_loop.h"
 
 typedef struct kg_parentwatch_t kg_parentwatch_t;
 
@@ -43,29 +49,42 @@ typedef struct kg_parentwatch_t kg_parentwatch_t;
     target is then ppid, or 0 if ppid <= 1): the caller logs that. */
 int kg_parentwatch_target(const char *jpy, pid_t ppid, pid_t *target_p);
 
-/*  Start watching target (0 = nobody: the watch never fires, fd is -1 and the
-    deadline INT64_MAX). pdeath_sig: the signal to arm with PR_SET_PDEATHSIG
-    (0 = do not arm it; it must not be one kg_sigsrc handles). period_ms: the
-    fallback polling period when no pidfd can be opened. Returns a new watch
-    owned by the caller, or NULL with errno set (allocation, signalfd). */
+/*  Called once, from a handler of the loop, when the watch finds the
+    launcher gone. */
+typedef void (kg_parentwatch_gone_fn)(kg_loop_t *loop, void *arg);
+
+/*  Start watching target (0 = nobody: the watch never fires and registers
+    nothing). pdeath_sig: the signal to arm with PR_SET_PDEATHSIG (0 = do
+    not arm it); it must already be blocked, i.e. be in the list of a
+    kg_sigsrc the caller created first and whose signals it passes to
+    kg_parentwatch_signal, else NULL with errno EINVAL (armed unblocked, it
+    would kill kguard). period_ms: the fallback polling period when no pidfd
+    can be opened. Returns a new watch owned by the caller, or NULL with
+    errno set. */
 kg_parentwatch_t *kg_parentwatch_new(pid_t target, int pdeath_sig, int period_ms);
 
-/*  Close the fds, disarm the death signal and restore the signal mask. Sets
-    *self_p to NULL. Safe on NULL. */
+/*  Remove its sources from the loop it is attached to (which must still
+    exist), close the pidfd and disarm the death signal. Sets *self_p to
+    NULL. Safe on NULL. */
 void kg_parentwatch_destroy(kg_parentwatch_t **self_p);
 
-/*  An fd to poll for POLLIN (the launcher exited or the death signal came),
-    or -1 when only the deadline applies. Poll it; on POLLIN call
-    kg_parentwatch_check. */
-int kg_parentwatch_fd(const kg_parentwatch_t *self);
+/*  Register the watch's sources with loop (kept by the caller, alive until
+    the watch is destroyed): a reader of the pidfd, or the fallback timer.
+    on_gone(loop, arg) is called once, from one of their handlers (or from
+    kg_parentwatch_signal), when the launcher is found gone, also when it
+    was gone already at creation (in the loop's first iteration). Call once.
+    Returns 0, or KG_ENOMEM. */
+int kg_parentwatch_attach(kg_parentwatch_t *self, kg_loop_t *loop,
+                          kg_parentwatch_gone_fn *on_gone, void *arg);
 
-/*  Next monotonic ms at which kg_parentwatch_check must run (fallback
-    polling), or INT64_MAX when the fd covers everything. */
-int64_t kg_parentwatch_deadline_ms(const kg_parentwatch_t *self);
+/*  A signal the caller's kg_sigsrc delivered (call it from the loop's
+    signal handler with every signal). Returns true if it is the watch's
+    death signal: the watch then looked, and called on_gone if the launcher
+    is gone; false if it is another signal (the caller's to handle). */
+bool kg_parentwatch_signal(kg_parentwatch_t *self, int signo);
 
-/*  Decide: returns true if the launcher is gone (sticky: stays true). Drains
-    the fd; reschedules the deadline from now_ms. Never blocks. */
-bool kg_parentwatch_check(kg_parentwatch_t *self, int64_t now_ms);
+/*  True once the launcher was found gone (sticky). */
+bool kg_parentwatch_gone(const kg_parentwatch_t *self);
 
 /*  The watched pid (0 = none) and how: "pidfd", "poll" or "off". */
 pid_t kg_parentwatch_pid(const kg_parentwatch_t *self);

@@ -41,6 +41,7 @@ KG_TEST(exit_codes_for_schedulers)
   KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_GAVE_UP, 0), 86);
   KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_RETRYABLE, 0), 200);
   KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_USAGE, 0), 100);
+  KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_HARDWARE, 0), 200);
   KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, EXITED(3)), 3);
   KG_CHECK_INT(kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, KILLED(SIGSEGV)), 128 + SIGSEGV);
   /* kguard's own codes are never faked by the command, nor success. */

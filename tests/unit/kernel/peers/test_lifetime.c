@@ -22,7 +22,9 @@
 #include "kg_child.h"
 #include "kg_clock.h"
 #include "kg_error.h"
+#include "kg_loop.h"
 #include "kg_parentwatch.h"
+#include "kg_sigsrc.h"
 #include "kg_test.h"
 
 KG_TEST(parentwatch_target_table)
@@ -53,17 +55,44 @@ KG_TEST(parentwatch_target_table)
   }
 }
 
+/*  on_gone of the tests: counts, and stops the loop. */
+static void
+s_gone(kg_loop_t *loop, void *arg)
+{
+  (*(int *) arg)++;
+  kg_loop_stop(loop);
+}
+
+/*  A timer of the tests' loops that bounds one iteration. */
+static int
+s_tick(kg_loop_t *loop, int id, void *arg)
+{
+  return KG_LOOP_OK;
+}
+
 KG_TEST(parentwatch_off_without_target)
 {
+  kg_loop_t *loop = kg_loop_new();
   kg_parentwatch_t *w = kg_parentwatch_new(0, 0, 100);
   KG_CHECK(w != NULL);
-  KG_CHECK_INT(kg_parentwatch_fd(w), -1);
-  KG_CHECK(kg_parentwatch_deadline_ms(w) == INT64_MAX);
-  KG_CHECK(!kg_parentwatch_check(w, kg_clock_mono_ms()));
+  int gone = 0;
+  KG_CHECK_INT(kg_parentwatch_attach(w, loop, s_gone, &gone), 0);
+  KG_CHECK(kg_loop_timeout(loop) == -1);   /* registered nothing */
+  KG_CHECK(!kg_parentwatch_gone(w));
   KG_CHECK_STR(kg_parentwatch_how(w), "off");
   kg_parentwatch_destroy(&w);
   KG_CHECK(w == NULL);
   kg_parentwatch_destroy(&w);
+  kg_loop_destroy(&loop);
+}
+
+KG_TEST(parentwatch_death_signal_must_be_blocked)
+{
+  /* Armed unblocked, the death signal would kill kguard instead of
+     reaching the loop. */
+  errno = 0;
+  KG_CHECK(kg_parentwatch_new(getppid(), SIGUSR2, 100) == NULL);
+  KG_CHECK_INT(errno, EINVAL);
 }
 
 KG_TEST(parentwatch_stale_target_falls_back_to_parent)
@@ -75,13 +104,22 @@ KG_TEST(parentwatch_stale_target_falls_back_to_parent)
     pause();
     _exit(0);
   }
+  kg_loop_t *loop = kg_loop_new();
   kg_parentwatch_t *w = kg_parentwatch_new(other, 0, 100);
   KG_CHECK(w != NULL);
   KG_CHECK_INT(kg_parentwatch_pid(w), getppid() > 1 ? getppid() : 0);
+  int gone = 0;
+  KG_CHECK_INT(kg_parentwatch_attach(w, loop, s_gone, &gone), 0);
   kill(other, SIGKILL);
   waitpid(other, NULL, 0);
-  KG_CHECK(!kg_parentwatch_check(w, kg_clock_mono_ms()));   /* unrelated death */
+  /* One iteration, bounded by a timer due now: an unrelated death is not
+     the launcher's. */
+  KG_CHECK(kg_loop_timer(loop, kg_loop_now(loop), s_tick, NULL) > 0);
+  KG_CHECK_INT(kg_loop_once(loop), 0);
+  KG_CHECK_INT(gone, 0);
+  KG_CHECK(!kg_parentwatch_gone(w));
   kg_parentwatch_destroy(&w);
+  kg_loop_destroy(&loop);
 }
 
 /*  Wait up to timeout_ms for one byte on fd; returns it, or -1. */
@@ -95,23 +133,58 @@ s_read_byte(int fd, int timeout_ms)
   return read(fd, &b, 1) == 1 ? b : -1;
 }
 
-/*  In the watcher: report 'A' (parent alive) or 'G' (gone) each time the
-    watch fd fires, until gone or 10 s pass. */
+/*  The watcher's state: where it reports, and the watch. */
+typedef struct {
+  int report_w;
+  kg_parentwatch_t *w;
+} s_watcher_t;
+
+/*  The watcher's signals: the death signal goes to the watch, which looks;
+    a false alarm is reported as 'A' (parent alive). */
+static int
+s_watcher_signal(kg_loop_t *loop, int signo, void *arg)
+{
+  s_watcher_t *x = arg;
+  if (kg_parentwatch_signal(x->w, signo) && !kg_parentwatch_gone(x->w)
+      && write(x->report_w, "A", 1) != 1)
+    _exit(5);
+  return KG_LOOP_OK;
+}
+
+static void
+s_watcher_gone(kg_loop_t *loop, void *arg)
+{
+  s_watcher_t *x = arg;
+  if (write(x->report_w, "G", 1) != 1)
+    _exit(5);
+  _exit(0);
+}
+
+/*  Give up after 10 s. */
+static int
+s_watcher_timeout(kg_loop_t *loop, int id, void *arg)
+{
+  _exit(4);
+}
+
+/*  In the watcher: one loop, as kguard has, with the watch's sources and
+    the death signal read through a kg_sigsrc; report 'R' once watching,
+    'A' for each false alarm of the signal and 'G' when gone. */
 static void
 s_watcher(int report_w, int sig)
 {
-  kg_parentwatch_t *w = kg_parentwatch_new(getppid(), sig, 100);
-  if (!w || write(report_w, "R", 1) != 1)
+  const int signals[] = {sig, 0};
+  kg_sigsrc_t *src = kg_sigsrc_new(signals);
+  kg_loop_t *loop = kg_loop_new();
+  s_watcher_t x = {.report_w = report_w};
+  if (!src || !loop || !(x.w = kg_parentwatch_new(getppid(), sig, 100)))
     _exit(3);
-  int64_t deadline = kg_clock_mono_ms() + 10000;
-  while (kg_clock_mono_ms() < deadline) {
-    struct pollfd p = {.fd = kg_parentwatch_fd(w), .events = POLLIN};
-    if (poll(&p, 1, 100) <= 0)
-      continue;
-    bool gone = kg_parentwatch_check(w, kg_clock_mono_ms());
-    if (write(report_w, gone ? "G" : "A", 1) != 1 || gone)
-      _exit(0);
-  }
+  if (kg_parentwatch_attach(x.w, loop, s_watcher_gone, &x) != 0
+      || kg_loop_signals(loop, src, s_watcher_signal, &x) < 0
+      || kg_loop_timer(loop, kg_loop_now(loop) + 10000, s_watcher_timeout, NULL) < 0
+      || write(report_w, "R", 1) != 1)
+    _exit(3);
+  kg_loop_run(loop);
   _exit(4);
 }
 
@@ -353,6 +426,7 @@ KG_TEST(child_keeper_spawn_failure_reported)
 }
 
 KG_TEST_MAIN(KG_CASE(parentwatch_target_table), KG_CASE(parentwatch_off_without_target),
+             KG_CASE(parentwatch_death_signal_must_be_blocked),
              KG_CASE(parentwatch_stale_target_falls_back_to_parent),
              KG_CASE(parentwatch_fires_when_parent_killed),
              KG_CASE(parentwatch_ignores_death_of_forking_thread),
