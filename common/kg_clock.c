@@ -37,3 +37,22 @@ kg_clock_iso_ms(int64_t ms, char *buf, size_t size)
     snprintf(buf + n, size - n, ".%03dZ", milli);
   return buf;
 }
+
+char *
+kg_clock_local_ms(int64_t ms, char *buf, size_t size)
+{
+  if (size == 0)
+    return buf;
+  time_t sec = (time_t) (ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+  int milli = (int) (ms - (int64_t) sec * 1000);
+  struct tm tm;
+  buf[0] = '\0';
+  if (!localtime_r(&sec, &tm))
+    return kg_clock_iso_ms(ms, buf, size);
+  char zone[16] = "";
+  strftime(zone, sizeof zone, "%Z", &tm);
+  size_t n = strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+  if (n > 0)
+    snprintf(buf + n, size - n, ".%03d%s%s", milli, zone[0] ? " " : "", zone);
+  return buf;
+}

@@ -21,4 +21,10 @@ int64_t kg_clock_wall_ms(void);
     Times before the epoch are formatted correctly too. */
 char *kg_clock_iso_ms(int64_t ms, char *buf, size_t size);
 
+/*  Format ms since the epoch as the local time a person reads beside a
+    clock, "2026-12-02 18:03:04.123 CET" (the zone's abbreviation, from TZ),
+    into buf (>= 40 bytes; shorter buffers get a truncated string).
+    Returns buf. */
+char *kg_clock_local_ms(int64_t ms, char *buf, size_t size);
+
 #endif

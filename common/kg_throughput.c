@@ -35,3 +35,22 @@ kg_throughput_text(uint64_t done, uint64_t total, double secs, double stale_secs
   }
   return buf;
 }
+
+char *
+kg_throughput_duration(int64_t ms, char *buf, size_t len)
+{
+  if (len == 0)
+    return buf;
+  if (ms < 0)
+    ms = 0;
+  if (ms < 1000)
+    snprintf(buf, len, "%lld ms", (long long) ms);
+  else if (ms < 10000)
+    snprintf(buf, len, "%lld.%lld s", (long long) (ms / 1000), (long long) (ms % 1000 / 100));
+  else if (ms < 120000)
+    snprintf(buf, len, "%lld s", (long long) (ms / 1000));
+  else
+    snprintf(buf, len, "%lld min %lld s", (long long) (ms / 60000),
+             (long long) (ms % 60000 / 1000));
+  return buf;
+}

@@ -20,6 +20,11 @@ void kg_throughput_bytes(double bytes, char *buf, size_t len);
     average since the start; left out when secs <= 0 or done is 0); the time
     left is what remains at that rate, less stale_secs (the time since done
     was measured, so a figure shown later still counts down). Returns buf. */
+/*  A duration (ms >= 0; less counts as 0) as a person reads it: "350 ms"
+    below a second, "1.5 s" (one decimal) below ten, "42 s" below two
+    minutes, then "3 min 5 s". Returns buf. */
+char *kg_throughput_duration(int64_t ms, char *buf, size_t len);
+
 char *kg_throughput_text(uint64_t done, uint64_t total, double secs, double stale_secs, char *buf,
                        size_t len);
 

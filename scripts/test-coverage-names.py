@@ -11,6 +11,15 @@ from pathlib import Path
 
 ROOTS = ("common", "ipc", "checkpoint", "supervisor")
 
+# Folders whose sources are the concern files of one object rather than
+# classes of their own: a test named after each would test a slice of an
+# object no caller sees alone. They count through the tests named here.
+PARTS_OF_ONE = {
+    "supervisor/kernel": "kg_sup_*.c are the concern files of one object, kg_supervisor: "
+                         "its rows by test_sup_states, its pure rules in decide/, its "
+                         "behaviour by tests/integration and tests/fault",
+}
+
 
 def libraries(src):
     """[(library, folder, [source stems])] from every add_library of kguard's
@@ -46,6 +55,8 @@ def main(argv):
         total += len(stems)
         have += len(hit)
         print(f"{lib:18} {folder:28} {len(hit):3} of {len(stems):3}")
+        if show and folder in PARTS_OF_ONE:
+            print(f"    note: {PARTS_OF_ONE[folder]}")
         if show:
             for s in stems:
                 if s not in hit:

@@ -28,13 +28,15 @@ if [ "${KGUARD_TEST_HARDEN:-1}" != 0 ]; then
   # and installs its own release build; the benchmarks' short runs replay
   # exec and checkpoint paths the exec, multinode and checkpoint suites
   # already drive, and cost 5-6 minutes under ASan; run.large_restore is the
-  # restore checkpoint.in_place drives, at a size that costs a minute).
+  # restore checkpoint.in_place drives, at a size that costs a minute;
+  # exec.slurm_example is the sbatch's shell logic around the start-time
+  # resume that exec.resume drives).
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j"$(nproc)"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   ctest --test-dir build/asan --output-on-failure -j"$(nproc)" -L unit
-  ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak|package|bench" -E '^run\.large_restore$'
+  ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak|package|bench" -E '^run\.large_restore$|^exec\.slurm_example$'
   # ThreadSanitizer on the threaded parts: the checkpoint hasher and hash
   # pool (unit tests, and `kguard ckpt` end to end: seal, restore in place,
   # sets, in-flight and background seals, progress) and the message code
@@ -42,10 +44,13 @@ if [ "${KGUARD_TEST_HARDEN:-1}" != 0 ]; then
   # input (corpus, trust, keys) or drive the Python side run the same
   # threads and stay with ASan. libzmq's internals are suppressed (tests/tsan.supp).
   cmake --preset tsan >/dev/null
-  cmake --build --preset tsan -j"$(nproc)" --target test_ckpt test_msg_parse test_msg_send test_msg_forward \
-    kguard kguard-ckpt
+  # Every checkpoint unit program (seals, verifies and restores run the
+  # hasher threads too); the pure ones cost nothing here.
+  tsan_ckpt="util manifest restore seal_names retain list seal hasher hashpool rangecheck"
+  cmake --build --preset tsan -j"$(nproc)" --target $(printf 'test_ckpt_%s ' $tsan_ckpt) \
+    test_msg_parse test_msg_send test_msg_forward kguard kguard-ckpt
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
-    ctest --test-dir build/tsan --output-on-failure -R '^(test_ckpt|test_msg_(parse|send|forward))\.|^checkpoint\.(cli|in_place|sets|inflight|background|progress)$'
+    ctest --test-dir build/tsan --output-on-failure -R "^(test_ckpt_(${tsan_ckpt// /|})|test_msg_(parse|send|forward))\.|^checkpoint\.(cli|in_place|sets|inflight|background|progress)\$"
   # libFuzzer: each harness for a few seconds (tests/fuzz/run_fuzz.sh runs
   # them for hours), after replaying every former crash.
   cmake --preset fuzz >/dev/null

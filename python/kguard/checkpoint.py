@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from . import pace as _pace
+
 __all__ = ["save", "resume", "check_targets", "Resume", "PendingSeal"]
 
 
@@ -178,7 +180,8 @@ def save(state, step, name="state.pt", background=False, keep=None):
     `kguard exec`, its subdirectory rank-$RANK), sealed by $KGUARD_BIN
     (default `kguard` on PATH), run id $KGUARD_RUN_ID (default "default").
     If the device synchronisation raises, nothing is sealed and the error is
-    re-raised; if sealing fails, RuntimeError says why.
+    re-raised; if sealing fails, RuntimeError says why. Once the device
+    synchronised, kguard exec is told the step is done (kguard.step).
 
     background=True returns a PendingSeal as soon as the state is written
     and the device synchronised; the archive is hashed, signed and synced
@@ -217,6 +220,9 @@ def save(state, step, name="state.pt", background=False, keep=None):
                                f"earlier checkpoints are unchanged") from exc
         _synchronize(torch)  # raises on a faulted device: never seal then
         captured_ms = int(time.time() * 1000)
+        # The step is done on a device that still answers: under kguard
+        # exec that is the job's progress (its pace), with nothing printed.
+        _pace.step(step)
         cmd = [_bin(), "ckpt", "seal", tmp, "--step", str(step),
                "--run", os.environ.get("KGUARD_RUN_ID") or "default",
                "--into", ckpt_dir]

@@ -33,6 +33,9 @@ struct kg_diagnosis_t {
   kg_source_t cur_source;
   const char *cur_parent;
   kg_diag_event_t cur_event;
+  /* the last line of raw stdout, raw stderr, the streams was a traceback's
+     frame line: the next is quoted source code (kg_errtext_is_frame) */
+  bool after_frame[3];
 
   bool sticky;
   bool suspect;              /* a sticky family seen in text that proves nothing */
@@ -121,6 +124,7 @@ s_clear(kg_diagnosis_t *self)
   self->backend = KG_BACKEND_UNKNOWN;
   self->exited = false;
   self->exit_code = self->signo = 0;
+  memset(self->after_frame, 0, sizeof self->after_frame);
 }
 
 void
@@ -256,6 +260,14 @@ s_step_marker(kg_diagnosis_t *self, const char *line)
     self->last_step = n;
 }
 
+/*  Which after_frame a source's lines keep, or -1. */
+static int
+s_frame_slot(kg_source_t source)
+{
+  return source == KG_SRC_RAW_STDOUT ? 0 : source == KG_SRC_RAW_STDERR ? 1
+         : source == KG_SRC_STREAM ? 2 : -1;
+}
+
 /*  One complete line from a stream or raw pipe. */
 static kg_diag_event_t
 s_line(kg_diagnosis_t *self, kg_source_t source, const char *parent, const char *line,
@@ -265,6 +277,16 @@ s_line(kg_diagnosis_t *self, kg_source_t source, const char *parent, const char 
   if (source == KG_SRC_RAW_STDERR)
     kg_trail_tail_add(self->trail, line);
   s_step_marker(self, line);
+  /* Source code a traceback quotes is the program's text, not an error it
+     met: the error's own line follows, and that one is the evidence (and
+     the line a notice quotes). */
+  int slot = s_frame_slot(source);
+  if (slot >= 0) {
+    bool code = kg_errtext_is_quoted_code(self->after_frame[slot], line);
+    self->after_frame[slot] = kg_errtext_is_frame(line, strlen(line));
+    if (code)
+      return KG_DIAG_NONE;
+  }
   kg_match_t m;
   if (!kg_classifier_match(self->rules, source, line, strlen(line), &m)) {
     if (truncated)
@@ -344,6 +366,13 @@ kg_diagnosis_feed(kg_diagnosis_t *self, kg_source_t source, const char *stream_n
     size_t a = (size_t) (first + 1 - text), b = (size_t) (last + 1 - text);
     if (s_lines_skippable(self, text + a, b - a, false)) {
       kg_linebuf_feed(lb, text, a, now_ms, s_on_line, self);
+      /* The last skipped line may be a traceback's frame line. */
+      const char *end = text + b - 1;
+      const char *nl = memrchr(text + a, '\n', (size_t) (end - (text + a)));
+      const char *start = nl ? nl + 1 : text + a;
+      int slot = s_frame_slot(source);
+      if (slot >= 0)
+        self->after_frame[slot] = kg_errtext_is_frame(start, (size_t) (end - start));
       kg_linebuf_feed(lb, text + b, len - b, now_ms, s_on_line, self);
       return self->cur_event;
     }

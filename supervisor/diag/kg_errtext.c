@@ -84,3 +84,26 @@ kg_errtext_normalise(const char *line, char *buf, size_t size)
     w--;
   buf[w] = '\0';
 }
+
+bool
+kg_errtext_is_frame(const char *line, size_t len)
+{
+  const char *p = line, *end = line + len;
+  while (p < end && (*p == ' ' || *p == '\t'))
+    p++;
+  if ((size_t) (end - p) < 6 || memcmp(p, "File \"", 6) != 0)
+    return false;
+  const char *close = NULL;
+  for (const char *q = p + 6; q + 7 < end; q++)
+    if (memcmp(q, "\", line ", 8) == 0) {
+      close = q;
+      break;
+    }
+  return close && close + 8 < end && isdigit((unsigned char) close[8]);
+}
+
+bool
+kg_errtext_is_quoted_code(bool after_frame, const char *line)
+{
+  return after_frame && (line[0] == ' ' || line[0] == '\t');
+}

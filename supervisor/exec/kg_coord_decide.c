@@ -18,6 +18,7 @@
 #include "kg_exit.h"
 #include "kg_incident.h"
 #include "kg_log.h"
+#include "kg_throughput.h"
 
 /*  The root cause's incident: the report, every other node's as a
     consequence, the policy's verdict. Caller destroys it. */
@@ -145,9 +146,11 @@ s_restart_point(kg_coord_s *C, int root, cJSON *d, kg_incident_t *inc)
     } else {
       cJSON_AddNullToObject(d, "step");
     }
-    kg_notice("coordinator: generation %d resumes from %s%lld", C->gen + 1,
-              s >= 0 ? "step " : "the start (no checkpoint sealed before the fault) ",
-              (long long) s);
+    if (s >= 0)
+      kg_notice("coordinator: generation %d resumes from step %lld", C->gen + 1, (long long) s);
+    else
+      kg_notice("coordinator: generation %d starts over (no checkpoint sealed before the "
+                "fault)", C->gen + 1);
   }
   cJSON_ReplaceItemInObject(kg_incident_json(inc), "checkpoint", cJSON_Duplicate(d, true));
   cJSON_Delete(listing);
@@ -317,9 +320,9 @@ kg_coord_check_lost(kg_coord_s *C, int64_t now)
     kg_coord_node_t *n = &C->nodes[i];
     if (!n->id_len || n->done || now - n->seen_ms <= C->heartbeat_ms)
       continue;
-    char why[128];
-    snprintf(why, sizeof why, "node %d lost (no message for %lld ms): infrastructure, "
-             "not a GPU fault", i, (long long) (now - n->seen_ms));
+    char why[128], quiet[32];
+    snprintf(why, sizeof why, "node %d lost (no message for %s): infrastructure, "
+             "not a GPU fault", i, kg_throughput_duration(now - n->seen_ms, quiet, sizeof quiet));
     kg_error("coordinator: %s; the job ends retryable", why);
     n->id_len = 0;   /* no more sends to it */
     return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, why);

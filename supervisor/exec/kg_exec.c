@@ -18,6 +18,7 @@
 #include "kg_error.h"
 #include "kg_exit.h"
 #include "kg_log.h"
+#include "kg_throughput.h"
 
 void
 kg_ex_run_queue(kg_exec_s *E)
@@ -74,8 +75,10 @@ s_preempt(kg_exec_s *E, int sig)
     /* The training gets the scheduler's own signal (SIGUSR1 = checkpoint
        now, SIGTERM = the end is near) and the grace to seal and exit. */
     int fwd = sig == SIGHUP ? SIGTERM : sig;
-    kg_notice("exec: signal %d: passing it to the command, %lld ms to seal and exit, then "
-              "exit %d (retryable)", sig, (long long) E->cfg.preempt_grace_ms,
+    char grace[32];
+    kg_notice("exec: signal %d: passing it to the command, %s to seal and exit, then "
+              "exit %d (retryable)", sig,
+              kg_throughput_duration(E->cfg.preempt_grace_ms, grace, sizeof grace),
               KG_EXEC_EXIT_RETRYABLE);
     s_stop(E, fwd, E->cfg.preempt_grace_ms, KG_EX_AFTER_EV_STOP_EXIT);
     break;
@@ -202,10 +205,11 @@ s_judge(kg_exec_s *E, kg_exec_evidence_t ev, int status, int64_t step)
 {
   kg_exec_verdict_t v = kg_exec_judge(ev, status, step, E->step_at_suspicion);
   if (v == KG_EXEC_PROOF) {
-    char how[64] = "";
+    char how[64] = "", d[32];
     if (ev == KG_EXEC_EV_STALL)
-      snprintf(how, sizeof how, "no progress for %lld ms",
-               (long long) kg_exec_stall_ms(E->cfg.stall_ms, E->pace.longest_gap_ms));
+      snprintf(how, sizeof how, "no progress for %s",
+               kg_throughput_duration(kg_exec_stall_ms(E->cfg.stall_ms, E->pace.longest_gap_ms),
+                                      d, sizeof d));
     else
       kg_child_describe(status, how, sizeof how);
     char why[128];
@@ -359,7 +363,9 @@ s_on_stopping(kg_exec_s *E, kg_ex_event_t ev)
 static void
 s_on_restoring(kg_exec_s *E, kg_ex_event_t ev)
 {
-  if (ev.kind == KG_EXE_HELPER_DONE)
+  if (ev.kind == KG_EXE_BEGIN)
+    kg_ex_start_choose(E);
+  else if (ev.kind == KG_EXE_HELPER_DONE)
     kg_ex_helper_done(E);
 }
 
@@ -411,8 +417,10 @@ static void (*const s_on[KG_EX_STATE_COUNT])(kg_exec_s *, kg_ex_event_t) = {
 static void
 s_link_lost(kg_exec_s *E)
 {
-  kg_error("exec: the coordinator is lost (no message for %lld ms): infrastructure, not a "
-           "GPU fault; stopping, exit %d (retryable)", (long long) E->cfg.heartbeat_ms,
+  char quiet[32];
+  kg_error("exec: the coordinator is lost (no message for %s): infrastructure, not a "
+           "GPU fault; stopping, exit %d (retryable)",
+           kg_throughput_duration(E->cfg.heartbeat_ms, quiet, sizeof quiet),
            KG_EXEC_EXIT_RETRYABLE);
   kg_ex_state_t st = kg_ex_state(E);
   if (st == KG_EX_RUNNING || st == KG_EX_SUSPECT) {
@@ -478,9 +486,10 @@ s_enter_suspect(void *arg, int from, const kg_fsm_event_t *ev)
   const kg_match_t *m = kg_diagnosis_suspect(E->diag) ? kg_diagnosis_suspicion(E->diag)
                                                          : kg_diagnosis_match(E->diag);
   int64_t stall = kg_exec_stall_ms(E->cfg.stall_ms, E->pace.longest_gap_ms);
+  char words[512];
+  kg_exec_stall_words(E->cfg.stall_ms, E->pace.longest_gap_ms, words, sizeof words);
   kg_notice("exec: sticky error text seen (%s): a fault once a process fails or "
-            "training stalls for %lld ms%s", m && m->family ? m->family->id : "?",
-            (long long) stall, E->cfg.stall_ms < 0 ? " (4 x its longest step)" : "");
+            "training stalls for %s", m && m->family ? m->family->id : "?", words);
   kg_fsm_set_deadline(E->fsm, E->fault_mono_ms + stall);
 }
 

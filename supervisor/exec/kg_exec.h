@@ -28,7 +28,14 @@
 
 typedef struct {
   char **argv;                  /* COMMAND [ARGS...], NULL-terminated (borrowed) */
-  const char *ckpt_dir;         /* NULL: no restore, restarts start over       */
+  const char *ckpt_dir;         /* the run's checkpoints (kg_exec_main: --checkpoints,
+                                   else kguard.save's default, never NULL there) */
+  bool ckpt_default;            /* ckpt_dir is that default: created by the first
+                                   seal, never by kguard (a command that seals
+                                   nothing leaves no directory behind)         */
+  bool fresh;                   /* start at step 0, not from the run's last
+                                   consistent checkpoint (kg_exec_start.h)     */
+  int keep;                     /* KGUARD_KEEP of the ranks, 0: not set          */
   const char *state_dir;        /* NULL: kg_paths' default                      */
   const char *name;             /* run name (logs, KGUARD_RUN_ID)               */
   const char *rules_path;       /* NULL: the shipped rules                      */

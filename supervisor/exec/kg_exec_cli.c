@@ -25,7 +25,7 @@
 enum { O_CKPT = 1, O_MAXR, O_STATE, O_NAME, O_STALL, O_KILL_GRACE, O_PREEMPT_GRACE, O_RULES,
        O_NNODES, O_NODE_RANK, O_COORD, O_SECRET, O_NPROC, O_HEARTBEAT, O_MASTER_ADDR,
        O_MASTER_PORT, O_STANDBY, O_STANDBY_IMPORTS, O_STANDBY_MAX_AGE, O_COORD_BIND,
-       O_JOIN_TIMEOUT };
+       O_JOIN_TIMEOUT, O_FRESH, O_KEEP };
 
 /*  What each of kguard's stdout and stderr may hold while its reader does
     not read; beyond it the job's output is dropped (and said), never the
@@ -41,8 +41,16 @@ s_log_line(void *arg, const char *line, size_t len)
 
 static const kg_opt_t s_opts[] = {
   {O_CKPT, 0, "checkpoints", "DIR",
-   "checkpoint directory (KGUARD_CKPT_DIR of the command); without it a restart starts "
-   "over", 0},
+   "the run's checkpoint directory (KGUARD_CKPT_DIR of the command; default: where "
+   "kguard.save seals by default, $KGUARD_CKPT_DIR, else ./kguard-checkpoints). Before the "
+   "first start kguard restores the last checkpoint of the run (--name) that verifies, and "
+   "kguard.resume() returns it: the same command again continues the run", 0},
+  {O_FRESH, 0, "fresh", NULL,
+   "start the run at step 0 instead; its existing checkpoints stay (the new ones are newer, "
+   "and a restart of this run never goes back to one sealed before it)", 0},
+  {O_KEEP, 0, "keep", "N",
+   "the ranks keep the newest N checkpoints of the run (KGUARD_KEEP=N for kguard.save, which "
+   "removes older ones after each seal, never one a resume or an open incident needs)", 0},
   {O_NPROC, 0, "nproc-per-node", "N",
    "kguard starts N ranks of COMMAND on this node, each its own process group, with "
    "torchrun's environment; with torchrun as COMMAND: its ranks per node, for the checkpoint "
@@ -69,7 +77,7 @@ static const kg_opt_t s_opts[] = {
   {O_NAME, 0, "name", "NAME", "run name: log file, KGUARD_RUN_ID (default: exec)", 0},
   {O_STALL, 0, "stall-timeout", "S",
    "seconds without progress after a sticky error text that prove the fault (default: 4 x "
-   "the longest gap between two completed steps of the job, kept across restarts, 1.5 to "
+   "the longest gap between two steps the job reported, kept across restarts, 1.5 to "
    "60; 60 before two steps were seen)", 0},
   {O_KILL_GRACE, 0, "kill-grace", "S",
    "a peer node's tree (stopped because of a fault elsewhere): SIGTERM to SIGKILL (default "
@@ -139,8 +147,10 @@ const kg_cmd_t kg_exec_cmd = {
            "follows is COMMAND's.",
   .opts = s_opts,
   .more = "A sticky error text is proof only when a process of the group then fails, or when "
-          "no newer `kguard: completed step N` line (two steps on) follows within "
-          "--stall-timeout; a command that carries on or succeeds is left alone. See "
+          "no newer step (two steps on) is reported within --stall-timeout; a command that "
+          "carries on or succeeds is left alone. The ranks report steps with kguard.step(n) "
+          "or kguard.save (a private channel, KGUARD_STEP_SOCKET; nothing printed), or print "
+          "`kguard: completed step N`. With several ranks each line is led by [rankN]: . See "
           "docs/exec.md.",
   .exits = s_exits,
   .flags = KG_CMD_STOP,
@@ -198,6 +208,11 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
     case O_COORD_BIND: c->coordinator_bind = v; break;
     case O_SECRET: c->secret_file = v; break;
     case O_STANDBY: c->standby = true; break;
+    case O_FRESH: c->fresh = true; break;
+    case O_KEEP:
+      if (s_int(v, 1, 1000000, &c->keep) < 0)
+        return s_usage(&p, "--keep needs a positive number of checkpoints, 1-1000000", v);
+      break;
     case O_STANDBY_IMPORTS: c->standby_imports = v; break;
     case O_MASTER_ADDR: c->master_addr = v; break;
     case O_MASTER_PORT:
@@ -260,6 +275,13 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
       return s_usage(&p, "multi-node mode needs --coordinator, --secret and --checkpoints",
                      NULL);
   }
+  /* The directory kguard.save seals into when the script names none
+     (python/kguard/checkpoint.py): faults and requeues find its seals. */
+  if (!c->ckpt_dir) {
+    const char *env = getenv("KGUARD_CKPT_DIR");
+    c->ckpt_dir = env && *env ? env : "kguard-checkpoints";
+    c->ckpt_default = true;
+  }
   return 0;
 }
 
@@ -283,7 +305,8 @@ s_setup(kg_exec_s *E)
     kg_error("exec: cannot create %s: %s", E->run_dir, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
   }
-  if (E->cfg.ckpt_dir && (rc = kg_paths_mkdirs(E->cfg.ckpt_dir, 0700)) != 0) {
+  if (E->cfg.ckpt_dir && !E->cfg.ckpt_default
+      && (rc = kg_paths_mkdirs(E->cfg.ckpt_dir, 0700)) != 0) {
     kg_error("exec: cannot create the checkpoint directory %s: %s", E->cfg.ckpt_dir,
              kg_strerror(rc));
     return KG_EXIT_USAGE;
@@ -307,6 +330,10 @@ s_setup(kg_exec_s *E)
   E->diag = kg_diagnosis_new(E->rules);
   E->mode = kg_exec_mode(E->cfg.argv, E->cfg.nproc_given, E->cfg.nnodes);
   E->devmem = kg_exec_devmem_new();
+  int sock_rc = kg_exec_stepsock_new(&E->steps);
+  if (sock_rc != 0)
+    kg_warning("exec: no channel for kguard.step and kguard.save (%s): only printed "
+               "`kguard: completed step N` lines tell the job's pace", kg_strerror(sock_rc));
   /* The ranks see kguard's CUDA_VISIBLE_DEVICES: their GPUs' baseline,
      before any of them runs. */
   E->gpuwatch = kg_gpuwatch_new(getenv("CUDA_VISIBLE_DEVICES"));
@@ -376,6 +403,7 @@ s_teardown(kg_exec_s *E)
   kg_child_destroy(&E->coord);
   kg_ex_ranks_destroy(E);
   kg_exec_devmem_destroy(&E->devmem);
+  kg_exec_stepsock_destroy(&E->steps);
   kg_gpuwatch_destroy(&E->gpuwatch);
   kg_exec_store_destroy(&E->store);
   kg_child_destroy(&E->helper);
@@ -445,6 +473,7 @@ kg_exec_run(const kg_exec_config_t *config)
   E->to = KG_FSM_NONE;
   kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
+  E->started_wall_ms = kg_clock_wall_ms();
   /* The one reactor, and its clock: every handler's time, from the setup
      to the last output drained in the teardown. */
   E->loop = kg_loop_new();
@@ -459,7 +488,18 @@ kg_exec_run(const kg_exec_config_t *config)
       code = KG_EXIT_SYSTEM;
     else
       code = kg_ex_loop(E);
+  } else if (code == 0 && !E->cfg.fresh) {
+    /* The run continues from its last consistent checkpoint: chosen first,
+       then the ranks start (kg_ex_start_choose). */
+    if (kg_ex_states_start(E, KG_EX_RESTORING) != 0) {
+      code = KG_EXIT_SYSTEM;
+    } else {
+      kg_ex_fire(E, KG_EXE_BEGIN, 0);   /* a transition: it may end the run */
+      code = kg_ex_loop(E);
+    }
   } else if (code == 0) {
+    kg_notice("exec: --fresh: run %s starts at step 0; the checkpoints already in %s stay "
+              "(what this run seals is newer)", E->cfg.name, E->cfg.ckpt_dir);
     int rc = kg_ex_states_start(E, KG_EX_RUNNING);
     if (rc == 0)
       rc = kg_ex_start_command(E);

@@ -22,7 +22,7 @@ s_overridden(const char *entry, bool agent)
   static const char *const names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
                                 "KGUARD_CKPT_DIR", "KGUARD_RESUME_DIR", "KGUARD_RESUME_STEP",
                                 "KGUARD_RESUME_ARCHIVE", "KGUARD_INCIDENT",
-                                "KGUARD_EXEC_GENERATION", "KGUARD_RUN_ID",
+                                "KGUARD_EXEC_GENERATION", "KGUARD_RUN_ID", KG_EXEC_STEP_ENV,
                                 "KGUARD_CKPT_LAYOUT", "TORCHELASTIC_ERROR_FILE", NULL};
   /* torchrun's contract, which kguard sets itself when it starts the ranks
      (an outer launcher's must not leak into them). */
@@ -102,6 +102,8 @@ kg_ex_build_env(kg_exec_s *E, int rank)
     char *eq = strchr(*e, '=');
     if (s_overridden(*e, agent) || !eq)
       continue;
+    if (E->cfg.keep > 0 && strncmp(*e, "KGUARD_KEEP=", 12) == 0)
+      continue;   /* --keep wins over the environment's */
     char *name = strndup(*e, (size_t) (eq - *e));
     rc = name ? kg_envp_push(&env, &n, &alloc, name, eq + 1) : -1;
     free(name);
@@ -119,12 +121,18 @@ kg_ex_build_env(kg_exec_s *E, int rank)
   if (E->cfg.ckpt_dir)
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", E->cfg.ckpt_dir);
   rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RUN_ID", E->cfg.name);
+  if (E->cfg.keep > 0) {
+    snprintf(buf, sizeof buf, "%d", E->cfg.keep);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_KEEP", buf);
+  }
   /* Multi-node: rank r seals into KGUARD_CKPT_DIR/rank-r and finds its
      restore in KGUARD_RESUME_DIR/rank-r (kguard.save/resume join it). */
   if (E->multi)
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_CKPT_LAYOUT", "rank-dirs");
   snprintf(buf, sizeof buf, "%d", E->generation);
   rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_EXEC_GENERATION", buf);
+  if (E->steps)
+    rc |= kg_envp_push(&env, &n, &alloc, KG_EXEC_STEP_ENV, kg_exec_stepsock_env(E->steps));
   /* torchrun's agent, or the rank's @record, writes its failure here. */
   rc |= kg_envp_push(&env, &n, &alloc, "TORCHELASTIC_ERROR_FILE", E->ranks[rank].error_file);
   if (agent)
@@ -171,6 +179,7 @@ kg_ex_incident_begin(kg_exec_s *E, const char *decision, const char *reason)
   if (!E->incident)
     return;
   E->incident_open = true;
+  E->incident_said = false;
   kg_incident_set_diagnosis(E->incident, E->diag);
   kg_incident_set_last_step(E->incident, E->pace.last_step);
   if (E->leader_reaped) {
@@ -229,8 +238,10 @@ kg_ex_incident_write(kg_exec_s *E)
   char dir[PATH_MAX + 16], *path = NULL;
   snprintf(dir, sizeof dir, "%s/incidents", E->state_dir);
   int rc = kg_incident_write(E->incident, dir, &path);
-  if (rc == 0)
+  if (rc == 0 && !E->incident_said)
     kg_notice("exec: incident %s", path);
+  if (rc == 0)
+    E->incident_said = true;
   else
     kg_error("exec: cannot write the incident into %s", dir);
   free(path);

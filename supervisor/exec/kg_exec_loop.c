@@ -69,6 +69,20 @@ s_on_pipe(kg_loop_t *loop, int id, int events, void *arg)
 }
 
 static int
+s_steps_fd(void *arg)
+{
+  return kg_exec_stepsock_fd(((kg_exec_s *) arg)->steps);
+}
+
+static int
+s_on_steps(kg_loop_t *loop, int id, int events, void *arg)
+{
+  (void) loop, (void) id, (void) events;
+  kg_ex_read_steps(arg);
+  return s_after(arg);
+}
+
+static int
 s_helper_fd(void *arg)
 {
   kg_exec_s *E = arg;
@@ -227,7 +241,8 @@ kg_ex_loop(kg_exec_s *E)
     pipes[k] = (s_pipe_t){E, k / 4 % E->nranks, k % 2 + 1, k % 4 >= 2};
     ok = kg_loop_fd_of(E->loop, s_pipe_fd, KG_LOOP_IN, s_on_pipe, &pipes[k]) > 0;
   }
-  ok = ok && kg_loop_fd_of(E->loop, s_helper_fd, KG_LOOP_IN, s_on_helper, E) > 0
+  ok = ok && kg_loop_fd_of(E->loop, s_steps_fd, KG_LOOP_IN, s_on_steps, E) > 0
+       && kg_loop_fd_of(E->loop, s_helper_fd, KG_LOOP_IN, s_on_helper, E) > 0
        && kg_loop_fd_of(E->loop, s_helper_err_fd, KG_LOOP_IN, s_on_helper, E) > 0
        && kg_loop_fd_of(E->loop, s_store_fd, KG_LOOP_IN, s_on_store, E) > 0
        && kg_loop_socket_of(E->loop, s_link, KG_LOOP_IN, s_on_link, E) > 0

@@ -18,6 +18,7 @@
 #include "kg_exit.h"
 #include "kg_file.h"
 #include "kg_log.h"
+#include "kg_throughput.h"
 #include "kg_socket.h"
 #include "kg_loop.h"
 #include "kg_paths.h"
@@ -410,8 +411,10 @@ kg_ex_node_send_stopped(kg_exec_s *E)
   const cJSON *rows;
   cJSON_ArrayForEach(rows, E->listing)
     archives += cJSON_GetArraySize(rows);
-  kg_notice("exec: this node's ranks' checkpoints listed and verified: %d archive(s) in %lld ms",
-            archives, (long long) (kg_ex_now(E) - E->listing_started));
+  char took[32];
+  kg_notice("exec: this node's ranks' checkpoints listed and verified: %d archive(s) in %s",
+            archives, kg_throughput_duration(kg_ex_now(E) - E->listing_started, took,
+                                             sizeof took));
   cJSON *f = cJSON_CreateObject();
   cJSON_AddNumberToObject(f, "gen", E->generation - 1);
   cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));

@@ -92,6 +92,34 @@ kg_ex_output_drain(kg_exec_s *E)
   }
 }
 
+/*  A completed step, printed or reported: a newer one of this run is
+    progress, and measures the job's pace. */
+static void
+s_step_seen(kg_exec_s *E, int64_t step)
+{
+  if (step >= 0 && kg_exec_pace_step(&E->pace, step, kg_ex_now(E)))
+    kg_ex_fire(E, KG_EXE_STEP, step);
+}
+
+void
+kg_ex_read_steps(kg_exec_s *E)
+{
+  kg_exec_step_msg_t m;
+  int64_t newest = -1;
+  /* Bounded: a flood of reports never starves the loop's other sources;
+     one event for the newest (the ranks report the same steps). */
+  for (int i = 0; i < 256; i++) {
+    int rc = kg_exec_stepsock_recv(E->steps, &m);
+    if (rc == 0)
+      break;
+    /* A report of an earlier generation (a rank of a killed tree still
+       draining) says nothing of this run. */
+    if (rc == 1 && m.generation == E->generation - 1 && m.step > newest)
+      newest = m.step;
+  }
+  s_step_seen(E, newest);
+}
+
 struct s_line_ctx {
   kg_exec_s *E;
   int rank;
@@ -112,9 +140,7 @@ s_diag_line(void *arg, const char *line, size_t len, bool truncated, int64_t fir
   memcpy(buf, line, len);
   buf[len] = '\n';
   kg_diag_event_t d = kg_diagnosis_feed(E->diag, c->src, NULL, NULL, buf, len + 1, first_ms);
-  int64_t step = kg_diagnosis_last_step(E->diag);
-  if (step >= 0 && kg_exec_pace_step(&E->pace, step, kg_ex_now(E)))
-    kg_ex_fire(E, KG_EXE_STEP, step);
+  s_step_seen(E, kg_diagnosis_last_step(E->diag));
   /* Text on the group's pipes proves nothing by itself (a suspicion):
      the proof is a failure or a stall after it (kg_exec.c). */
   if (d == KG_DIAG_SUSPECT || d == KG_DIAG_STICKY) {
@@ -122,6 +148,46 @@ s_diag_line(void *arg, const char *line, size_t len, bool truncated, int64_t fir
       E->fault_rank = c->rank;
     kg_ex_fire(E, KG_EXE_STICKY, 0);
   }
+}
+
+/*  n bytes of rank r's stream which, to kguard's stream and the log as
+    they come; when the job has several ranks, each line led by its rank
+    as torchrun's --tee does ("[rank1]: "), so the ranks' lines can be told
+    apart (a line a rank writes in pieces can still be cut by another's). */
+static void
+s_pass(kg_exec_s *E, int r, int which, const char *buf, size_t n)
+{
+  if (E->mode != KG_EXEC_MODE_AGENT || E->cfg.nnodes * E->nranks < 2) {
+    kg_ex_output(E, which, buf, n);
+    kg_exec_log_output(E->log, buf, n);
+    return;
+  }
+  bool *mid = &E->ranks[r].mid_line[which - 1];
+  char pre[32], out[16384];
+  size_t pn = (size_t) snprintf(pre, sizeof pre, "[rank%d]: ", E->cfg.node_rank * E->nranks + r);
+  size_t o = 0;
+  for (size_t i = 0; i < n;) {
+    if (o + pn > sizeof out) {
+      kg_ex_output(E, which, out, o);
+      kg_exec_log_output(E->log, out, o);
+      o = 0;
+    }
+    if (!*mid) {
+      memcpy(out + o, pre, pn);
+      o += pn;
+      *mid = true;
+    }
+    const char *nl = memchr(buf + i, '\n', n - i);
+    size_t seg = nl ? (size_t) (nl - (buf + i)) + 1 : n - i;
+    size_t take = seg < sizeof out - o ? seg : sizeof out - o;
+    memcpy(out + o, buf + i, take);
+    o += take;
+    i += take;
+    if (take == seg && nl)
+      *mid = false;
+  }
+  kg_ex_output(E, which, out, o);
+  kg_exec_log_output(E->log, out, o);
 }
 
 /*  Pass one rank's pipe through as it comes, keep it, and diagnose it line
@@ -138,8 +204,7 @@ kg_ex_read_rank(kg_exec_s *E, int r, int which)
       kg_linebuf_flush(k->lines[which - 1], s_diag_line, &ctx);
     if (n <= 0)
       return;
-    kg_ex_output(E, which, buf, (size_t) n);
-    kg_exec_log_output(E->log, buf, (size_t) n);
+    s_pass(E, r, which, buf, (size_t) n);
     kg_linebuf_feed(k->lines[which - 1], buf, (size_t) n, kg_clock_wall_ms(), s_diag_line, &ctx);
   }
 }

@@ -23,6 +23,7 @@
 #include "kg_fdq.h"
 #include "kg_exec_rule.h"
 #include "kg_exec_states.h"
+#include "kg_exec_stepsock.h"
 #include "kg_fsm.h"
 #include "kg_incident.h"
 #include "kg_linebuf.h"
@@ -47,6 +48,8 @@ typedef struct {
   bool reaped;
   int status;                   /* wait status once reaped                    */
   kg_linebuf_t *lines[2];       /* stdout, stderr: whole lines for diagnosis  */
+  bool mid_line[2];             /* stdout, stderr passed on up to a line's
+                                   middle (no rank prefix due)               */
   char **envp;                  /* its environment (owned)                    */
   char error_file[PATH_MAX + 96]; /* TORCHELASTIC_ERROR_FILE of this start    */
   kg_child_t *standby;          /* its warm standby (kg_exec_standby.c)        */
@@ -74,6 +77,8 @@ typedef struct kg_exec_s {
   kg_policy_t *policy;
   kg_incident_t *incident;      /* the current fault's record, or NULL        */
   bool incident_open;           /* its generation's tree is not yet gone      */
+  bool incident_said;           /* its path was printed (once: it is rewritten
+                                   as the tree's exits and the restore come)  */
   char signature[KG_DIAG_SIGNATURE_MAX];
   char last_signature[KG_DIAG_SIGNATURE_MAX]; /* the previous fault's        */
   bool restored;                /* the restore of this fault is done           */
@@ -117,12 +122,16 @@ typedef struct kg_exec_s {
   int standby_failures;         /* standbys that died before use               */
   int64_t generation_started;   /* monotonic                                   */
   kg_exec_pace_t pace;          /* this run's steps, the job's pace           */
+  kg_exec_stepsock_t *steps;    /* kguard.step/kguard.save's reports, or NULL */
   int64_t step_at_suspicion;
   int64_t fault_wall_ms;
   int64_t fault_mono_ms;
 
   char *resume_dir, *resume_archive;
   int64_t resume_step;          /* -1 = nothing to resume                     */
+  bool starting;                /* the start-time choice runs (RESTORING)      */
+  int64_t started_wall_ms;      /* the run's start (wall): with --fresh, no
+                                   checkpoint sealed before it is restored    */
 
   /* multi-node (kg_exec_node.c) */
   bool multi;
@@ -195,6 +204,9 @@ void kg_ex_read_helper(kg_exec_s *E);
     stdout (which 1) or stderr (2) through its queue: never waits for the
     reader; what a stopped reader made it drop is said once it reads again. */
 void kg_ex_output(kg_exec_s *E, int which, const char *buf, size_t len);
+/*  Read the step reports waiting on the step socket (kguard.step,
+    kguard.save): this generation's are progress, as a printed step line. */
+void kg_ex_read_steps(kg_exec_s *E);
 /*  kguard's stdout (which 1) or stderr (2) is writable: write what its
     queue holds, and say what it dropped (or that its reader is gone). */
 void kg_ex_output_flush(kg_exec_s *E, int which);
@@ -275,7 +287,12 @@ void kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev);
 /*  The link's handshake events (the monitor socket is readable). */
 void kg_ex_node_monitor(kg_exec_s *E);
 
-/*  kg_exec_restart.c: after a proven fault. */
+/*  kg_exec_restart.c: at the start, and after a proven fault. */
+/*  One node, before the first start (no --fresh; RESTORING's BEGIN):
+    choose the run's last consistent checkpoint with resume-prepare, the
+    start's time as T; the ranks start once it answers
+    (kg_ex_helper_done). */
+void kg_ex_start_choose(kg_exec_s *E);
 /*  Start choosing the checkpoint (one node): at once, also while the tree
     still stops. */
 void kg_ex_restore(kg_exec_s *E);

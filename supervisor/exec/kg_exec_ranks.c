@@ -86,6 +86,7 @@ kg_ex_start_command(kg_exec_s *E)
     unlink(k->error_file);
     k->envp = kg_ex_build_env(E, r);
     kg_child_destroy(&k->child);
+    k->mid_line[0] = k->mid_line[1] = false;
     k->reaped = false;
     k->status = 0;
     k->pgid = -1;

@@ -1,4 +1,6 @@
-/*  kg_exec_restart: what follows a proven fault in `kguard exec`: choosing
+/*  kg_exec_restart: the run's checkpoint at its start (one node: the same
+    resume-prepare as after a fault, the start's time as T), and what
+    follows a proven fault in `kguard exec`: choosing
     and restoring the checkpoint (one node: resume-prepare, overlapped with
     the teardown; several: the coordinator's decision, then this node's
     quarantine and restores), the decisions that end a job, and the check
@@ -6,6 +8,8 @@
     the decisions (kg_exec.c). */
 #include "kg_exec_priv.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +20,100 @@
 #include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_exit.h"
+#include "kg_exec_start.h"
 #include "kg_log.h"
+#include "kg_throughput.h"
 
 #define S_DEVMEM_POLL_MS 20   /* asking the driver again while memory is held */
 
 static void s_multi_restore_step(kg_exec_s *E);
+
+/*  The start's "incident" for resume-prepare: one per run name, so that
+    its marker (which keeps the resumed checkpoint from being pruned while
+    the ranks may read it) is replaced at the next start, never piled up.
+    resume-prepare takes [A-Za-z0-9._:-]; other bytes of the name become _. */
+static void
+s_start_id(const kg_exec_s *E, char *buf, size_t len)
+{
+  int n = snprintf(buf, len, "exec-start-%s", E->cfg.name);
+  for (int i = 11; i < n && (size_t) i < len; i++) {
+    char c = buf[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+              || c == '.' || c == '_' || c == ':' || c == '-';
+    if (!ok)
+      buf[i] = '_';
+  }
+}
+
+void
+kg_ex_start_choose(kg_exec_s *E)
+{
+  char before[32], id[160], into[PATH_MAX + 192];
+  snprintf(before, sizeof before, "%" PRId64, E->started_wall_ms);
+  s_start_id(E, id, sizeof id);
+  snprintf(into, sizeof into, "%s/restored/%s", E->state_dir, id);
+  char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
+                  "--before", before, "--incident", id, "--into", into,
+                  "--run", (char *) E->cfg.name, "--json", NULL};
+  E->starting = true;
+  kg_ex_enter(E, KG_EX_RESTORING);
+  if (kg_ex_start_helper(E, argv) != 0) {
+    kg_error("exec: cannot start `kguard ckpt resume-prepare` to find run %s's last "
+             "checkpoint: exit %d (retryable)", E->cfg.name, KG_EXEC_EXIT_RETRYABLE);
+    E->starting = false;
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  }
+}
+
+/*  The start-time choice answered: say it in one line, and start the ranks
+    from it, or from step 0, or stop (kg_exec_start.h). */
+static void
+s_start_done(kg_exec_s *E)
+{
+  E->starting = false;
+  int st = kg_child_status(E->helper);
+  kg_child_destroy(&E->helper);
+  cJSON *j = E->helper_out ? cJSON_Parse(E->helper_out) : NULL;
+  free(E->helper_out);
+  E->helper_out = NULL;
+  E->helper_len = 0;
+  char line[2048];
+  int64_t step = -1;
+  kg_exec_start_t v = kg_exec_start_judge(j, E->cfg.name, E->cfg.ckpt_dir, kg_clock_wall_ms(),
+                                          &step, line, sizeof line);
+  if (v == KG_EXEC_START_RESUME) {
+    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(j, "dir");
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "archive");
+    E->resume_dir = strdup(cJSON_IsString(dir) ? dir->valuestring : "");
+    E->resume_archive = strdup(arch->valuestring);
+    E->resume_step = step;
+  }
+  cJSON_Delete(j);
+  if (v == KG_EXEC_START_FAILED) {
+    char how[64];
+    kg_child_describe(st, how, sizeof how);
+    kg_error("exec: %s (%s): exit %d (retryable)", line, how, KG_EXEC_EXIT_RETRYABLE);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
+  if (v == KG_EXEC_START_UNVERIFIED) {
+    kg_error("exec: %s; exit %d (permanent)", line, KG_EXEC_EXIT_GAVE_UP);
+    kg_ex_done(E, KG_EXEC_OUT_GAVE_UP, 0);
+    return;
+  }
+  kg_notice("exec: %s", line);
+  if (E->preempted) {
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+    return;
+  }
+  int rc = kg_ex_start_command(E);
+  if (rc == -ENOENT || rc == -EACCES)
+    kg_ex_done(E, KG_EXEC_OUT_COMMAND_FAILED, 127 << 8);   /* COMMAND cannot be run: 127 */
+  else if (rc != 0)
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
+  else
+    kg_ex_enter(E, KG_EX_RUNNING);
+}
 
 void
 kg_ex_restore(kg_exec_s *E)
@@ -45,8 +138,9 @@ kg_ex_restore(kg_exec_s *E)
   char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
                   "--before", before, "--incident", (char *) kg_incident_id(E->incident),
                   "--into", into, "--run", (char *) E->cfg.name, "--json", NULL};
-  kg_notice("exec: restoring the last checkpoint sealed before T=%s from %s", before,
-            E->cfg.ckpt_dir);
+  char when[48];
+  kg_notice("exec: restoring the last checkpoint sealed before the fault's first sign (%s) "
+            "from %s", kg_clock_local_ms(E->fault_wall_ms, when, sizeof when), E->cfg.ckpt_dir);
   if (kg_ex_start_helper(E, argv) != 0) {
     kg_error("exec: cannot start `kguard ckpt resume-prepare`");
     kg_ex_finish(E, KG_EXEC_OUT_RETRYABLE);
@@ -56,9 +150,58 @@ kg_ex_restore(kg_exec_s *E)
     kg_ex_enter(E, KG_EX_RESTORING);
 }
 
+/*  resume-prepare restored a checkpoint (its JSON answer j): the ranks
+    start from it, unless this is a --fresh run and it was sealed before the
+    run began. */
+static void
+s_take_restored(kg_exec_s *E, const cJSON *j)
+{
+  const cJSON *dir = cJSON_GetObjectItemCaseSensitive(j, "dir");
+  const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "archive");
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
+  const cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "sealed_at_ms");
+  if (E->cfg.fresh && cJSON_IsNumber(at) && at->valuedouble < (double) E->started_wall_ms) {
+    /* A run started over with --fresh never goes back to what was sealed
+       before it. */
+    kg_notice("exec: the last checkpoint before the fault (step %lld) was sealed before "
+              "this --fresh run began: the command starts over",
+              cJSON_IsNumber(step) ? (long long) step->valuedouble : -1LL);
+  } else if (cJSON_IsString(dir) && cJSON_IsString(arch) && cJSON_IsNumber(step)) {
+    E->resume_dir = strdup(dir->valuestring);
+    E->resume_archive = strdup(arch->valuestring);
+    E->resume_step = (int64_t) step->valuedouble;
+    kg_notice("exec: restored step %lld from %s", (long long) E->resume_step,
+              arch->valuestring);
+  }
+}
+
+/*  resume-prepare restored nothing (its JSON answer j): true when the
+    command may start over (nothing was sealed before the fault); false,
+    said, when checkpoints exist that none verifies, which a start over
+    would drop without a word. */
+static bool
+s_nothing_restored(kg_exec_s *E, const cJSON *j)
+{
+  char why[1024];
+  int unverified = kg_exec_unverified(j, why, sizeof why);
+  if (unverified > 0) {
+    kg_error("exec: %d checkpoint(s) sealed before the fault exist in %s, but none verifies "
+             "(first: %s): kguard does not start the training over and lose them; make them "
+             "verify (the signing key), or move them away to start over; exit %d "
+             "(permanent)", unverified, E->cfg.ckpt_dir, why, KG_EXEC_EXIT_GAVE_UP);
+    return false;
+  }
+  kg_notice("exec: no checkpoint was sealed before the fault: the command starts over");
+  return true;
+}
+
 void
 kg_ex_helper_done(kg_exec_s *E)
 {
+  if (E->starting) {
+    s_start_done(E);
+    return;
+  }
   int st = kg_child_status(E->helper);
   if (E->multi) {
     kg_child_destroy(&E->helper);
@@ -90,31 +233,12 @@ kg_ex_helper_done(kg_exec_s *E)
     return;
   }
   if (strcmp(status->valuestring, "restored") == 0) {
-    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(j, "dir");
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "archive");
-    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
-    if (cJSON_IsString(dir) && cJSON_IsString(arch) && cJSON_IsNumber(step)) {
-      E->resume_dir = strdup(dir->valuestring);
-      E->resume_archive = strdup(arch->valuestring);
-      E->resume_step = (int64_t) step->valuedouble;
-      kg_notice("exec: restored step %lld from %s", (long long) E->resume_step,
-                arch->valuestring);
-    }
-  } else {
-    char why[1024];
-    int unverified = kg_exec_unverified(j, why, sizeof why);
-    if (unverified > 0) {
-      /* Starting over would drop them without a word: stop instead. */
-      kg_error("exec: %d checkpoint(s) sealed before the fault exist in %s, but none verifies "
-               "(first: %s): kguard does not start the training over and lose them; make them "
-               "verify (the signing key), or move them away to start over; exit %d "
-               "(permanent)", unverified, E->cfg.ckpt_dir, why, KG_EXEC_EXIT_GAVE_UP);
-      kg_incident_take_checkpoint(E->incident, &j);
-      kg_ex_incident_write(E);
-      kg_ex_finish(E, KG_EXEC_OUT_GAVE_UP);
-      return;
-    }
-    kg_notice("exec: no checkpoint was sealed before the fault: the command starts over");
+    s_take_restored(E, j);
+  } else if (!s_nothing_restored(E, j)) {
+    kg_incident_take_checkpoint(E->incident, &j);
+    kg_ex_incident_write(E);
+    kg_ex_finish(E, KG_EXEC_OUT_GAVE_UP);
+    return;
   }
   kg_incident_take_checkpoint(E->incident, &j);
   kg_ex_incident_write(E);
@@ -244,12 +368,12 @@ kg_ex_devices_free(kg_exec_s *E)
   if (E->devmem_until == 0) {
     E->devmem_until = now + KG_EXEC_DEVMEM_WAIT_MS;
     kg_notice("exec: %d process(es) of the last generation still hold device memory: "
-              "waiting for the driver to release it (at most %d ms)", held,
-              KG_EXEC_DEVMEM_WAIT_MS);
+              "waiting for the driver to release it (at most %d s)", held,
+              KG_EXEC_DEVMEM_WAIT_MS / 1000);
   }
   if (now >= E->devmem_until) {
-    kg_warning("exec: device memory of %d ended process(es) still not released after %d ms: "
-               "starting anyway", held, KG_EXEC_DEVMEM_WAIT_MS);
+    kg_warning("exec: device memory of %d ended process(es) still not released after %d s: "
+               "starting anyway", held, KG_EXEC_DEVMEM_WAIT_MS / 1000);
     E->devmem_until = 0;
     return true;
   }

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "kg_throughput.h"
+
 /*  kguard's own codes, which a passed-through command code must not fake. */
 static bool
 s_reserved(int code)
@@ -74,6 +76,24 @@ kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms)
   int64_t ms = longest_gap_ms > KG_EXEC_STALL_MAX_MS / 4 ? KG_EXEC_STALL_MAX_MS
                                                          : 4 * longest_gap_ms;
   return ms < KG_EXEC_STALL_MIN_MS ? KG_EXEC_STALL_MIN_MS : ms;
+}
+
+void
+kg_exec_stall_words(int64_t configured_ms, int64_t longest_gap_ms, char *buf, size_t len)
+{
+  char stall[32], gap[32];
+  kg_throughput_duration(kg_exec_stall_ms(configured_ms, longest_gap_ms), stall, sizeof stall);
+  if (configured_ms >= 0)
+    snprintf(buf, len, "%s (--stall-timeout)", stall);
+  else if (longest_gap_ms <= 0)
+    snprintf(buf, len, "%s: no step reported yet, so the job's pace is unknown (call "
+             "kguard.step(n) after each step, or kguard.save, or print `kguard: completed "
+             "step N`: a stall is then proven after 4 x the longest gap between steps)", stall);
+  else
+    snprintf(buf, len, "%s (%s the longest gap between the job's steps, %s)", stall,
+             longest_gap_ms < KG_EXEC_STALL_MIN_MS / 4 ? "the least kguard waits; 4 x"
+             : longest_gap_ms > KG_EXEC_STALL_MAX_MS / 4 ? "the most kguard waits; 4 x"
+             : "4 x", kg_throughput_duration(longest_gap_ms, gap, sizeof gap));
 }
 
 int

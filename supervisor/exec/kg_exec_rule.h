@@ -91,6 +91,15 @@ kg_exec_verdict_t kg_exec_judge(kg_exec_evidence_t ev, int wait_status, int64_t 
 #define KG_EXEC_STALL_MAX_MS 60000
 int64_t kg_exec_stall_ms(int64_t configured_ms, int64_t longest_gap_ms);
 
+/*  The stall deadline in words for kguard's notice, into buf: how long,
+    and why that long: "2.0 s (4 x the longest gap between the job's
+    steps, 520 ms)" (the floor or the ceiling named when one of them
+    rules), "2.0 s (--stall-timeout)", or, while no pace is known
+    (fewer than two steps seen: nothing printed `kguard: completed step N`
+    and nothing called kguard.step or kguard.save), that and what to call
+    so that a stall is proven in seconds. Pure. */
+void kg_exec_stall_words(int64_t configured_ms, int64_t longest_gap_ms, char *buf, size_t len);
+
 /*  The delay before a restart: the policy's back-off (policy_delay_ms)
     when the fault's signature is the previous fault's, else none: back-off
     is for the same failure coming back, and another one is no reason to

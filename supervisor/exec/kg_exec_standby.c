@@ -33,6 +33,7 @@
 #include "kg_error.h"
 #include "kg_file.h"
 #include "kg_log.h"
+#include "kg_throughput.h"
 
 #define S_READY "kguard-standby-ready"
 #define S_MAX_FAILURES 3
@@ -213,9 +214,11 @@ kg_ex_standby_read(kg_exec_s *E, int r, int which)
       }
       if (k->standby_seen == want) {
         k->standby_warm = true;
-        kg_notice("exec: warm standby for rank %d ready (pid %ld, %lld ms)",
+        char took[32];
+        kg_notice("exec: warm standby for rank %d ready (pid %ld, in %s)",
                   E->cfg.node_rank * E->nranks + r, (long) kg_child_pid(k->standby),
-                  (long long) (kg_ex_now(E) - k->standby_started));
+                  kg_throughput_duration(kg_ex_now(E) - k->standby_started, took,
+                                         sizeof took));
       }
     }
     /* Anything else it says (an import's warning) is the job's output. */

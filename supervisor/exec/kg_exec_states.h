@@ -56,11 +56,13 @@
     CHECK         multi-node: verify every node's key probe
     START         multi-node: every node joined (arg: master port)
     REFUSED       multi-node: the coordinator refuses this node's
-                  handshake (another job secret) */
+                  handshake (another job secret)
+    BEGIN         one node, no --fresh: the run begins (RESTORING) by
+                  choosing its last consistent checkpoint */
 #define KG_EX_EVENTS(X)                                                                    \
   X(STICKY) X(STEP) X(PROC_EXIT) X(LEADER_EXIT) X(DEADLINE) X(GROUP_GONE) X(SIGNAL)       \
   X(HELPER_DONE) X(PEER_FAULT) X(WELCOME) X(DECISION) X(LINK_LOST) X(COORD_ENDED)        \
-  X(CHECK) X(START) X(REFUSED)
+  X(CHECK) X(START) X(REFUSED) X(BEGIN)
 
 typedef enum {
 #define KG_EX_STATE_ENUM(n) KG_EX_##n,

@@ -222,9 +222,9 @@ def test_the_pace_measured_before_a_restart_judges_the_fault_after_it(tmp_path):
     # generation's highest step, never the 60 s of a job whose pace is unknown.
     run = _plain(tmp_path, "/usr/bin/python3", "-c", DETBUG, opts=("--max-restarts", "5"))
     assert run.wait(240) == GAVE_UP, run.output()
-    stalls = [line.split("stalls for ")[1].split(" ms")[0] for line in run.output().splitlines()
+    stalls = [line.split("stalls for ")[1].split(" (")[0] for line in run.output().splitlines()
               if "sticky error text seen" in line]
-    assert stalls == ["1500", "1500"], run.output()
+    assert stalls == ["1.5 s", "1.5 s"], run.output()
     assert run.count("exec: started") == 2
 
 

@@ -130,9 +130,22 @@ def test_wheel_install_use_uninstall(tmp_path):
     summary = json.loads((tmp_path / "gpu/summary.json").read_text())
     verdicts = {c["check"]: c["verdict"] for c in summary["checks"]}
     assert verdicts.pop("install") == "PASS", gpu.stdout
+    exec_checks = {"exec-label4", "exec-same-bug", "exec-fault-to-step", "exec-nproc2"}
     assert set(verdicts) == {"doctor", "preflight", "driver-assert", "driver-trap",
-                             "kernel-assert", "run-notebook", "torch_label4"}, gpu.stdout
+                             "kernel-assert", "run-notebook", "torch_label4"} | exec_checks, \
+        gpu.stdout
     assert summary["failures"] == 0, gpu.stdout
+    # no GPU here: the exec flows are SKIPs by name, and each also ran on the
+    # CPU under the labelled emulation, reported apart from a GPU verdict
+    for c in summary["checks"]:
+        if c["check"] in exec_checks:
+            assert c["verdict"] == "SKIP" and "no CUDA device visible" in c["facts"], c
+            assert c["cpu_emulated"]["verdict"] == "PASS", c
+            assert "PASS (cpu-emulated) %s: " % c["check"] in gpu.stdout
+    cold = next(c for c in summary["checks"] if c["check"] == "exec-fault-to-step")
+    parts = cold["cpu_emulated"]["measured"]
+    assert parts["standby"]["torch_preimported"] and not parts["cold"]["torch_preimported"]
+    assert parts["cold"]["import_torch_s"] > parts["standby"]["import_torch_s"]
 
     run([str(venv / "bin/pip"), "uninstall", "-y", "kguard"])
     left = sorted(str(p.relative_to(venv)) for p in venv.rglob("*")

@@ -1,8 +1,11 @@
 /*  kg_throughput by a table: bytes done, total, seconds since the start and
     since the figures were measured, and the words a person reads. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
+#include "kg_clock.h"
 #include "kg_throughput.h"
 #include "kg_test.h"
 
@@ -24,6 +27,29 @@ static const s_row_t s_rows[] = {
   {0, 1 << 20, 3, 0, "0 B of 1.0 MiB"},                           /* nothing read yet */
 };
 
+/*  Durations as a person reads them, and local times with the zone. */
+KG_TEST(duration_and_local_time_words)
+{
+  static const struct {
+    int64_t ms;
+    const char *want;
+  } rows[] = {
+    {-5, "0 ms"}, {0, "0 ms"}, {350, "350 ms"}, {999, "999 ms"}, {1000, "1.0 s"},
+    {1500, "1.5 s"}, {2099, "2.0 s"}, {9999, "9.9 s"}, {10000, "10 s"}, {60000, "60 s"},
+    {119999, "119 s"}, {120000, "2 min 0 s"}, {185500, "3 min 5 s"},
+  };
+  char buf[32];
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    KG_CHECK_STR(kg_throughput_duration(rows[i].ms, buf, sizeof buf), rows[i].want);
+  setenv("TZ", "UTC", 1);
+  tzset();
+  char t[48];
+  KG_CHECK_STR(kg_clock_local_ms(1796417200625LL, t, sizeof t), "2026-12-04 20:46:40.625 UTC");
+  setenv("TZ", "CET-1", 1);
+  tzset();
+  KG_CHECK_STR(kg_clock_local_ms(1796417200625LL, t, sizeof t), "2026-12-04 21:46:40.625 CET");
+}
+
 KG_TEST(text_table)
 {
   char buf[128];
@@ -38,4 +64,4 @@ KG_TEST(text_table)
   KG_CHECK(strlen(small) == sizeof small - 1);
 }
 
-KG_TEST_MAIN(KG_CASE(text_table))
+KG_TEST_MAIN(KG_CASE(text_table), KG_CASE(duration_and_local_time_words))

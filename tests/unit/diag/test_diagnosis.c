@@ -9,7 +9,6 @@
 #include "kg_error.h"
 #include "kg_errtext.h"
 #include "kg_jsonscan.h"
-#include "kg_linebuf.h"
 #include "kg_test.h"
 #include "kg_test_rules.h"
 
@@ -373,27 +372,6 @@ KG_TEST(suspicion_vs_proof_per_source)
   kg_diagnosis_destroy(&d);
 }
 
-/* ---- kg_linebuf ---- */
-
-typedef struct {
-  char lines[8][64];
-  bool cut[8];
-  int64_t t[8];
-  int n;
-} s_lines_t;
-
-static void
-s_collect(void *arg, const char *line, size_t len, bool truncated, int64_t first_ms)
-{
-  s_lines_t *l = arg;
-  if (l->n < 8) {
-    snprintf(l->lines[l->n], sizeof l->lines[0], "%.*s", (int) len, line);
-    l->cut[l->n] = truncated;
-    l->t[l->n] = first_ms;
-    l->n++;
-  }
-}
-
 /*  A stream's text read as kguard reads it (kg_jsonscan_stream, whole lines
     skipped undecoded when kg_diagnosis_may_skip_json says so) ends in the
     same diagnosis as the decoded text fed whole; the skip is taken for
@@ -501,36 +479,88 @@ KG_TEST(json_lines_skipped_only_where_nothing_can_match)
   }
 }
 
-KG_TEST(linebuf)
+/*  A traceback quotes the program's source: an error text in that code is
+    no evidence and never the quoted line; the error's own line is. Each
+    row: what is fed (one line per feed, or the chunk as it comes), the
+    event of the last feed, the line the suspicion quotes ("" none). */
+KG_TEST(traceback_source_line_is_not_the_error)
 {
-  kg_linebuf_t *lb = kg_linebuf_new(10);
-  s_lines_t l = {0};
-  kg_linebuf_feed(lb, "ab", 2, 1, s_collect, &l);
-  kg_linebuf_feed(lb, "c\r\nde", 5, 2, s_collect, &l);
-  KG_CHECK_INT(l.n, 1);
-  KG_CHECK_STR(l.lines[0], "abc");
-  KG_CHECK_INT(l.t[0], 1);
-  size_t plen;
-  kg_linebuf_pending(lb, &plen);
-  KG_CHECK_INT(plen, 2);
-  kg_linebuf_feed(lb, "0123456789XYZ\nok\n", 17, 3, s_collect, &l);
-  KG_CHECK_INT(l.n, 3);
-  KG_CHECK_STR(l.lines[1], "de01234567");
-  KG_CHECK(l.cut[1]);
-  KG_CHECK_INT(l.t[1], 2);
-  KG_CHECK_STR(l.lines[2], "ok");
-  KG_CHECK(!l.cut[2]);
-  kg_linebuf_feed(lb, "tail", 4, 4, s_collect, &l);
-  kg_linebuf_flush(lb, s_collect, &l);
-  KG_CHECK_INT(l.n, 4);
-  KG_CHECK_STR(l.lines[3], "tail");
-  kg_linebuf_destroy(&lb);
-  KG_CHECK(lb == NULL);
+  static const struct {
+    const char *frame;
+    bool frame_ok;
+  } frames[] = {
+    {"  File \"/w/train.py\", line 28, in main", true},
+    {"File \"<string>\", line 1, in <module>", true},
+    {"\tFile \"a b.py\", line 7", true},
+    {"  File \"/w/train.py\", line x, in main", false},
+    {"  File /w/train.py, line 28", false},
+    {"RuntimeError: CUDA error: device-side assert triggered", false},
+    {"  File \"", false},
+    {"", false},
+  };
+  for (size_t i = 0; i < sizeof frames / sizeof *frames; i++)
+    KG_CHECK_INT(kg_errtext_is_frame(frames[i].frame, strlen(frames[i].frame)),
+                 frames[i].frame_ok);
+
+  static const struct {
+    kg_source_t src;
+    const char *feeds[4];
+    kg_diag_event_t last;
+    const char *quoted;
+  } rows[] = {
+    /* raise in the program: the code line after the frame proves nothing */
+    {KG_SRC_RAW_STDERR,
+     {"Traceback (most recent call last):\n  File \"/w/t.py\", line 28, in main\n",
+      "    raise RuntimeError(\"CUDA error: device-side assert triggered\")\n", NULL},
+     KG_DIAG_NONE, ""},
+    {KG_SRC_RAW_STDERR,
+     {"  File \"/w/t.py\", line 28, in main\n",
+      "    raise RuntimeError(\"CUDA error: device-side assert triggered\")\n",
+      "RuntimeError: CUDA error: device-side assert triggered\n", NULL},
+     KG_DIAG_SUSPECT, "RuntimeError: CUDA error: device-side assert triggered"},
+    /* the same in one read, the frame line among lines skipped unread */
+    {KG_SRC_RAW_STDOUT,
+     {"step 3\n  File \"/w/t.py\", line 28, in main\n    raise RuntimeError(\"CUDA error: "
+      "device-side assert triggered\")\nRuntimeError: CUDA error: device-side assert "
+      "triggered\n", NULL},
+     KG_DIAG_SUSPECT, "RuntimeError: CUDA error: device-side assert triggered"},
+    {KG_SRC_RAW_STDOUT,
+     {"step 3\n  File \"/w/t.py\", line 28, in main\n    raise RuntimeError(\"CUDA error: "
+      "device-side assert triggered\")", "\n", NULL},
+     KG_DIAG_NONE, ""},
+    /* a frame without code: the next line is the error's */
+    {KG_SRC_RAW_STDERR,
+     {"  File \"<string>\", line 1, in <module>\n",
+      "RuntimeError: CUDA error: device-side assert triggered\n", NULL},
+     KG_DIAG_SUSPECT, "RuntimeError: CUDA error: device-side assert triggered"},
+    /* indented text with no frame before it is the program's words */
+    {KG_SRC_RAW_STDERR,
+     {"worker 3:\n", "    CUDA error: device-side assert triggered\n", NULL},
+     KG_DIAG_SUSPECT, "    CUDA error: device-side assert triggered"},
+    /* a notebook's stderr stream */
+    {KG_SRC_STREAM,
+     {"  File \"/tmp/ipykernel_1/2.py\", line 4, in f\n",
+      "    raise RuntimeError('CUDA error: device-side assert triggered')\n", NULL},
+     KG_DIAG_NONE, ""},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    kg_diagnosis_t *d = s_new();
+    kg_diag_event_t ev = KG_DIAG_NONE;
+    for (int k = 0; rows[i].feeds[k]; k++)
+      ev = kg_diagnosis_feed(d, rows[i].src, rows[i].src == KG_SRC_STREAM ? "stderr" : NULL,
+                             rows[i].src == KG_SRC_STREAM ? "p1" : NULL, rows[i].feeds[k],
+                             strlen(rows[i].feeds[k]), 100 + k);
+    const kg_match_t *m = kg_diagnosis_suspicion(d);
+    fprintf(stderr, "row %zu\n", i);
+    KG_CHECK_INT(ev, rows[i].last);
+    KG_CHECK_STR(m ? m->line : "", rows[i].quoted);
+    kg_diagnosis_destroy(&d);
+  }
 }
 
-KG_TEST_MAIN(KG_CASE(json_lines_skipped_only_where_nothing_can_match), KG_CASE(suspicion_vs_proof_per_source), KG_CASE(fault_time_is_earliest_sign), KG_CASE(assertion_split_across_raw_reads),
+KG_TEST_MAIN(KG_CASE(traceback_source_line_is_not_the_error), KG_CASE(json_lines_skipped_only_where_nothing_can_match), KG_CASE(suspicion_vs_proof_per_source), KG_CASE(fault_time_is_earliest_sign), KG_CASE(assertion_split_across_raw_reads),
              KG_CASE(line_split_across_stream_messages),
              KG_CASE(cublas_after_assert_belongs_to_assert),
              KG_CASE(rocm_719_launch_failure_likely_assert), KG_CASE(oom_is_advice),
              KG_CASE(sigabrt_with_hsa_line_is_sticky), KG_CASE(signature_normalised),
-             KG_CASE(step_marker_and_following_bounded), KG_CASE(linebuf))
+             KG_CASE(step_marker_and_following_bounded))

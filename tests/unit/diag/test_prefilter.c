@@ -32,45 +32,6 @@ s_naive(const char *const *lits, size_t n, const char *text, size_t len)
   return false;
 }
 
-KG_TEST(finds_every_literal)
-{
-  static const char *sets[][4] = {
-    {"CUDA error: device-side assert", "hipErrorAssert", "DistBackendError", NULL},
-    {"ab", "xyz", "Q", NULL},       /* short literals: small windows */
-    {"aaaa", "aab", NULL, NULL},
-  };
-  const char alphabet[] = "abxyzQq CUDAerror:-\n\0hipEAs";
-  srand(7);
-  for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
-    size_t n = 0;
-    while (n < 4 && sets[s][n])
-      n++;
-    kg_prefilter_t *pf = kg_prefilter_new(sets[s], n);
-    KG_CHECK(pf != NULL);
-    if (!pf)
-      return;
-    char text[300];
-    for (int round = 0; round < 3000; round++) {
-      size_t len = (size_t) (rand() % 200);
-      for (size_t i = 0; i < len; i++)
-        text[i] = alphabet[rand() % (int) (sizeof alphabet - 1)];
-      if (round % 2 && len > 40) {   /* plant a literal, case scrambled */
-        const char *l = sets[s][(size_t) rand() % n];
-        size_t at = (size_t) rand() % (len - strlen(l));
-        for (size_t k = 0; l[k]; k++)
-          text[at + k] = (char) (rand() % 2 ? toupper((unsigned char) l[k])
-                                            : tolower((unsigned char) l[k]));
-      }
-      if (s_naive(sets[s], n, text, len))
-        KG_CHECK(kg_prefilter_search(pf, text, len));
-    }
-    kg_prefilter_destroy(&pf);
-    KG_CHECK(pf == NULL);
-  }
-  const char *none[] = {""};
-  KG_CHECK(kg_prefilter_new(none, 1) == NULL);
-}
-
 #define FAM "{\"id\":\"f\",\"title\":\"t\",\"sticky\":true,\"first_check\":\"c\",\"avoid\":\"a\"}"
 
 static kg_classifier_t *
@@ -156,6 +117,45 @@ s_check_lanes(const char *const *lits)
   kg_prefilter_destroy(&pf);
 }
 
+KG_TEST(finds_every_literal)
+{
+  static const char *sets[][4] = {
+    {"CUDA error: device-side assert", "hipErrorAssert", "DistBackendError", NULL},
+    {"ab", "xyz", "Q", NULL},       /* short literals: small windows */
+    {"aaaa", "aab", NULL, NULL},
+  };
+  const char alphabet[] = "abxyzQq CUDAerror:-\n\0hipEAs";
+  srand(7);
+  for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
+    size_t n = 0;
+    while (n < 4 && sets[s][n])
+      n++;
+    kg_prefilter_t *pf = kg_prefilter_new(sets[s], n);
+    KG_CHECK(pf != NULL);
+    if (!pf)
+      return;
+    char text[300];
+    for (int round = 0; round < 3000; round++) {
+      size_t len = (size_t) (rand() % 200);
+      for (size_t i = 0; i < len; i++)
+        text[i] = alphabet[rand() % (int) (sizeof alphabet - 1)];
+      if (round % 2 && len > 40) {   /* plant a literal, case scrambled */
+        const char *l = sets[s][(size_t) rand() % n];
+        size_t at = (size_t) rand() % (len - strlen(l));
+        for (size_t k = 0; l[k]; k++)
+          text[at + k] = (char) (rand() % 2 ? toupper((unsigned char) l[k])
+                                            : tolower((unsigned char) l[k]));
+      }
+      if (s_naive(sets[s], n, text, len))
+        KG_CHECK(kg_prefilter_search(pf, text, len));
+    }
+    kg_prefilter_destroy(&pf);
+    KG_CHECK(pf == NULL);
+  }
+  const char *none[] = {""};
+  KG_CHECK(kg_prefilter_new(none, 1) == NULL);
+}
+
 /*  Long texts are searched in several lanes at once: a literal is found
     wherever it starts, across the lanes' seams, at the very start and end,
     in any case; a text without one gives "no". And plainness: literals a
@@ -200,48 +200,6 @@ KG_TEST(regex_literals_keep_matches)
   if (c)
     KG_CHECK(kg_classifier_may_match(c, "plain", 5));
   kg_classifier_destroy(&c);
-}
-
-static int
-s_collect(const char *lit, size_t len, void *arg)
-{
-  char *out = arg;
-  size_t n = strlen(out);
-  snprintf(out + n, 256 - n, "%s%.*s", n ? "|" : "", (int) len, lit);
-  return 0;
-}
-
-static int
-s_stop(const char *lit, size_t len, void *arg)
-{
-  (void) lit, (void) len;
-  ++*(int *) arg;
-  return -7;
-}
-
-/*  The run kept for each top-level alternative, exactly. */
-KG_TEST(regex_lit_runs_per_alternative)
-{
-  struct {
-    const char *re, *want;
-  } cases[] = {
-    {"device-side assert( triggered)?", "device-side assert"},
-    {"illegal (memory )?access|an illegal instruction", "illegal |an illegal instruction"},
-    {"x?yz+w", "yz"},                 /* x may be absent; z+ has one z    */
-    {"CUDA error: [a-z ]+ \\(code 7\\)", "CUDA error: "},   /* the longer run */
-    {"[0-9]+", ""},                   /* an alternative with no literal   */
-    {"ab\\wcdef|(g|h)ijk", "cdef|ijk"},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char got[256] = "";
-    KG_CHECK_INT(kg_regex_literals(cases[i].re, s_collect, got), 0);
-    if (strcmp(got, cases[i].want) != 0)
-      fprintf(stderr, "  %s: got '%s', want '%s'\n", cases[i].re, got, cases[i].want);
-    KG_CHECK(strcmp(got, cases[i].want) == 0);
-  }
-  int calls = 0;
-  KG_CHECK_INT(kg_regex_literals("aaa|bbb|ccc", s_stop, &calls), -7);
-  KG_CHECK_INT(calls, 1);   /* a callback's error stops the walk */
 }
 
 KG_TEST(shipped_rules_skip_plain_output)
@@ -300,53 +258,4 @@ KG_TEST(diagnosis_sees_signs_in_large_chunks)
   kg_classifier_destroy(&c);
 }
 
-/*  The builder, rule kind by rule kind: "any" needs each string, "all" its
-    longest, a regex its alternatives' runs; one rule without a usable
-    literal (too short, or nothing to go by) means no prefilter at all. */
-KG_TEST(builder_per_rule_kind)
-{
-  char *any[] = {"CUDA error", "HIP error", NULL};
-  char *all[] = {"ab", "device-side", NULL};
-  char *short_any[] = {"ok", NULL};
-  struct {
-    int kind;          /* 0 any, 1 all, 2 regex, 3 unusable, 4 short any */
-    const char *text;  /* must be found ... */
-    const char *miss;  /* ... must not */
-    bool usable;
-  } rows[] = {
-    {0, "x CUDA error: y", "plain output", true},
-    {0, "HIP error: z", "cuda", true},
-    {1, "a device-side assert", "ab only", true},
-    {2, "an illegal memory access was", "nothing", true},
-    {3, NULL, NULL, false},
-    {4, NULL, NULL, false},
-  };
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-    kg_prefilter_builder_t *b = kg_prefilter_builder_new();
-    int rc = 0;
-    switch (rows[i].kind) {
-    case 0: rc = kg_prefilter_builder_any(b, any); break;
-    case 1: rc = kg_prefilter_builder_all(b, all); break;
-    case 2: rc = kg_prefilter_builder_regex(b, "illegal memory access|misaligned address"); break;
-    case 3: kg_prefilter_builder_unusable(b); break;
-    case 4: rc = kg_prefilter_builder_any(b, short_any); break;
-    }
-    KG_CHECK_INT(rc, 0);
-    kg_prefilter_t *pf = NULL;
-    KG_CHECK_INT(kg_prefilter_builder_finish(b, &pf), 0);
-    KG_CHECK_INT(pf != NULL, rows[i].usable);
-    if (pf && rows[i].text) {
-      KG_CHECK(kg_prefilter_search(pf, rows[i].text, strlen(rows[i].text)));
-      KG_CHECK(!kg_prefilter_search(pf, rows[i].miss, strlen(rows[i].miss)));
-    }
-    kg_prefilter_destroy(&pf);
-    kg_prefilter_builder_destroy(&b);
-    KG_CHECK(b == NULL);
-  }
-}
-
-KG_TEST_MAIN(KG_CASE(builder_per_rule_kind), KG_CASE(finds_every_literal),
-             KG_CASE(long_texts_find_every_literal_across_lanes), KG_CASE(regex_literals_keep_matches),
-             KG_CASE(regex_lit_runs_per_alternative),
-             KG_CASE(shipped_rules_skip_plain_output),
-             KG_CASE(diagnosis_sees_signs_in_large_chunks))
+KG_TEST_MAIN(KG_CASE(finds_every_literal), KG_CASE(long_texts_find_every_literal_across_lanes), KG_CASE(regex_literals_keep_matches), KG_CASE(shipped_rules_skip_plain_output), KG_CASE(diagnosis_sees_signs_in_large_chunks))

@@ -72,6 +72,32 @@ KG_TEST(stall_follows_the_pace)
     KG_CHECK_INT(kg_exec_stall_ms(rows[i].configured, rows[i].gap), rows[i].want);
 }
 
+/*  The deadline in words: how long and why, and what to call while no
+    pace is known. */
+KG_TEST(stall_words_say_why)
+{
+  static const struct { int64_t configured, gap; const char *want; } rows[] = {
+    {-1, 520, "2.0 s (4 x the longest gap between the job's steps, 520 ms)"},
+    {-1, 50, "1.5 s (the least kguard waits; 4 x the longest gap between the job's steps, "
+             "50 ms)"},
+    {-1, 20000, "60 s (the most kguard waits; 4 x the longest gap between the job's steps, "
+                "20 s)"},
+    {2000, 0, "2.0 s (--stall-timeout)"},
+    {90000, 50, "90 s (--stall-timeout)"},
+  };
+  char buf[512];
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    kg_exec_stall_words(rows[i].configured, rows[i].gap, buf, sizeof buf);
+    KG_CHECK_STR(buf, rows[i].want);
+  }
+  kg_exec_stall_words(-1, 0, buf, sizeof buf);
+  KG_CHECK(strncmp(buf, "60 s: no step reported yet", 26) == 0);
+  KG_CHECK(strstr(buf, "kguard.step(n)") && strstr(buf, "kguard.save"));
+  char small[8];
+  kg_exec_stall_words(-1, 520, small, sizeof small);
+  KG_CHECK(strlen(small) == sizeof small - 1);
+}
+
 /*  Checkpoints that exist but do not verify are never dropped silently by
     a start over; the ones sealed after the fault do not count. */
 KG_TEST(unverified_checkpoints_stop_a_silent_start_over)
@@ -202,7 +228,7 @@ KG_TEST(python_program_for_a_standby)
 }
 
 KG_TEST_MAIN(KG_CASE(proof_needs_failure_or_stall), KG_CASE(exit_codes_for_schedulers),
-             KG_CASE(stall_follows_the_pace),
+             KG_CASE(stall_follows_the_pace), KG_CASE(stall_words_say_why),
              KG_CASE(unverified_checkpoints_stop_a_silent_start_over),
              KG_CASE(pace_survives_a_restart), KG_CASE(back_off_only_for_the_same_failure),
              KG_CASE(mode_follows_the_command), KG_CASE(python_program_for_a_standby))

@@ -1,5 +1,6 @@
-/*  kg_kernelspec: kernel.json parsed and checked field by field, and found
-    along JUPYTER_PATH. */
+/*  kg_kernelspec: kernel.json parsed and checked field by field, found
+    along JUPYTER_PATH, the name rules and argv placeholders shared by
+    `kguard install` and `kguard run`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,5 +89,62 @@ KG_TEST(kernelspec_find_search_path)
   KG_CHECK_INT(system(cmd), 0);
 }
 
+/*  Kernelspec names as jupyter_client's _kernel_name_pat accepts them, and
+    no directory references or over-long names. */
+KG_TEST(kernelspec_names)
+{
+  static const struct { const char *name; const char *needle; } table[] = {
+    {"python3", NULL}, {"My-Kernel_2.0", NULL}, {"a", NULL},
+    {"", "at least one character"}, {".", "directory reference"},
+    {"..", "directory reference"}, {"a b", "character 2 (a space)"},
+    {"a/b", "character 2 ('/')"}, {"q\"x", "character 2 ('\"')"},
+    {"caf\xc3\xa9", "character 4 (byte 0xc3)"}, {"t\tab", "character 2 (byte 0x09)"},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    char err[256] = "";
+    int rc = kg_kernelspec_check_name(table[i].name, err, sizeof err);
+    KG_CHECK_INT(rc, table[i].needle ? KG_EUSAGE : 0);
+    if (table[i].needle && !strstr(err, table[i].needle))
+      fprintf(stderr, "message \"%s\" lacks \"%s\"\n", err, table[i].needle);
+    KG_CHECK(!table[i].needle || strstr(err, table[i].needle) != NULL);
+  }
+  char longest[KG_KERNELSPEC_NAME_MAX + 2];
+  memset(longest, 'k', sizeof longest);
+  longest[KG_KERNELSPEC_NAME_MAX] = '\0';
+  char err[256];
+  KG_CHECK_INT(kg_kernelspec_check_name(longest, err, sizeof err), 0);
+  longest[KG_KERNELSPEC_NAME_MAX] = 'k';
+  longest[KG_KERNELSPEC_NAME_MAX + 1] = '\0';
+  KG_CHECK_INT(kg_kernelspec_check_name(longest, err, sizeof err), KG_EUSAGE);
+  KG_CHECK(strstr(err, "256 characters, at most 255") != NULL);
+}
+
+/*  Placeholders filled as jupyter_client's format_kernel_cmd fills them:
+    anywhere in an argument, unknown names and unset values left alone. */
+KG_TEST(kernelspec_format_arg)
+{
+  kg_kernelspec_ns_t ns = {.connection_file = "/r/c.json", .resource_dir = "/k/spec",
+                           .prefix = "/usr"};
+  static const struct { const char *arg, *want; } table[] = {
+    {"{connection_file}", "/r/c.json"},
+    {"--file={connection_file}", "--file=/r/c.json"},
+    {"{resource_dir}/kernel.sh", "/k/spec/kernel.sh"},
+    {"{prefix}/bin/x {prefix}", "/usr/bin/x /usr"},
+    {"{unknown}", "{unknown}"}, {"{}", "{}"}, {"{resource-dir}", "{resource-dir}"},
+    {"{{resource_dir}}", "{/k/spec}"}, {"{resource_dir", "{resource_dir"},
+    {"plain", "plain"}, {"", ""},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    char *out = kg_kernelspec_format_arg(table[i].arg, &ns);
+    KG_CHECK_STR(out, table[i].want);
+    free(out);
+  }
+  kg_kernelspec_ns_t inner = {.resource_dir = "/k"};
+  char *out = kg_kernelspec_format_arg("-f {connection_file} {resource_dir}", &inner);
+  KG_CHECK_STR(out, "-f {connection_file} /k");
+  free(out);
+}
+
 KG_TEST_MAIN(KG_CASE(kernelspec_parse_ok), KG_CASE(kernelspec_parse_errors),
-             KG_CASE(kernelspec_find_search_path))
+             KG_CASE(kernelspec_find_search_path), KG_CASE(kernelspec_names),
+             KG_CASE(kernelspec_format_arg))
