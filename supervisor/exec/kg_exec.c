@@ -552,7 +552,9 @@ s_next(void *arg, int state, const kg_fsm_event_t *ev)
   (void) state;   /* kg_ex_state(E): the same, until a state is named */
   kg_exec_s *E = arg;
   E->to = KG_FSM_NONE;
+  E->stepping = true;
   s_step(E, (kg_ex_event_t){(kg_ex_event_kind_t) ev->id, ev->arg});
+  E->stepping = false;
   int to = E->to;
   E->to = KG_FSM_NONE;
   return to;

@@ -51,7 +51,7 @@ kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg)
 void
 kg_ex_enter(kg_exec_s *E, kg_ex_state_t state)
 {
-  assert(E);
+  assert(E && E->stepping);
   E->to = (int) state;
 }
 

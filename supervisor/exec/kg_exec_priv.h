@@ -103,6 +103,7 @@ typedef struct kg_exec_s {
                                    deadline (the loop's ms)                 */
   int to;                       /* inside a transition: the state it leads to
                                    so far (kg_ex_enter), KG_FSM_NONE none    */
+  bool stepping;                /* inside a transition of the run's machine  */
   kg_fsm_t *after;              /* what follows STOPPING (KG_EX_AFTER_*)     */
   int64_t stop_grace_ms;        /* STOPPING's deadline, from its entry       */
   bool killed;                  /* SIGKILL already sent this stop              */
@@ -179,7 +180,8 @@ void kg_ex_plan(kg_exec_s *E, kg_ex_after_event_t event);
 /*  Queue an event; applied by kg_ex_run_queue, after what the wake-up
     brought has been gathered (inside a transition: after it). */
 void kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg);
-/*  Inside a transition: it leads to state (the last call wins); entering
+/*  Inside a transition (only there: a state changes by an event, never
+    beside the machine): it leads to state (the last call wins); entering
     arms the state's deadline (kg_exec_states.h). */
 void kg_ex_enter(kg_exec_s *E, kg_ex_state_t state);
 /*  The run ends with outcome (status: a wait status for COMMAND_FAILED):
