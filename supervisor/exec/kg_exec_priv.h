@@ -4,7 +4,8 @@
     restore, kg_exec_join.c and kg_exec_node.c the coordinator's link,
     kg_exec_ranks.c and kg_exec_standby.c the process tree, kg_exec_env.c
     the command's environment and the incident, kg_exec_output.c the
-    output, kg_exec_event.c the event sink). Not a public interface. */
+    output, kg_exec_event.c the event sink; kg_exec_states.c the names and
+    the sub-machines' tables). Not a public interface. */
 #ifndef KG_EXEC_PRIV_H
 #define KG_EXEC_PRIV_H
 
@@ -97,7 +98,8 @@ typedef struct kg_exec_s {
   size_t helper_len;
 
   kg_sigsrc_t *sig;             /* SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1  */
-  kg_loop_t *loop;              /* the one reactor (kg_loop)                  */
+  kg_loop_t *loop;              /* the one reactor (kg_loop) and its clock,
+                                   from the setup to the teardown           */
   kg_fsm_t *fsm;                /* the states (kg_exec_states.h): the one copy
                                    of the state, the queue, the state's
                                    deadline (the loop's ms)                 */
