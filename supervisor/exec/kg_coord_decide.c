@@ -193,7 +193,7 @@ s_decide(kg_coord_s *C)
   const cJSON *line = cJSON_GetObjectItemCaseSensitive(rr, "line");
   int64_t delay = 0;
   const char *reason = NULL;
-  kg_policy_action_t act = kg_policy_decide(C->policy, kg_clock_mono_ms(),
+  kg_policy_action_t act = kg_policy_decide(C->policy, kg_coord_now(C),
                                             cJSON_IsString(sig) ? sig->valuestring : NULL,
                                             &delay, &reason);
   const char *signature = cJSON_IsString(sig) ? sig->valuestring : "";
@@ -233,8 +233,7 @@ s_decide(kg_coord_s *C)
   kg_coord_broadcast(C, d);
   cJSON_Delete(d);
   C->gen++;
-  C->stopping = false;
-  int64_t now = kg_clock_mono_ms();   /* the coordinator was busy, not the nodes */
+  int64_t now = kg_coord_now(C);   /* the coordinator was busy, not the nodes */
   for (int i = 0; i < C->nnodes; i++) {
     C->nodes[i].stopped = false;
     C->nodes[i].seen_ms = now;
@@ -243,15 +242,21 @@ s_decide(kg_coord_s *C)
     cJSON_Delete(C->nodes[i].listing);
     C->nodes[i].report = C->nodes[i].failed = C->nodes[i].listing = NULL;
   }
+  if (exit_code == 0)
+    kg_fsm_post(C->fsm, KG_COORD_EV_RESUMED, 0, now);
   return exit_code;   /* 0: the job goes on */
 }
 
+/*  A report that stops this generation (ignored once it stops). */
 static void
 s_stop_all(kg_coord_s *C, int by)
 {
-  if (C->stopping)
-    return;
-  C->stopping = true;
+  kg_fsm_post(C->fsm, KG_COORD_EV_STOP, by, kg_coord_now(C));
+}
+
+void
+kg_coord_stop_all(kg_coord_s *C, int by)
+{
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "type", "stop");
   cJSON_AddNumberToObject(m, "gen", C->gen);
@@ -309,7 +314,7 @@ kg_coord_run_message(kg_coord_s *C, int k, const char *t, const cJSON *m)
 int
 kg_coord_check_lost(kg_coord_s *C, int64_t now)
 {
-  if (!C->started)
+  if (kg_fsm_state(C->fsm) == KG_COORD_JOINING)
     return -1;   /* the join deadline rules until then */
   for (int i = 0; i < C->nnodes; i++) {
     kg_coord_node_t *n = &C->nodes[i];

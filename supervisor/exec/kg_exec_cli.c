@@ -84,7 +84,7 @@ static const kg_opt_t s_opts[] = {
    "10); a proven fault's own tree is killed at once", 0},
   {O_PREEMPT_GRACE, 0, "preempt-grace", "S",
    "after SIGTERM/SIGUSR1 from a scheduler, seconds the command has to seal and exit before "
-   "SIGKILL (default 25)", 0},
+   "SIGKILL (default 25); a second signal kills at once", 0},
   {O_RULES, 0, "rules", "FILE", "classification rules (default: the shipped ones)", 0},
   {0, 0, NULL, NULL, "multi-node (one kguard exec per node)", 0},
   {O_NNODES, 0, "nnodes", "N", "nodes of the job; with 2 or more, the options below apply",
@@ -398,19 +398,9 @@ static void
 s_teardown(kg_exec_s *E)
 {
   kg_ex_node_close(E);
-  if (E->coord) {
-    /* The coordinator ends once every node reported; give it a moment to
-       deliver its last decision (SIGKILL through kg_child_destroy after). */
-    int64_t end = kg_clock_mono_ms() + 5000;
-    while (E->sig && !kg_child_exited(E->coord) && kg_clock_mono_ms() < end) {
-      struct pollfd p = {.fd = kg_sigsrc_fd(E->sig), .events = POLLIN};
-      if (poll(&p, 1, 200) > 0)
-        while (kg_sigsrc_read(E->sig) > 0) {
-        }
-      kg_child_reap(E->coord);
-    }
-    kg_child_destroy(&E->coord);
-  }
+  /* Ended, or given its time to deliver its last decision (ENDING): a
+     coordinator still there is killed. */
+  kg_child_destroy(&E->coord);
   kg_ex_ranks_destroy(E);
   kg_exec_devmem_destroy(&E->devmem);
   kg_exec_stepsock_destroy(&E->steps);
@@ -430,6 +420,9 @@ s_teardown(kg_exec_s *E)
   kg_exec_log_destroy(&E->log);
   kg_sigsrc_destroy(&E->sig);
   kg_fsm_destroy(&E->fsm);
+  kg_fsm_destroy(&E->after);
+  kg_fsm_destroy(&E->join);
+  kg_loop_destroy(&E->loop);
   kg_log_set_sink(NULL, NULL);
   kg_fdq_destroy(&E->out[0]);
   kg_fdq_destroy(&E->out[1]);
@@ -477,10 +470,14 @@ kg_exec_run(const kg_exec_config_t *config)
   if (!E)
     return KG_EXIT_SYSTEM;
   E->cfg = *config;
+  E->to = KG_FSM_NONE;
   kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
   E->started_wall_ms = kg_clock_wall_ms();
-  int code = s_setup(E);
+  /* The one reactor, and its clock: every handler's time, from the setup
+     to the last output drained in the teardown. */
+  E->loop = kg_loop_new();
+  int code = E->loop ? s_setup(E) : KG_EXIT_SYSTEM;
   kg_emurun_t *emu = code == 0 ? kg_emurun_new(getenv("KGUARD_EMULATE")) : NULL;
   E->multi = E->cfg.nnodes > 1;
   if (code == 0 && E->multi) {
@@ -497,7 +494,7 @@ kg_exec_run(const kg_exec_config_t *config)
     if (kg_ex_states_start(E, KG_EX_RESTORING) != 0) {
       code = KG_EXIT_SYSTEM;
     } else {
-      kg_ex_start_choose(E);
+      kg_ex_fire(E, KG_EXE_BEGIN, 0);   /* a transition: it may end the run */
       code = kg_ex_loop(E);
     }
   } else if (code == 0) {
@@ -511,7 +508,7 @@ kg_exec_run(const kg_exec_config_t *config)
     else
       code = kg_ex_loop(E);
   }
-  if (code == E->exit_code && E->state == KG_EX_DONE) {
+  if (code == E->exit_code && E->fsm && kg_fsm_state(E->fsm) == KG_EX_DONE) {
     char summary[768];
     s_summary(E, summary, sizeof summary);
     kg_notice("exec: exit %d (%s)", code, summary);

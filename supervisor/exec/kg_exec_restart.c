@@ -126,7 +126,7 @@ kg_ex_restore(kg_exec_s *E)
   if (!E->cfg.ckpt_dir) {
     kg_notice("exec: no --checkpoints: the command starts over");
     E->restored = true;
-    if (E->state != KG_EX_STOPPING)
+    if (kg_ex_state(E) != KG_EX_STOPPING)
       kg_ex_enter(E, KG_EX_BACKOFF);
     return;
   }
@@ -146,7 +146,7 @@ kg_ex_restore(kg_exec_s *E)
     kg_ex_finish(E, KG_EXEC_OUT_RETRYABLE);
     return;
   }
-  if (E->state != KG_EX_STOPPING)
+  if (kg_ex_state(E) != KG_EX_STOPPING)
     kg_ex_enter(E, KG_EX_RESTORING);
 }
 
@@ -248,7 +248,7 @@ kg_ex_helper_done(kg_exec_s *E)
     return;
   }
   /* Still stopping: the start waits for the tree to be gone. */
-  if (E->state != KG_EX_STOPPING)
+  if (kg_ex_state(E) != KG_EX_STOPPING)
     kg_ex_enter(E, KG_EX_BACKOFF);
 }
 
@@ -286,7 +286,7 @@ kg_ex_end_early(kg_exec_s *E)
   kg_ex_kill_tree(E, SIGTERM);
   E->stop_grace_ms = E->cfg.kill_grace_ms;
   kg_ex_enter(E, KG_EX_STOPPING);
-  E->then = KG_EX_THEN_EXIT;
+  kg_ex_plan(E, KG_EX_AFTER_EV_STOP_EXIT);
   E->killed = false;
   E->preempted = false;
   E->outcome_status = E->outcome == KG_EXEC_OUT_COMMAND_FAILED ? ((c & 0xff) << 8) : 0;
@@ -344,7 +344,7 @@ kg_ex_decision(kg_exec_s *E)
 bool
 kg_ex_devices_free(kg_exec_s *E)
 {
-  int64_t now = kg_clock_mono_ms();
+  int64_t now = kg_ex_now(E);
   pid_t pids[256];
   int n = 0;
   const cJSON *e;
