@@ -454,7 +454,9 @@ s_summary(const kg_exec_s *E, char *buf, size_t len)
     snprintf(buf, len, "refused: the job's configuration (see above)");
     return;
   case KG_EXEC_OUT_HARDWARE:
-    snprintf(buf, len, "retryable on other hardware: %.600s; drain this node", E->hw_line);
+    /* Several nodes: the coordinator's words name the node to drain. */
+    snprintf(buf, len, "retryable on other hardware: %.600s%s", E->hw_line,
+             E->multi ? "" : "; drain this node");
     return;
   case KG_EXEC_OUT_COMMAND_FAILED:
     break;
