@@ -157,6 +157,56 @@ s_restart_point(kg_coord_s *C, int root, cJSON *d, kg_incident_t *inc)
   return code;
 }
 
+/*  Node k's GPU needs a reset: the job ends with 200 on every node (run it
+    again on other hardware), never restarted on that GPU; the incident
+    names the node to drain and the GPU. Returns the exit code. */
+static int
+s_drain(kg_coord_s *C, int k)
+{
+  const cJSON *rr = C->nodes[k].report;
+  const cJSON *gh = cJSON_GetObjectItemCaseSensitive(rr, "gpu_health");
+  const cJSON *line = cJSON_GetObjectItemCaseSensitive(gh, "line");
+  const cJSON *host = cJSON_GetObjectItemCaseSensitive(rr, "host");
+  char reason[768];
+  snprintf(reason, sizeof reason, "drain node %d%s%s%s: %.600s", k,
+           cJSON_IsString(host) ? " (host " : "", cJSON_IsString(host) ? host->valuestring : "",
+           cJSON_IsString(host) ? ")" : "",
+           cJSON_IsString(line) ? line->valuestring : "a GPU needs a reset");
+  kg_error("coordinator: %s; the job ends with %d so the scheduler runs it on other hardware "
+           "(no restart on this GPU)", reason, KG_EXEC_EXIT_RETRYABLE);
+  kg_incident_t *inc = s_incident(C, k, false, reason, 0);
+  if (inc) {
+    kg_incident_set_policy(inc, "hardware", reason, 0);
+    cJSON *ij = kg_incident_json(inc);
+    cJSON_AddStringToObject(ij, "action", "drain this node");
+    cJSON_AddNumberToObject(ij, "drain_node", k);
+    if (cJSON_IsString(host))
+      cJSON_AddStringToObject(ij, "drain_host", host->valuestring);
+    if (gh)
+      cJSON_AddItemToObject(ij, "gpu_health", cJSON_Duplicate(gh, true));
+    char idir[PATH_MAX + 16];
+    snprintf(idir, sizeof idir, "%s/incidents", C->state_dir);
+    kg_incident_write(inc, idir, NULL);
+    kg_incident_destroy(&inc);
+  }
+  /* kg_coord_end's decision, with the node to drain named apart so that
+     every node's exit summary says it. */
+  cJSON *d = cJSON_CreateObject();
+  cJSON_AddStringToObject(d, "type", "decision");
+  cJSON_AddStringToObject(d, "action", "end");
+  cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_RETRYABLE);
+  cJSON_AddNumberToObject(d, "gen", C->gen);
+  cJSON_AddStringToObject(d, "reason", reason);
+  cJSON *dr = cJSON_AddObjectToObject(d, "drain");
+  cJSON_AddNumberToObject(dr, "node", k);
+  if (cJSON_IsString(host))
+    cJSON_AddStringToObject(dr, "host", host->valuestring);
+  kg_coord_broadcast(C, d);
+  kg_coord_write_decision(C, d);
+  cJSON_Delete(d);
+  return KG_EXEC_EXIT_RETRYABLE;
+}
+
 /*  Every node stopped (or finished): decide for the job. Returns the exit
     code when the job ends, 0 when it goes on. */
 static int
@@ -171,11 +221,17 @@ s_decide(kg_coord_s *C)
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "fault_ms");
     rep[i].sticky = r != NULL;
     rep[i].fault_ms = cJSON_IsNumber(t) ? (int64_t) t->valuedouble : INT64_MAX;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(r, "gpu_health"), "verdict");
+    rep[i].needs_reset = cJSON_IsString(v) && strcmp(v->valuestring, "needs-reset") == 0;
   }
   int root = kg_coord_root(rep, C->nnodes);
+  int drain = kg_coord_drain(rep, C->nnodes, root);
   free(rep);
   if (C->preempted)
     return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "a node was pre-empted");
+  if (drain >= 0)
+    return s_drain(C, drain);
   if (root < 0) {
     /* No sticky fault anywhere: the command's own failure ends the job. */
     int code = 1;

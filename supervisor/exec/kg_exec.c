@@ -147,6 +147,29 @@ s_hardware(kg_exec_s *E, const kg_match_t *m, const char *why)
   return true;
 }
 
+/*  Multi-node: this node's health check after its proven fault, into its
+    incident ("gpu_health", which its report to the coordinator carries);
+    a GPU that needs a reset is said here too, in the words the
+    coordinator's decision repeats. */
+static void
+s_health_report(kg_exec_s *E, const kg_match_t *m)
+{
+  kg_gpuhealth_result_t res;
+  cJSON *rec = NULL;
+  char line[sizeof E->hw_line];
+  if (!E->gpuwatch)
+    return;
+  if (kg_gpuwatch_check(E->gpuwatch, m && m->family ? m->family->id : NULL,
+                        m ? m->line : NULL, &res, &rec, line, sizeof line)
+      == KG_GPUHEALTH_NEEDS_RESET)
+    kg_error("exec: %s; the coordinator is told: no restart on this GPU", line);
+  if (rec) {
+    if (res.verdict == KG_GPUHEALTH_NEEDS_RESET)
+      cJSON_AddStringToObject(rec, "line", line);
+    cJSON_AddItemToObject(kg_incident_json(E->incident), "gpu_health", rec);
+  }
+}
+
 /*  Proof of a sticky fault: decide with the policy, record, stop. */
 static void
 s_fault(kg_exec_s *E, const char *why)
@@ -161,12 +184,16 @@ s_fault(kg_exec_s *E, const char *why)
     E->fault_wall_ms = kg_clock_wall_ms();
   kg_diagnosis_signature(E->diag, NULL, E->signature, sizeof E->signature);
   if (E->multi) {
-    /* The coordinator counts the budget job-wide and picks the step. */
+    /* The coordinator counts the budget job-wide and picks the step; this
+       node's GPUs are read here, where they are, and the reading travels
+       in the report (kg_ex_node_report) so the coordinator never restarts
+       the job on a GPU that needs a reset. */
     kg_notice("exec: sticky %s (%s) proven on this node: %s; reporting it to the coordinator",
               m && m->family ? m->family->id : "error", m ? m->line : "", why);
     E->sticky_report = true;
     kg_ex_incident_begin(E, "job", "the coordinator decides for the whole job");
     cJSON_AddStringToObject(kg_incident_json(E->incident), "proof", why);
+    s_health_report(E, m);
     kg_ex_incident_write(E);
     kg_ex_node_send(E, "fault", kg_ex_node_report(E));
     s_kill_proven(E, KG_EX_AFTER_EV_STOP_REPORT);

@@ -18,6 +18,7 @@
 #include "kg_coord.h"
 #include "kg_emurun.h"
 #include "kg_error.h"
+#include "kg_file.h"
 #include "kg_log.h"
 #include "kg_opt.h"
 #include "kg_paths.h"
@@ -311,6 +312,12 @@ s_setup(kg_exec_s *E)
              kg_strerror(rc));
     return KG_EXIT_USAGE;
   }
+  /* A drain file is about the run that wrote it: a requeued run starts
+     without one. */
+  char drain[PATH_MAX + 80];
+  snprintf(drain, sizeof drain, "%s/drain", E->run_dir);
+  if (unlink(drain) != 0 && errno != ENOENT)
+    kg_warning("exec: cannot remove the last run's %s: %s", drain, strerror(errno));
   snprintf(E->log_path, sizeof E->log_path, "%s/logs/exec-%s.log", E->state_dir, E->cfg.name);
   char lerr[PATH_MAX + 200];
   if ((rc = kg_exec_log_open(E->log_path, E->cfg.name, &E->log, lerr, sizeof lerr)) != 0) {
@@ -428,6 +435,33 @@ s_teardown(kg_exec_s *E)
   kg_fdq_destroy(&E->out[1]);
 }
 
+/*  A GPU needs a reset: STATE/exec/NAME/drain names the host to take out
+    of service (the first line, for a batch script's requeue with that
+    node excluded) and says why (the second): this node, or the one the
+    coordinator's decision names. */
+static void
+s_write_drain(const kg_exec_s *E)
+{
+  char host[256] = "";
+  const cJSON *h = cJSON_GetObjectItemCaseSensitive(
+    cJSON_GetObjectItemCaseSensitive(E->decision, "drain"), "host");
+  if (E->multi && cJSON_IsString(h))
+    snprintf(host, sizeof host, "%s", h->valuestring);
+  else if (!E->multi)
+    gethostname(host, sizeof host - 1);
+  if (!host[0] || strchr(host, '\n'))
+    return;
+  char path[PATH_MAX + 80], text[1024];
+  snprintf(path, sizeof path, "%s/drain", E->run_dir);
+  int n = snprintf(text, sizeof text, "%s\n%.700s\n", host, E->hw_line);
+  int rc = kg_file_write_atomic(path, text, (size_t) n < sizeof text ? (size_t) n
+                                                                     : sizeof text - 1, 0600);
+  if (rc != 0)
+    kg_warning("exec: cannot write %s: %s", path, kg_strerror(rc));
+  else
+    kg_notice("exec: %s names the node to drain: %s", path, host);
+}
+
 /*  What the exit code stands for, in words; a command's own code that
     kguard reported as another (one of kguard's own) is named. */
 static void
@@ -447,7 +481,9 @@ s_summary(const kg_exec_s *E, char *buf, size_t len)
     snprintf(buf, len, "refused: the job's configuration (see above)");
     return;
   case KG_EXEC_OUT_HARDWARE:
-    snprintf(buf, len, "retryable on other hardware: %.600s; drain this node", E->hw_line);
+    /* Several nodes: the coordinator's words name the node to drain. */
+    snprintf(buf, len, "retryable on other hardware: %.600s%s", E->hw_line,
+             E->multi ? "" : "; drain this node");
     return;
   case KG_EXEC_OUT_COMMAND_FAILED:
     break;
@@ -513,6 +549,8 @@ kg_exec_run(const kg_exec_config_t *config)
     s_summary(E, summary, sizeof summary);
     kg_notice("exec: exit %d (%s)", code, summary);
     kg_exec_log_run_ended(E->log, kg_clock_wall_ms(), code, summary);
+    if (E->outcome == KG_EXEC_OUT_HARDWARE)
+      s_write_drain(E);
   }
   char emu_words[PATH_MAX + 512];
   if (!kg_emurun_fired(emu, emu_words, sizeof emu_words))

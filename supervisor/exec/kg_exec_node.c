@@ -269,8 +269,13 @@ kg_ex_node_report(kg_exec_s *E)
   cJSON_AddNumberToObject(r, "fault_ms", (double) E->fault_wall_ms);
   cJSON_AddNumberToObject(r, "last_step", (double) E->pace.last_step);
   cJSON_AddStringToObject(r, "signature", E->signature);
-  if (E->incident)
+  if (E->incident) {
     cJSON_AddStringToObject(r, "incident", kg_incident_id(E->incident));
+    const cJSON *gh = cJSON_GetObjectItemCaseSensitive(kg_incident_json(E->incident),
+                                                       "gpu_health");
+    if (gh)
+      cJSON_AddItemToObject(r, "gpu_health", cJSON_Duplicate(gh, true));
+  }
   return r;
 }
 

@@ -272,6 +272,23 @@ s_multi_restore_step(kg_exec_s *E)
   }
 }
 
+/*  The job ends with the decision's code c; a decision that names a node
+    to drain (a GPU there needs a reset) ends it for other hardware, and
+    the exit summary repeats its words on every node. */
+static void
+s_done_decided(kg_exec_s *E, int c)
+{
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(E->decision, "reason");
+  if (c == KG_EXEC_EXIT_RETRYABLE && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+                                         E->decision, "drain"))) {
+    snprintf(E->hw_line, sizeof E->hw_line, "%s",
+             cJSON_IsString(why) ? why->valuestring : "a GPU of the job needs a reset");
+    kg_ex_done(E, KG_EXEC_OUT_HARDWARE, 0);
+  } else {
+    kg_ex_done_code(E, c);
+  }
+}
+
 /*  The coordinator ends the job while this node still runs (a node lost):
     stop the tree, then exit with the job's code. */
 void
@@ -282,7 +299,7 @@ kg_ex_end_early(kg_exec_s *E)
   int c = cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE;
   kg_notice("exec: the coordinator ends the job (%s): exit %d",
             cJSON_IsString(why) ? why->valuestring : "no reason given", c);
-  kg_ex_done_code(E, c);               /* records the outcome and the code  */
+  s_done_decided(E, c);                /* records the outcome and the code  */
   kg_ex_kill_tree(E, SIGTERM);
   E->stop_grace_ms = E->cfg.kill_grace_ms;
   kg_ex_enter(E, KG_EX_STOPPING);
@@ -311,7 +328,7 @@ kg_ex_decision(kg_exec_s *E)
             cJSON_IsString(why) ? why->valuestring : "");
   free(rtext);
   if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
-    kg_ex_done_code(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
+    s_done_decided(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
     return;
   }
   const cJSON *step = cJSON_GetObjectItemCaseSensitive(d, "step");
