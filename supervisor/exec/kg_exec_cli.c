@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -188,92 +190,84 @@ s_int(const char *text, int lo, int hi, int *out)
   return 0;
 }
 
-/*  Fills c from argv. 0, 1 after --help or --version, -1 after a usage
-    error (its message printed). */
-static int
-s_parse(int argc, char **argv, kg_exec_config_t *c)
-{
-  kg_opt_parser_t p;
-  kg_opt_init(&p, &kg_exec_cmd, argc, argv);
+/*  The options that take a number: where it goes in the configuration, its
+    bounds and the words of its usage error. Integers are ints; seconds are
+    read into int64_t milliseconds, at least min_ms. */
+typedef struct {
   int id;
-  while (!c->argv && (id = kg_opt_next(&p)) != KG_OPT_END) {
-    const char *v = p.value;
-    switch (id) {
-    case KG_OPT_EXIT: return p.code == 0 ? 1 : -1;
-    case KG_OPT_OPERAND: c->argv = p.argv + p.next - 1; break;   /* COMMAND and its args */
-    case O_CKPT: c->ckpt_dir = v; break;
-    case O_STATE: c->state_dir = v; break;
-    case O_NAME: c->name = v; break;
-    case O_RULES: c->rules_path = v; break;
-    case O_COORD: c->coordinator = v; break;
-    case O_COORD_BIND: c->coordinator_bind = v; break;
-    case O_SECRET: c->secret_file = v; break;
-    case O_STANDBY: c->standby = true; break;
-    case O_FRESH: c->fresh = true; break;
-    case O_KEEP:
-      if (s_int(v, 1, 1000000, &c->keep) < 0)
-        return s_usage(&p, "--keep needs a positive number of checkpoints, 1-1000000", v);
-      break;
-    case O_STANDBY_IMPORTS: c->standby_imports = v; break;
-    case O_MASTER_ADDR: c->master_addr = v; break;
-    case O_MASTER_PORT:
-      if (s_int(v, 1, 65535, &c->master_port) < 0)
-        return s_usage(&p, "--master-port needs a port number 1-65535", v);
-      break;
-    case O_STANDBY_MAX_AGE:
-      if (s_seconds(v, &c->standby_max_age_ms) < 0)
-        return s_usage(&p, "--standby-max-age needs seconds", v);
-      break;
-    case O_JOIN_TIMEOUT:
-      if (s_seconds(v, &c->join_timeout_ms) < 0 || c->join_timeout_ms < 100)
-        return s_usage(&p, "--join-timeout needs seconds (at least 0.1)", v);
-      break;
-    case O_MAXR:
-      if (s_int(v, 0, 1000, &c->max_restarts) < 0)
-        return s_usage(&p, "--max-restarts needs an integer 0-1000", v);
-      break;
-    case O_NNODES:
-      if (s_int(v, 1, 4096, &c->nnodes) < 0)
-        return s_usage(&p, "--nnodes needs an integer 1-4096", v);
-      break;
-    case O_NPROC:
-      if (s_int(v, 1, 1024, &c->nproc_per_node) < 0)
-        return s_usage(&p, "--nproc-per-node needs an integer 1-1024", v);
-      c->nproc_given = true;
-      break;
-    case O_NODE_RANK:
-      if (s_int(v, 0, 4095, &c->node_rank) < 0)
-        return s_usage(&p, "--node-rank needs an integer 0-4095", v);
-      break;
-    case O_STALL:
-      if (s_seconds(v, &c->stall_ms) < 0)
-        return s_usage(&p, "--stall-timeout needs seconds", v);
-      break;
-    case O_KILL_GRACE:
-      if (s_seconds(v, &c->kill_grace_ms) < 0)
-        return s_usage(&p, "--kill-grace needs seconds", v);
-      break;
-    case O_HEARTBEAT:
-      if (s_seconds(v, &c->heartbeat_ms) < 0 || c->heartbeat_ms < 100)
-        return s_usage(&p, "--heartbeat-timeout needs seconds (at least 0.1)", v);
-      break;
-    case O_PREEMPT_GRACE:
-      if (s_seconds(v, &c->preempt_grace_ms) < 0)
-        return s_usage(&p, "--preempt-grace needs seconds", v);
-      break;
-    }
+  bool seconds;
+  int lo, hi;                   /*  integers                                   */
+  int64_t min_ms;               /*  seconds                                    */
+  size_t at;                    /*  offsetof(kg_exec_config_t, field)          */
+  const char *words;
+} s_number_t;
+
+static const s_number_t s_numbers[] = {
+  {O_KEEP, false, 1, 1000000, 0, offsetof(kg_exec_config_t, keep),
+   "--keep needs a positive number of checkpoints, 1-1000000"},
+  {O_MASTER_PORT, false, 1, 65535, 0, offsetof(kg_exec_config_t, master_port),
+   "--master-port needs a port number 1-65535"},
+  {O_MAXR, false, 0, 1000, 0, offsetof(kg_exec_config_t, max_restarts),
+   "--max-restarts needs an integer 0-1000"},
+  {O_NNODES, false, 1, 4096, 0, offsetof(kg_exec_config_t, nnodes),
+   "--nnodes needs an integer 1-4096"},
+  {O_NPROC, false, 1, 1024, 0, offsetof(kg_exec_config_t, nproc_per_node),
+   "--nproc-per-node needs an integer 1-1024"},
+  {O_NODE_RANK, false, 0, 4095, 0, offsetof(kg_exec_config_t, node_rank),
+   "--node-rank needs an integer 0-4095"},
+  {O_STANDBY_MAX_AGE, true, 0, 0, 0, offsetof(kg_exec_config_t, standby_max_age_ms),
+   "--standby-max-age needs seconds"},
+  {O_JOIN_TIMEOUT, true, 0, 0, 100, offsetof(kg_exec_config_t, join_timeout_ms),
+   "--join-timeout needs seconds (at least 0.1)"},
+  {O_STALL, true, 0, 0, 0, offsetof(kg_exec_config_t, stall_ms),
+   "--stall-timeout needs seconds"},
+  {O_KILL_GRACE, true, 0, 0, 0, offsetof(kg_exec_config_t, kill_grace_ms),
+   "--kill-grace needs seconds"},
+  {O_HEARTBEAT, true, 0, 0, 100, offsetof(kg_exec_config_t, heartbeat_ms),
+   "--heartbeat-timeout needs seconds (at least 0.1)"},
+  {O_PREEMPT_GRACE, true, 0, 0, 0, offsetof(kg_exec_config_t, preempt_grace_ms),
+   "--preempt-grace needs seconds"},
+};
+
+/*  Option id's number from text v into c: 1 when id takes no number, 0
+    when read, -1 after its usage error (printed). */
+static int
+s_number(kg_opt_parser_t *p, int id, const char *v, kg_exec_config_t *c)
+{
+  for (size_t i = 0; i < sizeof s_numbers / sizeof *s_numbers; i++) {
+    const s_number_t *n = &s_numbers[i];
+    if (n->id != id)
+      continue;
+    char *field = (char *) c + n->at;
+    int64_t ms;
+    int iv;
+    if (n->seconds ? s_seconds(v, &ms) < 0 || ms < n->min_ms : s_int(v, n->lo, n->hi, &iv) < 0)
+      return s_usage(p, n->words, v);
+    if (n->seconds)
+      memcpy(field, &ms, sizeof ms);
+    else
+      memcpy(field, &iv, sizeof iv);
+    return 0;
   }
+  return 1;
+}
+
+/*  What the options say together: a name, the multi-node options, the
+    default checkpoint directory. 0, or -1 after a usage error. */
+static int
+s_check(kg_opt_parser_t *p, kg_exec_config_t *c)
+{
   if (!c->argv)
-    return s_usage(&p, "no COMMAND given", NULL);
+    return s_usage(p, "no COMMAND given", NULL);
   if (!c->name)
     c->name = "exec";
   if (!*c->name || strchr(c->name, '/') || c->name[0] == '.')
-    return s_usage(&p, "--name must be a plain name", c->name);
+    return s_usage(p, "--name must be a plain name", c->name);
   if (c->nnodes > 1) {
     if (c->node_rank >= c->nnodes)
-      return s_usage(&p, "--node-rank must be below --nnodes", NULL);
+      return s_usage(p, "--node-rank must be below --nnodes", NULL);
     if (!c->coordinator || !c->secret_file || !c->ckpt_dir)
-      return s_usage(&p, "multi-node mode needs --coordinator, --secret and --checkpoints",
+      return s_usage(p, "multi-node mode needs --coordinator, --secret and --checkpoints",
                      NULL);
   }
   /* The directory kguard.save seals into when the script names none
@@ -286,9 +280,47 @@ s_parse(int argc, char **argv, kg_exec_config_t *c)
   return 0;
 }
 
-/*  Everything the loop needs, before the command starts. */
+/*  Fills c from argv. 0, 1 after --help or --version, -1 after a usage
+    error (its message printed). */
 static int
-s_setup(kg_exec_s *E)
+s_parse(int argc, char **argv, kg_exec_config_t *c)
+{
+  kg_opt_parser_t p;
+  kg_opt_init(&p, &kg_exec_cmd, argc, argv);
+  int id;
+  while (!c->argv && (id = kg_opt_next(&p)) != KG_OPT_END) {
+    const char *v = p.value;
+    int rc = s_number(&p, id, v, c);
+    if (rc < 0)
+      return -1;
+    if (rc == 0) {
+      c->nproc_given = c->nproc_given || id == O_NPROC;
+      continue;
+    }
+    switch (id) {
+    case KG_OPT_EXIT: return p.code == 0 ? 1 : -1;
+    case KG_OPT_OPERAND: c->argv = p.argv + p.next - 1; break;   /* COMMAND and its args */
+    case O_CKPT: c->ckpt_dir = v; break;
+    case O_STATE: c->state_dir = v; break;
+    case O_NAME: c->name = v; break;
+    case O_RULES: c->rules_path = v; break;
+    case O_COORD: c->coordinator = v; break;
+    case O_COORD_BIND: c->coordinator_bind = v; break;
+    case O_SECRET: c->secret_file = v; break;
+    case O_STANDBY: c->standby = true; break;
+    case O_FRESH: c->fresh = true; break;
+    case O_STANDBY_IMPORTS: c->standby_imports = v; break;
+    case O_MASTER_ADDR: c->master_addr = v; break;
+    }
+  }
+  return s_check(&p, c);
+}
+
+/*  kguard's own directories and the run's log: the state directory, the
+    run's directory (without the last run's drain file), the checkpoint
+    directory when named, the log. 0 or the exit code. */
+static int
+s_setup_files(kg_exec_s *E)
 {
   if (E->cfg.state_dir && setenv("KGUARD_STATE_DIR", E->cfg.state_dir, 1) != 0)
     return KG_EXIT_SYSTEM;
@@ -325,6 +357,16 @@ s_setup(kg_exec_s *E)
     return rc == KG_EUSAGE ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   kg_exec_log_run_started(E->log, kg_clock_wall_ms(), E->cfg.argv);
+  return 0;
+}
+
+/*  What judges the job: the rules and the diagnosis, the mode, the device
+    memory check, the step channel, the GPUs' health baseline, the
+    rendezvous store, the standbys and ranks, the ranks' master address,
+    the restart policy. 0 or the exit code. */
+static int
+s_setup_judges(kg_exec_s *E)
+{
   char rules_path[PATH_MAX], err[512] = "";
   if (E->cfg.rules_path)
     snprintf(rules_path, sizeof rules_path, "%s", E->cfg.rules_path);
@@ -379,8 +421,14 @@ s_setup(kg_exec_s *E)
   pc.max_restarts = E->cfg.max_restarts;
   pc.backoff_initial_ms = E->cfg.backoff_initial_ms;
   E->policy = kg_policy_new(&pc);
-  if (!E->diag || !E->policy)
-    return KG_EXIT_SYSTEM;
+  return E->diag && E->policy ? 0 : KG_EXIT_SYSTEM;
+}
+
+/*  kguard as the tree's parent: a subreaper, its signals as an fd, output
+    queues that never wait for a reader. 0 or the exit code. */
+static int
+s_setup_process(kg_exec_s *E)
+{
   /* Orphaned processes of the tree (torchrun's workers after their agent
      died) are reparented to kguard, which reaps them and sees their status. */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
@@ -399,6 +447,19 @@ s_setup(kg_exec_s *E)
     return KG_EXIT_SYSTEM;
   kg_log_set_sink(s_log_line, E->out[1]);
   return 0;
+}
+
+/*  Everything the loop needs, before the command starts. 0 or the exit
+    code. */
+static int
+s_setup(kg_exec_s *E)
+{
+  int code = s_setup_files(E);
+  if (code == 0)
+    code = s_setup_judges(E);
+  if (code == 0)
+    code = s_setup_process(E);
+  return code;
 }
 
 static void

@@ -214,6 +214,45 @@ s_add_json(kg_params_t *self, const char *text, size_t len, const char *source, 
   return rc;
 }
 
+/*  One `name: value` line of a YAML file (line, its colon at colon; both
+    written to): the parameter added. 0, or a negative code with err saying
+    where (source, lineno) and what, or *what naming what kguard does not
+    read there (the caller words it). */
+static int
+s_yaml_pair(kg_params_t *self, char *line, char *colon, const char *source, int lineno,
+            const char **what, char *err, size_t errlen)
+{
+  *colon = '\0';
+  char *name = line;
+  size_t k = strlen(name);
+  while (k && (name[k - 1] == ' ' || name[k - 1] == '\t'))
+    name[--k] = '\0';
+  char inner[512];
+  int rc = s_check_name(name, err, errlen);
+  if (rc != 0) {
+    snprintf(inner, sizeof inner, "%s", err);
+    kg_errf(err, errlen, "%s, line %d: %s", source, lineno, inner);
+    return rc;
+  }
+  cJSON *value = NULL;
+  bool plain = false;
+  char *v = colon + 1;
+  rc = kg_params_yaml_value(v, &value, &plain, what);
+  if (rc == 0 && plain) {
+    rc = s_add_scalar(self, name, v + strspn(v, " \t"), true, err, errlen);
+    if (rc == KG_EUSAGE) {
+      snprintf(inner, sizeof inner, "%s", err);
+      kg_errf(err, errlen, "%s, line %d: %s: %s", source, lineno, name, inner);
+      return rc;
+    }
+  } else if (rc == 0) {
+    rc = s_set(self, name, value, NULL);
+  }
+  if (rc == KG_EUSAGE && !*what)
+    *what = "an unreadable value";
+  return rc;
+}
+
 static int
 s_add_yaml(kg_params_t *self, const char *text, size_t len, const char *source, char *err,
            size_t errlen)
@@ -255,37 +294,8 @@ s_add_yaml(kg_params_t *self, const char *text, size_t len, const char *source, 
         colon++;
       if (*colon != ':' || (colon[1] && colon[1] != ' ' && colon[1] != '\t'))
         what = "a line that is not `name: value`";
-      else {
-        *colon = '\0';
-        char *name = line;
-        size_t k = strlen(name);
-        while (k && (name[k - 1] == ' ' || name[k - 1] == '\t'))
-          name[--k] = '\0';
-        rc = s_check_name(name, err, errlen);
-        if (rc != 0) {
-          char inner[512];
-          snprintf(inner, sizeof inner, "%s", err);
-          kg_errf(err, errlen, "%s, line %d: %s", source, lineno, inner);
-          break;
-        }
-        cJSON *value = NULL;
-        bool plain = false;
-        char *v = colon + 1;
-        rc = kg_params_yaml_value(v, &value, &plain, &what);
-        if (rc == 0 && plain) {
-          rc = s_add_scalar(self, name, v + strspn(v, " \t"), true, err, errlen);
-          if (rc == KG_EUSAGE) {
-            char inner[512];
-            snprintf(inner, sizeof inner, "%s", err);
-            kg_errf(err, errlen, "%s, line %d: %s: %s", source, lineno, name, inner);
-            break;
-          }
-        }
-        else if (rc == 0)
-          rc = s_set(self, name, value, NULL);
-        if (rc == KG_EUSAGE && !what)
-          what = "an unreadable value";
-      }
+      else
+        rc = s_yaml_pair(self, line, colon, source, lineno, &what, err, errlen);
     }
     if (what) {
       kg_errf(err, errlen, "%s, line %d: %s; kguard reads only flat `name: value` lines "
