@@ -45,6 +45,8 @@ import tempfile
 import threading
 import time
 
+RANK_PREFIX = re.compile(r"^\[rank\d+\]: ")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "train_label4.py")
 KGUARD = os.environ.get("KGUARD_BIN") or shutil.which("kguard") or "kguard"
@@ -77,6 +79,9 @@ class Job:
 
     def _read(self):
         for line in self.proc.stdout:
+            # With several ranks kguard exec prefixes each rank's lines with
+            # "[rankN]: " (as torchrun's --tee); the events are the same.
+            line = RANK_PREFIX.sub("", line, count=1)
             with self._cv:
                 self.lines.append(line.rstrip("\n"))
                 self._cv.notify_all()
