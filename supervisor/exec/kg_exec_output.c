@@ -150,44 +150,87 @@ s_diag_line(void *arg, const char *line, size_t len, bool truncated, int64_t fir
   }
 }
 
-/*  n bytes of rank r's stream which, to kguard's stream and the log as
-    they come; when the job has several ranks, each line led by its rank
-    as torchrun's --tee does ("[rank1]: "), so the ranks' lines can be told
-    apart (a line a rank writes in pieces can still be cut by another's). */
+/*  Out to kguard's stream which and to the log. */
+static void
+s_emit(kg_exec_s *E, int which, const char *buf, size_t n)
+{
+  kg_ex_output(E, which, buf, n);
+  kg_exec_log_output(E->log, buf, n);
+}
+
+/*  One piece of rank r's stream which, led by its rank unless it continues
+    a line already begun. */
+static void
+s_emit_ranked(kg_exec_s *E, int r, int which, const char *piece, size_t n, bool ends_line)
+{
+  kg_ex_rank_t *k = &E->ranks[r];
+  char out[KG_EX_HELD_MAX + 64];
+  size_t o = 0;
+  if (!k->mid_line[which - 1])
+    o = (size_t) snprintf(out, sizeof out, "[rank%d]: ", E->cfg.node_rank * E->nranks + r);
+  if (o + n > sizeof out) {
+    s_emit(E, which, out, o);
+    o = 0;
+    s_emit(E, which, piece, n);
+  } else {
+    memcpy(out + o, piece, n);
+    s_emit(E, which, out, o + n);
+  }
+  k->mid_line[which - 1] = !ends_line;
+}
+
+/*  What rank r's stream which holds back, passed on now (its end, or too
+    long to hold). */
+static void
+s_release(kg_exec_s *E, int r, int which)
+{
+  kg_ex_rank_t *k = &E->ranks[r];
+  size_t *hl = &k->held_len[which - 1];
+  if (*hl)
+    s_emit_ranked(E, r, which, k->held[which - 1], *hl, false);
+  *hl = 0;
+}
+
+/*  n bytes of rank r's stream which, to kguard's stream and the log; when
+    the job has several ranks, line by line, each line led by its rank as
+    torchrun's --tee does ("[rank1]: "): a line's start is held until its
+    end ('\n', or '\r' for a progress bar) so the ranks' lines never mix,
+    at most KG_EX_HELD_MAX bytes of it (a longer one goes on in pieces). */
 static void
 s_pass(kg_exec_s *E, int r, int which, const char *buf, size_t n)
 {
   if (E->mode != KG_EXEC_MODE_AGENT || E->cfg.nnodes * E->nranks < 2) {
-    kg_ex_output(E, which, buf, n);
-    kg_exec_log_output(E->log, buf, n);
+    s_emit(E, which, buf, n);
     return;
   }
-  bool *mid = &E->ranks[r].mid_line[which - 1];
-  char pre[32], out[16384];
-  size_t pn = (size_t) snprintf(pre, sizeof pre, "[rank%d]: ", E->cfg.node_rank * E->nranks + r);
-  size_t o = 0;
+  kg_ex_rank_t *k = &E->ranks[r];
+  char *held = k->held[which - 1];
+  size_t *hl = &k->held_len[which - 1];
   for (size_t i = 0; i < n;) {
-    if (o + pn > sizeof out) {
-      kg_ex_output(E, which, out, o);
-      kg_exec_log_output(E->log, out, o);
-      o = 0;
+    size_t seg = 0;
+    while (i + seg < n && buf[i + seg] != '\n' && buf[i + seg] != '\r')
+      seg++;
+    bool ends = i + seg < n;
+    if (ends)
+      seg++;
+    if (*hl + seg > KG_EX_HELD_MAX)
+      s_release(E, r, which);
+    if (!ends || *hl) {
+      size_t take = seg < KG_EX_HELD_MAX - *hl ? seg : KG_EX_HELD_MAX - *hl;
+      memcpy(held + *hl, buf + i, take);
+      *hl += take;
+      if (take < seg) {       /* longer than a line can be held: in pieces */
+        s_release(E, r, which);
+        s_emit_ranked(E, r, which, buf + i + take, seg - take, ends);
+      } else if (ends) {
+        s_emit_ranked(E, r, which, held, *hl, true);
+        *hl = 0;
+      }
+    } else {
+      s_emit_ranked(E, r, which, buf + i, seg, true);
     }
-    if (!*mid) {
-      memcpy(out + o, pre, pn);
-      o += pn;
-      *mid = true;
-    }
-    const char *nl = memchr(buf + i, '\n', n - i);
-    size_t seg = nl ? (size_t) (nl - (buf + i)) + 1 : n - i;
-    size_t take = seg < sizeof out - o ? seg : sizeof out - o;
-    memcpy(out + o, buf + i, take);
-    o += take;
-    i += take;
-    if (take == seg && nl)
-      *mid = false;
+    i += seg;
   }
-  kg_ex_output(E, which, out, o);
-  kg_exec_log_output(E->log, out, o);
 }
 
 /*  Pass one rank's pipe through as it comes, keep it, and diagnose it line
@@ -200,8 +243,10 @@ kg_ex_read_rank(kg_exec_s *E, int r, int which)
   struct s_line_ctx ctx = {E, r, which == 1 ? KG_SRC_RAW_STDOUT : KG_SRC_RAW_STDERR};
   for (int rounds = 0; rounds < 16 && k->child; rounds++) {
     ssize_t n = kg_child_read(k->child, which, buf, sizeof buf);
-    if (n == 0)
+    if (n == 0) {
+      s_release(E, r, which);
       kg_linebuf_flush(k->lines[which - 1], s_diag_line, &ctx);
+    }
     if (n <= 0)
       return;
     s_pass(E, r, which, buf, (size_t) n);

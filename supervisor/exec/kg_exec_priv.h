@@ -43,6 +43,10 @@ typedef struct {
 
 /*  One local rank (agent mode: RANK = node * nproc + index), or the one
     command (plain and wrapper modes), each its own process group. */
+/*  The most of one line a rank's stream holds back before passing it on in
+    pieces (a progress bar's line, a line with no end). */
+#define KG_EX_HELD_MAX 1024
+
 typedef struct {
   kg_child_t *child;            /* NULL before the first start                */
   pid_t pgid;
@@ -51,6 +55,9 @@ typedef struct {
   kg_linebuf_t *lines[2];       /* stdout, stderr: whole lines for diagnosis  */
   bool mid_line[2];             /* stdout, stderr passed on up to a line's
                                    middle (no rank prefix due)               */
+  char held[2][KG_EX_HELD_MAX]; /* several ranks: the start of a line not yet
+                                   ended, held so the ranks' lines never mix */
+  size_t held_len[2];
   char **envp;                  /* its environment (owned)                    */
   char error_file[PATH_MAX + 96]; /* TORCHELASTIC_ERROR_FILE of this start    */
   kg_child_t *standby;          /* its warm standby (kg_exec_standby.c)        */

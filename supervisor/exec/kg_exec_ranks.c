@@ -87,6 +87,7 @@ kg_ex_start_command(kg_exec_s *E)
     k->envp = kg_ex_build_env(E, r);
     kg_child_destroy(&k->child);
     k->mid_line[0] = k->mid_line[1] = false;
+    k->held_len[0] = k->held_len[1] = 0;
     k->reaped = false;
     k->status = 0;
     k->pgid = -1;
