@@ -62,13 +62,14 @@ s_all_checked(kg_coord_s *C)
     return kg_coord_end(C, KG_EXIT_USAGE, reason);
   }
   C->started = true;
+  C->choosing = true;   /* the nodes list their ranks' checkpoints first */
   int64_t now = kg_clock_mono_ms();
   for (int i = 0; i < C->nnodes; i++)
     C->nodes[i].seen_ms = now;
   cJSON *m = cJSON_CreateObject();
   kg_coord_add_ports(C, m);
   kg_notice("coordinator: every node joined and verifies every node's checkpoints: "
-            "generation %d starts", C->gen);
+            "generation %d starts from the newest step every node verifies", C->gen);
   s_send_type(C, -1, "start", m);
   return -1;
 }

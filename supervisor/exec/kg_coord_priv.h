@@ -28,6 +28,7 @@ typedef struct {
   bool joined;                /* sealed its key probe                        */
   bool checked;               /* verified every node's probe                 */
   bool stopped, done;
+  bool fresh;                 /* started with --fresh (the start's choice)   */
   int64_t seen_ms;            /* monotonic time of its last message          */
   cJSON *problems;            /* checked: the probes it could not verify     */
   cJSON *report;              /* its fault fields, or NULL                   */
@@ -48,8 +49,11 @@ typedef struct kg_coord_s {
   kg_coord_node_t *nodes;
   int gen;
   bool started;               /* every node joined and checked: job running  */
+  bool choosing;              /* started, the nodes' listings not all in: the
+                                 start's step is not agreed yet             */
   bool stopping;              /* a stop was broadcast for this generation    */
   bool preempted;
+  char run[256];              /* the run's name, as node 0 gave it at start  */
   int64_t join_deadline;      /* monotonic ms                                 */
   unsigned long handshake_failures;
   kg_ratelog_t *refusals;     /* failed handshakes, logged rate-limited       */
@@ -93,6 +97,10 @@ void kg_coord_handshake_failed(kg_coord_s *C, int64_t now);
 /*  kg_coord_decide.c: fault, failed, preempted, stopped, done. Same
     returns. */
 int kg_coord_run_message(kg_coord_s *C, int node, const char *type, const cJSON *msg);
+/*  The start: each node's listing of its ranks' checkpoints of this run
+    (a "stopped" message while C->choosing); once every node's is in, the
+    start decision (kg_coord_start_decision). Same returns. */
+int kg_coord_start_listed(kg_coord_s *C, int node, const cJSON *msg);
 /*  A node silent for the heartbeat timeout ends the job. Returns an exit
     code, or -1. */
 int kg_coord_check_lost(kg_coord_s *C, int64_t now);

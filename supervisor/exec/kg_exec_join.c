@@ -188,11 +188,10 @@ kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev)
     kg_ex_node_send(E, "checked", f);
     E->join = KG_EX_J_CHECKED;
   } else if (ev.kind == KG_EXE_START && E->join == KG_EX_J_CHECKED) {
+    /* The run continues from the newest step every node verifies: the
+       ranks start once the coordinator agreed on it (kg_ex_decision). */
     E->master_port = (int) ev.arg;
-    if (kg_ex_start_command(E) != 0)
-      kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-    else
-      kg_ex_enter(E, KG_EX_RUNNING);
+    kg_ex_node_list_start(E);
   }
 }
 

@@ -305,7 +305,11 @@ kg_ex_decision(kg_exec_s *E)
   const cJSON *root = cJSON_GetObjectItemCaseSensitive(d, "root");
   char *rtext = root ? cJSON_PrintUnformatted(root) : NULL;
   const cJSON *why = cJSON_GetObjectItemCaseSensitive(d, "reason");
-  kg_notice("exec: coordinator decided %s%s%s%s%s",
+  bool start = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "start"));
+  if (start && cJSON_IsString(why))   /* the start's choice, in one line */
+    kg_notice("exec: %s", why->valuestring);
+  else
+    kg_notice("exec: coordinator decided %s%s%s%s%s",
             cJSON_IsString(action) ? action->valuestring : "?", rtext ? ", root cause " : "",
             rtext ? rtext : "", cJSON_IsString(why) ? ": " : "",
             cJSON_IsString(why) ? why->valuestring : "");
