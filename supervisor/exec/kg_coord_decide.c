@@ -255,8 +255,6 @@ static int
 s_start_decision(kg_coord_s *C)
 {
   C->choosing = false;
-  if (C->preempted)
-    return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "a node was pre-empted");
   int world = C->nnodes * C->nproc, fresh_node = -1;
   for (int i = 0; i < C->nnodes && fresh_node < 0; i++)
     if (C->nodes[i].fresh)
@@ -365,6 +363,11 @@ kg_coord_run_message(kg_coord_s *C, int k, const char *t, const cJSON *m)
     cJSON_Delete(n->failed);
     n->failed = cJSON_Duplicate(m, true);
     s_stop_all(C, k);
+  } else if (strcmp(t, "preempted") == 0 && C->choosing) {
+    /* Its listing will not come: nothing ran yet, nothing to stop. */
+    C->choosing = false;
+    rc = kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "a node was pre-empted before the job "
+                      "started");
   } else if (strcmp(t, "preempted") == 0) {
     C->preempted = true;
     s_stop_all(C, k);

@@ -1,5 +1,6 @@
 /*  kg_exec_restart: the run's checkpoint at its start (one node: the same
-    resume-prepare as after a fault, the start's time as T), and what
+    resume-prepare as after a fault, the start's time as T; several: the
+    coordinator's start decision, taken as after a fault), and what
     follows a proven fault in `kguard exec`: choosing
     and restoring the checkpoint (one node: resume-prepare, overlapped with
     the teardown; several: the coordinator's decision, then this node's
@@ -310,9 +311,9 @@ kg_ex_decision(kg_exec_s *E)
     kg_notice("exec: %s", why->valuestring);
   else
     kg_notice("exec: coordinator decided %s%s%s%s%s",
-            cJSON_IsString(action) ? action->valuestring : "?", rtext ? ", root cause " : "",
-            rtext ? rtext : "", cJSON_IsString(why) ? ": " : "",
-            cJSON_IsString(why) ? why->valuestring : "");
+              cJSON_IsString(action) ? action->valuestring : "?",
+              rtext ? ", root cause " : "", rtext ? rtext : "", cJSON_IsString(why) ? ": " : "",
+              cJSON_IsString(why) ? why->valuestring : "");
   free(rtext);
   if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
     kg_ex_done_code(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
