@@ -248,8 +248,8 @@ def test_sigterm_preemption_on_one_node_ends_the_job_retryable(hosts, tmp_path):
                for p in (tmp_path / "ckpt" / "rank-1").iterdir()), runs[1].output()
 
 
-def test_the_same_commands_after_a_sigterm_resume_from_the_last_common_step(hosts, tmp_path,
-                                                                           reference):
+def test_requeue_the_same_commands_after_a_sigterm_resume_from_the_last_common_step(
+        hosts, tmp_path, reference):
     # A requeue: SIGTERM to node 0 while steps 3 and 4 are sealed on both ranks.
     def start():
         return _start_job(hosts, tmp_path, script_args=("--wait-signal-at", "4"))
