@@ -65,12 +65,68 @@ s_list_sets(const char *dir, const kg_keyring_t *keys, cJSON *arr)
   kg_ckpt_sets_destroy(&sets);
 }
 
-int
-kg_ckpt_cli_list(int argc, char **argv)
+/*  The archives of list as a JSON array on stdout, sets appended. */
+static void
+s_list_print_json(const char *dir, const kg_ckpt_list_t *list, const kg_keyring_t *keys)
+{
+  char when[32];
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; i < list->count; i++) {
+    const kg_ckpt_entry_t *e = &list->entries[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "archive", e->path);
+    cJSON_AddStringToObject(o, "status", s_entry_status(e));
+    cJSON_AddStringToObject(o, "reason", e->reason);
+    if (e->authenticated) {
+      cJSON_AddNumberToObject(o, "step", (double) e->step);
+      cJSON_AddStringToObject(o, "run", e->run);
+      cJSON_AddStringToObject(o, "sealed_at",
+                              kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
+      cJSON_AddNumberToObject(o, "sealed_at_ms", (double) e->sealed_at_ms);
+    } else {
+      cJSON_AddNullToObject(o, "step");
+      cJSON_AddNullToObject(o, "sealed_at");
+    }
+    cJSON_AddNumberToObject(o, "size", (double) e->size);
+    if (e->world_size >= 2) {
+      cJSON_AddNumberToObject(o, "rank", (double) e->rank);
+      cJSON_AddNumberToObject(o, "world_size", (double) e->world_size);
+    }
+    cJSON_AddItemToArray(arr, o);
+  }
+  s_list_sets(dir, keys, arr);
+  char *text = cJSON_Print(arr);
+  printf("%s\n", text ? text : "[]");
+  free(text);
+  cJSON_Delete(arr);
+}
+
+/*  The archives of list as a table on stdout, sets after it. */
+static void
+s_list_print_table(const char *dir, const kg_ckpt_list_t *list, const kg_keyring_t *keys)
+{
+  char when[32];
+  printf("%-10s  %-24s  %12s  %-10s  %s\n", "STEP", "SEALED (UTC)", "SIZE", "STATUS", "FILE");
+  for (size_t i = 0; i < list->count; i++) {
+    const kg_ckpt_entry_t *e = &list->entries[i];
+    char step[24] = "-";
+    if (e->authenticated)
+      snprintf(step, sizeof step, "%" PRId64, e->step);
+    printf("%-10s  %-24s  %12" PRIu64 "  %-10s  %s\n", step,
+           e->authenticated ? kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when) : "-",
+           e->size, s_entry_status(e), e->name);
+  }
+  s_list_sets(dir, keys, NULL);
+}
+
+/*  Parse list's argv: the directory (borrowed from argv), --json and
+    --progress. Returns -1 when the command should go on, else the exit code,
+    its message already said. */
+static int
+s_list_parse(int argc, char **argv, const char **dir_p, bool *json_p,
+             kg_ckpt_progress_when_t *show_p)
 {
   const char *dir = NULL;
-  bool json = false;
-  kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_ckpt_list_cmd, argc, argv);
   p.parent = &kg_ckpt_cmd;
@@ -79,9 +135,9 @@ kg_ckpt_cli_list(int argc, char **argv)
     if (id == KG_OPT_EXIT)
       return p.code;
     if (id == KG_CKPT_O_JSON)
-      json = true;
+      *json_p = true;
     else if (id == KG_CKPT_O_PROGRESS) {
-      if (kg_ckpt_cli_progress(p.value, &show))
+      if (kg_ckpt_cli_progress(p.value, show_p))
         return KG_EXIT_USAGE;
     } else if (dir)
       return kg_ckpt_cli_usage("unexpected argument", p.value);
@@ -90,8 +146,21 @@ kg_ckpt_cli_list(int argc, char **argv)
   }
   if (!dir)
     return kg_ckpt_cli_usage("needs CKPT_DIR", NULL);
+  *dir_p = dir;
+  return -1;
+}
+
+int
+kg_ckpt_cli_list(int argc, char **argv)
+{
+  const char *dir = NULL;
+  bool json = false;
+  kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
+  int code = s_list_parse(argc, argv, &dir, &json, &show);
+  if (code >= 0)
+    return code;
   const kg_keyring_t *keys = NULL;
-  int code = kg_ckpt_cli_need(dir, true);
+  code = kg_ckpt_cli_need(dir, true);
   if (code == 0)
     code = kg_ckpt_cli_keys(&keys);
   if (code)
@@ -112,50 +181,10 @@ kg_ckpt_cli_list(int argc, char **argv)
     kg_ckpt_list_verify(list, i, keys);
   }
   kg_ckpt_progress_end(&prog);
-  char when[32];
-  if (json) {
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < list->count; i++) {
-      const kg_ckpt_entry_t *e = &list->entries[i];
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddStringToObject(o, "archive", e->path);
-      cJSON_AddStringToObject(o, "status", s_entry_status(e));
-      cJSON_AddStringToObject(o, "reason", e->reason);
-      if (e->authenticated) {
-        cJSON_AddNumberToObject(o, "step", (double) e->step);
-        cJSON_AddStringToObject(o, "run", e->run);
-        cJSON_AddStringToObject(o, "sealed_at",
-                                kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
-        cJSON_AddNumberToObject(o, "sealed_at_ms", (double) e->sealed_at_ms);
-      } else {
-        cJSON_AddNullToObject(o, "step");
-        cJSON_AddNullToObject(o, "sealed_at");
-      }
-      cJSON_AddNumberToObject(o, "size", (double) e->size);
-      if (e->world_size >= 2) {
-        cJSON_AddNumberToObject(o, "rank", (double) e->rank);
-        cJSON_AddNumberToObject(o, "world_size", (double) e->world_size);
-      }
-      cJSON_AddItemToArray(arr, o);
-    }
-    s_list_sets(dir, keys, arr);
-    char *text = cJSON_Print(arr);
-    printf("%s\n", text ? text : "[]");
-    free(text);
-    cJSON_Delete(arr);
-  } else {
-    printf("%-10s  %-24s  %12s  %-10s  %s\n", "STEP", "SEALED (UTC)", "SIZE", "STATUS", "FILE");
-    for (size_t i = 0; i < list->count; i++) {
-      const kg_ckpt_entry_t *e = &list->entries[i];
-      char step[24] = "-";
-      if (e->authenticated)
-        snprintf(step, sizeof step, "%" PRId64, e->step);
-      printf("%-10s  %-24s  %12" PRIu64 "  %-10s  %s\n", step,
-             e->authenticated ? kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when) : "-",
-             e->size, s_entry_status(e), e->name);
-    }
-    s_list_sets(dir, keys, NULL);
-  }
+  if (json)
+    s_list_print_json(dir, list, keys);
+  else
+    s_list_print_table(dir, list, keys);
   kg_ckpt_list_destroy(&list);
   return KG_EXIT_OK;
 }

@@ -69,8 +69,18 @@ s_wait_tick(void *arg, uint64_t bytes, size_t writers)
   kg_ckpt_progress_update(note->prog, bytes, 0);
 }
 
-int
-kg_ckpt_cli_resume(int argc, char **argv)
+/*  What the resume command was asked: the options, validated. */
+typedef struct {
+  const char *dir, *incident, *dest, *run;
+  int64_t before, stall_ms;
+  kg_ckpt_progress_when_t when;
+} s_resume_args_t;
+
+/*  Parse and check argv into *a (which borrows argv's strings). Returns -1
+    when the command should go on, else the exit code, its JSON error
+    already printed. */
+static int
+s_resume_parse(int argc, char **argv, s_resume_args_t *a)
 {
   const char *dir = NULL, *incident = NULL, *dest = NULL, *run = NULL;
   int64_t before = -1, stall_ms = KG_CKPT_SEAL_WAIT_STALL_MS;
@@ -114,6 +124,18 @@ kg_ckpt_cli_resume(int argc, char **argv)
     run = getenv("KGUARD_RUN_ID");
   if (!run || !*run)
     run = "default";
+  *a = (s_resume_args_t){dir, incident, dest, run, before, stall_ms, when};
+  return -1;
+}
+
+int
+kg_ckpt_cli_resume(int argc, char **argv)
+{
+  s_resume_args_t a = {0};
+  int code = s_resume_parse(argc, argv, &a);
+  if (code >= 0)
+    return code;
+  const char *dir = a.dir;
   char kwhy[PATH_MAX + 512];
   int krc;
   kg_keyring_t *ring = kg_keyring_load(NULL, &krc, kwhy, sizeof kwhy);
@@ -124,18 +146,18 @@ kg_ckpt_cli_resume(int argc, char **argv)
   cJSON *out = NULL;
   char why[600] = "";
   kg_ckpt_progress_t prog;
-  kg_ckpt_progress_init(&prog, when, STDERR_FILENO);
+  kg_ckpt_progress_init(&prog, a.when, STDERR_FILENO);
   kg_ckpt_sink_t watch = {.arg = &prog, .progress = kg_ckpt_progress_update};
   /* A seal still writing (a background seal outlives the faulted kernel)
      finishes first, or is excluded once it stops making progress. */
   cJSON *waited = cJSON_CreateArray();
   struct s_wait_note note = {false, &prog};
-  if (kg_ckpt_inflight_wait(dir, stall_ms, s_wait_tick, &note, waited) < 0)
+  if (kg_ckpt_inflight_wait(dir, a.stall_ms, s_wait_tick, &note, waited) < 0)
     kg_opt_error("could not check for seals in flight in '%s'; choosing without waiting",
                  dir);
   kg_ckpt_progress_begin(&prog, "checking the last checkpoint in %s", dir);
-  int rc = kg_ckpt_resume_prepare(dir, before, incident, run, dest, &watch, ring, &out, why,
-                                  sizeof why);
+  int rc = kg_ckpt_resume_prepare(dir, a.before, a.incident, a.run, a.dest, &watch, ring, &out,
+                                  why, sizeof why);
   kg_ckpt_progress_end(&prog);
   kg_keyring_destroy(&ring);
   if (rc < 0) {

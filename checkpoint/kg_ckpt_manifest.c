@@ -252,6 +252,94 @@ s_file_and_dir(kg_ckpt_manifest_t *self, const kg_ckpt_member_t **child)
   return NULL;
 }
 
+/*  In the decode steps below: say why into why[whysize] and return code. */
+#define BAIL(code, ...)                       \
+  do {                                        \
+    snprintf(why, whysize, __VA_ARGS__);      \
+    return (code);                            \
+  } while (0)
+
+/*  The manifest's scalar fields after its version (chunk size, run, step,
+    seal time, producer, key, digest, compression) into self. Returns 0, or
+    KG_ECKPT_MALFORMED with why said. */
+static int
+s_decode_header(const cJSON *root, kg_ckpt_manifest_t *self, char *why, size_t whysize)
+{
+  const char *s;
+  int64_t chunk_size;
+  if (self->version >= 2
+      && (!s_int(root, "chunk_size", &chunk_size) || (uint64_t) chunk_size != KG_CKPT_CHUNK_SIZE))
+    BAIL(KG_ECKPT_MALFORMED, "manifest chunk_size is not %llu",
+         (unsigned long long) KG_CKPT_CHUNK_SIZE);
+  if (!(s = s_str(root, "run", KG_CKPT_RUN_MAX)))
+    BAIL(KG_ECKPT_MALFORMED, "manifest run id missing or too long");
+  snprintf(self->run, sizeof self->run, "%s", s);
+  if (!s_int(root, "step", &self->step))
+    BAIL(KG_ECKPT_MALFORMED, "manifest step missing or not a non-negative integer");
+  if (!s_int(root, "sealed_at_ms", &self->sealed_at_ms))
+    BAIL(KG_ECKPT_MALFORMED, "manifest sealed_at_ms missing");
+  kg_clock_iso_ms(self->sealed_at_ms, self->sealed_at, sizeof self->sealed_at);
+  s = s_str(root, "producer", sizeof self->producer - 1);
+  snprintf(self->producer, sizeof self->producer, "%s", s ? s : "");
+  if (!(s = s_str(root, "key_id", KG_KEYS_ID_LEN - 1)))
+    BAIL(KG_ECKPT_MALFORMED, "manifest key_id missing");
+  snprintf(self->key_id, sizeof self->key_id, "%s", s);
+  if (!(s = s_str(root, "digest", 32)) || strcmp(s, "blake2b-256") != 0)
+    BAIL(KG_ECKPT_MALFORMED, "manifest digest algorithm is not blake2b-256");
+  if (!(s = s_str(root, "compression", 16))
+      || (strcmp(s, "none") != 0 && strcmp(s, "zstd") != 0))
+    BAIL(KG_ECKPT_MALFORMED, "manifest compression is not none or zstd");
+  self->zstd = strcmp(s, "zstd") == 0;
+  return 0;
+}
+
+/*  One entry o of the members array added to self: a safe, unreserved path,
+    its size, and its whole digest (version 1) or one digest per chunk
+    (version 2, counted into *chunks_total against KG_CKPT_CHUNKS_MAX).
+    Returns 0, or a negative code with why said. */
+static int
+s_decode_member(const cJSON *o, kg_ckpt_manifest_t *self, size_t *chunks_total, char *why,
+                size_t whysize)
+{
+  int64_t size;
+  const char *path = s_str(o, "path", KG_CKPT_PATH_MAX);
+  const char *hex = s_str(o, "blake2b", 64);
+  if (!path)
+    BAIL(KG_ECKPT_MALFORMED, "manifest member without a path");
+  const char *problem = kg_ckpt_path_problem(path);
+  if (problem)
+    BAIL(KG_ECKPT_UNSAFE, "manifest member '%.200s': %s", path, problem);
+  if (strcmp(path, KG_CKPT_MANIFEST_NAME) == 0 || strcmp(path, KG_CKPT_SIG_NAME) == 0)
+    BAIL(KG_ECKPT_MALFORMED, "manifest lists its own reserved name %s", path);
+  if (!s_int(o, "size", &size))
+    BAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has no valid size", path);
+  int idx = kg_ckpt_manifest_add(self, path, (uint64_t) size);
+  if (idx < 0)
+    BAIL(idx, "manifest member '%.200s': %s", path, kg_strerror(idx));
+  kg_ckpt_member_t *mem = &self->members[idx];
+  if (self->version < 2) {
+    if (!hex || !s_unhex(hex, mem->digest, KG_CKPT_DIGEST_BYTES))
+      BAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has no valid blake2b digest", path);
+    return 0;
+  }
+  const cJSON *ch = cJSON_GetObjectItemCaseSensitive(o, "chunks");
+  mem->nchunks = kg_ckpt_manifest_chunks(mem->size);
+  if (!cJSON_IsArray(ch) || (size_t) cJSON_GetArraySize(ch) != mem->nchunks
+      || (*chunks_total += mem->nchunks) > KG_CKPT_CHUNKS_MAX)
+    BAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' does not list one digest per %llu-byte "
+         "chunk", path, (unsigned long long) KG_CKPT_CHUNK_SIZE);
+  if (!(mem->chunks = calloc(mem->nchunks, sizeof *mem->chunks)))
+    BAIL(KG_ENOMEM, "out of memory");
+  size_t k = 0;
+  const cJSON *d;
+  cJSON_ArrayForEach(d, ch)
+  {
+    if (!cJSON_IsString(d) || !s_unhex(d->valuestring, mem->chunks[k++], KG_CKPT_DIGEST_BYTES))
+      BAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has an invalid chunk digest", path);
+  }
+  return 0;
+}
+
 #define FAIL(code, ...)                       \
   do {                                        \
     snprintf(why, whysize, __VA_ARGS__);      \
@@ -282,75 +370,19 @@ kg_ckpt_manifest_decode(const char *json, size_t len, kg_ckpt_manifest_t **out,
   if (!(self = kg_ckpt_manifest_new()))
     FAIL(KG_ENOMEM, "out of memory");
   self->version = (int) n;
-  int64_t chunk_size;
-  if (self->version >= 2
-      && (!s_int(root, "chunk_size", &chunk_size) || (uint64_t) chunk_size != KG_CKPT_CHUNK_SIZE))
-    FAIL(KG_ECKPT_MALFORMED, "manifest chunk_size is not %llu",
-         (unsigned long long) KG_CKPT_CHUNK_SIZE);
-  size_t chunks_total = 0;
-  if (!(s = s_str(root, "run", KG_CKPT_RUN_MAX)))
-    FAIL(KG_ECKPT_MALFORMED, "manifest run id missing or too long");
-  snprintf(self->run, sizeof self->run, "%s", s);
-  if (!s_int(root, "step", &self->step))
-    FAIL(KG_ECKPT_MALFORMED, "manifest step missing or not a non-negative integer");
-  if (!s_int(root, "sealed_at_ms", &self->sealed_at_ms))
-    FAIL(KG_ECKPT_MALFORMED, "manifest sealed_at_ms missing");
-  kg_clock_iso_ms(self->sealed_at_ms, self->sealed_at, sizeof self->sealed_at);
-  s = s_str(root, "producer", sizeof self->producer - 1);
-  snprintf(self->producer, sizeof self->producer, "%s", s ? s : "");
-  if (!(s = s_str(root, "key_id", KG_KEYS_ID_LEN - 1)))
-    FAIL(KG_ECKPT_MALFORMED, "manifest key_id missing");
-  snprintf(self->key_id, sizeof self->key_id, "%s", s);
-  if (!(s = s_str(root, "digest", 32)) || strcmp(s, "blake2b-256") != 0)
-    FAIL(KG_ECKPT_MALFORMED, "manifest digest algorithm is not blake2b-256");
-  if (!(s = s_str(root, "compression", 16))
-      || (strcmp(s, "none") != 0 && strcmp(s, "zstd") != 0))
-    FAIL(KG_ECKPT_MALFORMED, "manifest compression is not none or zstd");
-  self->zstd = strcmp(s, "zstd") == 0;
+  if ((rc = s_decode_header(root, self, why, whysize)) < 0)
+    goto done;
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "members");
   if (!cJSON_IsArray(arr))
     FAIL(KG_ECKPT_MALFORMED, "manifest has no members array");
   if (cJSON_GetArraySize(arr) > KG_CKPT_MEMBERS_MAX)
     FAIL(KG_ECKPT_MALFORMED, "manifest lists more than %d members", KG_CKPT_MEMBERS_MAX);
+  size_t chunks_total = 0;
   const cJSON *o;
   cJSON_ArrayForEach(o, arr)
   {
-    int64_t size;
-    const char *path = s_str(o, "path", KG_CKPT_PATH_MAX);
-    const char *hex = s_str(o, "blake2b", 64);
-    if (!path)
-      FAIL(KG_ECKPT_MALFORMED, "manifest member without a path");
-    const char *problem = kg_ckpt_path_problem(path);
-    if (problem)
-      FAIL(KG_ECKPT_UNSAFE, "manifest member '%.200s': %s", path, problem);
-    if (strcmp(path, KG_CKPT_MANIFEST_NAME) == 0 || strcmp(path, KG_CKPT_SIG_NAME) == 0)
-      FAIL(KG_ECKPT_MALFORMED, "manifest lists its own reserved name %s", path);
-    if (!s_int(o, "size", &size))
-      FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has no valid size", path);
-    int idx = kg_ckpt_manifest_add(self, path, (uint64_t) size);
-    if (idx < 0)
-      FAIL(idx, "manifest member '%.200s': %s", path, kg_strerror(idx));
-    kg_ckpt_member_t *mem = &self->members[idx];
-    if (self->version < 2) {
-      if (!hex || !s_unhex(hex, mem->digest, KG_CKPT_DIGEST_BYTES))
-        FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has no valid blake2b digest", path);
-      continue;
-    }
-    const cJSON *ch = cJSON_GetObjectItemCaseSensitive(o, "chunks");
-    mem->nchunks = kg_ckpt_manifest_chunks(mem->size);
-    if (!cJSON_IsArray(ch) || (size_t) cJSON_GetArraySize(ch) != mem->nchunks
-        || (chunks_total += mem->nchunks) > KG_CKPT_CHUNKS_MAX)
-      FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' does not list one digest per %llu-byte "
-           "chunk", path, (unsigned long long) KG_CKPT_CHUNK_SIZE);
-    if (!(mem->chunks = calloc(mem->nchunks, sizeof *mem->chunks)))
-      FAIL(KG_ENOMEM, "out of memory");
-    size_t k = 0;
-    const cJSON *d;
-    cJSON_ArrayForEach(d, ch)
-    {
-      if (!cJSON_IsString(d) || !s_unhex(d->valuestring, mem->chunks[k++], KG_CKPT_DIGEST_BYTES))
-        FAIL(KG_ECKPT_MALFORMED, "manifest member '%.200s' has an invalid chunk digest", path);
-    }
+    if ((rc = s_decode_member(o, self, &chunks_total, why, whysize)) < 0)
+      goto done;
   }
   if (cJSON_GetObjectItemCaseSensitive(root, "world_size")) {
     if (!s_int(root, "world_size", &self->world_size) || self->world_size < 2

@@ -166,22 +166,21 @@ s_read_only(int dfd)
   return rc;
 }
 
-int
-kg_ckpt_restore(const char *archive, const char *dest, const kg_keyring_t *keys,
-                const kg_ckpt_sink_t *watch, const kg_ckpt_restore_opts_t *opts,
-                kg_ckpt_report_t *report)
+/*  The check step: dest without its trailing slashes into dbuf[PATH_MAX],
+    its directory into parent[PATH_MAX]. dest must not exist, its directory
+    must (a missing one is a typo, never created), and with
+    KG_CKPT_RESTORE_PRIVATE it must be a safe private path. Returns 0, or a
+    negative code with report->rc and report->reason set. */
+static int
+s_restore_check_dest(const char *dest, const kg_ckpt_restore_opts_t *opts, char *dbuf,
+                     char *parent, kg_ckpt_report_t *report)
 {
-  static const kg_ckpt_restore_opts_t none = {0};
-  if (!opts)
-    opts = &none;
-  memset(report, 0, sizeof *report);
-  char parent[PATH_MAX], tmp[PATH_MAX + 64], dbuf[PATH_MAX];
   struct stat st;
   /* "out/" and "out" name the same directory. */
   size_t dl = strlen(dest);
   while (dl > 1 && dest[dl - 1] == '/')
     dl--;
-  if (dl == 0 || dl >= sizeof dbuf) {
+  if (dl == 0 || dl >= PATH_MAX) {
     snprintf(report->reason, sizeof report->reason, "bad destination path");
     return report->rc = KG_EUSAGE;
   }
@@ -192,7 +191,7 @@ kg_ckpt_restore(const char *archive, const char *dest, const kg_keyring_t *keys,
     snprintf(report->reason, sizeof report->reason, "destination '%.300s' already exists", dest);
     return report->rc = KG_EEXISTS;
   }
-  if (kg_ckpt_dirname(dest, parent, sizeof parent) < 0) {
+  if (kg_ckpt_dirname(dest, parent, PATH_MAX) < 0) {
     snprintf(report->reason, sizeof report->reason, "destination path too long");
     return report->rc = KG_ETOOBIG;
   }
@@ -213,6 +212,66 @@ kg_ckpt_restore(const char *archive, const char *dest, const kg_keyring_t *keys,
              dest, pwhy);
     return report->rc = pe == KG_EUNSAFEPATH ? KG_EUSAGE : pe;
   }
+  return 0;
+}
+
+/*  The run step: the archive verified and written into the temporary
+    directory tmp (open as rootfd, borrowed), checked against the expected
+    manifest digest, made read-only if asked, then renamed to dest (never
+    over an existing one). Returns 0, or a negative code with report->rc and
+    report->reason set; tmp is the caller's to remove on failure. */
+static int
+s_restore_into(const char *archive, const char *tmp, int rootfd, const char *dest,
+               const kg_keyring_t *keys, const kg_ckpt_sink_t *watch,
+               const kg_ckpt_restore_opts_t *opts, kg_ckpt_report_t *report)
+{
+  kg_ckpt_hashpool_t *pool = kg_ckpt_hashpool_new();
+  if (!pool) {
+    snprintf(report->reason, sizeof report->reason, "cannot start the hashing threads");
+    return report->rc = KG_ENOMEM;
+  }
+  s_sink_t s = {.rootfd = rootfd, .fd = -1, .pool = pool, .watch = watch};
+  kg_ckpt_sink_t sink = {.arg = &s, .begin = s_begin, .data = s_data, .end = s_end,
+                         .finish = s_finish,
+                         .progress = watch && watch->progress ? s_progress : NULL};
+  int rc = kg_ckpt_verify(archive, keys, 0, &sink, report);
+  kg_ckpt_hashpool_destroy(&pool);   /* stops the workers on an early error */
+  if (s.fd >= 0) /* a member cut short by an error */
+    close(s.fd);
+  if (rc == 0 && opts->expect_digest
+      && strcmp(opts->expect_digest, report->manifest_digest) != 0) {
+    snprintf(report->reason, sizeof report->reason, "manifest digest %.16s... is not the "
+             "expected %.16s... (the file was replaced)", report->manifest_digest,
+             opts->expect_digest);
+    rc = report->rc = KG_ECKPT_CORRUPT;
+  }
+  if (rc == 0 && (opts->flags & KG_CKPT_RESTORE_READ_ONLY) && (rc = s_read_only(rootfd)) < 0) {
+    report->rc = rc;
+    snprintf(report->reason, sizeof report->reason, "making '%.300s' read-only: %s", tmp,
+             kg_strerror(rc));
+  }
+  if (rc == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) < 0) {
+    rc = report->rc = errno == EEXIST ? KG_EEXISTS : -errno;
+    snprintf(report->reason, sizeof report->reason, "renaming into '%.300s': %s", dest,
+             kg_strerror(rc));
+  }
+  return rc;
+}
+
+int
+kg_ckpt_restore(const char *archive, const char *dest, const kg_keyring_t *keys,
+                const kg_ckpt_sink_t *watch, const kg_ckpt_restore_opts_t *opts,
+                kg_ckpt_report_t *report)
+{
+  static const kg_ckpt_restore_opts_t none = {0};
+  if (!opts)
+    opts = &none;
+  memset(report, 0, sizeof *report);
+  char parent[PATH_MAX], tmp[PATH_MAX + 64], dbuf[PATH_MAX];
+  int rc = s_restore_check_dest(dest, opts, dbuf, parent, report);
+  if (rc < 0)
+    return rc;
+  dest = dbuf;
   size_t dlen = strlen(dest);
   while (dlen > 1 && dest[dlen - 1] == '/')
     dlen--;
@@ -227,41 +286,11 @@ kg_ckpt_restore(const char *archive, const char *dest, const kg_keyring_t *keys,
     return report->rc = e;
   }
   int rootfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  kg_ckpt_hashpool_t *pool = NULL;
-  int rc;
   if (rootfd < 0) {
     rc = report->rc = -errno;
     snprintf(report->reason, sizeof report->reason, "opening '%.300s': %s", tmp, strerror(errno));
-  } else if (!(pool = kg_ckpt_hashpool_new())) {
-    rc = report->rc = KG_ENOMEM;
-    snprintf(report->reason, sizeof report->reason, "cannot start the hashing threads");
-    close(rootfd);
   } else {
-    s_sink_t s = {.rootfd = rootfd, .fd = -1, .pool = pool, .watch = watch};
-    kg_ckpt_sink_t sink = {.arg = &s, .begin = s_begin, .data = s_data, .end = s_end,
-                           .finish = s_finish,
-                           .progress = watch && watch->progress ? s_progress : NULL};
-    rc = kg_ckpt_verify(archive, keys, 0, &sink, report);
-    kg_ckpt_hashpool_destroy(&pool);   /* stops the workers on an early error */
-    if (s.fd >= 0) /* a member cut short by an error */
-      close(s.fd);
-    if (rc == 0 && opts->expect_digest
-        && strcmp(opts->expect_digest, report->manifest_digest) != 0) {
-      snprintf(report->reason, sizeof report->reason, "manifest digest %.16s... is not the "
-               "expected %.16s... (the file was replaced)", report->manifest_digest,
-               opts->expect_digest);
-      rc = report->rc = KG_ECKPT_CORRUPT;
-    }
-    if (rc == 0 && (opts->flags & KG_CKPT_RESTORE_READ_ONLY) && (rc = s_read_only(rootfd)) < 0) {
-      report->rc = rc;
-      snprintf(report->reason, sizeof report->reason, "making '%.300s' read-only: %s", tmp,
-               kg_strerror(rc));
-    }
-    if (rc == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) < 0) {
-      rc = report->rc = errno == EEXIST ? KG_EEXISTS : -errno;
-      snprintf(report->reason, sizeof report->reason, "renaming into '%.300s': %s", dest,
-               kg_strerror(rc));
-    }
+    rc = s_restore_into(archive, tmp, rootfd, dest, keys, watch, opts, report);
     close(rootfd);
   }
   if (rc != 0) {

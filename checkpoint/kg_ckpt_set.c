@@ -244,6 +244,73 @@ kg_ckpt_set_verify(const kg_ckpt_set_t *set, const kg_keyring_t *keys,
 
 /* ---- writing an index --------------------------------------------------- */
 
+/*  The set index's JSON text (the caller frees it) for one shard per rank,
+    by_rank[0..world). NULL when out of memory. */
+static char *
+s_index_json(const char *run, int64_t step, int64_t world, const kg_ckpt_entry_t **by_rank)
+{
+  cJSON *root = cJSON_CreateObject();
+  if (!root)
+    return NULL;
+  cJSON_AddStringToObject(root, "format", "kguard-checkpoint-set");
+  cJSON_AddStringToObject(root, "run", run);
+  cJSON_AddNumberToObject(root, "step", (double) step);
+  cJSON_AddNumberToObject(root, "world_size", (double) world);
+  cJSON *arr = cJSON_AddArrayToObject(root, "shards");
+  for (int64_t r = 0; arr && r < world; r++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", (double) r);
+    cJSON_AddStringToObject(o, "archive", by_rank[r]->name);
+    cJSON_AddStringToObject(o, "manifest_digest", by_rank[r]->manifest_digest);
+    cJSON_AddNumberToObject(o, "sealed_at_ms", (double) by_rank[r]->sealed_at_ms);
+    cJSON_AddItemToArray(arr, o);
+  }
+  char *json = cJSON_Print(root);
+  cJSON_Delete(root);
+  return json;
+}
+
+/*  Seal json as the set index of run's step in dir, signed with sk and
+    dated now_ms, its path into out[outsize]. Staged like kguard.save:
+    locked, so gc leaves it while we work. Another rank sealing the same
+    index first is success (its path in out). Returns 0 or a negative code. */
+static int
+s_index_seal(const char *dir, const unsigned char *sk, const char *run, int64_t step,
+             int64_t now_ms, const char *json, char *out, size_t outsize)
+{
+  char stage[PATH_MAX];
+  snprintf(stage, sizeof stage, "%s/" KG_CKPT_SAVE_PREFIX "set-XXXXXX", dir);
+  if (!mkdtemp(stage))
+    return -errno;
+  int lockfd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lockfd >= 0)
+    kg_ckpt_writer_lock(lockfd);
+  char file[PATH_MAX + 32];
+  snprintf(file, sizeof file, "%s/" KG_CKPT_SET_MEMBER, stage);
+  int rc = kg_file_write_atomic(file, json, strlen(json), 0666 & ~kg_file_umask());
+  unsigned char h[4];
+  crypto_generichash(h, sizeof h, (const unsigned char *) run, strlen(run), NULL, 0);
+  char final[PATH_MAX];
+  if (rc >= 0
+      && snprintf(final, sizeof final, "%s/set-%010lld-%02x%02x%02x%02x" KG_CKPT_SET_SUFFIX, dir,
+                  (long long) step, h[0], h[1], h[2], h[3]) >= (int) sizeof final)
+    rc = KG_ETOOBIG;
+  if (rc >= 0) {
+    kg_ckpt_seal_opts_t o = {.dir = stage, .step = step, .run = run, .output = final, .sk = sk,
+                             .now_ms = now_ms, .producer = "kguard"};
+    char why[512];
+    rc = kg_ckpt_seal(&o, out, outsize, why, sizeof why);
+    if (rc == KG_EEXISTS) { /* another rank completed the set first */
+      snprintf(out, outsize, "%s", final);
+      rc = 0;
+    }
+  }
+  kg_ckpt_remove_tree_at(AT_FDCWD, stage);
+  if (lockfd >= 0)
+    close(lockfd);
+  return rc;
+}
+
 int
 kg_ckpt_set_try_index(const char *dir, const unsigned char *sk, const char *run,
                       int64_t step, int64_t world, char *out, size_t outsize)
@@ -264,10 +331,8 @@ kg_ckpt_set_try_index(const char *dir, const unsigned char *sk, const char *run,
   if (!list)
     return rc;
   const kg_ckpt_entry_t **by_rank = calloc((size_t) world, sizeof *by_rank);
-  cJSON *root = cJSON_CreateObject();
-  char stage[PATH_MAX] = "";
-  int lockfd = -1;
-  if (!by_rank || !root) {
+  char *json = NULL;
+  if (!by_rank) {
     rc = KG_ENOMEM;
     goto out;
   }
@@ -288,63 +353,13 @@ kg_ckpt_set_try_index(const char *dir, const unsigned char *sk, const char *run,
     if (by_rank[r]->sealed_at_ms > newest)
       newest = by_rank[r]->sealed_at_ms;
   }
-  cJSON_AddStringToObject(root, "format", "kguard-checkpoint-set");
-  cJSON_AddStringToObject(root, "run", run);
-  cJSON_AddNumberToObject(root, "step", (double) step);
-  cJSON_AddNumberToObject(root, "world_size", (double) world);
-  cJSON *arr = cJSON_AddArrayToObject(root, "shards");
-  for (int64_t r = 0; arr && r < world; r++) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "rank", (double) r);
-    cJSON_AddStringToObject(o, "archive", by_rank[r]->name);
-    cJSON_AddStringToObject(o, "manifest_digest", by_rank[r]->manifest_digest);
-    cJSON_AddNumberToObject(o, "sealed_at_ms", (double) by_rank[r]->sealed_at_ms);
-    cJSON_AddItemToArray(arr, o);
-  }
-  char *json = cJSON_Print(root);
-  if (!json) {
+  if (!(json = s_index_json(run, step, world, by_rank))) {
     rc = KG_ENOMEM;
     goto out;
   }
-  /* Staged like kguard.save: locked, so gc leaves it while we work. */
-  snprintf(stage, sizeof stage, "%s/" KG_CKPT_SAVE_PREFIX "set-XXXXXX", dir);
-  if (!mkdtemp(stage)) {
-    rc = -errno;
-    stage[0] = '\0';
-    free(json);
-    goto out;
-  }
-  lockfd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (lockfd >= 0)
-    kg_ckpt_writer_lock(lockfd);
-  char file[PATH_MAX + 32];
-  snprintf(file, sizeof file, "%s/" KG_CKPT_SET_MEMBER, stage);
-  rc = kg_file_write_atomic(file, json, strlen(json), 0666 & ~kg_file_umask());
-  free(json);
-  if (rc < 0)
-    goto out;
-  unsigned char h[4];
-  crypto_generichash(h, sizeof h, (const unsigned char *) run, strlen(run), NULL, 0);
-  char final[PATH_MAX];
-  if (snprintf(final, sizeof final, "%s/set-%010lld-%02x%02x%02x%02x" KG_CKPT_SET_SUFFIX, dir,
-               (long long) step, h[0], h[1], h[2], h[3]) >= (int) sizeof final) {
-    rc = KG_ETOOBIG;
-    goto out;
-  }
-  kg_ckpt_seal_opts_t o = {.dir = stage, .step = step, .run = run, .output = final, .sk = sk,
-                           .now_ms = newest, .producer = "kguard"};
-  char why[512];
-  rc = kg_ckpt_seal(&o, out, outsize, why, sizeof why);
-  if (rc == KG_EEXISTS) { /* another rank completed the set first */
-    snprintf(out, outsize, "%s", final);
-    rc = 0;
-  }
+  rc = s_index_seal(dir, sk, run, step, newest, json, out, outsize);
 out:
-  if (stage[0])
-    kg_ckpt_remove_tree_at(AT_FDCWD, stage);
-  if (lockfd >= 0)
-    close(lockfd);
-  cJSON_Delete(root);
+  free(json);
   free(by_rank);
   kg_ckpt_list_destroy(&list);
   return rc;

@@ -96,6 +96,110 @@ s_verify_payload(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
   return rd->pool ? kg__ckpt_in_place_result(r, rd, rc) : rc;
 }
 
+/*  The check of one member header e against the manifest of r: a valid,
+    safe, listed name seen once, of a regular type, whose header size is the
+    manifest's. *mem_p: its manifest row. Returns 0, or the verdict with r
+    filled. */
+static int
+s_member_header(struct archive_entry *e, kg_ckpt_report_t *r, kg_ckpt_member_t **mem_p)
+{
+  const char *name = s_entry_name(e);
+  if (!name)
+    return kg__ckpt_set(r, KG_ECKPT_UNSAFE, NULL, "a member name is not valid UTF-8");
+  int rc = s_check_type(r, e, name);
+  if (rc < 0)
+    return rc;
+  const char *problem = kg_ckpt_path_problem(name);
+  if (problem)
+    return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%.300s': %s", name, problem);
+  kg_ckpt_member_t *mem = kg_ckpt_manifest_find(r->manifest, name);
+  if (!mem)
+    return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is not listed in the manifest",
+                        name);
+  if (mem->seen)
+    return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' appears twice", name);
+  mem->seen = true;
+  uint64_t hsize = (uint64_t) archive_entry_size(e);
+  if (hsize > mem->size)
+    return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name,
+                        "member '%s' claims %llu bytes, more than the manifest's %llu", name,
+                        (unsigned long long) hsize, (unsigned long long) mem->size);
+  if (hsize < mem->size)
+    return kg__ckpt_set(r, KG_ECKPT_CORRUPT, name,
+                        "member '%s' has %llu bytes, the manifest says %llu", name,
+                        (unsigned long long) hsize, (unsigned long long) mem->size);
+  *mem_p = mem;
+  return 0;
+}
+
+/*  Stream member mem's data from a: no holes, no more than its size, fed to
+    the chunker c (chunked members) or hashed here (whole-digest members,
+    unless the sink hashes), and handed to the sink. Returns 0 once it is
+    complete and matches its digest, or the verdict with r filled. */
+static int
+s_member_data(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
+              kg_ckpt_chunker_t *c, kg_ckpt_member_t *mem)
+{
+  const char *name = mem->path;
+  bool sink_hashes = sink && sink->finish;
+  int rc;
+  if (sink && sink->begin && (rc = sink->begin(sink->arg, mem)) < 0)
+    return kg__ckpt_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+  bool chunked = mem->chunks != NULL;
+  if (chunked) {
+    free(c->got);
+    if (kg_ckpt_chunker_start(c) < 0 || !(c->got = calloc(mem->nchunks, sizeof *c->got)))
+      return kg__ckpt_set(r, KG_ENOMEM, name, "out of memory");
+  }
+  bool hash_here = !sink_hashes && !chunked;
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, NULL, 0, KG_CKPT_DIGEST_BYTES);
+  uint64_t got = 0;
+  const void *buf;
+  size_t len;
+  la_int64_t off;
+  int d;
+  while ((d = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
+    if (off < 0 || (uint64_t) off != got)
+      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' has holes", name);
+    if (len > mem->size - got)
+      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name,
+                          "member '%s' holds more than its manifest size", name);
+    if (chunked)
+      kg_ckpt_chunker_feed(c, mem, got, buf, len);
+    got += len;
+    if (hash_here)
+      crypto_generichash_update(&st, buf, len);
+    if (sink && sink->data && (rc = sink->data(sink->arg, buf, len)) < 0)
+      return kg__ckpt_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+  }
+  if (d != ARCHIVE_EOF)
+    return kg__ckpt_archive_fail(r, a, name, "reading");
+  if (got != mem->size)
+    return kg__ckpt_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after %llu of %llu bytes",
+                        name, (unsigned long long) got, (unsigned long long) mem->size);
+  long bad;
+  if (chunked && (bad = kg_ckpt_chunker_check(c, mem)) >= 0)
+    return kg__ckpt_set(r, KG_ECKPT_CORRUPT, name,
+                        "member '%s' does not match its digest (chunk %ld, bytes %llu..%llu)",
+                        name, bad, (unsigned long long) bad * KG_CKPT_CHUNK_SIZE,
+                        (unsigned long long) (bad + 1) * KG_CKPT_CHUNK_SIZE - 1);
+  if (hash_here) {
+    unsigned char digest[KG_CKPT_DIGEST_BYTES];
+    crypto_generichash_final(&st, digest, sizeof digest);
+    if (sodium_memcmp(digest, mem->digest, sizeof digest) != 0)
+      return kg__ckpt_set(r, KG_ECKPT_CORRUPT, name, "member '%s' does not match its digest",
+                          name);
+  }
+  if (sink && sink->end && (rc = sink->end(sink->arg, mem)) < 0)
+    return kg__ckpt_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+  return 0;
+}
+
+/*  Every member after the signature, in archive order: each header checked,
+    its data streamed (or checked in place through rd's pool), then every
+    listed member seen and the sink's own digests confirmed. Returns 0 with
+    r "valid", or the verdict with r filled. */
 static int
 s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *sink,
                  kg_ckpt_chunker_t *c, kg_ckpt_reader_t *rd)
@@ -106,86 +210,16 @@ s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
   struct archive_entry *e;
   int h;
   while ((h = archive_read_next_header(a, &e)) == ARCHIVE_OK || h == ARCHIVE_WARN) {
-    const char *name = s_entry_name(e);
-    if (!name)
-      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, NULL, "a member name is not valid UTF-8");
-    int rc = s_check_type(r, e, name);
+    kg_ckpt_member_t *mem = NULL;
+    int rc = s_member_header(e, r, &mem);
     if (rc < 0)
       return rc;
-    const char *problem = kg_ckpt_path_problem(name);
-    if (problem)
-      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%.300s': %s", name, problem);
-    kg_ckpt_member_t *mem = kg_ckpt_manifest_find(m, name);
-    if (!mem)
-      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' is not listed in the manifest",
-                          name);
-    if (mem->seen)
-      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' appears twice", name);
-    mem->seen = true;
-    uint64_t hsize = (uint64_t) archive_entry_size(e);
-    if (hsize > mem->size)
-      return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name,
-                          "member '%s' claims %llu bytes, more than the manifest's %llu", name,
-                          (unsigned long long) hsize, (unsigned long long) mem->size);
-    if (hsize < mem->size)
-      return kg__ckpt_set(r, KG_ECKPT_CORRUPT, name,
-                          "member '%s' has %llu bytes, the manifest says %llu", name,
-                          (unsigned long long) hsize, (unsigned long long) mem->size);
-    if (rd->pool) {
-      if ((rc = kg__ckpt_check_in_place(a, r, rd, mem, &data_before)) < 0)
-        return rc;
-      continue;
-    }
-    if (sink && sink->begin && (rc = sink->begin(sink->arg, mem)) < 0)
-      return kg__ckpt_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
-    bool chunked = mem->chunks != NULL;
-    if (chunked) {
-      free(c->got);
-      if (kg_ckpt_chunker_start(c) < 0 || !(c->got = calloc(mem->nchunks, sizeof *c->got)))
-        return kg__ckpt_set(r, KG_ENOMEM, name, "out of memory");
-    }
-    bool hash_here = !sink_hashes && !chunked;
-    crypto_generichash_state st;
-    crypto_generichash_init(&st, NULL, 0, KG_CKPT_DIGEST_BYTES);
-    uint64_t got = 0;
-    const void *buf;
-    size_t len;
-    la_int64_t off;
-    int d;
-    while ((d = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
-      if (off < 0 || (uint64_t) off != got)
-        return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name, "member '%s' has holes", name);
-      if (len > mem->size - got)
-        return kg__ckpt_set(r, KG_ECKPT_UNSAFE, name,
-                            "member '%s' holds more than its manifest size", name);
-      if (chunked)
-        kg_ckpt_chunker_feed(c, mem, got, buf, len);
-      got += len;
-      if (hash_here)
-        crypto_generichash_update(&st, buf, len);
-      if (sink && sink->data && (rc = sink->data(sink->arg, buf, len)) < 0)
-        return kg__ckpt_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
-    }
-    if (d != ARCHIVE_EOF)
-      return kg__ckpt_archive_fail(r, a, name, "reading");
-    if (got != mem->size)
-      return kg__ckpt_set(r, KG_ECKPT_TRUNC, name, "member '%s' ends after %llu of %llu bytes",
-                          name, (unsigned long long) got, (unsigned long long) mem->size);
-    long bad;
-    if (chunked && (bad = kg_ckpt_chunker_check(c, mem)) >= 0)
-      return kg__ckpt_set(r, KG_ECKPT_CORRUPT, name,
-                          "member '%s' does not match its digest (chunk %ld, bytes %llu..%llu)",
-                          name, bad, (unsigned long long) bad * KG_CKPT_CHUNK_SIZE,
-                          (unsigned long long) (bad + 1) * KG_CKPT_CHUNK_SIZE - 1);
-    if (hash_here) {
-      unsigned char digest[KG_CKPT_DIGEST_BYTES];
-      crypto_generichash_final(&st, digest, sizeof digest);
-      if (sodium_memcmp(digest, mem->digest, sizeof digest) != 0)
-        return kg__ckpt_set(r, KG_ECKPT_CORRUPT, name, "member '%s' does not match its digest",
-                            name);
-    }
-    if (sink && sink->end && (rc = sink->end(sink->arg, mem)) < 0)
-      return kg__ckpt_set(r, rc, name, "restoring '%s': %s", name, kg_strerror(rc));
+    if (rd->pool)
+      rc = kg__ckpt_check_in_place(a, r, rd, mem, &data_before);
+    else
+      rc = s_member_data(a, r, sink, c, mem);
+    if (rc < 0)
+      return rc;
   }
   if (h != ARCHIVE_EOF)
     return kg__ckpt_archive_fail(r, a, NULL, "reading a member header");
@@ -204,6 +238,74 @@ s_verify_members(struct archive *a, kg_ckpt_report_t *r, const kg_ckpt_sink_t *s
                           kg_strerror(rc));
   }
   return kg__ckpt_set(r, 0, NULL, "valid");
+}
+
+/*  The signature member that must follow the manifest, read into
+    sig[crypto_sign_BYTES]. Returns 0, or the verdict with r filled. */
+static int
+s_read_signature(struct archive *a, kg_ckpt_report_t *r, unsigned char *sig)
+{
+  struct archive_entry *e;
+  int h = archive_read_next_header(a, &e);
+  if (h == ARCHIVE_EOF)
+    return kg__ckpt_set(r, KG_ECKPT_TRUNC, NULL, "archive ends after the manifest");
+  if (h < ARCHIVE_WARN)
+    return kg__ckpt_archive_fail(r, a, NULL, "reading the signature header");
+  const char *name = s_entry_name(e);
+  if (!name || strcmp(name, KG_CKPT_SIG_NAME) != 0)
+    return kg__ckpt_set(r, KG_ECKPT_UNSIGNED, NULL, "no " KG_CKPT_SIG_NAME " after the manifest");
+  int rc = s_check_type(r, e, name);
+  if (rc < 0)
+    return rc;
+  if (archive_entry_size(e) != crypto_sign_BYTES)
+    return kg__ckpt_set(r, KG_ECKPT_MALFORMED, name, "signature is not %d bytes",
+                        crypto_sign_BYTES);
+  return s_read_small(a, r, name, sig, crypto_sign_BYTES);
+}
+
+/*  Authenticate json[msize] with sig against keys: signed by a held key and
+    naming it, r->manifest is the decoded manifest (r owns it). Otherwise the
+    verdict says whether the signer is a key not trusted, there is no key at
+    all, or the manifest or signature was altered. Returns 0 or the verdict. */
+static int
+s_authenticate(kg_ckpt_report_t *r, const kg_keyring_t *keys, const char *json, size_t msize,
+               const unsigned char *sig)
+{
+  char why[256] = "";
+  int rc = 0;
+  kg_ckpt_manifest_t *m = NULL;
+  const kg_key_t *signer = kg_keyring_verify(keys, sig, json, msize);
+  if (signer) {
+    r->authenticated = true;
+    snprintf(r->signer, sizeof r->signer, "%s", signer->name);
+    snprintf(r->signer_id, sizeof r->signer_id, "%s", signer->id);
+    if ((rc = kg_ckpt_manifest_decode(json, msize, &m, why, sizeof why)) < 0)
+      kg__ckpt_set(r, rc, KG_CKPT_MANIFEST_NAME, "%s", why);
+    else if (strcmp(m->key_id, signer->id) != 0)
+      rc = kg__ckpt_set(r, KG_ECKPT_MALFORMED, KG_CKPT_MANIFEST_NAME,
+                        "manifest names key %s but is signed by %s", m->key_id, signer->id);
+    else
+      r->manifest = m, m = NULL;
+    kg_ckpt_manifest_destroy(&m);
+    return rc;
+  }
+  /* Not verified: say whether it names a key we do not hold or was altered. */
+  char held[96];
+  kg_keyring_describe(keys, held, sizeof held);
+  if (kg_ckpt_manifest_decode(json, msize, &m, why, sizeof why) == 0
+      && !kg_keyring_find(keys, m->key_id))
+    rc = kg__ckpt_set(r, KG_ECKPT_UNSIGNED, NULL,
+                      "signed by key %s, which you do not trust (%s); "
+                      "if you trust its owner, import their `kguard keys export` with "
+                      "`kguard keys import NAME FILE`", m->key_id, held);
+  else if (!keys || keys->count == 0)
+    rc = kg__ckpt_set(r, KG_ECKPT_UNSIGNED, NULL, "no key to check its signature with: "
+                      "`kguard keys import NAME FILE` trusts the signer's public key");
+  else
+    rc = kg__ckpt_set(r, KG_ECKPT_CORRUPT, KG_CKPT_MANIFEST_NAME,
+                      "manifest signature does not match (manifest or signature altered)");
+  kg_ckpt_manifest_destroy(&m);
+  return rc;
 }
 
 /*  Read the manifest and signature members and authenticate. */
@@ -237,63 +339,9 @@ s_verify_manifest(struct archive *a, kg_ckpt_report_t *r, const kg_keyring_t *ke
   unsigned char md[KG_CKPT_DIGEST_BYTES];
   crypto_generichash(md, sizeof md, (unsigned char *) json, (unsigned long long) msize, NULL, 0);
   kg_ckpt_hex(md, sizeof md, r->manifest_digest);
-
-  h = archive_read_next_header(a, &e);
-  if (h == ARCHIVE_EOF) {
-    rc = kg__ckpt_set(r, KG_ECKPT_TRUNC, NULL, "archive ends after the manifest");
+  if ((rc = s_read_signature(a, r, sig)) < 0)
     goto done;
-  }
-  if (h < ARCHIVE_WARN) {
-    rc = kg__ckpt_archive_fail(r, a, NULL, "reading the signature header");
-    goto done;
-  }
-  name = s_entry_name(e);
-  if (!name || strcmp(name, KG_CKPT_SIG_NAME) != 0) {
-    rc = kg__ckpt_set(r, KG_ECKPT_UNSIGNED, NULL, "no " KG_CKPT_SIG_NAME " after the manifest");
-    goto done;
-  }
-  if ((rc = s_check_type(r, e, name)) < 0)
-    goto done;
-  if (archive_entry_size(e) != crypto_sign_BYTES) {
-    rc = kg__ckpt_set(r, KG_ECKPT_MALFORMED, name, "signature is not %d bytes",
-                      crypto_sign_BYTES);
-    goto done;
-  }
-  if ((rc = s_read_small(a, r, name, sig, sizeof sig)) < 0)
-    goto done;
-  char why[256] = "";
-  kg_ckpt_manifest_t *m = NULL;
-  const kg_key_t *signer = kg_keyring_verify(keys, sig, json, (size_t) msize);
-  if (signer) {
-    r->authenticated = true;
-    snprintf(r->signer, sizeof r->signer, "%s", signer->name);
-    snprintf(r->signer_id, sizeof r->signer_id, "%s", signer->id);
-    if ((rc = kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why)) < 0)
-      kg__ckpt_set(r, rc, KG_CKPT_MANIFEST_NAME, "%s", why);
-    else if (strcmp(m->key_id, signer->id) != 0)
-      rc = kg__ckpt_set(r, KG_ECKPT_MALFORMED, KG_CKPT_MANIFEST_NAME,
-                        "manifest names key %s but is signed by %s", m->key_id, signer->id);
-    else
-      r->manifest = m, m = NULL;
-    kg_ckpt_manifest_destroy(&m);
-    goto done;
-  }
-  /* Not verified: say whether it names a key we do not hold or was altered. */
-  char held[96];
-  kg_keyring_describe(keys, held, sizeof held);
-  if (kg_ckpt_manifest_decode(json, (size_t) msize, &m, why, sizeof why) == 0
-      && !kg_keyring_find(keys, m->key_id))
-    rc = kg__ckpt_set(r, KG_ECKPT_UNSIGNED, NULL,
-                      "signed by key %s, which you do not trust (%s); "
-                      "if you trust its owner, import their `kguard keys export` with "
-                      "`kguard keys import NAME FILE`", m->key_id, held);
-  else if (!keys || keys->count == 0)
-    rc = kg__ckpt_set(r, KG_ECKPT_UNSIGNED, NULL, "no key to check its signature with: "
-                      "`kguard keys import NAME FILE` trusts the signer's public key");
-  else
-    rc = kg__ckpt_set(r, KG_ECKPT_CORRUPT, KG_CKPT_MANIFEST_NAME,
-                      "manifest signature does not match (manifest or signature altered)");
-  kg_ckpt_manifest_destroy(&m);
+  rc = s_authenticate(r, keys, json, (size_t) msize, sig);
 done:
   free(json);
   return rc;

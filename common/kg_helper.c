@@ -15,6 +15,11 @@
 #include "kg_throughput.h"
 
 #define S_REAP_AGAIN_MS 5000   /* a killed helper not reaped by then is looked at again */
+/*  A child that closed both pipes is ending but may not be reapable yet;
+    with nothing left to poll, the deadline looks again this soon, so a
+    caller without SIGCHLD (kguard run's checkpoint choice) never waits for
+    the stall deadline to learn that it ended. */
+#define S_REAP_POLL_MS 10
 
 #define S_LINE_MAX 4096   /* a longer stderr line is logged in pieces */
 
@@ -27,6 +32,7 @@ struct kg_helper_t {
   int status;
   bool stalled;
   int64_t deadline_ms;
+  int64_t reap_at_ms;           /*  pipes closed, not reaped: look then (0 no) */
   int64_t started_ms;
   char *out;                    /*  stdout, at most out_cap bytes            */
   size_t out_len;
@@ -63,7 +69,7 @@ s_forget(kg_helper_t *self)
   self->out_len = self->out_dropped = self->line_len = 0;
   self->ended = self->stalled = self->has_progress = false;
   self->status = 0;
-  self->deadline_ms = 0;
+  self->deadline_ms = self->reap_at_ms = 0;
 }
 
 void
@@ -210,8 +216,12 @@ kg_helper_pump(kg_helper_t *self, int64_t now_ms)
     return false;
   if (s_read(self, now_ms) && !self->stalled)
     self->deadline_ms = now_ms + self->stall_ms;
-  if (kg_child_reap(self->child) != 1)
+  if (kg_child_reap(self->child) != 1) {
+    if (kg_child_stdout_fd(self->child) < 0 && kg_child_stderr_fd(self->child) < 0)
+      self->reap_at_ms = now_ms + S_REAP_POLL_MS;
     return false;
+  }
+  self->reap_at_ms = 0;
   s_read(self, now_ms);   /* what it wrote just before it ended */
   if (self->line_len)
     s_line(self, now_ms);
@@ -228,15 +238,25 @@ int64_t
 kg_helper_deadline(const kg_helper_t *self)
 {
   assert(self);
-  return kg_helper_running(self) ? self->deadline_ms : 0;
+  if (!kg_helper_running(self))
+    return 0;
+  return self->reap_at_ms && self->reap_at_ms < self->deadline_ms ? self->reap_at_ms
+                                                                  : self->deadline_ms;
 }
 
 bool
 kg_helper_timers(kg_helper_t *self, int64_t now_ms)
 {
   assert(self);
-  if (!kg_helper_running(self) || now_ms < self->deadline_ms)
+  if (!kg_helper_running(self))
     return false;
+  if (now_ms < self->deadline_ms) {
+    /* Only the look for an ending child: the caller's pump reaps it; until
+       then look again, never at a deadline already past. */
+    if (self->reap_at_ms && now_ms >= self->reap_at_ms)
+      self->reap_at_ms = now_ms + S_REAP_POLL_MS;
+    return false;
+  }
   if (!self->stalled)
     kg_warning("%s wrote nothing for %" PRId64 " s: killed", self->name,
                self->stall_ms / 1000);

@@ -18,8 +18,10 @@
 #include "kg_error.h"
 #include "kg_gpudrv.h"
 #include "kg_gpuenv.h"
+#include "kg_gpuhealth.h"
 #include "kg_kcheck.h"
 #include "kg_kernelspec.h"
+#include "kg_nvml.h"
 #include "kg_paths.h"
 
 #define S_EXIT_FAILING 1
@@ -479,6 +481,33 @@ s_helpers(cJSON *report, char *self, const char *interp, int64_t timeout_ms)
   return 0;
 }
 
+/*  NVML's health reading of the GPUs this environment's
+    CUDA_VISIBLE_DEVICES names, as kguard exec and the kernel read them
+    before a restart (read only): report["gpu_health"], kg_gpuhealth_record
+    without a baseline, and "line" naming a GPU that needs a reset. */
+static void
+s_gpu_health(cJSON *report)
+{
+  kg_gpuhealth_reading_t *now = malloc(sizeof *now);
+  kg_nvml_t *nvml = now ? kg_nvml_new() : NULL;
+  if (!nvml) {
+    free(now);
+    return;
+  }
+  kg_nvml_read(nvml, getenv("CUDA_VISIBLE_DEVICES"), now);
+  kg_nvml_destroy(&nvml);
+  kg_gpuhealth_result_t res;
+  kg_gpuhealth_judge(NULL, now, NULL, NULL, &res);
+  cJSON *rec = kg_gpuhealth_record(NULL, now, &res);
+  if (rec && res.verdict == KG_GPUHEALTH_NEEDS_RESET) {
+    char line[512];
+    cJSON_AddStringToObject(rec, "line", kg_gpuhealth_line(now, &res, line, sizeof line));
+  }
+  if (rec)
+    cJSON_AddItemToObject(report, "gpu_health", rec);
+  free(now);
+}
+
 /*  The assessed report in the format asked; 1 when it lists problems. */
 static int
 s_print(cJSON *report, const s_args_t *a)
@@ -529,6 +558,7 @@ s_judge(kg_opt_parser_t *p, const s_args_t *a, char *self)
     cJSON_Delete(specs);
     return KG_EXIT_SYSTEM;
   }
+  s_gpu_health(report);
   cJSON_AddItemToObject(report, "kernelspecs", specs);
   cJSON_AddItemToObject(report, "kernel_dirs", dirs);
   int code = s_print(report, a);

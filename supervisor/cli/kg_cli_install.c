@@ -14,6 +14,7 @@
 
 #include "kg_safepath.h"
 #include "kg_cli.h"
+#include "kg_cli_install.h"
 #include "kg_kcheck.h"
 #include "kg_error.h"
 #include "kg_file.h"
@@ -207,17 +208,9 @@ s_copy_resources(const char *from_dir, const char *to_dir, bool top)
   return rc;
 }
 
-/*  A restart-policy option of `kguard kernel`, as written into the argv. */
-typedef struct {
-  const char *flag;             /*  "--max-restarts" ...                   */
-  bool integer;                 /*  N (0..1000) rather than SEC (> 0)      */
-  const char *value;            /*  as given, NULL when not given          */
-  double number;                /*  parsed                                 */
-} s_policy_opt_t;
-
 /*  Parse opt->value into opt->number. 0, or KG_EUSAGE with a message. */
 static int
-s_policy_parse(kg_opt_parser_t *p, s_policy_opt_t *opt)
+s_policy_parse(kg_opt_parser_t *p, kg_cli_install_policy_t *opt)
 {
   char *end = NULL;
   errno = 0;
@@ -291,19 +284,17 @@ s_env_python(kg_kernelspec_t *spec, const char *env)
   cJSON_ReplaceItemInArray((cJSON *) spec->argv, 0, cJSON_CreateString(py));
 }
 
-int
-kg_cli_install_main(int argc, char **argv)
+/*  The parse and check step: argv into *o. Returns -1 when the command
+    should go on, else the exit code, its usage error said. */
+static int
+s_install_parse(int argc, char **argv, kg_cli_install_opts_t *o)
 {
-  s_policy_opt_t policy[] = {
-    {"--max-restarts", true, NULL, 0}, {"--restart-window", false, NULL, 0},
-    {"--backoff", false, NULL, 0}, {"--backoff-max", false, NULL, 0},
-    {"--stale-window", false, NULL, 0}};
-  const size_t npolicy = sizeof policy / sizeof policy[0];
-  const char *kernel = "python3", *name = NULL, *display = NULL, *prefix = NULL, *ckpt = NULL;
-  const char *preflight = NULL, *preflight_timeout = NULL, *keep = NULL;
-  const char *standby_imports = NULL;
-  bool standby = false, check = true;
-  int where = 0;   /* 0 user, 1 sys-prefix, 2 prefix */
+  *o = (kg_cli_install_opts_t){
+    .kernel = "python3", .check = true,
+    .policy = {{"--max-restarts", true, NULL, 0}, {"--restart-window", false, NULL, 0},
+               {"--backoff", false, NULL, 0}, {"--backoff-max", false, NULL, 0},
+               {"--stale-window", false, NULL, 0}}};
+  kg_cli_install_policy_t *policy = o->policy;
   int places = 0;
   kg_opt_parser_t p;
   kg_opt_init(&p, &kg_cli_install_cmd, argc, argv);
@@ -312,32 +303,32 @@ kg_cli_install_main(int argc, char **argv)
     switch (id) {
     case KG_OPT_EXIT: return p.code;
     case KG_OPT_OPERAND: return kg_opt_usage(&p, "unexpected argument '%s'", p.value);
-    case O_KERNEL: kernel = p.value; break;
-    case O_NAME: name = p.value; break;
-    case O_DISPLAY: display = p.value; break;
-    case O_USER: where = 0; places++; break;
-    case O_SYSPREFIX: where = 1; places++; break;
-    case O_PREFIX: where = 2; prefix = p.value; places++; break;
-    case O_CKPT: ckpt = p.value; break;
-    case O_NO_CHECK: check = false; break;
+    case O_KERNEL: o->kernel = p.value; break;
+    case O_NAME: o->name = p.value; break;
+    case O_DISPLAY: o->display = p.value; break;
+    case O_USER: o->where = 0; places++; break;
+    case O_SYSPREFIX: o->where = 1; places++; break;
+    case O_PREFIX: o->where = 2; o->prefix = p.value; places++; break;
+    case O_CKPT: o->ckpt = p.value; break;
+    case O_NO_CHECK: o->check = false; break;
     case O_KEEP: {
       char *end = NULL;
       long v = strtol(p.value, &end, 10);
       if (!*p.value || *end || v < 1 || v > 1000000)
         return kg_opt_usage(&p, "--keep needs a count of checkpoints from 1 to 1000000, "
                             "not '%s'", p.value);
-      keep = p.value;
+      o->keep = p.value;
       break;
     }
-    case O_PREFLIGHT: preflight = p.value; break;
-    case O_PREFLIGHT_TIMEOUT: preflight_timeout = p.value; break;
-    case O_STANDBY: standby = true; break;
+    case O_PREFLIGHT: o->preflight = p.value; break;
+    case O_PREFLIGHT_TIMEOUT: o->preflight_timeout = p.value; break;
+    case O_STANDBY: o->standby = true; break;
     case O_STANDBY_IMPORTS:
       if (!s_module_list_ok(p.value))
         return kg_opt_usage(&p, "--standby-imports takes Python module names separated by "
                             "commas (e.g. torch,numpy), not '%s'", p.value);
-      standby_imports = p.value;
-      standby = true;
+      o->standby_imports = p.value;
+      o->standby = true;
       break;
     default:
       policy[id - O_POLICY].value = p.value;
@@ -352,31 +343,34 @@ kg_cli_install_main(int argc, char **argv)
     return kg_opt_usage(&p, "--backoff %s is longer than --backoff-max %s", policy[2].value,
                         policy[3].value);
   /* the values kguard kernel will read back: checked by the same parser */
-  if (preflight || preflight_timeout) {
+  if (o->preflight || o->preflight_timeout) {
     kg_preflight_config_t pf;
     char perr[256];
-    if (kg_preflight_config_parse(preflight, preflight_timeout, &pf, perr, sizeof perr) != 0)
+    if (kg_preflight_config_parse(o->preflight, o->preflight_timeout, &pf, perr, sizeof perr)
+        != 0)
       return kg_opt_usage(&p, "%s: %s",
                           strstr(perr, "TIMEOUT") ? "--preflight-timeout" : "--preflight", perr);
   }
-  if (where == 1)
-    prefix = kg_kernelspec_sys_prefix();
-  char env_prefix[PATH_MAX];
-  bool in_env = prefix && kg_paths_env_prefix(env_prefix, sizeof env_prefix) == 0
-                && strcmp(prefix, env_prefix) == 0;
-  /*  The new name first, as jupyter_client's install_kernel_spec checks it
-      (lowercased, then _kernel_name_pat): a name Jupyter would refuse, or
-      one that is a directory reference, is an error, never cut or
-      rewritten. */
+  return -1;
+}
+
+/*  The new name first, as jupyter_client's install_kernel_spec checks it
+    (lowercased, then _kernel_name_pat): a name Jupyter would refuse, or one
+    that is a directory reference, is an error, never cut or rewritten. Sets
+    *newname_p (the caller frees it). Returns -1 when the command should go
+    on, else the exit code, the error said. */
+static int
+s_install_newname(const kg_cli_install_opts_t *o, char **newname_p)
+{
   char err[2048] = "";
-  if (kg_kernelspec_check_name(kernel, err, sizeof err) != 0) {
+  if (kg_kernelspec_check_name(o->kernel, err, sizeof err) != 0) {
     kg_opt_error("--kernel: %s", err);
     return KG_EXIT_USAGE;
   }
   char *newname = NULL;
-  if (name)
-    newname = strdup(name);
-  else if (asprintf(&newname, "%s-kguard", kernel) < 0)
+  if (o->name)
+    newname = strdup(o->name);
+  else if (asprintf(&newname, "%s-kguard", o->kernel) < 0)
     newname = NULL;
   if (!newname) {
     kg_opt_error("out of memory");
@@ -385,20 +379,33 @@ kg_cli_install_main(int argc, char **argv)
   for (char *c = newname; *c; c++)
     *c = (char) tolower((unsigned char) *c);
   if (kg_kernelspec_check_name(newname, err, sizeof err) != 0) {
-    kg_opt_error("%s%s", name ? "--name: " : "", err);
-    if (!name)
+    kg_opt_error("%s%s", o->name ? "--name: " : "", err);
+    if (!o->name)
       kg_opt_error("the default name is --kernel's with -kguard appended; give one with "
                    "--name");
     free(newname);
     return KG_EXIT_USAGE;
   }
-  if (name && strcmp(name, newname) != 0)
+  if (o->name && strcmp(o->name, newname) != 0)
     printf("kguard install: the name is lowercased as Jupyter does: %s\n", newname);
+  *newname_p = newname;
+  return -1;
+}
+
+/*  The wrapped kernelspec, found under prefix: not itself a kguard one, run
+    by the environment's Python when kguard is installed in one (in_env,
+    env_prefix), and able to start here unless --no-check. Sets *spec_p (the
+    caller destroys it). Returns -1 when the command should go on, else the
+    exit code, the error said. */
+static int
+s_install_wrapped(const kg_cli_install_opts_t *o, const char *prefix, bool in_env,
+                  const char *env_prefix, kg_kernelspec_t **spec_p)
+{
+  char err[2048] = "";
   kg_kernelspec_t *spec = NULL;
-  int rc = kg_kernelspec_find(kernel, prefix, &spec, err, sizeof err);
+  int rc = kg_kernelspec_find(o->kernel, prefix, &spec, err, sizeof err);
   if (rc) {
     kg_opt_error("%s", *err ? err : kg_strerror(rc));
-    free(newname);
     return rc == KG_ENOKERNEL || rc == KG_EKERNELSPEC || rc == KG_EUSAGE ? KG_EXIT_USAGE
                                                                          : KG_EXIT_SYSTEM;
   }
@@ -406,8 +413,7 @@ kg_cli_install_main(int argc, char **argv)
   const cJSON *a1 = cJSON_GetArrayItem(spec->argv, 1);
   if (strstr(a0, "kguard") && cJSON_IsString(a1) && strcmp(a1->valuestring, "kernel") == 0) {
     kg_opt_error("'%s' is already a kguard kernelspec; wrap the kernel it wraps instead",
-                 kernel);
-    free(newname);
+                 o->kernel);
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_USAGE;
   }
@@ -416,132 +422,173 @@ kg_cli_install_main(int argc, char **argv)
   /*  A kernelspec that cannot start here makes a guarded one that cannot
       either: refused, with the reason, unless asked for. */
   kg_kcheck_t kc;
-  if (check && kg_kcheck_run(spec, NULL, &kc, err, sizeof err) != 0) {
+  if (o->check && kg_kcheck_run(spec, NULL, &kc, err, sizeof err) != 0) {
     kg_opt_error("kernelspec '%s' (%s) cannot start here: %s; fix it, or give --no-check to "
-                 "wrap it anyway", kernel, spec->dir ? spec->dir : "?", err);
-    free(newname);
+                 "wrap it anyway", o->kernel, spec->dir ? spec->dir : "?", err);
     kg_kernelspec_destroy(&spec);
     return KG_EXIT_USAGE;
   }
-  char *dname = display ? strdup(display) : s_display_name(spec->display_name);
-  if (!dname) {
-    kg_opt_error("out of memory");
-    free(newname);
-    kg_kernelspec_destroy(&spec);
+  *spec_p = spec;
+  return -1;
+}
+
+/*  Add the argv's "FLAG VALUE" pair. */
+static void
+s_argv_pair(cJSON *av, const char *flag, const char *value)
+{
+  cJSON_AddItemToArray(av, cJSON_CreateString(flag));
+  cJSON_AddItemToArray(av, cJSON_CreateString(value));
+}
+
+/*  The env of the guarded kernelspec: a copy of the wrapped one with the
+    KGUARD_* variables the options set (NULL when neither has any). */
+static cJSON *
+s_install_env(const kg_cli_install_opts_t *o, const kg_kernelspec_t *wrapped)
+{
+  cJSON *env = wrapped->env ? cJSON_Duplicate(wrapped->env, 1) : NULL;
+  const char *vars[][2] = {{"KGUARD_PREFLIGHT", o->preflight},
+                           {"KGUARD_PREFLIGHT_TIMEOUT", o->preflight_timeout},
+                           {"KGUARD_KEEP", o->keep},
+                           {"KGUARD_STANDBY_IMPORTS", o->standby_imports}};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    if (!vars[i][1])
+      continue;
+    if (!env)
+      env = cJSON_CreateObject();
+    cJSON_DeleteItemFromObjectCaseSensitive(env, vars[i][0]);
+    cJSON_AddStringToObject(env, vars[i][0], vars[i][1]);
+  }
+  return env;
+}
+
+char *
+kg_cli_install_json(const kg_cli_install_opts_t *o, const kg_kernelspec_t *wrapped,
+                    const char *exe, const char *name, const char *display)
+{
+  cJSON *out = cJSON_CreateObject();
+  cJSON *av = cJSON_AddArrayToObject(out, "argv");
+  const char *head[] = {exe, "kernel", "-f", "{connection_file}", "--name", name};
+  for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+    cJSON_AddItemToArray(av, cJSON_CreateString(head[i]));
+  if (strcmp(wrapped->interrupt_mode, "signal") != 0)
+    s_argv_pair(av, "--interrupt-mode", wrapped->interrupt_mode);
+  /* The kernel's language decides which helpers run against it (the
+     version and device probes are Python): known before its first reply. */
+  if (wrapped->language && *wrapped->language)
+    s_argv_pair(av, "--language", wrapped->language);
+  if (o->ckpt)
+    s_argv_pair(av, "--checkpoints", o->ckpt);
+  for (size_t i = 0; i < KG_CLI_INSTALL_POLICY_COUNT; i++) {
+    if (!o->policy[i].value)
+      continue;
+    char num[64];
+    snprintf(num, sizeof num, "%.15g", o->policy[i].number);
+    s_argv_pair(av, o->policy[i].flag, num);
+  }
+  if (o->standby)
+    cJSON_AddItemToArray(av, cJSON_CreateString("--standby"));
+  cJSON_AddItemToArray(av, cJSON_CreateString("--"));
+  const cJSON *a;
+  cJSON_ArrayForEach(a, wrapped->argv)
+    cJSON_AddItemToArray(av, cJSON_CreateString(a->valuestring));
+  cJSON_AddStringToObject(out, "display_name", display);
+  cJSON_AddStringToObject(out, "language", wrapped->language);
+  if (cJSON_GetObjectItemCaseSensitive(wrapped->json, "interrupt_mode"))
+    cJSON_AddStringToObject(out, "interrupt_mode", wrapped->interrupt_mode);
+  cJSON *env = s_install_env(o, wrapped);
+  if (env)
+    cJSON_AddItemToObject(out, "env", env);
+  cJSON *md = wrapped->metadata ? cJSON_Duplicate(wrapped->metadata, 1) : cJSON_CreateObject();
+  cJSON *kgm = cJSON_AddObjectToObject(md, "kguard");
+  cJSON_AddStringToObject(kgm, "wraps", o->kernel);
+  cJSON_AddItemToObject(out, "metadata", md);
+  char *text = cJSON_Print(out);
+  cJSON_Delete(out);
+  return text;
+}
+
+/*  The run step's end: text written as dest/kernel.json, the wrapped
+    kernelspec's resource files copied beside it, and what was done said,
+    with a warning when Jupyter will not find it (kdir outside its search
+    path) or when it names a kguard that is not installed. Returns the exit
+    code. */
+static int
+s_install_write(const kg_cli_install_opts_t *o, const kg_kernelspec_t *spec, const char *text,
+                const char *kdir, const char *dest, const char *newname, const char *dname,
+                const char *exe)
+{
+  int rc;
+  char file[PATH_MAX + 16];
+  snprintf(file, sizeof file, "%s/kernel.json", dest);
+  if ((rc = kg_paths_mkdirs(dest, 0755)) != 0) {
+    kg_opt_error("unable to create %s: %s", dest, kg_strerror(rc));
     return KG_EXIT_SYSTEM;
+  }
+  if ((rc = kg_file_write_atomic(file, text, strlen(text), 0644)) != 0) {
+    kg_opt_error("unable to write %s: %s", file, kg_strerror(rc));
+    return KG_EXIT_SYSTEM;
+  }
+  if (spec->dir && s_copy_resources(spec->dir, dest, true) != 0)
+    return KG_EXIT_SYSTEM;
+  printf("installed kernelspec %s (\"%s\", wraps %s) in %s\n", newname, dname, o->kernel, dest);
+  printf("remove it with: kguard uninstall --name %s%s%s\n", newname,
+         o->where == 0 ? "" : " --prefix ", o->where == 0 ? "" : o->prefix);
+  if (o->where == 2 && !kg_kernelspec_dir_searched(kdir))
+    kg_opt_error("warning: %s is not in Jupyter's kernelspec search path, so Jupyter will "
+                 "not list this kernel: set JUPYTER_PATH=%s/share/jupyter in the "
+                 "environment Jupyter starts from, or install with --user or --sys-prefix",
+                 kdir, o->prefix);
+  if (!kg_paths_installed())
+    kg_opt_error("warning: it runs %s, a kguard that is not installed (a build tree): it "
+                 "stops working when that tree is moved, removed or rebuilt elsewhere, and "
+                 "`kguard doctor` then says how to fix it; an installed kguard (scripts/"
+                 "package.sh, or cmake --install) writes a lasting one", exe);
+  return KG_EXIT_OK;
+}
+
+int
+kg_cli_install_main(int argc, char **argv)
+{
+  kg_cli_install_opts_t o;
+  int code = s_install_parse(argc, argv, &o);
+  if (code >= 0)
+    return code;
+  if (o.where == 1)
+    o.prefix = kg_kernelspec_sys_prefix();
+  char env_prefix[PATH_MAX];
+  bool in_env = o.prefix && kg_paths_env_prefix(env_prefix, sizeof env_prefix) == 0
+                && strcmp(o.prefix, env_prefix) == 0;
+  char *newname = NULL, *dname = NULL, *text = NULL;
+  kg_kernelspec_t *spec = NULL;
+  if ((code = s_install_newname(&o, &newname)) >= 0
+      || (code = s_install_wrapped(&o, o.prefix, in_env, env_prefix, &spec)) >= 0)
+    goto out;
+  if (!(dname = o.display ? strdup(o.display) : s_display_name(spec->display_name))) {
+    kg_opt_error("out of memory");
+    code = KG_EXIT_SYSTEM;
+    goto out;
   }
   char exe[PATH_MAX], kdir[PATH_MAX], dest[PATH_MAX];
   if (kg_paths_exe(exe, sizeof exe) != 0) {
     kg_opt_error("unable to find kguard's own path");
-    free(newname);
-    free(dname);
-    kg_kernelspec_destroy(&spec);
-    return KG_EXIT_SYSTEM;
+    code = KG_EXIT_SYSTEM;
+    goto out;
   }
   /*  Never cut: a path that does not fit is an error. */
-  int nk = where == 0 ? (kg_kernelspec_user_dir(kdir, sizeof kdir) == 0 ? 0 : -1)
-                      : snprintf(kdir, sizeof kdir, "%s/share/jupyter/kernels", prefix);
+  int nk = o.where == 0 ? (kg_kernelspec_user_dir(kdir, sizeof kdir) == 0 ? 0 : -1)
+                        : snprintf(kdir, sizeof kdir, "%s/share/jupyter/kernels", o.prefix);
   int nd = nk < 0 || (size_t) nk >= sizeof kdir ? -1
            : snprintf(dest, sizeof dest, "%s/%s", kdir, newname);
   if (nd < 0 || (size_t) nd >= sizeof dest) {
     kg_opt_error("the destination path is too long (at most %d bytes): "
                  "%s/share/jupyter/kernels/%s", PATH_MAX - 1,
-                 where == 0 ? "the user data dir" : prefix, newname);
-    free(newname);
-    free(dname);
-    kg_kernelspec_destroy(&spec);
-    return KG_EXIT_USAGE;
+                 o.where == 0 ? "the user data dir" : o.prefix, newname);
+    code = KG_EXIT_USAGE;
+    goto out;
   }
-
-  cJSON *out = cJSON_CreateObject();
-  cJSON *av = cJSON_AddArrayToObject(out, "argv");
-  const char *head[] = {exe, "kernel", "-f", "{connection_file}", "--name", newname};
-  for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
-    cJSON_AddItemToArray(av, cJSON_CreateString(head[i]));
-  if (strcmp(spec->interrupt_mode, "signal") != 0) {
-    cJSON_AddItemToArray(av, cJSON_CreateString("--interrupt-mode"));
-    cJSON_AddItemToArray(av, cJSON_CreateString(spec->interrupt_mode));
-  }
-  /* The kernel's language decides which helpers run against it (the
-     version and device probes are Python): known before its first reply. */
-  if (spec->language && *spec->language) {
-    cJSON_AddItemToArray(av, cJSON_CreateString("--language"));
-    cJSON_AddItemToArray(av, cJSON_CreateString(spec->language));
-  }
-  if (ckpt) {
-    cJSON_AddItemToArray(av, cJSON_CreateString("--checkpoints"));
-    cJSON_AddItemToArray(av, cJSON_CreateString(ckpt));
-  }
-  for (size_t i = 0; i < npolicy; i++) {
-    if (!policy[i].value)
-      continue;
-    char num[64];
-    snprintf(num, sizeof num, "%.15g", policy[i].number);
-    cJSON_AddItemToArray(av, cJSON_CreateString(policy[i].flag));
-    cJSON_AddItemToArray(av, cJSON_CreateString(num));
-  }
-  if (standby)
-    cJSON_AddItemToArray(av, cJSON_CreateString("--standby"));
-  cJSON_AddItemToArray(av, cJSON_CreateString("--"));
-  const cJSON *a;
-  cJSON_ArrayForEach(a, spec->argv) cJSON_AddItemToArray(av, cJSON_CreateString(a->valuestring));
-  cJSON_AddStringToObject(out, "display_name", dname);
-  cJSON_AddStringToObject(out, "language", spec->language);
-  if (cJSON_GetObjectItemCaseSensitive(spec->json, "interrupt_mode"))
-    cJSON_AddStringToObject(out, "interrupt_mode", spec->interrupt_mode);
-  cJSON *env = spec->env ? cJSON_Duplicate(spec->env, 1) : NULL;
-  if ((preflight || preflight_timeout || keep) && !env)
-    env = cJSON_CreateObject();
-  const char *pf_vars[][2] = {{"KGUARD_PREFLIGHT", preflight},
-                              {"KGUARD_PREFLIGHT_TIMEOUT", preflight_timeout},
-                              {"KGUARD_KEEP", keep}};
-  for (size_t i = 0; i < 3; i++)
-    if (pf_vars[i][1]) {
-      cJSON_DeleteItemFromObjectCaseSensitive(env, pf_vars[i][0]);
-      cJSON_AddStringToObject(env, pf_vars[i][0], pf_vars[i][1]);
-    }
-  if (standby_imports) {
-    if (!env)
-      env = cJSON_CreateObject();
-    cJSON_DeleteItemFromObjectCaseSensitive(env, "KGUARD_STANDBY_IMPORTS");
-    cJSON_AddStringToObject(env, "KGUARD_STANDBY_IMPORTS", standby_imports);
-  }
-  if (env)
-    cJSON_AddItemToObject(out, "env", env);
-  cJSON *md = spec->metadata ? cJSON_Duplicate(spec->metadata, 1) : cJSON_CreateObject();
-  cJSON *kgm = cJSON_AddObjectToObject(md, "kguard");
-  cJSON_AddStringToObject(kgm, "wraps", kernel);
-  cJSON_AddItemToObject(out, "metadata", md);
-  char *text = cJSON_Print(out);
-  cJSON_Delete(out);
-
-  int code = KG_EXIT_OK;
-  char file[PATH_MAX + 16];
-  snprintf(file, sizeof file, "%s/kernel.json", dest);
-  if ((rc = kg_paths_mkdirs(dest, 0755)) != 0) {
-    kg_opt_error("unable to create %s: %s", dest, kg_strerror(rc));
-    code = KG_EXIT_SYSTEM;
-  } else if ((rc = kg_file_write_atomic(file, text, strlen(text), 0644)) != 0) {
-    kg_opt_error("unable to write %s: %s", file, kg_strerror(rc));
-    code = KG_EXIT_SYSTEM;
-  }
-  if (code == KG_EXIT_OK && spec->dir && s_copy_resources(spec->dir, dest, true) != 0)
-    code = KG_EXIT_SYSTEM;
-  if (code == KG_EXIT_OK) {
-    printf("installed kernelspec %s (\"%s\", wraps %s) in %s\n", newname, dname, kernel, dest);
-    printf("remove it with: kguard uninstall --name %s%s%s\n", newname,
-           where == 0 ? "" : " --prefix ", where == 0 ? "" : prefix);
-    if (where == 2 && !kg_kernelspec_dir_searched(kdir))
-      kg_opt_error("warning: %s is not in Jupyter's kernelspec search path, so Jupyter will "
-                   "not list this kernel: set JUPYTER_PATH=%s/share/jupyter in the "
-                   "environment Jupyter starts from, or install with --user or --sys-prefix",
-                   kdir, prefix);
-    if (!kg_paths_installed())
-      kg_opt_error("warning: it runs %s, a kguard that is not installed (a build tree): it "
-                   "stops working when that tree is moved, removed or rebuilt elsewhere, and "
-                   "`kguard doctor` then says how to fix it; an installed kguard (scripts/"
-                   "package.sh, or cmake --install) writes a lasting one", exe);
-  }
+  text = kg_cli_install_json(&o, spec, exe, newname, dname);
+  code = s_install_write(&o, spec, text, kdir, dest, newname, dname, exe);
+out:
   free(text);
   free(newname);
   free(dname);

@@ -21,7 +21,6 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_exec_rule.h"
 #include "kg_exit.h"
@@ -55,7 +54,7 @@ s_on_message(kg_coord_s *C, const unsigned char *id, size_t id_len, const char *
   kg_coord_node_t *n = &C->nodes[k];
   memcpy(n->id, id, id_len);
   n->id_len = id_len;
-  n->seen_ms = kg_clock_mono_ms();
+  n->seen_ms = kg_coord_now(C);
   const char *t = type->valuestring;
   int rc = -1;
   if (strcmp(t, "beat") == 0) {
@@ -122,7 +121,7 @@ static void
 s_monitor(kg_coord_s *C)
 {
   for (int n = kg_socket_handshake_failures(C->monitor); n > 0; n--)
-    kg_coord_handshake_failed(C, kg_clock_mono_ms());
+    kg_coord_handshake_failed(C, kg_coord_now(C));
 }
 
 /*  Listen on HOST:PORT of --bind: every address HOST resolves to (never
@@ -212,14 +211,15 @@ s_bind(kg_coord_s *C, char *where, size_t wlen)
 
 /* ---- the loop: kg_loop registrations ------------------------------------ */
 
-/*  The job is over with code: the loop stops. */
+/*  The job is over with code (-1: it goes on): OVER, and the loop stops. */
 static int
 s_over(kg_coord_s *C, int code)
 {
-  if (code < 0)
-    return KG_LOOP_OK;
-  C->code = code;
-  return KG_LOOP_STOP;
+  if (code >= 0) {
+    C->code = code;
+    kg_fsm_post(C->fsm, KG_COORD_EV_END, code, kg_coord_now(C));
+  }
+  return kg_fsm_state(C->fsm) == KG_COORD_OVER ? KG_LOOP_STOP : KG_LOOP_OK;
 }
 
 static int
@@ -300,18 +300,21 @@ s_on_beat_check(kg_loop_t *loop, int id, void *arg)
   return s_over(C, kg_coord_check_lost(C, now));
 }
 
+/*  The state's deadline (kg_coord_states.h): when it passes, the row's
+    event is posted. */
 static int64_t
-s_join_when(void *arg)
+s_deadline(void *arg)
 {
-  const kg_coord_s *C = arg;
-  return C->started ? 0 : C->join_deadline;
+  return kg_fsm_deadline(((const kg_coord_s *) arg)->fsm);
 }
 
 static int
-s_on_join_deadline(kg_loop_t *loop, int id, void *arg)
+s_on_deadline(kg_loop_t *loop, int id, void *arg)
 {
   (void) id;
-  return s_over(arg, kg_coord_join_timers(arg, kg_loop_now(loop)));
+  kg_coord_s *C = arg;
+  kg_fsm_tick(C->fsm, kg_loop_now(loop));
+  return s_over(C, -1);
 }
 
 static int64_t
@@ -333,14 +336,101 @@ s_on_refusals(kg_loop_t *loop, int id, void *arg)
   return KG_LOOP_OK;
 }
 
+/* ---- the rows ---------------------------------------------------------- */
+
+/*  JOINING: the join deadline (a failed handshake shortens it). */
+static void
+s_enter_joining(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from, (void) ev;
+  kg_coord_s *C = arg;
+  kg_fsm_set_deadline(C->fsm, kg_fsm_now(C->fsm) + C->join_timeout_ms);
+}
+
+/*  CHOOSING: every node joined; they are told to start, which first has
+    them list their ranks' checkpoints (the step is agreed on their
+    listings, kg_coord_start_listed). */
+static void
+s_enter_choosing(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from, (void) ev;
+  kg_coord_join_start(arg);
+}
+
+/*  RUNNING: the decision that starts the generation (the start's choice,
+    or the restart after a stop) was already sent with the nodes' records
+    reset: nothing more to do. */
+static void
+s_enter_running(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) arg, (void) from, (void) ev;
+}
+
+static void
+s_enter_stopping(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from;
+  kg_coord_stop_all(arg, (int) ev->arg);
+}
+
+/*  OVER: the code is known, except when the join deadline ended it. */
+static void
+s_enter_over(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  kg_coord_s *C = arg;
+  if (from == KG_COORD_JOINING && ev->id == KG_COORD_EV_DEADLINE)
+    C->code = kg_coord_join_timeout(C);
+}
+
+static const kg_fsm_row_t s_rows[KG_COORD_STATE_COUNT] = {
+  [KG_COORD_JOINING] = {s_enter_joining, 0, KG_COORD_EV_DEADLINE},
+  [KG_COORD_CHOOSING] = {s_enter_choosing, 0, KG_FSM_NONE},
+  [KG_COORD_RUNNING] = {s_enter_running, 0, KG_FSM_NONE},
+  [KG_COORD_STOPPING] = {s_enter_stopping, 0, KG_FSM_NONE},
+  [KG_COORD_OVER] = {s_enter_over, 0, KG_FSM_NONE},
+};
+
+static int
+s_next(void *arg, int state, const kg_fsm_event_t *ev)
+{
+  (void) arg;
+  return (int) kg_coord_next((kg_coord_state_t) state, (kg_coord_event_t) ev->id);
+}
+
+static void
+s_trace(void *arg, int from, const kg_fsm_event_t *ev, int to)
+{
+  (void) arg;
+  if (to != KG_FSM_NONE && to != from)
+    kg_debug("coordinator: %s -> %s (%s)", kg_coord_state_names[from],
+             kg_coord_state_names[to], kg_coord_event_names[ev->id]);
+}
+
+static const kg_fsm_def_t s_def = {
+  .nstates = KG_COORD_STATE_COUNT,
+  .nevents = KG_COORD_EV_COUNT,
+  .state_names = kg_coord_state_names,
+  .event_names = kg_coord_event_names,
+  .rows = s_rows,
+  .next = s_next,
+  .trace = s_trace,
+};
+
+const kg_fsm_def_t *
+kg_coord_states(void)
+{
+  return &s_def;
+}
+
 /*  Serve until the job is over; its exit code. */
 static int
 s_serve(kg_coord_s *C, kg_sigsrc_t *sig)
 {
   C->loop = kg_loop_new();
+  C->fsm = kg_fsm_new(&s_def, C, 8);
   C->code = KG_EXIT_SYSTEM;
-  int64_t now = kg_clock_mono_ms();
-  bool ok = C->loop
+  int64_t now = C->loop ? kg_loop_now(C->loop) : 0;
+  bool ok = C->loop && C->fsm && kg_fsm_start(C->fsm, KG_COORD_JOINING, now) == 0
             && kg_loop_socket(C->loop, C->router, KG_LOOP_IN, s_on_router, C) > 0
             && kg_loop_socket(C->loop, C->zap, KG_LOOP_IN, s_on_zap, C) > 0
             && (!C->monitor || kg_loop_socket(C->loop, C->monitor, KG_LOOP_IN, s_on_monitor,
@@ -348,10 +438,11 @@ s_serve(kg_coord_s *C, kg_sigsrc_t *sig)
             && kg_loop_fd_of(C->loop, s_store_fd, KG_LOOP_IN, s_on_store, C) > 0
             && kg_loop_signals(C->loop, sig, s_on_signal, C) > 0
             && kg_loop_timer(C->loop, now + C->heartbeat_ms / 4 + 1, s_on_beat_check, C) > 0
-            && kg_loop_timer_of(C->loop, s_join_when, s_on_join_deadline, C) > 0
+            && kg_loop_timer_of(C->loop, s_deadline, s_on_deadline, C) > 0
             && kg_loop_timer_of(C->loop, s_refusals_when, s_on_refusals, C) > 0;
   int rc = ok ? kg_loop_run(C->loop) : KG_ENOMEM;
   kg_loop_destroy(&C->loop);
+  kg_fsm_destroy(&C->fsm);
   if (rc != 0) {
     kg_error("coordinator: its event loop failed: %s", kg_strerror(rc));
     return KG_EXIT_SYSTEM;
@@ -487,7 +578,6 @@ kg_coord_main(int argc, char **argv)
     s_close(&C, &sig);
     return KG_EXIT_USAGE;
   }
-  C.join_deadline = kg_clock_mono_ms() + C.join_timeout_ms;
   /* The ranks' rendezvous store, outside every tree a node stops. */
   if (C.store_python && kg_exec_store_start(C.store_python, &C.rstore) != 0)
     kg_warning("coordinator: cannot start the ranks' rendezvous store: each generation's "

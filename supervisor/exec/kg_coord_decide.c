@@ -157,6 +157,56 @@ s_restart_point(kg_coord_s *C, int root, cJSON *d, kg_incident_t *inc)
   return code;
 }
 
+/*  Node k's GPU needs a reset: the job ends with 200 on every node (run it
+    again on other hardware), never restarted on that GPU; the incident
+    names the node to drain and the GPU. Returns the exit code. */
+static int
+s_drain(kg_coord_s *C, int k)
+{
+  const cJSON *rr = C->nodes[k].report;
+  const cJSON *gh = cJSON_GetObjectItemCaseSensitive(rr, "gpu_health");
+  const cJSON *line = cJSON_GetObjectItemCaseSensitive(gh, "line");
+  const cJSON *host = cJSON_GetObjectItemCaseSensitive(rr, "host");
+  char reason[768];
+  snprintf(reason, sizeof reason, "drain node %d%s%s%s: %.600s", k,
+           cJSON_IsString(host) ? " (host " : "", cJSON_IsString(host) ? host->valuestring : "",
+           cJSON_IsString(host) ? ")" : "",
+           cJSON_IsString(line) ? line->valuestring : "a GPU needs a reset");
+  kg_error("coordinator: %s; the job ends with %d so the scheduler runs it on other hardware "
+           "(no restart on this GPU)", reason, KG_EXEC_EXIT_RETRYABLE);
+  kg_incident_t *inc = s_incident(C, k, false, reason, 0);
+  if (inc) {
+    kg_incident_set_policy(inc, "hardware", reason, 0);
+    cJSON *ij = kg_incident_json(inc);
+    cJSON_AddStringToObject(ij, "action", "drain this node");
+    cJSON_AddNumberToObject(ij, "drain_node", k);
+    if (cJSON_IsString(host))
+      cJSON_AddStringToObject(ij, "drain_host", host->valuestring);
+    if (gh)
+      cJSON_AddItemToObject(ij, "gpu_health", cJSON_Duplicate(gh, true));
+    char idir[PATH_MAX + 16];
+    snprintf(idir, sizeof idir, "%s/incidents", C->state_dir);
+    kg_incident_write(inc, idir, NULL);
+    kg_incident_destroy(&inc);
+  }
+  /* kg_coord_end's decision, with the node to drain named apart so that
+     every node's exit summary says it. */
+  cJSON *d = cJSON_CreateObject();
+  cJSON_AddStringToObject(d, "type", "decision");
+  cJSON_AddStringToObject(d, "action", "end");
+  cJSON_AddNumberToObject(d, "code", KG_EXEC_EXIT_RETRYABLE);
+  cJSON_AddNumberToObject(d, "gen", C->gen);
+  cJSON_AddStringToObject(d, "reason", reason);
+  cJSON *dr = cJSON_AddObjectToObject(d, "drain");
+  cJSON_AddNumberToObject(dr, "node", k);
+  if (cJSON_IsString(host))
+    cJSON_AddStringToObject(dr, "host", host->valuestring);
+  kg_coord_broadcast(C, d);
+  kg_coord_write_decision(C, d);
+  cJSON_Delete(d);
+  return KG_EXEC_EXIT_RETRYABLE;
+}
+
 /*  Every node stopped (or finished): decide for the job. Returns the exit
     code when the job ends, 0 when it goes on. */
 static int
@@ -171,11 +221,17 @@ s_decide(kg_coord_s *C)
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "fault_ms");
     rep[i].sticky = r != NULL;
     rep[i].fault_ms = cJSON_IsNumber(t) ? (int64_t) t->valuedouble : INT64_MAX;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(r, "gpu_health"), "verdict");
+    rep[i].needs_reset = cJSON_IsString(v) && strcmp(v->valuestring, "needs-reset") == 0;
   }
   int root = kg_coord_root(rep, C->nnodes);
+  int drain = kg_coord_drain(rep, C->nnodes, root);
   free(rep);
   if (C->preempted)
     return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "a node was pre-empted");
+  if (drain >= 0)
+    return s_drain(C, drain);
   if (root < 0) {
     /* No sticky fault anywhere: the command's own failure ends the job. */
     int code = 1;
@@ -193,7 +249,7 @@ s_decide(kg_coord_s *C)
   const cJSON *line = cJSON_GetObjectItemCaseSensitive(rr, "line");
   int64_t delay = 0;
   const char *reason = NULL;
-  kg_policy_action_t act = kg_policy_decide(C->policy, kg_clock_mono_ms(),
+  kg_policy_action_t act = kg_policy_decide(C->policy, kg_coord_now(C),
                                             cJSON_IsString(sig) ? sig->valuestring : NULL,
                                             &delay, &reason);
   const char *signature = cJSON_IsString(sig) ? sig->valuestring : "";
@@ -233,8 +289,7 @@ s_decide(kg_coord_s *C)
   kg_coord_broadcast(C, d);
   cJSON_Delete(d);
   C->gen++;
-  C->stopping = false;
-  int64_t now = kg_clock_mono_ms();   /* the coordinator was busy, not the nodes */
+  int64_t now = kg_coord_now(C);   /* the coordinator was busy, not the nodes */
   for (int i = 0; i < C->nnodes; i++) {
     C->nodes[i].stopped = false;
     C->nodes[i].seen_ms = now;
@@ -243,18 +298,19 @@ s_decide(kg_coord_s *C)
     cJSON_Delete(C->nodes[i].listing);
     C->nodes[i].report = C->nodes[i].failed = C->nodes[i].listing = NULL;
   }
+  if (exit_code == 0)
+    kg_fsm_post(C->fsm, KG_COORD_EV_RESUMED, 0, now);
   return exit_code;   /* 0: the job goes on */
 }
 
 /*  Every node listed its ranks' checkpoints at the start: agree where the
     job starts, as after a fault but with no fault, no incident and no
     restart counted. The decision is not written to the shared directory:
-    it starts no generation. Returns an exit code when the job ends, -1
-    while it goes on. */
+    it starts no generation. Once it is sent, CHOSEN: the job runs.
+    Returns an exit code when the job ends, -1 while it goes on. */
 static int
 s_start_decision(kg_coord_s *C)
 {
-  C->choosing = false;
   int world = C->nnodes * C->nproc, fresh_node = -1;
   for (int i = 0; i < C->nnodes && fresh_node < 0; i++)
     if (C->nodes[i].fresh)
@@ -308,13 +364,15 @@ s_start_decision(kg_coord_s *C)
     cJSON_Delete(d);
   }
   cJSON_Delete(listing);
-  int64_t now = kg_clock_mono_ms();   /* the coordinator was busy, not the nodes */
+  int64_t now = kg_coord_now(C);   /* the coordinator was busy, not the nodes */
   for (int i = 0; i < C->nnodes; i++) {
     C->nodes[i].stopped = false;
     C->nodes[i].seen_ms = now;
     cJSON_Delete(C->nodes[i].listing);
     C->nodes[i].listing = NULL;
   }
+  if (code < 0)
+    kg_fsm_post(C->fsm, KG_COORD_EV_CHOSEN, 0, now);
   return code;
 }
 
@@ -336,12 +394,16 @@ kg_coord_start_listed(kg_coord_s *C, int k, const cJSON *m)
   return s_start_decision(C);
 }
 
+/*  A report that stops this generation (ignored once it stops). */
 static void
 s_stop_all(kg_coord_s *C, int by)
 {
-  if (C->stopping)
-    return;
-  C->stopping = true;
+  kg_fsm_post(C->fsm, KG_COORD_EV_STOP, by, kg_coord_now(C));
+}
+
+void
+kg_coord_stop_all(kg_coord_s *C, int by)
+{
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "type", "stop");
   cJSON_AddNumberToObject(m, "gen", C->gen);
@@ -354,6 +416,8 @@ int
 kg_coord_run_message(kg_coord_s *C, int k, const char *t, const cJSON *m)
 {
   kg_coord_node_t *n = &C->nodes[k];
+  /* The nodes list their ranks' checkpoints: their "stopped" carries it. */
+  bool choosing = kg_fsm_state(C->fsm) == KG_COORD_CHOOSING;
   int rc = -1;
   if (strcmp(t, "fault") == 0) {
     cJSON_Delete(n->report);
@@ -363,15 +427,14 @@ kg_coord_run_message(kg_coord_s *C, int k, const char *t, const cJSON *m)
     cJSON_Delete(n->failed);
     n->failed = cJSON_Duplicate(m, true);
     s_stop_all(C, k);
-  } else if (strcmp(t, "preempted") == 0 && C->choosing) {
+  } else if (strcmp(t, "preempted") == 0 && choosing) {
     /* Its listing will not come: nothing ran yet, nothing to stop. */
-    C->choosing = false;
     rc = kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "a node was pre-empted before the job "
                       "started");
   } else if (strcmp(t, "preempted") == 0) {
     C->preempted = true;
     s_stop_all(C, k);
-  } else if (strcmp(t, "stopped") == 0 && C->choosing) {
+  } else if (strcmp(t, "stopped") == 0 && choosing) {
     rc = kg_coord_start_listed(C, k, m);
   } else if (strcmp(t, "stopped") == 0) {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "report");
@@ -406,7 +469,7 @@ kg_coord_run_message(kg_coord_s *C, int k, const char *t, const cJSON *m)
 int
 kg_coord_check_lost(kg_coord_s *C, int64_t now)
 {
-  if (!C->started)
+  if (kg_fsm_state(C->fsm) == KG_COORD_JOINING)
     return -1;   /* the join deadline rules until then */
   for (int i = 0; i < C->nnodes; i++) {
     kg_coord_node_t *n = &C->nodes[i];

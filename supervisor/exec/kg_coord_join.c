@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kg_clock.h"
 #include "kg_exec_rule.h"
 #include "kg_exit.h"
 #include "kg_log.h"
@@ -61,9 +60,14 @@ s_all_checked(kg_coord_s *C)
     kg_error("coordinator: %s", reason);
     return kg_coord_end(C, KG_EXIT_USAGE, reason);
   }
-  C->started = true;
-  C->choosing = true;   /* the nodes list their ranks' checkpoints first */
-  int64_t now = kg_clock_mono_ms();
+  kg_fsm_post(C->fsm, KG_COORD_EV_CHECKED, 0, kg_coord_now(C));
+  return -1;
+}
+
+void
+kg_coord_join_start(kg_coord_s *C)
+{
+  int64_t now = kg_fsm_now(C->fsm);
   for (int i = 0; i < C->nnodes; i++)
     C->nodes[i].seen_ms = now;
   cJSON *m = cJSON_CreateObject();
@@ -71,7 +75,6 @@ s_all_checked(kg_coord_s *C)
   kg_notice("coordinator: every node joined and verifies every node's checkpoints: "
             "generation %d starts from the newest step every node verifies", C->gen);
   s_send_type(C, -1, "start", m);
-  return -1;
 }
 
 int
@@ -80,7 +83,7 @@ kg_coord_join_message(kg_coord_s *C, int k, const char *t, const cJSON *msg, boo
   kg_coord_node_t *n = &C->nodes[k];
   *handled = true;
   if (strcmp(t, "hello") == 0) {
-    if (C->started) {
+    if (kg_fsm_state(C->fsm) != KG_COORD_JOINING) {
       char why[160];
       snprintf(why, sizeof why, "node %d joined again while the job ran (its kguard started "
                "anew)", k);
@@ -115,7 +118,8 @@ kg_coord_join_message(kg_coord_s *C, int k, const char *t, const cJSON *msg, boo
     cJSON_Delete(n->problems);
     n->problems = cJSON_IsArray(p) ? cJSON_Duplicate(p, true) : NULL;
     n->checked = true;
-    if (!C->started && s_all(C, offsetof(kg_coord_node_t, checked)))
+    if (kg_fsm_state(C->fsm) == KG_COORD_JOINING
+        && s_all(C, offsetof(kg_coord_node_t, checked)))
       return s_all_checked(C);
   } else {
     *handled = false;
@@ -124,10 +128,8 @@ kg_coord_join_message(kg_coord_s *C, int k, const char *t, const cJSON *msg, boo
 }
 
 int
-kg_coord_join_timers(kg_coord_s *C, int64_t now)
+kg_coord_join_timeout(kg_coord_s *C)
 {
-  if (C->started || now < C->join_deadline)
-    return -1;
   /* The nodes that never joined; when every node did, the ones that did
      not finish checking. */
   bool all_joined = s_all(C, offsetof(kg_coord_node_t, joined));
@@ -159,6 +161,7 @@ kg_coord_handshake_failed(kg_coord_s *C, int64_t now)
                "job's secret (a node started with another --secret file?)");
   /* Evidence of a misconfigured node: wait for the missing ones no longer
      than the heartbeat rule would. */
-  if (!C->started && C->join_deadline > now + C->heartbeat_ms)
-    C->join_deadline = now + C->heartbeat_ms;
+  if (kg_fsm_state(C->fsm) == KG_COORD_JOINING
+      && kg_fsm_deadline(C->fsm) > now + C->heartbeat_ms)
+    kg_fsm_set_deadline(C->fsm, now + C->heartbeat_ms);
 }

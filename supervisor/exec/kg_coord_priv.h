@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "kg_coord_keys.h"
+#include "kg_coord_states.h"
 #include "kg_coord_store.h"
 #include "kg_exec_store.h"
 #include "kg_loop.h"
@@ -48,13 +49,11 @@ typedef struct kg_coord_s {
   int code;                   /* the job's exit code, once it is over         */
   kg_coord_node_t *nodes;
   int gen;
-  bool started;               /* every node joined and checked: job running  */
-  bool choosing;              /* started, the nodes' listings not all in: the
-                                 start's step is not agreed yet             */
-  bool stopping;              /* a stop was broadcast for this generation    */
-  bool preempted;
+  kg_fsm_t *fsm;              /* its life (kg_coord_states.h): the one copy of
+                                 its state, and the join deadline (the loop's
+                                 ms)                                          */
+  bool preempted;             /* a node was pre-empted: the job ends retryable */
   char run[256];              /* the run's name, as node 0 gave it at start  */
-  int64_t join_deadline;      /* monotonic ms                                 */
   unsigned long handshake_failures;
   kg_ratelog_t *refusals;     /* failed handshakes, logged rate-limited       */
   char nonce[65], nonce_name[80];
@@ -78,6 +77,10 @@ void kg_coord_write_decision(kg_coord_s *C, const cJSON *decision);
     broadcast and written. Returns code. */
 int kg_coord_end(kg_coord_s *C, int code, const char *reason);
 
+/*  The time now, on the loop's clock (what every handler and the machine
+    read: a test injects its own). */
+int64_t kg_coord_now(const kg_coord_s *C);
+
 /*  The ports a start or restart names: master_port (a fresh one, for
     rank 0 to serve when no store is kept) and store_port (the kept store,
     once it serves). */
@@ -85,22 +88,30 @@ void kg_coord_add_ports(kg_coord_s *C, cJSON *msg);
 
 /*  kg_coord_join.c: hello, joined, refused, checked. Returns an exit code
     when the job ends, -1 while it goes on; 0 when type is not one of these
-    (*handled false). */
+    (*handled false). Every node checked posts CHECKED. */
 int kg_coord_join_message(kg_coord_s *C, int node, const char *type, const cJSON *msg,
                           bool *handled);
-/*  Before every node joined: end the job once the join deadline passed.
-    Returns an exit code, or -1. */
-int kg_coord_join_timers(kg_coord_s *C, int64_t now);
-/*  A connection failed the CURVE handshake (a node with another secret). */
+/*  Entering CHOOSING: every node is told to start, that is to list its
+    ranks' checkpoints of the run and send them (kg_coord_start_listed). */
+void kg_coord_join_start(kg_coord_s *C);
+/*  The join deadline passed (entering OVER from JOINING): the nodes that
+    did not join or check named, the job ended. Returns its exit code. */
+int kg_coord_join_timeout(kg_coord_s *C);
+/*  A connection failed the CURVE handshake (a node with another secret):
+    while nodes join, the join deadline shrinks to a heartbeat timeout. */
 void kg_coord_handshake_failed(kg_coord_s *C, int64_t now);
 
 /*  kg_coord_decide.c: fault, failed, preempted, stopped, done. Same
-    returns. */
+    returns; the first report of a generation posts STOP, a decision that
+    restarts the job RESUMED. */
 int kg_coord_run_message(kg_coord_s *C, int node, const char *type, const cJSON *msg);
-/*  The start: each node's listing of its ranks' checkpoints of this run
-    (a "stopped" message while C->choosing); once every node's is in, the
-    start decision (kg_coord_start_decision). Same returns. */
+/*  CHOOSING: each node's listing of its ranks' checkpoints of this run
+    (its "stopped" message); once every node's is in, the start decision
+    is sent and CHOSEN posted. Same returns. */
 int kg_coord_start_listed(kg_coord_s *C, int node, const cJSON *msg);
+/*  Entering STOPPING: every node is told to stop (by: the node whose
+    report stopped the generation). */
+void kg_coord_stop_all(kg_coord_s *C, int by);
 /*  A node silent for the heartbeat timeout ends the job. Returns an exit
     code, or -1. */
 int kg_coord_check_lost(kg_coord_s *C, int64_t now);

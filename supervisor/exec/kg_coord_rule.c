@@ -53,3 +53,14 @@ kg_coord_root(const kg_coord_report_t *reports, int n)
       root = i;
   return root;
 }
+
+int
+kg_coord_drain(const kg_coord_report_t *reports, int n, int root)
+{
+  if (root >= 0 && root < n && reports[root].needs_reset)
+    return root;
+  for (int i = 0; i < n; i++)
+    if (reports[i].needs_reset)
+      return i;
+  return -1;
+}

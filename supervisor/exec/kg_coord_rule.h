@@ -11,6 +11,11 @@
     The root cause: among the nodes' reports, the sticky one with the
     earliest fault time; every other report (a peer's "Connection closed by
     peer", a timeout, a rendezvous error, a plain failure) is a consequence.
+
+    The node to drain: a node whose own health check (kg_gpuhealth, run
+    there after its proven fault) found a GPU that needs a reset. The job
+    is never restarted on it, whichever node's fault came first: the root
+    cause when its GPU needs the reset, else the first such node.
 */
 #ifndef KG_COORD_RULE_H
 #define KG_COORD_RULE_H
@@ -45,9 +50,14 @@ int kg_coord_archive_rank(int64_t manifest_rank, int64_t manifest_world, int dir
 typedef struct {
   bool sticky;                 /* a proven sticky fault on that node         */
   int64_t fault_ms;            /* its T (wall ms), if sticky                 */
+  bool needs_reset;            /* its health check: a GPU needs a reset      */
 } kg_coord_report_t;
 
 /*  Index of the root-cause report among n, or -1 if none is sticky. */
 int kg_coord_root(const kg_coord_report_t *reports, int n);
+
+/*  Index of the node to drain among n reports given the root cause root
+    (-1: none), or -1 when no node's GPU needs a reset. */
+int kg_coord_drain(const kg_coord_report_t *reports, int n, int root);
 
 #endif

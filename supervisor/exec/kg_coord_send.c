@@ -69,3 +69,9 @@ kg_coord_add_ports(kg_coord_s *C, cJSON *msg)
   if (kg_exec_store_ready(C->rstore))
     cJSON_AddNumberToObject(msg, "store_port", kg_exec_store_port(C->rstore));
 }
+
+int64_t
+kg_coord_now(const kg_coord_s *C)
+{
+  return kg_loop_now(C->loop);
+}

@@ -24,15 +24,15 @@ void
 kg_ex_run_queue(kg_exec_s *E)
 {
   assert(E);
-  kg_fsm_run(E->fsm, kg_clock_mono_ms());
+  kg_fsm_run(E->fsm, kg_ex_now(E));
 }
 
 /*  Stop the whole group with sig, then KILL after grace_ms; what follows
-    is `then` (with the outcome already recorded for an exit). */
+    is plan's (with the outcome already recorded for an exit). */
 static void
-s_stop(kg_exec_s *E, int sig, int64_t grace_ms, kg_ex_then_t then)
+s_stop(kg_exec_s *E, int sig, int64_t grace_ms, kg_ex_after_event_t plan)
 {
-  E->then = then;
+  kg_ex_plan(E, plan);
   E->killed = false;
   kg_ex_kill_tree(E, sig);
   E->stop_grace_ms = grace_ms;
@@ -41,20 +41,35 @@ s_stop(kg_exec_s *E, int sig, int64_t grace_ms, kg_ex_then_t then)
     kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
 }
 
+/*  A scheduler's (or a user's) signal. A second one never waits for what
+    the first granted: the group is killed, a restore stopped, node 0's
+    coordinator no longer waited for. */
 static void
 s_preempt(kg_exec_s *E, int sig)
 {
-  if (E->preempted && E->state == KG_EX_STOPPING) {
+  kg_ex_state_t st = kg_ex_state(E);
+  if (st == KG_EX_ENDING) {
+    kg_notice("exec: signal %d: not waiting for the coordinator to end", sig);
+    kg_ex_enter(E, KG_EX_DONE);
+    return;
+  }
+  if (E->preempted && st == KG_EX_STOPPING) {
     kg_notice("exec: second signal %d while stopping: killing the group now", sig);
     kg_ex_kill_tree(E, SIGKILL);
     E->killed = true;
+    return;
+  }
+  if (E->preempted && st == KG_EX_RESTORING) {
+    kg_notice("exec: second signal %d while restoring: stopping the restore now", sig);
+    kg_child_destroy(&E->helper);
+    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   }
   E->preempted = true;
   E->outcome = KG_EXEC_OUT_RETRYABLE;
   if (E->multi)
     kg_ex_node_send(E, "preempted", NULL);
-  switch (E->state) {
+  switch (st) {
   case KG_EX_RUNNING:
   case KG_EX_SUSPECT: {
     /* The training gets the scheduler's own signal (SIGUSR1 = checkpoint
@@ -65,11 +80,11 @@ s_preempt(kg_exec_s *E, int sig)
               "exit %d (retryable)", sig,
               kg_throughput_duration(E->cfg.preempt_grace_ms, grace, sizeof grace),
               KG_EXEC_EXIT_RETRYABLE);
-    s_stop(E, fwd, E->cfg.preempt_grace_ms, KG_EX_THEN_EXIT);
+    s_stop(E, fwd, E->cfg.preempt_grace_ms, KG_EX_AFTER_EV_STOP_EXIT);
     break;
   }
   case KG_EX_STOPPING:
-    E->then = KG_EX_THEN_EXIT;   /* no restart after the group is gone */
+    kg_ex_plan(E, KG_EX_AFTER_EV_END);   /* no restart after the group is gone */
     break;
   case KG_EX_RESTORING:
     break;                       /* the helper finishes; then exit */
@@ -79,6 +94,7 @@ s_preempt(kg_exec_s *E, int sig)
     kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     break;
   case KG_EX_DONE:
+  case KG_EX_ENDING:
   case KG_EX_STATE_COUNT:
     break;
   }
@@ -89,14 +105,14 @@ s_preempt(kg_exec_s *E, int sig)
     nothing this node's processes could still seal would be chosen (it is
     sealed after T), and a poisoned process may ignore TERM for good. */
 static void
-s_kill_proven(kg_exec_s *E, kg_ex_then_t then)
+s_kill_proven(kg_exec_s *E, kg_ex_after_event_t plan)
 {
   if (E->mode == KG_EXEC_MODE_AGENT && E->fault_rank >= 0)
     kg_notice("exec: killing rank %d (the poisoned one) and this node's other ranks now",
               E->cfg.node_rank * E->nranks + E->fault_rank);
   else
     kg_notice("exec: killing the command's whole tree now (a proven fault gets no grace)");
-  s_stop(E, SIGKILL, E->cfg.kill_grace_ms, then);
+  s_stop(E, SIGKILL, E->cfg.kill_grace_ms, plan);
   E->killed = true;
 }
 
@@ -127,8 +143,31 @@ s_hardware(kg_exec_s *E, const kg_match_t *m, const char *why)
     cJSON_AddItemToObject(inc, "gpu_health", rec);
   kg_ex_incident_write(E);
   E->outcome = KG_EXEC_OUT_HARDWARE;
-  s_kill_proven(E, KG_EX_THEN_EXIT);
+  s_kill_proven(E, KG_EX_AFTER_EV_STOP_EXIT);
   return true;
+}
+
+/*  Multi-node: this node's health check after its proven fault, into its
+    incident ("gpu_health", which its report to the coordinator carries);
+    a GPU that needs a reset is said here too, in the words the
+    coordinator's decision repeats. */
+static void
+s_health_report(kg_exec_s *E, const kg_match_t *m)
+{
+  kg_gpuhealth_result_t res;
+  cJSON *rec = NULL;
+  char line[sizeof E->hw_line];
+  if (!E->gpuwatch)
+    return;
+  if (kg_gpuwatch_check(E->gpuwatch, m && m->family ? m->family->id : NULL,
+                        m ? m->line : NULL, &res, &rec, line, sizeof line)
+      == KG_GPUHEALTH_NEEDS_RESET)
+    kg_error("exec: %s; the coordinator is told: no restart on this GPU", line);
+  if (rec) {
+    if (res.verdict == KG_GPUHEALTH_NEEDS_RESET)
+      cJSON_AddStringToObject(rec, "line", line);
+    cJSON_AddItemToObject(kg_incident_json(E->incident), "gpu_health", rec);
+  }
 }
 
 /*  Proof of a sticky fault: decide with the policy, record, stop. */
@@ -145,22 +184,26 @@ s_fault(kg_exec_s *E, const char *why)
     E->fault_wall_ms = kg_clock_wall_ms();
   kg_diagnosis_signature(E->diag, NULL, E->signature, sizeof E->signature);
   if (E->multi) {
-    /* The coordinator counts the budget job-wide and picks the step. */
+    /* The coordinator counts the budget job-wide and picks the step; this
+       node's GPUs are read here, where they are, and the reading travels
+       in the report (kg_ex_node_report) so the coordinator never restarts
+       the job on a GPU that needs a reset. */
     kg_notice("exec: sticky %s (%s) proven on this node: %s; reporting it to the coordinator",
               m && m->family ? m->family->id : "error", m ? m->line : "", why);
     E->sticky_report = true;
     kg_ex_incident_begin(E, "job", "the coordinator decides for the whole job");
     cJSON_AddStringToObject(kg_incident_json(E->incident), "proof", why);
+    s_health_report(E, m);
     kg_ex_incident_write(E);
     kg_ex_node_send(E, "fault", kg_ex_node_report(E));
-    s_kill_proven(E, KG_EX_THEN_REPORT);
+    s_kill_proven(E, KG_EX_AFTER_EV_STOP_REPORT);
     return;
   }
   if (s_hardware(E, m, why))
     return;
   int64_t delay = 0;
   const char *reason = NULL;
-  kg_policy_action_t act = kg_policy_decide(E->policy, kg_clock_mono_ms(), E->signature,
+  kg_policy_action_t act = kg_policy_decide(E->policy, kg_ex_now(E), E->signature,
                                             &delay, &reason);
   /* Back-off is for the same failure coming back; another one restarts at
      once. */
@@ -174,9 +217,9 @@ s_fault(kg_exec_s *E, const char *why)
   E->delay_ms = delay;
   if (act == KG_POLICY_GIVE_UP) {
     E->outcome = KG_EXEC_OUT_GAVE_UP;
-    s_kill_proven(E, KG_EX_THEN_EXIT);
+    s_kill_proven(E, KG_EX_AFTER_EV_STOP_EXIT);
   } else {
-    s_kill_proven(E, KG_EX_THEN_RESTART);
+    s_kill_proven(E, KG_EX_AFTER_EV_STOP_RESTART);
     /* The checkpoint is chosen and verified while the tree goes: nothing
        of it can seal any more (KILL), and what it sealed after T is
        quarantined. */
@@ -211,7 +254,7 @@ s_judge(kg_exec_s *E, kg_exec_evidence_t ev, int status, int64_t step)
     kg_diagnosis_reset(E->diag);
     if (ev == KG_EXEC_EV_LEADER_EXIT) {
       E->outcome = KG_EXEC_OUT_SUCCESS;
-      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_AFTER_EV_STOP_EXIT);
     } else {
       kg_ex_enter(E, KG_EX_RUNNING);
     }
@@ -240,11 +283,11 @@ s_leader_exit_running(kg_exec_s *E, int status)
       cJSON *f = cJSON_CreateObject();
       cJSON_AddNumberToObject(f, "code", kg_exec_exit_code(KG_EXEC_OUT_COMMAND_FAILED, status));
       kg_ex_node_send(E, "failed", f);
-      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
+      s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_AFTER_EV_STOP_REPORT);
       return;
     }
   }
-  s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
+  s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_AFTER_EV_STOP_EXIT);
 }
 
 static void
@@ -265,21 +308,21 @@ s_group_gone(kg_exec_s *E)
     kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   }
-  if (E->then == KG_EX_THEN_REPORT) {
+  if (kg_ex_after(E) == KG_EX_AFTER_REPORT) {
     /* Every node verifies its own ranks' checkpoints, in parallel, now
        that nothing of its tree can seal any more; the coordinator only
        merges the listings. */
     cJSON_Delete(E->listing);
     E->listing = cJSON_CreateObject();
     E->listing_failed = false;
-    E->listing_started = kg_clock_mono_ms();
+    E->listing_started = kg_ex_now(E);
     E->list_rank = E->cfg.node_rank * E->nranks;
     kg_ex_enter(E, KG_EX_WAITING);
     if (kg_ex_node_list_next(E) == 0)
       kg_ex_node_send_stopped(E);
     return;
   }
-  if (E->then == KG_EX_THEN_RESTART && !E->preempted) {
+  if (kg_ex_after(E) == KG_EX_AFTER_RESTART && !E->preempted) {
     if (E->restored)
       kg_ex_enter(E, KG_EX_BACKOFF);
     else if (E->helper)
@@ -308,7 +351,7 @@ s_on_running(kg_exec_s *E, kg_ex_event_t ev)
   } else if (ev.kind == KG_EXE_PEER_FAULT) {
     kg_notice("exec: node %lld reported a failure: stopping this node's tree",
               (long long) ev.arg);
-    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_REPORT);
+    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_AFTER_EV_STOP_REPORT);
   }
 }
 
@@ -334,7 +377,7 @@ s_on_stopping(kg_exec_s *E, kg_ex_event_t ev)
     kg_ex_helper_done(E);   /* the restore, overlapped with the teardown */
   } else if (ev.kind == KG_EXE_GROUP_GONE) {
     s_group_gone(E);
-  } else if (ev.kind == KG_EXE_PEER_FAULT && E->then == KG_EX_THEN_EXIT && E->multi
+  } else if (ev.kind == KG_EXE_PEER_FAULT && kg_ex_after(E) == KG_EX_AFTER_EXIT && E->multi
              && E->outcome == KG_EXEC_OUT_SUCCESS) {
     /* finished here; the others' trouble is theirs */
   } else if (ev.kind == KG_EXE_DEADLINE && !E->killed) {
@@ -347,7 +390,9 @@ s_on_stopping(kg_exec_s *E, kg_ex_event_t ev)
 static void
 s_on_restoring(kg_exec_s *E, kg_ex_event_t ev)
 {
-  if (ev.kind == KG_EXE_HELPER_DONE)
+  if (ev.kind == KG_EXE_BEGIN)
+    kg_ex_start_choose(E);
+  else if (ev.kind == KG_EXE_HELPER_DONE)
     kg_ex_helper_done(E);
 }
 
@@ -377,12 +422,22 @@ s_on_waiting(kg_exec_s *E, kg_ex_event_t ev)
   }
 }
 
+/*  Node 0's coordinator ended, or its time to end is up (kg_child_destroy
+    ends it in the teardown). */
+static void
+s_on_ending(kg_exec_s *E, kg_ex_event_t ev)
+{
+  if (ev.kind == KG_EXE_COORD_ENDED || ev.kind == KG_EXE_DEADLINE)
+    kg_ex_enter(E, KG_EX_DONE);
+}
+
 /*  Indexed by state; NULL: the state takes no event (DONE). */
 static void (*const s_on[KG_EX_STATE_COUNT])(kg_exec_s *, kg_ex_event_t) = {
   [KG_EX_RUNNING] = s_on_running,     [KG_EX_SUSPECT] = s_on_suspect,
   [KG_EX_STOPPING] = s_on_stopping,   [KG_EX_RESTORING] = s_on_restoring,
   [KG_EX_BACKOFF] = s_on_backoff,     [KG_EX_DONE] = NULL,
   [KG_EX_JOINING] = kg_ex_node_join_step, [KG_EX_WAITING] = s_on_waiting,
+  [KG_EX_ENDING] = s_on_ending,
 };
 
 /*  The coordinator is lost: infrastructure, not a GPU fault. */
@@ -394,13 +449,14 @@ s_link_lost(kg_exec_s *E)
            "GPU fault; stopping, exit %d (retryable)",
            kg_throughput_duration(E->cfg.heartbeat_ms, quiet, sizeof quiet),
            KG_EXEC_EXIT_RETRYABLE);
-  if (E->state == KG_EX_RUNNING || E->state == KG_EX_SUSPECT) {
+  kg_ex_state_t st = kg_ex_state(E);
+  if (st == KG_EX_RUNNING || st == KG_EX_SUSPECT) {
     E->outcome = KG_EXEC_OUT_RETRYABLE;
-    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_THEN_EXIT);
-  } else if (E->state == KG_EX_STOPPING) {
-    E->then = KG_EX_THEN_EXIT;
+    s_stop(E, SIGTERM, E->cfg.kill_grace_ms, KG_EX_AFTER_EV_STOP_EXIT);
+  } else if (st == KG_EX_STOPPING) {
+    kg_ex_plan(E, KG_EX_AFTER_EV_END);
     E->outcome = KG_EXEC_OUT_RETRYABLE;
-  } else if (E->state != KG_EX_DONE) {
+  } else if (st != KG_EX_DONE && st != KG_EX_ENDING) {
     kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
   }
 }
@@ -411,6 +467,7 @@ s_link_lost(kg_exec_s *E)
 static void
 s_step(kg_exec_s *E, kg_ex_event_t ev)
 {
+  kg_ex_state_t st = kg_ex_state(E);
   if (ev.kind == KG_EXE_SIGNAL) {
     s_preempt(E, (int) ev.arg);
     return;
@@ -419,10 +476,11 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
     s_link_lost(E);
     return;
   }
-  if (ev.kind == KG_EXE_COORD_FAILED) {
-    /* Only at the start (before any command ran); later the heartbeat
-       rule judges a coordinator that is gone. */
-    if (E->state == KG_EX_JOINING) {
+  if (ev.kind == KG_EXE_COORD_ENDED && st == KG_EX_JOINING) {
+    /* Its usage code only at the start (before any command ran) means it
+       could not start; later the heartbeat rule judges a coordinator that
+       is gone. */
+    if (WIFEXITED(ev.arg) && WEXITSTATUS(ev.arg) == KG_EXIT_USAGE) {
       kg_error("exec: the coordinator could not start (its message above): exit %d",
                KG_EXIT_USAGE);
       E->exit_code = KG_EXIT_USAGE;
@@ -430,14 +488,15 @@ s_step(kg_exec_s *E, kg_ex_event_t ev)
     }
     return;
   }
-  if (ev.kind == KG_EXE_DECISION && E->state != KG_EX_WAITING && E->state != KG_EX_JOINING) {
+  if (ev.kind == KG_EXE_DECISION && st != KG_EX_WAITING && st != KG_EX_JOINING) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(E->decision, "action");
-    if (cJSON_IsString(a) && strcmp(a->valuestring, "end") == 0 && E->state != KG_EX_DONE)
+    if (cJSON_IsString(a) && strcmp(a->valuestring, "end") == 0 && st != KG_EX_DONE
+        && st != KG_EX_ENDING)
       kg_ex_end_early(E);
     return;
   }
-  if (s_on[E->state])
-    s_on[E->state](E, ev);
+  if (s_on[st])
+    s_on[st](E, ev);
 }
 
 /* ---- the rows ---------------------------------------------------------- */
@@ -490,6 +549,16 @@ s_enter_joining(void *arg, int from, const kg_fsm_event_t *ev)
                       kg_fsm_now(E->fsm) + E->cfg.join_timeout_ms + E->cfg.heartbeat_ms);
 }
 
+/*  ENDING: said once, so that a wait is never a mystery. */
+static void
+s_enter_ending(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from, (void) ev;
+  kg_exec_s *E = arg;
+  kg_notice("exec: exit %d once the coordinator has delivered its last decision (at most "
+            "%d s; a signal ends the wait at once)", E->exit_code, KG_EX_ENDING_MS / 1000);
+}
+
 static const kg_fsm_row_t s_rows[KG_EX_STATE_COUNT] = {
   [KG_EX_RUNNING] = {NULL, 0, KG_FSM_NONE},
   [KG_EX_SUSPECT] = {s_enter_suspect, 0, KG_EXE_DEADLINE},
@@ -499,6 +568,7 @@ static const kg_fsm_row_t s_rows[KG_EX_STATE_COUNT] = {
   [KG_EX_DONE] = {NULL, 0, KG_FSM_NONE},
   [KG_EX_JOINING] = {s_enter_joining, 0, KG_EXE_DEADLINE},
   [KG_EX_WAITING] = {NULL, KG_EX_DECISION_WAIT_MS, KG_EXE_DEADLINE},
+  [KG_EX_ENDING] = {s_enter_ending, KG_EX_ENDING_MS, KG_EXE_DEADLINE},
 };
 
 /*  The next function: the decision code, which names the state (if any)
@@ -506,11 +576,15 @@ static const kg_fsm_row_t s_rows[KG_EX_STATE_COUNT] = {
 static int
 s_next(void *arg, int state, const kg_fsm_event_t *ev)
 {
+  (void) state;   /* kg_ex_state(E): the same, until a state is named */
   kg_exec_s *E = arg;
-  assert(E->state == (kg_ex_state_t) state);
-  E->entered = false;
+  E->to = KG_FSM_NONE;
+  E->stepping = true;
   s_step(E, (kg_ex_event_t){(kg_ex_event_kind_t) ev->id, ev->arg});
-  return E->entered ? (int) E->state : KG_FSM_NONE;
+  E->stepping = false;
+  int to = E->to;
+  E->to = KG_FSM_NONE;
+  return to;
 }
 
 static void
@@ -541,11 +615,16 @@ kg_ex_states(void)
 int
 kg_ex_states_start(kg_exec_s *E, kg_ex_state_t initial)
 {
-  assert(E && !E->fsm);
-  if (!(E->fsm = kg_fsm_new(&s_def, E, KG_EX_QUEUE)))
+  assert(E && !E->fsm && E->loop);
+  E->to = KG_FSM_NONE;
+  if (!(E->fsm = kg_fsm_new(&s_def, E, KG_EX_QUEUE))
+      || !(E->after = kg_fsm_new(kg_ex_after_states(), E, 4)))
     return KG_ENOMEM;
-  E->state = initial;
-  return kg_fsm_start(E->fsm, (int) initial, kg_clock_mono_ms());
+  int64_t now = kg_ex_now(E);
+  int rc = kg_fsm_start(E->after, KG_EX_AFTER_EXIT, now);
+  if (rc == 0 && initial == KG_EX_JOINING)
+    rc = kg_ex_join_start(E);
+  return rc != 0 ? rc : kg_fsm_start(E->fsm, (int) initial, now);
 }
 
 void

@@ -18,6 +18,7 @@
 #include "kg_coord.h"
 #include "kg_emurun.h"
 #include "kg_error.h"
+#include "kg_file.h"
 #include "kg_log.h"
 #include "kg_opt.h"
 #include "kg_paths.h"
@@ -85,7 +86,7 @@ static const kg_opt_t s_opts[] = {
    "10); a proven fault's own tree is killed at once", 0},
   {O_PREEMPT_GRACE, 0, "preempt-grace", "S",
    "after SIGTERM/SIGUSR1 from a scheduler, seconds the command has to seal and exit before "
-   "SIGKILL (default 25)", 0},
+   "SIGKILL (default 25); a second signal kills at once", 0},
   {O_RULES, 0, "rules", "FILE", "classification rules (default: the shipped ones)", 0},
   {0, 0, NULL, NULL, "multi-node (one kguard exec per node)", 0},
   {O_NNODES, 0, "nnodes", "N", "nodes of the job; with 2 or more, the options below apply",
@@ -312,6 +313,12 @@ s_setup(kg_exec_s *E)
              kg_strerror(rc));
     return KG_EXIT_USAGE;
   }
+  /* A drain file is about the run that wrote it: a requeued run starts
+     without one. */
+  char drain[PATH_MAX + 80];
+  snprintf(drain, sizeof drain, "%s/drain", E->run_dir);
+  if (unlink(drain) != 0 && errno != ENOENT)
+    kg_warning("exec: cannot remove the last run's %s: %s", drain, strerror(errno));
   snprintf(E->log_path, sizeof E->log_path, "%s/logs/exec-%s.log", E->state_dir, E->cfg.name);
   char lerr[PATH_MAX + 200];
   if ((rc = kg_exec_log_open(E->log_path, E->cfg.name, &E->log, lerr, sizeof lerr)) != 0) {
@@ -399,19 +406,9 @@ static void
 s_teardown(kg_exec_s *E)
 {
   kg_ex_node_close(E);
-  if (E->coord) {
-    /* The coordinator ends once every node reported; give it a moment to
-       deliver its last decision (SIGKILL through kg_child_destroy after). */
-    int64_t end = kg_clock_mono_ms() + 5000;
-    while (E->sig && !kg_child_exited(E->coord) && kg_clock_mono_ms() < end) {
-      struct pollfd p = {.fd = kg_sigsrc_fd(E->sig), .events = POLLIN};
-      if (poll(&p, 1, 200) > 0)
-        while (kg_sigsrc_read(E->sig) > 0) {
-        }
-      kg_child_reap(E->coord);
-    }
-    kg_child_destroy(&E->coord);
-  }
+  /* Ended, or given its time to deliver its last decision (ENDING): a
+     coordinator still there is killed. */
+  kg_child_destroy(&E->coord);
   kg_ex_ranks_destroy(E);
   kg_exec_devmem_destroy(&E->devmem);
   kg_exec_stepsock_destroy(&E->steps);
@@ -431,9 +428,39 @@ s_teardown(kg_exec_s *E)
   kg_exec_log_destroy(&E->log);
   kg_sigsrc_destroy(&E->sig);
   kg_fsm_destroy(&E->fsm);
+  kg_fsm_destroy(&E->after);
+  kg_fsm_destroy(&E->join);
+  kg_loop_destroy(&E->loop);
   kg_log_set_sink(NULL, NULL);
   kg_fdq_destroy(&E->out[0]);
   kg_fdq_destroy(&E->out[1]);
+}
+
+/*  A GPU needs a reset: STATE/exec/NAME/drain names the host to take out
+    of service (the first line, for a batch script's requeue with that
+    node excluded) and says why (the second): this node, or the one the
+    coordinator's decision names. */
+static void
+s_write_drain(const kg_exec_s *E)
+{
+  char host[256] = "";
+  const cJSON *h = cJSON_GetObjectItemCaseSensitive(
+    cJSON_GetObjectItemCaseSensitive(E->decision, "drain"), "host");
+  if (E->multi && cJSON_IsString(h))
+    snprintf(host, sizeof host, "%s", h->valuestring);
+  else if (!E->multi)
+    gethostname(host, sizeof host - 1);
+  if (!host[0] || strchr(host, '\n'))
+    return;
+  char path[PATH_MAX + 80], text[1024];
+  snprintf(path, sizeof path, "%s/drain", E->run_dir);
+  int n = snprintf(text, sizeof text, "%s\n%.700s\n", host, E->hw_line);
+  int rc = kg_file_write_atomic(path, text, (size_t) n < sizeof text ? (size_t) n
+                                                                     : sizeof text - 1, 0600);
+  if (rc != 0)
+    kg_warning("exec: cannot write %s: %s", path, kg_strerror(rc));
+  else
+    kg_notice("exec: %s names the node to drain: %s", path, host);
 }
 
 /*  What the exit code stands for, in words; a command's own code that
@@ -455,7 +482,9 @@ s_summary(const kg_exec_s *E, char *buf, size_t len)
     snprintf(buf, len, "refused: the job's configuration (see above)");
     return;
   case KG_EXEC_OUT_HARDWARE:
-    snprintf(buf, len, "retryable on other hardware: %.600s; drain this node", E->hw_line);
+    /* Several nodes: the coordinator's words name the node to drain. */
+    snprintf(buf, len, "retryable on other hardware: %.600s%s", E->hw_line,
+             E->multi ? "" : "; drain this node");
     return;
   case KG_EXEC_OUT_COMMAND_FAILED:
     break;
@@ -478,10 +507,14 @@ kg_exec_run(const kg_exec_config_t *config)
   if (!E)
     return KG_EXIT_SYSTEM;
   E->cfg = *config;
+  E->to = KG_FSM_NONE;
   kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
   E->started_wall_ms = kg_clock_wall_ms();
-  int code = s_setup(E);
+  /* The one reactor, and its clock: every handler's time, from the setup
+     to the last output drained in the teardown. */
+  E->loop = kg_loop_new();
+  int code = E->loop ? s_setup(E) : KG_EXIT_SYSTEM;
   kg_emurun_t *emu = code == 0 ? kg_emurun_new(getenv("KGUARD_EMULATE")) : NULL;
   E->multi = E->cfg.nnodes > 1;
   if (code == 0 && E->multi) {
@@ -498,7 +531,7 @@ kg_exec_run(const kg_exec_config_t *config)
     if (kg_ex_states_start(E, KG_EX_RESTORING) != 0) {
       code = KG_EXIT_SYSTEM;
     } else {
-      kg_ex_start_choose(E);
+      kg_ex_fire(E, KG_EXE_BEGIN, 0);   /* a transition: it may end the run */
       code = kg_ex_loop(E);
     }
   } else if (code == 0) {
@@ -512,11 +545,13 @@ kg_exec_run(const kg_exec_config_t *config)
     else
       code = kg_ex_loop(E);
   }
-  if (code == E->exit_code && E->state == KG_EX_DONE) {
+  if (code == E->exit_code && E->fsm && kg_fsm_state(E->fsm) == KG_EX_DONE) {
     char summary[768];
     s_summary(E, summary, sizeof summary);
     kg_notice("exec: exit %d (%s)", code, summary);
     kg_exec_log_run_ended(E->log, kg_clock_wall_ms(), code, summary);
+    if (E->outcome == KG_EXEC_OUT_HARDWARE)
+      s_write_drain(E);
   }
   char emu_words[PATH_MAX + 512];
   if (!kg_emurun_fired(emu, emu_words, sizeof emu_words))

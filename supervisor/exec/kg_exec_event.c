@@ -3,8 +3,8 @@
     (output, deaths, the coordinator's words) is queued here as an event,
     applied later by the decisions (kg_exec.c) from the queue; a
     transition names its state and records the run's outcome here. It
-    calls no other file of exec but the pure rules (kg_exec_rule.c), so
-    every file may call it. */
+    calls no other file of exec but the pure rules and tables
+    (kg_exec_rule.c, kg_exec_states.c), so every file may call it. */
 #include "kg_exec_priv.h"
 
 #include <assert.h>
@@ -12,17 +12,33 @@
 #include "kg_exit.h"
 #include "kg_log.h"
 
-const char *const kg_ex_state_names[KG_EX_STATE_COUNT] = {
-#define KG_EX_STATE_NAME(n) #n,
-  KG_EX_STATES(KG_EX_STATE_NAME)
-#undef KG_EX_STATE_NAME
-};
+int64_t
+kg_ex_now(const kg_exec_s *E)
+{
+  assert(E && E->loop);
+  return kg_loop_now(E->loop);
+}
 
-const char *const kg_ex_event_names[KG_EXE_COUNT] = {
-#define KG_EX_EVENT_NAME(n) #n,
-  KG_EX_EVENTS(KG_EX_EVENT_NAME)
-#undef KG_EX_EVENT_NAME
-};
+kg_ex_state_t
+kg_ex_state(const kg_exec_s *E)
+{
+  assert(E);
+  return (kg_ex_state_t) (E->to != KG_FSM_NONE ? E->to : kg_fsm_state(E->fsm));
+}
+
+kg_ex_after_t
+kg_ex_after(const kg_exec_s *E)
+{
+  assert(E);
+  return (kg_ex_after_t) kg_fsm_state(E->after);
+}
+
+void
+kg_ex_plan(kg_exec_s *E, kg_ex_after_event_t event)
+{
+  assert(E);
+  (void) kg_fsm_post(E->after, (int) event, 0, kg_ex_now(E));
+}
 
 void
 kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg)
@@ -35,9 +51,8 @@ kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg)
 void
 kg_ex_enter(kg_exec_s *E, kg_ex_state_t state)
 {
-  assert(E);
-  E->state = state;
-  E->entered = true;
+  assert(E && E->stepping);
+  E->to = (int) state;
 }
 
 void
@@ -46,7 +61,7 @@ kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status)
   E->outcome = outcome;
   E->outcome_status = status;
   E->exit_code = kg_exec_exit_code(outcome, status);
-  kg_ex_enter(E, KG_EX_DONE);
+  kg_ex_enter(E, E->coord && !kg_child_exited(E->coord) ? KG_EX_ENDING : KG_EX_DONE);
 }
 
 /*  End with outcome: at once, or once the tree is gone when it still
@@ -54,9 +69,9 @@ kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status)
 void
 kg_ex_finish(kg_exec_s *E, kg_exec_outcome_t outcome)
 {
-  if (E->state == KG_EX_STOPPING) {
+  if (kg_ex_state(E) == KG_EX_STOPPING) {
     E->outcome = outcome;
-    E->then = KG_EX_THEN_EXIT;
+    kg_ex_plan(E, KG_EX_AFTER_EV_END);
   } else {
     kg_ex_done(E, outcome, 0);
   }

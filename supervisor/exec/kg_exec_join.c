@@ -120,6 +120,135 @@ s_refuse(kg_exec_s *E, const char *reason, kg_exec_outcome_t outcome)
   kg_ex_done(E, outcome, 0);
 }
 
+/* ---- the join's sub-states: what entering each does -------------------- */
+
+/*  SEAL: welcomed; a coordinator's node that does not see the same
+    checkpoint directory is refused, else this node's key probe is sealed. */
+static void
+s_enter_seal(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from;
+  kg_exec_s *E = arg;
+  if (ev->arg != 1) {
+    char why[PATH_MAX + 200];
+    snprintf(why, sizeof why, "its checkpoint directory %s is not the one the coordinator's "
+             "node sees (the coordinator's nonce file is not readable there): multi-node "
+             "mode needs a shared checkpoint directory, one every node sees", E->cfg.ckpt_dir);
+    kg_error("exec: %s; refusing", why);
+    s_refuse(E, why, KG_EXEC_OUT_USAGE);
+  } else if (s_seal_probe(E) != 0) {
+    s_refuse(E, "cannot start `kguard ckpt seal` for its key probe", KG_EXEC_OUT_RETRYABLE);
+  }
+}
+
+/*  JOINED: the probe's seal ended; said to the coordinator if it sealed. */
+static void
+s_enter_joined(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from, (void) ev;
+  kg_exec_s *E = arg;
+  int st = kg_child_status(E->helper);
+  kg_child_destroy(&E->helper);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    char how[64], why[200];
+    kg_child_describe(st, how, sizeof how);
+    snprintf(why, sizeof why, "it cannot seal a checkpoint with its signing key "
+             "(`kguard ckpt seal`: %s, its message above)", how);
+    kg_error("exec: %s", why);
+    s_refuse(E, why, WIFEXITED(st) && WEXITSTATUS(st) == KG_EXIT_USAGE
+             ? KG_EXEC_OUT_USAGE : KG_EXEC_OUT_RETRYABLE);
+    return;
+  }
+  kg_ex_node_send(E, "joined", NULL);
+}
+
+/*  VERIFY: every node joined; every node's probe is verified here. */
+static void
+s_enter_verify(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from, (void) ev;
+  kg_exec_s *E = arg;
+  if (s_verify_probes(E) != 0)
+    s_refuse(E, "cannot start `kguard ckpt verify` for the key probes", KG_EXEC_OUT_RETRYABLE);
+}
+
+/*  CHECKED: what this node could not verify, said to the coordinator. */
+static void
+s_enter_checked(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from, (void) ev;
+  kg_exec_s *E = arg;
+  cJSON *f = cJSON_CreateObject();
+  cJSON_AddItemToObject(f, "problems", s_probe_problems(E));
+  kg_child_destroy(&E->helper);
+  kg_ex_node_send(E, "checked", f);
+}
+
+/*  LISTING: the start came (rank 0's store port with it). The run
+    continues from the newest step every node verifies, so the ranks do
+    not start yet: this node lists its ranks' checkpoints of the run and
+    sends them, in WAITING; the coordinator's start decision then takes
+    the decision path (kg_ex_decision: restore, BACKOFF, RUNNING). */
+static void
+s_enter_listing(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from;
+  kg_exec_s *E = arg;
+  E->master_port = (int) ev->arg;
+  kg_ex_node_list_start(E);
+}
+
+static const kg_fsm_row_t s_rows[KG_EX_J_COUNT] = {
+  [KG_EX_J_HELLO] = {NULL, 0, KG_FSM_NONE},
+  [KG_EX_J_SEAL] = {s_enter_seal, 0, KG_FSM_NONE},
+  [KG_EX_J_JOINED] = {s_enter_joined, 0, KG_FSM_NONE},
+  [KG_EX_J_VERIFY] = {s_enter_verify, 0, KG_FSM_NONE},
+  [KG_EX_J_CHECKED] = {s_enter_checked, 0, KG_FSM_NONE},
+  [KG_EX_J_LISTING] = {s_enter_listing, 0, KG_FSM_NONE},
+};
+
+static int
+s_next(void *arg, int state, const kg_fsm_event_t *ev)
+{
+  (void) arg;
+  return kg_ex_join_next(state, ev->id);
+}
+
+static void
+s_trace(void *arg, int from, const kg_fsm_event_t *ev, int to)
+{
+  (void) arg;
+  if (to != KG_FSM_NONE)
+    kg_debug("exec: join %s -> %s (%s)", kg_ex_join_names[from], kg_ex_join_names[to],
+             kg_ex_event_names[ev->id]);
+}
+
+/*  The join's sub-states take the run's events (kg_exec_states.h); no
+    deadline of their own: JOINING's covers them all. */
+static const kg_fsm_def_t s_def = {
+  .nstates = KG_EX_J_COUNT,
+  .nevents = KG_EXE_COUNT,
+  .state_names = kg_ex_join_names,
+  .event_names = kg_ex_event_names,
+  .rows = s_rows,
+  .next = s_next,
+  .trace = s_trace,
+};
+
+const kg_fsm_def_t *
+kg_ex_join_states(void)
+{
+  return &s_def;
+}
+
+int
+kg_ex_join_start(kg_exec_s *E)
+{
+  if (!E->join && !(E->join = kg_fsm_new(&s_def, E, 4)))
+    return KG_ENOMEM;
+  return kg_fsm_start(E->join, KG_EX_J_HELLO, kg_ex_now(E));
+}
+
 void
 kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev)
 {
@@ -146,52 +275,11 @@ kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev)
     kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
     return;
   default:
-    break;
-  }
-  if (ev.kind == KG_EXE_WELCOME && E->join == KG_EX_J_HELLO) {
-    if (ev.arg != 1) {
-      char why[PATH_MAX + 200];
-      snprintf(why, sizeof why, "its checkpoint directory %s is not the one the coordinator's "
-               "node sees (the coordinator's nonce file is not readable there): multi-node "
-               "mode needs a shared checkpoint directory, one every node sees", E->cfg.ckpt_dir);
-      kg_error("exec: %s; refusing", why);
-      s_refuse(E, why, KG_EXEC_OUT_USAGE);
-    } else if (s_seal_probe(E) != 0) {
-      s_refuse(E, "cannot start `kguard ckpt seal` for its key probe", KG_EXEC_OUT_RETRYABLE);
-    } else {
-      E->join = KG_EX_J_SEAL;
-    }
-  } else if (ev.kind == KG_EXE_HELPER_DONE && E->join == KG_EX_J_SEAL) {
-    int st = kg_child_status(E->helper);
-    kg_child_destroy(&E->helper);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-      char how[64], why[200];
-      kg_child_describe(st, how, sizeof how);
-      snprintf(why, sizeof why, "it cannot seal a checkpoint with its signing key "
-               "(`kguard ckpt seal`: %s, its message above)", how);
-      kg_error("exec: %s", why);
-      s_refuse(E, why, WIFEXITED(st) && WEXITSTATUS(st) == KG_EXIT_USAGE
-               ? KG_EXEC_OUT_USAGE : KG_EXEC_OUT_RETRYABLE);
-      return;
-    }
-    kg_ex_node_send(E, "joined", NULL);
-    E->join = KG_EX_J_JOINED;
-  } else if (ev.kind == KG_EXE_CHECK && E->join == KG_EX_J_JOINED) {
-    if (s_verify_probes(E) != 0)
-      s_refuse(E, "cannot start `kguard ckpt verify` for the key probes", KG_EXEC_OUT_RETRYABLE);
-    else
-      E->join = KG_EX_J_VERIFY;
-  } else if (ev.kind == KG_EXE_HELPER_DONE && E->join == KG_EX_J_VERIFY) {
-    cJSON *f = cJSON_CreateObject();
-    cJSON_AddItemToObject(f, "problems", s_probe_problems(E));
-    kg_child_destroy(&E->helper);
-    kg_ex_node_send(E, "checked", f);
-    E->join = KG_EX_J_CHECKED;
-  } else if (ev.kind == KG_EXE_START && E->join == KG_EX_J_CHECKED) {
-    /* The run continues from the newest step every node verifies: the
-       ranks start once the coordinator agreed on it (kg_ex_decision). */
-    E->master_port = (int) ev.arg;
-    kg_ex_node_list_start(E);
+    /* The next step of the join, if the event is the one its sub-state
+       waits for (the run's transition is still running: this machine is
+       another one, so it applies now). */
+    (void) kg_fsm_post(E->join, (int) ev.kind, ev.arg, kg_fsm_now(E->fsm));
+    return;
   }
 }
 

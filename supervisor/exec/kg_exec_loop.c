@@ -33,11 +33,11 @@ static int
 s_after(kg_exec_s *E)
 {
   kg_ex_run_queue(E);
-  if (E->state == KG_EX_STOPPING && kg_ex_group_gone(E)) {
+  if (kg_ex_state(E) == KG_EX_STOPPING && kg_ex_group_gone(E)) {
     kg_ex_fire(E, KG_EXE_GROUP_GONE, 0);
     kg_ex_run_queue(E);
   }
-  return E->state == KG_EX_DONE ? KG_LOOP_STOP : KG_LOOP_OK;
+  return kg_ex_state(E) == KG_EX_DONE ? KG_LOOP_STOP : KG_LOOP_OK;
 }
 
 /*  One of a rank's (or its standby's) two pipes. */
@@ -236,7 +236,6 @@ kg_ex_loop(kg_exec_s *E)
      is read before the death is. */
   s_pipe_t *pipes = calloc(4 * (size_t) E->nranks, sizeof *pipes);
   s_out_t outs[2] = {{E, 1}, {E, 2}};
-  E->loop = kg_loop_new();
   bool ok = pipes && E->loop;
   for (int k = 0; ok && k < 4 * E->nranks; k++) {
     pipes[k] = (s_pipe_t){E, k / 4 % E->nranks, k % 2 + 1, k % 4 >= 2};
@@ -257,7 +256,6 @@ kg_ex_loop(kg_exec_s *E)
   int rc = ok ? 0 : KG_ENOMEM;
   if (ok && s_after(E) != KG_LOOP_STOP)
     rc = kg_loop_run(E->loop);
-  kg_loop_destroy(&E->loop);
   free(pipes);
   if (rc != 0) {
     kg_error("exec: the event loop failed: %s", kg_strerror(rc));

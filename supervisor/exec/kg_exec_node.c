@@ -103,7 +103,7 @@ kg_ex_node_open(kg_exec_s *E)
   cJSON_AddStringToObject(f, "host", host);
   cJSON_AddNumberToObject(f, "nproc", E->cfg.nproc_per_node);
   kg_ex_node_send(E, "hello", f);
-  E->coord_seen = kg_clock_mono_ms();   /* the joining deadline covers the start */
+  E->coord_seen = kg_ex_now(E);   /* the joining deadline covers the start */
   E->beat_next = E->coord_seen + E->cfg.heartbeat_ms / 4;
   kg_notice("exec: node %d of %d, coordinator %s (CURVE)", E->cfg.node_rank, E->cfg.nnodes,
             E->cfg.coordinator);
@@ -183,7 +183,7 @@ kg_ex_node_recv(kg_exec_s *E)
     }
     cJSON *m = cJSON_ParseWithLength(zmq_msg_data(&msg), zmq_msg_size(&msg));
     zmq_msg_close(&msg);
-    E->coord_seen = kg_clock_mono_ms();
+    E->coord_seen = kg_ex_now(E);
     E->heard = true;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
     if (!cJSON_IsString(type)) {
@@ -234,12 +234,13 @@ kg_ex_node_when(const kg_exec_s *E)
 int64_t
 kg_ex_node_timers(kg_exec_s *E)
 {
-  int64_t now = kg_clock_mono_ms(), hb = E->cfg.heartbeat_ms;
+  int64_t now = kg_ex_now(E), hb = E->cfg.heartbeat_ms;
   if (now >= E->beat_next) {
     kg_ex_node_send(E, "beat", NULL);
     E->beat_next = now + (hb / 4 > 0 ? hb / 4 : 1);
   }
-  if (!E->lost && E->state != KG_EX_DONE && E->state != KG_EX_JOINING
+  kg_ex_state_t st = kg_ex_state(E);
+  if (!E->lost && st != KG_EX_DONE && st != KG_EX_ENDING && st != KG_EX_JOINING
       && now - E->coord_seen > hb) {
     E->lost = true;
     kg_ex_fire(E, KG_EXE_LINK_LOST, 0);
@@ -268,8 +269,13 @@ kg_ex_node_report(kg_exec_s *E)
   cJSON_AddNumberToObject(r, "fault_ms", (double) E->fault_wall_ms);
   cJSON_AddNumberToObject(r, "last_step", (double) E->pace.last_step);
   cJSON_AddStringToObject(r, "signature", E->signature);
-  if (E->incident)
+  if (E->incident) {
     cJSON_AddStringToObject(r, "incident", kg_incident_id(E->incident));
+    const cJSON *gh = cJSON_GetObjectItemCaseSensitive(kg_incident_json(E->incident),
+                                                       "gpu_health");
+    if (gh)
+      cJSON_AddItemToObject(r, "gpu_health", cJSON_Duplicate(gh, true));
+  }
   return r;
 }
 
@@ -409,7 +415,7 @@ kg_ex_node_list_start(kg_exec_s *E)
   cJSON_Delete(E->listing);
   E->listing = cJSON_CreateObject();
   E->listing_failed = false;
-  E->listing_started = kg_clock_mono_ms();
+  E->listing_started = kg_ex_now(E);
   E->list_rank = E->cfg.node_rank * E->nranks;
   kg_ex_enter(E, KG_EX_WAITING);
   if (E->cfg.fresh) {
@@ -431,7 +437,7 @@ kg_ex_node_send_stopped(kg_exec_s *E)
     archives += cJSON_GetArraySize(rows);
   char took[32];
   kg_notice("exec: this node's ranks' checkpoints listed and verified: %d archive(s) in %s",
-            archives, kg_throughput_duration(kg_clock_mono_ms() - E->listing_started, took,
+            archives, kg_throughput_duration(kg_ex_now(E) - E->listing_started, took,
                                              sizeof took));
   cJSON *f = cJSON_CreateObject();
   cJSON_AddNumberToObject(f, "gen", E->generation - 1);

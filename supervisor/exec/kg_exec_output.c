@@ -79,11 +79,13 @@ kg_ex_output_flush(kg_exec_s *E, int which)
 void
 kg_ex_output_drain(kg_exec_s *E)
 {
-  int64_t end = kg_clock_mono_ms() + S_DRAIN_MS;
+  if (!E->out[0] && !E->out[1])
+    return;   /* the setup never got that far */
+  int64_t end = kg_ex_now(E) + S_DRAIN_MS;
   for (int i = 0; i < 2; i++) {
     if (!E->out[i])
       continue;
-    int64_t left = end - kg_clock_mono_ms();
+    int64_t left = end - kg_ex_now(E);
     kg_fdq_drain(E->out[i], left > 0 ? (int) left : 0);
     s_output_note(E, i + 1);
     kg_fdq_drain(E->out[i], 0);
@@ -95,7 +97,7 @@ kg_ex_output_drain(kg_exec_s *E)
 static void
 s_step_seen(kg_exec_s *E, int64_t step)
 {
-  if (step >= 0 && kg_exec_pace_step(&E->pace, step, kg_clock_mono_ms()))
+  if (step >= 0 && kg_exec_pace_step(&E->pace, step, kg_ex_now(E)))
     kg_ex_fire(E, KG_EXE_STEP, step);
 }
 

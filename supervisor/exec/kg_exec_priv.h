@@ -4,7 +4,8 @@
     restore, kg_exec_join.c and kg_exec_node.c the coordinator's link,
     kg_exec_ranks.c and kg_exec_standby.c the process tree, kg_exec_env.c
     the command's environment and the incident, kg_exec_output.c the
-    output, kg_exec_event.c the event sink). Not a public interface. */
+    output, kg_exec_event.c the event sink; kg_exec_states.c the names and
+    the sub-machines' tables). Not a public interface. */
 #ifndef KG_EXEC_PRIV_H
 #define KG_EXEC_PRIV_H
 
@@ -39,22 +40,6 @@ typedef struct {
 
 #define KG_EX_QUEUE 64
 #define KG_EXEC_DEVMEM_WAIT_MS 10000   /* device memory released, at most */
-
-/*  Where a multi-node join stands (state KG_EX_JOINING). */
-typedef enum {
-  KG_EX_J_HELLO = 0,   /* hello sent, waiting for the welcome                  */
-  KG_EX_J_SEAL,        /* sealing this node's key probe                        */
-  KG_EX_J_JOINED,      /* joined, waiting for every node to join               */
-  KG_EX_J_VERIFY,      /* verifying every node's key probe                     */
-  KG_EX_J_CHECKED      /* checked, waiting for the start                       */
-} kg_ex_join_t;
-
-/*  What follows STOPPING once the group is gone. */
-typedef enum {
-  KG_EX_THEN_EXIT = 0, /* exit with the outcome recorded                      */
-  KG_EX_THEN_RESTART,  /* restore the checkpoint and start again              */
-  KG_EX_THEN_REPORT    /* multi-node: report to the coordinator, wait         */
-} kg_ex_then_t;
 
 /*  One local rank (agent mode: RANK = node * nproc + index), or the one
     command (plain and wrapper modes), each its own process group. */
@@ -113,13 +98,15 @@ typedef struct kg_exec_s {
   size_t helper_len;
 
   kg_sigsrc_t *sig;             /* SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1  */
-  kg_loop_t *loop;              /* the one reactor (kg_loop)                  */
-  kg_fsm_t *fsm;                /* the states (kg_exec_states.h): the queue,
-                                   the state's deadline (monotonic ms)       */
-  kg_ex_state_t state;          /* kg_fsm's state; inside a transition, the
-                                   one it leads to so far (kg_ex_enter)     */
-  bool entered;                 /* the running transition named a state     */
-  kg_ex_then_t then;
+  kg_loop_t *loop;              /* the one reactor (kg_loop) and its clock,
+                                   from the setup to the teardown           */
+  kg_fsm_t *fsm;                /* the states (kg_exec_states.h): the one copy
+                                   of the state, the queue, the state's
+                                   deadline (the loop's ms)                 */
+  int to;                       /* inside a transition: the state it leads to
+                                   so far (kg_ex_enter), KG_FSM_NONE none    */
+  bool stepping;                /* inside a transition of the run's machine  */
+  kg_fsm_t *after;              /* what follows STOPPING (KG_EX_AFTER_*)     */
   int64_t stop_grace_ms;        /* STOPPING's deadline, from its entry       */
   bool killed;                  /* SIGKILL already sent this stop              */
   bool preempted;               /* a scheduler's signal arrived               */
@@ -165,7 +152,7 @@ typedef struct kg_exec_s {
   int64_t beat_next;            /* monotonic: send the next heartbeat         */
   int64_t coord_seen;           /* monotonic: last message from the coordinator */
   bool lost;                    /* the coordinator is lost: exit retryable    */
-  kg_ex_join_t join;
+  kg_fsm_t *join;               /* JOINING's sub-states (KG_EX_J_*)          */
   void *monitor;                /* PAIR: the link's handshake events          */
   int handshake_failures;       /* before any word from the coordinator       */
   bool heard;                   /* the coordinator has said something         */
@@ -182,14 +169,25 @@ typedef struct kg_exec_s {
     sees is queued (kg_ex_fire) and applied later by the decisions, from
     the queue. */
 
-/*  kg_exec_event.c: the event sink and the outcome. */
+/*  kg_exec_event.c: the event sink, the states as they stand, the outcome. */
+/*  The time now on the loop's clock (what every handler reads: a test
+    injects its own); the loop exists from the setup to the teardown. */
+int64_t kg_ex_now(const kg_exec_s *E);
+/*  The run's state: inside a transition, the one it leads to so far. */
+kg_ex_state_t kg_ex_state(const kg_exec_s *E);
+/*  What follows STOPPING, as planned now (KG_EX_AFTER_*). */
+kg_ex_after_t kg_ex_after(const kg_exec_s *E);
+/*  Post an after-stop event (a stop's plan, or END). */
+void kg_ex_plan(kg_exec_s *E, kg_ex_after_event_t event);
 /*  Queue an event; applied by kg_ex_run_queue, after what the wake-up
     brought has been gathered (inside a transition: after it). */
 void kg_ex_fire(kg_exec_s *E, kg_ex_event_kind_t kind, int64_t arg);
-/*  Inside a transition: it leads to state (the last call wins); entering
+/*  Inside a transition (only there: a state changes by an event, never
+    beside the machine): it leads to state (the last call wins); entering
     arms the state's deadline (kg_exec_states.h). */
 void kg_ex_enter(kg_exec_s *E, kg_ex_state_t state);
-/*  The run ends with outcome (status: a wait status for COMMAND_FAILED). */
+/*  The run ends with outcome (status: a wait status for COMMAND_FAILED):
+    DONE, or ENDING while node 0's coordinator still runs. */
 void kg_ex_done(kg_exec_s *E, kg_exec_outcome_t outcome, int status);
 /*  The run ends with the code a job-ending decision names. */
 void kg_ex_done_code(kg_exec_s *E, int code);
@@ -279,24 +277,31 @@ int kg_ex_node_list_next(kg_exec_s *E);
 /*  The listing helper ended: keep its rows (paths relative to the shared
     directory). */
 void kg_ex_node_listed(kg_exec_s *E);
-/*  The start of a multi-node job (the coordinator's START): list this
-    node's ranks' checkpoints of the run (none with --fresh) and send them
-    as after a fault, in WAITING; the coordinator's start decision then
-    takes the decision path (kg_ex_decision). */
+/*  The start of a multi-node job (entering the join's LISTING, on the
+    coordinator's START): list this node's ranks' checkpoints of the run
+    (none with --fresh) and send them as after a fault, in WAITING; the
+    coordinator's start decision then takes the decision path
+    (kg_ex_decision). */
 void kg_ex_node_list_start(kg_exec_s *E);
 /*  Tell the coordinator this node's tree is gone, with its listing. */
 void kg_ex_node_send_stopped(kg_exec_s *E);
 
 /*  kg_exec_join.c: joining the coordinator. */
+/*  The join's machine, in HELLO (its hello was sent). 0 or KG_ENOMEM. */
+int kg_ex_join_start(kg_exec_s *E);
+/*  Its definition (static storage): the rows of kg_exec_join.c on the
+    table of kg_exec_states.c. */
+const kg_fsm_def_t *kg_ex_join_states(void);
 /*  One event while joining (state KG_EX_JOINING). */
 void kg_ex_node_join_step(kg_exec_s *E, kg_ex_event_t ev);
 /*  The link's handshake events (the monitor socket is readable). */
 void kg_ex_node_monitor(kg_exec_s *E);
 
 /*  kg_exec_restart.c: at the start, and after a proven fault. */
-/*  One node, before the first start (no --fresh): choose the run's last
-    consistent checkpoint with resume-prepare, the start's time as T; the
-    ranks start once it answers (kg_ex_helper_done). */
+/*  One node, before the first start (no --fresh; RESTORING's BEGIN):
+    choose the run's last consistent checkpoint with resume-prepare, the
+    start's time as T; the ranks start once it answers
+    (kg_ex_helper_done). */
 void kg_ex_start_choose(kg_exec_s *E);
 /*  Start choosing the checkpoint (one node): at once, also while the tree
     still stops. */

@@ -115,7 +115,7 @@ kg_ex_start_command(kg_exec_s *E)
     kg_notice("exec: started %s (pid %ld, generation %d%s)", E->cfg.argv[0],
               (long) E->ranks[0].pgid, E->generation, E->resume_step >= 0 ? ", resuming" : "");
   E->generation++;
-  E->generation_started = kg_clock_mono_ms();
+  E->generation_started = kg_ex_now(E);
   return 0;
 }
 
@@ -329,10 +329,9 @@ kg_ex_reap(kg_exec_s *E)
       int st = kg_child_status(E->coord);
       kg_child_describe(st, how, sizeof how);
       kg_info("exec: the coordinator ended: %s", how);
-      /* It ends with the usage code only when it cannot start (its message
-         says why); any other end is judged by the heartbeat rule. */
-      if (WIFEXITED(st) && WEXITSTATUS(st) == 100)
-        kg_ex_fire(E, KG_EXE_COORD_FAILED, 0);
+      /* Its usage code at the start: it could not (its message says
+         why); ending node 0's run: its last decision is delivered. */
+      kg_ex_fire(E, KG_EXE_COORD_ENDED, st);
     } else if (kg_exec_store_reaped(E->store, pid)) {
       continue;
     } else if (kg_ex_standby_spared(E, pid)) {

@@ -127,7 +127,7 @@ kg_ex_restore(kg_exec_s *E)
   if (!E->cfg.ckpt_dir) {
     kg_notice("exec: no --checkpoints: the command starts over");
     E->restored = true;
-    if (E->state != KG_EX_STOPPING)
+    if (kg_ex_state(E) != KG_EX_STOPPING)
       kg_ex_enter(E, KG_EX_BACKOFF);
     return;
   }
@@ -147,7 +147,7 @@ kg_ex_restore(kg_exec_s *E)
     kg_ex_finish(E, KG_EXEC_OUT_RETRYABLE);
     return;
   }
-  if (E->state != KG_EX_STOPPING)
+  if (kg_ex_state(E) != KG_EX_STOPPING)
     kg_ex_enter(E, KG_EX_RESTORING);
 }
 
@@ -249,7 +249,7 @@ kg_ex_helper_done(kg_exec_s *E)
     return;
   }
   /* Still stopping: the start waits for the tree to be gone. */
-  if (E->state != KG_EX_STOPPING)
+  if (kg_ex_state(E) != KG_EX_STOPPING)
     kg_ex_enter(E, KG_EX_BACKOFF);
 }
 
@@ -273,6 +273,23 @@ s_multi_restore_step(kg_exec_s *E)
   }
 }
 
+/*  The job ends with the decision's code c; a decision that names a node
+    to drain (a GPU there needs a reset) ends it for other hardware, and
+    the exit summary repeats its words on every node. */
+static void
+s_done_decided(kg_exec_s *E, int c)
+{
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(E->decision, "reason");
+  if (c == KG_EXEC_EXIT_RETRYABLE && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+                                         E->decision, "drain"))) {
+    snprintf(E->hw_line, sizeof E->hw_line, "%s",
+             cJSON_IsString(why) ? why->valuestring : "a GPU of the job needs a reset");
+    kg_ex_done(E, KG_EXEC_OUT_HARDWARE, 0);
+  } else {
+    kg_ex_done_code(E, c);
+  }
+}
+
 /*  The coordinator ends the job while this node still runs (a node lost):
     stop the tree, then exit with the job's code. */
 void
@@ -283,11 +300,11 @@ kg_ex_end_early(kg_exec_s *E)
   int c = cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE;
   kg_notice("exec: the coordinator ends the job (%s): exit %d",
             cJSON_IsString(why) ? why->valuestring : "no reason given", c);
-  kg_ex_done_code(E, c);               /* records the outcome and the code  */
+  s_done_decided(E, c);                /* records the outcome and the code  */
   kg_ex_kill_tree(E, SIGTERM);
   E->stop_grace_ms = E->cfg.kill_grace_ms;
   kg_ex_enter(E, KG_EX_STOPPING);
-  E->then = KG_EX_THEN_EXIT;
+  kg_ex_plan(E, KG_EX_AFTER_EV_STOP_EXIT);
   E->killed = false;
   E->preempted = false;
   E->outcome_status = E->outcome == KG_EXEC_OUT_COMMAND_FAILED ? ((c & 0xff) << 8) : 0;
@@ -316,7 +333,7 @@ kg_ex_decision(kg_exec_s *E)
               cJSON_IsString(why) ? why->valuestring : "");
   free(rtext);
   if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
-    kg_ex_done_code(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
+    s_done_decided(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);
     return;
   }
   const cJSON *step = cJSON_GetObjectItemCaseSensitive(d, "step");
@@ -349,7 +366,7 @@ kg_ex_decision(kg_exec_s *E)
 bool
 kg_ex_devices_free(kg_exec_s *E)
 {
-  int64_t now = kg_clock_mono_ms();
+  int64_t now = kg_ex_now(E);
   pid_t pids[256];
   int n = 0;
   const cJSON *e;

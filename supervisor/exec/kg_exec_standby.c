@@ -142,7 +142,7 @@ s_start(kg_exec_s *E, int r)
     return rc;
   }
   k->standby_fd = fds[1];
-  k->standby_started = kg_clock_mono_ms();
+  k->standby_started = kg_ex_now(E);
   k->standby_warm = false;
   k->standby_seen = 0;
   kg_info("exec: warm standby for rank %d starting (pid %ld, importing %s)",
@@ -163,7 +163,7 @@ kg_ex_standby_stop(kg_exec_s *E, int r)
 int64_t
 kg_ex_standby_due(const kg_exec_s *E)
 {
-  if (!E->cfg.standby || E->state != KG_EX_RUNNING || E->standby_failures >= S_MAX_FAILURES)
+  if (!E->cfg.standby || kg_ex_state(E) != KG_EX_RUNNING || E->standby_failures >= S_MAX_FAILURES)
     return 0;
   bool missing = false;
   for (int r = 0; r < E->nranks; r++)
@@ -179,7 +179,7 @@ void
 kg_ex_standby_tick(kg_exec_s *E)
 {
   int64_t due = kg_ex_standby_due(E);
-  if (due == 0 || due > kg_clock_mono_ms())
+  if (due == 0 || due > kg_ex_now(E))
     return;
   for (int r = 0; r < E->nranks; r++) {
     if (E->ranks[r].standby)
@@ -217,7 +217,7 @@ kg_ex_standby_read(kg_exec_s *E, int r, int which)
         char took[32];
         kg_notice("exec: warm standby for rank %d ready (pid %ld, in %s)",
                   E->cfg.node_rank * E->nranks + r, (long) kg_child_pid(k->standby),
-                  kg_throughput_duration(kg_clock_mono_ms() - k->standby_started, took,
+                  kg_throughput_duration(kg_ex_now(E) - k->standby_started, took,
                                          sizeof took));
       }
     }
@@ -301,7 +301,7 @@ kg_ex_standby_promote(kg_exec_s *E, int r)
     kg_ex_standby_stop(E, r);
     return false;
   }
-  int64_t age = kg_clock_mono_ms() - k->standby_started;
+  int64_t age = kg_ex_now(E) - k->standby_started;
   if (age > E->cfg.standby_max_age_ms) {
     kg_notice("exec: the warm standby for rank %d is %lld s old (--standby-max-age): "
               "cold start", rank, (long long) (age / 1000));

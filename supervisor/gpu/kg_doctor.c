@@ -304,6 +304,12 @@ kg_doctor_assess(cJSON *report)
   s_drivers(report, decision, probe, problems, warnings);
   s_devices(report, probe, decision, problems, warnings);
   s_env(report, warnings);
+  /* A GPU that needs a reset (NVML's reading) fails whatever runs on it
+     next: kguard exec and the kernel would end, not restart, on it. */
+  const cJSON *gh = cJSON_GetObjectItem(report, "gpu_health");
+  if (s_str(gh, "verdict") && strcmp(s_str(gh, "verdict"), "needs-reset") == 0)
+    s_say(problems, "%s: reset the GPU (or drain this node) before training here",
+          s_str(gh, "line") ? s_str(gh, "line") : s_str(gh, "reason"));
   bool judged_starts = s_kernelspecs(report, problems, warnings);
   /* the judged kernel's Python must answer: one that cannot be started or
      fails is a kernel that will not work (unless its kernelspec already

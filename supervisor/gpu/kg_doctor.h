@@ -11,6 +11,9 @@
       "env":     [{"name", "value", "kind", "what", "level", "note"}]
       "diagnostic_run": bool
       "kernelspecs": (kg_doctor_facts.h), "kernel_dirs": [...]
+      "gpu_health": NVML's reading of the visible GPUs (kg_gpuhealth_record
+                 without a baseline, "line" when one needs a reset), absent
+                 when it could not be allocated
     Added by kg_doctor_assess:
       "stack":    {"decision": "cuda"|"rocm"|"cpu"|"unknown", "why"}
       "devices":  [{"backend", "index", "name", "capability" | "gcn_arch",

@@ -164,6 +164,50 @@ s_devices(s_r_t *r, const cJSON *rep)
     s_item(r, "none visible");
 }
 
+/*  A health field in words: "yes", "no", "unknown" (not supported). */
+static const char *
+s_yn(const cJSON *d, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItem(d, key);
+  return cJSON_IsBool(v) ? (cJSON_IsTrue(v) ? "yes" : "no") : "unknown";
+}
+
+/*  NVML's reading per GPU, what kguard exec and the kernel read before a
+    restart. */
+static void
+s_health(s_r_t *r, const cJSON *rep)
+{
+  const cJSON *gh = cJSON_GetObjectItem(rep, "gpu_health");
+  s_head(r, "GPU health (NVML)");
+  if (!gh || s_str(gh, "nvml")) {
+    s_item(r, "not read: %s", gh ? s_str(gh, "nvml") : "no reading");
+    return;
+  }
+  const cJSON *d;
+  int nd = 0;
+  cJSON_ArrayForEach(d, cJSON_GetObjectItem(gh, "now"))
+  {
+    char ecc[32] = "unknown";
+    const cJSON *e = cJSON_GetObjectItem(d, "ecc_uncorrected_volatile");
+    if (cJSON_IsNumber(e))
+      snprintf(ecc, sizeof ecc, "%.0f", e->valuedouble);
+    const cJSON *idx = cJSON_GetObjectItem(d, "index");
+    s_item(r, "GPU %d (UUID %s, PCI bus id %s): %s%s%s; retired pages pending: %s; row "
+           "remapping pending: %s, failed: %s; uncorrectable ECC errors (volatile): %s",
+           cJSON_IsNumber(idx) ? idx->valueint : -1, s_or(s_str(d, "uuid"), "?"),
+           s_or(s_str(d, "pci_bus_id"), "?"), s_or(s_str(d, "state"), "?"),
+           s_str(d, "error") ? ": " : "", s_or(s_str(d, "error"), ""),
+           s_yn(d, "retired_pages_pending"), s_yn(d, "row_remap_pending"),
+           s_yn(d, "row_remap_failure"), ecc);
+    nd++;
+  }
+  if (!nd)
+    s_item(r, "no GPU visible to NVML");
+  s_item(r, "verdict: %s%s%s", s_or(s_str(gh, "verdict"), "?"),
+         s_str(gh, "reason") && *s_str(gh, "reason") ? ": " : "",
+         s_or(s_str(gh, "reason"), ""));
+}
+
 static void
 s_env(s_r_t *r, const cJSON *rep)
 {
@@ -236,7 +280,7 @@ char *
 kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
 {
   static s_section_fn *const sections[] = {s_whoami, s_stack,       s_drivers, s_devices,
-                                           s_env,    s_kernelspecs, s_findings};
+                                           s_health, s_env,         s_kernelspecs, s_findings};
   char *buf = NULL;
   size_t len = 0;
   s_r_t r = {open_memstream(&buf, &len), format == KG_DOCTOR_MARKDOWN};

@@ -3,6 +3,13 @@
     a second reading before a restart (and at once after a fault of the
     hardware family), judged by kg_gpuhealth.
 
+    The check is read when the fault is proven, before anything is killed,
+    not when its text first appears: what it judges does not change in
+    between (retired pages and row remaps stay pending and the volatile ECC
+    count only grows until the GPU is reset, and nothing resets it while
+    the ranks still hold it), except a GPU that falls off the bus, which
+    the later reading sees and an earlier one could miss.
+
     NVML (kg_nvml) is loaded for each reading and unloaded after it, so a
     long-lived kguard does not carry it; a reading takes milliseconds (the
     driver's nvmlInit, longer without persistence mode). Without NVML every

@@ -18,7 +18,6 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_file.h"
 #include "kg_loop.h"
@@ -31,7 +30,6 @@
 extern char **environ;
 
 #define S_REAP_POLL_MS 200   /* without a pidfd: how often the child is looked at */
-#define S_SIGNALS_MAX 8      /* signals received and not yet handed out */
 
 /*  What a channel's reader is given. */
 typedef struct {
@@ -52,17 +50,12 @@ struct kg_client_t {
   int pidfd;                    /*  readable when the child exits, or -1   */
   bool exited;                  /*  reaped                                 */
   int status;                   /*  its waitpid status                     */
-  kg_loop_t *loop;              /*  polls the sockets, signals, pidfd       */
+  kg_loop_t *loop;              /*  the caller's (borrowed)                */
+  kg_client_fn *on_event;       /*  the caller's handler, and its arg      */
+  void *arg;
   s_src_t src[KG_CH_COUNT];     /*  what each channel's reader is given    */
-  int signals_id;               /*  the caller's signals on the loop, or 0 */
-  int deadline_id;              /*  kg_client_next's deadline (a timer)    */
-  int reap_id;                  /*  without a pidfd: the next look (a timer) */
-  int64_t deadline_ms;          /*  kg_client_next's, < 0: none            */
-  kg_client_event_t event;      /*  MESSAGE or TIMEOUT taken by a handler  */
-  bool has_event;
-  int error;                    /*  a receive failed (its code), or 0      */
-  int signals[S_SIGNALS_MAX];   /*  received, not yet handed out (FIFO)    */
-  int nsignals;
+  int ids[KG_CH_COUNT + 2];     /*  our registrations on the loop          */
+  int nids;
 };
 
 /*  ------------------------------------------------------------------------
@@ -273,40 +266,57 @@ s_spawn(kg_client_t *self, const kg_client_config_t *cfg, char *err, size_t errl
     The loop's sources. */
 
 static int s_take(kg_client_t *self, kg_channel_t ch, kg_msg_t **msg_p);
+static bool s_reap(kg_client_t *self);
 
-/*  A channel has something: one message becomes the event (others wait
-    their turn: the socket is looked at again). */
-static int
-s_on_channel(kg_loop_t *loop, int id, int events, void *arg)
+/*  Hand every message waiting on channel ch to the caller, in order. False
+    if a receive failed (the caller was told). */
+static bool
+s_drain(kg_client_t *self, kg_channel_t ch)
 {
-  kg_client_t *self = ((s_src_t *) arg)->self;
-  kg_channel_t ch = ((s_src_t *) arg)->ch;
-  if (self->has_event || self->error)
-    return KG_LOOP_MORE;
-  kg_msg_t *msg = NULL;
-  int rc;
-  while ((rc = s_take(self, ch, &msg)) == 2)
-    ;   /* a dropped message: the next one */
-  if (rc < 0) {
-    self->error = rc;
-    return KG_LOOP_OK;
+  for (;;) {
+    kg_msg_t *msg = NULL;
+    int rc = s_take(self, ch, &msg);
+    if (rc == 2)
+      continue;   /* a dropped message: the next one */
+    if (rc == 0)
+      return true;
+    if (rc < 0) {
+      kg_client_event_t ev = {.kind = KG_CLIENT_FAILED, .error = rc};
+      self->on_event(self->arg, &ev);
+      return false;
+    }
+    kg_client_event_t ev = {.kind = KG_CLIENT_MESSAGE, .channel = ch, .msg = msg};
+    self->on_event(self->arg, &ev);
+    kg_msg_destroy(&msg);
   }
-  if (rc == 0)
-    return KG_LOOP_OK;
-  self->event = (kg_client_event_t){.kind = KG_CLIENT_MESSAGE, .channel = ch, .msg = msg};
-  self->has_event = true;
-  return KG_LOOP_MORE;
 }
 
 static int
-s_on_signal(kg_loop_t *loop, int signo, void *arg)
+s_on_channel(kg_loop_t *loop, int id, int events, void *arg)
 {
-  kg_client_t *self = arg;
-  if (self->nsignals < S_SIGNALS_MAX)
-    self->signals[self->nsignals++] = signo;
-  else
-    kg_warning("signal %d dropped: %d others not yet handled", signo, S_SIGNALS_MAX);
+  s_drain(((s_src_t *) arg)->self, ((s_src_t *) arg)->ch);
   return KG_LOOP_OK;
+}
+
+/*  The sources, in the order the loop serves them: control, then iopub
+    before shell (outputs published before a reply are handed out before
+    it; the runner waits for both the reply and iopub idle anyway, so this
+    only keeps the order natural), stdin. */
+static const kg_channel_t s_order[] = {KG_CH_CONTROL, KG_CH_IOPUB, KG_CH_SHELL, KG_CH_STDIN};
+
+/*  The child ended (or, without a pidfd, a look at it): what its sockets
+    still hold is handed out first, then its end, once. */
+static void
+s_check_child(kg_client_t *self)
+{
+  if (self->exited || !s_reap(self))
+    return;
+  for (size_t i = 0; i < sizeof s_order / sizeof s_order[0]; i++) {
+    if (!s_drain(self, s_order[i]))
+      break;
+  }
+  kg_client_event_t ev = {.kind = KG_CLIENT_EXITED, .status = self->status};
+  self->on_event(self->arg, &ev);
 }
 
 static int
@@ -315,56 +325,47 @@ s_pidfd(void *arg)
   return ((kg_client_t *) arg)->pidfd;
 }
 
-/*  The child's end, or a look at it without a pidfd: kg_client_next reaps. */
 static int
-s_wake(kg_loop_t *loop, int id, int events, void *arg)
+s_on_pidfd(kg_loop_t *loop, int id, int events, void *arg)
 {
+  s_check_child(arg);
   return KG_LOOP_OK;
 }
 
 static int
-s_wake_timer(kg_loop_t *loop, int id, void *arg)
-{
-  return KG_LOOP_OK;
-}
-
-static int
-s_on_deadline(kg_loop_t *loop, int id, void *arg)
+s_on_reap_timer(kg_loop_t *loop, int id, void *arg)
 {
   kg_client_t *self = arg;
-  if (!self->has_event && self->deadline_ms >= 0 && kg_loop_now(loop) >= self->deadline_ms) {
-    self->event = (kg_client_event_t){.kind = KG_CLIENT_TIMEOUT};
-    self->has_event = true;
-  }
+  s_check_child(self);
+  if (!self->exited)
+    kg_loop_timer_set(loop, id, kg_loop_now(loop) + S_REAP_POLL_MS);
   return KG_LOOP_OK;
 }
 
-/*  The sources, in the order the loop serves them: control, then iopub
-    before shell (outputs published before a reply are handed out before
-    it; the runner waits for both the reply and iopub idle anyway, so this
-    only keeps the order natural), stdin, the signals, the child's end. */
 static int
-s_attach(kg_client_t *self, kg_sigsrc_t *signals)
+s_attach(kg_client_t *self)
 {
-  self->loop = kg_loop_new();
-  if (!self->loop)
-    return KG_ENOMEM;
-  static const kg_channel_t order[] = {KG_CH_CONTROL, KG_CH_IOPUB, KG_CH_SHELL, KG_CH_STDIN};
-  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-    kg_channel_t ch = order[i];
+  for (size_t i = 0; i < sizeof s_order / sizeof s_order[0]; i++) {
+    kg_channel_t ch = s_order[i];
     self->src[ch].self = self;
     self->src[ch].ch = ch;
-    if (kg_loop_socket(self->loop, self->sockets[ch], KG_LOOP_IN, s_on_channel,
-                       &self->src[ch]) < 0)
+    int id = kg_loop_socket(self->loop, self->sockets[ch], KG_LOOP_IN, s_on_channel,
+                            &self->src[ch]);
+    if (id < 0)
       return KG_ENOMEM;
+    self->ids[self->nids++] = id;
   }
-  if (signals && (self->signals_id = kg_loop_signals(self->loop, signals, s_on_signal,
-                                                     self)) < 0)
+  int id = kg_loop_fd_of(self->loop, s_pidfd, KG_LOOP_IN, s_on_pidfd, self);
+  if (id < 0)
     return KG_ENOMEM;
-  if (kg_loop_fd_of(self->loop, s_pidfd, KG_LOOP_IN, s_wake, self) < 0
-      || (self->deadline_id = kg_loop_timer(self->loop, 0, s_on_deadline, self)) < 0
-      || (self->reap_id = kg_loop_timer(self->loop, 0, s_wake_timer, self)) < 0)
-    return KG_ENOMEM;
+  self->ids[self->nids++] = id;
+  if (self->pidfd < 0) {
+    id = kg_loop_timer(self->loop, kg_loop_now(self->loop) + S_REAP_POLL_MS, s_on_reap_timer,
+                       self);
+    if (id < 0)
+      return KG_ENOMEM;
+    self->ids[self->nids++] = id;
+  }
   return 0;
 }
 
@@ -407,8 +408,8 @@ s_remove_dir(kg_client_t *self)
 }
 
 int
-kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
-                size_t errlen)
+kg_client_start(const kg_client_config_t *cfg, kg_loop_t *loop, kg_client_fn *on_event,
+                void *arg, kg_client_t **self_p, char *err, size_t errlen)
 {
   *self_p = NULL;
   kg_client_t *self = calloc(1, sizeof *self);
@@ -417,6 +418,9 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
     return KG_ENOMEM;
   }
   self->pidfd = -1;
+  self->loop = loop;
+  self->on_event = on_event;
+  self->arg = arg;
   kg_uuid4(self->session);
   int rc = s_make_dir(self, err, errlen);
 
@@ -471,7 +475,7 @@ kg_client_start(const kg_client_config_t *cfg, kg_client_t **self_p, char *err,
       rc = 0;
   }
   if (rc == 0) {
-    rc = s_attach(self, cfg->signals);
+    rc = s_attach(self);
     if (rc != 0)
       kg_errf(err, errlen, "out of memory");
   }
@@ -530,7 +534,8 @@ kg_client_destroy(kg_client_t **self_p)
   }
   if (self->pidfd >= 0)
     close(self->pidfd);
-  kg_loop_destroy(&self->loop);
+  for (int i = 0; i < self->nids; i++)
+    kg_loop_remove(self->loop, self->ids[i]);
   for (int ch = 0; ch < KG_CH_COUNT; ch++)
     kg_socket_close(&self->sockets[ch]);
   if (self->ctx)
@@ -588,81 +593,24 @@ s_take(kg_client_t *self, kg_channel_t ch, kg_msg_t **msg_p)
 }
 
 int
-kg_client_next(kg_client_t *self, int64_t deadline_ms, kg_client_event_t *ev)
+kg_client_ask_shutdown(kg_client_t *self)
 {
-  memset(ev, 0, sizeof *ev);
-  self->deadline_ms = deadline_ms;
-  /* The first round looks without waiting: messages already here come
-     before the child's end; later rounds wait. */
-  for (int round = 0;; round++) {
-    if (self->error) {
-      int rc = self->error;
-      self->error = 0;
-      return rc;
-    }
-    if (self->has_event && (self->event.kind == KG_CLIENT_MESSAGE || round > 0)) {
-      *ev = self->event;
-      self->has_event = false;
-      return 0;
-    }
-    self->has_event = false;   /* a TIMEOUT left from an earlier call */
-    if (self->nsignals > 0) {
-      ev->kind = KG_CLIENT_SIGNAL;
-      ev->signo = self->signals[0];
-      memmove(self->signals, self->signals + 1, (size_t) --self->nsignals * sizeof(int));
-      return 0;
-    }
-    if (round > 0 && !self->exited && s_reap(self)) {
-      ev->kind = KG_CLIENT_EXITED;
-      ev->status = self->status;
-      return 0;
-    }
-    int64_t now = kg_loop_now(self->loop);
-    kg_loop_timer_set(self->loop, self->deadline_id,
-                      round == 0 ? now : deadline_ms >= 0 ? deadline_ms : 0);
-    if (round == 0)
-      self->deadline_ms = -1;   /* the look without waiting reports no timeout */
-    kg_loop_timer_set(self->loop, self->reap_id,
-                      self->pidfd < 0 && !self->exited ? now + S_REAP_POLL_MS : 0);
-    int rc = kg_loop_once(self->loop);
-    self->deadline_ms = deadline_ms;
-    if (rc < 0 && rc != -EINTR)
-      return rc;
+  cJSON *content = cJSON_CreateObject();
+  if (!content || !cJSON_AddBoolToObject(content, "restart", false)) {
+    cJSON_Delete(content);
+    return KG_ENOMEM;
   }
+  char id[37];
+  int rc = kg_client_send(self, KG_CH_CONTROL, "shutdown_request", &content, id);
+  cJSON_Delete(content);
+  return rc;
 }
 
-int
-kg_client_shutdown(kg_client_t *self, int64_t grace_ms)
+void
+kg_client_kill(kg_client_t *self, int signo)
 {
-  if (s_reap(self))
-    return 0;
-  cJSON *content = cJSON_CreateObject();
-  cJSON_AddBoolToObject(content, "restart", false);
-  char id[37];
-  kg_client_send(self, KG_CH_CONTROL, "shutdown_request", &content, id);
-  cJSON_Delete(content);
-
-  int64_t deadline = kg_clock_mono_ms() + grace_ms;
-  int stage = 0;                /*  0 asked, 1 SIGTERM sent, 2 SIGKILL sent */
-  if (self->signals_id)         /*  a second Ctrl-C is not lost: it stays
-                                    queued in the signalfd for the caller */
-    kg_loop_set_events(self->loop, self->signals_id, 0);
-  while (!self->exited) {
-    kg_client_event_t ev;
-    if (kg_client_next(self, deadline, &ev) != 0)
-      break;
-    if (ev.kind == KG_CLIENT_MESSAGE)
-      kg_msg_destroy(&ev.msg);
-    if (ev.kind == KG_CLIENT_TIMEOUT) {
-      if (stage == 2)
-        break;
-      stage++;
-      kill(-self->pid, stage == 1 ? SIGTERM : SIGKILL);
-      kill(self->pid, stage == 1 ? SIGTERM : SIGKILL);
-      deadline = kg_clock_mono_ms() + 2000;
-    }
-  }
-  if (self->signals_id)
-    kg_loop_set_events(self->loop, self->signals_id, KG_LOOP_IN);
-  return stage == 0 ? 0 : 1;
+  if (self->pid <= 0 || self->exited)
+    return;   /* a child not yet reaped still holds its pid: safe to signal */
+  kill(-self->pid, signo);
+  kill(self->pid, signo);
 }

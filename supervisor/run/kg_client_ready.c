@@ -1,13 +1,10 @@
-/*  kg_client: waiting for the kernel to be ready, and learning when it
-    never will be (contract in kg_client.h). Built on kg_client's public
-    calls only. */
+/*  kg_client: learning that the kernel is ready, or that it never will be
+    (contract in kg_client.h). Built on kg_client's public calls only. */
 #include "kg_client.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "kg_clock.h"
 #include "kg_error.h"
 
 /*  The reply's metadata.kguard, or NULL. */
@@ -27,57 +24,37 @@ s_event_is(const cJSON *kguard, const char *event)
 }
 
 int
-kg_client_wait_ready(kg_client_t *self, int64_t deadline_ms, kg_client_ready_t *out)
+kg_client_ready_nudge(kg_client_t *self, kg_client_ready_t *r)
 {
-  char ids[128][37];
-  size_t nids = 0;
-  bool replied = false, iopub = false;
-  int64_t next_send = 0;
-  memset(out, 0, sizeof *out);
-  while (!(replied && iopub)) {
-    int64_t now = kg_clock_mono_ms();
-    if (now >= deadline_ms)
-      return KG_ETIMEOUT;
-    if (now >= next_send && nids < 128) {
-      int rc = kg_client_send(self, KG_CH_SHELL, "kernel_info_request", NULL, ids[nids]);
-      if (rc != 0)
-        return rc;
-      nids++;
-      next_send = now + 1000;
+  size_t max = sizeof r->ids / sizeof r->ids[0];
+  if (r->nids >= max)
+    return 0;
+  int rc = kg_client_send(self, KG_CH_SHELL, "kernel_info_request", NULL, r->ids[r->nids]);
+  if (rc == 0)
+    r->nids++;
+  return rc;
+}
+
+int
+kg_client_ready_judge(kg_client_ready_t *r, kg_channel_t channel, kg_msg_t *msg)
+{
+  const char *parent = kg_msg_parent_id(msg);
+  bool ours = false;
+  for (size_t i = 0; parent && i < r->nids && !ours; i++)
+    ours = strcmp(parent, r->ids[i]) == 0;
+  if (!ours)
+    return 0;
+  const char *type = kg_msg_type(msg);
+  if (channel == KG_CH_IOPUB)
+    r->iopub = true;
+  if (channel == KG_CH_SHELL && type && strcmp(type, "kernel_info_reply") == 0) {
+    const cJSON *kg = s_kguard_meta(msg);
+    if (s_event_is(kg, "down")) {
+      const cJSON *why = cJSON_GetObjectItemCaseSensitive(kg, "reason");
+      snprintf(r->reason, sizeof r->reason, "%s", cJSON_IsString(why) ? why->valuestring : "");
+      return KG_EDOWN;
     }
-    kg_client_event_t ev;
-    int64_t until = next_send < deadline_ms ? next_send : deadline_ms;
-    int rc = kg_client_next(self, until, &ev);
-    if (rc != 0)
-      return rc;
-    if (ev.kind == KG_CLIENT_EXITED)
-      return KG_ESPAWN;
-    if (ev.kind == KG_CLIENT_SIGNAL) {
-      out->signo = ev.signo;
-      return -EINTR;
-    }
-    if (ev.kind != KG_CLIENT_MESSAGE)
-      continue;
-    const char *parent = kg_msg_parent_id(ev.msg);
-    bool ours = false;
-    for (size_t i = 0; parent && i < nids; i++)
-      ours = ours || strcmp(parent, ids[i]) == 0;
-    const char *type = kg_msg_type(ev.msg);
-    if (ours && ev.channel == KG_CH_IOPUB)
-      iopub = true;
-    if (ours && ev.channel == KG_CH_SHELL && type
-        && strcmp(type, "kernel_info_reply") == 0) {
-      const cJSON *kg = s_kguard_meta(ev.msg);
-      if (s_event_is(kg, "down")) {
-        const cJSON *why = cJSON_GetObjectItemCaseSensitive(kg, "reason");
-        snprintf(out->reason, sizeof out->reason, "%s",
-                 cJSON_IsString(why) ? why->valuestring : "");
-        kg_msg_destroy(&ev.msg);
-        return KG_EDOWN;
-      }
-      replied = true;
-    }
-    kg_msg_destroy(&ev.msg);
+    r->replied = true;
   }
-  return 0;
+  return r->replied && r->iopub ? 1 : 0;
 }

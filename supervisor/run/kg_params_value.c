@@ -130,58 +130,59 @@ kg_params_scalar(const char *text, bool yaml, cJSON **value, char **literal)
   return s_out(value, literal, cJSON_CreateString(text), NULL);
 }
 
-int
-kg_params_yaml_value(char *v, cJSON **value, bool *plain, const char **what)
+/*  v starts with a quote: the quoted string, then only blanks or a comment.
+    v is edited in place. */
+static int
+s_yaml_quoted(char *v, cJSON **value, const char **what)
 {
-  *value = NULL;
-  *plain = false;
-  while (*v == ' ' || *v == '\t')
-    v++;
-  if (*v == '"' || *v == '\'') {
-    /*  A quoted string, then only blanks or a comment. */
-    char q = *v;
-    char *end = v + 1;
-    while (*end) {
-      if (*end == q && q == '\'' && end[1] == '\'')
-        end += 2;               /*  '' inside '...' is one quote           */
-      else if (*end == q)
-        break;
-      else if (q == '"' && *end == '\\' && end[1])
-        end += 2;
-      else
-        end++;
-    }
-    if (*end != q) {
-      *what = "an unterminated quoted string";
-      return KG_EUSAGE;
-    }
-    char *rest = end + 1;
-    rest += strspn(rest, " \t");
-    if (*rest && *rest != '#') {
-      *what = "text after a quoted string";
-      return KG_EUSAGE;
-    }
-    end[1] = '\0';
-    if (q == '"') {
-      *value = cJSON_Parse(v);
-      if (!*value) {
-        *what = "a double-quoted string with escapes JSON does not have";
-        return KG_EUSAGE;
-      }
-      return 0;
-    }
-    /*  'it''s' is it's. */
-    char *out = v;
-    for (char *p = v + 1; p < end; p++) {
-      *out++ = *p;
-      if (*p == '\'')
-        p++;
-    }
-    *out = '\0';
-    *value = cJSON_CreateString(v);
-    return *value ? 0 : KG_ENOMEM;
+  char q = *v;
+  char *end = v + 1;
+  while (*end) {
+    if (*end == q && q == '\'' && end[1] == '\'')
+      end += 2;                 /*  '' inside '...' is one quote           */
+    else if (*end == q)
+      break;
+    else if (q == '"' && *end == '\\' && end[1])
+      end += 2;
+    else
+      end++;
   }
-  /*  Unquoted: a comment starts at " #". */
+  if (*end != q) {
+    *what = "an unterminated quoted string";
+    return KG_EUSAGE;
+  }
+  char *rest = end + 1;
+  rest += strspn(rest, " \t");
+  if (*rest && *rest != '#') {
+    *what = "text after a quoted string";
+    return KG_EUSAGE;
+  }
+  end[1] = '\0';
+  if (q == '"') {
+    *value = cJSON_Parse(v);
+    if (!*value) {
+      *what = "a double-quoted string with escapes JSON does not have";
+      return KG_EUSAGE;
+    }
+    return 0;
+  }
+  /*  'it''s' is it's. */
+  char *out = v;
+  for (char *p = v + 1; p < end; p++) {
+    *out++ = *p;
+    if (*p == '\'')
+      p++;
+  }
+  *out = '\0';
+  *value = cJSON_CreateString(v);
+  return *value ? 0 : KG_ENOMEM;
+}
+
+/*  An unquoted value: its " #" comment and trailing blanks cut, then a JSON
+    flow list or map, a construct kguard does not read, or a plain scalar. */
+static int
+s_yaml_unquoted(char *v, cJSON **value, bool *plain, const char **what)
+{
   for (char *p = v; *p; p++) {
     if (*p == '#' && (p == v || p[-1] == ' ' || p[-1] == '\t')) {
       *p = '\0';
@@ -215,4 +216,16 @@ kg_params_yaml_value(char *v, cJSON **value, bool *plain, const char **what)
   }
   *plain = true;
   return 0;
+}
+
+int
+kg_params_yaml_value(char *v, cJSON **value, bool *plain, const char **what)
+{
+  *value = NULL;
+  *plain = false;
+  while (*v == ' ' || *v == '\t')
+    v++;
+  if (*v == '"' || *v == '\'')
+    return s_yaml_quoted(v, value, what);
+  return s_yaml_unquoted(v, value, plain, what);
 }

@@ -672,6 +672,7 @@ s_run(const s_args_t *a, s_checked_t *c)
     .run_id = e.run_id,
     .resumed_step = e.resume_json ? e.resumed_step : -1,
     .resumed = e.resume_json != NULL,
+    .signals = e.sig,
     .client = {
       .exe = e.exe,
       .spec = c->spec,
@@ -680,7 +681,6 @@ s_run(const s_args_t *a, s_checked_t *c)
       .state_dir = e.state_dir,
       .cwd = e.nb_dir,
       .log_path = e.have_log ? e.log_path : NULL,
-      .signals = e.sig,
       .run_id = e.run_id,
       .notebook = e.notebook,
       .keep = a->keep,

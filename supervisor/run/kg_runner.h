@@ -23,6 +23,7 @@
 #include "kg_client.h"
 #include "kg_notebook.h"
 #include "kg_progress.h"
+#include "kg_sigsrc.h"
 
 /*  Exit codes of `kguard run` (besides KG_EXIT_USAGE 100 and KG_EXIT_SYSTEM
     111 of kg_cli.h). */
@@ -50,6 +51,8 @@ typedef struct {
   const char *run_id;           /*  the run (kg_run_resume.h), or NULL     */
   bool resumed;                 /*  the kernel resumes a checkpoint (--resume) */
   long long resumed_step;       /*  its step, -1 if unknown                */
+  kg_sigsrc_t *signals;         /*  the caller's signals (borrowed), or NULL:
+                                    read on the run's loop                 */
   kg_client_config_t client;    /*  how to start the kernel                */
 } kg_runner_config_t;
 

@@ -54,6 +54,23 @@ def test_the_coordinator_listens_only_on_the_address_it_was_given(tmp_path):
         node0.wait(60)
 
 
+def test_a_second_interrupt_does_not_wait_for_the_coordinator_to_end(tmp_path):
+    # Node 0 of two, interrupted while it waits for node 1: the run ends
+    # retryable and gives its coordinator a few seconds to deliver its last
+    # decision; a second Ctrl-C ends that wait at once.
+    import time
+    port = _free_port()
+    node0 = _node(tmp_path, 0, f"127.0.0.1:{port}", _secret(tmp_path))
+    node0.wait_line("coordinator: listening", timeout=60)
+    node0.signal(signal.SIGINT)
+    node0.wait_line("once the coordinator has delivered its last decision", timeout=30)
+    second = time.monotonic()
+    node0.signal(signal.SIGINT)
+    assert node0.wait(30) == 200, node0.output()
+    assert time.monotonic() - second < 3, node0.output()
+    assert "not waiting for the coordinator to end" in node0.output()
+
+
 def test_a_coordinator_address_of_another_host_is_refused_with_the_fix(tmp_path):
     # 192.0.2.1 (TEST-NET-1) is nobody's address here: the coordinator cannot
     # listen there, says so, and node 0 ends at once with the usage code.

@@ -128,6 +128,24 @@ def test_preemption_seals_and_exits_retryable(tmp_path, signo):
     assert any(p.name.startswith("step-0000000004-") for p in (tmp_path / "ckpt").iterdir())
 
 
+def test_a_second_interrupt_kills_a_job_that_ignores_the_first_at_once(tmp_path):
+    # Ctrl-C twice: the first is passed on with the pre-emption grace (60 s
+    # here); the job ignores it; the second kills the group without waiting.
+    import time
+    job = ("import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+           "print('ignoring SIGINT', flush=True); time.sleep(600)")
+    run = Run([BIN, "exec", "--state-dir", str(tmp_path / "state"), "--preempt-grace", "60",
+               "--", PYTHON, "-c", job], base_env(tmp_path))
+    run.wait_line("ignoring SIGINT")
+    run.signal(signal.SIGINT)
+    run.wait_line("passing it to the command")
+    second = time.monotonic()
+    run.signal(signal.SIGINT)
+    assert run.wait(30) == RETRYABLE, run.output()
+    assert time.monotonic() - second < 10, run.output()
+    assert "second signal 2 while stopping: killing the group now" in run.output()
+
+
 def test_bad_usage_is_rejected(tmp_path):
     import subprocess
     for args in (["exec"], ["exec", "--max-restarts", "x", "--", "true"],

@@ -67,11 +67,14 @@ def _agent(shared, *script_args):
             *script_args]
 
 
-def _start_job(h, shared, fault=None, fault_node=1, kg_opts=(), script_args=(), agent=False):
+def _start_job(h, shared, fault=None, fault_node=1, kg_opts=(), script_args=(), agent=False,
+               fault_env=None):
     secret = _secret(shared)
     runs = []
     for i in range(NODES):
         extra = {"KGUARD_EMULATE": fault} if fault and i == fault_node else {}
+        if i == fault_node:
+            extra.update(fault_env or {})
         cmd = (_agent(shared, "--fault-rank", str(fault_node), *script_args) if agent else
                _torchrun(h, i, shared, "--fault-rank", str(fault_node), *script_args))
         argv = [BIN, "exec", "--nnodes", str(NODES), "--node-rank", str(i),
@@ -298,3 +301,34 @@ def test_a_node_without_the_shared_directory_refuses(hosts, tmp_path):
     assert "shared checkpoint directory" in runs[1].output()
     runs[0].signal(signal.SIGTERM)
     runs[0].wait(60)
+
+
+FAKE_NVML = os.environ.get("KG_FAKE_NVML_LIB", "")
+
+
+@pytest.mark.skipif(not FAKE_NVML, reason="KG_FAKE_NVML_LIB not set")
+def test_a_gpu_needing_a_reset_on_a_peer_host_ends_the_job_with_200_naming_the_node(hosts,
+                                                                                    tmp_path):
+    # Node 1's rank meets an uncorrectable ECC error at every start (the
+    # labelled emulation); its GPU, read through the labelled fake NVML
+    # there only, is clean at the start and not after the fault. The job
+    # must not restart on it (which would end with 86 on the second
+    # fault): every node ends with 200 naming node 1 and its GPU.
+    runs = _start_job(hosts, tmp_path, fault="cuda-ecc:step=5", fault_node=1,
+                      kg_opts=("--stall-timeout", "4", "--max-restarts", "5"),
+                      fault_env={"KGUARD_NVML_LIB": FAKE_NVML, "KG_FAKE_NVML": "ecc-grow:after=1"})
+    codes = [r.wait(240) for r in runs]
+    assert codes == [RETRYABLE, RETRYABLE], "\n\n".join(r.output() for r in runs)
+    named = ("drain node 1 (host node1): GPU 0 (UUID GPU-kguard-fake-0, PCI bus id "
+             "00000000:00:00.0) needs a reset: its uncorrectable ECC error count grew from 0 to 2")
+    for r in runs:
+        assert r.count("exec: started") == 1, r.output()     # never restarted
+        assert "exit 200 (retryable on other hardware: " + named in r.output(), r.output()
+    (job,) = [i for i in incidents(tmp_path / "state0") if "job" in i]
+    assert job["policy"]["decision"] == "hardware" and job["action"] == "drain this node", job
+    assert job["drain_node"] == 1 and job["drain_host"] == "node1", job
+    gh = job["gpu_health"]
+    assert gh["verdict"] == "needs-reset" and gh["device"]["uuid"] == "GPU-kguard-fake-0", gh
+    # Node 1's own record carries the reading it sent.
+    local = [i for i in incidents(tmp_path / "state1") if "gpu_health" in i]
+    assert len(local) == 1 and local[0]["gpu_health"]["verdict"] == "needs-reset", local

@@ -39,6 +39,48 @@ s_run(kg_helper_t *h, int64_t limit_ms)
   return false;
 }
 
+/*  Run h as kg_loop does, strictly: wait on its pipes until its deadline and
+    not a moment longer or sooner, pump on every wake, then act on the
+    deadline. No SIGCHLD: only what the helper's deadline says wakes us. */
+static bool
+s_run_strict(kg_helper_t *h, int64_t limit_ms)
+{
+  int64_t end = s_now() + limit_ms;
+  while (s_now() < end) {
+    struct pollfd p[2];
+    int n = 0;
+    for (int which = 1; which <= 2; which++)
+      if (kg_helper_fd(h, which) >= 0)
+        p[n++] = (struct pollfd){.fd = kg_helper_fd(h, which), .events = POLLIN};
+    int64_t wait = kg_helper_deadline(h) - s_now();
+    if (wait > end - s_now())
+      wait = end - s_now();
+    poll(p, (nfds_t) n, (int) (wait < 0 ? 0 : wait));
+    kg_helper_timers(h, s_now());
+    if (kg_helper_pump(h, s_now()))
+      return true;
+  }
+  return false;
+}
+
+/*  A child that closes both pipes before it ends (here: then sleeps a
+    little) is reported ended as soon as it can be reaped, by the deadline
+    alone: a caller without SIGCHLD must not wait for the stall deadline
+    and take the child for stalled. */
+KG_TEST(helper_closed_pipes_then_exit_is_not_a_stall)
+{
+  kg_helper_t *h = kg_helper_new("test helper", 1 << 20, 3000);
+  char *argv[] = {"sh", "-c", "echo '{\"ok\":1}'; exec >&- 2>&-; sleep 0.3", NULL};
+  KG_CHECK_INT(kg_helper_start(h, argv, NULL, s_now()), 0);
+  int64_t t0 = s_now();
+  KG_CHECK(s_run_strict(h, 10000));
+  KG_CHECK(!kg_helper_stalled(h));
+  KG_CHECK(s_now() - t0 < 2500);
+  KG_CHECK_STR(kg_helper_out(h), "{\"ok\":1}\n");
+  KG_CHECK(WIFEXITED(kg_helper_status(h)) && WEXITSTATUS(kg_helper_status(h)) == 0);
+  kg_helper_destroy(&h);
+}
+
 KG_TEST(helper_progress_lines)
 {
   int64_t d = -1, t = -1;
@@ -117,6 +159,6 @@ KG_TEST(helper_progress_is_not_a_stall)
   kg_helper_destroy(&h);
 }
 
-KG_TEST_MAIN(KG_CASE(helper_progress_lines), KG_CASE(helper_output_and_progress),
+KG_TEST_MAIN(KG_CASE(helper_closed_pipes_then_exit_is_not_a_stall), KG_CASE(helper_progress_lines), KG_CASE(helper_output_and_progress),
              KG_CASE(helper_stdout_capped), KG_CASE(helper_stall_kills),
              KG_CASE(helper_progress_is_not_a_stall))

@@ -172,11 +172,11 @@ KG_TEST(archives_that_exist_but_cannot_be_agreed_stop_a_start_over)
 
 KG_TEST(root_cause_is_the_earliest_sticky_report)
 {
-  kg_coord_report_t r1[] = {{false, 0}, {true, 500}, {true, 400}};
+  kg_coord_report_t r1[] = {{false, 0, false}, {true, 500, false}, {true, 400, false}};
   KG_CHECK_INT(kg_coord_root(r1, 3), 2);
-  kg_coord_report_t r2[] = {{false, 0}, {false, 0}};   /* consequences only */
+  kg_coord_report_t r2[] = {{false, 0, false}, {false, 0, false}};   /* consequences only */
   KG_CHECK_INT(kg_coord_root(r2, 2), -1);
-  kg_coord_report_t r3[] = {{true, 7}};
+  kg_coord_report_t r3[] = {{true, 7, false}};
   KG_CHECK_INT(kg_coord_root(r3, 1), 0);
 }
 
