@@ -30,13 +30,14 @@ if [ "${KGUARD_TEST_HARDEN:-1}" != 0 ]; then
   # already drive, and cost 5-6 minutes under ASan; run.large_restore is the
   # restore checkpoint.in_place drives, at a size that costs a minute;
   # exec.slurm_example is the sbatch's shell logic around the start-time
-  # resume that exec.resume drives).
+  # resume that exec.resume drives; multinode.requeue starts a job twice
+  # through the start and restore paths every multinode.netns job takes).
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j"$(nproc)"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   ctest --test-dir build/asan --output-on-failure -j"$(nproc)" -L unit
-  ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak|package|bench" -E '^run\.large_restore$|^exec\.slurm_example$'
+  ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak|package|bench" -E '^run\.large_restore$|^exec\.slurm_example$|^multinode\.requeue$'
   # ThreadSanitizer on the threaded parts: the checkpoint hasher and hash
   # pool (unit tests, and `kguard ckpt` end to end: seal, restore in place,
   # sets, in-flight and background seals, progress) and the message code

@@ -347,14 +347,23 @@ s_enter_joining(void *arg, int from, const kg_fsm_event_t *ev)
   kg_fsm_set_deadline(C->fsm, kg_fsm_now(C->fsm) + C->join_timeout_ms);
 }
 
-/*  RUNNING: the first generation starts; after a stop, the decision that
-    restarts it was already sent with the nodes' records reset. */
+/*  CHOOSING: every node joined; they are told to start, which first has
+    them list their ranks' checkpoints (the step is agreed on their
+    listings, kg_coord_start_listed). */
+static void
+s_enter_choosing(void *arg, int from, const kg_fsm_event_t *ev)
+{
+  (void) from, (void) ev;
+  kg_coord_join_start(arg);
+}
+
+/*  RUNNING: the decision that starts the generation (the start's choice,
+    or the restart after a stop) was already sent with the nodes' records
+    reset: nothing more to do. */
 static void
 s_enter_running(void *arg, int from, const kg_fsm_event_t *ev)
 {
-  (void) ev;
-  if (from == KG_COORD_JOINING)
-    kg_coord_join_start(arg);
+  (void) arg, (void) from, (void) ev;
 }
 
 static void
@@ -375,6 +384,7 @@ s_enter_over(void *arg, int from, const kg_fsm_event_t *ev)
 
 static const kg_fsm_row_t s_rows[KG_COORD_STATE_COUNT] = {
   [KG_COORD_JOINING] = {s_enter_joining, 0, KG_COORD_EV_DEADLINE},
+  [KG_COORD_CHOOSING] = {s_enter_choosing, 0, KG_FSM_NONE},
   [KG_COORD_RUNNING] = {s_enter_running, 0, KG_FSM_NONE},
   [KG_COORD_STOPPING] = {s_enter_stopping, 0, KG_FSM_NONE},
   [KG_COORD_OVER] = {s_enter_over, 0, KG_FSM_NONE},

@@ -15,17 +15,26 @@
                            signature}            a proven sticky fault here
                     failed {node, status}       the command failed, no sticky
                     preempted {node}            a scheduler's signal here
-                    stopped {node, gen, report} this node's tree is gone;
-                           report = the fault's fields, or null
+                    stopped {node, gen, report, listing, run, fresh}
+                           this node's tree is gone (report = the fault's
+                           fields, or null), or, after start, nothing ran
+                           yet; listing = {rank: rows} of its ranks' archives
+                           of run `run` (null: it could not list them);
+                           fresh: started with --fresh
                     done {node}                 the command succeeded here
       coord → node  welcome {gen, nonce}        the node must find the file
                            .kguard/nonce-<nonce> holding the nonce in its own
                            --checkpoints, else it refuses multi-node mode (its
                            directory is not the one the coordinator sees)
+                    start {gen, master_port}    every node joined: list the
+                           ranks' checkpoints, send them (stopped), wait
                     stop {gen, by}              stop the tree, report
                     decision {gen, action: "restart"|"give-up"|"end",
-                           step, archives {rank: path}, incident, code,
+                           step, archives {rank: path}, quarantine {rank:
+                           sealed_ms}, incident, code, reason,
                            root {node, host, family, line}}
+                           start: true marks the start's choice (no fault:
+                           no root, no incident file, not written below)
     Ranks' checkpoints: SHARED_DIR/rank-R/ (kguard.save with
     KGUARD_CKPT_DIR set per rank), listed with `kguard ckpt list --json`.
     The decision, with a MAC from the job's key, is also written to

@@ -2,6 +2,7 @@
     (contracts in kg_coord_ckpt.h). */
 #include "kg_coord_ckpt.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,4 +117,45 @@ kg_coord_ckpt_quarantine_from(const cJSON *rows, int64_t s)
       from = (int64_t) sealed->valuedouble;
   }
   return from;
+}
+
+kg_coord_start_t
+kg_coord_ckpt_start(const cJSON *listing, int world, int nnodes, const char *run,
+                    int fresh_node, int64_t *step, char *line, size_t len)
+{
+  *step = -1;
+  if (fresh_node >= 0) {
+    snprintf(line, len, "--fresh on node %d: run %s starts at step 0 on every node; the "
+             "checkpoints already there stay (what this run seals is newer)", fresh_node, run);
+    return KG_COORD_START_FRESH;
+  }
+  kg_coord_archive_t *a = NULL;
+  int n = kg_coord_ckpt_archives(listing, world, &a);
+  int64_t s = kg_coord_pick_step(a, n, world, -1, NULL, INT64_MAX);
+  int64_t newest = -1;
+  for (int i = 0; i < n; i++)
+    if (a[i].step > newest)
+      newest = a[i].step;
+  free(a);
+  if (s >= 0) {
+    *step = s;
+    int w = snprintf(line, len, "resuming run %s from step %" PRId64 ", sealed by all %d "
+                     "ranks and verified on %d nodes (the newest step they all have)", run, s,
+                     world, nnodes);
+    if (newest > s && w >= 0 && (size_t) w < len)
+      snprintf(line + w, len - (size_t) w, "; newer steps up to %" PRId64 " are not on every "
+               "rank or do not verify everywhere: they go to quarantine", newest);
+    return KG_COORD_START_RESUME;
+  }
+  char why[1024];
+  int unusable = kg_coord_ckpt_unusable(listing, world, -1, why, sizeof why);
+  if (unusable > 0) {
+    snprintf(line, len, "%d checkpoint(s) of run %s exist, but no step was sealed by every "
+             "rank and verifies on every node (first: %s): the job does not start over and "
+             "lose them; make every node verify them (keys), or start over with --fresh",
+             unusable, run, why);
+    return KG_COORD_START_UNVERIFIED;
+  }
+  snprintf(line, len, "no checkpoint of run %s: starting fresh", run);
+  return KG_COORD_START_FRESH;
 }

@@ -42,4 +42,23 @@ int64_t kg_coord_ckpt_quarantine_from(const cJSON *rows, int64_t s);
 int kg_coord_ckpt_unusable(const cJSON *listing, int world, int64_t fault_step, char *why,
                            size_t len);
 
+/*  What a multi-node job does at its start (no fault): */
+typedef enum {
+  KG_COORD_START_RESUME = 0,   /* every rank sealed step *step, every node verified it */
+  KG_COORD_START_FRESH,        /* no checkpoint of the run, or --fresh on a node  */
+  KG_COORD_START_UNVERIFIED    /* checkpoints exist, no step common and verified  */
+} kg_coord_start_t;
+
+/*  Pure. The start's choice over listing (the merged listing of world
+    ranks on nnodes nodes, of run `run`): the newest step every rank sealed
+    and every node verified (kg_coord_pick_step with no fault bound), else
+    fresh when nothing could have been resumed from, else UNVERIFIED (a
+    start over would lose them in silence). fresh_node >= 0: that node was
+    started with --fresh, which decides fresh for every node. Writes the
+    one line every node says (no "exec: " prefix) into line (len bytes)
+    and the step into *step (-1 unless RESUME). */
+kg_coord_start_t kg_coord_ckpt_start(const cJSON *listing, int world, int nnodes,
+                                     const char *run, int fresh_node, int64_t *step,
+                                     char *line, size_t len);
+
 #endif

@@ -303,6 +303,97 @@ s_decide(kg_coord_s *C)
   return exit_code;   /* 0: the job goes on */
 }
 
+/*  Every node listed its ranks' checkpoints at the start: agree where the
+    job starts, as after a fault but with no fault, no incident and no
+    restart counted. The decision is not written to the shared directory:
+    it starts no generation. Once it is sent, CHOSEN: the job runs.
+    Returns an exit code when the job ends, -1 while it goes on. */
+static int
+s_start_decision(kg_coord_s *C)
+{
+  int world = C->nnodes * C->nproc, fresh_node = -1;
+  for (int i = 0; i < C->nnodes && fresh_node < 0; i++)
+    if (C->nodes[i].fresh)
+      fresh_node = i;
+  cJSON *listing = fresh_node >= 0 ? cJSON_CreateArray() : s_merged_listing(C, world);
+  if (!listing)
+    return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "a node could not list its ranks' "
+                        "checkpoints (its message above): infrastructure, the job ends "
+                        "retryable");
+  int64_t s;
+  char line[1600];
+  kg_coord_start_t v = kg_coord_ckpt_start(listing, world, C->nnodes,
+                                           C->run[0] ? C->run : "?",
+                                           fresh_node, &s, line, sizeof line);
+  int code = -1;
+  if (v == KG_COORD_START_UNVERIFIED) {
+    kg_error("coordinator: %s", line);
+    code = kg_coord_end(C, KG_EXEC_EXIT_GAVE_UP, line);
+  } else {
+    kg_notice("coordinator: %s", line);
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "type", "decision");
+    cJSON_AddStringToObject(d, "action", "restart");
+    cJSON_AddBoolToObject(d, "start", true);
+    cJSON_AddNumberToObject(d, "gen", C->gen);
+    cJSON_AddNumberToObject(d, "delay_ms", 0);
+    cJSON_AddStringToObject(d, "reason", line);
+    kg_coord_add_ports(C, d);
+    cJSON *arch = cJSON_AddObjectToObject(d, "archives");
+    if (s >= 0) {
+      /* The id the nodes quarantine newer archives under and restore into:
+         one per start, so that a requeue never meets the last one's. */
+      char id[48];
+      snprintf(id, sizeof id, "exec-start-%lld", (long long) kg_clock_wall_ms());
+      cJSON_AddStringToObject(d, "incident", id);
+      cJSON_AddNumberToObject(d, "step", (double) s);
+      cJSON *quar = cJSON_AddObjectToObject(d, "quarantine");
+      for (int r = 0; r < world; r++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", r);
+        int64_t from = kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, r), s);
+        if (from >= 0)
+          cJSON_AddNumberToObject(quar, key, (double) from);
+        const char *p = kg_coord_ckpt_archive(listing, world, r, s);
+        cJSON_AddItemToObject(arch, key, p ? cJSON_CreateString(p) : cJSON_CreateNull());
+      }
+    } else {
+      cJSON_AddNullToObject(d, "step");
+    }
+    kg_coord_broadcast(C, d);
+    cJSON_Delete(d);
+  }
+  cJSON_Delete(listing);
+  int64_t now = kg_coord_now(C);   /* the coordinator was busy, not the nodes */
+  for (int i = 0; i < C->nnodes; i++) {
+    C->nodes[i].stopped = false;
+    C->nodes[i].seen_ms = now;
+    cJSON_Delete(C->nodes[i].listing);
+    C->nodes[i].listing = NULL;
+  }
+  if (code < 0)
+    kg_fsm_post(C->fsm, KG_COORD_EV_CHOSEN, 0, now);
+  return code;
+}
+
+int
+kg_coord_start_listed(kg_coord_s *C, int k, const cJSON *m)
+{
+  kg_coord_node_t *n = &C->nodes[k];
+  const cJSON *l = cJSON_GetObjectItemCaseSensitive(m, "listing");
+  cJSON_Delete(n->listing);
+  n->listing = cJSON_IsObject(l) ? cJSON_Duplicate(l, true) : NULL;
+  const cJSON *run = cJSON_GetObjectItemCaseSensitive(m, "run");
+  if (k == 0 && cJSON_IsString(run))   /* node 0's name says the run */
+    snprintf(C->run, sizeof C->run, "%s", run->valuestring);
+  n->fresh = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "fresh"));
+  n->stopped = true;
+  for (int i = 0; i < C->nnodes; i++)
+    if (!C->nodes[i].stopped)
+      return -1;
+  return s_start_decision(C);
+}
+
 /*  A report that stops this generation (ignored once it stops). */
 static void
 s_stop_all(kg_coord_s *C, int by)
@@ -325,6 +416,8 @@ int
 kg_coord_run_message(kg_coord_s *C, int k, const char *t, const cJSON *m)
 {
   kg_coord_node_t *n = &C->nodes[k];
+  /* The nodes list their ranks' checkpoints: their "stopped" carries it. */
+  bool choosing = kg_fsm_state(C->fsm) == KG_COORD_CHOOSING;
   int rc = -1;
   if (strcmp(t, "fault") == 0) {
     cJSON_Delete(n->report);
@@ -334,9 +427,15 @@ kg_coord_run_message(kg_coord_s *C, int k, const char *t, const cJSON *m)
     cJSON_Delete(n->failed);
     n->failed = cJSON_Duplicate(m, true);
     s_stop_all(C, k);
+  } else if (strcmp(t, "preempted") == 0 && choosing) {
+    /* Its listing will not come: nothing ran yet, nothing to stop. */
+    rc = kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "a node was pre-empted before the job "
+                      "started");
   } else if (strcmp(t, "preempted") == 0) {
     C->preempted = true;
     s_stop_all(C, k);
+  } else if (strcmp(t, "stopped") == 0 && choosing) {
+    rc = kg_coord_start_listed(C, k, m);
   } else if (strcmp(t, "stopped") == 0) {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "report");
     if (cJSON_IsObject(r) && !n->report)

@@ -73,7 +73,7 @@ kg_coord_join_start(kg_coord_s *C)
   cJSON *m = cJSON_CreateObject();
   kg_coord_add_ports(C, m);
   kg_notice("coordinator: every node joined and verifies every node's checkpoints: "
-            "generation %d starts", C->gen);
+            "generation %d starts from the newest step every node verifies", C->gen);
   s_send_type(C, -1, "start", m);
 }
 

@@ -29,6 +29,7 @@ typedef struct {
   bool joined;                /* sealed its key probe                        */
   bool checked;               /* verified every node's probe                 */
   bool stopped, done;
+  bool fresh;                 /* started with --fresh (the start's choice)   */
   int64_t seen_ms;            /* monotonic time of its last message          */
   cJSON *problems;            /* checked: the probes it could not verify     */
   cJSON *report;              /* its fault fields, or NULL                   */
@@ -52,6 +53,7 @@ typedef struct kg_coord_s {
                                  its state, and the join deadline (the loop's
                                  ms)                                          */
   bool preempted;             /* a node was pre-empted: the job ends retryable */
+  char run[256];              /* the run's name, as node 0 gave it at start  */
   unsigned long handshake_failures;
   kg_ratelog_t *refusals;     /* failed handshakes, logged rate-limited       */
   char nonce[65], nonce_name[80];
@@ -89,7 +91,8 @@ void kg_coord_add_ports(kg_coord_s *C, cJSON *msg);
     (*handled false). Every node checked posts CHECKED. */
 int kg_coord_join_message(kg_coord_s *C, int node, const char *type, const cJSON *msg,
                           bool *handled);
-/*  Entering RUNNING from JOINING: every node is told to start. */
+/*  Entering CHOOSING: every node is told to start, that is to list its
+    ranks' checkpoints of the run and send them (kg_coord_start_listed). */
 void kg_coord_join_start(kg_coord_s *C);
 /*  The join deadline passed (entering OVER from JOINING): the nodes that
     did not join or check named, the job ended. Returns its exit code. */
@@ -102,6 +105,10 @@ void kg_coord_handshake_failed(kg_coord_s *C, int64_t now);
     returns; the first report of a generation posts STOP, a decision that
     restarts the job RESUMED. */
 int kg_coord_run_message(kg_coord_s *C, int node, const char *type, const cJSON *msg);
+/*  CHOOSING: each node's listing of its ranks' checkpoints of this run
+    (its "stopped" message); once every node's is in, the start decision
+    is sent and CHOSEN posted. Same returns. */
+int kg_coord_start_listed(kg_coord_s *C, int node, const cJSON *msg);
 /*  Entering STOPPING: every node is told to stop (by: the node whose
     report stopped the generation). */
 void kg_coord_stop_all(kg_coord_s *C, int by);

@@ -3,14 +3,16 @@
 
 #define N KG_COORD_NONE
 
-/*  [state][event]: CHECKED, STOP, RESUMED, END, DEADLINE. A stop while
-    nodes still join is dropped: no node runs anything to stop yet (a
-    node ignores a stop while it joins). */
+/*  [state][event]: CHECKED, CHOSEN, STOP, RESUMED, END, DEADLINE. A stop
+    while nodes still join or list their checkpoints is dropped: no node
+    runs anything to stop yet (a node ignores a stop until it starts its
+    ranks). */
 static const kg_coord_state_t s_table[KG_COORD_STATE_COUNT][KG_COORD_EV_COUNT] = {
-  [KG_COORD_JOINING]  = {KG_COORD_RUNNING, N, N, KG_COORD_OVER, KG_COORD_OVER},
-  [KG_COORD_RUNNING]  = {N, KG_COORD_STOPPING, N, KG_COORD_OVER, N},
-  [KG_COORD_STOPPING] = {N, N, KG_COORD_RUNNING, KG_COORD_OVER, N},
-  [KG_COORD_OVER]     = {N, N, N, N, N},
+  [KG_COORD_JOINING]  = {KG_COORD_CHOOSING, N, N, N, KG_COORD_OVER, KG_COORD_OVER},
+  [KG_COORD_CHOOSING] = {N, KG_COORD_RUNNING, N, N, KG_COORD_OVER, N},
+  [KG_COORD_RUNNING]  = {N, N, KG_COORD_STOPPING, N, KG_COORD_OVER, N},
+  [KG_COORD_STOPPING] = {N, N, N, KG_COORD_RUNNING, KG_COORD_OVER, N},
+  [KG_COORD_OVER]     = {N, N, N, N, N, N},
 };
 
 kg_coord_state_t

@@ -16,12 +16,15 @@
 /*  X(name, what it means) */
 #define KG_COORD_STATE_LIST(X)                                                             \
   X(JOINING,  "nodes say hello, seal and verify key probes; the join deadline runs")     \
+  X(CHOOSING, "every node was told to start: each lists its ranks' checkpoints of the "   \
+              "run; once every listing is in, the step the job starts from is sent")     \
   X(RUNNING,  "every node started this generation; a silent node is lost")               \
   X(STOPPING, "a stop was broadcast; waiting for every node's report to decide")         \
   X(OVER,     "the job's exit code is known: every node was told, the loop ends")
 
 #define KG_COORD_EVENT_LIST(X)                                                             \
   X(CHECKED,  "every node verified every node's key probe: the job starts")              \
+  X(CHOSEN,   "every node's listing is in and the start decision was sent")              \
   X(STOP,     "a node reported a fault, a failure, a pre-emption or a stop (arg: node)") \
   X(RESUMED,  "every node stopped and the decision restarts the job")                    \
   X(END,      "the job's exit code is known (an end decision, every node done, a node "   \

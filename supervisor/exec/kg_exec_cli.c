@@ -50,7 +50,8 @@ static const kg_opt_t s_opts[] = {
    "kguard.resume() returns it: the same command again continues the run", 0},
   {O_FRESH, 0, "fresh", NULL,
    "start the run at step 0 instead; its existing checkpoints stay (the new ones are newer, "
-   "and a restart of this run never goes back to one sealed before it)", 0},
+   "and a restart of this run never goes back to one sealed before it); with several nodes, "
+   "on any node: every node starts at step 0", 0},
   {O_KEEP, 0, "keep", "N",
    "the ranks keep the newest N checkpoints of the run (KGUARD_KEEP=N for kguard.save, which "
    "removes older ones after each seal, never one a resume or an open incident needs)", 0},

@@ -184,17 +184,18 @@ s_enter_checked(void *arg, int from, const kg_fsm_event_t *ev)
   kg_ex_node_send(E, "checked", f);
 }
 
-/*  STARTED: the command starts (rank 0's store port from the start). */
+/*  LISTING: the start came (rank 0's store port with it). The run
+    continues from the newest step every node verifies, so the ranks do
+    not start yet: this node lists its ranks' checkpoints of the run and
+    sends them, in WAITING; the coordinator's start decision then takes
+    the decision path (kg_ex_decision: restore, BACKOFF, RUNNING). */
 static void
-s_enter_started(void *arg, int from, const kg_fsm_event_t *ev)
+s_enter_listing(void *arg, int from, const kg_fsm_event_t *ev)
 {
   (void) from;
   kg_exec_s *E = arg;
   E->master_port = (int) ev->arg;
-  if (kg_ex_start_command(E) != 0)
-    kg_ex_done(E, KG_EXEC_OUT_RETRYABLE, 0);
-  else
-    kg_ex_enter(E, KG_EX_RUNNING);
+  kg_ex_node_list_start(E);
 }
 
 static const kg_fsm_row_t s_rows[KG_EX_J_COUNT] = {
@@ -203,7 +204,7 @@ static const kg_fsm_row_t s_rows[KG_EX_J_COUNT] = {
   [KG_EX_J_JOINED] = {s_enter_joined, 0, KG_FSM_NONE},
   [KG_EX_J_VERIFY] = {s_enter_verify, 0, KG_FSM_NONE},
   [KG_EX_J_CHECKED] = {s_enter_checked, 0, KG_FSM_NONE},
-  [KG_EX_J_STARTED] = {s_enter_started, 0, KG_FSM_NONE},
+  [KG_EX_J_LISTING] = {s_enter_listing, 0, KG_FSM_NONE},
 };
 
 static int

@@ -410,6 +410,25 @@ kg_ex_node_listed(kg_exec_s *E)
 }
 
 void
+kg_ex_node_list_start(kg_exec_s *E)
+{
+  cJSON_Delete(E->listing);
+  E->listing = cJSON_CreateObject();
+  E->listing_failed = false;
+  E->listing_started = kg_ex_now(E);
+  E->list_rank = E->cfg.node_rank * E->nranks;
+  kg_ex_enter(E, KG_EX_WAITING);
+  if (E->cfg.fresh) {
+    /* Nothing to list: --fresh on any node starts every node at step 0. */
+    kg_notice("exec: --fresh: asking the coordinator to start run %s at step 0 on every node",
+              E->cfg.name);
+    E->list_rank = (E->cfg.node_rank + 1) * E->nranks;
+  }
+  if (kg_ex_node_list_next(E) == 0)
+    kg_ex_node_send_stopped(E);
+}
+
+void
 kg_ex_node_send_stopped(kg_exec_s *E)
 {
   int archives = 0;
@@ -423,6 +442,8 @@ kg_ex_node_send_stopped(kg_exec_s *E)
   cJSON *f = cJSON_CreateObject();
   cJSON_AddNumberToObject(f, "gen", E->generation - 1);
   cJSON_AddItemToObject(f, "report", kg_ex_node_report(E));
+  cJSON_AddStringToObject(f, "run", E->cfg.name);   /* the start's line names it */
+  cJSON_AddBoolToObject(f, "fresh", E->cfg.fresh);
   if (E->listing_failed || !E->listing)
     cJSON_AddNullToObject(f, "listing");
   else

@@ -284,6 +284,12 @@ int kg_ex_node_list_next(kg_exec_s *E);
 /*  The listing helper ended: keep its rows (paths relative to the shared
     directory). */
 void kg_ex_node_listed(kg_exec_s *E);
+/*  The start of a multi-node job (entering the join's LISTING, on the
+    coordinator's START): list this node's ranks' checkpoints of the run
+    (none with --fresh) and send them as after a fault, in WAITING; the
+    coordinator's start decision then takes the decision path
+    (kg_ex_decision). */
+void kg_ex_node_list_start(kg_exec_s *E);
 /*  Tell the coordinator this node's tree is gone, with its listing. */
 void kg_ex_node_send_stopped(kg_exec_s *E);
 

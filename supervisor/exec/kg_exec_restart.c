@@ -1,5 +1,6 @@
 /*  kg_exec_restart: the run's checkpoint at its start (one node: the same
-    resume-prepare as after a fault, the start's time as T), and what
+    resume-prepare as after a fault, the start's time as T; several: the
+    coordinator's start decision, taken as after a fault), and what
     follows a proven fault in `kguard exec`: choosing
     and restoring the checkpoint (one node: resume-prepare, overlapped with
     the teardown; several: the coordinator's decision, then this node's
@@ -322,10 +323,14 @@ kg_ex_decision(kg_exec_s *E)
   const cJSON *root = cJSON_GetObjectItemCaseSensitive(d, "root");
   char *rtext = root ? cJSON_PrintUnformatted(root) : NULL;
   const cJSON *why = cJSON_GetObjectItemCaseSensitive(d, "reason");
-  kg_notice("exec: coordinator decided %s%s%s%s%s",
-            cJSON_IsString(action) ? action->valuestring : "?", rtext ? ", root cause " : "",
-            rtext ? rtext : "", cJSON_IsString(why) ? ": " : "",
-            cJSON_IsString(why) ? why->valuestring : "");
+  bool start = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "start"));
+  if (start && cJSON_IsString(why))   /* the start's choice, in one line */
+    kg_notice("exec: %s", why->valuestring);
+  else
+    kg_notice("exec: coordinator decided %s%s%s%s%s",
+              cJSON_IsString(action) ? action->valuestring : "?",
+              rtext ? ", root cause " : "", rtext ? rtext : "", cJSON_IsString(why) ? ": " : "",
+              cJSON_IsString(why) ? why->valuestring : "");
   free(rtext);
   if (!cJSON_IsString(action) || strcmp(action->valuestring, "restart") != 0) {
     s_done_decided(E, cJSON_IsNumber(code) ? code->valueint : KG_EXEC_EXIT_RETRYABLE);

@@ -52,8 +52,8 @@ kg_ex_join_next(int state, int event)
     [KG_EX_J_SEAL] = {KG_EXE_HELPER_DONE, KG_EX_J_JOINED},
     [KG_EX_J_JOINED] = {KG_EXE_CHECK, KG_EX_J_VERIFY},
     [KG_EX_J_VERIFY] = {KG_EXE_HELPER_DONE, KG_EX_J_CHECKED},
-    [KG_EX_J_CHECKED] = {KG_EXE_START, KG_EX_J_STARTED},
-    [KG_EX_J_STARTED] = {N, N},
+    [KG_EX_J_CHECKED] = {KG_EXE_START, KG_EX_J_LISTING},
+    [KG_EX_J_LISTING] = {N, N},
   };
   return waits[state].event == event ? waits[state].to : N;
 }

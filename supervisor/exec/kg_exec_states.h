@@ -15,7 +15,7 @@
     Two of its states have sub-states of their own, each a machine on
     kg_fsm with a pure table (kg_exec_states.c, every state x event checked
     by the same test): JOINING's join (KG_EX_J_*: hello, key probe sealed,
-    joined, probes verified, checked, started) and what follows STOPPING
+    joined, probes verified, checked, listing) and what follows STOPPING
     once the tree is gone (KG_EX_AFTER_*: exit, restart, report). The run
     keeps no other copy of any of them. */
 #ifndef KG_EXEC_STATES_H
@@ -89,9 +89,11 @@ typedef enum {
     JOINED   sealed and said so: waiting for every node to join (CHECK)
     VERIFY   verifying every node's key probe
     CHECKED  said what it verified: waiting for the start
-    STARTED  the start came: the command starts (the run leaves JOINING)
+    LISTING  the start came: this node lists its ranks' checkpoints of the
+             run and sends them (the run leaves JOINING for WAITING, where
+             the coordinator's start decision starts the command)
     A sub-state whose work cannot begin refuses the node: the run ends. */
-#define KG_EX_JOIN_STATES(X) X(HELLO) X(SEAL) X(JOINED) X(VERIFY) X(CHECKED) X(STARTED)
+#define KG_EX_JOIN_STATES(X) X(HELLO) X(SEAL) X(JOINED) X(VERIFY) X(CHECKED) X(LISTING)
 
 typedef enum {
 #define KG_EX_J_ENUM(n) KG_EX_J_##n,

@@ -55,8 +55,9 @@ def _torchrun(h, i, shared, *script_args):
 
 def _secret(shared):
     p = shared / "secret"
-    p.write_bytes(os.urandom(32))
-    p.chmod(0o600)
+    if not p.exists():  # a job started again keeps its secret
+        p.write_bytes(os.urandom(32))
+        p.chmod(0o600)
     return p
 
 
@@ -248,6 +249,32 @@ def test_sigterm_preemption_on_one_node_ends_the_job_retryable(hosts, tmp_path):
     # The pre-empted node's rank had the grace to seal the step it was on.
     assert any(p.name.startswith("step-0000000004-")
                for p in (tmp_path / "ckpt" / "rank-1").iterdir()), runs[1].output()
+
+
+def test_requeue_the_same_commands_after_a_sigterm_resume_from_the_last_common_step(
+        hosts, tmp_path, reference):
+    # A requeue: SIGTERM to node 0 while steps 3 and 4 are sealed on both ranks.
+    def start():
+        return _start_job(hosts, tmp_path, script_args=("--wait-signal-at", "4"))
+    runs = start()
+    for r in runs:
+        r.wait_line("waiting for a pre-emption signal", timeout=120)
+    runs[0].signal(signal.SIGTERM)
+    codes = [r.wait(120) for r in runs]
+    assert codes == [RETRYABLE, RETRYABLE], "\n\n".join(r.output() for r in runs)
+    for rank in range(NODES):
+        assert any(p.name.startswith("step-0000000004-")
+                   for p in (tmp_path / "ckpt" / f"rank-{rank}").iterdir())
+    runs = start()  # the same two commands; from step 0 they would wait at step 4 again
+    try:
+        for r in runs:
+            r.wait_line("exec: resuming run exec from step 4, sealed by all 2 ranks and "
+                        "verified on 2 nodes", timeout=90)
+    except AssertionError:
+        for r in runs:
+            r.proc.kill()
+        raise
+    _assert_all_resumed(runs, tmp_path, reference, 4)
 
 
 def test_a_network_link_down_is_infrastructure_not_gpu(hosts, tmp_path):

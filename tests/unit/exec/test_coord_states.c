@@ -1,8 +1,9 @@
 /*  The coordinator's life (kg_coord_states.c, its rows in kg_coord.c) as a
     table: every state x event against the expected one written out here;
-    the join deadline leads to OVER; nothing leaves OVER; and a life run on
-    the state engine with the test's clock: the join deadline, shortened by
-    a failed handshake, ends the job at exactly its time. */
+    the join deadline leads to OVER; nothing leaves OVER; and lives run on
+    the state engine with the test's clock: the join deadline ends the job
+    at exactly its time, the start is chosen before the job runs, a
+    pre-emption while choosing ends it. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,16 +12,21 @@
 #include "kg_test.h"
 
 #define N KG_COORD_NONE
-enum { J = KG_COORD_JOINING, R = KG_COORD_RUNNING, S = KG_COORD_STOPPING, O = KG_COORD_OVER };
+enum {
+  J = KG_COORD_JOINING, C = KG_COORD_CHOOSING, R = KG_COORD_RUNNING, S = KG_COORD_STOPPING,
+  O = KG_COORD_OVER
+};
 
 KG_TEST(every_state_and_event)
 {
-  /*  CHECKED STOP RESUMED END DEADLINE */
+  /*  CHECKED CHOSEN STOP RESUMED END DEADLINE */
   static const int want[KG_COORD_STATE_COUNT][KG_COORD_EV_COUNT] = {
-    [J] = {R, N, N, O, O},   /* a stop while joining: nothing runs yet */
-    [R] = {N, S, N, O, N},   /* checked again: a late word, ignored */
-    [S] = {N, N, R, O, N},   /* more reports while stopping: one stop */
-    [O] = {N, N, N, N, N},   /* final */
+    [J] = {C, N, N, N, O, O},   /* a stop while joining: nothing runs yet */
+    [C] = {N, R, N, N, O, N},   /* listing: nothing runs yet either; a
+                                   pre-emption ends the job (END) */
+    [R] = {N, N, S, N, O, N},   /* checked or chosen again: a late word */
+    [S] = {N, N, N, R, O, N},   /* more reports while stopping: one stop */
+    [O] = {N, N, N, N, N, N},   /* final */
   };
   for (int st = 0; st < KG_COORD_STATE_COUNT; st++)
     for (int ev = 0; ev < KG_COORD_EV_COUNT; ev++) {
@@ -34,6 +40,8 @@ KG_TEST(every_state_and_event)
   KG_CHECK_INT(kg_coord_next(KG_COORD_JOINING, KG_COORD_EV_COUNT), N);
   KG_CHECK_STR(kg_coord_state_names[S], "STOPPING");
   KG_CHECK_STR(kg_coord_event_names[KG_COORD_EV_RESUMED], "RESUMED");
+  KG_CHECK_STR(kg_coord_state_names[C], "CHOOSING");
+  KG_CHECK_STR(kg_coord_event_names[KG_COORD_EV_CHOSEN], "CHOSEN");
 }
 
 KG_TEST(every_deadline_leads_somewhere)
@@ -115,6 +123,23 @@ KG_TEST(join_deadline_on_the_tests_clock)
   kg_fsm_destroy(&L.fsm);
 }
 
+/*  A node pre-empted while the nodes list their checkpoints: its listing
+    will not come, and the job's end is the only way out of CHOOSING. */
+KG_TEST(a_preemption_while_choosing_ends_the_job)
+{
+  kg_fsm_def_t def;
+  kg_fsm_row_t rows[KG_COORD_STATE_COUNT];
+  s_life_t L;
+  KG_CHECK(s_life(&L, &def, rows) != NULL);
+  KG_CHECK_INT(kg_fsm_start(L.fsm, J, 0), 0);
+  KG_CHECK_INT(kg_fsm_post(L.fsm, KG_COORD_EV_CHECKED, 0, 10), 0);
+  KG_CHECK_INT(kg_fsm_post(L.fsm, KG_COORD_EV_END, 200, 20), 0);
+  KG_CHECK_INT(kg_fsm_state(L.fsm), O);
+  KG_CHECK_INT(L.entered[R], 0);   /* no rank ever started */
+  KG_CHECK_INT(L.entered[S], 0);
+  kg_fsm_destroy(&L.fsm);
+}
+
 KG_TEST(a_generation_stops_once_and_resumes)
 {
   kg_fsm_def_t def;
@@ -123,8 +148,15 @@ KG_TEST(a_generation_stops_once_and_resumes)
   KG_CHECK(s_life(&L, &def, rows) != NULL);
   KG_CHECK_INT(kg_fsm_start(L.fsm, J, 0), 0);
   KG_CHECK_INT(kg_fsm_post(L.fsm, KG_COORD_EV_CHECKED, 0, 10), 0);
-  KG_CHECK_INT(kg_fsm_state(L.fsm), R);
+  KG_CHECK_INT(kg_fsm_state(L.fsm), C);
+  KG_CHECK_INT(L.entered[C], 1);   /* one start sent */
   KG_CHECK_INT(kg_fsm_deadline(L.fsm), 0);   /* the join deadline is gone */
+  /* a stop while the nodes list their checkpoints: nothing runs to stop */
+  KG_CHECK_INT(kg_fsm_post(L.fsm, KG_COORD_EV_STOP, 1, 12), 0);
+  KG_CHECK_INT(kg_fsm_state(L.fsm), C);
+  KG_CHECK_INT(L.entered[S], 0);
+  KG_CHECK_INT(kg_fsm_post(L.fsm, KG_COORD_EV_CHOSEN, 0, 15), 0);
+  KG_CHECK_INT(kg_fsm_state(L.fsm), R);
   KG_CHECK(!kg_fsm_tick(L.fsm, 10000000));
   /* the fault, then the node's own stop and its peers' failures */
   for (int i = 0; i < 3; i++)
@@ -146,4 +178,5 @@ KG_TEST(a_generation_stops_once_and_resumes)
 
 KG_TEST_MAIN(KG_CASE(every_state_and_event), KG_CASE(every_deadline_leads_somewhere),
              KG_CASE(join_deadline_on_the_tests_clock),
+             KG_CASE(a_preemption_while_choosing_ends_the_job),
              KG_CASE(a_generation_stops_once_and_resumes))

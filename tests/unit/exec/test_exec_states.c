@@ -80,8 +80,8 @@ KG_TEST(join_every_sub_state_and_event)
     [KG_EX_J_SEAL] = {KG_EXE_HELPER_DONE, KG_EX_J_JOINED},     /* the seal's end */
     [KG_EX_J_JOINED] = {KG_EXE_CHECK, KG_EX_J_VERIFY},
     [KG_EX_J_VERIFY] = {KG_EXE_HELPER_DONE, KG_EX_J_CHECKED},  /* the verify's end */
-    [KG_EX_J_CHECKED] = {KG_EXE_START, KG_EX_J_STARTED},
-    [KG_EX_J_STARTED] = {N, N},                                /* final */
+    [KG_EX_J_CHECKED] = {KG_EXE_START, KG_EX_J_LISTING},  /* lists, then waits */
+    [KG_EX_J_LISTING] = {N, N},   /* final: the run is in WAITING for the start decision */
   };
   for (int st = 0; st < KG_EX_J_COUNT; st++)
     for (int ev = 0; ev < KG_EXE_COUNT; ev++) {
@@ -105,6 +105,7 @@ KG_TEST(join_every_sub_state_and_event)
     KG_CHECK_INT(def->rows[st].enter != NULL, st != KG_EX_J_HELLO);
   }
   KG_CHECK_STR(kg_ex_join_names[KG_EX_J_CHECKED], "CHECKED");
+  KG_CHECK_STR(kg_ex_join_names[KG_EX_J_LISTING], "LISTING");
 }
 
 KG_TEST(after_stop_every_state_and_event)
