@@ -490,89 +490,119 @@ s_close(kg_coord_s *C, kg_sigsrc_t **sig)
   kg_sigsrc_destroy(sig);
 }
 
-int
-kg_coord_main(int argc, char **argv)
+/*  The coordinator's arguments (from `kguard exec`, not a person: an
+    incomplete set is refused in one line). 0 or the exit code. */
+static int
+s_parse(int argc, char **argv, kg_coord_s *C)
 {
-  kg_coord_s C = {.nnodes = 0, .nproc = 1, .max_restarts = 3, .heartbeat_ms = 30000,
-                  .join_timeout_ms = 600000};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *a = argv[i], *v = argv[i + 1];
-    if (strcmp(a, "--bind") == 0) C.bind = v;
-    else if (strcmp(a, "--secret") == 0) C.secret = v;
-    else if (strcmp(a, "--checkpoints") == 0) C.ckpt_dir = v;
-    else if (strcmp(a, "--state-dir") == 0) C.state_dir = v;
-    else if (strcmp(a, "--nnodes") == 0) C.nnodes = atoi(v);
-    else if (strcmp(a, "--nproc-per-node") == 0) C.nproc = atoi(v);
-    else if (strcmp(a, "--max-restarts") == 0) C.max_restarts = atoi(v);
-    else if (strcmp(a, "--heartbeat-timeout-ms") == 0) C.heartbeat_ms = atoll(v);
-    else if (strcmp(a, "--join-timeout-ms") == 0) C.join_timeout_ms = atoll(v);
-    else if (strcmp(a, "--store-python") == 0) C.store_python = v;
+    if (strcmp(a, "--bind") == 0) C->bind = v;
+    else if (strcmp(a, "--secret") == 0) C->secret = v;
+    else if (strcmp(a, "--checkpoints") == 0) C->ckpt_dir = v;
+    else if (strcmp(a, "--state-dir") == 0) C->state_dir = v;
+    else if (strcmp(a, "--nnodes") == 0) C->nnodes = atoi(v);
+    else if (strcmp(a, "--nproc-per-node") == 0) C->nproc = atoi(v);
+    else if (strcmp(a, "--max-restarts") == 0) C->max_restarts = atoi(v);
+    else if (strcmp(a, "--heartbeat-timeout-ms") == 0) C->heartbeat_ms = atoll(v);
+    else if (strcmp(a, "--join-timeout-ms") == 0) C->join_timeout_ms = atoll(v);
+    else if (strcmp(a, "--store-python") == 0) C->store_python = v;
   }
-  if (!C.bind || !C.secret || !C.ckpt_dir || !C.state_dir || C.nnodes < 1
-      || C.nnodes > S_MAX_NODES || C.nproc < 1 || C.heartbeat_ms < 100
-      || C.join_timeout_ms < 100) {
+  if (!C->bind || !C->secret || !C->ckpt_dir || !C->state_dir || C->nnodes < 1
+      || C->nnodes > S_MAX_NODES || C->nproc < 1 || C->heartbeat_ms < 100
+      || C->join_timeout_ms < 100) {
     fprintf(stderr, "kguard exec --serve-coordinator: incomplete arguments\n");
     return KG_EXIT_USAGE;
   }
-  kg_log_init("kguard-coord");
+  return 0;
+}
+
+/*  The job's files in the shared directory: its keys, its store (never
+    through a planted link), the generation it goes on with after a
+    requeue, the nonce that proves a node sees this directory. 0 or the
+    exit code. */
+static int
+s_open_files(kg_coord_s *C)
+{
   char err[512];
-  if (kg_coord_keys_load(C.secret, &C.keys, err, sizeof err) != 0) {
+  if (kg_coord_keys_load(C->secret, &C->keys, err, sizeof err) != 0) {
     kg_error("coordinator: %s", err);
     return KG_EXIT_USAGE;
   }
-  /* Its own files in the shared directory, never through a planted link. */
-  if (kg_coord_store_open(C.ckpt_dir, &C.store, err, sizeof err) != 0) {
+  if (kg_coord_store_open(C->ckpt_dir, &C->store, err, sizeof err) != 0) {
     kg_error("coordinator: %s", err);
     return KG_EXIT_USAGE;
   }
   /* A job started again (requeued) goes on numbering its generations
      after the last decision this job's key verifies. */
-  cJSON *last = kg_coord_store_read_decisions(C.store, &C.keys, NULL);
+  cJSON *last = kg_coord_store_read_decisions(C->store, &C->keys, NULL);
   if (last) {
     const cJSON *g = cJSON_GetObjectItemCaseSensitive(last, "gen");
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(last, "action");
-    C.gen = g->valueint + 1;
+    C->gen = g->valueint + 1;
     kg_notice("coordinator: this job's last decision was %s for generation %d: the job "
-              "goes on with generation %d", act->valuestring, g->valueint, C.gen);
+              "goes on with generation %d", act->valuestring, g->valueint, C->gen);
     cJSON_Delete(last);
   }
-  /* The nonce that proves a node sees this directory (shared storage). */
   unsigned char rnd[16];
   randombytes_buf(rnd, sizeof rnd);
-  sodium_bin2hex(C.nonce, sizeof C.nonce, rnd, sizeof rnd);
-  snprintf(C.nonce_name, sizeof C.nonce_name, "nonce-%s", C.nonce);
-  int nrc = kg_coord_store_create(C.store, C.nonce_name, C.nonce, strlen(C.nonce));
+  sodium_bin2hex(C->nonce, sizeof C->nonce, rnd, sizeof rnd);
+  snprintf(C->nonce_name, sizeof C->nonce_name, "nonce-%s", C->nonce);
+  int nrc = kg_coord_store_create(C->store, C->nonce_name, C->nonce, strlen(C->nonce));
   if (nrc != 0) {
     kg_error("coordinator: cannot write into the checkpoint directory %s/.kguard: %s",
-             C.ckpt_dir, kg_strerror(nrc));
-    kg_coord_store_destroy(&C.store);
+             C->ckpt_dir, kg_strerror(nrc));
+    kg_coord_store_destroy(&C->store);
     return KG_EXIT_SYSTEM;
   }
+  return 0;
+}
+
+/*  Its policy, node table, refusal log, signals (before the ZeroMQ
+    context: its threads inherit the blocked mask) and CURVE sockets. 0
+    with *sig_p set, or the exit code (what was made is closed). */
+static int
+s_open_sockets(kg_coord_s *C, kg_sigsrc_t **sig_p)
+{
   kg_policy_config_t pc;
   kg_policy_config_default(&pc);
-  pc.max_restarts = C.max_restarts;
-  C.policy = kg_policy_new(&pc);
-  C.nodes = calloc((size_t) C.nnodes, sizeof *C.nodes);
+  pc.max_restarts = C->max_restarts;
+  C->policy = kg_policy_new(&pc);
+  C->nodes = calloc((size_t) C->nnodes, sizeof *C->nodes);
   static const char *const kinds[] = {"failed handshakes"};
-  C.refusals = kg_ratelog_new(1, kinds, 3, 10000);
-  /* Before the ZeroMQ context: its threads inherit the blocked mask. */
+  C->refusals = kg_ratelog_new(1, kinds, 3, 10000);
   static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD, 0};
-  kg_sigsrc_t *sig = kg_sigsrc_new(sigs);
-  C.ctx = zmq_ctx_new();
-  C.zap = zmq_socket(C.ctx, ZMQ_REP);
-  C.router = zmq_socket(C.ctx, ZMQ_ROUTER);
+  *sig_p = kg_sigsrc_new(sigs);
+  C->ctx = zmq_ctx_new();
+  C->zap = zmq_socket(C->ctx, ZMQ_REP);
+  C->router = zmq_socket(C->ctx, ZMQ_ROUTER);
   int one = 1, zero = 0;
-  if (!C.nodes || !C.policy || !C.refusals || !sig || !C.zap || !C.router
-      || zmq_bind(C.zap, "inproc://zeromq.zap.01") != 0
-      || zmq_setsockopt(C.router, ZMQ_CURVE_SERVER, &one, sizeof one) != 0
-      || zmq_setsockopt(C.router, ZMQ_CURVE_SECRETKEY, C.keys.server_secret, 41) != 0
-      || zmq_setsockopt(C.router, ZMQ_ZAP_DOMAIN, "kguard", 6) != 0
-      || zmq_setsockopt(C.router, ZMQ_LINGER, &zero, sizeof zero) != 0) {
+  if (!C->nodes || !C->policy || !C->refusals || !*sig_p || !C->zap || !C->router
+      || zmq_bind(C->zap, "inproc://zeromq.zap.01") != 0
+      || zmq_setsockopt(C->router, ZMQ_CURVE_SERVER, &one, sizeof one) != 0
+      || zmq_setsockopt(C->router, ZMQ_CURVE_SECRETKEY, C->keys.server_secret, 41) != 0
+      || zmq_setsockopt(C->router, ZMQ_ZAP_DOMAIN, "kguard", 6) != 0
+      || zmq_setsockopt(C->router, ZMQ_LINGER, &zero, sizeof zero) != 0) {
     kg_error("coordinator: cannot set up its sockets: %s", zmq_strerror(zmq_errno()));
-    s_close(&C, &sig);
+    s_close(C, sig_p);
     return KG_EXEC_EXIT_RETRYABLE;
   }
-  C.monitor = kg_socket_handshake_monitor(C.ctx, C.router, S_MONITOR);
+  C->monitor = kg_socket_handshake_monitor(C->ctx, C->router, S_MONITOR);
+  return 0;
+}
+
+int
+kg_coord_main(int argc, char **argv)
+{
+  kg_coord_s C = {.nnodes = 0, .nproc = 1, .max_restarts = 3, .heartbeat_ms = 30000,
+                  .join_timeout_ms = 600000};
+  int rc = s_parse(argc, argv, &C);
+  if (rc != 0)
+    return rc;
+  kg_log_init("kguard-coord");
+  kg_sigsrc_t *sig = NULL;
+  if ((rc = s_open_files(&C)) != 0 || (rc = s_open_sockets(&C, &sig)) != 0)
+    return rc;
   char where[1024];
   if (s_bind(&C, where, sizeof where) != 0) {
     s_close(&C, &sig);

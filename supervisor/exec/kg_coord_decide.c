@@ -207,10 +207,11 @@ s_drain(kg_coord_s *C, int k)
   return KG_EXEC_EXIT_RETRYABLE;
 }
 
-/*  Every node stopped (or finished): decide for the job. Returns the exit
-    code when the job ends, 0 when it goes on. */
+/*  The nodes' reports as the pure rules read them: *root the root cause
+    (-1: no sticky fault), *drain the node whose GPU needs a reset (-1
+    none). Returns 0, or KG_EXIT_SYSTEM without memory. */
 static int
-s_decide(kg_coord_s *C)
+s_judge_reports(kg_coord_s *C, int *root, int *drain)
 {
   size_t nn = C->nnodes > 0 ? (size_t) C->nnodes : 1;
   kg_coord_report_t *rep = calloc(nn, sizeof *rep);
@@ -225,9 +226,51 @@ s_decide(kg_coord_s *C)
       cJSON_GetObjectItemCaseSensitive(r, "gpu_health"), "verdict");
     rep[i].needs_reset = cJSON_IsString(v) && strcmp(v->valuestring, "needs-reset") == 0;
   }
-  int root = kg_coord_root(rep, C->nnodes);
-  int drain = kg_coord_drain(rep, C->nnodes, root);
+  *root = kg_coord_root(rep, C->nnodes);
+  *drain = kg_coord_drain(rep, C->nnodes, *root);
   free(rep);
+  return 0;
+}
+
+/*  The decision's record of the root cause's node (its host, family, line
+    and rank as its report gave them) under d's "root". */
+static void
+s_add_root(cJSON *d, int root, const cJSON *rr)
+{
+  cJSON *rootj = cJSON_AddObjectToObject(d, "root");
+  cJSON_AddNumberToObject(rootj, "node", root);
+  const char *keys[] = {"host", "family", "line", "rank", NULL};
+  for (int k = 0; keys[k]; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(rr, keys[k]);
+    if (v)
+      cJSON_AddItemToObject(rootj, keys[k], cJSON_Duplicate(v, true));
+  }
+}
+
+/*  A generation decided: every node's reports forgotten, their silence
+    counted from now (the coordinator was busy, not the nodes). */
+static void
+s_next_generation(kg_coord_s *C, int64_t now)
+{
+  C->gen++;
+  for (int i = 0; i < C->nnodes; i++) {
+    C->nodes[i].stopped = false;
+    C->nodes[i].seen_ms = now;
+    cJSON_Delete(C->nodes[i].report);
+    cJSON_Delete(C->nodes[i].failed);
+    cJSON_Delete(C->nodes[i].listing);
+    C->nodes[i].report = C->nodes[i].failed = C->nodes[i].listing = NULL;
+  }
+}
+
+/*  Every node stopped (or finished): decide for the job. Returns the exit
+    code when the job ends, 0 when it goes on. */
+static int
+s_decide(kg_coord_s *C)
+{
+  int root, drain;
+  if (s_judge_reports(C, &root, &drain) != 0)
+    return KG_EXIT_SYSTEM;
   if (C->preempted)
     return kg_coord_end(C, KG_EXEC_EXIT_RETRYABLE, "a node was pre-empted");
   if (drain >= 0)
@@ -263,14 +306,7 @@ s_decide(kg_coord_s *C)
   cJSON_AddNumberToObject(d, "gen", C->gen + 1);
   cJSON_AddStringToObject(d, "incident", inc ? kg_incident_id(inc) : "");
   cJSON_AddNumberToObject(d, "delay_ms", (double) delay);
-  cJSON *rootj = cJSON_AddObjectToObject(d, "root");
-  cJSON_AddNumberToObject(rootj, "node", root);
-  const char *keys[] = {"host", "family", "line", "rank", NULL};
-  for (int k = 0; keys[k]; k++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(rr, keys[k]);
-    if (v)
-      cJSON_AddItemToObject(rootj, keys[k], cJSON_Duplicate(v, true));
-  }
+  s_add_root(d, root, rr);
   int exit_code;
   if (act == KG_POLICY_GIVE_UP || !inc) {
     cJSON_AddStringToObject(d, "action", "give-up");
@@ -288,16 +324,8 @@ s_decide(kg_coord_s *C)
   kg_coord_write_decision(C, d);
   kg_coord_broadcast(C, d);
   cJSON_Delete(d);
-  C->gen++;
-  int64_t now = kg_coord_now(C);   /* the coordinator was busy, not the nodes */
-  for (int i = 0; i < C->nnodes; i++) {
-    C->nodes[i].stopped = false;
-    C->nodes[i].seen_ms = now;
-    cJSON_Delete(C->nodes[i].report);
-    cJSON_Delete(C->nodes[i].failed);
-    cJSON_Delete(C->nodes[i].listing);
-    C->nodes[i].report = C->nodes[i].failed = C->nodes[i].listing = NULL;
-  }
+  int64_t now = kg_coord_now(C);
+  s_next_generation(C, now);
   if (exit_code == 0)
     kg_fsm_post(C->fsm, KG_COORD_EV_RESUMED, 0, now);
   return exit_code;   /* 0: the job goes on */
