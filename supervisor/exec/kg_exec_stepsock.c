@@ -110,11 +110,12 @@ s_number(const char **p, const char *end, int64_t *v)
   const char *s = *p;
   int64_t x = 0;
   int digits = 0;
-  while (s < end && *s >= '0' && *s <= '9' && digits < 19) {
+  while (s < end && *s >= '0' && *s <= '9' && digits < 18) {
     x = x * 10 + (*s++ - '0');
     digits++;
   }
-  if (digits == 0 || digits > 18)
+  /* A 19th digit is refused before it is read: it could overflow x. */
+  if (digits == 0 || (s < end && *s >= '0' && *s <= '9'))
     return false;
   *p = s;
   *v = x;
