@@ -19,9 +19,11 @@ s_now(void)
 }
 
 /*  Run h until it ends, as kguard's loop does: poll its pipes until its
-    deadline, pump, act on the deadline. Fails after limit_ms. */
+    deadline (looking again after at most cap_ms; 0: only what the helper's
+    deadline says wakes us, no SIGCHLD, as kg_loop without one), pump, act
+    on the deadline. Fails after limit_ms. */
 static bool
-s_run(kg_helper_t *h, int64_t limit_ms)
+s_run_capped(kg_helper_t *h, int64_t limit_ms, int64_t cap_ms)
 {
   int64_t end = s_now() + limit_ms;
   while (s_now() < end) {
@@ -31,7 +33,11 @@ s_run(kg_helper_t *h, int64_t limit_ms)
       if (kg_helper_fd(h, which) >= 0)
         p[n++] = (struct pollfd){.fd = kg_helper_fd(h, which), .events = POLLIN};
     int64_t wait = kg_helper_deadline(h) - s_now();
-    poll(p, (nfds_t) n, n ? (int) (wait < 0 ? 0 : wait > 50 ? 50 : wait) : 10);
+    if (cap_ms && wait > cap_ms)
+      wait = cap_ms;
+    if (wait > end - s_now())
+      wait = end - s_now();
+    poll(p, (nfds_t) n, (int) (wait < 0 ? 0 : wait));
     if (kg_helper_pump(h, s_now()))
       return true;
     kg_helper_timers(h, s_now());
@@ -39,28 +45,11 @@ s_run(kg_helper_t *h, int64_t limit_ms)
   return false;
 }
 
-/*  Run h as kg_loop does, strictly: wait on its pipes until its deadline and
-    not a moment longer or sooner, pump on every wake, then act on the
-    deadline. No SIGCHLD: only what the helper's deadline says wakes us. */
+/*  As kguard's loops with SIGCHLD do: looking again at least every 50 ms. */
 static bool
-s_run_strict(kg_helper_t *h, int64_t limit_ms)
+s_run(kg_helper_t *h, int64_t limit_ms)
 {
-  int64_t end = s_now() + limit_ms;
-  while (s_now() < end) {
-    struct pollfd p[2];
-    int n = 0;
-    for (int which = 1; which <= 2; which++)
-      if (kg_helper_fd(h, which) >= 0)
-        p[n++] = (struct pollfd){.fd = kg_helper_fd(h, which), .events = POLLIN};
-    int64_t wait = kg_helper_deadline(h) - s_now();
-    if (wait > end - s_now())
-      wait = end - s_now();
-    poll(p, (nfds_t) n, (int) (wait < 0 ? 0 : wait));
-    kg_helper_timers(h, s_now());
-    if (kg_helper_pump(h, s_now()))
-      return true;
-  }
-  return false;
+  return s_run_capped(h, limit_ms, 50);
 }
 
 /*  A child that closes both pipes before it ends (here: then sleeps a
@@ -73,7 +62,7 @@ KG_TEST(helper_closed_pipes_then_exit_is_not_a_stall)
   char *argv[] = {"sh", "-c", "echo '{\"ok\":1}'; exec >&- 2>&-; sleep 0.3", NULL};
   KG_CHECK_INT(kg_helper_start(h, argv, NULL, s_now()), 0);
   int64_t t0 = s_now();
-  KG_CHECK(s_run_strict(h, 10000));
+  KG_CHECK(s_run_capped(h, 10000, 0));
   KG_CHECK(!kg_helper_stalled(h));
   KG_CHECK(s_now() - t0 < 2500);
   KG_CHECK_STR(kg_helper_out(h), "{\"ok\":1}\n");

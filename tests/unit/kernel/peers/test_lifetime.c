@@ -21,21 +21,7 @@
 #include "kg_clock.h"
 #include "kg_error.h"
 #include "kg_test.h"
-
-/*  Reap pid (a child or an orphan handed to us as subreaper) within
-    timeout_ms. Returns true once reaped. */
-static bool
-s_reap_within(pid_t pid, int timeout_ms)
-{
-  int64_t deadline = kg_clock_mono_ms() + timeout_ms;
-  while (kg_clock_mono_ms() < deadline) {
-    pid_t r = waitpid(pid, NULL, WNOHANG);
-    if (r == pid)
-      return true;
-    poll(NULL, 0, 10);          /* condition polled against a deadline */
-  }
-  return false;
-}
+#include "reap_fixture.h"
 
 
 /*  True if pid is alive and not a zombie. */

@@ -26,6 +26,7 @@
 #include "kg_parentwatch.h"
 #include "kg_sigsrc.h"
 #include "kg_test.h"
+#include "reap_fixture.h"
 
 KG_TEST(parentwatch_target_table)
 {
@@ -186,21 +187,6 @@ s_watcher(int report_w, int sig)
     _exit(3);
   kg_loop_run(loop);
   _exit(4);
-}
-
-/*  Reap pid (a child or an orphan handed to us as subreaper) within
-    timeout_ms. Returns true once reaped. */
-static bool
-s_reap_within(pid_t pid, int timeout_ms)
-{
-  int64_t deadline = kg_clock_mono_ms() + timeout_ms;
-  while (kg_clock_mono_ms() < deadline) {
-    pid_t r = waitpid(pid, NULL, WNOHANG);
-    if (r == pid)
-      return true;
-    poll(NULL, 0, 10);          /* condition polled against a deadline */
-  }
-  return false;
 }
 
 KG_TEST(parentwatch_fires_when_parent_killed)
