@@ -31,13 +31,15 @@ if [ "${KGUARD_TEST_HARDEN:-1}" != 0 ]; then
   # restore checkpoint.in_place drives, at a size that costs a minute;
   # exec.slurm_example is the sbatch's shell logic around the start-time
   # resume that exec.resume drives; multinode.requeue starts a job twice
-  # through the start and restore paths every multinode.netns job takes).
+  # through the start and restore paths every multinode.netns job takes;
+  # exec.snapshot's C paths, the memory tier of seal and resume-prepare, are
+  # the unit suite's here, and every exec restore passes --memory).
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j"$(nproc)"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   ctest --test-dir build/asan --output-on-failure -j"$(nproc)" -L unit
-  ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak|package|bench" -E '^run\.large_restore$|^exec\.slurm_example$|^multinode\.requeue$'
+  ctest --test-dir build/asan --output-on-failure -LE "unit|gpu|browser|soak|package|bench" -E '^run\.large_restore$|^exec\.slurm_example$|^exec\.snapshot$|^multinode\.requeue$'
   # ThreadSanitizer on the threaded parts: the checkpoint hasher and hash
   # pool (unit tests, and `kguard ckpt` end to end: seal, restore in place,
   # sets, in-flight and background seals, progress) and the message code

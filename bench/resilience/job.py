@@ -12,6 +12,9 @@ one of two savers:
                    and on restart torch.load of the newest file by mtime:
                    the "newest file" resume of a script under torchrun alone
 
+--snapshot-every K also seals the state into kguard's memory every K steps
+(kguard.snapshot; kguard.resume() then returns whichever is newer).
+
 Faults (the emulated CUDA texts, python/kguard/emulate.py):
   --fault-steps 5,40   a sticky fault at each listed step (--fault-kinds in
                        turn; default an illegal memory access), once per
@@ -62,6 +65,9 @@ p.add_argument("--hold-at", type=int, default=-1,
                help="before this step, wait until --hold-file exists (a harness's go-ahead, "
                     "e.g. once kguard's warm standbys are ready)")
 p.add_argument("--hold-file", default=None)
+p.add_argument("--snapshot-every", type=int, default=0,
+               help="kguard.snapshot every this many steps (the state in kguard's memory, "
+                    "restored first after a fault); 0: never")
 p.add_argument("--report", required=True)
 p.add_argument("--timeline", action="store_true")
 args = p.parse_args()
@@ -174,6 +180,8 @@ for n in range(start + 1, args.steps + 1):
     if args.timeline and n == start + 1:
         report(event="timeline", step=start, entry=T_ENTRY, imported=T_IMPORTED,
                rendezvous=T_RDZV, loaded=T_LOADED, first_step=time.time())
+    if args.snapshot_every and n % args.snapshot_every == 0:
+        kguard.snapshot(state(n), n)
     if n % args.every == 0:
         save(n)
 report(event="done", step=args.steps)

@@ -5,9 +5,10 @@ resumes and goodput, on one host with `torchrun` (gloo, CPU; its own rendezvous 
                                                          [--on-fault raise|hang]
     python3 bench/resilience/versus_torchrun.py badresume [--trials 50] [--ballast-mb 32]
     python3 bench/resilience/versus_torchrun.py goodput  [--steps 60] [--faults 3] [--trials 3]
-    (goodput, detbug: --launchers torchrun,kguard-torchrun,kguard,kguard-standby:
-    torchrun alone; kguard exec -- torchrun; kguard exec --nproc-per-node N --
-    python job.py, kguard starting the ranks; the same with --standby)
+    (goodput, detbug: --launchers torchrun,kguard-torchrun,kguard,kguard-standby,
+    kguard-snapshot: torchrun alone; kguard exec -- torchrun; kguard exec
+    --nproc-per-node N -- python job.py, kguard starting the ranks; the same with
+    --standby; and with the job snapshotting every step into kguard's memory)
     (--kguard PATH: the binary, default build/dev/kguard; --short: one small
     trial each, what `ctest -L bench` runs; exit 77 = skipped, no torchrun)
 
@@ -105,7 +106,9 @@ def _kguard_exec(tmp, restarts, cmd, *opts, stall="10"):
 #   kguard-torchrun  kguard exec -- torchrun ... (kguard outside torchrun's agent)
 #   kguard           kguard exec --nproc-per-node N -- python job.py (kguard starts the ranks)
 #   kguard-standby   the same with --standby (warm standby ranks)
-LAUNCHERS = ("torchrun", "kguard-torchrun", "kguard", "kguard-standby")
+#   kguard-snapshot  kguard-standby, and the job snapshots every step into kguard's
+#                    memory (kguard.snapshot): a fault loses one step
+LAUNCHERS = ("torchrun", "kguard-torchrun", "kguard", "kguard-standby", "kguard-snapshot")
 
 
 def _launch(who, tmp, nproc, restarts, job, stall="10"):
@@ -114,9 +117,11 @@ def _launch(who, tmp, nproc, restarts, job, stall="10"):
     if who == "kguard-torchrun":
         return _kguard_exec(tmp, restarts, _torchrun(nproc, 0, "--saver", "kguard", *job),
                             stall=stall)
-    extra = ["--nproc-per-node", str(nproc)] + (["--standby"] if who == "kguard-standby" else [])
-    return _kguard_exec(tmp, restarts, [PY, str(JOB), "--saver", "kguard", *job], *extra,
-                        stall=stall)
+    standby = who in ("kguard-standby", "kguard-snapshot")
+    extra = ["--nproc-per-node", str(nproc)] + (["--standby"] if standby else [])
+    snap = ["--snapshot-every", "1"] if who == "kguard-snapshot" else []
+    return _kguard_exec(tmp, restarts, [PY, str(JOB), "--saver", "kguard", *job, *snap],
+                        *extra, stall=stall)
 
 
 def _run(cmd, env, timeout):
@@ -154,7 +159,7 @@ def _proof_delays(out):
 
 def detbug():
     rows = []
-    whos = [w for w in ARGS.launchers if w != "kguard-standby"]
+    whos = [w for w in ARGS.launchers if w not in ("kguard-standby", "kguard-snapshot")]
     for _ in range(ARGS.trials):
         for who in whos:
             tmp = Path(tempfile.mkdtemp(prefix="kg-detbug-"))

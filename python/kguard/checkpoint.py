@@ -266,7 +266,9 @@ class Resume:
     step: the restored step (int, or None if unknown). archive: the
     verified checkpoint's path. digest: "blake2b-256:<hex>" of the manifest
     kguard verified, or None. skipped: [(archive, reason)] of the newer
-    checkpoints resume(latest=True) passed over (empty otherwise).
+    checkpoints resume(latest=True) passed over (empty otherwise). tier:
+    "memory" when kguard restored a snapshot from its memory
+    (kguard.snapshot), "disk" for an archive in the checkpoint directory.
 
     load(name) / open(name) read a member, every byte checked against the
     archive's signed digests as it is read (in place from an uncompressed
@@ -289,6 +291,7 @@ class Resume:
         self.archive = archive
         self.digest = digest
         self.skipped = []
+        self.tier = None
         self._archive = None
         self._materialised = None
 
@@ -515,6 +518,7 @@ def _latest():
     r = Resume(None, out.get("step"), out.get("archive_abs") or out.get("archive"),
                out.get("digest"))
     r.skipped = skipped
+    r.tier = "disk"
     if out.get("compression") == "zstd":
         r.dir  # noqa: B018 -- a zstd archive is read from a verified, read-only copy
     print(f"kguard: resuming run {run} from step {r.step} ({os.path.basename(r.archive)}, "
@@ -563,7 +567,9 @@ def _restored():
         step = int(step) if step not in (None, "") else None
     except ValueError:
         step = None
-    return Resume(d, step, archive, os.environ.get("KGUARD_RESUME_DIGEST") or None)
+    r = Resume(d, step, archive, os.environ.get("KGUARD_RESUME_DIGEST") or None)
+    r.tier = os.environ.get("KGUARD_RESUME_TIER") or "disk"
+    return r
 
 
 def check_targets(target, classes, ignore_index=-100, logits=None):

@@ -36,6 +36,7 @@ typedef struct {
   bool fresh;                   /* start at step 0, not from the run's last
                                    consistent checkpoint (kg_exec_start.h)     */
   int keep;                     /* KGUARD_KEEP of the ranks, 0: not set          */
+  int persist_every;            /* KGUARD_PERSIST_EVERY of the ranks, 0: not set */
   const char *state_dir;        /* NULL: kg_paths' default                      */
   const char *name;             /* run name (logs, KGUARD_RUN_ID)               */
   const char *rules_path;       /* NULL: the shipped rules                      */

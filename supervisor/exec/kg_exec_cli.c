@@ -28,7 +28,7 @@
 enum { O_CKPT = 1, O_MAXR, O_STATE, O_NAME, O_STALL, O_KILL_GRACE, O_PREEMPT_GRACE, O_RULES,
        O_NNODES, O_NODE_RANK, O_COORD, O_SECRET, O_NPROC, O_HEARTBEAT, O_MASTER_ADDR,
        O_MASTER_PORT, O_STANDBY, O_STANDBY_IMPORTS, O_STANDBY_MAX_AGE, O_COORD_BIND,
-       O_JOIN_TIMEOUT, O_FRESH, O_KEEP };
+       O_JOIN_TIMEOUT, O_FRESH, O_KEEP, O_PERSIST_EVERY };
 
 /*  What each of kguard's stdout and stderr may hold while its reader does
     not read; beyond it the job's output is dropped (and said), never the
@@ -55,6 +55,11 @@ static const kg_opt_t s_opts[] = {
   {O_KEEP, 0, "keep", "N",
    "the ranks keep the newest N checkpoints of the run (KGUARD_KEEP=N for kguard.save, which "
    "removes older ones after each seal, never one a resume or an open incident needs)", 0},
+  {O_PERSIST_EVERY, 0, "persist-every", "K",
+   "kguard.snapshot (the state in kguard's memory, restored first after a fault) also "
+   "writes every snapshot whose step is a multiple of K to DIR as a sealed checkpoint, in "
+   "the background (KGUARD_PERSIST_EVERY=K); snapshots end with kguard, checkpoints stay",
+   0},
   {O_NPROC, 0, "nproc-per-node", "N",
    "kguard starts N ranks of COMMAND on this node, each its own process group, with "
    "torchrun's environment; with torchrun as COMMAND: its ranks per node, for the checkpoint "
@@ -206,6 +211,8 @@ typedef struct {
 static const s_number_t s_numbers[] = {
   {O_KEEP, false, 1, 1000000, 0, offsetof(kg_exec_config_t, keep),
    "--keep needs a positive number of checkpoints, 1-1000000"},
+  {O_PERSIST_EVERY, false, 1, 100000000, 0, offsetof(kg_exec_config_t, persist_every),
+   "--persist-every needs a positive number of steps"},
   {O_MASTER_PORT, false, 1, 65535, 0, offsetof(kg_exec_config_t, master_port),
    "--master-port needs a port number 1-65535"},
   {O_MAXR, false, 0, 1000, 0, offsetof(kg_exec_config_t, max_restarts),
@@ -384,6 +391,19 @@ s_setup_judges(kg_exec_s *E)
   if (sock_rc != 0)
     kg_warning("exec: no channel for kguard.step and kguard.save (%s): only printed "
                "`kguard: completed step N` lines tell the job's pace", kg_strerror(sock_rc));
+  /* kguard.snapshot's memory, owned by this process (one node: several
+     nodes agree on a checkpoint from disk). */
+  if (!E->multi) {
+    char swhy[600];
+    long dead = 0;
+    E->snapdir = kg_snapdir_new(E->cfg.name, swhy, sizeof swhy);
+    if (!E->snapdir)
+      kg_warning("exec: no memory for kguard.snapshot (%s): snapshots raise, kguard.save "
+                 "still seals to disk", swhy);
+    else if (kg_snapdir_reaped(E->snapdir, &dead) > 0)
+      kg_notice("exec: removed the in-memory snapshots of a kguard that is gone (pid %ld): "
+                "a run it supervised continues from disk", dead);
+  }
   /* The ranks see kguard's CUDA_VISIBLE_DEVICES: their GPUs' baseline,
      before any of them runs. */
   E->gpuwatch = kg_gpuwatch_new(getenv("CUDA_VISIBLE_DEVICES"));
@@ -473,6 +493,7 @@ s_teardown(kg_exec_s *E)
   kg_ex_ranks_destroy(E);
   kg_exec_devmem_destroy(&E->devmem);
   kg_exec_stepsock_destroy(&E->steps);
+  kg_snapdir_destroy(&E->snapdir);
   kg_gpuwatch_destroy(&E->gpuwatch);
   kg_exec_store_destroy(&E->store);
   kg_child_destroy(&E->helper);
@@ -572,12 +593,12 @@ kg_exec_run(const kg_exec_config_t *config)
   kg_exec_pace_init(&E->pace);
   E->resume_step = -1;
   E->started_wall_ms = kg_clock_wall_ms();
+  E->multi = E->cfg.nnodes > 1;
   /* The one reactor, and its clock: every handler's time, from the setup
      to the last output drained in the teardown. */
   E->loop = kg_loop_new();
   int code = E->loop ? s_setup(E) : KG_EXIT_SYSTEM;
   kg_emurun_t *emu = code == 0 ? kg_emurun_new(getenv("KGUARD_EMULATE")) : NULL;
-  E->multi = E->cfg.nnodes > 1;
   if (code == 0 && E->multi) {
     int rc = kg_ex_node_open(E);
     if (rc != 0)

@@ -23,7 +23,9 @@ s_overridden(const char *entry, bool agent)
                                 "KGUARD_CKPT_DIR", "KGUARD_RESUME_DIR", "KGUARD_RESUME_STEP",
                                 "KGUARD_RESUME_ARCHIVE", "KGUARD_INCIDENT",
                                 "KGUARD_EXEC_GENERATION", "KGUARD_RUN_ID", KG_EXEC_STEP_ENV,
-                                "KGUARD_CKPT_LAYOUT", "TORCHELASTIC_ERROR_FILE", NULL};
+                                "KGUARD_CKPT_LAYOUT", "TORCHELASTIC_ERROR_FILE",
+                                "KGUARD_SNAPSHOT_DIR", "KGUARD_RESUME_TIER",
+                                "KGUARD_RESUME_DIGEST", NULL};
   /* torchrun's contract, which kguard sets itself when it starts the ranks
      (an outer launcher's must not leak into them). */
   static const char *const ranks[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
@@ -104,6 +106,8 @@ kg_ex_build_env(kg_exec_s *E, int rank)
       continue;
     if (E->cfg.keep > 0 && strncmp(*e, "KGUARD_KEEP=", 12) == 0)
       continue;   /* --keep wins over the environment's */
+    if (E->cfg.persist_every > 0 && strncmp(*e, "KGUARD_PERSIST_EVERY=", 21) == 0)
+      continue;
     char *name = strndup(*e, (size_t) (eq - *e));
     rc = name ? kg_envp_push(&env, &n, &alloc, name, eq + 1) : -1;
     free(name);
@@ -125,6 +129,12 @@ kg_ex_build_env(kg_exec_s *E, int rank)
     snprintf(buf, sizeof buf, "%d", E->cfg.keep);
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_KEEP", buf);
   }
+  if (E->cfg.persist_every > 0) {
+    snprintf(buf, sizeof buf, "%d", E->cfg.persist_every);
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_PERSIST_EVERY", buf);
+  }
+  if (E->snapdir)
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_SNAPSHOT_DIR", kg_snapdir_path(E->snapdir));
   /* Multi-node: rank r seals into KGUARD_CKPT_DIR/rank-r and finds its
      restore in KGUARD_RESUME_DIR/rank-r (kguard.save/resume join it). */
   if (E->multi)
@@ -142,6 +152,8 @@ kg_ex_build_env(kg_exec_s *E, int rank)
     snprintf(buf, sizeof buf, "%lld", (long long) E->resume_step);
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_STEP", buf);
     rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_ARCHIVE", E->resume_archive);
+    if (E->resume_tier[0])
+      rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_RESUME_TIER", E->resume_tier);
     if (E->incident)
       rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_INCIDENT", kg_incident_id(E->incident));
   }

@@ -25,6 +25,7 @@
 #include "kg_exec_rule.h"
 #include "kg_exec_states.h"
 #include "kg_exec_stepsock.h"
+#include "kg_snapdir.h"
 #include "kg_fsm.h"
 #include "kg_incident.h"
 #include "kg_linebuf.h"
@@ -138,6 +139,8 @@ typedef struct kg_exec_s {
   int64_t fault_mono_ms;
 
   char *resume_dir, *resume_archive;
+  char resume_tier[8];           /* "memory" or "disk" of the restore, or ""  */
+  kg_snapdir_t *snapdir;        /* kguard.snapshot's memory (one node), or NULL */
   int64_t resume_step;          /* -1 = nothing to resume                     */
   bool starting;                /* the start-time choice runs (RESTORING)      */
   int64_t started_wall_ms;      /* the run's start (wall): with --fresh, no

@@ -122,6 +122,7 @@ kg_ex_restore(kg_exec_s *E)
   free(E->resume_dir);
   free(E->resume_archive);
   E->resume_dir = E->resume_archive = NULL;
+  E->resume_tier[0] = '\0';
   E->resume_step = -1;
   E->restored = false;
   if (!E->cfg.ckpt_dir) {
@@ -138,10 +139,13 @@ kg_ex_restore(kg_exec_s *E)
      (KGUARD_RUN_ID, kg_exec_env.c). */
   char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
                   "--before", before, "--incident", (char *) kg_incident_id(E->incident),
-                  "--into", into, "--run", (char *) E->cfg.name, "--json", NULL};
+                  "--into", into, "--run", (char *) E->cfg.name, "--json",
+                  E->snapdir ? "--memory" : NULL, E->snapdir ? (char *) kg_snapdir_path(E->snapdir) : NULL,
+                  NULL};
   char when[48];
-  kg_notice("exec: restoring the last checkpoint sealed before the fault's first sign (%s) "
-            "from %s", kg_clock_local_ms(E->fault_wall_ms, when, sizeof when), E->cfg.ckpt_dir);
+  kg_notice("exec: restoring the last state sealed before the fault's first sign (%s) "
+            "from %s%s", kg_clock_local_ms(E->fault_wall_ms, when, sizeof when),
+            E->snapdir ? "kguard's memory (kguard.snapshot) or " : "", E->cfg.ckpt_dir);
   if (kg_ex_start_helper(E, argv) != 0) {
     kg_error("exec: cannot start `kguard ckpt resume-prepare`");
     kg_ex_finish(E, KG_EXEC_OUT_RETRYABLE);
@@ -149,6 +153,22 @@ kg_ex_restore(kg_exec_s *E)
   }
   if (kg_ex_state(E) != KG_EX_STOPPING)
     kg_ex_enter(E, KG_EX_RESTORING);
+}
+
+/*  Snapshots in memory passed over (tampered, sealed after the fault's
+    first sign): named, because the restore then comes from older state. */
+static void
+s_say_memory_skips(const cJSON *j)
+{
+  const cJSON *s, *skipped = cJSON_GetObjectItemCaseSensitive(j, "skipped");
+  cJSON_ArrayForEach(s, skipped) {
+    const cJSON *tier = cJSON_GetObjectItemCaseSensitive(s, "tier");
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(s, "archive");
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(s, "reason");
+    if (cJSON_IsString(tier) && strcmp(tier->valuestring, "memory") == 0 && cJSON_IsString(arch))
+      kg_notice("exec: skipped the snapshot %s in memory: %s", arch->valuestring,
+                cJSON_IsString(why) ? why->valuestring : "not usable");
+  }
 }
 
 /*  resume-prepare restored a checkpoint (its JSON answer j): the ranks
@@ -171,8 +191,12 @@ s_take_restored(kg_exec_s *E, const cJSON *j)
     E->resume_dir = strdup(dir->valuestring);
     E->resume_archive = strdup(arch->valuestring);
     E->resume_step = (int64_t) step->valuedouble;
-    kg_notice("exec: restored step %lld from %s", (long long) E->resume_step,
-              arch->valuestring);
+    const cJSON *tier = cJSON_GetObjectItemCaseSensitive(j, "tier");
+    snprintf(E->resume_tier, sizeof E->resume_tier, "%s",
+             cJSON_IsString(tier) ? tier->valuestring : "disk");
+    s_say_memory_skips(j);
+    kg_notice("exec: restored step %lld from %s%s", (long long) E->resume_step,
+              strcmp(E->resume_tier, "memory") == 0 ? "memory, " : "", arch->valuestring);
   }
 }
 
@@ -342,6 +366,7 @@ kg_ex_decision(kg_exec_s *E)
   free(E->resume_dir);
   free(E->resume_archive);
   E->resume_dir = E->resume_archive = NULL;
+  E->resume_tier[0] = '\0';
   E->resume_step = cJSON_IsNumber(step) ? (int64_t) step->valuedouble : -1;
   E->delay_ms = cJSON_IsNumber(delay) ? (int64_t) delay->valuedouble : 0;
   const cJSON *port = cJSON_GetObjectItemCaseSensitive(d, "master_port");

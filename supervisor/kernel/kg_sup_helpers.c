@@ -86,11 +86,13 @@ kg__guard_start_restore(kg_sup_t *S)
   /* execve's argv is char *const[]: the strings are not written */
   /* --progress=machine: the kguard-progress lines kg_helper reads to push
      back its stall deadline (they are off by default off a terminal). */
+  const char *mem = S->snapdir ? kg_snapdir_path(S->snapdir) : NULL;
   char *argv[] = {(char *) S->cfg->exe, "ckpt", "resume-prepare", "--dir",
                   (char *) S->cfg->ckpt_dir, "--before", before,
                   "--incident", (char *) incident_id, "--into", into, "--json",
-                  "--progress=machine", NULL};
-  kg_notice("restoring the last checkpoint sealed before T=%s from %s", before, S->cfg->ckpt_dir);
+                  "--progress=machine", mem ? "--memory" : NULL, (char *) mem, NULL};
+  kg_notice("restoring the last state sealed before T=%s from %s%s", before,
+            mem ? "kguard's memory (kguard.snapshot) or " : "", S->cfg->ckpt_dir);
   if (kg_helper_start(S->ckpt, argv, S->kernel_envp, kg_clock_mono_ms()) != 0) {
     kg_restore_set_error(S->restore, "unable to start `kguard ckpt resume-prepare`");
     s_restore_done(S);

@@ -25,7 +25,8 @@ s_env_overridden(const char *entry)
   static const char *const names[] = {"PYTHONPATH", "KGUARD_BIN", "KGUARD_STATE_DIR",
                                 "KGUARD_CKPT_DIR", "JPY_PARENT_PID", "KGUARD_RESUME_DIR",
                                 "KGUARD_RESUME_STEP", "KGUARD_RESUME_ARCHIVE",
-                                "KGUARD_RESUME_DIGEST",
+                                "KGUARD_RESUME_DIGEST", "KGUARD_RESUME_TIER",
+                                "KGUARD_SNAPSHOT_DIR",
                                 "KGUARD_INCIDENT", "KGUARD_DIAGNOSTIC",
                                 /* the connection-file fix (s_env_frontend) */
                                 "KGUARD_FRONTEND_CONNECTION_FILE", "KGUARD_USER_PYTHONSTARTUP",
@@ -83,6 +84,8 @@ s_push_resume(kg_sup_t *S, char ***env, size_t *n, size_t *alloc)
   const char *dg = kg_restore_digest(S->restore);
   if (dg)
     rc |= kg_envp_push(env, n, alloc, "KGUARD_RESUME_DIGEST", dg);
+  const char *tier = kg_restore_tier(S->restore);
+  rc |= kg_envp_push(env, n, alloc, "KGUARD_RESUME_TIER", tier ? tier : "disk");
   if (kg__incident_id(&S->incidents))
     rc |= kg_envp_push(env, n, alloc, "KGUARD_INCIDENT", kg__incident_id(&S->incidents));
   return rc;
@@ -126,6 +129,8 @@ s_env(kg_sup_t *S, const char *handover, char ***envp_p)
   rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_BIN", S->cfg->exe);
   rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_STATE_DIR", S->cfg->state_dir);
   rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_CKPT_DIR", S->cfg->ckpt_dir);
+  if (S->snapdir)
+    rc |= kg_envp_push(&env, &n, &alloc, "KGUARD_SNAPSHOT_DIR", kg_snapdir_path(S->snapdir));
   snprintf(buf, sizeof buf, "%ld", (long) getpid());
   rc |= kg_envp_push(&env, &n, &alloc, "JPY_PARENT_PID", buf);
   rc |= s_env_frontend(&env, &n, &alloc, S);

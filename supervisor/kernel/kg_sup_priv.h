@@ -49,6 +49,7 @@
 #include "kg_ring.h"
 #include "kg_rotlog.h"
 #include "kg_sigsrc.h"
+#include "kg_snapdir.h"
 #include "kg_signer.h"
 #include "kg_state.h"
 #include "kg_supervisor.h"
@@ -255,6 +256,8 @@ struct kg_supervisor_t {
   /* children and watches */
   kg_helper_t *ckpt;            /*  `kguard ckpt resume-prepare`             */
   kg_helper_t *probe;           /*  `python -m kguard.probe` (versions)      */
+  kg_snapdir_t *snapdir;        /*  kguard.snapshot's memory, kept across the
+                                    kernel's restarts (NULL: none)           */
   kg_restore_t *restore;        /*  what resume-prepare said, what the next
                                     kernel gets                              */
   kg_preflight_t *preflight;    /*  `kguard doctor --preflight` (kg_sup_gpu.c) */

@@ -40,6 +40,14 @@ p.add_argument("--wait-signal-at", type=int, default=-1,
 p.add_argument("--sign-with-keys", default=None,
                help="seal with the key pair in this directory instead of kguard exec's own "
                     "(a rank whose KGUARD_KEY_DIR differs: its archives do not verify there)")
+p.add_argument("--snapshot-every", type=int, default=0,
+               help="kguard.snapshot every this many steps (0: never)")
+p.add_argument("--tamper-snapshot-at", type=int, default=-1,
+               help="once this step's snapshot is sealed, change a byte of it in kguard's "
+                    "memory (as a stray write would)")
+p.add_argument("--hang-once-at", type=int, default=-1,
+               help="before this step, block forever, the first time only (a marker in "
+                    "$KGUARD_STATE_DIR): a process that stopped making progress")
 args = p.parse_args()
 if args.sign_with_keys:
     os.environ["KGUARD_KEY_DIR"] = args.sign_with_keys
@@ -108,6 +116,12 @@ for n in range(start + 1, args.steps + 1):
         import time
         while not os.path.exists(args.hold_file):
             time.sleep(0.05)  # a file the test creates; no other channel to it
+    if n == args.hang_once_at:
+        marker = os.path.join(os.environ["KGUARD_STATE_DIR"], "train-tiny-hung-once")
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            print(f"train_tiny: stopped making progress before step {n}", flush=True)
+            threading.Event().wait()
     if not args.fault_at_seal:
         fault_point(n)
     x, y = batch(n)
@@ -120,6 +134,17 @@ for n in range(start + 1, args.steps + 1):
         if args.fault_at_seal:
             fault_point(n)
         save(n)
+    if args.snapshot_every and n % args.snapshot_every == 0:
+        snap = kguard.snapshot({"model": model.state_dict(), "opt": opt.state_dict(),
+                                "step": n}, n)
+        if n == args.tamper_snapshot_at:
+            path = snap.wait()
+            with open(path, "r+b") as f:
+                f.seek(os.path.getsize(path) - 4096)
+                byte = f.read(1)
+                f.seek(-1, 1)
+                f.write(bytes([byte[0] ^ 0xFF]))
+            print(f"train_tiny: changed a byte of the snapshot of step {n}", flush=True)
     if n == args.wait_signal_at:
         print("train_tiny: waiting for a pre-emption signal", flush=True)
         while not preempt.wait(0.1):  # signal handlers run between waits

@@ -115,6 +115,27 @@ def test_emulated_assert_restarts_once_and_resumes(workdir, clean_result, kind, 
     assert "executed notebook: %s" % run.out_path in run.stderr
 
 
+def test_snapshots_restore_the_step_before_the_fault_from_memory(workdir, clean_result):
+    # The example snapshots every step into the guarded kernel's memory
+    # (kguard.snapshot), and checkpoints to disk every 20: the fault at step
+    # 60 loses one step, the restarted kernel resumes from 59 in memory, and
+    # the run ends exactly as the uninterrupted one.
+    d, _ = workdir
+    shm = d / "shm"
+    shm.mkdir()
+    run, d, env = _run_example(workdir, KGUARD_EMULATE="cuda-assert:step=60:once",
+                               EXAMPLE_SNAPSHOT_EVERY="1", KGUARD_SNAPSHOT_BASE=str(shm))
+    assert run.code == 0, run
+    meta = run.meta()
+    assert meta["run"]["restarts"] == 1 and meta["run"]["restored_step"] == 59, run
+    result = result_line(run.nb)
+    assert result == dict(result_line(clean_result[0].nb), resumed_from="59"), run
+    assert "checkpoint of step 59 verified and restored (%s/kguard-%d/" % (shm, os.getuid()) \
+        in run.stderr, run.stderr
+    # The memory was the kernel supervisor's: gone with it.
+    assert list((shm / ("kguard-%d" % os.getuid())).iterdir()) == []
+
+
 def test_same_assert_every_time_gives_up(workdir):
     run, d, env = _run_example(workdir, KGUARD_EMULATE="cuda-assert:step=60")
     assert run.code == 2, run

@@ -212,6 +212,14 @@ kg_restore_digest(const kg_restore_t *self)
   return cJSON_IsString(dg) ? dg->valuestring : NULL;
 }
 
+const char *
+kg_restore_tier(const kg_restore_t *self)
+{
+  assert(self);
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(self->result, "tier");
+  return cJSON_IsString(t) ? t->valuestring : NULL;
+}
+
 bool
 kg_restore_noticed(const kg_restore_t *self)
 {

@@ -75,6 +75,11 @@ long long kg_restore_step_of(const cJSON *result);
 /*  The digest kguard verified (borrowed), NULL if the result named none. */
 const char *kg_restore_digest(const kg_restore_t *self);
 
+/*  Where the restored state lies: "memory" (a snapshot in kguard's memory
+    directory), "disk" (the checkpoint directory), or NULL when
+    resume-prepare did not say (an older kguard-ckpt: disk). */
+const char *kg_restore_tier(const kg_restore_t *self);
+
 /*  The long-restore progress notice: out yet? / it is out now. */
 bool kg_restore_noticed(const kg_restore_t *self);
 void kg_restore_set_noticed(kg_restore_t *self);
