@@ -25,11 +25,13 @@
 #include "kg_ckpt_gc.h"
 #include "kg_ckpt_retain.h"
 #include "kg_ckpt_list.h"
+#include "kg_ckpt_persist.h"
 #include "kg_ckpt_progress.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
 #include "kg_ckpt_seal.h"
 #include "kg_ckpt_set.h"
+#include "kg_ckpt_snapkeep.h"
 #include "kg_ckpt_util.h"
 #include "kg_ckpt_verify.h"
 #include "kg_ckpt_cli.h"
@@ -82,7 +84,38 @@ typedef struct {
   int keep;
   int64_t every;
   kg_ckpt_progress_when_t when;
+  bool snapshot;              /* --into is a memory directory of snapshots */
+  const char *persist_into;   /* then copied onto disk here */
+  int64_t persist_keep;       /* and that directory pruned to this many */
 } s_seal_args_t;
+
+/*  The checks of seal's options once all are read. Returns -1 to go on,
+    else the exit code. */
+static int
+s_seal_check(kg_ckpt_seal_opts_t *o, const s_seal_args_t *a)
+{
+  if (!o->dir || o->step < 0 || !o->into == !o->output)
+    return kg_ckpt_cli_usage("needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
+  if (a->snapshot && (o->zstd || !o->into))
+    return kg_ckpt_cli_usage("--snapshot needs --into MEMDIR and no --zstd (snapshots are "
+                             "read in place)", NULL);
+  if (a->persist_keep && !a->persist_into)
+    return kg_ckpt_cli_usage("--persist-keep needs --persist-into DISK_DIR", NULL);
+  if (!o->run)
+    o->run = getenv("KGUARD_RUN_ID");
+  if (o->world_size == 1)
+    o->world_size = 0; /* one rank: a plain checkpoint */
+  if (o->world_size >= 2 && (o->rank >= o->world_size || o->output))
+    return kg_ckpt_cli_usage("--rank must be below --world-size, and shards need --into", NULL);
+  int code = kg_ckpt_cli_need(o->dir, true);
+  char parent[PATH_MAX];
+  if (code == 0 && o->output) {
+    if (kg_ckpt_dirname(o->output, parent, sizeof parent) < 0)
+      return kg_ckpt_cli_usage("path too long", o->output);
+    code = kg_ckpt_cli_need(parent, true);
+  }
+  return code ? code : -1;
+}
 
 /*  Parse and check seal's command line into o and a. Returns -1 to go on,
     else the exit code. */
@@ -129,6 +162,12 @@ s_seal_parse(int argc, char **argv, kg_ckpt_seal_opts_t *o, s_seal_args_t *a)
       o->format = v[0] - '0';
       break;
     case KG_CKPT_O_REMOVE_DIR: a->remove_dir = true; break;
+    case KG_CKPT_O_SNAPSHOT: a->snapshot = true; break;
+    case KG_CKPT_O_PERSIST_INTO: a->persist_into = v; break;
+    case KG_CKPT_O_PERSIST_KEEP:
+      if (!s_parse_i64(v, &a->persist_keep) || a->persist_keep < 1 || a->persist_keep > 1000000)
+        return kg_ckpt_cli_usage("--persist-keep needs a count >= 1", v);
+      break;
     case KG_CKPT_O_PROGRESS:
       if (kg_ckpt_cli_progress(v, &a->when))
         return KG_EXIT_USAGE;
@@ -138,22 +177,7 @@ s_seal_parse(int argc, char **argv, kg_ckpt_seal_opts_t *o, s_seal_args_t *a)
         return KG_EXIT_USAGE;
     }
   }
-  if (!o->dir || o->step < 0 || !o->into == !o->output)
-    return kg_ckpt_cli_usage("needs DIR, --step N and one of --into CKPT_DIR or -o FILE", NULL);
-  if (!o->run)
-    o->run = getenv("KGUARD_RUN_ID");
-  if (o->world_size == 1)
-    o->world_size = 0; /* one rank: a plain checkpoint */
-  if (o->world_size >= 2 && (o->rank >= o->world_size || o->output))
-    return kg_ckpt_cli_usage("--rank must be below --world-size, and shards need --into", NULL);
-  int code = kg_ckpt_cli_need(o->dir, true);
-  char parent[PATH_MAX];
-  if (code == 0 && o->output) {
-    if (kg_ckpt_dirname(o->output, parent, sizeof parent) < 0)
-      return kg_ckpt_cli_usage("path too long", o->output);
-    code = kg_ckpt_cli_need(parent, true);
-  }
-  return code ? code : -1;
+  return s_seal_check(o, a);
 }
 
 /*  Retention: after this seal (a background seal's process prunes only
@@ -171,6 +195,67 @@ s_seal_prune(const kg_ckpt_seal_opts_t *o, const s_seal_args_t *a, kg_ckpt_progr
   kg_ckpt_progress_end(prog);
   if (rc < 0)
     kg_opt_error("pruning '%s': %s (the seal itself succeeded)", o->into, kg_strerror(rc));
+}
+
+/*  After a shard was sealed into dir: its set's index once every rank's
+    shard is there. */
+static void
+s_seal_set(const char *dir, const unsigned char *sk, const kg_ckpt_seal_opts_t *o)
+{
+  char set[PATH_MAX] = "";
+  if (o->world_size < 2)
+    return;
+  int rc = kg_ckpt_set_try_index(dir, sk, o->run ? o->run : "default", o->step,
+                                 o->world_size, set, sizeof set);
+  if (rc < 0)
+    kg_opt_error("writing the set index in '%s': %s (the shard is sealed)", dir,
+                 kg_strerror(rc));
+  else if (set[0])
+    kg_opt_error("set complete: %s", set);
+}
+
+/*  The memory tier keeps one complete snapshot (kg_ckpt_snapkeep.h). */
+static void
+s_seal_snapkeep(const kg_ckpt_seal_opts_t *o)
+{
+  const kg_keyring_t *keys = NULL;
+  if (kg_ckpt_cli_keys(&keys) != 0)
+    return;
+  int rc = kg_ckpt_snapkeep_apply(o->into, keys, o->run ? o->run : "default", stderr);
+  if (rc < 0)
+    kg_opt_error("pruning the snapshots in '%s': %s (the seal itself succeeded)", o->into,
+                 kg_strerror(rc));
+}
+
+/*  --persist-into: the sealed archive copied onto disk, then the disk's
+    set index and retention. Returns the exit code: a copy that failed is
+    never reported as success, though the archive at sealed stays. */
+static int
+s_seal_persist(const kg_ckpt_seal_opts_t *o, const s_seal_args_t *a, const unsigned char *sk,
+               const char *sealed, kg_ckpt_progress_t *prog)
+{
+  char disk[PATH_MAX], why[PATH_MAX + 512];
+  int rc = kg_ckpt_persist(sealed, a->persist_into, disk, sizeof disk, why, sizeof why);
+  if (rc < 0) {
+    kg_opt_error("the snapshot is sealed in memory (%s) but persisting it into %s failed: %s",
+                 sealed, a->persist_into, why);
+    return KG_EXIT_SYSTEM;
+  }
+  printf("persisted: %s\n", disk);
+  fflush(stdout);
+  s_seal_set(a->persist_into, sk, o);
+  const kg_keyring_t *keys = NULL;
+  if (a->persist_keep <= 0 || kg_ckpt_cli_keys(&keys) != 0)
+    return KG_EXIT_OK;
+  kg_ckpt_sink_t watch = {.arg = prog, .progress = kg_ckpt_progress_update};
+  kg_ckpt_progress_begin(prog, "checking %s", a->persist_into);
+  rc = kg_ckpt_retain_prune(a->persist_into, keys, o->run ? o->run : "default",
+                            (int) a->persist_keep, 0, NULL, 0, false, &watch, stderr);
+  kg_ckpt_progress_end(prog);
+  if (rc < 0)
+    kg_opt_error("pruning '%s': %s (the copy itself succeeded)", a->persist_into,
+                 kg_strerror(rc));
+  return KG_EXIT_OK;
 }
 
 static int
@@ -203,29 +288,26 @@ s_seal(int argc, char **argv)
   kg_ckpt_progress_end(&prog);
   if (rc == 0)
     kg_ckpt_inflight_test_hold("renamed");
-  char set[PATH_MAX] = "";
-  int setrc = 0;
-  if (rc == 0 && o.world_size >= 2)
-    setrc = kg_ckpt_set_try_index(o.into, sk, o.run ? o.run : "default", o.step,
-                                  o.world_size, set, sizeof set);
-  memset(sk, 0, sizeof sk);
-  if (setrc < 0)
-    kg_opt_error("writing the set index: %s (the shard is sealed)", kg_strerror(setrc));
-  else if (set[0])
-    kg_opt_error("set complete: %s", set);
+  if (rc == 0)
+    s_seal_set(o.into, sk, &o);
   if (a.remove_dir) {
     int e = kg_ckpt_remove_tree_at(AT_FDCWD, o.dir);
     if (e < 0)
       kg_opt_error("removing '%s': %s", o.dir, kg_strerror(e));
   }
   if (rc < 0) {
+    memset(sk, 0, sizeof sk);
     kg_opt_error("%s", why);
     return rc == KG_EUSAGE || rc == KG_EEXISTS ? KG_EXIT_USAGE : KG_EXIT_SYSTEM;
   }
   printf("%s\n", out);
   fflush(stdout);
+  int code = a.persist_into ? s_seal_persist(&o, &a, sk, out, &prog) : KG_EXIT_OK;
+  memset(sk, 0, sizeof sk);
+  if (a.snapshot)
+    s_seal_snapkeep(&o);
   s_seal_prune(&o, &a, &prog);
-  return KG_EXIT_OK;
+  return code;
 }
 
 /* ---- verify ----------------------------------------------------------------- */

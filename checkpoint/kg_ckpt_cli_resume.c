@@ -74,6 +74,7 @@ typedef struct {
   const char *dir, *incident, *dest, *run;
   int64_t before, stall_ms;
   kg_ckpt_progress_when_t when;
+  const char *memory;   /* --memory MEMDIR, or NULL */
 } s_resume_args_t;
 
 /*  Parse and check argv into *a (which borrows argv's strings). Returns -1
@@ -82,7 +83,7 @@ typedef struct {
 static int
 s_resume_parse(int argc, char **argv, s_resume_args_t *a)
 {
-  const char *dir = NULL, *incident = NULL, *dest = NULL, *run = NULL;
+  const char *dir = NULL, *incident = NULL, *dest = NULL, *run = NULL, *memory = NULL;
   int64_t before = -1, stall_ms = KG_CKPT_SEAL_WAIT_STALL_MS;
   kg_ckpt_progress_when_t when = KG_CKPT_PROGRESS_AUTO;
   kg_opt_parser_t p;
@@ -102,6 +103,7 @@ s_resume_parse(int argc, char **argv, s_resume_args_t *a)
     case KG_CKPT_O_INCIDENT: incident = p.value; break;
     case KG_CKPT_O_INTO: dest = p.value; break;
     case KG_CKPT_O_RUN: run = p.value; break;
+    case KG_CKPT_O_MEMORY: memory = p.value; break;
     case KG_CKPT_O_SEAL_WAIT: {
       char *end = NULL;
       errno = 0;
@@ -124,7 +126,7 @@ s_resume_parse(int argc, char **argv, s_resume_args_t *a)
     run = getenv("KGUARD_RUN_ID");
   if (!run || !*run)
     run = "default";
-  *a = (s_resume_args_t){dir, incident, dest, run, before, stall_ms, when};
+  *a = (s_resume_args_t){dir, incident, dest, run, before, stall_ms, when, memory};
   return -1;
 }
 
@@ -152,12 +154,17 @@ kg_ckpt_cli_resume(int argc, char **argv)
      finishes first, or is excluded once it stops making progress. */
   cJSON *waited = cJSON_CreateArray();
   struct s_wait_note note = {false, &prog};
-  if (kg_ckpt_inflight_wait(dir, a.stall_ms, s_wait_tick, &note, waited) < 0)
-    kg_opt_error("could not check for seals in flight in '%s'; choosing without waiting",
-                 dir);
+  for (int t = 0; t < 2; t++) {
+    const char *where = t == 0 ? a.memory : dir;
+    if (where && kg_ckpt_inflight_wait(where, a.stall_ms, s_wait_tick, &note, waited) < 0)
+      kg_opt_error("could not check for seals in flight in '%s'; choosing without waiting",
+                   where);
+  }
   kg_ckpt_progress_begin(&prog, "checking the last checkpoint in %s", dir);
-  int rc = kg_ckpt_resume_prepare(dir, a.before, a.incident, a.run, a.dest, &watch, ring, &out,
-                                  why, sizeof why);
+  kg_ckpt_resume_opts_t o = {.dir = dir, .memory = a.memory, .before_ms = a.before,
+                             .incident = a.incident, .run = a.run, .dest = a.dest,
+                             .watch = &watch, .keys = ring};
+  int rc = kg_ckpt_resume_prepare_tiers(&o, &out, why, sizeof why);
   kg_ckpt_progress_end(&prog);
   kg_keyring_destroy(&ring);
   if (rc < 0) {

@@ -69,6 +69,19 @@ static const kg_opt_t s_seal_opts[] = {
   {KG_CKPT_O_FORMAT, 0, "format", "1|2",
    "1: a version 1 archive (one whole-member digest, read by any kguard); the default, 2, "
    "has one digest per 64 MiB chunk (verified on all cores)", 0},
+  {KG_CKPT_O_SNAPSHOT, 0, "snapshot", NULL,
+   "CKPT_DIR is a memory directory of snapshots (tmpfs, $KGUARD_SNAPSHOT_DIR): after the "
+   "seal (and the set index), remove this run's archives and set indexes sealed before its "
+   "newest complete checkpoint, and quarantine/; shards newer than it (ranks still writing), "
+   "other runs' archives and leftovers stay. Not with --zstd (snapshots are read in place)",
+   0},
+  {KG_CKPT_O_PERSIST_INTO, 0, "persist-into", "DISK_DIR",
+   "then copy the sealed archive, byte for byte, into DISK_DIR under its own name (a "
+   "numbered one if taken), written like a seal (locked temporary, fsync, rename, directory "
+   "fsync); a shard also writes DISK_DIR's set index once every rank persisted the step. "
+   "Prints 'persisted: PATH' as a second line", 0},
+  {KG_CKPT_O_PERSIST_KEEP, 0, "persist-keep", "N",
+   "with --persist-into: then prune this run's checkpoints in DISK_DIR as --keep N does", 0},
   S_PROGRESS,
   S_END,
 };
@@ -86,7 +99,7 @@ const kg_cmd_t kg_ckpt_seal_cmd = {
     {"0", "sealed"},
     {"100", "usage error (also: no such DIR, DIR holds links or special files, a key "
             "directory others could write)"},
-    {"111", "system failure"},
+    {"111", "system failure (also: sealed, but --persist-into failed; stderr says why)"},
     {NULL, NULL}},
 };
 
@@ -219,6 +232,11 @@ static const kg_opt_t s_resume_opts[] = {
   {KG_CKPT_O_SEAL_WAIT, 0, "seal-wait-stall-ms", "MS",
    "a seal still writing that makes no progress for MS (default 60000; 0: none is waited "
    "for) is excluded", 0},
+  {KG_CKPT_O_MEMORY, 0, "memory", "MEMDIR",
+   "also choose among the snapshots in MEMDIR (seal --snapshot's memory directory; missing: "
+   "none), waiting for its seals in flight too; nothing in MEMDIR is moved or copied. Disk "
+   "checkpoints not newer than the chosen snapshot are not verified; the newer one wins "
+   "(\"tier\": \"memory\"|\"disk\")", 0},
   S_PROGRESS,
   S_END,
 };
@@ -228,7 +246,7 @@ const kg_cmd_t kg_ckpt_resume_cmd = {
   .summary = "choose and verify the checkpoint to resume from after a fault (for kguard "
              "itself)",
   .usage = "--dir CKPT_DIR --before T_MS --incident ID --into DEST --json [--run ID] "
-           "[--seal-wait-stall-ms MS] [--progress[=WHEN]]",
+           "[--memory MEMDIR] [--seal-wait-stall-ms MS] [--progress[=WHEN]]",
   .about = "The supervisor's restore step after a sticky failure at T_MS. First waits for the "
            "seals still writing into CKPT_DIR (a background seal outlives a faulted kernel): "
            "each ends sealed, and is then a candidate, or dies, leaving nothing that is "
@@ -246,8 +264,9 @@ const kg_cmd_t kg_ckpt_resume_cmd = {
            "   \"digest\": \"blake2b-256:<hex of the manifest>\", \"digest_of\": \"manifest\",\n"
            "   \"dir\", \"in_place\", \"compression\", \"bytes\", \"error\" (when failed),\n"
            "   \"before_ms\", \"incident\", \"resumed_run\",\n"
+           "   \"tier\": \"memory\"|\"disk\"|null, \"memory_dir\" (MEMDIR or null),\n"
            "   \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
-           "   \"skipped\": [{\"archive\", \"reason\"}]}\n\n"
+           "   \"skipped\": [{\"archive\", \"reason\", \"tier\"}] (MEMDIR's first)}\n\n"
            "\"failed\": a checkpoint could not be read or copied (system error); nothing "
            "partial remains. Progress: 'kguard-progress DONE TOTAL' lines on stderr, at the "
            "start of each candidate and at least once a second while it is read. On bad usage "

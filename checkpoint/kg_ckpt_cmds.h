@@ -39,6 +39,10 @@ enum {
   KG_CKPT_O_DIGEST,
   KG_CKPT_O_REPLACE,
   KG_CKPT_O_TRUSTED_DIR,
+  KG_CKPT_O_SNAPSHOT,
+  KG_CKPT_O_PERSIST_INTO,
+  KG_CKPT_O_PERSIST_KEEP,
+  KG_CKPT_O_MEMORY,
 };
 
 /*  `kguard ckpt` (its subcommands below), `kguard keygen` and `kguard keys`

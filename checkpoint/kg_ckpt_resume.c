@@ -15,6 +15,7 @@
 #include "kg_ckpt_list.h"
 #include "kg_ckpt_quarantine.h"
 #include "kg_ckpt_restore.h"
+#include "kg_ckpt_seal.h"
 #include "kg_ckpt_retain.h"
 #include "kg_ckpt_set.h"
 #include "kg_ckpt_util.h"
@@ -221,47 +222,6 @@ s_add_set(cJSON *root, const kg_ckpt_set_t *st)
   }
 }
 
-/*  Try the sets sealed after `until` (newest first, advancing *j): skip
-    those not strictly before T, verify the others completely. Returns the
-    chosen set, or NULL; *failed set on a system error. */
-static const kg_ckpt_set_t *
-s_try_sets(const kg_ckpt_sets_t *sets, size_t *j, int64_t until, int64_t before_ms,
-           const char *run, const kg_keyring_t *keys, const kg_ckpt_sink_t *watch,
-           cJSON *skipped, char *failbuf, size_t failsize, const char **failed)
-{
-  char reason[1100], when[32];
-  for (; sets && *j < sets->count && !*failed; (*j)++) {
-    const kg_ckpt_set_t *st = &sets->sets[*j];
-    if (st->sealed_at_ms < until && st->rc == 0)
-      return NULL;
-    if (st->rc == 0 && strcmp(st->run, run) != 0) {
-      snprintf(reason, sizeof reason, "set of run '%.130s', not of the run being resumed "
-               "('%.130s')", st->run, run);
-      s_add_pair(skipped, st->path, NULL, NULL, reason);
-      continue;
-    }
-    if (st->rc == 0 && st->sealed_at_ms >= before_ms) {
-      snprintf(reason, sizeof reason, "set sealed at %s, at or after the failure",
-               kg_clock_iso_ms(st->sealed_at_ms, when, sizeof when));
-      s_add_pair(skipped, st->path, NULL, NULL, reason);
-      continue;
-    }
-    int rc = kg_ckpt_set_verify(st, keys, watch, reason, sizeof reason);
-    if (rc == 0)
-      return st;
-    if (kg_ckpt_status_of(rc) < 0) {
-      snprintf(failbuf, failsize, "verifying set '%.300s' failed: %.500s", st->path, reason);
-      *failed = failbuf;
-      s_add_pair(skipped, st->path, NULL, NULL, failbuf);
-      return NULL;
-    }
-    char line[1200];
-    snprintf(line, sizeof line, "%s: %s", kg_ckpt_status_name(rc), reason);
-    s_add_pair(skipped, st->path, NULL, NULL, line);
-  }
-  return NULL;
-}
-
 /*  One choice: its inputs, and what it found. prepare: the supervisor's
     restore (zstd candidates are copied, the quarantine ran before); else
     the choice alone (kguard ckpt latest --json): every candidate verified
@@ -281,7 +241,60 @@ typedef struct {
   bool zstd;
   const char *failed;           /* a system error ended the search */
   char failbuf[900];
+  int64_t failed_ms;            /* the seal time of the one that failed */
+  bool memory;                  /* the memory tier: snapshots, read in place */
+  int64_t floor;                /* only what was sealed after it can win */
+  kg_ckpt_sets_t *sets;         /* the prepare's scanned sets (owned) */
 } s_choice_t;
+
+/*  Try the sets sealed after `until` (newest first, advancing *j): skip
+    those not strictly before T, verify the others completely; stop at
+    c->floor. Returns the chosen set, or NULL; c->failed set on a system
+    error. */
+static const kg_ckpt_set_t *
+s_try_sets(s_choice_t *c, const kg_ckpt_sets_t *sets, size_t *j, int64_t until)
+{
+  char reason[1100], when[32];
+  const char *run = c->run;
+  int64_t before_ms = c->before_ms;
+  cJSON *skipped = c->skipped;
+  for (; sets && *j < sets->count && !c->failed; (*j)++) {
+    const kg_ckpt_set_t *st = &sets->sets[*j];
+    if (st->sealed_at_ms < until && st->rc == 0)
+      return NULL;
+    if (st->sealed_at_ms <= c->floor && st->rc == 0) {
+      *j = sets->count; /* not newer than the other tier's choice: cannot win */
+      return NULL;
+    }
+    if (st->rc == 0 && strcmp(st->run, run) != 0) {
+      snprintf(reason, sizeof reason, "set of run '%.130s', not of the run being resumed "
+               "('%.130s')", st->run, run);
+      s_add_pair(skipped, st->path, NULL, NULL, reason);
+      continue;
+    }
+    if (st->rc == 0 && st->sealed_at_ms >= before_ms) {
+      snprintf(reason, sizeof reason, "set sealed at %s, at or after the failure",
+               kg_clock_iso_ms(st->sealed_at_ms, when, sizeof when));
+      s_add_pair(skipped, st->path, NULL, NULL, reason);
+      continue;
+    }
+    int rc = kg_ckpt_set_verify(st, c->keys, c->watch, reason, sizeof reason);
+    if (rc == 0)
+      return st;
+    if (kg_ckpt_status_of(rc) < 0) {
+      snprintf(c->failbuf, sizeof c->failbuf, "verifying set '%.300s' failed: %.500s",
+               st->path, reason);
+      c->failed = c->failbuf;
+      c->failed_ms = st->sealed_at_ms;
+      s_add_pair(skipped, st->path, NULL, NULL, c->failbuf);
+      return NULL;
+    }
+    char line[1200];
+    snprintf(line, sizeof line, "%s: %s", kg_ckpt_status_name(rc), reason);
+    s_add_pair(skipped, st->path, NULL, NULL, line);
+  }
+  return NULL;
+}
 
 /*  Quarantine what was sealed at or after T and list it in quarantined.
     A quarantine that fails (a link planted at quarantine/ in a shared
@@ -325,8 +338,12 @@ s_passed_over(const s_choice_t *c, const kg_ckpt_entry_t *e, char *reason, size_
     kg_clock_iso_ms(e->time_ms, when, sizeof when);
     snprintf(reason, size, "%s %s, at or after %s (left in place: %.400s)",
              e->authenticated ? "sealed at" : "modified at", when,
-             c->prepare ? "the failure" : "--before",
-             c->qwhy ? c->qwhy : c->prepare ? "not this run's" : "nothing is moved");
+             c->prepare || c->memory ? "the failure" : "--before",
+             c->qwhy     ? c->qwhy
+             : c->memory ? "snapshots in memory are never moved"
+             : c->prepare ? "not this run's" : "nothing is moved");
+  } else if (c->memory && strstr(e->name, KG_CKPT_SUFFIX_ZSTD)) {
+    snprintf(reason, size, "compressed with zstd: a snapshot is read in place");
   } else if (!e->leftover && e->authenticated && strcmp(e->run, c->run) != 0) {
     snprintf(reason, size, "run '%.130s', not the run being resumed ('%.130s')", e->run,
              c->run);
@@ -366,6 +383,7 @@ s_try_one(s_choice_t *c, kg_ckpt_entry_t *e)
     snprintf(c->failbuf, sizeof c->failbuf, "%s '%s' failed: %s",
              c->zstd && c->prepare ? "restoring" : "verifying", e->path, c->rep.reason);
     c->failed = c->failbuf;
+    c->failed_ms = e->time_ms;
     s_add_pair(c->skipped, e->path, NULL, NULL, c->failbuf);
   } else {
     snprintf(reason, sizeof reason, "%s: %s", kg_ckpt_status_name(rc), c->rep.reason);
@@ -387,10 +405,10 @@ s_choose(s_choice_t *c, kg_ckpt_list_t *list, const kg_ckpt_sets_t *sets)
   size_t j = 0, n = list ? list->count : 0;
   for (size_t i = 0; i < n && !c->chosen && !c->cset && !c->failed; i++) {
     kg_ckpt_entry_t *e = &list->entries[i];
-    if ((c->cset = s_try_sets(sets, &j, e->time_ms, c->before_ms, c->run, c->keys, c->watch,
-                              c->skipped, c->failbuf, sizeof c->failbuf, &c->failed))
-        || c->failed)
+    if ((c->cset = s_try_sets(c, sets, &j, e->time_ms)) || c->failed)
       return;
+    if (e->time_ms <= c->floor)
+      break; /* the other tier's choice is at least as new: nothing here can win */
     if (e->moved_to)
       continue;
     if (s_passed_over(c, e, reason, sizeof reason))
@@ -399,8 +417,7 @@ s_choose(s_choice_t *c, kg_ckpt_list_t *list, const kg_ckpt_sets_t *sets)
       s_try_one(c, e);
   }
   if (!c->chosen && !c->cset && !c->failed)
-    c->cset = s_try_sets(sets, &j, INT64_MIN, c->before_ms, c->run, c->keys, c->watch,
-                         c->skipped, c->failbuf, sizeof c->failbuf, &c->failed);
+    c->cset = s_try_sets(c, sets, &j, INT64_MIN);
 }
 
 /*  The choice's fields of the JSON (see kg_ckpt_resume.h). */
@@ -457,48 +474,143 @@ s_scan(const char *dir, const kg_keyring_t *keys, kg_ckpt_list_t **list, char *w
   return 0;
 }
 
+/*  The memory tier's choice (o->memory): made as kguard ckpt latest makes
+    it, in place, nothing moved, marked or copied. A missing directory
+    holds no snapshots. Returns 0, or the scan's error with why. */
+static int
+s_memory_choose(const kg_ckpt_resume_opts_t *o, s_choice_t *m, kg_ckpt_list_t **list,
+                kg_ckpt_sets_t **sets, char *why, size_t whysize)
+{
+  *m = (s_choice_t){.dir = o->memory, .run = o->run, .before_ms = o->before_ms,
+                    .keys = o->keys, .watch = o->watch, .memory = true, .floor = INT64_MIN,
+                    .skipped = cJSON_CreateArray()};
+  *list = NULL;
+  *sets = NULL;
+  if (!o->memory)
+    return 0;
+  int rc = s_scan(o->memory, o->keys, list, why, whysize);
+  if (rc < 0)
+    return rc;
+  *sets = kg_ckpt_sets_scan(o->memory, o->keys, &rc);
+  s_choose(m, *list, *sets);
+  return 0;
+}
+
+/*  What a disk candidate must be newer than to win over the memory tier:
+    its choice's seal time, or the time of the snapshot whose read failed
+    (an older one is never chosen past a failure, as on disk). */
+static int64_t
+s_floor(const s_choice_t *m)
+{
+  if (m->chosen)
+    return m->chosen->sealed_at_ms;
+  if (m->cset)
+    return m->cset->sealed_at_ms;
+  return m->failed ? m->failed_ms : INT64_MIN;
+}
+
+/*  Each skip says its tier; the memory tier's come first (into m's
+    array, which is returned; d's is emptied and deleted). */
+static cJSON *
+s_skips(cJSON *m, cJSON *d)
+{
+  cJSON *it;
+  cJSON_ArrayForEach(it, m)
+    cJSON_AddStringToObject(it, "tier", "memory");
+  while (cJSON_GetArraySize(d) > 0) {
+    it = cJSON_DetachItemFromArray(d, 0);
+    cJSON_AddStringToObject(it, "tier", "disk");
+    cJSON_AddItemToArray(m, it);
+  }
+  cJSON_Delete(d);
+  return m;
+}
+
+/*  The disk's prepare, as without a memory tier (quarantine, markers,
+    copies), trying only what is newer than c->floor. c->sets holds the
+    scanned sets afterwards (the caller destroys them). */
+static void
+s_disk_prepare(const kg_ckpt_resume_opts_t *o, s_choice_t *c, kg_ckpt_list_t *list,
+               cJSON *root, cJSON *quarantined, char *qwhy, size_t qsize)
+{
+  int rc;
+  c->qwhy = s_quarantine_step(list, o->incident, o->before_ms, o->run, root, quarantined, qwhy,
+                              qsize);
+  /* Copies made for earlier incidents: the run has moved past them. The
+     marker goes first: it tells a seal finishing meanwhile (a background
+     seal captured before T) that this incident's copy is still needed. */
+  kg_ckpt_resume_copies_remove(o->dir, NULL);
+  if (list)
+    kg_ckpt_retain_mark(o->dir, o->incident, o->before_ms, NULL);
+  c->sets = kg_ckpt_sets_scan(o->dir, o->keys, &rc);
+  s_choose(c, list, c->sets);
+  /* An open incident protects what it restored from pruning (kg_ckpt_retain.h). */
+  if (c->chosen || c->cset)
+    kg_ckpt_retain_mark(o->dir, o->incident, o->before_ms, c->chosen ? c->chosen->name : NULL);
+}
+
+int
+kg_ckpt_resume_prepare_tiers(const kg_ckpt_resume_opts_t *o, cJSON **out, char *why,
+                             size_t whysize)
+{
+  *out = NULL;
+  if (!kg_ckpt_quarantine_id_ok(o->incident)) {
+    snprintf(why, whysize, "bad incident id '%.100s' (use [A-Za-z0-9._:-])", o->incident);
+    return KG_EUSAGE;
+  }
+  s_choice_t m;
+  kg_ckpt_list_t *mlist, *list = NULL;
+  kg_ckpt_sets_t *msets;
+  int rc = s_memory_choose(o, &m, &mlist, &msets, why, whysize);
+  if (rc == 0)
+    rc = s_scan(o->dir, o->keys, &list, why, whysize);
+  if (rc < 0) {
+    cJSON_Delete(m.skipped);
+    kg_ckpt_report_clear(&m.rep);
+    kg_ckpt_sets_destroy(&msets);
+    kg_ckpt_list_destroy(&mlist);
+    return rc;
+  }
+  cJSON *root = cJSON_CreateObject();
+  cJSON *quarantined = cJSON_CreateArray();
+  char qwhy[PATH_MAX + 256] = "";
+  s_choice_t c = {.dir = o->dir, .incident = o->incident, .dest = o->dest, .run = o->run,
+                  .before_ms = o->before_ms, .keys = o->keys, .watch = o->watch,
+                  .prepare = true, .floor = s_floor(&m), .skipped = cJSON_CreateArray()};
+  s_disk_prepare(o, &c, list, root, quarantined, qwhy, sizeof qwhy);
+  /* The newer wins: a disk choice (or failure) is newer than the floor. */
+  bool disk = c.chosen || c.cset || c.failed || !(m.chosen || m.cset || m.failed);
+  s_choice_t *w = disk ? &c : &m;
+  s_report(root, w);
+  if (w->chosen || w->cset)
+    cJSON_AddStringToObject(root, "tier", disk ? "disk" : "memory");
+  else
+    cJSON_AddNullToObject(root, "tier");
+  if (o->memory)
+    cJSON_AddStringToObject(root, "memory_dir", o->memory);
+  else
+    cJSON_AddNullToObject(root, "memory_dir");
+  cJSON_AddStringToObject(root, "incident", o->incident);
+  cJSON_AddItemToObject(root, "quarantined", quarantined);
+  cJSON_AddItemToObject(root, "skipped", s_skips(m.skipped, c.skipped));
+  kg_ckpt_report_clear(&c.rep);
+  kg_ckpt_report_clear(&m.rep);
+  kg_ckpt_sets_destroy(&c.sets);
+  kg_ckpt_sets_destroy(&msets);
+  kg_ckpt_list_destroy(&list);
+  kg_ckpt_list_destroy(&mlist);
+  *out = root;
+  return 0;
+}
+
 int
 kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incident,
                        const char *run, const char *dest, const kg_ckpt_sink_t *watch,
                        const kg_keyring_t *keys, cJSON **out, char *why, size_t whysize)
 {
-  *out = NULL;
-  if (!kg_ckpt_quarantine_id_ok(incident)) {
-    snprintf(why, whysize, "bad incident id '%.100s' (use [A-Za-z0-9._:-])", incident);
-    return KG_EUSAGE;
-  }
-  kg_ckpt_list_t *list;
-  int rc = s_scan(dir, keys, &list, why, whysize);
-  if (rc < 0)
-    return rc;
-  cJSON *root = cJSON_CreateObject();
-  cJSON *quarantined = cJSON_CreateArray();
-  char qwhy[PATH_MAX + 256] = "";
-  s_choice_t c = {.dir = dir, .incident = incident, .dest = dest, .run = run,
-                  .before_ms = before_ms, .keys = keys, .watch = watch, .prepare = true,
-                  .skipped = cJSON_CreateArray()};
-  c.qwhy = s_quarantine_step(list, incident, before_ms, run, root, quarantined, qwhy,
-                             sizeof qwhy);
-  /* Copies made for earlier incidents: the run has moved past them. The
-     marker goes first: it tells a seal finishing meanwhile (a background
-     seal captured before T) that this incident's copy is still needed. */
-  kg_ckpt_resume_copies_remove(dir, NULL);
-  if (list)
-    kg_ckpt_retain_mark(dir, incident, before_ms, NULL);
-  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &rc);
-  s_choose(&c, list, sets);
-  s_report(root, &c);
-  /* An open incident protects what it restored from pruning (kg_ckpt_retain.h). */
-  if (c.chosen || c.cset)
-    kg_ckpt_retain_mark(dir, incident, before_ms, c.chosen ? c.chosen->name : NULL);
-  kg_ckpt_report_clear(&c.rep);
-  kg_ckpt_sets_destroy(&sets);
-  cJSON_AddStringToObject(root, "incident", incident);
-  cJSON_AddItemToObject(root, "quarantined", quarantined);
-  cJSON_AddItemToObject(root, "skipped", c.skipped);
-  kg_ckpt_list_destroy(&list);
-  *out = root;
-  return 0;
+  kg_ckpt_resume_opts_t o = {.dir = dir, .before_ms = before_ms, .incident = incident,
+                             .run = run, .dest = dest, .watch = watch, .keys = keys};
+  return kg_ckpt_resume_prepare_tiers(&o, out, why, whysize);
 }
 
 int
@@ -512,7 +624,7 @@ kg_ckpt_resume_choose(const char *dir, int64_t before_ms, const char *run,
   if (rc < 0)
     return rc;
   s_choice_t c = {.dir = dir, .run = run, .before_ms = before_ms, .keys = keys,
-                  .watch = watch, .skipped = cJSON_CreateArray()};
+                  .watch = watch, .floor = INT64_MIN, .skipped = cJSON_CreateArray()};
   kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &rc);
   s_choose(&c, list, sets);
   cJSON *root = cJSON_CreateObject();

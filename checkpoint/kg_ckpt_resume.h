@@ -47,6 +47,34 @@ int kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incid
                            const char *run, const char *dest, const kg_ckpt_sink_t *watch,
                            const kg_keyring_t *keys, cJSON **out, char *why, size_t whysize);
 
+/*  resume-prepare's inputs with a memory tier of snapshots (see
+    kg_ckpt_resume_prepare_tiers); borrowed, none owned. */
+typedef struct {
+  const char *dir;              /* the checkpoint directory on disk */
+  const char *memory;           /* seal --snapshot's memory directory, or NULL */
+  int64_t before_ms;
+  const char *incident, *run, *dest;
+  const kg_ckpt_sink_t *watch;
+  const kg_keyring_t *keys;
+} kg_ckpt_resume_opts_t;
+
+/*  kg_ckpt_resume_prepare with a memory tier: first the choice in
+    o->memory, made as kg_ckpt_resume_choose makes it (nothing there is
+    quarantined, marked, moved or copied; a missing directory holds no
+    snapshots; a zstd archive there is skipped: snapshots are read in
+    place) giving candidate M sealed at tM; then the disk's prepare as
+    kg_ckpt_resume_prepare does, except that disk candidates sealed at or
+    before tM are not verified (they cannot win; verifying tens of GB that
+    lose is what the memory tier saves). The newer wins. A system error
+    reading a snapshot ends the memory search as on disk: only disk
+    checkpoints newer than it are tried, else the result is "failed".
+    The JSON is kg_ckpt_resume_prepare's plus "tier": "memory"|"disk"
+    (null when none is restored) and "memory_dir" (o->memory or null);
+    each "skipped" object gains "tier", the memory tier's listed first.
+    kg_ckpt_resume_prepare is this with memory NULL. Returns as it does. */
+int kg_ckpt_resume_prepare_tiers(const kg_ckpt_resume_opts_t *o, cJSON **out, char *why,
+                                 size_t whysize);
+
 /*  The choice alone, as resume-prepare makes it for run with fault time
     before_ms (INT64_MAX: the newest): sets and archives of run, sealed
     strictly before before_ms, authenticated by a key in keys, verified

@@ -470,3 +470,37 @@ def test_permission_errors_name_the_path(tmp_path):
         assert p.returncode in (100, 111), (argv, p.returncode, p.stderr)
         assert str(locked) in p.stderr, (argv, p.stderr)
         assert "Permission denied" in p.stderr, (argv, p.stderr)
+
+
+def test_snapshot_seal_persist_and_resume_from_memory(tmp_path, keyenv, payload):
+    """seal --snapshot keeps one complete snapshot in the memory directory,
+    --persist-into copies each onto disk (second stdout line), a failed copy
+    exits 111 with the snapshot sealed, and resume-prepare --memory restores
+    the snapshot, newer than anything on disk, saying its tier."""
+    mem, disk = tmp_path / "mem", tmp_path / "disk"
+    t0 = 1700000000000
+    out = []
+    for step in (1, 2, 3):
+        p = run("ckpt", "seal", str(payload), "--step", str(step), "--run", "r1", "--into",
+                str(mem), "--time", str(t0 + step * 1000), "--snapshot", "--persist-into",
+                str(disk), "--persist-keep", "2", check=True)
+        out.append(p.stdout.splitlines())
+    assert [l[1] for l in out] == ["persisted: %s" % (disk / os.path.basename(l[0]))
+                                   for l in out]
+    assert sorted(os.listdir(mem)) == [os.path.basename(out[2][0])]
+    assert len(os.listdir(disk)) == 2
+    assert run("ckpt", "seal", str(payload), "--step", "4", "--into", str(mem), "--snapshot",
+               "--zstd").returncode == 100
+    (tmp_path / "file").write_text("x")
+    p = run("ckpt", "seal", str(payload), "--step", "4", "--run", "r1", "--into", str(mem),
+            "--time", str(t0 + 4000), "--snapshot", "--persist-into", str(tmp_path / "file"))
+    assert p.returncode == 111 and "is sealed in memory" in p.stderr
+    snap4 = p.stdout.splitlines()[0]
+    assert os.path.exists(snap4) and len(p.stdout.splitlines()) == 1
+    p = run("ckpt", "resume-prepare", "--run", "r1", "--dir", str(disk), "--memory", str(mem),
+            "--before", str(t0 + 10000), "--incident", "i1", "--into", str(tmp_path / "d"),
+            "--json")
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert (res["status"], res["tier"], res["archive"]) == ("restored", "memory", snap4)
+    assert res["memory_dir"] == str(mem) and res["skipped"] == []
