@@ -108,6 +108,11 @@ s_seal_check(kg_ckpt_seal_opts_t *o, const s_seal_args_t *a)
   if (o->world_size >= 2 && (o->rank >= o->world_size || o->output))
     return kg_ckpt_cli_usage("--rank must be below --world-size, and shards need --into", NULL);
   int code = kg_ckpt_cli_need(o->dir, true);
+  /* A memory directory is its owner's to make and remove: a seal that
+     outlived the owner must not make it again (and hold memory nobody
+     frees). */
+  if (code == 0 && a->snapshot)
+    code = kg_ckpt_cli_need(o->into, true);
   char parent[PATH_MAX];
   if (code == 0 && o->output) {
     if (kg_ckpt_dirname(o->output, parent, sizeof parent) < 0)

@@ -73,7 +73,8 @@ static const kg_opt_t s_seal_opts[] = {
    "CKPT_DIR is a memory directory of snapshots (tmpfs, $KGUARD_SNAPSHOT_DIR): after the "
    "seal (and the set index), remove this run's archives and set indexes sealed before its "
    "newest complete checkpoint, and quarantine/; shards newer than it (ranks still writing), "
-   "other runs' archives and leftovers stay. Not with --zstd (snapshots are read in place)",
+   "other runs' archives and leftovers stay. CKPT_DIR must exist (its owner makes it). Not "
+   "with --zstd (snapshots are read in place)",
    0},
   {KG_CKPT_O_PERSIST_INTO, 0, "persist-into", "DISK_DIR",
    "then copy the sealed archive, byte for byte, into DISK_DIR under its own name (a "
