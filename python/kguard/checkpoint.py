@@ -485,19 +485,15 @@ def _run_id():
     return os.environ.get("KGUARD_RUN_ID") or "default"
 
 
-def _latest():
-    """The last consistent checkpoint of this process's run in its
-    checkpoint directory, chosen as after a fault (`kguard ckpt latest
-    --json`): a Resume, or None. Says on stderr what was chosen and each
-    checkpoint passed over, with the reason."""
+def _latest_in(where, run):
+    """`kguard ckpt latest WHERE --json --run RUN`'s answer (a dict), or
+    None when WHERE does not exist. Raises CheckpointError when the choice
+    itself failed."""
     from .archive import CheckpointError
 
-    ckpt_dir, run = _ckpt_dir(), _run_id()
-    if not os.path.isdir(ckpt_dir):
-        print(f"kguard: no checkpoint of run {run} in {ckpt_dir}: starting fresh",
-              file=sys.stderr)
+    if not os.path.isdir(where):
         return None
-    proc = subprocess.run([_bin(), "ckpt", "latest", ckpt_dir, "--json", "--run", run,
+    proc = subprocess.run([_bin(), "ckpt", "latest", where, "--json", "--run", run,
                            "--progress=none"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, check=False)
     try:
@@ -507,22 +503,42 @@ def _latest():
     if not isinstance(out, dict) or out.get("status") == "failed":
         why = (out or {}).get("error") or proc.stderr.strip() or f"exit {proc.returncode}"
         raise CheckpointError(f"kguard: choosing the last checkpoint of run {run} in "
-                              f"{ckpt_dir} failed: {why}")
-    skipped = [(s.get("archive"), s.get("reason")) for s in out.get("skipped") or []]
+                              f"{where} failed: {why}")
+    return out
+
+
+def _latest():
+    """The last consistent state of this process's run, chosen as after a
+    fault (`kguard ckpt latest --json`): the newer of the snapshots in
+    kguard's memory ($KGUARD_SNAPSHOT_DIR, kept across the kernel's restarts
+    while kguard runs) and the checkpoint directory: a Resume, or None. Says
+    on stderr what was chosen and each checkpoint passed over, with the
+    reason."""
+    ckpt_dir, run = _ckpt_dir(), _run_id()
+    mem = os.environ.get("KGUARD_SNAPSHOT_DIR") or None
+    answers = [(tier, _latest_in(where, run)) for tier, where in
+               (("memory", mem), ("disk", ckpt_dir)) if where]
+    answers = [(tier, out) for tier, out in answers if out is not None]
+    skipped = [(s.get("archive"), s.get("reason"))
+               for _, out in answers for s in out.get("skipped") or []]
     for archive, reason in skipped:
         print(f"kguard: skipped {os.path.basename(archive or '?')}: {reason}", file=sys.stderr)
-    if out.get("status") != "restored":
-        print(f"kguard: no consistent checkpoint of run {run} in {ckpt_dir}: "
-              f"starting fresh", file=sys.stderr)
+    found = [(out.get("sealed_at_ms") or 0, tier, out) for tier, out in answers
+             if out.get("status") == "restored"]
+    if not found:
+        print(f"kguard: no consistent checkpoint of run {run} in {ckpt_dir}"
+              f"{' or in kguard memory' if mem else ''}: starting fresh", file=sys.stderr)
         return None
+    _, tier, out = max(found, key=lambda f: (f[0], f[1] == "memory"))
     r = Resume(None, out.get("step"), out.get("archive_abs") or out.get("archive"),
                out.get("digest"))
     r.skipped = skipped
-    r.tier = "disk"
+    r.tier = tier
     if out.get("compression") == "zstd":
         r.dir  # noqa: B018 -- a zstd archive is read from a verified, read-only copy
-    print(f"kguard: resuming run {run} from step {r.step} ({os.path.basename(r.archive)}, "
-          f"sealed {out.get('sealed_at')}, verified)", file=sys.stderr)
+    print(f"kguard: resuming run {run} from step {r.step} ({os.path.basename(r.archive)}"
+          f"{' in kguard memory' if tier == 'memory' else ''}, sealed {out.get('sealed_at')}, "
+          f"verified)", file=sys.stderr)
     return r
 
 
@@ -537,8 +553,9 @@ def resume(latest=False):
 
     latest=True: when kguard restored nothing for this process (a plain
     restart, a notebook opened again), the last consistent checkpoint of
-    this run: the newest archive or set of run $KGUARD_RUN_ID (default
-    "default") in $KGUARD_CKPT_DIR (default ./kguard-checkpoints) that is
+    this run: the newest snapshot in kguard's memory (kguard.snapshot) or
+    archive or set of run $KGUARD_RUN_ID (default "default") in
+    $KGUARD_CKPT_DIR (default ./kguard-checkpoints) that is
     sealed, signed by a key you trust and verifies completely, chosen as
     after a fault; quarantined ones are never seen. What was chosen, and
     each newer checkpoint passed over with the reason, is printed on

@@ -94,18 +94,19 @@ def _tensor_bytes(obj, seen, depth=0):
     objects with a state_dict), each storage counted once."""
     if depth > 64:
         return 0
-    nbytes = getattr(obj, "nbytes", None)
-    storage = getattr(obj, "untyped_storage", None)
-    if callable(storage):
+    storage = getattr(obj, "untyped_storage", None) or getattr(obj, "storage", None)
+    if callable(storage) and hasattr(obj, "element_size"):   # a torch.Tensor
         try:
             s = storage()
-            key = (s.data_ptr(), s.nbytes())
-        except (RuntimeError, TypeError):
+            size = s.nbytes() if hasattr(s, "nbytes") else s.size() * obj.element_size()
+            key = (s.data_ptr(), size)
+        except (RuntimeError, TypeError, AttributeError):
             return 0
         if key in seen:
             return 0
         seen.add(key)
-        return s.nbytes()
+        return size
+    nbytes = getattr(obj, "nbytes", None)      # a numpy array
     if isinstance(nbytes, int):
         return nbytes
     if isinstance(obj, dict):

@@ -38,7 +38,7 @@ def test_a_fault_restores_the_step_before_it_from_memory(tmp_path):
     # loses one step, not 25, and the run ends as an uninterrupted one.
     env = _env(tmp_path, KGUARD_EMULATE="cuda-assert:step=50:once")
     run = Run(exec_args(tmp_path, "--name", "job", script_args=[
-        "--steps", "60", "--every", "25", "--snapshot-every", "1"]), env)
+        "--steps", "60", "--every", "25", "--snapshot-every", "1", "--step-ms", "10"]), env)
     assert run.wait(240) == 0, run.output()
     out = run.output()
     assert "restored step 49 from memory, " in out, out
@@ -49,18 +49,18 @@ def test_a_fault_restores_the_step_before_it_from_memory(tmp_path):
 
 
 def test_a_snapshot_sealed_after_the_first_error_text_is_never_restored(tmp_path):
-    # The error text at step 50 leaves the process running (stderr-only):
-    # snapshots 50-52 are sealed after it; then it stops making progress,
-    # which proves the fault. Memory holds only post-fault snapshots: named
-    # and skipped; the disk checkpoint of step 25 is restored.
+    # The error text at step 50 comes before that step's snapshot, which
+    # still seals (stderr-only: nothing raised in this process), then the
+    # process fails. The snapshot is the newest in memory (it replaced 49):
+    # named and skipped; the disk checkpoint of step 25 is restored.
     env = _env(tmp_path, KGUARD_EMULATE="cuda-assert:step=50:once:stderr-only")
-    run = Run(exec_args(tmp_path, "--name", "job", "--stall-timeout", "2", script_args=[
-        "--steps", "60", "--every", "25", "--snapshot-every", "1", "--hang-once-at", "53"]),
-        env)
+    run = Run(exec_args(tmp_path, "--name", "job", script_args=[
+        "--steps", "60", "--every", "25", "--snapshot-every", "1", "--step-ms", "10",
+        "--die-after-snapshot-at", "50"]), env)
     assert run.wait(240) == 0, run.output()
     out = run.output()
     assert "skipped the snapshot" in out and "in memory: " in out, out
-    assert "step-0000000052-" in out and "at or after the failure" in out, out
+    assert "step-0000000050-" in out and "at or after the failure" in out, out
     assert "restored step 25 from " in out and "restored step 25 from memory" not in out, out
     assert "train_tiny: rank 0 resumed from step 25" in out, out
     assert _final(tmp_path) == reference_params(tmp_path, steps=60)
@@ -84,7 +84,7 @@ def test_two_ranks_restore_the_newest_step_both_sealed(tmp_path):
     from test_exec_ranks import _torchrun_reference
     env = _env(tmp_path, KGUARD_EMULATE="cuda-assert:step=8:once")
     run = Run(exec_args(tmp_path, "--name", "job", "--nproc-per-node", "2", script_args=[
-        "--fault-rank", "1", "--snapshot-every", "1", "--every", "5"]), env)
+        "--fault-rank", "1", "--snapshot-every", "1", "--every", "5", "--step-ms", "10"]), env)
     assert run.wait(240) == 0, run.output()
     out = run.output()
     assert "restored step 7 from memory, " in out and "set-0000000007" in out, out
@@ -140,19 +140,27 @@ def test_a_state_that_does_not_fit_is_refused_before_anything_is_written(tmp_pat
     assert list(mem.iterdir()) == []
 
 
-def test_snapshot_persists_every_kth_and_says_what_is_missing(tmp_path):
+def test_snapshot_persists_every_kth_and_latest_takes_the_newer_tier(tmp_path):
     code = ("import torch, kguard\n"
             "for n in range(1, 7):\n"
-            "    s = kguard.snapshot({'w': torch.full((4,), float(n))}, n, persist_every=3)\n"
+            "    s = kguard.snapshot({'w': torch.full((4,), float(n))}, n, persist_every=4)\n"
             "print('LAST', s.wait(), s.persisted)\n")
     r, mem = _snapshot_directly(tmp_path, code)
     assert r.returncode == 0, r.stderr
     on_disk = sorted(p.name[:15] for p in (tmp_path / "ckpt").iterdir()
                      if p.name.startswith("step-"))
-    assert on_disk == ["step-0000000003", "step-0000000006"], on_disk
+    assert on_disk == ["step-0000000004"], on_disk
     in_memory = sorted(p.name[:15] for p in mem.iterdir() if p.name.startswith("step-"))
     assert in_memory == ["step-0000000006"], in_memory
-    assert "LAST " + str(mem) in r.stdout and str(tmp_path / "ckpt") in r.stdout, r.stdout
+    assert "LAST " + str(mem) in r.stdout and r.stdout.strip().endswith("None"), r.stdout
+    # A kernel restarted by hand (no fault): resume(latest=True) takes the
+    # newer of memory and disk, and says which.
+    r, _ = _snapshot_directly(tmp_path, "import kguard\n"
+                              "r = kguard.resume(latest=True)\n"
+                              "print('GOT', r.step, r.tier, float(r.load()['w'][0]))\n")
+    assert r.returncode == 0, r.stderr
+    assert "GOT 6 memory 6.0" in r.stdout, r.stdout + r.stderr
+    assert "in kguard memory, sealed" in r.stderr, r.stderr
     env_less = base_env(tmp_path, PYTHONPATH=str(SOURCE / "python"))
     r = subprocess.run([PYTHON, "-c", "import kguard, torch; kguard.snapshot({}, 1)"],
                        env=env_less, capture_output=True, text=True, timeout=120)

@@ -45,6 +45,13 @@ p.add_argument("--snapshot-every", type=int, default=0,
 p.add_argument("--tamper-snapshot-at", type=int, default=-1,
                help="once this step's snapshot is sealed, change a byte of it in kguard's "
                     "memory (as a stray write would)")
+p.add_argument("--step-ms", type=float, default=0,
+               help="sleep this long at the start of each step (the device's share of a "
+                    "real step: a snapshot and the next step's fault are then never in the "
+                    "same millisecond)")
+p.add_argument("--die-after-snapshot-at", type=int, default=-1,
+               help="exit 1 right after this step's snapshot, the first time only (a "
+                    "process whose error text came before a snapshot that still sealed)")
 p.add_argument("--hang-once-at", type=int, default=-1,
                help="before this step, block forever, the first time only (a marker in "
                     "$KGUARD_STATE_DIR): a process that stopped making progress")
@@ -116,6 +123,9 @@ for n in range(start + 1, args.steps + 1):
         import time
         while not os.path.exists(args.hold_file):
             time.sleep(0.05)  # a file the test creates; no other channel to it
+    if args.step_ms > 0:
+        import time
+        time.sleep(args.step_ms / 1000)
     if n == args.hang_once_at:
         marker = os.path.join(os.environ["KGUARD_STATE_DIR"], "train-tiny-hung-once")
         if not os.path.exists(marker):
@@ -145,6 +155,11 @@ for n in range(start + 1, args.steps + 1):
                 f.seek(-1, 1)
                 f.write(bytes([byte[0] ^ 0xFF]))
             print(f"train_tiny: changed a byte of the snapshot of step {n}", flush=True)
+        died = os.path.join(os.environ.get("KGUARD_STATE_DIR", "."), "train-tiny-died-once")
+        if n == args.die_after_snapshot_at and not os.path.exists(died):
+            open(died, "w").close()
+            print(f"train_tiny: exits after the snapshot of step {n}", flush=True)
+            sys.exit(1)
     if n == args.wait_signal_at:
         print("train_tiny: waiting for a pre-emption signal", flush=True)
         while not preempt.wait(0.1):  # signal handlers run between waits
