@@ -478,6 +478,10 @@ def test_snapshot_seal_persist_and_resume_from_memory(tmp_path, keyenv, payload)
     exits 111 with the snapshot sealed, and resume-prepare --memory restores
     the snapshot, newer than anything on disk, saying its tier."""
     mem, disk = tmp_path / "mem", tmp_path / "disk"
+    gone = run("ckpt", "seal", str(payload), "--step", "1", "--into", str(mem), "--snapshot")
+    assert gone.returncode == 100 and f"no such directory: {mem}" in gone.stderr, gone.stderr
+    assert not mem.exists()                      # never made by a seal: its owner's (kguard's)
+    mem.mkdir()
     t0 = 1700000000000
     out = []
     for step in (1, 2, 3):

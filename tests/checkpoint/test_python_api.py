@@ -24,7 +24,8 @@ from conftest import run  # noqa: E402
 
 DOC = os.path.join(SRC, "docs", "python-api.md")
 HEADING = re.compile(r"^#{3,4} `([A-Za-z_.]+)(\(.*\))?`\s*$")
-CLASSES = {"Resume": kc.Resume, "PendingSeal": kc.PendingSeal, "Archive": ka.Archive}
+CLASSES = {"Resume": kc.Resume, "PendingSeal": kc.PendingSeal, "Archive": ka.Archive,
+           "Snapshot": kguard.Snapshot}
 
 
 def documented():
