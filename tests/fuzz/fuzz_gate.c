@@ -261,16 +261,13 @@ s_fire(s_model_t *m, kg_event_t ev)
   m->st = next;
 }
 
-/*  A message arrives from the frontend (kg__dispatch_front). */
+/*  The fields of a new request r, drawn from the input's bytes: its
+    channel, kind, what surrounds it, its header's date and the frontend's
+    clock. */
 static void
-s_arrive(s_model_t *m)
+s_draw_request(s_model_t *m, s_req_t *r)
 {
-  if (m->n_req >= S_MAX_REQ)
-    return;
   unsigned b = s_byte(m);
-  int i = m->n_req++;
-  s_req_t *r = &m->req[i];
-  memset(r, 0, sizeof *r);
   static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN};
   r->ch = chans[b & 3];
   r->kind = (kg_gate_msg_t) ((b >> 2) % KG_GATE_MSG_COUNT);
@@ -307,6 +304,72 @@ s_arrive(s_model_t *m)
   /* the frontend's clock: known or not, up to 2 min off either way */
   unsigned c = s_byte(m);
   r->clock = (kg_gate_clock_t) {((int64_t) (c >> 1) - 64) * 2000, (c & 1) != 0};
+}
+
+/*  The gate's invariants for request r's decision dec (I2-I4 and the
+    reference's staleness). */
+static void
+s_check_decision(s_model_t *m, const s_req_t *r, kg_gate_decision_t dec)
+{
+  CHECK(dec.action == KG_GATE_FORWARD || dec.action == KG_GATE_ANSWER
+        || dec.action == KG_GATE_HOLD || dec.action == KG_GATE_DROP);
+  CHECK((dec.action == KG_GATE_ANSWER) == (dec.why != KG_GATE_WHY_NONE));
+  /* I3, both ways: the reference says stale exactly when the gate does */
+  bool stale = r->kind == KG_GATE_MSG_EXECUTE && r->ch != KG_CH_STDIN && m->st != KG_ST_DOWN
+               && s_ref_stale(m, r->sent_wall, r->clock);
+  CHECK(stale == (dec.why == KG_GATE_WHY_STALE));
+  if (dec.why == KG_GATE_WHY_DOWN)
+    CHECK(m->st == KG_ST_DOWN && r->request);
+  /* I2 */
+  if (dec.action == KG_GATE_FORWARD && r->kind != KG_GATE_MSG_INBAND)
+    CHECK(kg_state_gate_open(m->st));
+  if (dec.action == KG_GATE_FORWARD && r->ch == KG_CH_SHELL && r->kind == KG_GATE_MSG_EXECUTE)
+    CHECK(m->in_flight < 0 && !kg_gate_abort_active(m->gate) && m->n_shell == 0);
+  /* a request is never dropped outside a shutdown (I4) */
+  if (dec.action == KG_GATE_DROP)
+    CHECK(!r->request);
+  if (dec.action == KG_GATE_HOLD)
+    CHECK(r->ch != KG_CH_STDIN);
+}
+
+/*  Carry out decision dec for request i, as kg__dispatch_front does. */
+static void
+s_apply(s_model_t *m, int i, kg_gate_decision_t dec)
+{
+  s_req_t *r = &m->req[i];
+  switch (dec.action) {
+  case KG_GATE_FORWARD:
+    if (r->ch == KG_CH_STDIN)
+      r->status = R_FORWARDED;
+    else
+      s_deliver(m, i);
+    break;
+  case KG_GATE_ANSWER:
+    s_answer(m, i);
+    break;
+  case KG_GATE_HOLD:
+    r->status = R_HELD;
+    if (r->ch == KG_CH_SHELL)
+      m->held_shell[m->n_shell++] = i;
+    else
+      m->held_ctrl[m->n_ctrl++] = i;
+    break;
+  case KG_GATE_DROP:
+    r->status = R_DROPPED;
+    break;
+  }
+}
+
+/*  A message arrives from the frontend (kg__dispatch_front). */
+static void
+s_arrive(s_model_t *m)
+{
+  if (m->n_req >= S_MAX_REQ)
+    return;
+  int i = m->n_req++;
+  s_req_t *r = &m->req[i];
+  memset(r, 0, sizeof *r);
+  s_draw_request(m, r);
   if (kg_state_exiting(m->st)) {
     r->status = R_DROPPED;
     r->shutdown_drop = true;
@@ -345,46 +408,8 @@ s_arrive(s_model_t *m)
     }
     return;
   }
-  CHECK(dec.action == KG_GATE_FORWARD || dec.action == KG_GATE_ANSWER
-        || dec.action == KG_GATE_HOLD || dec.action == KG_GATE_DROP);
-  CHECK((dec.action == KG_GATE_ANSWER) == (dec.why != KG_GATE_WHY_NONE));
-  /* I3, both ways: the reference says stale exactly when the gate does */
-  bool stale = r->kind == KG_GATE_MSG_EXECUTE && r->ch != KG_CH_STDIN && m->st != KG_ST_DOWN
-               && s_ref_stale(m, r->sent_wall, r->clock);
-  CHECK(stale == (dec.why == KG_GATE_WHY_STALE));
-  if (dec.why == KG_GATE_WHY_DOWN)
-    CHECK(m->st == KG_ST_DOWN && r->request);
-  /* I2 */
-  if (dec.action == KG_GATE_FORWARD && r->kind != KG_GATE_MSG_INBAND)
-    CHECK(kg_state_gate_open(m->st));
-  if (dec.action == KG_GATE_FORWARD && r->ch == KG_CH_SHELL && r->kind == KG_GATE_MSG_EXECUTE)
-    CHECK(m->in_flight < 0 && !kg_gate_abort_active(m->gate) && m->n_shell == 0);
-  /* a request is never dropped outside a shutdown (I4) */
-  if (dec.action == KG_GATE_DROP)
-    CHECK(!r->request);
-  if (dec.action == KG_GATE_HOLD)
-    CHECK(r->ch != KG_CH_STDIN);
-  switch (dec.action) {
-  case KG_GATE_FORWARD:
-    if (r->ch == KG_CH_STDIN)
-      r->status = R_FORWARDED;
-    else
-      s_deliver(m, i);
-    break;
-  case KG_GATE_ANSWER:
-    s_answer(m, i);
-    break;
-  case KG_GATE_HOLD:
-    r->status = R_HELD;
-    if (r->ch == KG_CH_SHELL)
-      m->held_shell[m->n_shell++] = i;
-    else
-      m->held_ctrl[m->n_ctrl++] = i;
-    break;
-  case KG_GATE_DROP:
-    r->status = R_DROPPED;
-    break;
-  }
+  s_check_decision(m, r, dec);
+  s_apply(m, i, dec);
 }
 
 /*  The running cell's reply comes back from the kernel. error: with

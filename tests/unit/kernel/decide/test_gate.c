@@ -31,111 +31,137 @@ s_gate_in_phase(int phase, int64_t *now)
   return g;
 }
 
+/*  One row of the table: a state, a channel, a kind of request and what
+    surrounds it. */
+typedef struct {
+  int st, kind, flight, queued, ph, asked, sent;
+  kg_channel_t chan;
+  bool alive, cached, by_signal;
+} s_row_t;
+
+/*  The gate's decision for row r (*d), and the same input's with no fault
+    at all (*base). */
+static void
+s_decide(const s_row_t *r, kg_gate_decision_t *d, kg_gate_decision_t *base)
+{
+  /* the request's header date: unknown, before, after the notice */
+  static const int64_t sent_at[] = {0, 1700000004000, 1700000005100};
+  int64_t now;
+  kg_gate_t *g = s_gate_in_phase(r->ph, &now);
+  if (r->asked)   /* the kernel's input_request is out */
+    kg_gate_input_asked(g, "input-request-1");
+  kg_gate_input_t in = {.state = (kg_state_t) r->st, .channel = r->chan,
+                        .kind = (kg_gate_msg_t) r->kind, .in_flight = r->flight,
+                        .queue_waiting = r->queued, .now_ms = now,
+                        .sent_wall_ms = sent_at[r->sent],
+                        .clock = {0, true},   /* kguard's own clock */
+                        .kernel_alive = r->alive, .info_cached = r->cached,
+                        .interrupt_by_signal = r->by_signal};
+  *d = kg_gate_decide(g, &in);
+  kg_gate_t *clean = kg_gate_new(2000);
+  *base = kg_gate_decide(clean, &in);
+  kg_gate_destroy(&clean);
+  kg_gate_destroy(&g);
+}
+
+/*  What kguard handles itself, whatever the queues hold: true when row r is
+    one of those (its decision d checked). */
+static bool
+s_expect_own(const s_row_t *r, kg_gate_decision_t d)
+{
+  bool open = kg_state_gate_open((kg_state_t) r->st);
+  bool control = r->chan == KG_CH_CONTROL;
+  if (kg_state_exiting((kg_state_t) r->st)) {
+    KG_CHECK_INT(d.action, KG_GATE_DROP);
+  } else if (r->chan == KG_CH_STDIN) {
+    /* only to a kernel that asked for input */
+    KG_CHECK_INT(d.action, open && r->asked ? KG_GATE_FORWARD : KG_GATE_DROP);
+  } else if (control && r->kind == KG_GATE_MSG_SHUTDOWN) {
+    KG_CHECK_INT(d.action, open && r->alive ? KG_GATE_FORWARD : KG_GATE_ANSWER);
+    KG_CHECK_INT(d.why, open && r->alive ? KG_GATE_WHY_NONE : KG_GATE_WHY_SHUTDOWN);
+  } else if (control && r->kind == KG_GATE_MSG_INTERRUPT && r->by_signal) {
+    KG_CHECK_INT(d.action, KG_GATE_ANSWER);
+    KG_CHECK_INT(d.why, open && r->alive ? KG_GATE_WHY_SIGNAL : KG_GATE_WHY_INTERRUPT);
+  } else if (control && r->kind == KG_GATE_MSG_INBAND) {
+    KG_CHECK_INT(d.action, KG_GATE_FORWARD);
+  } else if (r->kind == KG_GATE_MSG_KERNEL_INFO && !open
+             && (r->cached || r->st == KG_ST_DOWN)) {
+    KG_CHECK_INT(d.action, KG_GATE_ANSWER);
+    KG_CHECK_INT(d.why, KG_GATE_WHY_INFO);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/*  What the gate must decide for an ordinary request in row r (d),
+    against the same input with no fault (base). */
+static void
+s_expect_request(const s_row_t *r, kg_gate_decision_t d, kg_gate_decision_t base)
+{
+  bool open = kg_state_gate_open((kg_state_t) r->st);
+  /* before the notice always; in the window unless its header says it
+     was made after the notice */
+  bool stale = r->ph == PH_BEFORE_NOTICE || (r->ph == PH_IN_WINDOW && r->sent != 2);
+  int k = r->kind == KG_GATE_MSG_SHUTDOWN || r->kind == KG_GATE_MSG_INTERRUPT
+                  || r->kind == KG_GATE_MSG_KERNEL_INFO
+            ? KG_GATE_MSG_REQUEST : r->kind;
+  if (r->st == KG_ST_DOWN) {
+    /* no kernel: kguard answers requests, keeps %kguard in order */
+    if (k == KG_GATE_MSG_EXECUTE || k == KG_GATE_MSG_REQUEST) {
+      KG_CHECK_INT(d.action, KG_GATE_ANSWER);
+      KG_CHECK_INT(d.why, KG_GATE_WHY_DOWN);
+    } else if (k == KG_GATE_MSG_INBAND)
+      KG_CHECK_INT(d.action, r->queued ? KG_GATE_HOLD : KG_GATE_FORWARD);
+    else
+      KG_CHECK_INT(d.action, KG_GATE_DROP);
+    return;
+  }
+  if (k == KG_GATE_MSG_EXECUTE && stale) {
+    /* a Run All's cells during a restart: never run, whatever else holds */
+    if (d.action != KG_GATE_ANSWER || d.why != KG_GATE_WHY_STALE)
+      fprintf(stderr, "not answered stale: state %s ch %d kind %d flight %d queued %d "
+              "phase %d\n", kg_state_name((kg_state_t) r->st), (int) r->chan, r->kind,
+              r->flight, r->queued, r->ph);
+    KG_CHECK_INT(d.action, KG_GATE_ANSWER);
+    KG_CHECK_INT(d.why, KG_GATE_WHY_STALE);
+    return;
+  }
+  /* outside the rule the fault changes nothing */
+  KG_CHECK_INT(d.action, base.action);
+  KG_CHECK(d.action != KG_GATE_ANSWER && d.action != KG_GATE_DROP);
+  if (r->chan == KG_CH_SHELL) {
+    /* one execute in flight, arrival order, %kguard even when closed */
+    bool turn = !r->queued && (open ? !r->flight : k == KG_GATE_MSG_INBAND);
+    KG_CHECK_INT(d.action, turn ? KG_GATE_FORWARD : KG_GATE_HOLD);
+  } else
+    KG_CHECK_INT(d.action, open ? KG_GATE_FORWARD : KG_GATE_HOLD);
+}
+
 KG_TEST(gate_table_every_state)
 {
   static const kg_channel_t chans[] = {KG_CH_SHELL, KG_CH_CONTROL, KG_CH_STDIN};
   size_t rows = 0;
-  for (int st = 0; st < KG_ST_COUNT; st++)
+  s_row_t r;
+  for (r.st = 0; r.st < KG_ST_COUNT; r.st++)
     for (size_t c = 0; c < 3; c++)
-      for (int kind = 0; kind < KG_GATE_MSG_COUNT; kind++)
-        for (int flight = 0; flight < 2; flight++)
-          for (int queued = 0; queued < 2; queued++)
-            for (int ph = 0; ph < PH_COUNT; ph++)
-             for (int asked = 0; asked < 2; asked++)
-             for (int sent = 0; sent < 3; sent++)
-              for (int known = 0; known < 8; known++) {
-              /* the request's header date: unknown, before, after the notice */
-              static const int64_t sent_at[] = {0, 1700000004000, 1700000005100};
-              bool alive = known & 1, cached = known & 2, by_signal = known & 4;
-              int64_t now;
-              kg_gate_t *g = s_gate_in_phase(ph, &now);
-              if (asked)   /* the kernel's input_request is out */
-                kg_gate_input_asked(g, "input-request-1");
-              kg_gate_input_t in = {.state = (kg_state_t) st, .channel = chans[c],
-                                    .kind = (kg_gate_msg_t) kind, .in_flight = flight,
-                                    .queue_waiting = queued, .now_ms = now,
-                                    .sent_wall_ms = sent_at[sent],
-                                    .clock = {0, true},   /* kguard's own clock */
-                                    .kernel_alive = alive, .info_cached = cached,
-                                    .interrupt_by_signal = by_signal};
-              kg_gate_decision_t d = kg_gate_decide(g, &in);
-              /* the same input with no fault at all */
-              kg_gate_t *clean = kg_gate_new(2000);
-              kg_gate_decision_t base = kg_gate_decide(clean, &in);
-              kg_gate_destroy(&clean);
-              kg_gate_destroy(&g);
-              rows++;
-              bool open = kg_state_gate_open((kg_state_t) st);
-              bool control = chans[c] == KG_CH_CONTROL;
-              /* before the notice always; in the window unless its header
-                 says it was made after the notice */
-              bool stale = ph == PH_BEFORE_NOTICE || (ph == PH_IN_WINDOW && sent != 2);
-              char where[160];
-              snprintf(where, sizeof where, "state %s ch %d kind %d flight %d queued %d phase %d",
-                       kg_state_name((kg_state_t) st), (int) chans[c], kind, flight, queued, ph);
-              if (kg_state_exiting((kg_state_t) st)) {
-                KG_CHECK_INT(d.action, KG_GATE_DROP);
-                continue;
-              }
-              if (chans[c] == KG_CH_STDIN) {
-                /* only to a kernel that asked for input */
-                KG_CHECK_INT(d.action, open && asked ? KG_GATE_FORWARD : KG_GATE_DROP);
-                continue;
-              }
-              /* what kguard handles itself, whatever the queues hold */
-              if (control && kind == KG_GATE_MSG_SHUTDOWN) {
-                KG_CHECK_INT(d.action, open && alive ? KG_GATE_FORWARD : KG_GATE_ANSWER);
-                KG_CHECK_INT(d.why, open && alive ? KG_GATE_WHY_NONE : KG_GATE_WHY_SHUTDOWN);
-                continue;
-              }
-              if (control && kind == KG_GATE_MSG_INTERRUPT && by_signal) {
-                KG_CHECK_INT(d.action, KG_GATE_ANSWER);
-                KG_CHECK_INT(d.why, open && alive ? KG_GATE_WHY_SIGNAL : KG_GATE_WHY_INTERRUPT);
-                continue;
-              }
-              if (control && kind == KG_GATE_MSG_INBAND) {
-                KG_CHECK_INT(d.action, KG_GATE_FORWARD);
-                continue;
-              }
-              if (kind == KG_GATE_MSG_KERNEL_INFO && !open
-                  && (cached || st == KG_ST_DOWN)) {
-                KG_CHECK_INT(d.action, KG_GATE_ANSWER);
-                KG_CHECK_INT(d.why, KG_GATE_WHY_INFO);
-                continue;
-              }
-              /* from here every request is an ordinary one */
-              int k = kind == KG_GATE_MSG_SHUTDOWN || kind == KG_GATE_MSG_INTERRUPT
-                              || kind == KG_GATE_MSG_KERNEL_INFO
-                        ? KG_GATE_MSG_REQUEST : kind;
-              if (st == KG_ST_DOWN) {
-                /* no kernel: kguard answers requests, keeps %kguard in order */
-                if (k == KG_GATE_MSG_EXECUTE || k == KG_GATE_MSG_REQUEST) {
-                  KG_CHECK_INT(d.action, KG_GATE_ANSWER);
-                  KG_CHECK_INT(d.why, KG_GATE_WHY_DOWN);
-                } else if (k == KG_GATE_MSG_INBAND)
-                  KG_CHECK_INT(d.action, queued ? KG_GATE_HOLD : KG_GATE_FORWARD);
-                else
-                  KG_CHECK_INT(d.action, KG_GATE_DROP);
-                continue;
-              }
-              if (k == KG_GATE_MSG_EXECUTE && stale) {
-                /* a Run All's cells during a restart: never run, whatever else holds */
-                if (d.action != KG_GATE_ANSWER || d.why != KG_GATE_WHY_STALE)
-                  fprintf(stderr, "not answered stale: %s\n", where);
-                KG_CHECK_INT(d.action, KG_GATE_ANSWER);
-                KG_CHECK_INT(d.why, KG_GATE_WHY_STALE);
-                continue;
-              }
-              /* outside the rule the fault changes nothing */
-              KG_CHECK_INT(d.action, base.action);
-              KG_CHECK(d.action != KG_GATE_ANSWER && d.action != KG_GATE_DROP);
-              if (chans[c] == KG_CH_SHELL) {
-                /* one execute in flight, arrival order, %kguard even when closed */
-                bool turn = !queued && (open ? !flight : k == KG_GATE_MSG_INBAND);
-                KG_CHECK_INT(d.action, turn ? KG_GATE_FORWARD : KG_GATE_HOLD);
-              } else
-                KG_CHECK_INT(d.action, open ? KG_GATE_FORWARD : KG_GATE_HOLD);
-            }
+      for (r.kind = 0; r.kind < KG_GATE_MSG_COUNT; r.kind++)
+        for (r.flight = 0; r.flight < 2; r.flight++)
+          for (r.queued = 0; r.queued < 2; r.queued++)
+            for (r.ph = 0; r.ph < PH_COUNT; r.ph++)
+              for (r.asked = 0; r.asked < 2; r.asked++)
+                for (r.sent = 0; r.sent < 3; r.sent++)
+                  for (int known = 0; known < 8; known++) {
+                    r.chan = chans[c];
+                    r.alive = known & 1;
+                    r.cached = known & 2;
+                    r.by_signal = known & 4;
+                    kg_gate_decision_t d, base;
+                    s_decide(&r, &d, &base);
+                    rows++;
+                    if (!s_expect_own(&r, d))
+                      s_expect_request(&r, d, base);
+                  }
   KG_CHECK_INT(rows, KG_ST_COUNT * 3 * KG_GATE_MSG_COUNT * 2 * 2 * PH_COUNT * 2 * 3 * 8);
 }
 
