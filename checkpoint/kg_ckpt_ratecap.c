@@ -24,8 +24,9 @@ kg_ckpt_ratecap_init(kg_ckpt_ratecap_t *cap)
   const char *bps = getenv(KG_CKPT_TEST_READ_BPS_ENV);
   if (bps && *bps) {
     char *end;
-    unsigned long long v = strtoull(bps, &end, 10);
-    if (*end == '\0' && v > 0)
+    /* strtoull takes "-1" for a huge cap: only digits are a rate. */
+    unsigned long long v = bps[0] >= '0' && bps[0] <= '9' ? strtoull(bps, &end, 10) : 0;
+    if (v > 0 && *end == '\0')
       cap->bps = v;
   }
 }

@@ -29,7 +29,7 @@ KG_TEST(ratecap_off_without_the_variable)
   KG_CHECK_INT(ticks, 0);
   kg_ckpt_ratecap_fini(&cap);
   /* not a positive integer: no cap either */
-  const char *bad[] = {"0", "fast", "12kb", ""};
+  const char *bad[] = {"0", "fast", "12kb", "", "-1", " 5", "+5"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     setenv(KG_CKPT_TEST_READ_BPS_ENV, bad[i], 1);
     kg_ckpt_ratecap_init(&cap);
