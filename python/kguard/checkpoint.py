@@ -172,6 +172,17 @@ def _keep(keep):
     return keep
 
 
+def _step_and_name(step, name):
+    """step as an int, once it and the member name are checked (ValueError
+    saying what is wrong)."""
+    step = int(step)
+    if step < 0:
+        raise ValueError(f"step must be a non-negative integer, got {step}")
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"name must be a plain file name, got {name!r}")
+    return step
+
+
 def save(state, step, name="state.pt", background=False, keep=None):
     """Save state for step and seal it; return the archive's path.
 
@@ -198,11 +209,7 @@ def save(state, step, name="state.pt", background=False, keep=None):
     global _last_background
     import torch
 
-    step = int(step)
-    if step < 0:
-        raise ValueError(f"step must be a non-negative integer, got {step}")
-    if not name or "/" in name or name in (".", ".."):
-        raise ValueError(f"name must be a plain file name, got {name!r}")
+    step = _step_and_name(step, name)
     keep = _keep(keep)
     ckpt_dir = _ckpt_dir()
     os.makedirs(ckpt_dir, exist_ok=True)

@@ -14,6 +14,7 @@
 
 #include "kg_ckpt_retain.h"
 #include "kg_test.h"
+#include "plan_check.h"
 
 /* Retention plan by table: items newest first as (authenticated, verified,
    named, step, time); "K" kept, "R" removed. */
@@ -60,17 +61,7 @@ KG_TEST(retain_plan_table)
     bool rm[6];
     size_t n = kg_ckpt_retain_plan(t[c].it, t[c].n, t[c].keep, t[c].every, t[c].open,
                                    t[c].nopen, rm);
-    char got[8] = "";
-    size_t want_r = 0;
-    for (size_t i = 0; i < t[c].n; i++) {
-      got[i] = rm[i] ? 'R' : 'K';
-      want_r += t[c].want[i] == 'R';
-    }
-    got[t[c].n] = '\0';
-    if (strcmp(got, t[c].want) != 0)
-      fprintf(stderr, "case '%s': got %s\n", t[c].what, got);
-    KG_CHECK_STR(got, t[c].want);
-    KG_CHECK_INT(n, want_r);
+    kg_check_plan(t[c].what, rm, t[c].n, n, t[c].want);
   }
 }
 

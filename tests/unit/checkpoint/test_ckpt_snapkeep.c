@@ -3,6 +3,7 @@
     a real directory of sealed snapshots and shards. Keys and payload from
     ckpt_fixture.h. */
 #include "ckpt_fixture.h"
+#include "plan_check.h"
 
 #include <dirent.h>
 
@@ -56,17 +57,7 @@ KG_TEST(snapkeep_plan_table)
   for (size_t c = 0; c < sizeof t / sizeof *t; c++) {
     bool rm[7];
     size_t n = kg_ckpt_snapkeep_plan(t[c].it, t[c].n, rm);
-    char got[8] = "";
-    size_t want_r = 0;
-    for (size_t i = 0; i < t[c].n; i++) {
-      got[i] = rm[i] ? 'R' : 'K';
-      want_r += t[c].want[i] == 'R';
-    }
-    got[t[c].n] = '\0';
-    if (strcmp(got, t[c].want) != 0)
-      fprintf(stderr, "case '%s': got %s\n", t[c].what, got);
-    KG_CHECK_STR(got, t[c].want);
-    KG_CHECK_INT(n, want_r);
+    kg_check_plan(t[c].what, rm, t[c].n, n, t[c].want);
   }
 }
 
