@@ -181,6 +181,10 @@ def _check_room(state, step, memdir):
         room, what = int(override), "KGUARD_TEST_SNAPSHOT_ROOM"
     if need > room:
         prev = f"; the newest snapshot (step {_last.step}) stays" if _last is not None else ""
+        if what.startswith("free space"):
+            what += (": a container's /dev/shm is often 64 MiB (docker run --shm-size, a "
+                     "Kubernetes emptyDir with medium: Memory), or set KGUARD_SNAPSHOT_BASE "
+                     "for kguard to a larger tmpfs")
         raise SnapshotRefused(
             f"kguard.snapshot: step {step}'s state ({_words(need_state)}) does not fit in "
             f"memory: a snapshot needs {_words(need)} (the copy being sealed beside it) and "
@@ -280,20 +284,16 @@ def snapshot(state, step, name="state.pt", persist_every=None, persist_seconds=N
     global _last
     import torch
 
-    step = int(step)
-    if step < 0:
-        raise ValueError(f"step must be a non-negative integer, got {step}")
-    if not name or "/" in name or name in (".", ".."):
-        raise ValueError(f"name must be a plain file name, got {name!r}")
+    step = _ckpt._step_and_name(step, name)
     memdir = _memdir()
     rank, world = _ckpt._rank_world()
     if _ckpt._rank_dir_rank() is not None:
         raise RuntimeError("kguard.snapshot: multi-node jobs (several nodes under kguard "
                            "exec) restore from disk only for now; use kguard.save")
     keep = _ckpt._keep(keep)
-    persist = _persist_due(step, persist_every, persist_seconds, world)
     waited = _take_previous()
     _check_room(state, step, memdir)
+    persist = _persist_due(step, persist_every, persist_seconds, world)
     tmp, lock = _ckpt._locked_staging(memdir)
     handed_over = False
     try:

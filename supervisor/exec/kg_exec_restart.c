@@ -140,8 +140,8 @@ kg_ex_restore(kg_exec_s *E)
   char *argv[] = {E->exe, "ckpt", "resume-prepare", "--dir", (char *) E->cfg.ckpt_dir,
                   "--before", before, "--incident", (char *) kg_incident_id(E->incident),
                   "--into", into, "--run", (char *) E->cfg.name, "--json",
-                  E->snapdir ? "--memory" : NULL, E->snapdir ? (char *) kg_snapdir_path(E->snapdir) : NULL,
-                  NULL};
+                  E->snapdir ? "--memory" : NULL,
+                  E->snapdir ? (char *) kg_snapdir_path(E->snapdir) : NULL, NULL};
   char when[48];
   kg_notice("exec: restoring the last state sealed before the fault's first sign (%s) "
             "from %s%s", kg_clock_local_ms(E->fault_wall_ms, when, sizeof when),
