@@ -221,7 +221,7 @@ def trial(nodes, hosts):
             raise RuntimeError(f"saw {len(deaths)} of {ranks} workers die")
         t_dead1, t_deadn = min(deaths.values()), max(deaths.values())
         if nodes == 1:
-            t_restoring = _first(logs[0], "restoring the last checkpoint", t_proof)
+            t_restoring = _first(logs[0], "exec: restoring the last ", t_proof)
             t_gone = t_restoring
             t_decided = t_gone
             restored = [_first(logs[0], "exec: restored step", t_restoring)]
