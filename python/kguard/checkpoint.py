@@ -97,16 +97,23 @@ class PendingSeal:
         if self._path is None:
             rc = self._proc.wait(timeout)
             self._out.seek(0)
-            text = self._out.read().decode(errors="replace")
+            text = self._out.read().decode(errors="replace").strip()
             if rc != 0:
-                raise RuntimeError(f"kguard ckpt seal of step {self.step} failed "
-                                   f"(exit {rc}): {text.strip()}")
-            self._path = text.strip().splitlines()[-1]
+                raise RuntimeError(self._failed(rc, text))
+            self._path = self._sealed(text)
         return self._path
+
+    def _failed(self, rc, text):
+        """Why the seal process (exit rc, output text) failed, in words."""
+        return f"kguard ckpt seal of step {self.step} failed (exit {rc}): {text}"
+
+    def _sealed(self, text):
+        """The archive's path, from the seal process's output text."""
+        return text.splitlines()[-1]
 
     def __repr__(self):
         state = "done" if self.done() else "sealing"
-        return f"PendingSeal(step={self.step}, {state})"
+        return f"{type(self).__name__}(step={self.step}, {state})"
 
 
 _last_background = None
@@ -152,24 +159,52 @@ def _locked_staging(ckpt_dir):
                        "(removed again and again before it was locked)")
 
 
+def _env_positive(name, what):
+    """$name as a positive integer, None when unset or empty; ValueError
+    naming it and what it is for otherwise."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text, 10)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer ({what}), got {text!r}")
+    return value
+
+
 def _keep(keep):
     """The number of checkpoints save() keeps: keep, else $KGUARD_KEEP
     (what `kguard exec/run/install --keep N` set), else None (all)."""
-    where = "keep"
     if keep is None:
-        text = os.environ.get("KGUARD_KEEP", "").strip()
-        if not text:
-            return None
-        where = "KGUARD_KEEP"
-        try:
-            keep = int(text, 10)
-        except ValueError:
-            raise ValueError(f"KGUARD_KEEP must be a positive integer (how many checkpoints "
-                             f"kguard.save keeps), got {text!r}") from None
+        return _env_positive("KGUARD_KEEP", "how many checkpoints kguard.save keeps")
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-        raise ValueError(f"{where} must be a positive integer (how many checkpoints "
+        raise ValueError(f"keep must be a positive integer (how many checkpoints "
                          f"kguard.save keeps), got {keep!r}")
     return keep
+
+
+def _seal_cmd(stage, step, into):
+    """`kguard ckpt seal` of the staging directory as step into a directory,
+    as this process's rank of the run (the shard options when several)."""
+    cmd = [_bin(), "ckpt", "seal", stage, "--step", str(step), "--run", _run_id(),
+           "--into", into]
+    rank, world = _rank_world()
+    if world > 1:
+        cmd += ["--rank", str(rank), "--world-size", str(world)]
+    return cmd
+
+
+def _seal_in_background(cmd, lock):
+    """Start cmd (a seal) in its own process and session, holding the
+    staging directory's lock, its output kept in a file that outlives this
+    process (a pipe would not). Returns (process, output file)."""
+    out = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                            stderr=subprocess.STDOUT, pass_fds=(lock,),
+                            start_new_session=True)
+    return proc, out
 
 
 def _step_and_name(step, name):
@@ -230,12 +265,7 @@ def save(state, step, name="state.pt", background=False, keep=None):
         # The step is done on a device that still answers: under kguard
         # exec that is the job's progress (its pace), with nothing printed.
         _pace.step(step)
-        cmd = [_bin(), "ckpt", "seal", tmp, "--step", str(step),
-               "--run", os.environ.get("KGUARD_RUN_ID") or "default",
-               "--into", ckpt_dir]
-        rank, world = _rank_world()
-        if world > 1:
-            cmd += ["--rank", str(rank), "--world-size", str(world)]
+        cmd = _seal_cmd(tmp, step, ckpt_dir)
         if keep is not None:
             cmd += ["--keep", str(keep)]
         if background:
@@ -247,10 +277,7 @@ def save(state, step, name="state.pt", background=False, keep=None):
             if prev is not None and not prev.done():
                 cmd += ["--after", prev._stage]
             cmd += ["--remove-dir"]
-            out = tempfile.TemporaryFile()  # survives this process, unlike a pipe
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, pass_fds=(lock,),
-                                    start_new_session=True)
+            proc, out = _seal_in_background(cmd, lock)
             handed_over = True
             _last_background = PendingSeal(proc, tmp, step, out)
             return _last_background

@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 from . import checkpoint as _ckpt
@@ -38,51 +37,30 @@ class SnapshotRefused(MemoryError):
     taken, and the newest snapshot stays."""
 
 
-class Snapshot:
+class Snapshot(_ckpt.PendingSeal):
     """A snapshot taken by kguard.snapshot: its seal runs in the background.
 
     step: the step it holds. wait(): the sealed archive's path in kguard's
-    memory (raises RuntimeError saying why when the seal failed).
-    persisted: the path of its copy on disk once wait() returned, when this
-    step was persisted, else None. waited_s: how long snapshot() waited for
-    the previous snapshot's seal."""
+    memory (raises RuntimeError saying why when the seal failed, also when
+    persisting it did). persisted: the path of its copy on disk once wait()
+    returned, when this step was persisted, else None. waited_s: how long
+    snapshot() waited for the previous snapshot's seal."""
 
-    def __init__(self, proc, stage, step, out, persist):
-        self.step = step
+    def __init__(self, proc, stage, step, out):
+        super().__init__(proc, stage, step, out)
         self.persisted = None
         self.waited_s = 0.0
-        self._proc, self._stage, self._out = proc, stage, out
-        self._persist = persist
-        self._path = None
-        self._error = None
 
-    def done(self):
-        """True once the seal process has ended (sealed or failed)."""
-        return self._proc.poll() is not None
+    def _failed(self, rc, text):
+        return f"kguard.snapshot: sealing step {self.step} failed (exit {rc}): {text}"
 
-    def wait(self, timeout=None):
-        """Wait for the seal; return the archive's path in memory."""
-        if self._path is None and self._error is None:
-            rc = self._proc.wait(timeout)
-            self._out.seek(0)
-            text = self._out.read().decode(errors="replace").strip()
-            lines = text.splitlines()
-            paths = [ln for ln in lines if ln.startswith("/")]
-            persisted = [ln.split(": ", 1)[1] for ln in lines if ln.startswith("persisted: ")]
-            if paths:
-                self._path = paths[0]
-            if persisted:
-                self.persisted = persisted[0]
-            if rc != 0:
-                self._error = (f"kguard.snapshot: sealing step {self.step} failed "
-                               f"(exit {rc}): {text}")
-        if self._error is not None:
-            raise RuntimeError(self._error)
-        return self._path
-
-    def __repr__(self):
-        state = "done" if self.done() else "sealing"
-        return f"Snapshot(step={self.step}, {state})"
+    def _sealed(self, text):
+        # stdout: the archive's path, then "persisted: PATH" when copied to
+        # disk; the memory prune's lines (stderr) come among them.
+        lines = text.splitlines()
+        self.persisted = next((ln.split(": ", 1)[1] for ln in lines
+                               if ln.startswith("persisted: ")), None)
+        return next((ln for ln in lines if ln.startswith("/")), None)
 
 
 _last = None            # the previous Snapshot of this process
@@ -193,26 +171,13 @@ def _check_room(state, step, memdir):
     return need_state
 
 
-def _env_int(name, what):
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return None
-    try:
-        value = int(text, 10)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer ({what}), got {text!r}")
-    return value
-
-
 def _persist_due(step, every, seconds, world):
     """Whether this step's snapshot is also written to disk."""
     global _last_persist
     if every is None:
-        every = _env_int("KGUARD_PERSIST_EVERY", "persist every Nth snapshot to disk")
+        every = _ckpt._env_positive("KGUARD_PERSIST_EVERY", "persist every Nth snapshot to disk")
     if seconds is None:
-        seconds = _env_int("KGUARD_PERSIST_SECONDS", "persist a snapshot every T seconds")
+        seconds = _ckpt._env_positive("KGUARD_PERSIST_SECONDS", "persist a snapshot every T seconds")
     for name, v in (("persist_every", every), ("persist_seconds", seconds)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
             raise ValueError(f"{name} must be a positive number, got {v!r}")
@@ -286,7 +251,7 @@ def snapshot(state, step, name="state.pt", persist_every=None, persist_seconds=N
 
     step = _ckpt._step_and_name(step, name)
     memdir = _memdir()
-    rank, world = _ckpt._rank_world()
+    world = _ckpt._rank_world()[1]
     if _ckpt._rank_dir_rank() is not None:
         raise RuntimeError("kguard.snapshot: multi-node jobs (several nodes under kguard "
                            "exec) restore from disk only for now; use kguard.save")
@@ -306,23 +271,17 @@ def snapshot(state, step, name="state.pt", persist_every=None, persist_seconds=N
         _ckpt._synchronize(torch)  # a faulted device raises: never seal its copy
         captured_ms = int(time.time() * 1000)
         _pace.step(step)
-        cmd = [_ckpt._bin(), "ckpt", "seal", tmp, "--step", str(step), "--run", _ckpt._run_id(),
-               "--into", memdir, "--time", str(captured_ms), "--remove-dir", "--snapshot",
-               "--progress=none"]
-        if world > 1:
-            cmd += ["--rank", str(rank), "--world-size", str(world)]
+        cmd = _ckpt._seal_cmd(tmp, step, memdir) + [
+            "--time", str(captured_ms), "--remove-dir", "--snapshot", "--progress=none"]
         if persist:
             ckpt_dir = _ckpt._ckpt_dir()
             os.makedirs(ckpt_dir, exist_ok=True)
             cmd += ["--persist-into", ckpt_dir]
             if keep is not None:
                 cmd += ["--persist-keep", str(keep)]
-        out = tempfile.TemporaryFile()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, pass_fds=(lock,),
-                                start_new_session=True)
+        proc, out = _ckpt._seal_in_background(cmd, lock)
         handed_over = True
-        _last = Snapshot(proc, tmp, step, out, persist)
+        _last = Snapshot(proc, tmp, step, out)
         _last.waited_s = waited
         return _last
     finally:

@@ -40,8 +40,11 @@ def documented():
 
 
 def _instance_fields(cls):
-    """Names an __init__ assigns as self.NAME (plain fields)."""
-    return set(re.findall(r"self\.([a-z][a-z_]*)\s*=", inspect.getsource(cls.__init__)))
+    """Names the __init__ of cls or of a class it derives from assigns as
+    self.NAME (plain fields)."""
+    inits = {k.__init__ for k in cls.__mro__ if "__init__" in vars(k) and k is not object}
+    return {n for f in inits
+            for n in re.findall(r"self\.([a-z][a-z_]*)\s*=", inspect.getsource(f))}
 
 
 def test_every_documented_name_exists_with_its_signature():
