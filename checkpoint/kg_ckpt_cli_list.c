@@ -83,6 +83,13 @@ s_list_print_json(const char *dir, const kg_ckpt_list_t *list, const kg_keyring_
       cJSON_AddStringToObject(o, "sealed_at",
                               kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
       cJSON_AddNumberToObject(o, "sealed_at_ms", (double) e->sealed_at_ms);
+      /* What a reader checks the manifest against, so that an archive
+         verified here is read without hashing it all again. */
+      if (e->rc == 0 && e->manifest_digest[0]) {
+        char digest[80];
+        snprintf(digest, sizeof digest, "blake2b-256:%s", e->manifest_digest);
+        cJSON_AddStringToObject(o, "digest", digest);
+      }
     } else {
       cJSON_AddNullToObject(o, "step");
       cJSON_AddNullToObject(o, "sealed_at");
