@@ -185,13 +185,14 @@ def _keep(keep):
     return keep
 
 
-def _seal_cmd(stage, step, into):
+def _seal_cmd(stage, step, into, shard=True):
     """`kguard ckpt seal` of the staging directory as step into a directory,
-    as this process's rank of the run (the shard options when several)."""
+    as this process's rank of the run (the shard options when several,
+    unless shard is False: an archive of its own in a rank's directory)."""
     cmd = [_bin(), "ckpt", "seal", stage, "--step", str(step), "--run", _run_id(),
            "--into", into]
     rank, world = _rank_world()
-    if world > 1:
+    if world > 1 and shard:
         cmd += ["--rank", str(rank), "--world-size", str(world)]
     return cmd
 
@@ -467,10 +468,31 @@ def _archive_path(archive):
     return alt if os.path.isfile(alt) else None
 
 
+def _rank_memory(base, rank):
+    """This rank's snapshot in memory that kguard exec chose for it, when
+    the agreed step is there: (archive, digest) from the pointer
+    $KGUARD_RESUME_DIR/rank-R.memory.json, else None."""
+    try:
+        with open(os.path.join(base, f"rank-{rank}.memory.json"), encoding="utf-8") as f:
+            ptr = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise RuntimeError(f"kguard exec's pointer to rank {rank}'s snapshot in {base} "
+                           f"cannot be read ({exc})") from None
+    archive = ptr.get("archive") if isinstance(ptr, dict) else None
+    if not isinstance(archive, str):
+        raise RuntimeError(f"kguard exec's pointer to rank {rank}'s snapshot in {base} "
+                           f"names no archive")
+    digest = ptr.get("digest")
+    return archive, digest if isinstance(digest, str) else None
+
+
 def _rank_resume(rank):
     """(dir, archive) restored for this rank of a multi-node kguard exec job:
     kguard exec restores every rank of a node into $KGUARD_RESUME_DIR/rank-R
-    and names one archive (its first rank's) in $KGUARD_RESUME_ARCHIVE."""
+    and names one archive (its first rank's) in $KGUARD_RESUME_ARCHIVE (a
+    rank restored from memory has a pointer instead: _rank_memory)."""
     base = os.environ.get("KGUARD_RESUME_DIR") or None
     if not base:
         return None, None
@@ -604,8 +626,15 @@ def resume(latest=False):
 def _restored():
     """The checkpoint kguard restored for this process, or None."""
     rank = _rank_dir_rank()
+    digest = os.environ.get("KGUARD_RESUME_DIGEST") or None
+    tier = os.environ.get("KGUARD_RESUME_TIER") or "disk"
     if rank is not None:
-        d, archive = _rank_resume(rank)
+        base = os.environ.get("KGUARD_RESUME_DIR") or None
+        memory = _rank_memory(base, rank) if base else None
+        if memory is not None:
+            d, (archive, digest), tier = None, memory, "memory"
+        else:
+            (d, archive), tier = _rank_resume(rank), "disk"
     else:
         d = os.environ.get("KGUARD_RESUME_DIR") or None
         archive = _archive_path(os.environ.get("KGUARD_RESUME_ARCHIVE") or None)
@@ -618,8 +647,8 @@ def _restored():
         step = int(step) if step not in (None, "") else None
     except ValueError:
         step = None
-    r = Resume(d, step, archive, os.environ.get("KGUARD_RESUME_DIGEST") or None)
-    r.tier = os.environ.get("KGUARD_RESUME_TIER") or "disk"
+    r = Resume(d, step, archive, digest)
+    r.tier = tier
     return r
 
 
