@@ -235,9 +235,10 @@ static const kg_opt_t s_resume_opts[] = {
    "for) is excluded", 0},
   {KG_CKPT_O_MEMORY, 0, "memory", "MEMDIR",
    "also choose among the snapshots in MEMDIR (seal --snapshot's memory directory; missing: "
-   "none), waiting for its seals in flight too; nothing in MEMDIR is moved or copied. Disk "
-   "checkpoints not newer than the chosen snapshot are not verified; the newer one wins "
-   "(\"tier\": \"memory\"|\"disk\")", 0},
+   "none), waiting for its seals in flight too; the run's snapshots sealed at or after the "
+   "fault are quarantined into MEMDIR/quarantine/ID/ (deleted at the next snapshot's seal), "
+   "the others read in place, never copied. Disk checkpoints not newer than the chosen "
+   "snapshot are not verified; the newer one wins (\"tier\": \"memory\"|\"disk\")", 0},
   S_PROGRESS,
   S_END,
 };
@@ -266,7 +267,7 @@ const kg_cmd_t kg_ckpt_resume_cmd = {
            "   \"dir\", \"in_place\", \"compression\", \"bytes\", \"error\" (when failed),\n"
            "   \"before_ms\", \"incident\", \"resumed_run\",\n"
            "   \"tier\": \"memory\"|\"disk\"|null, \"memory_dir\" (MEMDIR or null),\n"
-           "   \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
+           "   \"quarantined\": [{\"archive\", \"to\", \"reason\", \"tier\"}] (MEMDIR's first),\n"
            "   \"skipped\": [{\"archive\", \"reason\", \"tier\"}] (MEMDIR's first)}\n\n"
            "\"failed\": a checkpoint could not be read or copied (system error); nothing "
            "partial remains. Progress: 'kguard-progress DONE TOTAL' lines on stderr, at the "
