@@ -152,6 +152,12 @@ static const kg_opt_t s_latest_opts[] = {
    "object (see `kguard ckpt resume-prepare --help`; exit 0 also when none is found)", 0},
   {KG_CKPT_O_RUN, 0, "run", "ID",
    "with --json: the run (default $KGUARD_RUN_ID, else \"default\", what seal records)", 0},
+  {KG_CKPT_O_MEMORY, 0, "memory", "MEMDIR",
+   "with --json: also choose among the snapshots in MEMDIR (seal --snapshot's memory "
+   "directory), as resume-prepare --memory does but moving nothing: disk checkpoints not "
+   "newer than the chosen snapshot are not verified; the newer one wins (\"tier\": "
+   "\"memory\"|\"disk\", \"memory_dir\"; each skip names its \"tier\"). Either "
+   "directory missing holds none", 0},
   S_PROGRESS,
   S_END,
 };
@@ -159,7 +165,8 @@ static const kg_opt_t s_latest_opts[] = {
 const kg_cmd_t kg_ckpt_latest_cmd = {
   .name = "ckpt latest",
   .summary = "print the last consistent checkpoint of a directory",
-  .usage = "CKPT_DIR [--before TIME] [--json [--run ID]] [--progress[=WHEN]]",
+  .usage = "CKPT_DIR [--before TIME] [--json [--run ID] [--memory MEMDIR]] "
+           "[--progress[=WHEN]]",
   .about = "Print the last consistent checkpoint (or complete set of rank shards: its index "
            "set-*.kgset.tar): the newest one sealed strictly before TIME that verifies "
            "completely. Each newer file that was passed over is reported on stderr with the "
