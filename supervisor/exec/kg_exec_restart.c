@@ -22,6 +22,7 @@
 #include "kg_error.h"
 #include "kg_exit.h"
 #include "kg_exec_start.h"
+#include "kg_json.h"
 #include "kg_log.h"
 #include "kg_throughput.h"
 
@@ -155,19 +156,23 @@ kg_ex_restore(kg_exec_s *E)
     kg_ex_enter(E, KG_EX_RESTORING);
 }
 
-/*  Snapshots in memory passed over (tampered, sealed after the fault's
-    first sign): named, because the restore then comes from older state. */
+/*  Snapshots in memory passed over (tampered; sealed after the fault's
+    first sign, which resume-prepare quarantines): named, because the
+    restore then comes from older state. */
 static void
 s_say_memory_skips(const cJSON *j)
 {
-  const cJSON *s, *skipped = cJSON_GetObjectItemCaseSensitive(j, "skipped");
-  cJSON_ArrayForEach(s, skipped) {
-    const cJSON *tier = cJSON_GetObjectItemCaseSensitive(s, "tier");
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(s, "archive");
-    const cJSON *why = cJSON_GetObjectItemCaseSensitive(s, "reason");
-    if (cJSON_IsString(tier) && strcmp(tier->valuestring, "memory") == 0 && cJSON_IsString(arch))
-      kg_notice("exec: skipped the snapshot %s in memory: %s", arch->valuestring,
-                cJSON_IsString(why) ? why->valuestring : "not usable");
+  static const char *const lists[] = {"quarantined", "skipped"};
+  for (size_t k = 0; k < sizeof lists / sizeof *lists; k++) {
+    const cJSON *s;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(j, lists[k])) {
+      const char *tier = kg_json_string(s, "tier");
+      const char *arch = kg_json_string(s, "archive");
+      const char *why = kg_json_string(s, "reason");
+      if (tier && strcmp(tier, "memory") == 0 && arch)
+        kg_notice("exec: skipped the snapshot %s in memory: %s%s", arch,
+                  why ? why : "not usable", k == 0 ? " (quarantined)" : "");
+    }
   }
 }
 
