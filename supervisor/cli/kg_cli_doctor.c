@@ -80,7 +80,9 @@ const kg_cmd_t kg_cli_doctor_cmd = {
            "architectures against each visible device (a mismatch is the \"no kernel image\" "
            "error before it happens), the driver version, the devices with their free memory "
            "(a short-lived context is created on each), the GPU variables in force and what "
-           "they do (diagnostic ones left on are flagged), and which kernelspecs kguard "
+           "they do (diagnostic ones left on are flagged), the room in-memory snapshots "
+           "(kguard.snapshot) have under $KGUARD_SNAPSHOT_BASE or /dev/shm (a warning under "
+           "1 GiB free, or when it is missing or not a tmpfs), and which kernelspecs kguard "
            "guards, with where their checkpoints, keys and incidents live. The driver "
            "(libcuda.so.1, libamdhip64.so) is loaded with dlopen in a worker process: this "
            "works on machines without any GPU software.",
