@@ -83,6 +83,13 @@ s_list_print_json(const char *dir, const kg_ckpt_list_t *list, const kg_keyring_
       cJSON_AddStringToObject(o, "sealed_at",
                               kg_clock_iso_ms(e->sealed_at_ms, when, sizeof when));
       cJSON_AddNumberToObject(o, "sealed_at_ms", (double) e->sealed_at_ms);
+      /* What a reader checks the manifest against, so that an archive
+         verified here is read without hashing it all again. */
+      if (e->rc == 0 && e->manifest_digest[0]) {
+        char digest[80];
+        snprintf(digest, sizeof digest, "blake2b-256:%s", e->manifest_digest);
+        cJSON_AddStringToObject(o, "digest", digest);
+      }
     } else {
       cJSON_AddNullToObject(o, "step");
       cJSON_AddNullToObject(o, "sealed_at");
@@ -189,10 +196,11 @@ kg_ckpt_cli_list(int argc, char **argv)
   return KG_EXIT_OK;
 }
 
-/*  latest --json: resume-prepare's choice without its side effects. */
+/*  latest --json [--memory MEMDIR]: resume-prepare's choice without its
+    side effects. */
 static int
-s_latest_json(const char *dir, int64_t before, const char *run, const kg_keyring_t *keys,
-              kg_ckpt_progress_when_t show)
+s_latest_json(const char *dir, const char *memory, int64_t before, const char *run,
+              const kg_keyring_t *keys, kg_ckpt_progress_when_t show)
 {
   if (!run)
     run = getenv("KGUARD_RUN_ID");
@@ -204,7 +212,9 @@ s_latest_json(const char *dir, int64_t before, const char *run, const kg_keyring
   kg_ckpt_progress_begin(&prog, "checking %s", dir);
   cJSON *out = NULL;
   char why[600] = "";
-  int rc = kg_ckpt_resume_choose(dir, before, run, &watch, keys, &out, why, sizeof why);
+  kg_ckpt_resume_opts_t o = {.dir = dir, .memory = memory, .before_ms = before, .run = run,
+                             .watch = &watch, .keys = keys};
+  int rc = kg_ckpt_resume_choose_tiers(&o, &out, why, sizeof why);
   kg_ckpt_progress_end(&prog);
   if (rc < 0) {
     kg_opt_error("%s", why);
@@ -293,7 +303,7 @@ s_latest_text(const char *dir, int64_t before, const kg_keyring_t *keys,
 int
 kg_ckpt_cli_latest(int argc, char **argv)
 {
-  const char *dir = NULL, *run = NULL;
+  const char *dir = NULL, *run = NULL, *memory = NULL;
   bool json = false;
   int64_t before = INT64_MAX;
   kg_ckpt_progress_when_t show = KG_CKPT_PROGRESS_AUTO;
@@ -314,6 +324,8 @@ kg_ckpt_cli_latest(int argc, char **argv)
       json = true;
     } else if (id == KG_CKPT_O_RUN) {
       run = p.value;
+    } else if (id == KG_CKPT_O_MEMORY) {
+      memory = p.value;
     } else if (dir)
       return kg_ckpt_cli_usage("unexpected argument", p.value);
     else
@@ -323,12 +335,21 @@ kg_ckpt_cli_latest(int argc, char **argv)
     return kg_ckpt_cli_usage("needs CKPT_DIR", NULL);
   if (run && !json)
     return kg_ckpt_cli_usage("--run chooses among one run's checkpoints: add --json", run);
+  if (memory && !json)
+    return kg_ckpt_cli_usage("--memory chooses between memory and disk as resume-prepare "
+                             "does: add --json", memory);
   const kg_keyring_t *keys = NULL;
-  int code = kg_ckpt_cli_need(dir, true);
+  /* With --memory, as for resume-prepare, a directory that does not exist
+     holds nothing yet (a run with no snapshot, or none on disk yet). */
+  int code = 0;
+  if (!memory || access(dir, F_OK) == 0)
+    code = kg_ckpt_cli_need(dir, true);
+  if (code == 0 && memory && access(memory, F_OK) == 0)
+    code = kg_ckpt_cli_need(memory, true);
   if (code == 0)
     code = kg_ckpt_cli_keys(&keys);
   if (code)
     return code;
-  return json ? s_latest_json(dir, before, run, keys, show)
+  return json ? s_latest_json(dir, memory, before, run, keys, show)
               : s_latest_text(dir, before, keys, show);
 }

@@ -152,6 +152,12 @@ static const kg_opt_t s_latest_opts[] = {
    "object (see `kguard ckpt resume-prepare --help`; exit 0 also when none is found)", 0},
   {KG_CKPT_O_RUN, 0, "run", "ID",
    "with --json: the run (default $KGUARD_RUN_ID, else \"default\", what seal records)", 0},
+  {KG_CKPT_O_MEMORY, 0, "memory", "MEMDIR",
+   "with --json: also choose among the snapshots in MEMDIR (seal --snapshot's memory "
+   "directory), as resume-prepare --memory does but moving nothing: disk checkpoints not "
+   "newer than the chosen snapshot are not verified; the newer one wins (\"tier\": "
+   "\"memory\"|\"disk\", \"memory_dir\"; each skip names its \"tier\"). Either "
+   "directory missing holds none", 0},
   S_PROGRESS,
   S_END,
 };
@@ -159,7 +165,8 @@ static const kg_opt_t s_latest_opts[] = {
 const kg_cmd_t kg_ckpt_latest_cmd = {
   .name = "ckpt latest",
   .summary = "print the last consistent checkpoint of a directory",
-  .usage = "CKPT_DIR [--before TIME] [--json [--run ID]] [--progress[=WHEN]]",
+  .usage = "CKPT_DIR [--before TIME] [--json [--run ID] [--memory MEMDIR]] "
+           "[--progress[=WHEN]]",
   .about = "Print the last consistent checkpoint (or complete set of rank shards: its index "
            "set-*.kgset.tar): the newest one sealed strictly before TIME that verifies "
            "completely. Each newer file that was passed over is reported on stderr with the "
@@ -235,9 +242,10 @@ static const kg_opt_t s_resume_opts[] = {
    "for) is excluded", 0},
   {KG_CKPT_O_MEMORY, 0, "memory", "MEMDIR",
    "also choose among the snapshots in MEMDIR (seal --snapshot's memory directory; missing: "
-   "none), waiting for its seals in flight too; nothing in MEMDIR is moved or copied. Disk "
-   "checkpoints not newer than the chosen snapshot are not verified; the newer one wins "
-   "(\"tier\": \"memory\"|\"disk\")", 0},
+   "none), waiting for its seals in flight too; the run's snapshots sealed at or after the "
+   "fault are quarantined into MEMDIR/quarantine/ID/ (deleted at the next snapshot's seal), "
+   "the others read in place, never copied. Disk checkpoints not newer than the chosen "
+   "snapshot are not verified; the newer one wins (\"tier\": \"memory\"|\"disk\")", 0},
   S_PROGRESS,
   S_END,
 };
@@ -266,7 +274,7 @@ const kg_cmd_t kg_ckpt_resume_cmd = {
            "   \"dir\", \"in_place\", \"compression\", \"bytes\", \"error\" (when failed),\n"
            "   \"before_ms\", \"incident\", \"resumed_run\",\n"
            "   \"tier\": \"memory\"|\"disk\"|null, \"memory_dir\" (MEMDIR or null),\n"
-           "   \"quarantined\": [{\"archive\", \"to\", \"reason\"}],\n"
+           "   \"quarantined\": [{\"archive\", \"to\", \"reason\", \"tier\"}] (MEMDIR's first),\n"
            "   \"skipped\": [{\"archive\", \"reason\", \"tier\"}] (MEMDIR's first)}\n\n"
            "\"failed\": a checkpoint could not be read or copied (system error); nothing "
            "partial remains. Progress: 'kguard-progress DONE TOTAL' lines on stderr, at the "

@@ -47,9 +47,10 @@ s_open_sub(int dfd, const char *name)
   return -e;
 }
 
-int
-kg_ckpt_quarantine(kg_ckpt_list_t *list, const char *incident, int64_t from_ms, const char *run,
-                   char *why, size_t whylen)
+/*  own: only run's authenticated archives move (kg_ckpt_quarantine_own). */
+static int
+s_quarantine(kg_ckpt_list_t *list, const char *incident, int64_t from_ms, const char *run,
+             bool own, char *why, size_t whylen)
 {
   if (!kg_ckpt_quarantine_id_ok(incident)) {
     kg_errf(why, whylen, "bad incident id '%.100s'", incident);
@@ -60,6 +61,7 @@ kg_ckpt_quarantine(kg_ckpt_list_t *list, const char *incident, int64_t from_ms, 
   for (size_t i = 0; i < list->count && rc == 0; i++) {
     kg_ckpt_entry_t *e = &list->entries[i];
     if (e->leftover || e->moved_to || e->time_ms < from_ms
+        || (own && !e->authenticated)
         || (run && e->authenticated && strcmp(e->run, run) != 0))
       continue;
     if (qfd < 0) {
@@ -114,4 +116,18 @@ kg_ckpt_quarantine(kg_ckpt_list_t *list, const char *incident, int64_t from_ms, 
   if (dfd >= 0)
     close(dfd);
   return rc < 0 ? rc : moved;
+}
+
+int
+kg_ckpt_quarantine(kg_ckpt_list_t *list, const char *incident, int64_t from_ms, const char *run,
+                   char *why, size_t whylen)
+{
+  return s_quarantine(list, incident, from_ms, run, false, why, whylen);
+}
+
+int
+kg_ckpt_quarantine_own(kg_ckpt_list_t *list, const char *incident, int64_t from_ms,
+                       const char *run, char *why, size_t whylen)
+{
+  return s_quarantine(list, incident, from_ms, run, true, why, whylen);
 }

@@ -31,4 +31,12 @@ bool kg_ckpt_quarantine_id_ok(const char *incident);
 int kg_ckpt_quarantine(kg_ckpt_list_t *list, const char *incident, int64_t from_ms,
                        const char *run, char *why, size_t whylen);
 
+/*  kg_ckpt_quarantine for a memory directory of snapshots, whose
+    quarantine/ the next snapshot's seal deletes (kg_ckpt_snapkeep): only
+    run's archives whose manifest authenticates move; a file that does not
+    authenticate (another key's, or damaged) stays, as the pruning leaves it.
+    Returns as kg_ckpt_quarantine does. */
+int kg_ckpt_quarantine_own(kg_ckpt_list_t *list, const char *incident, int64_t from_ms,
+                           const char *run, char *why, size_t whylen);
+
 #endif

@@ -23,7 +23,8 @@
 #include "kg_file.h"
 #include "kg_safepath.h"
 
-static void
+/*  Append {"archive", key: value (when key), "reason"} to arr; returns it. */
+static cJSON *
 s_add_pair(cJSON *arr, const char *archive, const char *key, const char *value,
            const char *reason)
 {
@@ -33,6 +34,7 @@ s_add_pair(cJSON *arr, const char *archive, const char *key, const char *value,
     cJSON_AddStringToObject(o, key, value);
   cJSON_AddStringToObject(o, "reason", reason);
   cJSON_AddItemToArray(arr, o);
+  return o;
 }
 
 int
@@ -222,17 +224,19 @@ s_add_set(cJSON *root, const kg_ckpt_set_t *st)
   }
 }
 
-/*  One choice: its inputs, and what it found. prepare: the supervisor's
-    restore (zstd candidates are copied, the quarantine ran before); else
-    the choice alone (kguard ckpt latest --json): every candidate verified
-    where it lies, nothing moved, marked or copied. */
+/*  One tier's choice: its inputs, and what it found. prepare: the
+    supervisor's restore (the quarantine ran before; zstd candidates on
+    disk are copied); else the choice alone (kguard ckpt latest --json):
+    every candidate verified where it lies, nothing moved, marked or
+    copied. */
 typedef struct {
   const char *dir, *incident, *dest, *run;
   int64_t before_ms;
   const kg_keyring_t *keys;
   const kg_ckpt_sink_t *watch;
   bool prepare;
-  const char *qwhy;             /* why the quarantine failed, or NULL */
+  const char *qwhy;             /* why the quarantine failed (in qbuf), or NULL */
+  char qbuf[PATH_MAX + 256];
   cJSON *skipped;
   kg_ckpt_entry_t *chosen;
   const kg_ckpt_set_t *cset;
@@ -244,7 +248,8 @@ typedef struct {
   int64_t failed_ms;            /* the seal time of the one that failed */
   bool memory;                  /* the memory tier: snapshots, read in place */
   int64_t floor;                /* only what was sealed after it can win */
-  kg_ckpt_sets_t *sets;         /* the prepare's scanned sets (owned) */
+  kg_ckpt_list_t *list;         /* the tier's scanned archives (owned) */
+  kg_ckpt_sets_t *sets;         /* its scanned sets (owned) */
 } s_choice_t;
 
 /*  Try the sets sealed after `until` (newest first, advancing *j): skip
@@ -296,22 +301,38 @@ s_try_sets(s_choice_t *c, const kg_ckpt_sets_t *sets, size_t *j, int64_t until)
   return NULL;
 }
 
-/*  Quarantine what was sealed at or after T and list it in quarantined.
-    A quarantine that fails (a link planted at quarantine/ in a shared
-    directory, no permission) does not stop the restore: what it would have
-    moved is still never chosen, and root's "quarantine_error" says why it
-    stayed. Returns that reason, or NULL. */
-static const char *
-s_quarantine_step(kg_ckpt_list_t *list, const char *incident, int64_t before_ms, const char *run,
-                  cJSON *root, cJSON *quarantined, char *qwhy, size_t qsize)
+/*  Quarantine what c's tier holds sealed at or after T and list it in
+    quarantined, each with its tier. In memory only the run's own
+    snapshots move (kg_ckpt_quarantine_own): a snapshot sealed after the
+    fault left there would be the newest before a second fault that comes
+    before the restarted run's first snapshot. A quarantine that fails (a
+    link planted at quarantine/ in a shared directory, no permission) does
+    not stop the restore: what it would have moved is never chosen for
+    this fault, and root's "quarantine_error" says why it stayed (both
+    tiers' reasons when both failed). Sets c->qwhy to that reason. */
+static void
+s_quarantine_step(s_choice_t *c, cJSON *root, cJSON *quarantined)
 {
   char when[32], reason[640];
+  char *qwhy = c->qbuf;
+  kg_ckpt_list_t *list = c->list;
+  c->qwhy = NULL;
   if (!list)
-    return NULL;
-  bool qfailed = kg_ckpt_quarantine(list, incident, before_ms, run, qwhy, qsize) < 0;
+    return;
+  bool qfailed = (c->memory ? kg_ckpt_quarantine_own : kg_ckpt_quarantine)(
+                   list, c->incident, c->before_ms, c->run, qwhy, sizeof c->qbuf) < 0;
   if (qfailed) {
     fprintf(stderr, "kguard ckpt resume-prepare: quarantine: %s\n", qwhy);
-    cJSON_AddStringToObject(root, "quarantine_error", qwhy);
+    const cJSON *had = cJSON_GetObjectItemCaseSensitive(root, "quarantine_error");
+    if (cJSON_IsString(had)) {
+      char both[2 * PATH_MAX + 600];
+      snprintf(both, sizeof both, "%s; %s", had->valuestring, qwhy);
+      cJSON_ReplaceItemInObjectCaseSensitive(root, "quarantine_error",
+                                             cJSON_CreateString(both));
+    } else {
+      cJSON_AddStringToObject(root, "quarantine_error", qwhy);
+    }
+    c->qwhy = qwhy;
   }
   for (size_t i = 0; i < list->count; i++) {
     kg_ckpt_entry_t *e = &list->entries[i];
@@ -323,9 +344,9 @@ s_quarantine_step(kg_ckpt_list_t *list, const char *incident, int64_t before_ms,
     else
       snprintf(reason, sizeof reason, "%s; file modified at %s, at or after the failure",
                e->reason, when);
-    s_add_pair(quarantined, e->path, "to", e->moved_to, reason);
+    cJSON_AddStringToObject(s_add_pair(quarantined, e->path, "to", e->moved_to, reason), "tier",
+                            c->memory ? "memory" : "disk");
   }
-  return qfailed ? qwhy : NULL;
 }
 
 /*  Why entry e is passed over before any byte of its payload is read
@@ -338,10 +359,11 @@ s_passed_over(const s_choice_t *c, const kg_ckpt_entry_t *e, char *reason, size_
     kg_clock_iso_ms(e->time_ms, when, sizeof when);
     snprintf(reason, size, "%s %s, at or after %s (left in place: %.400s)",
              e->authenticated ? "sealed at" : "modified at", when,
-             c->prepare || c->memory ? "the failure" : "--before",
-             c->qwhy     ? c->qwhy
-             : c->memory ? "snapshots in memory are never moved"
-             : c->prepare ? "not this run's" : "nothing is moved");
+             c->prepare ? "the failure" : "--before",
+             c->qwhy         ? c->qwhy
+             : !c->prepare   ? "nothing is moved"
+             : !e->authenticated ? "a snapshot that does not authenticate is never moved"
+                             : "not this run's");
   } else if (c->memory && strstr(e->name, KG_CKPT_SUFFIX_ZSTD)) {
     snprintf(reason, size, "compressed with zstd: a snapshot is read in place");
   } else if (!e->leftover && e->authenticated && strcmp(e->run, c->run) != 0) {
@@ -368,7 +390,7 @@ s_try_one(s_choice_t *c, kg_ckpt_entry_t *e)
   char reason[640];
   int rc;
   c->copy[0] = '\0';
-  if (c->prepare) {
+  if (c->prepare && !c->memory) {
     rc = s_prepare_one(c->dir, e, c->incident, c->dest, c->keys, c->watch, &c->rep, c->copy,
                        sizeof c->copy, &c->zstd);
   } else {
@@ -381,7 +403,8 @@ s_try_one(s_choice_t *c, kg_ckpt_entry_t *e)
   }
   if (kg_ckpt_status_of(rc) < 0) {
     snprintf(c->failbuf, sizeof c->failbuf, "%s '%s' failed: %s",
-             c->zstd && c->prepare ? "restoring" : "verifying", e->path, c->rep.reason);
+             c->zstd && c->prepare && !c->memory ? "restoring" : "verifying", e->path,
+             c->rep.reason);
     c->failed = c->failbuf;
     c->failed_ms = e->time_ms;
     s_add_pair(c->skipped, e->path, NULL, NULL, c->failbuf);
@@ -474,28 +497,6 @@ s_scan(const char *dir, const kg_keyring_t *keys, kg_ckpt_list_t **list, char *w
   return 0;
 }
 
-/*  The memory tier's choice (o->memory): made as kguard ckpt latest makes
-    it, in place, nothing moved, marked or copied. A missing directory
-    holds no snapshots. Returns 0, or the scan's error with why. */
-static int
-s_memory_choose(const kg_ckpt_resume_opts_t *o, s_choice_t *m, kg_ckpt_list_t **list,
-                kg_ckpt_sets_t **sets, char *why, size_t whysize)
-{
-  *m = (s_choice_t){.dir = o->memory, .run = o->run, .before_ms = o->before_ms,
-                    .keys = o->keys, .watch = o->watch, .memory = true, .floor = INT64_MIN,
-                    .skipped = cJSON_CreateArray()};
-  *list = NULL;
-  *sets = NULL;
-  if (!o->memory)
-    return 0;
-  int rc = s_scan(o->memory, o->keys, list, why, whysize);
-  if (rc < 0)
-    return rc;
-  *sets = kg_ckpt_sets_scan(o->memory, o->keys, &rc);
-  s_choose(m, *list, *sets);
-  return 0;
-}
-
 /*  What a disk candidate must be newer than to win over the memory tier:
     its choice's seal time, or the time of the snapshot whose read failed
     (an older one is never chosen past a failure, as on disk). */
@@ -526,58 +527,77 @@ s_skips(cJSON *m, cJSON *d)
   return m;
 }
 
-/*  The disk's prepare, as without a memory tier (quarantine, markers,
-    copies), trying only what is newer than c->floor. c->sets holds the
-    scanned sets afterwards (the caller destroys them). */
+/*  Release what c owns (its skipped array is handed to the JSON). */
 static void
-s_disk_prepare(const kg_ckpt_resume_opts_t *o, s_choice_t *c, kg_ckpt_list_t *list,
-               cJSON *root, cJSON *quarantined, char *qwhy, size_t qsize)
+s_choice_clear(s_choice_t *c)
+{
+  kg_ckpt_report_clear(&c->rep);
+  kg_ckpt_sets_destroy(&c->sets);
+  kg_ckpt_list_destroy(&c->list);
+}
+
+/*  c's choice among its scanned archives and sets, trying only what is
+    newer than c->floor. With c->prepare the quarantine runs first, and on
+    disk the markers and copies of an incident are made as without a
+    memory tier; snapshots in memory are read in place, never copied or
+    marked. A missing directory holds nothing, and nothing is made there. */
+static void
+s_tier_choose(const kg_ckpt_resume_opts_t *o, s_choice_t *c, cJSON *root, cJSON *quarantined)
 {
   int rc;
-  c->qwhy = s_quarantine_step(list, o->incident, o->before_ms, o->run, root, quarantined, qwhy,
-                              qsize);
+  if (!c->dir)
+    return;
+  if (c->prepare)
+    s_quarantine_step(c, root, quarantined);
+  bool disk_prepare = c->prepare && !c->memory;
   /* Copies made for earlier incidents: the run has moved past them. The
      marker goes first: it tells a seal finishing meanwhile (a background
      seal captured before T) that this incident's copy is still needed. */
-  kg_ckpt_resume_copies_remove(o->dir, NULL);
-  if (list)
-    kg_ckpt_retain_mark(o->dir, o->incident, o->before_ms, NULL);
-  c->sets = kg_ckpt_sets_scan(o->dir, o->keys, &rc);
-  s_choose(c, list, c->sets);
+  if (disk_prepare) {
+    kg_ckpt_resume_copies_remove(c->dir, NULL);
+    if (c->list)
+      kg_ckpt_retain_mark(c->dir, o->incident, o->before_ms, NULL);
+  }
+  c->sets = kg_ckpt_sets_scan(c->dir, o->keys, &rc);
+  s_choose(c, c->list, c->sets);
   /* An open incident protects what it restored from pruning (kg_ckpt_retain.h). */
-  if (c->chosen || c->cset)
-    kg_ckpt_retain_mark(o->dir, o->incident, o->before_ms, c->chosen ? c->chosen->name : NULL);
+  if (disk_prepare && (c->chosen || c->cset))
+    kg_ckpt_retain_mark(c->dir, o->incident, o->before_ms, c->chosen ? c->chosen->name : NULL);
 }
 
-int
-kg_ckpt_resume_prepare_tiers(const kg_ckpt_resume_opts_t *o, cJSON **out, char *why,
-                             size_t whysize)
+/*  The two tiers' choice: resume-prepare's (prepare) or latest's. Both
+    directories are scanned before anything moves, so a scan that fails
+    leaves both as they were. */
+static int
+s_tiers(const kg_ckpt_resume_opts_t *o, bool prepare, cJSON **out, char *why, size_t whysize)
 {
   *out = NULL;
-  if (!kg_ckpt_quarantine_id_ok(o->incident)) {
+  if (prepare && !kg_ckpt_quarantine_id_ok(o->incident)) {
     snprintf(why, whysize, "bad incident id '%.100s' (use [A-Za-z0-9._:-])", o->incident);
     return KG_EUSAGE;
   }
-  s_choice_t m;
-  kg_ckpt_list_t *mlist, *list = NULL;
-  kg_ckpt_sets_t *msets;
-  int rc = s_memory_choose(o, &m, &mlist, &msets, why, whysize);
+  s_choice_t m = {.dir = o->memory, .incident = o->incident, .run = o->run,
+                  .before_ms = o->before_ms, .keys = o->keys, .watch = o->watch,
+                  .prepare = prepare, .memory = true, .floor = INT64_MIN,
+                  .skipped = cJSON_CreateArray()};
+  s_choice_t c = {.dir = o->dir, .incident = o->incident, .dest = o->dest, .run = o->run,
+                  .before_ms = o->before_ms, .keys = o->keys, .watch = o->watch,
+                  .prepare = prepare, .skipped = cJSON_CreateArray()};
+  int rc = o->memory ? s_scan(o->memory, o->keys, &m.list, why, whysize) : 0;
   if (rc == 0)
-    rc = s_scan(o->dir, o->keys, &list, why, whysize);
+    rc = s_scan(o->dir, o->keys, &c.list, why, whysize);
   if (rc < 0) {
     cJSON_Delete(m.skipped);
-    kg_ckpt_report_clear(&m.rep);
-    kg_ckpt_sets_destroy(&msets);
-    kg_ckpt_list_destroy(&mlist);
+    cJSON_Delete(c.skipped);
+    s_choice_clear(&m);
+    s_choice_clear(&c);
     return rc;
   }
   cJSON *root = cJSON_CreateObject();
   cJSON *quarantined = cJSON_CreateArray();
-  char qwhy[PATH_MAX + 256] = "";
-  s_choice_t c = {.dir = o->dir, .incident = o->incident, .dest = o->dest, .run = o->run,
-                  .before_ms = o->before_ms, .keys = o->keys, .watch = o->watch,
-                  .prepare = true, .floor = s_floor(&m), .skipped = cJSON_CreateArray()};
-  s_disk_prepare(o, &c, list, root, quarantined, qwhy, sizeof qwhy);
+  s_tier_choose(o, &m, root, quarantined);
+  c.floor = s_floor(&m);
+  s_tier_choose(o, &c, root, quarantined);
   /* The newer wins: a disk choice (or failure) is newer than the floor. */
   bool disk = c.chosen || c.cset || c.failed || !(m.chosen || m.cset || m.failed);
   s_choice_t *w = disk ? &c : &m;
@@ -590,17 +610,31 @@ kg_ckpt_resume_prepare_tiers(const kg_ckpt_resume_opts_t *o, cJSON **out, char *
     cJSON_AddStringToObject(root, "memory_dir", o->memory);
   else
     cJSON_AddNullToObject(root, "memory_dir");
-  cJSON_AddStringToObject(root, "incident", o->incident);
-  cJSON_AddItemToObject(root, "quarantined", quarantined);
+  if (prepare) {
+    cJSON_AddStringToObject(root, "incident", o->incident);
+    cJSON_AddItemToObject(root, "quarantined", quarantined);
+  } else {
+    cJSON_Delete(quarantined);
+  }
   cJSON_AddItemToObject(root, "skipped", s_skips(m.skipped, c.skipped));
-  kg_ckpt_report_clear(&c.rep);
-  kg_ckpt_report_clear(&m.rep);
-  kg_ckpt_sets_destroy(&c.sets);
-  kg_ckpt_sets_destroy(&msets);
-  kg_ckpt_list_destroy(&list);
-  kg_ckpt_list_destroy(&mlist);
+  s_choice_clear(&c);
+  s_choice_clear(&m);
   *out = root;
   return 0;
+}
+
+int
+kg_ckpt_resume_prepare_tiers(const kg_ckpt_resume_opts_t *o, cJSON **out, char *why,
+                             size_t whysize)
+{
+  return s_tiers(o, true, out, why, whysize);
+}
+
+int
+kg_ckpt_resume_choose_tiers(const kg_ckpt_resume_opts_t *o, cJSON **out, char *why,
+                            size_t whysize)
+{
+  return s_tiers(o, false, out, why, whysize);
 }
 
 int
@@ -618,21 +652,7 @@ kg_ckpt_resume_choose(const char *dir, int64_t before_ms, const char *run,
                       const kg_ckpt_sink_t *watch, const kg_keyring_t *keys, cJSON **out,
                       char *why, size_t whysize)
 {
-  *out = NULL;
-  kg_ckpt_list_t *list;
-  int rc = s_scan(dir, keys, &list, why, whysize);
-  if (rc < 0)
-    return rc;
-  s_choice_t c = {.dir = dir, .run = run, .before_ms = before_ms, .keys = keys,
-                  .watch = watch, .floor = INT64_MIN, .skipped = cJSON_CreateArray()};
-  kg_ckpt_sets_t *sets = kg_ckpt_sets_scan(dir, keys, &rc);
-  s_choose(&c, list, sets);
-  cJSON *root = cJSON_CreateObject();
-  s_report(root, &c);
-  kg_ckpt_report_clear(&c.rep);
-  kg_ckpt_sets_destroy(&sets);
-  cJSON_AddItemToObject(root, "skipped", c.skipped);
-  kg_ckpt_list_destroy(&list);
-  *out = root;
-  return 0;
+  kg_ckpt_resume_opts_t o = {.dir = dir, .before_ms = before_ms, .run = run, .watch = watch,
+                             .keys = keys};
+  return kg_ckpt_resume_choose_tiers(&o, out, why, whysize);
 }

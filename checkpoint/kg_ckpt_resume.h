@@ -47,31 +47,39 @@ int kg_ckpt_resume_prepare(const char *dir, int64_t before_ms, const char *incid
                            const char *run, const char *dest, const kg_ckpt_sink_t *watch,
                            const kg_keyring_t *keys, cJSON **out, char *why, size_t whysize);
 
-/*  resume-prepare's inputs with a memory tier of snapshots (see
-    kg_ckpt_resume_prepare_tiers); borrowed, none owned. */
+/*  resume-prepare's and latest's inputs with a memory tier of snapshots
+    (see kg_ckpt_resume_prepare_tiers, kg_ckpt_resume_choose_tiers);
+    borrowed, none owned. */
 typedef struct {
   const char *dir;              /* the checkpoint directory on disk */
   const char *memory;           /* seal --snapshot's memory directory, or NULL */
   int64_t before_ms;
-  const char *incident, *run, *dest;
+  const char *incident, *run, *dest;  /* incident, dest: prepare only */
   const kg_ckpt_sink_t *watch;
   const kg_keyring_t *keys;
 } kg_ckpt_resume_opts_t;
 
-/*  kg_ckpt_resume_prepare with a memory tier: first the choice in
-    o->memory, made as kg_ckpt_resume_choose makes it (nothing there is
-    quarantined, marked, moved or copied; a missing directory holds no
-    snapshots; a zstd archive there is skipped: snapshots are read in
-    place) giving candidate M sealed at tM; then the disk's prepare as
-    kg_ckpt_resume_prepare does, except that disk candidates sealed at or
-    before tM are not verified (they cannot win; verifying tens of GB that
-    lose is what the memory tier saves). The newer wins. A system error
-    reading a snapshot ends the memory search as on disk: only disk
+/*  kg_ckpt_resume_prepare with a memory tier: first o->memory's snapshots
+    of the run sealed at or after T (manifest authenticated; anything else
+    stays, as kg_ckpt_snapkeep leaves it) are quarantined into
+    o->memory/quarantine/<incident>/ (which the next snapshot's seal
+    deletes): left there, one would be the newest before a second fault
+    that comes before the restarted run's first snapshot. Then the choice
+    there, made as kg_ckpt_resume_choose makes it (nothing else in memory
+    is marked, moved or copied; a missing directory holds no snapshots and
+    nothing is made there; a zstd archive there is skipped: snapshots are
+    read in place) giving candidate M sealed at tM; then the disk's prepare
+    as kg_ckpt_resume_prepare does, except that disk candidates sealed at
+    or before tM are not verified (they cannot win; verifying tens of GB
+    that lose is what the memory tier saves). The newer wins. A system
+    error reading a snapshot ends the memory search as on disk: only disk
     checkpoints newer than it are tried, else the result is "failed".
     The JSON is kg_ckpt_resume_prepare's plus "tier": "memory"|"disk"
     (null when none is restored) and "memory_dir" (o->memory or null);
-    each "skipped" object gains "tier", the memory tier's listed first.
-    kg_ckpt_resume_prepare is this with memory NULL. Returns as it does. */
+    each "quarantined" and "skipped" object gains "tier", the memory
+    tier's listed first; "quarantine_error" holds both tiers' reasons when
+    both failed. kg_ckpt_resume_prepare is this with memory NULL. Returns
+    as it does. */
 int kg_ckpt_resume_prepare_tiers(const kg_ckpt_resume_opts_t *o, cJSON **out, char *why,
                                  size_t whysize);
 
@@ -81,12 +89,24 @@ int kg_ckpt_resume_prepare_tiers(const kg_ckpt_resume_opts_t *o, cJSON **out, ch
     completely where they lie (zstd too), newest first. Nothing is
     quarantined, marked or copied. On success (0) *out is a new JSON object
     (caller deletes) with resume-prepare's fields "status" ("restored":
-    chosen, "none", "failed"), "archive" .. "bytes", "error", "resumed_run"
-    and "skipped" ("dir" is always "": nothing is copied). Returns a
+    chosen, "none", "failed"), "archive" .. "bytes", "error", "resumed_run",
+    "tier" ("disk", or null when none is chosen), "memory_dir" (null) and
+    "skipped" ("dir" is always "": nothing is copied). Returns a
     negative code when dir cannot be scanned (*out NULL, why filled). */
 int kg_ckpt_resume_choose(const char *dir, int64_t before_ms, const char *run,
                           const kg_ckpt_sink_t *watch, const kg_keyring_t *keys, cJSON **out,
                           char *why, size_t whysize);
+
+/*  kg_ckpt_resume_choose across the two tiers, as
+    kg_ckpt_resume_prepare_tiers chooses (disk candidates not newer than
+    the memory tier's choice are not verified) but with no side effect:
+    nothing is quarantined, marked or copied (o->incident and o->dest are
+    unused). The JSON is kg_ckpt_resume_choose's plus "tier" and
+    "memory_dir", each "skipped" object with its "tier", as
+    kg_ckpt_resume_prepare_tiers gives them. kg_ckpt_resume_choose is this
+    with memory NULL. Returns as it does. */
+int kg_ckpt_resume_choose_tiers(const kg_ckpt_resume_opts_t *o, cJSON **out, char *why,
+                                size_t whysize);
 
 /*  Remove dir/.restored-* copies, except dir/.restored-<keep> when keep is
     not NULL. Returns 0 or the first -errno. */

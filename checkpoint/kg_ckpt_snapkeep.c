@@ -140,9 +140,9 @@ kg_ckpt_snapkeep_apply(const char *dir, const kg_keyring_t *keys, const char *ru
     s_items(list, sets, run, items);
     rc = kg_ckpt_snapkeep_plan(items, n, remove) > 0 ? s_remove(list, sets, remove, out) : 0;
   }
-  /* What a quarantine set aside in memory is never restored from there
-     (snapshots are chosen in place, nothing is moved in memory), and
-     tmpfs pages are the training's RAM: it goes. */
+  /* What resume-prepare quarantined in memory (the run's snapshots sealed
+     at or after a fault) is never restored, and tmpfs pages are the
+     training's RAM: it goes. */
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     kg_ckpt_remove_tree_at(dfd, "quarantine");

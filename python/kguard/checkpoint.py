@@ -185,13 +185,14 @@ def _keep(keep):
     return keep
 
 
-def _seal_cmd(stage, step, into):
+def _seal_cmd(stage, step, into, shard=True):
     """`kguard ckpt seal` of the staging directory as step into a directory,
-    as this process's rank of the run (the shard options when several)."""
+    as this process's rank of the run (the shard options when several,
+    unless shard is False: an archive of its own in a rank's directory)."""
     cmd = [_bin(), "ckpt", "seal", stage, "--step", str(step), "--run", _run_id(),
            "--into", into]
     rank, world = _rank_world()
-    if world > 1:
+    if world > 1 and shard:
         cmd += ["--rank", str(rank), "--world-size", str(world)]
     return cmd
 
@@ -467,10 +468,31 @@ def _archive_path(archive):
     return alt if os.path.isfile(alt) else None
 
 
+def _rank_memory(base, rank):
+    """This rank's snapshot in memory that kguard exec chose for it, when
+    the agreed step is there: (archive, digest) from the pointer
+    $KGUARD_RESUME_DIR/rank-R.memory.json, else None."""
+    try:
+        with open(os.path.join(base, f"rank-{rank}.memory.json"), encoding="utf-8") as f:
+            ptr = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise RuntimeError(f"kguard exec's pointer to rank {rank}'s snapshot in {base} "
+                           f"cannot be read ({exc})") from None
+    archive = ptr.get("archive") if isinstance(ptr, dict) else None
+    if not isinstance(archive, str):
+        raise RuntimeError(f"kguard exec's pointer to rank {rank}'s snapshot in {base} "
+                           f"names no archive")
+    digest = ptr.get("digest")
+    return archive, digest if isinstance(digest, str) else None
+
+
 def _rank_resume(rank):
     """(dir, archive) restored for this rank of a multi-node kguard exec job:
     kguard exec restores every rank of a node into $KGUARD_RESUME_DIR/rank-R
-    and names one archive (its first rank's) in $KGUARD_RESUME_ARCHIVE."""
+    and names one archive (its first rank's) in $KGUARD_RESUME_ARCHIVE (a
+    rank restored from memory has a pointer instead: _rank_memory)."""
     base = os.environ.get("KGUARD_RESUME_DIR") or None
     if not base:
         return None, None
@@ -519,15 +541,18 @@ def _run_id():
     return os.environ.get("KGUARD_RUN_ID") or "default"
 
 
-def _latest_in(where, run):
-    """`kguard ckpt latest WHERE --json --run RUN`'s answer (a dict), or
-    None when WHERE does not exist. Raises CheckpointError when the choice
-    itself failed."""
+def _latest_in(where, run, mem=None):
+    """`kguard ckpt latest WHERE --json --run RUN [--memory MEM]`'s answer
+    (a dict), or None when neither WHERE nor MEM exists. With MEM the
+    command chooses between the two as after a fault: disk archives not
+    newer than the chosen snapshot are never verified. Raises
+    CheckpointError when the choice itself failed."""
     from .archive import CheckpointError
 
-    if not os.path.isdir(where):
+    if not os.path.isdir(where) and not (mem and os.path.isdir(mem)):
         return None
-    proc = subprocess.run([_bin(), "ckpt", "latest", where, "--json", "--run", run,
+    memory = ["--memory", mem] if mem else []
+    proc = subprocess.run([_bin(), "ckpt", "latest", where, "--json", "--run", run, *memory,
                            "--progress=none"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, check=False)
     try:
@@ -537,33 +562,30 @@ def _latest_in(where, run):
     if not isinstance(out, dict) or out.get("status") == "failed":
         why = (out or {}).get("error") or proc.stderr.strip() or f"exit {proc.returncode}"
         raise CheckpointError(f"kguard: choosing the last checkpoint of run {run} in "
-                              f"{where} failed: {why}")
+                              f"{where}{f' or in kguard memory ({mem})' if mem else ''} "
+                              f"failed: {why}")
     return out
 
 
 def _latest():
     """The last consistent state of this process's run, chosen as after a
-    fault (`kguard ckpt latest --json`): the newer of the snapshots in
-    kguard's memory ($KGUARD_SNAPSHOT_DIR, kept across the kernel's restarts
-    while kguard runs) and the checkpoint directory: a Resume, or None. Says
-    on stderr what was chosen and each checkpoint passed over, with the
-    reason."""
+    fault (`kguard ckpt latest --json [--memory]`): the newer of the
+    snapshots in kguard's memory ($KGUARD_SNAPSHOT_DIR, kept across the
+    kernel's restarts while kguard runs) and the checkpoint directory, in
+    one choice that verifies no disk archive older than the chosen snapshot:
+    a Resume, or None. Says on stderr what was chosen and each checkpoint
+    passed over, with the reason."""
     ckpt_dir, run = _ckpt_dir(), _run_id()
     mem = os.environ.get("KGUARD_SNAPSHOT_DIR") or None
-    answers = [(tier, _latest_in(where, run)) for tier, where in
-               (("memory", mem), ("disk", ckpt_dir)) if where]
-    answers = [(tier, out) for tier, out in answers if out is not None]
-    skipped = [(s.get("archive"), s.get("reason"))
-               for _, out in answers for s in out.get("skipped") or []]
+    out = _latest_in(ckpt_dir, run, mem) or {}
+    skipped = [(s.get("archive"), s.get("reason")) for s in out.get("skipped") or []]
     for archive, reason in skipped:
         print(f"kguard: skipped {os.path.basename(archive or '?')}: {reason}", file=sys.stderr)
-    found = [(out.get("sealed_at_ms") or 0, tier, out) for tier, out in answers
-             if out.get("status") == "restored"]
-    if not found:
+    if out.get("status") != "restored":
         print(f"kguard: no consistent checkpoint of run {run} in {ckpt_dir}"
               f"{' or in kguard memory' if mem else ''}: starting fresh", file=sys.stderr)
         return None
-    _, tier, out = max(found, key=lambda f: (f[0], f[1] == "memory"))
+    tier = out.get("tier") or "disk"
     r = Resume(None, out.get("step"), out.get("archive_abs") or out.get("archive"),
                out.get("digest"))
     r.skipped = skipped
@@ -604,8 +626,15 @@ def resume(latest=False):
 def _restored():
     """The checkpoint kguard restored for this process, or None."""
     rank = _rank_dir_rank()
+    digest = os.environ.get("KGUARD_RESUME_DIGEST") or None
+    tier = os.environ.get("KGUARD_RESUME_TIER") or "disk"
     if rank is not None:
-        d, archive = _rank_resume(rank)
+        base = os.environ.get("KGUARD_RESUME_DIR") or None
+        memory = _rank_memory(base, rank) if base else None
+        if memory is not None:
+            d, (archive, digest), tier = None, memory, "memory"
+        else:
+            (d, archive), tier = _rank_resume(rank), "disk"
     else:
         d = os.environ.get("KGUARD_RESUME_DIR") or None
         archive = _archive_path(os.environ.get("KGUARD_RESUME_ARCHIVE") or None)
@@ -618,8 +647,8 @@ def _restored():
         step = int(step) if step not in (None, "") else None
     except ValueError:
         step = None
-    r = Resume(d, step, archive, os.environ.get("KGUARD_RESUME_DIGEST") or None)
-    r.tier = os.environ.get("KGUARD_RESUME_TIER") or "disk"
+    r = Resume(d, step, archive, digest)
+    r.tier = tier
     return r
 
 

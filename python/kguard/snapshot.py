@@ -252,9 +252,15 @@ def snapshot(state, step, name="state.pt", persist_every=None, persist_seconds=N
     step = _ckpt._step_and_name(step, name)
     memdir = _memdir()
     world = _ckpt._rank_world()[1]
-    if _ckpt._rank_dir_rank() is not None:
-        raise RuntimeError("kguard.snapshot: multi-node jobs (several nodes under kguard "
-                           "exec) restore from disk only for now; use kguard.save")
+    # Several nodes: each rank keeps its own newest snapshot, an archive of
+    # its own in memdir/rank-R (the nodes agree on the step, as on disk).
+    node_rank = _ckpt._rank_dir_rank()
+    into = memdir if node_rank is None else os.path.join(memdir, f"rank-{node_rank}")
+    if into != memdir:
+        try:
+            os.mkdir(into, 0o700)
+        except FileExistsError:
+            pass
     keep = _ckpt._keep(keep)
     waited = _take_previous()
     _check_room(state, step, memdir)
@@ -271,7 +277,7 @@ def snapshot(state, step, name="state.pt", persist_every=None, persist_seconds=N
         _ckpt._synchronize(torch)  # a faulted device raises: never seal its copy
         captured_ms = int(time.time() * 1000)
         _pace.step(step)
-        cmd = _ckpt._seal_cmd(tmp, step, memdir) + [
+        cmd = _ckpt._seal_cmd(tmp, step, into, shard=node_rank is None) + [
             "--time", str(captured_ms), "--remove-dir", "--snapshot", "--progress=none"]
         if persist:
             ckpt_dir = _ckpt._ckpt_dir()

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kg_json.h"
+
 /*  The rank of listing row e found in directory rank-dir_rank: the signed
     manifest's rank where the row has one, else the directory's; -1 for a
     set index row or an archive that cannot serve this job. */
@@ -36,7 +38,9 @@ kg_coord_ckpt_archives(const cJSON *listing, int world, kg_coord_archive_t **out
       const cJSON *status = cJSON_GetObjectItemCaseSensitive(e, "status");
       const cJSON *sealed = cJSON_GetObjectItemCaseSensitive(e, "sealed_at_ms");
       int rank = s_row_rank(e, r, world);
-      if (!cJSON_IsNumber(step) || !cJSON_IsString(status) || rank < 0)
+      /* A snapshot serves only the rank whose memory holds it. */
+      if (!cJSON_IsNumber(step) || !cJSON_IsString(status) || rank < 0
+          || (kg_coord_ckpt_in_memory(e) && rank != r))
         continue;
       if (n == alloc) {
         alloc = alloc ? alloc * 2 : 64;
@@ -54,21 +58,37 @@ kg_coord_ckpt_archives(const cJSON *listing, int world, kg_coord_archive_t **out
   return n;
 }
 
-const char *
-kg_coord_ckpt_archive(const cJSON *listing, int world, int r, int64_t s)
+bool
+kg_coord_ckpt_in_memory(const cJSON *e)
 {
+  const cJSON *tier = cJSON_GetObjectItemCaseSensitive(e, "tier");
+  return cJSON_IsString(tier) && strcmp(tier->valuestring, "memory") == 0;
+}
+
+/*  Row e of directory d is rank r's valid checkpoint of step s. */
+static bool
+s_row_is(const cJSON *e, int d, int world, int r, int64_t s)
+{
+  const cJSON *step = cJSON_GetObjectItemCaseSensitive(e, "step");
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(e, "status");
+  const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "archive");
+  return cJSON_IsNumber(step) && (int64_t) step->valuedouble == s && cJSON_IsString(status)
+         && strcmp(status->valuestring, "valid") == 0 && cJSON_IsString(path)
+         && s_row_rank(e, d, world) == r;
+}
+
+const cJSON *
+kg_coord_ckpt_row(const cJSON *listing, int world, int r, int64_t s)
+{
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetArrayItem(listing, r))
+    if (kg_coord_ckpt_in_memory(e) && s_row_is(e, r, world, r, s))
+      return e;
   for (int k = 0; k < world; k++) {
     int d = (r + k) % world;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetArrayItem(listing, d)) {
-      const cJSON *step = cJSON_GetObjectItemCaseSensitive(e, "step");
-      const cJSON *status = cJSON_GetObjectItemCaseSensitive(e, "status");
-      const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "archive");
-      if (cJSON_IsNumber(step) && (int64_t) step->valuedouble == s && cJSON_IsString(status)
-          && strcmp(status->valuestring, "valid") == 0 && cJSON_IsString(path)
-          && s_row_rank(e, d, world) == r)
-        return path->valuestring;
-    }
+    cJSON_ArrayForEach(e, cJSON_GetArrayItem(listing, d))
+      if (!kg_coord_ckpt_in_memory(e) && s_row_is(e, d, world, r, s))
+        return e;
   }
   return NULL;
 }
@@ -105,18 +125,56 @@ kg_coord_ckpt_unusable(const cJSON *listing, int world, int64_t fault_step, char
 }
 
 int64_t
-kg_coord_ckpt_quarantine_from(const cJSON *rows, int64_t s)
+kg_coord_ckpt_quarantine_from(const cJSON *rows, int64_t s, bool memory)
 {
   int64_t from = -1;
   const cJSON *e;
   cJSON_ArrayForEach(e, rows) {
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(e, "step");
     const cJSON *sealed = cJSON_GetObjectItemCaseSensitive(e, "sealed_at_ms");
-    if (cJSON_IsNumber(step) && cJSON_IsNumber(sealed) && step->valuedouble > (double) s
+    if (kg_coord_ckpt_in_memory(e) == memory && cJSON_IsNumber(step)
+        && cJSON_IsNumber(sealed) && step->valuedouble > (double) s
         && (from < 0 || sealed->valuedouble < (double) from))
       from = (int64_t) sealed->valuedouble;
   }
   return from;
+}
+
+void
+kg_coord_ckpt_add_restore(cJSON *d, const cJSON *listing, int world, int64_t s,
+                          bool quarantine)
+{
+  cJSON *quar = cJSON_AddObjectToObject(d, "quarantine");
+  cJSON *mquar = cJSON_AddObjectToObject(d, "quarantine_memory");
+  cJSON *arch = cJSON_AddObjectToObject(d, "archives");
+  cJSON *tiers = cJSON_AddObjectToObject(d, "tiers");
+  cJSON *digests = cJSON_AddObjectToObject(d, "digests");
+  if (s >= 0)
+    cJSON_AddNumberToObject(d, "step", (double) s);
+  else
+    cJSON_AddNullToObject(d, "step");
+  for (int r = 0; r < world; r++) {
+    char key[16];
+    snprintf(key, sizeof key, "%d", r);
+    const cJSON *rows = cJSON_GetArrayItem(listing, r);
+    int64_t from = quarantine ? kg_coord_ckpt_quarantine_from(rows, s, false) : -1;
+    if (from >= 0)
+      cJSON_AddNumberToObject(quar, key, (double) from);
+    from = quarantine ? kg_coord_ckpt_quarantine_from(rows, s, true) : -1;
+    if (from >= 0)
+      cJSON_AddNumberToObject(mquar, key, (double) from);
+    if (s < 0)
+      continue;
+    const cJSON *row = kg_coord_ckpt_row(listing, world, r, s);
+    const char *path = kg_json_string(row, "archive");
+    cJSON_AddItemToObject(arch, key, path ? cJSON_CreateString(path) : cJSON_CreateNull());
+    bool memory = row && kg_coord_ckpt_in_memory(row);
+    if (row)
+      cJSON_AddStringToObject(tiers, key, memory ? "memory" : "disk");
+    const char *digest = kg_json_string(row, "digest");
+    if (memory && digest)
+      cJSON_AddStringToObject(digests, key, digest);
+  }
 }
 
 kg_coord_start_t

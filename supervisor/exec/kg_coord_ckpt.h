@@ -6,11 +6,18 @@
     the rows `kguard ckpt list --json` printed for it (each node lists and
     verifies its own ranks' directories after its tree stopped, in
     parallel, and sends them with paths relative to the shared directory).
+    A node also lists its ranks' snapshots in its own memory
+    (kguard.snapshot, KGUARD_SNAPSHOT_DIR/rank-R): those rows say
+    "tier": "memory" and keep the node's absolute path; they count for
+    their own rank only, and only that node can restore them. A node whose
+    memory is gone (its kguard restarted) lists none, so a step only its
+    memory held is never agreed: every rank then restores from disk.
     The pure functions below read a listing and never run anything.
 */
 #ifndef KG_COORD_CKPT_H
 #define KG_COORD_CKPT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -24,14 +31,29 @@
     "valid". Returns the number of archives (*out NULL when 0). */
 int kg_coord_ckpt_archives(const cJSON *listing, int world, kg_coord_archive_t **out);
 
-/*  Pure. The "archive" path of rank r's valid checkpoint of step s,
-    looked for in r's own directory first, then in the others in order;
-    NULL when none. Points into listing. */
-const char *kg_coord_ckpt_archive(const cJSON *listing, int world, int r, int64_t s);
+/*  Pure. The row of rank r's valid checkpoint of step s: its snapshot in
+    its node's memory when there is one (read there, no disk), else its
+    archive looked for in r's own directory first, then in the others in
+    order; NULL when none. Points into listing. */
+const cJSON *kg_coord_ckpt_row(const cJSON *listing, int world, int r, int64_t s);
 
-/*  Pure. The earliest "sealed_at_ms" among rows (one rank's array) whose
-    step is newer than s: where quarantine must start; -1 when none. */
-int64_t kg_coord_ckpt_quarantine_from(const cJSON *rows, int64_t s);
+/*  Pure. Whether listing row e is a snapshot in a node's memory. */
+bool kg_coord_ckpt_in_memory(const cJSON *e);
+
+/*  Pure. The earliest "sealed_at_ms" among rows (one rank's array) of one
+    tier (memory: its snapshots, else its disk archives) whose step is
+    newer than s: where that tier's quarantine must start; -1 when none. */
+int64_t kg_coord_ckpt_quarantine_from(const cJSON *rows, int64_t s, bool memory);
+
+/*  Pure. Add to decision d what every node does to restore step s (-1:
+    nothing): "step", "archives" {rank: path or null} (a disk path relative
+    to the shared directory, or a snapshot's absolute path on its node),
+    "tiers" {rank: "memory"|"disk"}, "digests" {rank: the manifest digest
+    of a snapshot}, and, with quarantine, "quarantine" /
+    "quarantine_memory" {rank: from}: each tier's checkpoints newer than s
+    to move away (all of them when s is -1). */
+void kg_coord_ckpt_add_restore(cJSON *d, const cJSON *listing, int world, int64_t s,
+                               bool quarantine);
 
 /*  Pure. When no step can be agreed, is anything lost by starting over?
     Counts the listing's archives (every row but leftovers of interrupted

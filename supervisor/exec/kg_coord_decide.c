@@ -123,29 +123,11 @@ s_restart_point(kg_coord_s *C, int root, cJSON *d, kg_incident_t *inc)
     kg_incident_set_policy(inc, "give-up", reason, 0);
     code = KG_EXEC_EXIT_GAVE_UP;
   } else {
-    /* Every node moves its own ranks' newer archives to quarantine. */
-    cJSON *quar = cJSON_AddObjectToObject(d, "quarantine");
-    for (int r = 0; r < world; r++) {
-      int64_t from = kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, r), s);
-      char key[16];
-      snprintf(key, sizeof key, "%d", r);
-      if (from >= 0)
-        cJSON_AddNumberToObject(quar, key, (double) from);
-    }
+    /* Every node moves its own ranks' newer archives and snapshots to
+       quarantine, and restores each rank from memory or disk. */
+    kg_coord_ckpt_add_restore(d, listing, world, s, true);
     cJSON_AddStringToObject(d, "action", "restart");
     kg_coord_add_ports(C, d);
-    cJSON *arch = cJSON_AddObjectToObject(d, "archives");
-    if (s >= 0) {
-      cJSON_AddNumberToObject(d, "step", (double) s);
-      for (int r = 0; r < world; r++) {
-        char key[16];
-        snprintf(key, sizeof key, "%d", r);
-        const char *p = kg_coord_ckpt_archive(listing, world, r, s);
-        cJSON_AddItemToObject(arch, key, p ? cJSON_CreateString(p) : cJSON_CreateNull());
-      }
-    } else {
-      cJSON_AddNullToObject(d, "step");
-    }
     if (s >= 0)
       kg_notice("coordinator: generation %d resumes from step %lld", C->gen + 1, (long long) s);
     else
@@ -367,27 +349,14 @@ s_start_decision(kg_coord_s *C)
     cJSON_AddNumberToObject(d, "delay_ms", 0);
     cJSON_AddStringToObject(d, "reason", line);
     kg_coord_add_ports(C, d);
-    cJSON *arch = cJSON_AddObjectToObject(d, "archives");
     if (s >= 0) {
       /* The id the nodes quarantine newer archives under and restore into:
          one per start, so that a requeue never meets the last one's. */
       char id[48];
       snprintf(id, sizeof id, "exec-start-%lld", (long long) kg_clock_wall_ms());
       cJSON_AddStringToObject(d, "incident", id);
-      cJSON_AddNumberToObject(d, "step", (double) s);
-      cJSON *quar = cJSON_AddObjectToObject(d, "quarantine");
-      for (int r = 0; r < world; r++) {
-        char key[16];
-        snprintf(key, sizeof key, "%d", r);
-        int64_t from = kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, r), s);
-        if (from >= 0)
-          cJSON_AddNumberToObject(quar, key, (double) from);
-        const char *p = kg_coord_ckpt_archive(listing, world, r, s);
-        cJSON_AddItemToObject(arch, key, p ? cJSON_CreateString(p) : cJSON_CreateNull());
-      }
-    } else {
-      cJSON_AddNullToObject(d, "step");
     }
+    kg_coord_ckpt_add_restore(d, listing, world, s, s >= 0);
     kg_coord_broadcast(C, d);
     cJSON_Delete(d);
   }

@@ -312,12 +312,7 @@ s_group_gone(kg_exec_s *E)
     /* Every node verifies its own ranks' checkpoints, in parallel, now
        that nothing of its tree can seal any more; the coordinator only
        merges the listings. */
-    cJSON_Delete(E->listing);
-    E->listing = cJSON_CreateObject();
-    E->listing_failed = false;
-    E->listing_started = kg_ex_now(E);
-    E->list_rank = E->cfg.node_rank * E->nranks;
-    kg_ex_enter(E, KG_EX_WAITING);
+    kg_ex_node_list_begin(E);
     if (kg_ex_node_list_next(E) == 0)
       kg_ex_node_send_stopped(E);
     return;

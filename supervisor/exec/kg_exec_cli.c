@@ -391,9 +391,9 @@ s_setup_judges(kg_exec_s *E)
   if (sock_rc != 0)
     kg_warning("exec: no channel for kguard.step and kguard.save (%s): only printed "
                "`kguard: completed step N` lines tell the job's pace", kg_strerror(sock_rc));
-  /* kguard.snapshot's memory, owned by this process (one node: several
-     nodes agree on a checkpoint from disk). */
-  if (!E->multi) {
+  /* kguard.snapshot's memory, owned by this process: it outlives every
+     rank and generation of the job on this node. */
+  {
     char swhy[600];
     long dead = 0;
     E->snapdir = kg_snapdir_new(E->cfg.name, swhy, sizeof swhy);

@@ -17,6 +17,7 @@
 #include "kg_error.h"
 #include "kg_exit.h"
 #include "kg_file.h"
+#include "kg_json.h"
 #include "kg_log.h"
 #include "kg_throughput.h"
 #include "kg_socket.h"
@@ -279,82 +280,209 @@ kg_ex_node_report(kg_exec_s *E)
   return r;
 }
 
-/*  The decision's archive of rank r, in this node's view of the shared
-    directory (the coordinator names it relative to it), into buf. */
+/*  Rank r's memory directory of snapshots on this node, into buf. */
+static void
+s_memory_dir(const kg_exec_s *E, int r, char *buf, size_t len)
+{
+  snprintf(buf, len, "%s/rank-%d", kg_snapdir_path(E->snapdir), r);
+}
+
+/*  Whether the decision restores rank r from a snapshot in memory. */
 static bool
-s_archive(const kg_exec_s *E, const char *field, int r, char *buf, size_t len)
+s_from_memory(const kg_exec_s *E, int r)
 {
   char key[16];
   snprintf(key, sizeof key, "%d", r);
-  const cJSON *a = cJSON_GetObjectItemCaseSensitive(
-    cJSON_GetObjectItemCaseSensitive(E->decision, field), key);
-  if (!cJSON_IsString(a) || strstr(a->valuestring, "..") || a->valuestring[0] == '/')
+  const char *tier = kg_json_string(cJSON_GetObjectItemCaseSensitive(E->decision, "tiers"),
+                                    key);
+  return tier && strcmp(tier, "memory") == 0;
+}
+
+/*  The decision's archive of rank r as a path on this node, into buf: a
+    disk archive named relative to the shared directory (another node may
+    mount it elsewhere), or a snapshot that must lie in rank r's own
+    memory directory here (nothing else on this node is ever read on the
+    coordinator's word). */
+static bool
+s_archive(const kg_exec_s *E, int r, char *buf, size_t len)
+{
+  char key[16];
+  snprintf(key, sizeof key, "%d", r);
+  const char *a = kg_json_string(cJSON_GetObjectItemCaseSensitive(E->decision, "archives"),
+                                 key);
+  if (!a || strstr(a, ".."))
     return false;
-  snprintf(buf, len, "%s/%s", E->cfg.ckpt_dir, a->valuestring);
+  if (!s_from_memory(E, r)) {
+    if (a[0] == '/')
+      return false;
+    snprintf(buf, len, "%s/%s", E->cfg.ckpt_dir, a);
+    return true;
+  }
+  char dir[PATH_MAX + 32];
+  if (!E->snapdir)
+    return false;
+  s_memory_dir(E, r, dir, sizeof dir);
+  size_t n = strlen(dir);
+  if (strncmp(a, dir, n) != 0 || a[n] != '/' || strchr(a + n + 1, '/'))
+    return false;
+  snprintf(buf, len, "%s", a);
   return true;
 }
 
-/*  The restore of this node's ranks at the agreed step: first each local
-    rank's archives newer than it go to quarantine (the decision says from
-    when), then each rank's archive is restored. Returns 1 when a helper
-    was started, 0 when every step is done, < 0 on failure. */
+/*  Rank r reads its snapshot where it lies, in memory: the pointer its
+    kguard.resume() reads (KGUARD_RESUME_DIR/rank-R.memory.json: archive,
+    digest, step) instead of a restored copy. Returns 0 or a negative
+    code. */
+static int
+s_point_at_memory(kg_exec_s *E, int r, const char *archive)
+{
+  char key[16], ptr[PATH_MAX + 160];
+  snprintf(key, sizeof key, "%d", r);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "archive", archive);
+  kg_json_add_string_or_null(o, "digest", kg_json_string(cJSON_GetObjectItemCaseSensitive(
+                                                            E->decision, "digests"), key));
+  cJSON_AddNumberToObject(o, "step", (double) E->resume_step);
+  cJSON_AddStringToObject(o, "tier", "memory");
+  char *text = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  if (!text)
+    return KG_ENOMEM;
+  snprintf(ptr, sizeof ptr, "%s/rank-%d.memory.json", E->restored_base, r);
+  int rc = kg_file_write_atomic(ptr, text, strlen(text), 0600);
+  free(text);
+  if (rc != 0)
+    kg_error("exec: cannot point rank %d at its snapshot in memory (%s): %s", r, ptr,
+             kg_strerror(rc));
+  else
+    kg_notice("exec: rank %d restores step %lld from memory, %s", r,
+              (long long) E->resume_step, archive);
+  return rc;
+}
+
+/*  The restore of this node's ranks at the agreed step, in three passes
+    over them: each local rank's archives newer than it go to quarantine
+    (the decision says from when), then its snapshots in memory newer than
+    it (so that a later fault never meets them), then each rank's archive
+    is restored (a snapshot in memory is read in place). Returns 1 when a
+    helper was started, 0 when every step is done, < 0 on failure. */
 int
 kg_ex_node_restore_next(kg_exec_s *E)
 {
   int n = E->nranks, first = E->cfg.node_rank * n;
-  const cJSON *quar = cJSON_GetObjectItemCaseSensitive(E->decision, "quarantine");
   const cJSON *inc = cJSON_GetObjectItemCaseSensitive(E->decision, "incident");
-  while (E->restore_rank < 2 * n) {
-    int step = E->restore_rank++, r = first + step % n;
+  const char *incident = cJSON_IsString(inc) ? inc->valuestring : "job";
+  while (E->restore_rank < 3 * n) {
+    int pass = E->restore_rank / n, r = first + E->restore_rank % n;
+    E->restore_rank++;
     char key[16], dir[PATH_MAX + 32];
     snprintf(key, sizeof key, "%d", r);
-    snprintf(dir, sizeof dir, "%s/rank-%d", E->cfg.ckpt_dir, r);
-    if (step < n) {
-      const cJSON *from = cJSON_GetObjectItemCaseSensitive(quar, key);
-      if (!cJSON_IsNumber(from))
+    if (pass < 2) {
+      const cJSON *from = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(E->decision, pass ? "quarantine_memory" : "quarantine"),
+        key);
+      if (!cJSON_IsNumber(from) || (pass == 1 && !E->snapdir))
         continue;
+      if (pass == 0)
+        snprintf(dir, sizeof dir, "%s/rank-%d", E->cfg.ckpt_dir, r);
+      else
+        s_memory_dir(E, r, dir, sizeof dir);
       char froms[32];
       snprintf(froms, sizeof froms, "%.0f", from->valuedouble);
-      char *argv[] = {E->exe, "ckpt", "quarantine", dir, "--incident",
-                      cJSON_IsString(inc) ? inc->valuestring : "job", "--from", froms, NULL};
+      char *argv[] = {E->exe, "ckpt", "quarantine", dir, "--incident", (char *) incident,
+                      "--from", froms, NULL};
       return kg_ex_start_helper(E, argv) == 0 ? 1 : -1;
     }
     char archive[PATH_MAX + 200], dest[PATH_MAX + 128];
-    if (!s_archive(E, "archives", r, archive, sizeof archive))
+    if (!s_archive(E, r, archive, sizeof archive)) {
+      if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(E->decision, "archives"), key))) {
+        kg_error("exec: the decision names an archive for rank %d that is not in this "
+                 "node's checkpoint directory or memory", r);
+        return -1;
+      }
       continue;
+    }
     kg_paths_mkdirs(E->restored_base, 0700);
-    snprintf(dest, sizeof dest, "%s/rank-%d", E->restored_base, r);
-    char *argv[] = {E->exe, "ckpt", "restore", archive, dest, NULL};
     if (!E->resume_archive)
       E->resume_archive = strdup(archive);
+    if (s_from_memory(E, r)) {
+      if (s_point_at_memory(E, r, archive) != 0)
+        return -1;
+      continue;
+    }
+    snprintf(dest, sizeof dest, "%s/rank-%d", E->restored_base, r);
+    char *argv[] = {E->exe, "ckpt", "restore", archive, dest, NULL};
     return kg_ex_start_helper(E, argv) == 0 ? 1 : -1;
   }
   return 0;
 }
 
+void
+kg_ex_node_list_begin(kg_exec_s *E)
+{
+  cJSON_Delete(E->listing);
+  E->listing = cJSON_CreateObject();
+  E->listing_failed = false;
+  E->listing_started = kg_ex_now(E);
+  E->list_rank = E->cfg.node_rank * E->nranks;
+  E->list_memory = false;
+  kg_ex_enter(E, KG_EX_WAITING);
+}
+
 int
 kg_ex_node_list_next(kg_exec_s *E)
 {
-  int last = (E->cfg.node_rank + 1) * E->nranks;
+  int first = E->cfg.node_rank * E->nranks, last = first + E->nranks;
+  if (E->list_rank >= last && !E->list_memory && E->snapdir && !E->cfg.fresh) {
+    E->list_memory = true;   /* the disk is listed: now the memory */
+    E->list_rank = first;
+  }
   while (E->list_rank < last) {
     char dir[PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s/rank-%d", E->cfg.ckpt_dir, E->list_rank);
+    if (E->list_memory)
+      s_memory_dir(E, E->list_rank, dir, sizeof dir);
+    else
+      snprintf(dir, sizeof dir, "%s/rank-%d", E->cfg.ckpt_dir, E->list_rank);
     struct stat st;
     if (stat(dir, &st) != 0) {   /* nothing sealed by this rank yet */
       char key[16];
       snprintf(key, sizeof key, "%d", E->list_rank++);
-      cJSON_AddItemToObject(E->listing, key, cJSON_CreateArray());
+      if (!E->list_memory)
+        cJSON_AddItemToObject(E->listing, key, cJSON_CreateArray());
       continue;
     }
     char *argv[] = {E->exe, "ckpt", "list", dir, "--json", NULL};
     if (kg_ex_start_helper(E, argv) != 0) {
-      E->listing_failed = true;
+      if (!E->list_memory)
+        E->listing_failed = true;
       E->list_rank = last;
+      E->list_memory = true;
       return 0;
     }
     return 1;
   }
   return 0;
+}
+
+/*  Rows of other runs leave rows: the same user's other experiment copied
+    into the directory is never chosen. An archive whose signature does
+    not verify has no run to read (`ckpt list` says null): it stays, never
+    chosen, so that checkpoints which exist but do not verify stop a start
+    over (kg_coord_ckpt_unusable), as resume-prepare's do on one node. */
+static void
+s_only_this_run(kg_exec_s *E, cJSON *rows)
+{
+  for (int i = cJSON_GetArraySize(rows) - 1; i >= 0; i--) {
+    const cJSON *row = cJSON_GetArrayItem(rows, i);
+    const char *run = kg_json_string(row, "run");
+    if (run && strcmp(run, E->cfg.name) != 0) {
+      const char *path = kg_json_string(row, "archive");
+      kg_notice("exec: skipping %s: run '%s', not the run being resumed ('%s')",
+                path ? path : "an archive", run, E->cfg.name);
+      cJSON_DeleteItemFromArray(rows, i);
+    }
+  }
 }
 
 void
@@ -366,29 +494,31 @@ kg_ex_node_listed(kg_exec_s *E)
   free(E->helper_out);
   E->helper_out = NULL;
   E->helper_len = 0;
+  char key[16];
+  snprintf(key, sizeof key, "%d", E->list_rank++);
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !cJSON_IsArray(rows)) {
-    kg_error("exec: cannot list rank %d's checkpoints (`kguard ckpt list`)", E->list_rank);
-    E->listing_failed = true;
     cJSON_Delete(rows);
-    E->list_rank++;
+    if (E->list_memory) {
+      /* Memory only ever adds a newer step: without it, the disk decides. */
+      kg_warning("exec: cannot list rank %s's snapshots in memory (`kguard ckpt list`): "
+                 "that rank restores from disk", key);
+      return;
+    }
+    kg_error("exec: cannot list rank %s's checkpoints (`kguard ckpt list`)", key);
+    E->listing_failed = true;
     return;
   }
-  /* Only this run's archives (the run id its ranks seal with,
-     KGUARD_RUN_ID): the same user's other experiment copied into the
-     directory is never chosen. An archive whose signature does not verify
-     has no run to read (`ckpt list` says null): it stays, never chosen,
-     so that checkpoints which exist but do not verify stop a start over
-     (kg_coord_ckpt_unusable), as resume-prepare's do on one node. */
-  for (int i = cJSON_GetArraySize(rows) - 1; i >= 0; i--) {
-    const cJSON *run = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, i), "run");
-    if (cJSON_IsString(run) && strcmp(run->valuestring, E->cfg.name) != 0) {
-      const cJSON *path =
-          cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, i), "archive");
-      kg_notice("exec: skipping %s: run '%s', not the run being resumed ('%s')",
-                cJSON_IsString(path) ? path->valuestring : "an archive", run->valuestring,
-                E->cfg.name);
-      cJSON_DeleteItemFromArray(rows, i);
+  s_only_this_run(E, rows);
+  if (E->list_memory) {
+    cJSON *into = cJSON_GetObjectItemCaseSensitive(E->listing, key), *e;
+    if (!into)
+      into = cJSON_AddArrayToObject(E->listing, key);
+    while (into && (e = cJSON_DetachItemFromArray(rows, 0)) != NULL) {
+      cJSON_AddStringToObject(e, "tier", "memory");
+      cJSON_AddItemToArray(into, e);
     }
+    cJSON_Delete(rows);
+    return;
   }
   /* Paths relative to the shared directory: another node may mount it
      elsewhere. */
@@ -404,20 +534,13 @@ kg_ex_node_listed(kg_exec_s *E)
       free(rel);
     }
   }
-  char key[16];
-  snprintf(key, sizeof key, "%d", E->list_rank++);
   cJSON_AddItemToObject(E->listing, key, rows);
 }
 
 void
 kg_ex_node_list_start(kg_exec_s *E)
 {
-  cJSON_Delete(E->listing);
-  E->listing = cJSON_CreateObject();
-  E->listing_failed = false;
-  E->listing_started = kg_ex_now(E);
-  E->list_rank = E->cfg.node_rank * E->nranks;
-  kg_ex_enter(E, KG_EX_WAITING);
+  kg_ex_node_list_begin(E);
   if (E->cfg.fresh) {
     /* Nothing to list: --fresh on any node starts every node at step 0. */
     kg_notice("exec: --fresh: asking the coordinator to start run %s at step 0 on every node",

@@ -140,7 +140,7 @@ typedef struct kg_exec_s {
 
   char *resume_dir, *resume_archive;
   char resume_tier[8];           /* "memory" or "disk" of the restore, or ""  */
-  kg_snapdir_t *snapdir;        /* kguard.snapshot's memory (one node), or NULL */
+  kg_snapdir_t *snapdir;        /* kguard.snapshot's memory, or NULL           */
   int64_t resume_step;          /* -1 = nothing to resume                     */
   bool starting;                /* the start-time choice runs (RESTORING)      */
   int64_t started_wall_ms;      /* the run's start (wall): with --fresh, no
@@ -154,6 +154,7 @@ typedef struct kg_exec_s {
   int restore_rank;             /* next step of the restore: local ranks to
                                    quarantine, then to restore                */
   int list_rank;                /* next local rank to list after a stop       */
+  bool list_memory;             /* listing the ranks' snapshots in memory     */
   cJSON *listing;               /* {rank: rows} of this node's ranks (owned)  */
   bool listing_failed;          /* a listing could not be made                */
   int64_t listing_started;      /* monotonic                                   */
@@ -280,12 +281,16 @@ int64_t kg_ex_node_timers(kg_exec_s *E);
 int64_t kg_ex_node_when(const kg_exec_s *E);
 cJSON *kg_ex_node_report(kg_exec_s *E);
 int kg_ex_node_restore_next(kg_exec_s *E);
+/*  After a stop: an empty listing, in WAITING; then kg_ex_node_list_next. */
+void kg_ex_node_list_begin(kg_exec_s *E);
 /*  After a stop: list the next local rank's checkpoints (`kguard ckpt
-    list`, verifying each). Returns 1 when a helper was started, 0 when
-    every rank is listed. */
+    list`, verifying each), its directory on shared storage first, then its
+    snapshots in this kguard's memory. Returns 1 when a helper was
+    started, 0 when every rank is listed. */
 int kg_ex_node_list_next(kg_exec_s *E);
-/*  The listing helper ended: keep its rows (paths relative to the shared
-    directory). */
+/*  The listing helper ended: keep its rows (disk paths relative to the
+    shared directory; snapshots marked "tier": "memory", their paths
+    absolute on this node). */
 void kg_ex_node_listed(kg_exec_s *E);
 /*  The start of a multi-node job (entering the join's LISTING, on the
     coordinator's START): list this node's ranks' checkpoints of the run

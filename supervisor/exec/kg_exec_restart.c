@@ -291,7 +291,18 @@ s_multi_restore_step(kg_exec_s *E)
   } else {
     if (E->resume_archive) {
       E->resume_dir = strdup(E->restored_base);
-      kg_notice("exec: this node's ranks restored at step %lld", (long long) E->resume_step);
+      int memory = 0;
+      const cJSON *t;
+      cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(E->decision, "tiers")) {
+        int r = atoi(t->string);
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "memory") == 0
+            && r / E->nranks == E->cfg.node_rank)
+          memory++;
+      }
+      /* The tier of the node's ranks (each rank's own is in its pointer). */
+      snprintf(E->resume_tier, sizeof E->resume_tier, "%s", memory ? "memory" : "disk");
+      kg_notice("exec: this node's ranks restored at step %lld (%d of %d from memory)",
+                (long long) E->resume_step, memory, E->nranks);
     }
     kg_ex_enter(E, KG_EX_BACKOFF);
   }

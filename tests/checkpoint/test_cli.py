@@ -508,3 +508,38 @@ def test_snapshot_seal_persist_and_resume_from_memory(tmp_path, keyenv, payload)
     res = json.loads(p.stdout)
     assert (res["status"], res["tier"], res["archive"]) == ("restored", "memory", snap4)
     assert res["memory_dir"] == str(mem) and res["skipped"] == []
+
+
+def test_latest_memory_chooses_a_newer_snapshot_without_reading_the_disk(tmp_path, keyenv,
+                                                                          payload):
+    """latest --memory makes resume-prepare --memory's choice, moving
+    nothing: a newer snapshot wins and the disk's newest archive (corrupt)
+    is neither verified nor reported; a snapshot sealed at or after
+    --before stays where it is; a missing MEMDIR holds none."""
+    mem, disk = tmp_path / "mem", tmp_path / "disk"
+    mem.mkdir()
+    t0 = 1700000000000
+    d1 = seal(payload, disk, 1, "--time", str(t0 + 1000))
+    d2 = seal(payload, disk, 2, "--time", str(t0 + 2000))
+    m3 = seal(payload, mem, 3, "--time", str(t0 + 3000), "--snapshot")
+    with open(d2, "r+b") as f:
+        f.seek(os.path.getsize(d2) - 5000)
+        f.write(b"\xff" * 16)
+    p = run("ckpt", "latest", str(disk), "--memory", str(mem), "--json", "--run", "r1")
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert (res["status"], res["tier"], res["archive"]) == ("restored", "memory", m3)
+    assert res["memory_dir"] == str(mem) and res["skipped"] == []
+    p = run("ckpt", "latest", str(disk), "--memory", str(mem), "--json", "--run", "r1",
+            "--before", str(t0 + 3000))
+    res = json.loads(p.stdout)
+    assert (res["tier"], res["archive"]) == ("disk", d1), res
+    assert [(s["archive"], s["tier"]) for s in res["skipped"]] == [(m3, "memory"), (d2, "disk")]
+    assert "corrupt" in res["skipped"][1]["reason"] and "quarantined" not in res
+    assert os.listdir(mem) == [os.path.basename(m3)]
+    gone = tmp_path / "gone"
+    p = run("ckpt", "latest", str(disk), "--memory", str(gone), "--json", "--run", "r1")
+    res = json.loads(p.stdout)
+    assert (res["tier"], res["archive"]) == ("disk", d1) and not gone.exists()
+    p = run("ckpt", "latest", str(disk), "--memory", str(mem))
+    assert p.returncode == 100 and "add --json" in p.stderr

@@ -45,6 +45,8 @@ p.add_argument("--snapshot-every", type=int, default=0,
 p.add_argument("--tamper-snapshot-at", type=int, default=-1,
                help="once this step's snapshot is sealed, change a byte of it in kguard's "
                     "memory (as a stray write would)")
+p.add_argument("--tamper-rank", type=int, default=-1,
+               help="only this rank changes its snapshot (-1: every rank)")
 p.add_argument("--step-ms", type=float, default=0,
                help="sleep this long at the start of each step (the device's share of a "
                     "real step: a snapshot and the next step's fault are then never in the "
@@ -147,7 +149,7 @@ for n in range(start + 1, args.steps + 1):
     if args.snapshot_every and n % args.snapshot_every == 0:
         snap = kguard.snapshot({"model": model.state_dict(), "opt": opt.state_dict(),
                                 "step": n}, n)
-        if n == args.tamper_snapshot_at:
+        if n == args.tamper_snapshot_at and args.tamper_rank in (-1, rank):
             path = snap.wait()
             with open(path, "r+b") as f:
                 f.seek(os.path.getsize(path) - 4096)

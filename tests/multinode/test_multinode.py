@@ -68,11 +68,13 @@ def _agent(shared, *script_args):
 
 
 def _start_job(h, shared, fault=None, fault_node=1, kg_opts=(), script_args=(), agent=False,
-               fault_env=None):
+               fault_env=None, env=None):
     secret = _secret(shared)
     runs = []
     for i in range(NODES):
-        extra = {"KGUARD_EMULATE": fault} if fault and i == fault_node else {}
+        extra = dict(env or {})
+        if fault and i == fault_node:
+            extra["KGUARD_EMULATE"] = fault
         if i == fault_node:
             extra.update(fault_env or {})
         cmd = (_agent(shared, "--fault-rank", str(fault_node), *script_args) if agent else
@@ -172,6 +174,61 @@ def test_a_fault_during_a_seal_quarantines_that_step_everywhere(hosts, tmp_path,
                       script_args=("--on-fault", "hang", "--fault-at-seal"))
     _assert_all_resumed(runs, tmp_path, reference, 3)
     assert list((tmp_path / "ckpt" / "rank-0" / "quarantine").rglob("step-0000000006-*"))
+
+
+def _snapshots(shared):
+    """Both nodes' kguards keep snapshots in memory under the test's own
+    base (each its own directory, as on two machines)."""
+    base = shared / "shm"
+    base.mkdir(exist_ok=True)
+    return {"KGUARD_SNAPSHOT_BASE": str(base)}
+
+
+def _memory_of(shared):
+    """Snapshot archives left in the nodes' memory: none once both kguards
+    ended (each removes its own)."""
+    return sorted(p.name for p in (shared / "shm").rglob("*.kgckpt.tar"))
+
+
+def test_snapshots_in_memory_restore_the_step_before_the_fault_on_every_node(hosts, tmp_path,
+                                                                            reference):
+    # A snapshot every step, disk checkpoints every 3: rank 1 (node 1) is
+    # poisoned at step 8 and blocks rank 0 in the next collective. Each
+    # node lists its rank's snapshots in its own memory; the coordinator
+    # agrees on step 7, which both hold there: one step lost, not two.
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once",
+                      kg_opts=("--stall-timeout", "4"), env=_snapshots(tmp_path),
+                      script_args=("--on-fault", "hang", "--snapshot-every", "1",
+                                   "--step-ms", "10"))
+    _assert_all_resumed(runs, tmp_path, reference, 7)
+    for i, r in enumerate(runs):
+        out = r.output()
+        assert f"exec: rank {i} restores step 7 from memory, " in out, out
+        assert "ranks restored at step 7 (1 of 1 from memory)" in out, out
+        assert f"train_tiny: rank {i} resumed from step 7 (" in out, out
+    job = [i for i in incidents(tmp_path / "state0") if "job" in i]
+    assert job[0]["checkpoint"]["tiers"] == {"0": "memory", "1": "memory"}, job[0]
+    assert _memory_of(tmp_path) == []
+
+
+def test_a_snapshot_one_node_cannot_trust_sends_every_node_to_disk(hosts, tmp_path,
+                                                                   reference):
+    # Rank 1's snapshot of step 7 is changed in node 1's memory before the
+    # fault: step 7 is then in memory on node 0 only, so no step newer than
+    # the disk's 6 is held by every rank: both restore step 6 from disk, and
+    # node 0's snapshot of step 7 goes to quarantine (never met again).
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once",
+                      kg_opts=("--stall-timeout", "4"), env=_snapshots(tmp_path),
+                      script_args=("--on-fault", "hang", "--snapshot-every", "1",
+                                   "--step-ms", "10", "--tamper-snapshot-at", "7",
+                                   "--tamper-rank", "1"))
+    _assert_all_resumed(runs, tmp_path, reference, 6)
+    for r in runs:
+        assert "ranks restored at step 6 (0 of 1 from memory)" in r.output(), r.output()
+        assert "from memory, " not in r.output(), r.output()
+    job = [i for i in incidents(tmp_path / "state0") if "job" in i]
+    assert job[0]["checkpoint"]["tiers"] == {"0": "disk", "1": "disk"}, job[0]
+    assert "0" in job[0]["checkpoint"]["quarantine_memory"], job[0]
 
 
 def test_sigabrt_on_the_coordinator_host_all_resume(hosts, tmp_path, reference):
@@ -275,6 +332,39 @@ def test_requeue_the_same_commands_after_a_sigterm_resume_from_the_last_common_s
             r.proc.kill()
         raise
     _assert_all_resumed(runs, tmp_path, reference, 4)
+
+
+def test_requeue_after_a_nodes_kguard_was_killed_resumes_from_disk_not_its_memory(
+        hosts, tmp_path, reference):
+    # Both ranks hold step 5 in memory (disk: step 3) when node 1's kguard
+    # is killed: its memory is left without an owner, and node 0 ends the
+    # job once node 1 is silent. Started again, the job resumes from the
+    # disk's step 3 on both nodes, and the dead kguard's memory is removed.
+    env = _snapshots(tmp_path)
+
+    def start(*extra):
+        return _start_job(hosts, tmp_path, kg_opts=("--heartbeat-timeout", "4"), env=env,
+                          script_args=("--snapshot-every", "1", *extra))
+    runs = start("--wait-signal-at", "5")
+    for r in runs:
+        r.wait_line("waiting for a pre-emption signal", timeout=120)
+    runs[1].signal(signal.SIGKILL)
+    assert runs[0].wait(120) == RETRYABLE, runs[0].output()
+    runs[1].wait(60)
+    assert any(n.startswith("step-0000000005-") for n in _memory_of(tmp_path)), \
+        _memory_of(tmp_path)
+    runs = start()
+    try:
+        for r in runs:
+            r.wait_line("exec: resuming run exec from step 3, sealed by all 2 ranks", timeout=90)
+    except AssertionError:
+        for r in runs:
+            r.proc.kill()
+        raise
+    _assert_all_resumed(runs, tmp_path, reference, 3)
+    assert any("removed the in-memory snapshots of a kguard that is gone" in r.output()
+               for r in runs), "\n\n".join(r.output() for r in runs)
+    assert _memory_of(tmp_path) == []
 
 
 def test_a_network_link_down_is_infrastructure_not_gpu(hosts, tmp_path):

@@ -16,6 +16,7 @@
 #include "kg_coord_store.h"
 #include "kg_error.h"
 #include "kg_file.h"
+#include "kg_json.h"
 #include "kg_test.h"
 
 #define A(r, s, t, v) {.rank = (r), .step = (s), .sealed_at_ms = (t), .valid = (v)}
@@ -122,18 +123,19 @@ KG_TEST(listing_rows_become_archives_paths_and_quarantine_times)
     {1, 9, NULL},
   };
   for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-    const char *got = kg_coord_ckpt_archive(listing, 2, paths[i].rank, paths[i].step);
+    const char *got = kg_json_string(
+      kg_coord_ckpt_row(listing, 2, paths[i].rank, paths[i].step), "archive");
     if (!paths[i].path)
       KG_CHECK(got == NULL);
     else
       KG_CHECK_STR(got ? got : "(null)", paths[i].path);
   }
   /* Quarantine starts at the earliest seal of a step newer than s. */
-  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 0), 3), 200);
-  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 0), 6), 250);
-  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 0), 9), -1);
-  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 1), 3), -1);
-  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 1), -1), 101);
+  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 0), 3, false), 200);
+  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 0), 6, false), 250);
+  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 0), 9, false), -1);
+  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 1), 3, false), -1);
+  KG_CHECK_INT(kg_coord_ckpt_quarantine_from(cJSON_GetArrayItem(listing, 1), -1, false), 101);
   cJSON_Delete(listing);
 }
 
