@@ -40,14 +40,19 @@ s_remove_tree(const char *path)
   nftw(path, s_rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+const char *
+kg_snapdir_base(void)
+{
+  const char *base = getenv("KGUARD_SNAPSHOT_BASE");
+  return base && *base ? base : "/dev/shm";
+}
+
 /*  BASE/kguard-<uid>, created 0700 if missing; refused unless it is a real
     directory, ours, that nobody else can write or read. */
 static int
 s_user_dir(char *out, size_t size, char *why, size_t whysize)
 {
-  const char *base = getenv("KGUARD_SNAPSHOT_BASE");
-  if (!base || !*base)
-    base = "/dev/shm";
+  const char *base = kg_snapdir_base();
   struct stat st;
   if (stat(base, &st) != 0 || !S_ISDIR(st.st_mode)) {
     snprintf(why, whysize, "%s is not a directory (set KGUARD_SNAPSHOT_BASE to a tmpfs "

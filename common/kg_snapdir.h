@@ -24,6 +24,11 @@
 
 typedef struct _kg_snapdir_t kg_snapdir_t;
 
+/*  BASE: $KGUARD_SNAPSHOT_BASE when set and not empty, else "/dev/shm"
+    (borrowed: the environment's string or a constant). One answer for the
+    directory kg_snapdir_new uses and the one `kguard doctor` judges. */
+const char *kg_snapdir_base(void);
+
 /*  Remove the stale directories under BASE/kguard-<uid> (see above), then
     create this process's, locked. run names it (bytes other than
     [A-Za-z0-9._-] become _, at most 64 kept). Returns the new directory

@@ -9,7 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "kg_cli.h"
 #include "kg_clock.h"
@@ -23,6 +28,7 @@
 #include "kg_kernelspec.h"
 #include "kg_nvml.h"
 #include "kg_paths.h"
+#include "kg_snapdir.h"
 
 #define S_EXIT_FAILING 1
 #define S_EXIT_TIMEOUT 2
@@ -74,7 +80,9 @@ const kg_cmd_t kg_cli_doctor_cmd = {
            "architectures against each visible device (a mismatch is the \"no kernel image\" "
            "error before it happens), the driver version, the devices with their free memory "
            "(a short-lived context is created on each), the GPU variables in force and what "
-           "they do (diagnostic ones left on are flagged), and which kernelspecs kguard "
+           "they do (diagnostic ones left on are flagged), the room in-memory snapshots "
+           "(kguard.snapshot) have under $KGUARD_SNAPSHOT_BASE or /dev/shm (a warning under "
+           "1 GiB free, or when it is missing or not a tmpfs), and which kernelspecs kguard "
            "guards, with where their checkpoints, keys and incidents live. The driver "
            "(libcuda.so.1, libamdhip64.so) is loaded with dlopen in a worker process: this "
            "works on machines without any GPU software.",
@@ -508,6 +516,34 @@ s_gpu_health(cJSON *report)
   free(now);
 }
 
+/*  report["snapshots"]: the directory kguard.snapshot writes under
+    (kg_snapdir_base) and its room, read here as the training process will
+    find it; {"base", "error"} when it cannot be read. */
+static void
+s_snapshots(cJSON *report)
+{
+  const char *base = kg_snapdir_base();
+  cJSON *o = cJSON_AddObjectToObject(report, "snapshots");
+  cJSON_AddStringToObject(o, "base", base);
+  struct stat st;
+  struct statvfs vfs;
+  struct statfs fs;
+  int e = 0;
+  if (stat(base, &st) != 0)
+    e = errno;
+  else if (!S_ISDIR(st.st_mode))
+    e = ENOTDIR;   /* kg_snapdir refuses it too */
+  else if (statvfs(base, &vfs) != 0 || statfs(base, &fs) != 0)
+    e = errno;
+  if (e) {
+    cJSON_AddStringToObject(o, "error", strerror(e));
+    return;
+  }
+  cJSON_AddNumberToObject(o, "free_bytes", (double) vfs.f_bavail * (double) vfs.f_frsize);
+  cJSON_AddNumberToObject(o, "total_bytes", (double) vfs.f_blocks * (double) vfs.f_frsize);
+  cJSON_AddBoolToObject(o, "tmpfs", fs.f_type == TMPFS_MAGIC);
+}
+
 /*  The assessed report in the format asked; 1 when it lists problems. */
 static int
 s_print(cJSON *report, const s_args_t *a)
@@ -559,6 +595,7 @@ s_judge(kg_opt_parser_t *p, const s_args_t *a, char *self)
     return KG_EXIT_SYSTEM;
   }
   s_gpu_health(report);
+  s_snapshots(report);
   cJSON_AddItemToObject(report, "kernelspecs", specs);
   cJSON_AddItemToObject(report, "kernel_dirs", dirs);
   int code = s_print(report, a);

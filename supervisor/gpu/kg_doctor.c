@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kg_gpuarch.h"
+#include "kg_throughput.h"
 
 static const char *
 s_str(const cJSON *o, const char *key)
@@ -217,6 +218,44 @@ s_env(const cJSON *report, cJSON *warnings)
   }
 }
 
+/*  Below this much free room in the snapshot directory, say so: a training
+    state of a few hundred MiB (a small model with Adam's two moments)
+    already needs twice that there while it is sealed. */
+#define S_SNAPSHOT_ROOM_WARN (1024.0 * 1024.0 * 1024.0)
+
+/*  The room in-memory snapshots have (report["snapshots"]): warnings only,
+    since kguard.snapshot is optional and kguard.save works without it. */
+static void
+s_snapshots(const cJSON *report, cJSON *warnings)
+{
+  const cJSON *snap = cJSON_GetObjectItem(report, "snapshots");
+  if (!snap)
+    return;
+  const char *base = s_str(snap, "base") ? s_str(snap, "base") : "?";
+  if (s_str(snap, "error")) {
+    s_say(warnings, "in-memory snapshots: %s cannot be used (%s): kguard.snapshot will raise "
+          "(kguard.save to disk still works); point KGUARD_SNAPSHOT_BASE at a tmpfs "
+          "directory", base, s_str(snap, "error"));
+    return;
+  }
+  const cJSON *free_b = cJSON_GetObjectItem(snap, "free_bytes");
+  if (cJSON_IsNumber(free_b) && free_b->valuedouble < S_SNAPSHOT_ROOM_WARN) {
+    char words[32];
+    kg_throughput_bytes(free_b->valuedouble, words, sizeof words);
+    bool shm = strcmp(base, "/dev/shm") == 0;
+    s_say(warnings, "in-memory snapshots: only %s free in %s: kguard.snapshot needs about twice "
+          "the state's size there and refuses a state that does not fit; %s "
+          "KGUARD_SNAPSHOT_BASE pointing kguard at a larger tmpfs", words, base,
+          shm ? "give it room with `docker run --shm-size 16g`, a Kubernetes emptyDir with "
+                "medium: Memory mounted at /dev/shm, or"
+              : "make that tmpfs larger, or");
+  }
+  if (cJSON_IsFalse(cJSON_GetObjectItem(snap, "tmpfs")))
+    s_say(warnings, "in-memory snapshots: %s is not a tmpfs, so snapshots there go through a "
+          "disk (slower, and a reboot does not free them); point KGUARD_SNAPSHOT_BASE at a "
+          "tmpfs", base);
+}
+
 /*  Kernels that cannot start: every guarded one, and the one judged; a
     warning when none is guarded. Returns whether the judged one starts (or
     none is judged). */
@@ -304,6 +343,7 @@ kg_doctor_assess(cJSON *report)
   s_drivers(report, decision, probe, problems, warnings);
   s_devices(report, probe, decision, problems, warnings);
   s_env(report, warnings);
+  s_snapshots(report, warnings);
   /* A GPU that needs a reset (NVML's reading) fails whatever runs on it
      next: kguard exec and the kernel would end, not restart, on it. */
   const cJSON *gh = cJSON_GetObjectItem(report, "gpu_health");

@@ -14,11 +14,18 @@
       "gpu_health": NVML's reading of the visible GPUs (kg_gpuhealth_record
                  without a baseline, "line" when one needs a reset), absent
                  when it could not be allocated
+      "snapshots": the directory in-memory snapshots (kguard.snapshot) go to
+                 ($KGUARD_SNAPSHOT_BASE, else /dev/shm) and its room:
+                 {"base", "free_bytes", "total_bytes", "tmpfs": bool}, or
+                 {"base", "error": strerror text} when it cannot be read
     Added by kg_doctor_assess:
       "stack":    {"decision": "cuda"|"rocm"|"cpu"|"unknown", "why"}
       "devices":  [{"backend", "index", "name", "capability" | "gcn_arch",
                     "total_bytes", "free_bytes", "arch": {"verdict", "entry"}}]
-      "problems": [...] (things that will fail), "warnings": [...]
+      "problems": [...] (things that will fail), "warnings": [...]: among
+                 them the snapshot directory when it is unreadable, not a
+                 tmpfs, or has under 1 GiB free (never a problem: snapshots
+                 are optional)
       "summary":  one line
 */
 #ifndef KG_DOCTOR_H

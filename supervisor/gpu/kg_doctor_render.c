@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kg_doctor.h"
+#include "kg_throughput.h"
 
 typedef struct {
   FILE *f;
@@ -232,6 +233,32 @@ s_env(s_r_t *r, const cJSON *rep)
   fputc('\n', r->f);
 }
 
+/*  The room in-memory snapshots have, shown even when it is enough: the
+    figure a user compares with twice their state's size. */
+static void
+s_snapshots(s_r_t *r, const cJSON *rep)
+{
+  const cJSON *snap = cJSON_GetObjectItem(rep, "snapshots");
+  if (!snap)
+    return;
+  s_head(r, "Snapshots in memory (kguard.snapshot)");
+  const char *base = s_or(s_str(snap, "base"), "?");
+  if (s_str(snap, "error")) {
+    s_item(r, "%s: cannot be used: %s", base, s_str(snap, "error"));
+    return;
+  }
+  const cJSON *fb = cJSON_GetObjectItem(snap, "free_bytes");
+  const cJSON *tb = cJSON_GetObjectItem(snap, "total_bytes");
+  char freew[32] = "?", totalw[32] = "?";
+  if (cJSON_IsNumber(fb))
+    kg_throughput_bytes(fb->valuedouble, freew, sizeof freew);
+  if (cJSON_IsNumber(tb))
+    kg_throughput_bytes(tb->valuedouble, totalw, sizeof totalw);
+  s_item(r, "%s (%s): %s free of %s", base,
+         cJSON_IsTrue(cJSON_GetObjectItem(snap, "tmpfs")) ? "tmpfs" : "not tmpfs", freew,
+         totalw);
+}
+
 static void
 s_kernelspecs(s_r_t *r, const cJSON *rep)
 {
@@ -279,8 +306,9 @@ s_findings(s_r_t *r, const cJSON *rep)
 char *
 kg_doctor_render(const cJSON *rep, kg_doctor_format_t format)
 {
-  static s_section_fn *const sections[] = {s_whoami, s_stack,       s_drivers, s_devices,
-                                           s_health, s_env,         s_kernelspecs, s_findings};
+  static s_section_fn *const sections[] = {s_whoami, s_stack,     s_drivers,     s_devices,
+                                           s_health, s_env,       s_snapshots,   s_kernelspecs,
+                                           s_findings};
   char *buf = NULL;
   size_t len = 0;
   s_r_t r = {open_memstream(&buf, &len), format == KG_DOCTOR_MARKDOWN};

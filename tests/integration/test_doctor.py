@@ -73,6 +73,25 @@ def test_doctor_unusable_python_is_stated(env):
     assert "could not be asked" in rep["stack"]["why"]
 
 
+def test_doctor_names_an_unusable_snapshot_directory(env):
+    # the room of kguard.snapshot, read where kguard will write: a base that
+    # is missing is a warning (snapshots are optional), never a problem
+    missing = env.root / "no-shm"
+    r = doctor("--python", str(env.root / "no-python"), "--json",
+               env={"KGUARD_SNAPSHOT_BASE": str(missing)})
+    rep = json.loads(r.stdout)
+    assert rep["snapshots"] == {"base": str(missing), "error": "No such file or directory"}
+    (w,) = [w for w in rep["warnings"] if "in-memory snapshots" in w]
+    assert str(missing) in w and "kguard.save" in w and "KGUARD_SNAPSHOT_BASE" in w
+    assert not any("snapshot" in p for p in rep["problems"])
+    # the default base, as the run will find it, with its room
+    rep = json.loads(doctor("--python", str(env.root / "no-python"), "--json",
+                            env={"KGUARD_SNAPSHOT_BASE": ""}).stdout)
+    assert rep["snapshots"]["base"] == "/dev/shm"
+    if "error" not in rep["snapshots"]:
+        assert 0 <= rep["snapshots"]["free_bytes"] <= rep["snapshots"]["total_bytes"]
+
+
 @pytest.mark.skipif(not os.path.exists(STUB), reason="no CUDA toolkit stub here")
 def test_doctor_against_the_stub_driver(env):
     # the toolkit's stub has every symbol and answers 34 to every call: the

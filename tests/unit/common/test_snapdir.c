@@ -119,6 +119,17 @@ KG_TEST(snapdir_refuses_a_shared_user_dir)
   unsetenv("KGUARD_SNAPSHOT_BASE");
 }
 
+KG_TEST(snapdir_base_from_the_environment)
+{
+  setenv("KGUARD_SNAPSHOT_BASE", "/mnt/ram", 1);
+  KG_CHECK_STR(kg_snapdir_base(), "/mnt/ram");
+  setenv("KGUARD_SNAPSHOT_BASE", "", 1);   /* empty is unset, as for kg_snapdir_new */
+  KG_CHECK_STR(kg_snapdir_base(), "/dev/shm");
+  unsetenv("KGUARD_SNAPSHOT_BASE");
+  KG_CHECK_STR(kg_snapdir_base(), "/dev/shm");
+}
+
 KG_TEST_MAIN(KG_CASE(snapdir_private_and_removed_with_its_owner),
              KG_CASE(snapdir_reaps_a_dead_owner_keeps_a_live_one),
-             KG_CASE(snapdir_refuses_a_shared_user_dir))
+             KG_CASE(snapdir_refuses_a_shared_user_dir),
+             KG_CASE(snapdir_base_from_the_environment))
