@@ -1,7 +1,7 @@
 """Time to resume, split into its parts, on 1, 2 and 3 hosts (issue 15, part 2).
 
     sudo /usr/bin/python3 bench/resilience/resume.py [--nodes 1|2|3] [--trials 5]
-        [--ballast-mb 8] [--stall 2] [--json parts.json]
+        [--ballast-mb 8] [--every 3] [--snapshot-every K] [--stall 2] [--json parts.json]
     (--kguard PATH, default build/dev/kguard; --short: one trial, what ctest
     runs; exit 77 = skipped: no torchrun, or --nodes > 1 without network
     namespaces)
@@ -94,8 +94,9 @@ def _env(shared, **extra):
 def _job(shared, nodes, nproc):
     hold = (["--hold-at", str(FAULT_STEP - 1), "--hold-file", str(shared / "go")]
             if ARGS.standby else [])
-    return [str(JOB), "--saver", "kguard", "--steps", "16", "--every", "3",
-            "--ballast-mb", str(ARGS.ballast_mb), "--fault-steps", str(FAULT_STEP),
+    snap = ["--snapshot-every", str(ARGS.snapshot_every)] if ARGS.snapshot_every else []
+    return [str(JOB), "--saver", "kguard", "--steps", "16", "--every", str(ARGS.every),
+            *snap, "--ballast-mb", str(ARGS.ballast_mb), "--fault-steps", str(FAULT_STEP),
             "--fault-rank", str(nodes * nproc - 1), "--on-fault", ARGS.on_fault,
             "--marks", str(shared), "--timeline", "--report", str(shared / "report.jsonl"),
             *hold]
@@ -262,6 +263,9 @@ def trial(nodes, hosts):
                 "no-read": m["first_step"] - t_err - parts["restore"] - parts["load"] - verify,
                 "cold": sum(1 for lg in logs for _, msg in lg if "cold start" in msg),
                 "resumed_step": tl[0]["step"],
+                "from_memory": sum(1 for lg in logs for _, msg in lg
+                                   if "restored step" in msg and "from memory" in msg
+                                   or "restores step" in msg and "from memory" in msg),
                 "sigkill": sum(1 for lg in logs for _, msg in lg
                                if "did not stop within its grace" in msg),
                 "archive_mb": size / max(n_arch, 1) / 2**20}
@@ -276,6 +280,10 @@ def main():
     ap.add_argument("--nodes", type=int, choices=[1, 2, 3], default=1)
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--ballast-mb", type=float, default=8)
+    ap.add_argument("--every", type=int, default=3, help="kguard.save every this many steps")
+    ap.add_argument("--snapshot-every", type=int, default=0,
+                    help="kguard.snapshot every this many steps (0: none): the restore "
+                         "then comes from kguard's memory")
     ap.add_argument("--stall", type=float, default=2.0,
                     help="--stall-timeout for kguard exec; 0: its default (the job's pace)")
     ap.add_argument("--launcher", choices=["torchrun", "kguard"], default="torchrun",
@@ -333,7 +341,8 @@ def main():
         print(f"  {failed} trial(s) failed (above: not counted in the parts)")
     print(f"  trees that needed SIGKILL after the --kill-grace: "
           f"{sum(r['sigkill'] for r in rows)} (node-trials); cold starts with --standby: "
-          f"{sum(r['cold'] for r in rows)}")
+          f"{sum(r['cold'] for r in rows)}; ranks restored from memory: "
+          f"{sum(r['from_memory'] for r in rows)}")
     for k in PARTS:
         v = [r[k] for r in rows]
         print(f"  {k:10s} median {statistics.median(v):7.3f} s   min {min(v):7.3f}   "
@@ -344,7 +353,10 @@ def main():
                 f.write(json.dumps(dict(r, nodes=ARGS.nodes, loadavg=load0,
                                         launcher=ARGS.launcher, standby=ARGS.standby,
                                         on_fault=ARGS.on_fault)) + "\n")
-    ok = all(r["resumed_step"] == FAULT_STEP - 1 for r in rows) and not failed
+    last = (FAULT_STEP - 1) // ARGS.every * ARGS.every
+    if ARGS.snapshot_every:
+        last = max(last, (FAULT_STEP - 1) // ARGS.snapshot_every * ARGS.snapshot_every)
+    ok = all(r["resumed_step"] == last for r in rows) and not failed
     if not ok:
         print("a resume was not from the last step sealed before the fault")
     return 0 if ok else 1

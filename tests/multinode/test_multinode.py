@@ -334,6 +334,26 @@ def test_requeue_the_same_commands_after_a_sigterm_resume_from_the_last_common_s
     _assert_all_resumed(runs, tmp_path, reference, 4)
 
 
+def _kill_left_over(shared):
+    """SIGKILL every process whose command line names this test's directory
+    (a worker whose kguard was killed), and wait until they are gone."""
+    mine = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and str(shared) in (p / "cmdline").read_bytes().decode(
+                    errors="replace") and int(p.name) != os.getpid():
+                os.kill(int(p.name), signal.SIGKILL)
+                mine.append(p)
+        except (OSError, ValueError):
+            pass
+    for p in mine:
+        try:
+            os.waitpid(int(p.name), 0)
+        except ChildProcessError:
+            pass  # not ours: init reaps it
+    return len(mine)
+
+
 def test_requeue_after_a_nodes_kguard_was_killed_resumes_from_disk_not_its_memory(
         hosts, tmp_path, reference):
     # Both ranks hold step 5 in memory (disk: step 3) when node 1's kguard
@@ -351,6 +371,9 @@ def test_requeue_after_a_nodes_kguard_was_killed_resumes_from_disk_not_its_memor
     runs[1].signal(signal.SIGKILL)
     assert runs[0].wait(120) == RETRYABLE, runs[0].output()
     runs[1].wait(60)
+    # torchrun died with its kguard; its worker, in a session of its own,
+    # did not (it waits for its lost peer): a test must not leave it.
+    _kill_left_over(tmp_path)
     assert any(n.startswith("step-0000000005-") for n in _memory_of(tmp_path)), \
         _memory_of(tmp_path)
     runs = start()
