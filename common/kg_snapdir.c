@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kg_log.h"
+
 struct _kg_snapdir_t {
   char path[PATH_MAX];
   int lockfd;                   /* the directory, flock'd LOCK_EX while we live */
@@ -144,6 +146,21 @@ kg_snapdir_new(const char *run, char *why, size_t whysize)
     kg_snapdir_destroy(&self);
     return NULL;
   }
+  return self;
+}
+
+kg_snapdir_t *
+kg_snapdir_open(const char *run, const char *who)
+{
+  char why[600];
+  long dead = 0;
+  kg_snapdir_t *self = kg_snapdir_new(run, why, sizeof why);
+  if (!self)
+    kg_warning("%sno memory for kguard.snapshot (%s): snapshots raise, kguard.save still "
+               "seals to disk", who, why);
+  else if (kg_snapdir_reaped(self, &dead) > 0)
+    kg_notice("%sremoved the in-memory snapshots of a kguard that is gone (pid %ld): a run "
+              "it supervised continues from disk", who, dead);
   return self;
 }
 

@@ -39,6 +39,13 @@ kg_snapdir_t *kg_snapdir_new(const char *run, char *why, size_t whysize);
 /*  The directory's absolute path (owned by self). */
 const char *kg_snapdir_path(const kg_snapdir_t *self);
 
+/*  kg_snapdir_new for a supervisor (kguard exec, the kernel's), saying
+    what the user must know, each line prefixed with who ("exec: " or ""):
+    a warning when there is no memory (snapshots then raise; kguard.save
+    still works), a notice when a dead kguard's snapshots were removed (a
+    run it supervised continues from disk). Returns the directory or NULL. */
+kg_snapdir_t *kg_snapdir_open(const char *run, const char *who);
+
 /*  How many stale directories kg_snapdir_new removed, and the pid in the
     name of one of them (0 when none): said once at start, because a run
     that resumes from disk instead of memory should say why. */

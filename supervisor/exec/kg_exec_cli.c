@@ -393,17 +393,7 @@ s_setup_judges(kg_exec_s *E)
                "`kguard: completed step N` lines tell the job's pace", kg_strerror(sock_rc));
   /* kguard.snapshot's memory, owned by this process: it outlives every
      rank and generation of the job on this node. */
-  {
-    char swhy[600];
-    long dead = 0;
-    E->snapdir = kg_snapdir_new(E->cfg.name, swhy, sizeof swhy);
-    if (!E->snapdir)
-      kg_warning("exec: no memory for kguard.snapshot (%s): snapshots raise, kguard.save "
-                 "still seals to disk", swhy);
-    else if (kg_snapdir_reaped(E->snapdir, &dead) > 0)
-      kg_notice("exec: removed the in-memory snapshots of a kguard that is gone (pid %ld): "
-                "a run it supervised continues from disk", dead);
-  }
+  E->snapdir = kg_snapdir_open(E->cfg.name, "exec: ");
   /* The ranks see kguard's CUDA_VISIBLE_DEVICES: their GPUs' baseline,
      before any of them runs. */
   E->gpuwatch = kg_gpuwatch_new(getenv("CUDA_VISIBLE_DEVICES"));

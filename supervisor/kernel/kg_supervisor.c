@@ -247,22 +247,6 @@ s_open_signals(kg_sup_t *S)
 
 /*  The parts that hold no socket: decisions, helpers, GPU probes. 0, or
     -1 (out of memory). */
-/*  kguard.snapshot's memory: owned by this process, so the snapshots a
-    kernel took outlive it and its restarts, and end with kguard. Without
-    it snapshots raise, saying so; kguard.save still works. */
-static void
-s_new_snapdir(kg_sup_t *S)
-{
-  char why[600];
-  long dead = 0;
-  S->snapdir = kg_snapdir_new(getenv("KGUARD_RUN_ID"), why, sizeof why);
-  if (!S->snapdir)
-    kg_warning("no memory for kguard.snapshot (%s): snapshots raise, kguard.save still "
-               "seals to disk", why);
-  else if (kg_snapdir_reaped(S->snapdir, &dead) > 0)
-    kg_info("removed the in-memory snapshots of a kguard that is gone (pid %ld)", dead);
-}
-
 static int
 s_new_parts(kg_sup_t *S)
 {
@@ -273,7 +257,9 @@ s_new_parts(kg_sup_t *S)
   S->gate = kg_gate_new(S->cfg->stale_window_ms);
   S->devcheck = kg_devcheck_new();
   S->restore = kg_restore_new();
-  s_new_snapdir(S);
+  /* kguard.snapshot's memory: owned by this process, so the snapshots a
+     kernel took outlive it and its restarts, and end with kguard. */
+  S->snapdir = kg_snapdir_open(getenv("KGUARD_RUN_ID"), "");
   S->fsm = kg_fsm_new(kg__states(), S, KG__EVENTS_MAX);
   S->ckpt = kg_helper_new("checkpoint restore", KG__HELPER_OUT_MAX, KG__HELPER_STALL_MS);
   S->probe = kg_helper_new("version probe", KG__HELPER_OUT_MAX, KG__HELPER_STALL_MS);
