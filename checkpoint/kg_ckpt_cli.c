@@ -85,6 +85,7 @@ typedef struct {
   int64_t every;
   kg_ckpt_progress_when_t when;
   bool snapshot;              /* --into is a memory directory of snapshots */
+  int64_t snapshot_keep;      /* complete snapshots kept there (0: 1)       */
   const char *persist_into;   /* then copied onto disk here */
   int64_t persist_keep;       /* and that directory pruned to this many */
 } s_seal_args_t;
@@ -99,6 +100,8 @@ s_seal_check(kg_ckpt_seal_opts_t *o, const s_seal_args_t *a)
   if (a->snapshot && (o->zstd || !o->into))
     return kg_ckpt_cli_usage("--snapshot needs --into MEMDIR and no --zstd (snapshots are "
                              "read in place)", NULL);
+  if (a->snapshot_keep && !a->snapshot)
+    return kg_ckpt_cli_usage("--snapshot-keep needs --snapshot", NULL);
   if (a->persist_keep && !a->persist_into)
     return kg_ckpt_cli_usage("--persist-keep needs --persist-into DISK_DIR", NULL);
   if (!o->run)
@@ -168,6 +171,10 @@ s_seal_parse(int argc, char **argv, kg_ckpt_seal_opts_t *o, s_seal_args_t *a)
       break;
     case KG_CKPT_O_REMOVE_DIR: a->remove_dir = true; break;
     case KG_CKPT_O_SNAPSHOT: a->snapshot = true; break;
+    case KG_CKPT_O_SNAPSHOT_KEEP:
+      if (!s_parse_i64(v, &a->snapshot_keep) || a->snapshot_keep < 1 || a->snapshot_keep > 64)
+        return kg_ckpt_cli_usage("--snapshot-keep needs a count from 1 to 64", v);
+      break;
     case KG_CKPT_O_PERSIST_INTO: a->persist_into = v; break;
     case KG_CKPT_O_PERSIST_KEEP:
       if (!s_parse_i64(v, &a->persist_keep) || a->persist_keep < 1 || a->persist_keep > 1000000)
@@ -219,14 +226,16 @@ s_seal_set(const char *dir, const unsigned char *sk, const kg_ckpt_seal_opts_t *
     kg_opt_error("set complete: %s", set);
 }
 
-/*  The memory tier keeps one complete snapshot (kg_ckpt_snapkeep.h). */
+/*  The memory tier keeps one complete snapshot, or --snapshot-keep N
+    (kg_ckpt_snapkeep.h). */
 static void
-s_seal_snapkeep(const kg_ckpt_seal_opts_t *o)
+s_seal_snapkeep(const kg_ckpt_seal_opts_t *o, const s_seal_args_t *a)
 {
   const kg_keyring_t *keys = NULL;
   if (kg_ckpt_cli_keys(&keys) != 0)
     return;
-  int rc = kg_ckpt_snapkeep_apply(o->into, keys, o->run ? o->run : "default", stderr);
+  int rc = kg_ckpt_snapkeep_apply(o->into, keys, o->run ? o->run : "default",
+                                  a->snapshot_keep > 0 ? (int) a->snapshot_keep : 1, stderr);
   if (rc < 0)
     kg_opt_error("pruning the snapshots in '%s': %s (the seal itself succeeded)", o->into,
                  kg_strerror(rc));
@@ -310,7 +319,7 @@ s_seal(int argc, char **argv)
   int code = a.persist_into ? s_seal_persist(&o, &a, sk, out, &prog) : KG_EXIT_OK;
   memset(sk, 0, sizeof sk);
   if (a.snapshot)
-    s_seal_snapkeep(&o);
+    s_seal_snapkeep(&o, &a);
   s_seal_prune(&o, &a, &prog);
   return code;
 }

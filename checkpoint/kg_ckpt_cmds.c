@@ -76,6 +76,9 @@ static const kg_opt_t s_seal_opts[] = {
    "other runs' archives and leftovers stay. CKPT_DIR must exist (its owner makes it). Not "
    "with --zstd (snapshots are read in place)",
    0},
+  {KG_CKPT_O_SNAPSHOT_KEEP, 0, "snapshot-keep", "N",
+   "with --snapshot: keep the N newest complete checkpoints instead of one (2 for a rank of "
+   "a multi-node job, whose ranks can be a step apart at a fault)", 0},
   {KG_CKPT_O_PERSIST_INTO, 0, "persist-into", "DISK_DIR",
    "then copy the sealed archive, byte for byte, into DISK_DIR under its own name (a "
    "numbered one if taken), written like a seal (locked temporary, fsync, rename, directory "

@@ -41,19 +41,34 @@ s_start(const kg_ckpt_snapkeep_item_t *it, size_t n, size_t c)
   return t;
 }
 
-size_t
-kg_ckpt_snapkeep_plan(const kg_ckpt_snapkeep_item_t *it, size_t n, bool *remove)
+/*  Whether item i is a complete checkpoint: a plain archive, or a set
+    index whose shards are all present. */
+static bool
+s_is_complete(const kg_ckpt_snapkeep_item_t *it, size_t n, size_t i)
 {
+  if (!it[i].authenticated || (!it[i].index && it[i].world_size >= 2))
+    return false; /* a shard is complete only with its set */
+  return !it[i].index || s_complete(it, n, i);
+}
+
+size_t
+kg_ckpt_snapkeep_plan(const kg_ckpt_snapkeep_item_t *it, size_t n, int keep, bool *remove)
+{
+  /* The oldest of the `keep` newest complete checkpoints: what is sealed
+     before it goes. */
   size_t best = n, marked = 0;
-  for (size_t i = 0; i < n; i++) {
-    remove[i] = false;
-    if (!it[i].authenticated || (!it[i].index && it[i].world_size >= 2))
-      continue; /* a shard is complete only with its set */
-    if (it[i].index && !s_complete(it, n, i))
-      continue;
-    if (best == n || it[i].time_ms > it[best].time_ms)
-      best = i;
+  for (int k = 0; k < (keep > 0 ? keep : 1); k++) {
+    size_t next = n;
+    for (size_t i = 0; i < n; i++)
+      if (s_is_complete(it, n, i) && (best == n || it[i].time_ms < it[best].time_ms)
+          && (next == n || it[i].time_ms > it[next].time_ms))
+        next = i;
+    if (next == n)
+      break;
+    best = next;
   }
+  for (size_t i = 0; i < n; i++)
+    remove[i] = false;
   if (best == n)
     return 0;
   int64_t start = s_start(it, n, best);
@@ -125,7 +140,8 @@ s_remove(const kg_ckpt_list_t *list, const kg_ckpt_sets_t *sets, const bool *rem
 }
 
 int
-kg_ckpt_snapkeep_apply(const char *dir, const kg_keyring_t *keys, const char *run, void *out)
+kg_ckpt_snapkeep_apply(const char *dir, const kg_keyring_t *keys, const char *run, int keep,
+                       void *out)
 {
   int rc;
   kg_ckpt_list_t *list = kg_ckpt_list_scan(dir, keys, false, &rc);
@@ -138,7 +154,7 @@ kg_ckpt_snapkeep_apply(const char *dir, const kg_keyring_t *keys, const char *ru
   rc = KG_ENOMEM;
   if (items && remove) {
     s_items(list, sets, run, items);
-    rc = kg_ckpt_snapkeep_plan(items, n, remove) > 0 ? s_remove(list, sets, remove, out) : 0;
+    rc = kg_ckpt_snapkeep_plan(items, n, keep, remove) > 0 ? s_remove(list, sets, remove, out) : 0;
   }
   /* What resume-prepare quarantined in memory (the run's snapshots sealed
      at or after a fault) is never restored, and tmpfs pages are the

@@ -1,5 +1,6 @@
 /*  kg_ckpt_snapkeep: a memory directory of snapshots (`kguard ckpt seal
-    --snapshot`) holds one complete snapshot plus those being written.
+    --snapshot`) holds one complete snapshot (or the N newest, --snapshot-keep
+    N) plus those being written.
 
     Memory (tmpfs) is precious, so after each snapshot's seal the directory
     is pruned as a memory tier: the newest complete checkpoint C (a plain
@@ -11,6 +12,9 @@
     the restart then superseded, is older than the restart's new complete
     one even when its step is higher. Other runs' archives, leftovers of
     interrupted seals and files that do not authenticate are never removed.
+    A rank of a multi-node job keeps its two newest (each rank's directory
+    is its own, and synchronous ranks can be a step apart at a fault: the
+    step they all hold is then the one before the newest).
 
     The decision is pure (kg_ckpt_snapkeep_plan, tested by tables); the
     removal (kg_ckpt_snapkeep_apply) keeps an archive being read.
@@ -36,9 +40,12 @@ typedef struct {
 } kg_ckpt_snapkeep_item_t;
 
 /*  Decide, for items[0..n) in any order, which to remove (remove[i]): see
-    the rules above. Returns how many are marked (0 when there is no
-    complete checkpoint). */
-size_t kg_ckpt_snapkeep_plan(const kg_ckpt_snapkeep_item_t *items, size_t n, bool *remove);
+    the rules above, with the `keep` newest complete checkpoints kept (1
+    normally; 2 where each rank's snapshots lie apart and ranks may be a
+    step apart: several nodes): C is the oldest of them. Returns how many
+    are marked (0 when there is no complete checkpoint). */
+size_t kg_ckpt_snapkeep_plan(const kg_ckpt_snapkeep_item_t *items, size_t n, int keep,
+                             bool *remove);
 
 /*  Prune the memory directory dir for run: authenticate its archives and
     set indexes (manifests only), remove what the plan marks (an archive
@@ -47,6 +54,6 @@ size_t kg_ckpt_snapkeep_plan(const kg_ckpt_snapkeep_item_t *items, size_t n, boo
     NULL. Returns the number of archives removed (>= 0; a missing dir has
     none), or -errno / KG_ENOMEM. */
 int kg_ckpt_snapkeep_apply(const char *dir, const kg_keyring_t *keys, const char *run,
-                           void *out);
+                           int keep, void *out);
 
 #endif

@@ -279,6 +279,10 @@ def snapshot(state, step, name="state.pt", persist_every=None, persist_seconds=N
         _pace.step(step)
         cmd = _ckpt._seal_cmd(tmp, step, into, shard=node_rank is None) + [
             "--time", str(captured_ms), "--remove-dir", "--snapshot", "--progress=none"]
+        if node_rank is not None:
+            # Ranks can be a step apart at a fault: the step they all hold
+            # is then this rank's one before its newest.
+            cmd += ["--snapshot-keep", "2"]
         if persist:
             ckpt_dir = _ckpt._ckpt_dir()
             os.makedirs(ckpt_dir, exist_ok=True)

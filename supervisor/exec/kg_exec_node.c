@@ -514,6 +514,12 @@ kg_ex_node_listed(kg_exec_s *E)
     if (!into)
       into = cJSON_AddArrayToObject(E->listing, key);
     while (into && (e = cJSON_DetachItemFromArray(rows, 0)) != NULL) {
+      const char *status = kg_json_string(e, "status");
+      const char *path = kg_json_string(e, "archive");
+      if (status && strcmp(status, "valid") != 0 && strcmp(status, "leftover") != 0)
+        kg_notice("exec: rank %s's snapshot %s in memory is not offered: %s: %s", key,
+                  path ? path : "?", status, kg_json_string(e, "reason") ? kg_json_string(
+                                                     e, "reason") : "");
       cJSON_AddStringToObject(e, "tier", "memory");
       cJSON_AddItemToArray(into, e);
     }

@@ -193,42 +193,49 @@ def _memory_of(shared):
 def test_snapshots_in_memory_restore_the_step_before_the_fault_on_every_node(hosts, tmp_path,
                                                                             reference):
     # A snapshot every step, disk checkpoints every 3: rank 1 (node 1) is
-    # poisoned at step 8 and blocks rank 0 in the next collective. Each
-    # node lists its rank's snapshots in its own memory; the coordinator
-    # agrees on step 7, which both hold there: one step lost, not two.
-    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once",
+    # poisoned once step 9's all-reduce is done, before it seals step 9;
+    # rank 0 completes step 9 (disk and memory), one step ahead, and blocks
+    # in the next collective. Each node lists its rank's snapshots in its
+    # own memory; the coordinator agrees on step 8, which both hold there
+    # (a rank keeps its two newest): no step lost but the one in flight.
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=9:once",
                       kg_opts=("--stall-timeout", "4"), env=_snapshots(tmp_path),
-                      script_args=("--on-fault", "hang", "--snapshot-every", "1",
-                                   "--step-ms", "10"))
-    _assert_all_resumed(runs, tmp_path, reference, 7)
+                      script_args=("--on-fault", "hang", "--fault-at-seal",
+                                   "--snapshot-every", "1", "--step-ms", "10"))
+    _assert_all_resumed(runs, tmp_path, reference, 8)
     for i, r in enumerate(runs):
         out = r.output()
-        assert f"exec: rank {i} restores step 7 from memory, " in out, out
-        assert "ranks restored at step 7 (1 of 1 from memory)" in out, out
-        assert f"train_tiny: rank {i} resumed from step 7 (" in out, out
+        assert f"exec: rank {i} restores step 8 from memory, " in out, out
+        assert "ranks restored at step 8 (1 of 1 from memory)" in out, out
+        assert f"train_tiny: rank {i} resumed from step 8 (" in out, out
     job = [i for i in incidents(tmp_path / "state0") if "job" in i]
     assert job[0]["checkpoint"]["tiers"] == {"0": "memory", "1": "memory"}, job[0]
+    # Rank 0's step 9, on disk and in memory, is newer than the agreed step.
+    assert "0" in job[0]["checkpoint"]["quarantine"], job[0]
+    assert "0" in job[0]["checkpoint"]["quarantine_memory"], job[0]
     assert _memory_of(tmp_path) == []
 
 
-def test_a_snapshot_one_node_cannot_trust_sends_every_node_to_disk(hosts, tmp_path,
-                                                                   reference):
-    # Rank 1's snapshot of step 7 is changed in node 1's memory before the
-    # fault: step 7 is then in memory on node 0 only, so no step newer than
-    # the disk's 6 is held by every rank: both restore step 6 from disk, and
-    # node 0's snapshot of step 7 goes to quarantine (never met again).
-    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=8:once",
+def test_a_snapshot_one_node_cannot_trust_is_replaced_by_that_ranks_disk_archive(
+        hosts, tmp_path, reference):
+    # Rank 1's snapshot of step 9 is changed in node 1's memory before the
+    # fault at step 10: node 1 names it and does not offer it. Step 9 is
+    # still held by every rank, rank 1's on disk (sealed every 3): rank 0
+    # restores from memory, rank 1 from disk, and the job ends as one
+    # without a fault.
+    runs = _start_job(hosts, tmp_path, fault="cuda-illegal-address:step=10:once",
                       kg_opts=("--stall-timeout", "4"), env=_snapshots(tmp_path),
                       script_args=("--on-fault", "hang", "--snapshot-every", "1",
-                                   "--step-ms", "10", "--tamper-snapshot-at", "7",
+                                   "--step-ms", "10", "--tamper-snapshot-at", "9",
                                    "--tamper-rank", "1"))
-    _assert_all_resumed(runs, tmp_path, reference, 6)
-    for r in runs:
-        assert "ranks restored at step 6 (0 of 1 from memory)" in r.output(), r.output()
-        assert "from memory, " not in r.output(), r.output()
+    _assert_all_resumed(runs, tmp_path, reference, 9)
+    out0, out1 = runs[0].output(), runs[1].output()
+    assert "ranks restored at step 9 (1 of 1 from memory)" in out0, out0
+    assert "ranks restored at step 9 (0 of 1 from memory)" in out1, out1
+    assert "exec: rank 1's snapshot " in out1 and " in memory is not offered: corrupt" in out1, \
+        out1
     job = [i for i in incidents(tmp_path / "state0") if "job" in i]
-    assert job[0]["checkpoint"]["tiers"] == {"0": "disk", "1": "disk"}, job[0]
-    assert "0" in job[0]["checkpoint"]["quarantine_memory"], job[0]
+    assert job[0]["checkpoint"]["tiers"] == {"0": "memory", "1": "disk"}, job[0]
 
 
 def test_sigabrt_on_the_coordinator_host_all_resume(hosts, tmp_path, reference):

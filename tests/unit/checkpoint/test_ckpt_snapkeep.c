@@ -19,44 +19,56 @@ KG_TEST(snapkeep_plan_table)
     size_t n;
     kg_ckpt_snapkeep_item_t it[7];
     const char *want;
+    int keep;
   } t[] = {
-    {"one plain snapshot stays", 1, {{true, false, 100, 1, 0, 0, -1}}, "K"},
+    {"one plain snapshot stays", 1, {{true, false, 100, 1, 0, 0, -1}}, "K", 1},
     {"several plain: the newest by time stays", 3,
      {{true, false, 100, 1, 0, 0, -1}, {true, false, 300, 3, 0, 0, -1},
       {true, false, 200, 2, 0, 0, -1}},
-     "RKR"},
+     "RKR", 1},
     {"complete set: older plain and older set go, its shards stay", 7,
      {{true, false, 100, 1, 0, 0, -1}, {true, false, 150, 2, 0, 2, 2},
       {true, true, 160, 2, 0, 2, -1}, {true, false, 160, 2, 1, 2, 2},
       {true, false, 300, 3, 0, 2, 6}, {true, false, 310, 3, 1, 2, 6},
       {true, true, 310, 3, 0, 2, -1}},
-     "RRRRKKK"},
+     "RRRRKKK", 1},
     {"a set's start is its earliest shard: a plain sealed between its shards stays", 4,
      {{true, false, 250, 2, 0, 0, -1}, {true, false, 200, 3, 0, 2, 3},
       {true, false, 300, 3, 1, 2, 3}, {true, true, 300, 3, 0, 2, -1}},
-     "KKKK"},
+     "KKKK", 1},
     {"incomplete newer set: its shards stay, the complete plain before it too", 3,
      {{true, false, 100, 1, 0, 0, -1}, {true, false, 200, 2, 0, 0, -1},
       {true, false, 300, 3, 1, 2, -1}},
-     "RKK"},
+     "RKK", 1},
     {"no complete checkpoint: nothing goes", 2,
-     {{true, false, 200, 2, 0, 2, -1}, {true, false, 100, 1, 1, 2, -1}}, "KK"},
+     {{true, false, 200, 2, 0, 2, -1}, {true, false, 100, 1, 1, 2, -1}}, "KK", 1},
     {"an index missing a rank is not complete", 3,
      {{true, false, 100, 1, 0, 0, -1}, {true, false, 200, 2, 0, 2, 2},
       {true, true, 200, 2, 0, 2, -1}},
-     "KKK"},
+     "KKK", 1},
     {"other runs and unauthenticated files are never removed", 3,
      {{false, false, 100, -1, 0, 0, -1}, {false, false, 150, 1, 0, 0, -1},
       {true, false, 300, 3, 0, 0, -1}},
-     "KKK"},
+     "KKK", 1},
     {"after a fault: the restart's step 11 (newer) wins over step 12 (older)", 3,
      {{true, false, 100, 10, 0, 0, -1}, {true, false, 200, 12, 0, 0, -1},
       {true, false, 300, 11, 0, 0, -1}},
-     "RRK"},
+     "RRK", 1},
+    {"keep 2 (a rank of several nodes): the two newest stay", 4,
+     {{true, false, 100, 1, 0, 0, -1}, {true, false, 400, 4, 0, 0, -1},
+      {true, false, 200, 2, 0, 0, -1}, {true, false, 300, 3, 0, 0, -1}},
+     "RKRK", 2},
+    {"keep 2 with one complete: it stays, nothing older to go", 2,
+     {{true, false, 100, 1, 0, 0, -1}, {true, false, 200, 2, 1, 2, -1}},
+     "KK", 2},
+    {"keep 2 counts only complete ones: the shard between them stays", 4,
+     {{true, false, 100, 1, 0, 0, -1}, {true, false, 200, 2, 0, 0, -1},
+      {true, false, 250, 3, 1, 2, -1}, {true, false, 300, 4, 0, 0, -1}},
+     "RKKK", 2},
   };
   for (size_t c = 0; c < sizeof t / sizeof *t; c++) {
     bool rm[7];
-    size_t n = kg_ckpt_snapkeep_plan(t[c].it, t[c].n, rm);
+    size_t n = kg_ckpt_snapkeep_plan(t[c].it, t[c].n, t[c].keep, rm);
     kg_check_plan(t[c].what, rm, t[c].n, n, t[c].want);
   }
 }
@@ -101,7 +113,7 @@ KG_TEST(snapkeep_apply_on_a_directory)
   snprintf(p, sizeof p, "%s/quarantine/x.kgckpt.tar", ck);
   s_write(p, 10, 4);
 
-  KG_CHECK_INT(kg_ckpt_snapkeep_apply(ck, s_keys, "unit", NULL), 1);   /* a1 */
+  KG_CHECK_INT(kg_ckpt_snapkeep_apply(ck, s_keys, "unit", 1, NULL), 1);   /* a1 */
   KG_CHECK(!s_exists(a1) && s_exists(a2) && s_exists(other));
   snprintf(p, sizeof p, "%s/quarantine", ck);
   KG_CHECK(!s_exists(p));
@@ -112,14 +124,14 @@ KG_TEST(snapkeep_apply_on_a_directory)
   KG_CHECK_INT(s_seal_as("unit", 4, 0, 2, 1700000005000, next0), 0);
   snprintf(p, sizeof p, "%s/.step-9.kgckpt.tar.tmp-abcdef", ck);   /* after the seals' gc */
   s_write(p, 10, 3);
-  KG_CHECK_INT(kg_ckpt_snapkeep_apply(ck, s_keys, "unit", NULL), 1);   /* a2 */
+  KG_CHECK_INT(kg_ckpt_snapkeep_apply(ck, s_keys, "unit", 1, NULL), 1);   /* a2 */
   KG_CHECK(!s_exists(a2) && s_exists(s0) && s_exists(s1) && s_exists(index));
   KG_CHECK(s_exists(next0) && s_exists(other));
   snprintf(p, sizeof p, "%s/.step-9.kgckpt.tar.tmp-abcdef", ck);
   KG_CHECK(s_exists(p));
   /* a missing directory has nothing to prune */
   snprintf(p, sizeof p, "%s/none", s_root);
-  KG_CHECK_INT(kg_ckpt_snapkeep_apply(p, s_keys, "unit", NULL), 0);
+  KG_CHECK_INT(kg_ckpt_snapkeep_apply(p, s_keys, "unit", 1, NULL), 0);
   kg_keyring_destroy(&s_keys);
   s_teardown();
 }
