@@ -82,6 +82,36 @@ def test_standby_takes_over_with_the_restore(env, monkeypatch):
     assert _one_standby(km, not_pid=standby) not in (pid1, standby)
 
 
+def test_standby_takes_over_with_the_snapshot_in_memory(env, monkeypatch):
+    # The next cell after a fault runs in the warm standby with the state
+    # kguard.snapshot left in kguard's memory (step 19), newer than the disk
+    # checkpoint (step 10), read from memory.
+    monkeypatch.setenv("KGUARD_KEY_DIR", str(env.root / "keys"))
+    r = subprocess.run([KGUARD, "keygen"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    shm = env.root / "shm"
+    shm.mkdir()
+    env.spec(env={"KGUARD_EMULATE": "cuda-assert:stderr-only:step=20",
+                  "KGUARD_SNAPSHOT_BASE": str(shm)},
+             inner=INNER + ["--IPKernelApp.capture_fd_output=False"], kg_args=("--standby",))
+    km, kc = env.start()
+    col = Collector(kc)
+    standby = _one_standby(km)
+    wait_until(lambda: "warm standby ready: pid %d" % standby in _log(env), 60,
+               "the standby's readiness in kguard's log")
+    reply, _ = col.run(SETUP + "import kguard\nkguard.save({'w': 10}, step=10)\n"
+                       "print(kguard.snapshot({'w': 19}, step=19).wait())", timeout=60)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    msg_id = kc.execute("em.step(20)")
+    col.wait_reply(msg_id, timeout=60)
+    md = _wait_notice(col, msg_id, "sticky-restart")["content"]["metadata"]["kguard"]
+    assert md["restored_step"] == 19, md
+    reply, msgs = col.run("import os, kguard\nr = kguard.resume()\n"
+                          "print(os.getpid(), r.step, r.tier, r.load()['w'])", timeout=60)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert stdout_of(msgs).split() == [str(standby), "19", "memory", "19"], stdout_of(msgs)
+
+
 def test_dead_standby_and_diagnostic_restart_start_cold(env):
     env.spec(kg_args=("--standby",))
     km, kc = env.start()
