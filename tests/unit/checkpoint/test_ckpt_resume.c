@@ -77,15 +77,23 @@ s_str(const cJSON *o, const char *key)
   return cJSON_IsString(v) ? v->valuestring : "(not a string)";
 }
 
+/*  The entry of out's list (an array of {"archive": ...}) naming path, or
+    NULL. */
+static const cJSON *
+s_entry_of(const cJSON *out, const char *list, const char *path)
+{
+  const cJSON *it;
+  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(out, list))
+    if (strcmp(s_str(it, "archive"), path) == 0)
+      return it;
+  return NULL;
+}
+
 /*  The skip naming path, or NULL. */
 static const cJSON *
 s_skip_of(const cJSON *out, const char *path)
 {
-  const cJSON *it;
-  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(out, "skipped"))
-    if (strcmp(s_str(it, "archive"), path) == 0)
-      return it;
-  return NULL;
+  return s_entry_of(out, "skipped", path);
 }
 
 KG_TEST(memory_newer_wins_without_verifying_the_disk)
@@ -134,11 +142,7 @@ KG_TEST(tampered_snapshot_skipped_and_disk_chosen)
 static const cJSON *
 s_quarantined_of(const cJSON *out, const char *path)
 {
-  const cJSON *it;
-  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(out, "quarantined"))
-    if (strcmp(s_str(it, "archive"), path) == 0)
-      return it;
-  return NULL;
+  return s_entry_of(out, "quarantined", path);
 }
 
 /*  Fault T1 at 4 s with snapshots of steps 2 and 5 (sealed after T1) in
