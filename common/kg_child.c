@@ -61,7 +61,7 @@ s_child_fail(int errfd)
     (EOF or error on the lifeline), then end the group. Only
     async-signal-safe calls: it is a fork of a possibly threaded process. */
 static void
-s_keeper_run(int lifeline_r)
+s_keeper_run(int lifeline_r, bool at_once)
 {
   const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE};
   for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
@@ -78,6 +78,10 @@ s_keeper_run(int lifeline_r)
     n = read(lifeline_r, &b, 1);
   while (n > 0 || (n < 0 && errno == EINTR));
   pid_t group = getpgrp();
+  if (at_once) {
+    kill(-group, SIGKILL);      /* the keeper included */
+    _exit(0);
+  }
   kill(-group, SIGTERM);
   /* A grace period for workers to exit on SIGTERM. A sleep is right here:
      this process has nothing else to wait for. */
@@ -114,7 +118,7 @@ s_child_run(const kg_child_opts_t *opts, pid_t parent, int errfd, int out_w, int
     if (keeper < 0)
       s_child_fail(errfd);
     if (keeper == 0)
-      s_keeper_run(lifeline[0]);
+      s_keeper_run(lifeline[0], opts->keeper_kill_at_once);
     close(lifeline[0]);
     /* kguard must know it: it is not a process of the command. */
     if (!s_child_say(errfd, S_MSG_KEEPER, (int) keeper))

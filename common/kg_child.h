@@ -16,8 +16,10 @@
     that stays in the child's process group and blocks on a "lifeline" pipe
     whose only write end kguard holds. When kguard goes, however it goes,
     the kernel closes that end: the keeper reads EOF, sends SIGTERM to the
-    group, gives it 1 s, then SIGKILL (which takes the keeper too). Why this
-    design rather than the alternatives:
+    group, gives it 1 s, then SIGKILL (which takes the keeper too); with
+    opts.keeper_kill_at_once it sends SIGKILL at once (a SIGTERM would
+    start a training's pre-emption seal, unsupervised, beside the job
+    that replaces it). Why this design rather than the alternatives:
     - a pipe EOF, unlike PDEATHSIG, fires only when the whole kguard process
       is gone (not when a thread exits) and cannot be missed;
     - the keeper is a member of the group, so the group id cannot be reused
@@ -60,6 +62,7 @@ typedef struct {
   const char *cwd;              /*  NULL = inherit                            */
   bool capture;                 /*  stdout/stderr to pipes (else inherited)   */
   bool keeper;                  /*  group dies with kguard, even on SIGKILL   */
+  bool keeper_kill_at_once;     /*  the keeper sends SIGKILL, no SIGTERM grace */
 } kg_child_opts_t;
 
 /*  Start a child as described by opts. On success *child_p is a new child

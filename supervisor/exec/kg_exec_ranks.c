@@ -96,9 +96,10 @@ kg_ex_start_command(kg_exec_s *E)
     if (rc == 0 && !kg_ex_standby_promote(E, r)) {
       /* The keeper: torchrun's workers (the rank's group) must not
          outlive a kguard that is SIGKILLed (PDEATHSIG takes only the
-         agent) and keep the GPU, or seal beside the requeued job. */
+         agent) and keep the GPU, or seal beside the requeued job: no
+         SIGTERM either, which starts a pre-emption seal. */
       kg_child_opts_t opts = {.argv = E->cfg.argv, .envp = k->envp, .capture = true,
-                              .keeper = true};
+                              .keeper = true, .keeper_kill_at_once = true};
       rc = kg_child_spawn(&opts, &k->child);
     }
     if (rc != 0) {

@@ -132,7 +132,8 @@ s_start(kg_exec_s *E, int r)
     argv[first] = "-c";
     argv[first + 1] = (char *) s_boot;
     /* With the keeper, as a rank: it becomes one. */
-    kg_child_opts_t opts = {.argv = argv, .envp = env, .capture = true, .keeper = true};
+    kg_child_opts_t opts = {.argv = argv, .envp = env, .capture = true, .keeper = true,
+                            .keeper_kill_at_once = true};
     rc = kg_child_spawn(&opts, &k->standby);
   }
   free(argv);

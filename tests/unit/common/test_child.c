@@ -1,7 +1,7 @@
 /*  kg_child: spawn errors reported synchronously, the process group killed
     with its grandchildren, captured pipes, exit statuses described; the
     keeper known by pid, not counted as the group's, reaped by a subreaper
-    caller. Deadlines and polling on a condition, no sleeps. */
+    caller, SIGKILLing at once when asked. Deadlines and polling on a condition, no sleeps. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -258,6 +258,79 @@ KG_TEST(child_keeper_failed_spawn)
   KG_CHECK_INT(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
 }
 
+/*  test (a subreaper) -> M ("kguard") -> child sh -> grandchild sh that
+    touches mark on SIGTERM. SIGKILL M; returns whether the grandchild was
+    reaped here within 5 s. */
+static bool
+s_kill_kguard(bool at_once, const char *mark)
+{
+  KG_CHECK_INT(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  char script[512];
+  snprintf(script, sizeof script,
+           "sh -c 'trap \"touch %s; exit 0\" TERM; echo $$; "
+           "while :; do sleep 0.05; done' & wait", mark);   /* its pid once trapped */
+  int out[2];
+  KG_CHECK_INT(pipe(out), 0);
+  pid_t m = fork();
+  if (m == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    close(out[1]);
+    char *argv[] = {"sh", "-c", script, NULL};
+    kg_child_opts_t o = {.argv = argv, .keeper = true, .keeper_kill_at_once = at_once};
+    kg_child_t *c = NULL;
+    if (kg_child_spawn(&o, &c) != 0)
+      _exit(2);
+    pause();
+    _exit(0);
+  }
+  close(out[1]);
+  char buf[32] = "";
+  size_t got = 0;
+  long long deadline = s_now_ms() + 5000;
+  while (!strchr(buf, '\n') && got < sizeof buf - 1 && s_now_ms() < deadline) {
+    struct pollfd p = {out[0], POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      ssize_t n = read(out[0], buf + got, sizeof buf - 1 - got);
+      if (n <= 0)
+        break;
+      got += (size_t) n;
+    }
+  }
+  close(out[0]);
+  pid_t grandchild = (pid_t) atol(buf);
+  KG_CHECK(grandchild > 0);
+  kill(m, SIGKILL);
+  KG_CHECK_INT(waitpid(m, NULL, 0), m);
+  bool reaped = false;
+  deadline = s_now_ms() + 5000;
+  while (grandchild > 0 && !reaped && s_now_ms() < deadline) {
+    reaped = waitpid(grandchild, NULL, WNOHANG) == grandchild;
+    if (!reaped)
+      poll(NULL, 0, 10);
+  }
+  deadline = s_now_ms() + 5000;   /* the rest: the child, its keeper, a sleep */
+  while (waitpid(-1, NULL, WNOHANG) != -1 && s_now_ms() < deadline)
+    poll(NULL, 0, 10);
+  KG_CHECK_INT(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+  return reaped;
+}
+
+KG_TEST(child_keeper_kill_at_once)
+{
+  /* kguard SIGKILLed: with keeper_kill_at_once the orphaned group gets
+     SIGKILL, no SIGTERM that would start its handlers (a pre-emption
+     seal); the control, the default keeper, gives SIGTERM first. */
+  char mark[64];
+  snprintf(mark, sizeof mark, "/tmp/kg-test-child-%ld", (long) getpid());
+  unlink(mark);
+  KG_CHECK(s_kill_kguard(true, mark));
+  KG_CHECK(access(mark, F_OK) != 0);
+  KG_CHECK(s_kill_kguard(false, mark));
+  KG_CHECK_INT(access(mark, F_OK), 0);
+  unlink(mark);
+}
+
 KG_TEST(child_pipes)
 {
   char *argv[] = {"sh", "-c", "echo out; echo err >&2; exit 3", NULL};
@@ -291,4 +364,5 @@ KG_TEST(child_describe)
 KG_TEST_MAIN(KG_CASE(child_true), KG_CASE(child_missing_command),
              KG_CASE(child_group_kill_grandchildren), KG_CASE(child_pipes),
              KG_CASE(child_describe), KG_CASE(child_keeper_is_not_the_group),
-             KG_CASE(child_keeper_reaped_by_the_caller), KG_CASE(child_keeper_failed_spawn))
+             KG_CASE(child_keeper_reaped_by_the_caller), KG_CASE(child_keeper_failed_spawn),
+             KG_CASE(child_keeper_kill_at_once))
