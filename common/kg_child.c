@@ -63,9 +63,12 @@ s_child_fail(int errfd)
 static void
 s_keeper_run(int lifeline_r, bool at_once)
 {
-  const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE};
-  for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
-    signal(ignored[i], SIG_IGN);
+  /* Every signal the group gets is the command's (kguard forwards a
+     scheduler's SIGUSR1, whose default would end the keeper): only
+     SIGKILL ends it. */
+  for (int sig = 1; sig < NSIG; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      signal(sig, SIG_IGN);   /* fails harmlessly on the RT signals glibc reserves */
   /* Keep nothing else open: a pipe end held here would hide EOF from
      kguard (the kernel's stdout) or block kg_child_spawn (the error pipe). */
   if (lifeline_r > 0)

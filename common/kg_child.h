@@ -28,9 +28,9 @@
       kguard lives: after SIGKILL they go to init anyway;
     - the kernel stays kguard's direct child, so waitpid, its exit status
       and every signal kguard sends keep working unchanged.
-    The keeper ignores SIGINT/SIGTERM/SIGHUP/SIGQUIT (kguard's interrupts and
-    stops address the group) and dies with the group's SIGKILL, or when
-    kg_child_destroy closes the lifeline. It is a fork of a fork (no exec), it
+    The keeper ignores every signal but SIGKILL and SIGSTOP (kguard's
+    interrupts, stops and forwarded SIGUSR1 address the group) and dies
+    with the group's SIGKILL, or when kguard closes the lifeline. It is a fork of a fork (no exec), it
     closes every other fd and calls only async-signal-safe functions.
     A process that leaves the group on purpose (setsid, start_new_session=True)
     escapes it, as it escapes any group kill.

@@ -171,6 +171,27 @@ KG_TEST(child_keeper_is_not_the_group)
   KG_CHECK(grandchild > 0 && grandchild != keeper);
   KG_CHECK(kg_child_group_alive(c));
 
+  /* The keeper ignores every signal the group may get (exec forwards a
+     scheduler's SIGUSR1): only SIGKILL ends it. */
+  unsigned long long ign = 0, want = 0;
+  for (int sig = 1; sig < 32; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      want |= 1ULL << (sig - 1);
+  long long until = s_now_ms() + 5000;
+  while ((ign & want) != want && s_now_ms() < until) {
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/%d/status", (int) keeper);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+      if (strncmp(line, "SigIgn:", 7) == 0)
+        ign = strtoull(line + 7, NULL, 16);
+    if (f)
+      fclose(f);
+    if ((ign & want) != want)
+      poll(NULL, 0, 10);   /* the keeper sets them up as it starts */
+  }
+  KG_CHECK((ign & want) == want);
+
   /* The leader goes, its child stays: the group is alive. */
   KG_CHECK_INT(kg_child_kill(c, SIGKILL), 0);
   KG_CHECK_INT(s_wait_exit(c, 5000), 1);
