@@ -194,6 +194,28 @@ s_keeper_reap_killed(kg_child_t *self)
   self->keeper_reaped = true;   /* reaped, or not ours (ECHILD): nothing to wait for */
 }
 
+/*  The keeper the child reported, if any. Its pidfd is opened while it
+    surely lives: it waits on the lifeline this process still holds.
+    Without pidfds (before Linux 5.3) it is never waited for here, a
+    subreaper caller reaps it (kg_child_reap_keeper). When the spawn
+    failed (the child already reaped), the keeper still holds the group
+    id: it is ended and reaped now rather than after its grace. */
+static void
+s_keeper_take(kg_child_t *self, pid_t keeper, bool failed)
+{
+  self->keeper = keeper;
+  self->keeper_fd = keeper > 0 ? pidfd_open(keeper, 0) : -1;
+  if (!failed)
+    return;
+  if (keeper > 0) {
+    kill(-self->pid, SIGKILL);
+    s_keeper_reap_killed(self);
+  }
+  if (self->keeper_fd >= 0)
+    close(self->keeper_fd);
+  self->keeper_fd = -1;
+}
+
 int
 kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p)
 {
@@ -232,21 +254,8 @@ kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p)
     lifeline[0] = -1;
   }
   self->pid = pid;
-  self->keeper = keeper;
-  /* Opened while the keeper surely lives: it waits on the lifeline this
-     process holds. Without pidfds (before Linux 5.3) the keeper is never
-     waited for here, a subreaper caller reaps it (kg_child_reap_keeper). */
-  self->keeper_fd = keeper > 0 ? pidfd_open(keeper, 0) : -1;
+  s_keeper_take(self, keeper, rc != 0);
   if (rc != 0) {
-    if (keeper > 0) {
-      /* The failed child is reaped; its keeper still holds the group id
-         (it waits on the lifeline, still open): end it now rather than
-         after its grace. */
-      kill(-pid, SIGKILL);
-      s_keeper_reap_killed(self);
-    }
-    if (self->keeper_fd >= 0)
-      close(self->keeper_fd);
     free(self);
     goto fail;
   }
