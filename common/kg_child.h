@@ -16,8 +16,10 @@
     that stays in the child's process group and blocks on a "lifeline" pipe
     whose only write end kguard holds. When kguard goes, however it goes,
     the kernel closes that end: the keeper reads EOF, sends SIGTERM to the
-    group, gives it 1 s, then SIGKILL (which takes the keeper too). Why this
-    design rather than the alternatives:
+    group, gives it 1 s, then SIGKILL (which takes the keeper too); with
+    opts.keeper_kill_at_once it sends SIGKILL at once (a SIGTERM would
+    start a training's pre-emption seal, unsupervised, beside the job
+    that replaces it). Why this design rather than the alternatives:
     - a pipe EOF, unlike PDEATHSIG, fires only when the whole kguard process
       is gone (not when a thread exits) and cannot be missed;
     - the keeper is a member of the group, so the group id cannot be reused
@@ -26,12 +28,24 @@
       kguard lives: after SIGKILL they go to init anyway;
     - the kernel stays kguard's direct child, so waitpid, its exit status
       and every signal kguard sends keep working unchanged.
-    The keeper ignores SIGINT/SIGTERM/SIGHUP/SIGQUIT (kguard's interrupts and
-    stops address the group) and dies with the group's SIGKILL, or when
-    kg_child_destroy closes the lifeline. It is a fork of a fork (no exec), it
+    The keeper ignores every signal but SIGKILL and SIGSTOP (kguard's
+    interrupts, stops and forwarded SIGUSR1 address the group) and dies
+    with the group's SIGKILL, or when kguard closes the lifeline. It is a fork of a fork (no exec), it
     closes every other fd and calls only async-signal-safe functions.
     A process that leaves the group on purpose (setsid, start_new_session=True)
     escapes it, as it escapes any group kill.
+
+    The keeper is not a process of the command: the child reports its pid
+    on the spawn pipe before exec (kg_child_keeper_pid), and "is anything
+    of the group left" is kg_child_group_alive, which ignores it (a
+    kill(-pgid, 0) would see the keeper until kg_child_destroy). Its
+    parent is the child; once the child is gone it is the caller's child
+    if the caller is a subreaper (PR_SET_CHILD_SUBREAPER), else init's. A
+    subreaper caller hands any ended child it does not know to
+    kg_child_reap_keeper first. kg_child_destroy SIGKILLs the group, the
+    keeper with it, before it closes the lifeline (no grace to wait out),
+    and reaps the keeper if it is the caller's by then, through a pidfd
+    (never a reused pid).
 */
 #ifndef KG_CHILD_H
 #define KG_CHILD_H
@@ -48,6 +62,7 @@ typedef struct {
   const char *cwd;              /*  NULL = inherit                            */
   bool capture;                 /*  stdout/stderr to pipes (else inherited)   */
   bool keeper;                  /*  group dies with kguard, even on SIGKILL   */
+  bool keeper_kill_at_once;     /*  the keeper sends SIGKILL, no SIGTERM grace */
 } kg_child_opts_t;
 
 /*  Start a child as described by opts. On success *child_p is a new child
@@ -57,13 +72,32 @@ typedef struct {
     already reaped). */
 int kg_child_spawn(const kg_child_opts_t *opts, kg_child_t **child_p);
 
-/*  Destroy: close the pipes; if the child was not reaped yet, SIGKILL its
-    process group and reap it (blocking, it cannot outlive SIGKILL). Sets
-    *self_p to NULL. Safe on NULL. */
+/*  Destroy: SIGKILL the process group (the keeper too); if the child was
+    not reaped yet, reap it (blocking, it cannot outlive SIGKILL), and the
+    keeper if it is the caller's child by then; close the pipes and the
+    lifeline. Sets *self_p to NULL. Safe on NULL. */
 void kg_child_destroy(kg_child_t **self_p);
 
 /*  The child's pid (also its process group's id). */
 pid_t kg_child_pid(const kg_child_t *self);
+
+/*  The keeper's pid (opts.keeper), or 0 without one. The pid stays held
+    by the keeper until kg_child_destroy or a SIGKILL to the group. */
+pid_t kg_child_keeper_pid(const kg_child_t *self);
+
+/*  For a subreaper caller that saw pid end (waitid WNOWAIT): if pid is
+    this child's keeper, reap it and return true; false if pid is not the
+    keeper, was reaped already, or could not be reaped (not ended). */
+bool kg_child_reap_keeper(kg_child_t *self, pid_t pid);
+
+/*  Whether any process of the child's group is still there (zombies not
+    yet reaped included, as kill(-pgid, 0) counts them), the child itself
+    included, the keeper not. Without a keeper that is kill(-pgid, 0);
+    with one, when kill(-pgid, 0) finds somebody, it lists /proc and asks
+    getpgid of each pid until it finds a member: below 1 us a process,
+    under 1 ms with 1000 processes. Call it when there is news (a child
+    reaped, a handler's end), not in a tight loop. */
+bool kg_child_group_alive(const kg_child_t *self);
 
 /*  Read ends of the stdout/stderr pipes (non-blocking, close-on-exec), or -1
     if not captured or already at EOF and closed. */

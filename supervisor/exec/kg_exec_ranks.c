@@ -1,6 +1,7 @@
 /*  kg_exec_ranks: the process tree of `kguard exec`: the ranks it starts
     (agent mode) or the one command (plain, wrapper), each in its own
-    process group; reaping as a subreaper; stopping the tree. */
+    process group with a keeper (kg_child.h: the group dies with kguard,
+    even on SIGKILL); reaping as a subreaper; stopping the tree. */
 #include "kg_exec_priv.h"
 
 #include <dirent.h>
@@ -93,7 +94,12 @@ kg_ex_start_command(kg_exec_s *E)
     k->pgid = -1;
     int rc = k->envp ? 0 : KG_ENOMEM;
     if (rc == 0 && !kg_ex_standby_promote(E, r)) {
-      kg_child_opts_t opts = {.argv = E->cfg.argv, .envp = k->envp, .capture = true};
+      /* The keeper: torchrun's workers (the rank's group) must not
+         outlive a kguard that is SIGKILLed (PDEATHSIG takes only the
+         agent) and keep the GPU, or seal beside the requeued job: no
+         SIGTERM either, which starts a pre-emption seal. */
+      kg_child_opts_t opts = {.argv = E->cfg.argv, .envp = k->envp, .capture = true,
+                              .keeper = true, .keeper_kill_at_once = true};
       rc = kg_child_spawn(&opts, &k->child);
     }
     if (rc != 0) {
@@ -225,23 +231,45 @@ kg_ex_kill_tree(kg_exec_s *E, int sig)
   s_kill_descendants(E, sig);
 }
 
-bool
-kg_ex_group_gone(kg_exec_s *E)
+/*  If pid is the keeper of a rank or of a standby (reparented to kguard,
+    the subreaper, once its group's leader ended), reap it: it is no
+    process of the command, its end is no news. */
+static bool
+s_keeper_reaped(kg_exec_s *E, pid_t pid)
 {
   for (int r = 0; r < E->nranks; r++) {
     kg_ex_rank_t *k = &E->ranks[r];
-    if (k->child && !k->reaped)
-      return false;
-    if (k->pgid > 0 && kill(-k->pgid, 0) == 0)
+    if ((k->child && kg_child_reap_keeper(k->child, pid))
+        || (k->standby && kg_child_reap_keeper(k->standby, pid)))
+      return true;
+  }
+  return false;
+}
+
+bool
+kg_ex_group_gone(kg_exec_s *E)
+{
+  for (int r = 0; r < E->nranks; r++)
+    if (E->ranks[r].child && !E->ranks[r].reaped)
+      return false;   /* cheap, before any group is looked for in /proc */
+  for (int r = 0; r < E->nranks; r++) {
+    kg_ex_rank_t *k = &E->ranks[r];
+    /* The group's keeper stays in it until the next generation: it does
+       not count. */
+    if (k->child ? kg_child_group_alive(k->child) : k->pgid > 0 && kill(-k->pgid, 0) == 0)
       return false;
   }
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  /* Any unreaped child other than the spared ones (peek only). */
-  if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid > 0
-      && !s_spared(E, si.si_pid))
-    return false;
-  return true;
+  /* Any unreaped child other than the spared ones (peek only; an ended
+     keeper is reaped on the way, it would hide the others). */
+  for (;;) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid <= 0)
+      return true;
+    if (s_keeper_reaped(E, si.si_pid))
+      continue;
+    return s_spared(E, si.si_pid);
+  }
 }
 
 static void
@@ -333,7 +361,7 @@ kg_ex_reap(kg_exec_s *E)
       /* Its usage code at the start: it could not (its message says
          why); ending node 0's run: its last decision is delivered. */
       kg_ex_fire(E, KG_EXE_COORD_ENDED, st);
-    } else if (kg_exec_store_reaped(E->store, pid)) {
+    } else if (kg_exec_store_reaped(E->store, pid) || s_keeper_reaped(E, pid)) {
       continue;
     } else if (kg_ex_standby_spared(E, pid)) {
       kg_ex_standby_reaped(E, pid);

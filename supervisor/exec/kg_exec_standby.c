@@ -131,7 +131,9 @@ s_start(kg_exec_s *E, int r)
       argv[i] = E->cfg.argv[i];
     argv[first] = "-c";
     argv[first + 1] = (char *) s_boot;
-    kg_child_opts_t opts = {.argv = argv, .envp = env, .capture = true};
+    /* With the keeper, as a rank: it becomes one. */
+    kg_child_opts_t opts = {.argv = argv, .envp = env, .capture = true, .keeper = true,
+                            .keeper_kill_at_once = true};
     rc = kg_child_spawn(&opts, &k->standby);
   }
   free(argv);

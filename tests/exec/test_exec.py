@@ -297,3 +297,31 @@ def test_emulation_that_never_fires_is_named_at_the_end(tmp_path):
         assert run.wait() == 0, run.output()
         assert "emulated error caught" in run.output()
         assert "never fired" not in run.output() and "did not fire" not in run.output()
+
+
+def _gone(pid):
+    """pid ended (a zombie waiting for init to reap it has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def test_the_commands_children_die_with_a_killed_kguard(tmp_path):
+    """kguard SIGKILLed (the OOM killer, kill -9): PDEATHSIG takes only its
+    direct child; the keeper ends the rest of the child's group (here a
+    grandchild, as torchrun's ranks under its agent)."""
+    import time
+    run = _plain(tmp_path, "sh", "-c", "sleep 1000 & echo grandchild $!; wait")
+    line = run.lines[run.wait_line("grandchild ")]
+    grandchild = int(line.split("grandchild ", 1)[1].split()[0])
+    assert not _gone(grandchild)
+    run.proc.kill()
+    run.wait(30)
+    deadline = time.monotonic() + 20
+    while not _gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)   # polling a condition with a deadline
+    if not _gone(grandchild):
+        os.kill(grandchild, signal.SIGKILL)
+        raise AssertionError(f"the grandchild {grandchild} outlived kguard:\n" + run.output())
