@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -341,24 +342,29 @@ def test_requeue_the_same_commands_after_a_sigterm_resume_from_the_last_common_s
     _assert_all_resumed(runs, tmp_path, reference, 4)
 
 
-def _kill_left_over(shared):
-    """SIGKILL every process whose command line names this test's directory
-    (a worker whose kguard was killed), and wait until they are gone."""
-    mine = []
-    for p in Path("/proc").iterdir():
+def _left_over(shared, timeout=20):
+    """Pids of processes whose command line names this test's directory
+    (a killed kguard's workers), once none is left or timeout seconds
+    passed; those still there are SIGKILLed so that the test leaves none."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = []
+        for p in Path("/proc").iterdir():
+            try:
+                if p.name.isdigit() and int(p.name) != os.getpid() and str(shared) in (
+                        p / "cmdline").read_bytes().decode(errors="replace"):
+                    pids.append(int(p.name))
+            except (OSError, ValueError):
+                pass
+        if not pids or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)  # polling /proc: no event tells that another's process ended
+    for pid in pids:
         try:
-            if p.name.isdigit() and str(shared) in (p / "cmdline").read_bytes().decode(
-                    errors="replace") and int(p.name) != os.getpid():
-                os.kill(int(p.name), signal.SIGKILL)
-                mine.append(p)
-        except (OSError, ValueError):
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
             pass
-    for p in mine:
-        try:
-            os.waitpid(int(p.name), 0)
-        except ChildProcessError:
-            pass  # not ours: init reaps it
-    return len(mine)
+    return pids
 
 
 def test_requeue_after_a_nodes_kguard_was_killed_resumes_from_disk_not_its_memory(
@@ -378,9 +384,8 @@ def test_requeue_after_a_nodes_kguard_was_killed_resumes_from_disk_not_its_memor
     runs[1].signal(signal.SIGKILL)
     assert runs[0].wait(120) == RETRYABLE, runs[0].output()
     runs[1].wait(60)
-    # torchrun died with its kguard; its worker, in a session of its own,
-    # did not (it waits for its lost peer): a test must not leave it.
-    _kill_left_over(tmp_path)
+    # The killed kguard's tree went with it: torchrun and its worker too.
+    assert _left_over(tmp_path) == []
     assert any(n.startswith("step-0000000005-") for n in _memory_of(tmp_path)), \
         _memory_of(tmp_path)
     runs = start()
