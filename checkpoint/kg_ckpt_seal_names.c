@@ -47,11 +47,22 @@ kg_ckpt_seal_rename_noreplace(const char *from, const char *to)
   return 0;
 }
 
-/*  mkostemp the template and take the writer's lock (kg_ckpt_writer_lock). A gc
-    may remove the name between the two steps (the file is not locked yet):
-    then try again with a fresh name. Returns 0 with *fd set, or -errno. */
+static int
+s_writer_lock(int fd, void *arg)
+{
+  (void) arg;
+  return kg_ckpt_writer_lock(fd);
+}
+
 int
 kg_ckpt_seal_tmp_create(char *tmpl, int *fd)
+{
+  return kg_ckpt_seal_tmp_create_locking(tmpl, fd, s_writer_lock, NULL);
+}
+
+int
+kg_ckpt_seal_tmp_create_locking(char *tmpl, int *fd, int (*lock)(int fd, void *arg),
+                                void *arg)
 {
   size_t len = strlen(tmpl);
   for (int tries = 0; tries < 10; tries++) {
@@ -60,14 +71,15 @@ kg_ckpt_seal_tmp_create(char *tmpl, int *fd)
     if (f < 0)
       return -errno;
     struct stat mine, named;
-    int rc = kg_ckpt_writer_lock(f);
+    int rc = lock(f, arg);
     if (rc == 0 && fstat(f, &mine) == 0 && stat(tmpl, &named) == 0
         && mine.st_ino == named.st_ino && mine.st_dev == named.st_dev) {
       *fd = f;
       return 0;
     }
     close(f);
-    if (rc < 0)
+    /* A gc holds the fresh file's lock only to remove it: a new name. */
+    if (rc < 0 && rc != -EWOULDBLOCK)
       return rc;
   }
   return -EAGAIN;
