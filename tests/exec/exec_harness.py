@@ -109,5 +109,9 @@ def reference_params(tmp, steps=12):
 
 
 def incidents(state_dir):
+    """The incident records under state_dir, oldest first (by their creation
+    time in milliseconds: two in the same second have names that sort by
+    their random part)."""
     d = Path(state_dir) / "incidents"
-    return [json.loads(p.read_text()) for p in sorted(d.glob("*.json"))] if d.is_dir() else []
+    docs = [json.loads(p.read_text()) for p in sorted(d.glob("*.json"))] if d.is_dir() else []
+    return sorted(docs, key=lambda i: i.get("created") or "")
