@@ -68,6 +68,23 @@ KG_TEST(child_missing_command)
   KG_CHECK_INT(waitpid(-1, NULL, WNOHANG), -1);    /* nothing left to reap */
 }
 
+/*  The first line the child prints (its pid for a grandchild), as a pid. */
+static pid_t
+s_read_pid(kg_child_t *c)
+{
+  char buf[64] = "";
+  size_t got = 0;
+  long long deadline = s_now_ms() + 5000;
+  while (!strchr(buf, '\n') && s_now_ms() < deadline) {
+    struct pollfd p = {kg_child_stdout_fd(c), POLLIN, 0};
+    poll(&p, 1, 100);
+    ssize_t n = kg_child_read(c, 1, buf + got, sizeof buf - 1 - got);
+    if (n > 0)
+      got += (size_t) n;
+  }
+  return (pid_t) atol(buf);
+}
+
 KG_TEST(child_group_kill_grandchildren)
 {
   /* The child starts a grandchild that ignores SIGTERM, prints its pid and
@@ -79,24 +96,14 @@ KG_TEST(child_group_kill_grandchildren)
   KG_CHECK_INT(kg_child_spawn(&o, &c), 0);
   KG_CHECK(getpgid(kg_child_pid(c)) == kg_child_pid(c));   /* its own group */
   KG_CHECK(getsid(kg_child_pid(c)) == kg_child_pid(c));    /* and session */
-  char buf[64] = "";
-  size_t got = 0;
-  long long deadline = s_now_ms() + 5000;
-  while (!strchr(buf, '\n') && s_now_ms() < deadline) {
-    struct pollfd p = {kg_child_stdout_fd(c), POLLIN, 0};
-    poll(&p, 1, 100);
-    ssize_t n = kg_child_read(c, 1, buf + got, sizeof buf - 1 - got);
-    if (n > 0)
-      got += (size_t) n;
-  }
-  pid_t grandchild = (pid_t) atol(buf);
+  pid_t grandchild = s_read_pid(c);
   KG_CHECK(grandchild > 0);
   KG_CHECK_INT(getpgid(grandchild), kg_child_pid(c));
   KG_CHECK_INT(kg_child_kill_group(c, SIGKILL), 0);
   KG_CHECK_INT(s_wait_exit(c, 5000), 1);
   KG_CHECK(WIFSIGNALED(kg_child_status(c)) && WTERMSIG(kg_child_status(c)) == SIGKILL);
   /* the grandchild (reparented to init) is gone too */
-  deadline = s_now_ms() + 5000;
+  long long deadline = s_now_ms() + 5000;
   bool dead = false;
   while (!dead && s_now_ms() < deadline) {
     if (kill(grandchild, 0) != 0) {
@@ -119,23 +126,6 @@ KG_TEST(child_group_kill_grandchildren)
   }
   KG_CHECK(dead);
   kg_child_destroy(&c);
-}
-
-/*  The first line the child prints (its pid for a grandchild), as a pid. */
-static pid_t
-s_read_pid(kg_child_t *c)
-{
-  char buf[64] = "";
-  size_t got = 0;
-  long long deadline = s_now_ms() + 5000;
-  while (!strchr(buf, '\n') && s_now_ms() < deadline) {
-    struct pollfd p = {kg_child_stdout_fd(c), POLLIN, 0};
-    poll(&p, 1, 100);
-    ssize_t n = kg_child_read(c, 1, buf + got, sizeof buf - 1 - got);
-    if (n > 0)
-      got += (size_t) n;
-  }
-  return (pid_t) atol(buf);
 }
 
 /*  pid's parent, from /proc/PID/stat, or -1. */
