@@ -516,10 +516,10 @@ kg_ex_node_listed(kg_exec_s *E)
     while (into && (e = cJSON_DetachItemFromArray(rows, 0)) != NULL) {
       const char *status = kg_json_string(e, "status");
       const char *path = kg_json_string(e, "archive");
+      const char *reason = kg_json_string(e, "reason");
       if (status && strcmp(status, "valid") != 0 && strcmp(status, "leftover") != 0)
         kg_notice("exec: rank %s's snapshot %s in memory is not offered: %s: %s", key,
-                  path ? path : "?", status, kg_json_string(e, "reason") ? kg_json_string(
-                                                     e, "reason") : "");
+                  path ? path : "?", status, reason ? reason : "");
       cJSON_AddStringToObject(e, "tier", "memory");
       cJSON_AddItemToArray(into, e);
     }
